@@ -1,0 +1,35 @@
+# Makefile — the one entry point. Each target first makes sure the Debian packages it needs are
+# installed (mk/deps.sh), then runs the real rules in mk/build.mk.
+#   make            build everything into build/ (binaries in build/bin/)
+#   make test       unit tests (ASan+UBSan), then the integration tests (root)
+#   make demo       the mesh end to end on one machine, from demo/mesh.json
+#   make fuzz       every libFuzzer target for a bounded time
+#   make deps       install the Debian packages
+#   make clean
+
+BUILD_MK := $(MAKE) --no-print-directory -f mk/build.mk
+
+.PHONY: all deps test unit integration demo fuzz clean
+all: deps
+	@$(BUILD_MK) all
+
+deps:
+	@./mk/deps.sh
+
+test: deps
+	@$(BUILD_MK) test
+
+unit: deps
+	@$(BUILD_MK) unit
+
+integration: deps
+	@$(BUILD_MK) integration
+
+demo: deps
+	@$(BUILD_MK) demo
+
+fuzz: deps
+	@$(BUILD_MK) fuzz
+
+clean:
+	rm -rf build

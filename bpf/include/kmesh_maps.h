@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * kmesh_maps.h — the ONE definition of every BPF table layout.
+ *
+ * Compiled into the BPF objects and into the user-space C code alike, so a key or value layout is
+ * never written twice. Rules:
+ *   - every key and value size is a multiple of 4 bytes, with explicit padding fields that must be 0;
+ *   - every address is 16 bytes; IPv4 is stored v4-mapped (::ffff:a.b.c.d), so connect4, connect6
+ *     and v4-mapped IPv6 sockets all look up the same rows;
+ *   - ports are 16-bit values in network byte order (as in struct bpf_sock_addr's user_port).
+ * Table sizes are not fixed here: the map writer sets them at start-up from its flags.
+ */
+#ifndef KMESH_MAPS_H
+#define KMESH_MAPS_H
+
+#ifdef __KMESH_BPF__
+/* BPF side: types come from vmlinux.h. */
+#else
+#include <linux/types.h>
+#endif
+
+/* Bumped whenever a layout below changes; the map writer refuses to adopt pinned maps of another
+ * layout version (they would be misread), and the xDS agent checks it at hello. */
+#define KM_LAYOUT_VERSION 1
+
+/* Locality priority groups 0..6 (0 = best); Istio allows at most 6 routing-preference scopes. */
+#define KM_PRIO_COUNT 7
+
+/* Istio LoadBalancing.Mode values, stored as-is in km_service_value.lb_mode. */
+enum km_lb_mode {
+	KM_LB_RANDOM = 0, /* UNSPECIFIED_MODE: every endpoint, uniformly */
+	KM_LB_STRICT = 1,
+	KM_LB_FAILOVER = 2,
+	KM_LB_PASSTHROUGH = 3,
+};
+
+/* What a frontend row points at. */
+enum km_frontend_kind {
+	KM_FRONTEND_SERVICE = 1,  /* a Service VIP:port; upstream_id is a service id */
+	KM_FRONTEND_WORKLOAD = 2, /* a pod IP (port 0 = any port); upstream_id is a workload id */
+};
+
+/* An IP address: 16 bytes, IPv4 v4-mapped. */
+struct km_addr {
+	union {
+		__u8 bytes[16];
+		__u32 words[4]; /* network byte order words, as in bpf_sock_addr.user_ip6 */
+	};
+};
+
+/* km_manage: netns cookies of enrolled pods. Written only by the map writer (enroll request). */
+struct km_manage_key {
+	__u64 netns_cookie;
+};
+struct km_manage_value {
+	__u32 flags; /* reserved, 0 */
+	__u32 pad;
+};
+
+/* km_frontend: (address, port, protocol) -> service or workload. A service has one row per
+ * (VIP, service port); the port mapping lives in the row, so there is no per-service port cap. */
+struct km_frontend_key {
+	struct km_addr addr;
+	__u16 port;  /* network byte order; 0 = any port (workload rows) */
+	__u8 proto;  /* IPPROTO_TCP */
+	__u8 pad;
+};
+struct km_frontend_value {
+	__u32 kind;        /* enum km_frontend_kind */
+	__u32 upstream_id; /* service id or workload id */
+	__u16 target_port; /* network byte order; service rows only */
+	__u16 pad;
+};
+
+/* km_service: per-service load-balancing state. */
+struct km_service_key {
+	__u32 service_id;
+};
+struct km_service_value {
+	__u32 endpoint_count[KM_PRIO_COUNT]; /* endpoints per priority, indices 0..count-1 */
+	__u32 lb_mode;                        /* enum km_lb_mode */
+};
+
+/* km_endpoint: (service, priority, dense 0-based index) -> backend. */
+struct km_endpoint_key {
+	__u32 service_id;
+	__u32 prio;
+	__u32 index;
+};
+struct km_endpoint_value {
+	__u32 backend_id;
+};
+
+/* km_backend: a workload's addresses, one per family (all-zero = none of that family). */
+struct km_backend_key {
+	__u32 backend_id;
+};
+struct km_backend_value {
+	struct km_addr addr4; /* v4-mapped */
+	struct km_addr addr6;
+};
+
+/* Pinned names (BPF object names are limited to 15 characters). */
+#define KM_MAP_MANAGE "km_manage"
+#define KM_MAP_FRONTEND "km_frontend"
+#define KM_MAP_SERVICE "km_service"
+#define KM_MAP_ENDPOINT "km_endpoint"
+#define KM_MAP_BACKEND "km_backend"
+
+#endif /* KMESH_MAPS_H */

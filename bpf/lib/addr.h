@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* addr.h — building and testing struct km_addr values from socket-address hook fields. */
+#ifndef KM_BPF_ADDR_H
+#define KM_BPF_ADDR_H
+
+#include "kmesh_maps.h"
+
+/* ::ffff:0:0/96 prefix word, network byte order. */
+#define KM_V4MAPPED_WORD bpf_htonl(0x0000ffff)
+
+static __always_inline void km_addr_from_v4(struct km_addr *a, __u32 ip4_nbo)
+{
+	a->words[0] = 0;
+	a->words[1] = 0;
+	a->words[2] = KM_V4MAPPED_WORD;
+	a->words[3] = ip4_nbo;
+}
+
+static __always_inline int km_addr_is_v4mapped(const struct km_addr *a)
+{
+	return a->words[0] == 0 && a->words[1] == 0 && a->words[2] == KM_V4MAPPED_WORD;
+}
+
+static __always_inline int km_addr_is_zero(const struct km_addr *a)
+{
+	return (a->words[0] | a->words[1] | a->words[2] | a->words[3]) == 0;
+}
+
+#endif

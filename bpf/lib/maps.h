@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* maps.h — BPF-side declarations of the tables defined in kmesh_maps.h.
+ * max_entries here are placeholders: the map writer sets every size from its flags before load. */
+#ifndef KM_BPF_MAPS_H
+#define KM_BPF_MAPS_H
+
+#include "kmesh_maps.h"
+
+#define KM_DECLARE_HASH(_name, _key, _value)                                                      \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_HASH);                                                   \
+		__type(key, _key);                                                                 \
+		__type(value, _value);                                                             \
+		__uint(max_entries, 1);                                                            \
+		__uint(map_flags, BPF_F_NO_PREALLOC);                                              \
+	} _name SEC(".maps")
+
+KM_DECLARE_HASH(km_manage, struct km_manage_key, struct km_manage_value);
+KM_DECLARE_HASH(km_frontend, struct km_frontend_key, struct km_frontend_value);
+KM_DECLARE_HASH(km_service, struct km_service_key, struct km_service_value);
+KM_DECLARE_HASH(km_endpoint, struct km_endpoint_key, struct km_endpoint_value);
+KM_DECLARE_HASH(km_backend, struct km_backend_key, struct km_backend_value);
+
+#endif

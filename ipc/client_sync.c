@@ -1,0 +1,174 @@
+/* client_sync.c — blocking framed client (see client_sync.h). */
+#include "ipc/client_sync.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static int wait_fd(int fd, short events, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	int n;
+
+	do {
+		n = poll(&p, 1, timeout_ms);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return n == 0 ? -ETIMEDOUT : 0;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t len, int timeout_ms)
+{
+	while (len > 0) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				int err = wait_fd(fd, POLLOUT, timeout_ms);
+
+				if (err)
+					return err;
+				continue;
+			}
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int read_all(int fd, uint8_t *p, size_t len, int timeout_ms)
+{
+	while (len > 0) {
+		int err = wait_fd(fd, POLLIN, timeout_ms);
+		ssize_t n;
+
+		if (err)
+			return err;
+		n = recv(fd, p, len, 0);
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -ECONNRESET;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int km_sync_call(struct km_sync_client *cl, km_envelope *req, km_envelope **reply)
+{
+	uint8_t hdr[KM_FRAME_HEADER];
+	uint8_t *buf;
+	size_t len;
+	uint64_t id = cl->next_id++;
+	int err;
+
+	*reply = NULL;
+	req->request_id = id;
+	buf = km_msg_pack(req, &len);
+	if (!buf)
+		return -ENOMEM;
+	km_frame_header(hdr, (uint32_t)len);
+	err = write_all(cl->fd, hdr, sizeof(hdr), cl->timeout_ms);
+	if (!err)
+		err = write_all(cl->fd, buf, len, cl->timeout_ms);
+	free(buf);
+	if (err)
+		return err;
+
+	err = read_all(cl->fd, hdr, sizeof(hdr), cl->timeout_ms);
+	if (err)
+		return err;
+	len = ((size_t)hdr[0] << 24) | ((size_t)hdr[1] << 16) | ((size_t)hdr[2] << 8) | hdr[3];
+	if (len == 0 || len > cl->max_frame)
+		return -EPROTO;
+	buf = malloc(len);
+	if (!buf)
+		return -ENOMEM;
+	err = read_all(cl->fd, buf, len, cl->timeout_ms);
+	if (!err) {
+		*reply = km_msg_unpack(buf, len);
+		if (!*reply || (*reply)->request_id != id ||
+		    (*reply)->body_case != KMESH__IPC__ENVELOPE__BODY_REPLY) {
+			km_msg_free(*reply);
+			*reply = NULL;
+			err = -EPROTO;
+		}
+	}
+	free(buf);
+	return err;
+}
+
+int km_sync_connect(struct km_sync_client *cl, const char *path, Kmesh__Ipc__Role role,
+		    const char *process, int timeout_ms, Kmesh__Ipc__Code *reply_code,
+		    char *msg, size_t msg_len)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	km_envelope req = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__Hello hello = KMESH__IPC__HELLO__INIT;
+	km_envelope *rep = NULL;
+	int err;
+
+	memset(cl, 0, sizeof(*cl));
+	cl->fd = -1;
+	cl->next_id = 1;
+	cl->max_frame = KM_FRAME_MAX_DEFAULT;
+	cl->timeout_ms = timeout_ms > 0 ? timeout_ms : 5000;
+	if (reply_code)
+		*reply_code = KMESH__IPC__CODE__OK;
+	if (msg && msg_len)
+		msg[0] = '\0';
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	cl->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (cl->fd < 0)
+		return -errno;
+	if (connect(cl->fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		err = -errno;
+		km_sync_close(cl);
+		return err;
+	}
+	hello.role = role;
+	hello.protocol_version = KM_IPC_PROTOCOL_VERSION;
+	hello.process = (char *)process;
+	req.body_case = KMESH__IPC__ENVELOPE__BODY_HELLO;
+	req.hello = &hello;
+	err = km_sync_call(cl, &req, &rep);
+	if (err) {
+		km_sync_close(cl);
+		return err;
+	}
+	if (reply_code)
+		*reply_code = rep->reply->code;
+	if (msg && msg_len)
+		snprintf(msg, msg_len, "%s", rep->reply->message ? rep->reply->message : "");
+	if (rep->reply->code != KMESH__IPC__CODE__OK) {
+		err = rep->reply->code == KMESH__IPC__CODE__PERMISSION_DENIED ? -EACCES : -EPROTO;
+		km_msg_free(rep);
+		km_sync_close(cl);
+		return err;
+	}
+	km_msg_free(rep);
+	return 0;
+}
+
+void km_sync_close(struct km_sync_client *cl)
+{
+	if (cl->fd >= 0)
+		close(cl->fd);
+	cl->fd = -1;
+}

@@ -1,0 +1,165 @@
+/* conn.c — framed libuv Unix-stream connection (see conn.h). */
+#include "ipc/conn.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+struct km_write {
+	uv_write_t req;
+	uint8_t bytes[]; /* header + payload */
+};
+
+int km_conn_init(uv_loop_t *loop, struct km_conn *c, size_t max_frame)
+{
+	void *owner = c->data;
+
+	memset(c, 0, sizeof(*c));
+	c->data = owner;
+	km_frame_decoder_init(&c->decoder, max_frame);
+	c->pipe.data = c;
+	return uv_pipe_init(loop, &c->pipe, 0);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	(void)h;
+	if (suggested < 65536)
+		suggested = 65536;
+	buf->base = malloc(suggested);
+	buf->len = buf->base ? suggested : 0;
+}
+
+static int deliver(void *arg, const uint8_t *payload, size_t len)
+{
+	struct km_conn *c = arg;
+
+	c->on_frame(c, payload, len);
+	return c->closing; /* stop delivering once the owner closed the connection */
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	struct km_conn *c = s->data;
+
+	if (n > 0 && !c->closing) {
+		int err = km_frame_decoder_feed(&c->decoder, (const uint8_t *)buf->base, (size_t)n,
+						deliver, c);
+
+		if (err != KM_FRAME_OK && err != KM_FRAME_ESTOPPED) {
+			uv_read_stop(s);
+			c->reading = 0;
+			c->on_error(c, err, km_frame_strerror(err));
+		}
+	} else if (n < 0 && !c->closing) {
+		uv_read_stop(s);
+		c->reading = 0;
+		c->on_error(c, (int)n, n == UV_EOF ? "peer closed the connection" : uv_strerror((int)n));
+	}
+	free(buf->base);
+}
+
+int km_conn_start(struct km_conn *c, km_conn_frame_cb on_frame, km_conn_error_cb on_error)
+{
+	int err;
+
+	c->on_frame = on_frame;
+	c->on_error = on_error;
+	err = uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
+	if (err == 0)
+		c->reading = 1;
+	return err;
+}
+
+static void on_written(uv_write_t *req, int status)
+{
+	struct km_write *w = (struct km_write *)req;
+	struct km_conn *c = req->handle->data;
+
+	free(w);
+	if (status < 0 && status != UV_ECANCELED && !c->closing && c->on_error)
+		c->on_error(c, status, uv_strerror(status));
+}
+
+int km_conn_send(struct km_conn *c, const void *payload, size_t len)
+{
+	struct km_write *w;
+	uv_buf_t buf;
+	int err;
+
+	if (c->closing)
+		return UV_ECANCELED;
+	if (len == 0 || len > c->decoder.max_frame)
+		return UV_E2BIG;
+	w = malloc(sizeof(*w) + KM_FRAME_HEADER + len);
+	if (!w)
+		return UV_ENOMEM;
+	km_frame_header(w->bytes, (uint32_t)len);
+	memcpy(w->bytes + KM_FRAME_HEADER, payload, len);
+	buf = uv_buf_init((char *)w->bytes, (unsigned int)(KM_FRAME_HEADER + len));
+	err = uv_write(&w->req, (uv_stream_t *)&c->pipe, &buf, 1, on_written);
+	if (err)
+		free(w);
+	return err;
+}
+
+size_t km_conn_write_queue(const struct km_conn *c)
+{
+	return uv_stream_get_write_queue_size((const uv_stream_t *)&c->pipe);
+}
+
+static void on_closed(uv_handle_t *h)
+{
+	struct km_conn *c = h->data;
+
+	km_frame_decoder_free(&c->decoder);
+	if (c->on_close)
+		c->on_close(c);
+}
+
+void km_conn_close(struct km_conn *c, km_conn_close_cb cb)
+{
+	if (c->closing)
+		return;
+	c->closing = 1;
+	c->on_close = cb;
+	uv_close((uv_handle_t *)&c->pipe, on_closed);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+	struct km_conn *c = req->handle->data;
+
+	(void)status;
+	uv_close((uv_handle_t *)&c->pipe, on_closed);
+}
+
+void km_conn_close_after_writes(struct km_conn *c, km_conn_close_cb cb)
+{
+	if (c->closing)
+		return;
+	c->closing = 1;
+	c->on_close = cb;
+	if (c->reading)
+		uv_read_stop((uv_stream_t *)&c->pipe);
+	c->reading = 0;
+	if (uv_shutdown(&c->shutdown_req, (uv_stream_t *)&c->pipe, on_shutdown) != 0)
+		uv_close((uv_handle_t *)&c->pipe, on_closed);
+}
+
+int km_conn_peer_cred(const struct km_conn *c, pid_t *pid, uid_t *uid, gid_t *gid)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	uv_os_fd_t fd;
+
+	if (uv_fileno((const uv_handle_t *)&c->pipe, &fd) != 0)
+		return -EBADF;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+		return -errno;
+	*pid = cred.pid;
+	*uid = cred.uid;
+	*gid = cred.gid;
+	return 0;
+}

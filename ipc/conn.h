@@ -1,0 +1,51 @@
+/* conn.h — a framed, message-oriented connection over a libuv Unix stream (uv_pipe_t).
+ *
+ * Ownership follows libuv: the caller owns the km_conn memory; it must stay valid until the close
+ * callback has run. Sends copy the payload. A framing error (oversize, zero-length frame) or a
+ * read error closes nothing by itself: the error callback is told and the owner decides (normally
+ * km_conn_close). */
+#ifndef KM_IPC_CONN_H
+#define KM_IPC_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "ipc/frame.h"
+
+struct km_conn;
+/* A complete frame arrived. The payload is valid only during the call. */
+typedef void (*km_conn_frame_cb)(struct km_conn *c, const uint8_t *payload, size_t len);
+/* The stream ended (UV_EOF) or failed (uv error, or a KM_FRAME_* error). */
+typedef void (*km_conn_error_cb)(struct km_conn *c, int err, const char *what);
+typedef void (*km_conn_close_cb)(struct km_conn *c);
+
+struct km_conn {
+	uv_pipe_t pipe; /* first member: the handle's data points back to the conn */
+	struct km_frame_decoder decoder;
+	km_conn_frame_cb on_frame;
+	km_conn_error_cb on_error;
+	km_conn_close_cb on_close;
+	int closing;
+	int reading;
+	uv_shutdown_t shutdown_req;
+	void *data; /* owner's pointer */
+};
+
+/* Initialise the pipe handle on loop (before uv_accept / uv_pipe_connect on &c->pipe). */
+int km_conn_init(uv_loop_t *loop, struct km_conn *c, size_t max_frame);
+/* Start reading frames. */
+int km_conn_start(struct km_conn *c, km_conn_frame_cb on_frame, km_conn_error_cb on_error);
+/* Queue one frame. Returns 0 or a negative uv error. */
+int km_conn_send(struct km_conn *c, const void *payload, size_t len);
+/* Bytes queued for writing and not yet written. */
+size_t km_conn_write_queue(const struct km_conn *c);
+/* Stop reading, let queued writes finish (e.g. a final error reply), then close. */
+void km_conn_close_after_writes(struct km_conn *c, km_conn_close_cb cb);
+/* Close; cb (may be NULL) runs from the loop once the handle is closed. Idempotent. */
+void km_conn_close(struct km_conn *c, km_conn_close_cb cb);
+/* The connected peer's credentials (SO_PEERCRED). Returns 0 or -errno. */
+int km_conn_peer_cred(const struct km_conn *c, pid_t *pid, uid_t *uid, gid_t *gid);
+
+#endif

@@ -1,0 +1,108 @@
+/* frame.c — length-prefixed frame decoder and header encoder (see frame.h). */
+#include "ipc/frame.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void km_frame_decoder_init(struct km_frame_decoder *d, size_t max_frame)
+{
+	memset(d, 0, sizeof(*d));
+	if (max_frame == 0 || max_frame > KM_FRAME_MAX_LIMIT)
+		max_frame = KM_FRAME_MAX_DEFAULT;
+	d->max_frame = max_frame;
+}
+
+void km_frame_decoder_free(struct km_frame_decoder *d)
+{
+	free(d->body);
+	d->body = NULL;
+	d->body_len = d->body_have = d->header_have = 0;
+}
+
+void km_frame_header(uint8_t out[KM_FRAME_HEADER], uint32_t len)
+{
+	out[0] = (uint8_t)(len >> 24);
+	out[1] = (uint8_t)(len >> 16);
+	out[2] = (uint8_t)(len >> 8);
+	out[3] = (uint8_t)len;
+}
+
+int km_frame_decoder_feed(struct km_frame_decoder *d, const uint8_t *data, size_t len,
+			  km_frame_cb cb, void *arg)
+{
+	if (d->failed)
+		return d->failed;
+	while (len > 0) {
+		if (d->header_have < KM_FRAME_HEADER) {
+			size_t take = KM_FRAME_HEADER - d->header_have;
+
+			if (take > len)
+				take = len;
+			memcpy(d->header + d->header_have, data, take);
+			d->header_have += take;
+			data += take;
+			len -= take;
+			if (d->header_have < KM_FRAME_HEADER)
+				break;
+			d->body_len = ((size_t)d->header[0] << 24) | ((size_t)d->header[1] << 16) |
+				      ((size_t)d->header[2] << 8) | d->header[3];
+			if (d->body_len == 0)
+				return d->failed = KM_FRAME_EEMPTY;
+			if (d->body_len > d->max_frame)
+				return d->failed = KM_FRAME_ETOOBIG;
+			d->body_have = 0;
+			/* Whole frame already in this chunk: deliver in place, no copy. */
+			if (len >= d->body_len) {
+				size_t n = d->body_len;
+
+				d->header_have = 0;
+				if (cb(arg, data, n) != 0)
+					return d->failed = KM_FRAME_ESTOPPED;
+				data += n;
+				len -= n;
+				continue;
+			}
+			d->body = malloc(d->body_len);
+			if (!d->body)
+				return d->failed = KM_FRAME_ENOMEM;
+		}
+		size_t take = d->body_len - d->body_have;
+
+		if (take > len)
+			take = len;
+		memcpy(d->body + d->body_have, data, take);
+		d->body_have += take;
+		data += take;
+		len -= take;
+		if (d->body_have == d->body_len) {
+			uint8_t *body = d->body;
+			size_t n = d->body_len;
+			int stop;
+
+			d->body = NULL;
+			d->header_have = 0;
+			stop = cb(arg, body, n);
+			free(body);
+			if (stop)
+				return d->failed = KM_FRAME_ESTOPPED;
+		}
+	}
+	return KM_FRAME_OK;
+}
+
+const char *km_frame_strerror(int err)
+{
+	switch (err) {
+	case KM_FRAME_OK:
+		return "ok";
+	case KM_FRAME_ETOOBIG:
+		return "frame larger than the maximum frame size";
+	case KM_FRAME_EEMPTY:
+		return "zero-length frame";
+	case KM_FRAME_ENOMEM:
+		return "out of memory";
+	case KM_FRAME_ESTOPPED:
+		return "stopped by the receiver";
+	}
+	return "unknown framing error";
+}

@@ -1,0 +1,31 @@
+/* message.h — Envelope helpers over the generated protobuf-c code: pack-and-send, unpack with a
+ * clear error, and reply construction. The protocol version lives here. */
+#ifndef KM_IPC_MESSAGE_H
+#define KM_IPC_MESSAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kmesh_ipc.pb-c.h"
+#include "ipc/conn.h"
+
+#define KM_IPC_PROTOCOL_VERSION 1
+
+typedef Kmesh__Ipc__Envelope km_envelope;
+
+/* Pack env and send it as one frame. Returns 0 or a negative uv error. */
+int km_msg_send(struct km_conn *c, const km_envelope *env);
+/* Pack env into a malloc'd buffer (caller frees). Returns NULL on allocation failure. */
+uint8_t *km_msg_pack(const km_envelope *env, size_t *len);
+/* Decode one frame. Returns NULL if the bytes are not an Envelope or carry no body. */
+km_envelope *km_msg_unpack(const uint8_t *data, size_t len);
+void km_msg_free(km_envelope *env);
+
+/* Send a Reply with the given code/message/applied count to request_id. */
+int km_msg_reply(struct km_conn *c, uint64_t request_id, Kmesh__Ipc__Code code,
+		 const char *message, uint32_t applied);
+
+const char *km_msg_code_name(Kmesh__Ipc__Code code);
+const char *km_msg_role_name(Kmesh__Ipc__Role role);
+
+#endif

@@ -1,0 +1,123 @@
+# build.mk — the build rules proper (run through the top-level Makefile, which installs deps).
+SHELL   := /bin/bash
+B       := build
+GEN     := $(B)/gen
+CC      ?= gcc
+CLANG   ?= clang
+BPFTOOL ?= bpftool
+PROTOC_C ?= protoc-c
+
+PKGS     := libbpf libuv libprotobuf-c jansson
+CPPFLAGS := -D_GNU_SOURCE -I. -Ibpf/include -I$(GEN)
+CFLAGS   := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-missing-field-initializers \
+            -fno-strict-aliasing $(shell pkg-config --cflags $(PKGS))
+LDLIBS   := $(shell pkg-config --libs $(PKGS)) -lelf -lz
+SANFLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+IPC_SRCS    := ipc/frame.c ipc/conn.c ipc/message.c ipc/client_sync.c $(GEN)/kmesh_ipc.pb-c.c
+SHARED_SRCS := shared/log.c shared/options.c shared/signals.c shared/addr.c
+MW_SRCS     := $(filter-out %/main.c,$(wildcard services/map-writer/*.c))
+XDS_SRCS    := $(filter-out %/main.c,$(wildcard services/xds-agent/*.c))
+COMMON_SRCS := $(IPC_SRCS) $(SHARED_SRCS)
+
+GEN_HDRS := $(GEN)/kmesh_ipc.pb-c.h $(GEN)/connect.skel.h
+
+obj = $(patsubst %.c,$(B)/obj/%.o,$(patsubst $(B)/%,%,$(1)))
+san = $(patsubst %.c,$(B)/san/%.o,$(patsubst $(B)/%,%,$(1)))
+
+BINS := $(B)/bin/kmesh-map-writer $(B)/bin/kmesh-xds-agent
+TEST_TOOLS := $(B)/tests/kmesh-testctl
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
+FUZZERS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+
+.PHONY: all test unit integration demo fuzz
+.SECONDARY:
+.DELETE_ON_ERROR:
+
+all: $(BINS) $(TEST_TOOLS)
+
+# ---- generated code ------------------------------------------------------------------------------
+$(GEN)/vmlinux.h:
+	@mkdir -p $(@D)
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+$(GEN)/kmesh_ipc.pb-c.c $(GEN)/kmesh_ipc.pb-c.h: ipc/kmesh_ipc.proto
+	@mkdir -p $(GEN)
+	$(PROTOC_C) --proto_path=ipc --c_out=$(GEN) $<
+
+# ---- BPF objects and skeletons -------------------------------------------------------------------
+BPF_CFLAGS := -g -O2 -target bpf -D__KMESH_BPF__ -D__TARGET_ARCH_x86 -Wall -Werror \
+              -I$(GEN) -Ibpf -Ibpf/include
+
+$(B)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/lib/*.h) bpf/include/kmesh_maps.h $(GEN)/vmlinux.h
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(GEN)/%.skel.h: $(B)/bpf/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name kmesh_$* > $@
+
+# ---- C objects (normal and sanitized) ------------------------------------------------------------
+$(B)/obj/%.o: %.c | $(GEN_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+$(B)/obj/gen/%.o: $(GEN)/%.c | $(GEN_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-unused-parameter -c $< -o $@
+$(B)/san/%.o: %.c | $(GEN_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(SANFLAGS) -MMD -MP -c $< -o $@
+$(B)/san/gen/%.o: $(GEN)/%.c | $(GEN_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(SANFLAGS) -Wno-unused-parameter -c $< -o $@
+
+-include $(shell find $(B)/obj $(B)/san -name '*.d' 2>/dev/null)
+
+# ---- binaries ------------------------------------------------------------------------------------
+$(B)/bin/kmesh-map-writer: $(call obj,services/map-writer/main.c $(MW_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/bin/kmesh-xds-agent: $(call obj,services/xds-agent/main.c $(XDS_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/tests/kmesh-testctl: $(call obj,tests/tools/kmesh-testctl.c $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# ---- unit tests (cmocka, always under ASan+UBSan) ------------------------------------------------
+$(B)/tests/test_%: $(call san,tests/unit/test_%.c $(XDS_SRCS) $(MW_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+unit: $(UNIT_TESTS)
+	@set -e; for t in $(UNIT_TESTS); do \
+		echo "== $$t"; \
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 $$t; \
+	done
+
+integration: all
+	@bash tests/integration/run.sh
+
+test: unit integration
+
+demo: all
+	@bash demo/run.sh
+
+# ---- fuzzing (clang libFuzzer) -------------------------------------------------------------------
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) \
+               $(shell pkg-config --cflags $(PKGS)) -Wno-unused-parameter
+FUZZ_SECONDS ?= 20
+
+$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(XDS_SRCS) $(COMMON_SRCS) | $(GEN_HDRS)
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) -o $@ $^ $(LDLIBS)
+
+fuzz: $(FUZZERS)
+	@set -e; for f in $(FUZZERS); do \
+		name=$$(basename $$f); corpus=tests/fuzz/corpus/$$name; mkdir -p $(B)/fuzz/work-$$name; \
+		echo "== $$name for $(FUZZ_SECONDS)s"; \
+		$$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(B)/fuzz/work-$$name \
+			$$( [ -d $$corpus ] && echo $$corpus ) 2>&1 | grep -E 'stat::number_of_executed_units|ERROR|SUMMARY|Done' ; \
+		test $${PIPESTATUS[0]} -eq 0; \
+	done

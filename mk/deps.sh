@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# deps.sh — install the Debian packages the build, tests and demo need, only when some are missing.
+# Run by every top-level make target; a no-op (one dpkg query) when everything is present.
+set -euo pipefail
+
+packages=(
+	make gcc clang llvm pkg-config
+	libbpf-dev bpftool libelf-dev zlib1g-dev
+	libuv1-dev libprotobuf-c-dev protobuf-c-compiler
+	libnghttp2-dev libwolfssl-dev libjansson-dev libcmocka-dev uthash-dev
+	libclang-rt-14-dev
+	iproute2 util-linux procps python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+	[ "$status" = "installed" ] || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing missing Debian packages: ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps: not root; install them with: sudo apt-get install ${missing[*]}" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,295 @@
+/* dataplane.c — skeleton loading, map/link pinning and adoption (see dataplane.h). */
+#include "services/map-writer/dataplane.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "connect.skel.h"
+#include "kmesh_maps.h"
+#include "shared/log.h"
+
+#ifndef BPF_FS_MAGIC
+#define BPF_FS_MAGIC 0xcafe4a11
+#endif
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char buf[1024];
+	size_t n;
+
+	if (level == LIBBPF_DEBUG && !km_log_enabled(KM_LOG_DEBUG))
+		return 0;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	n = strlen(buf);
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+	km_log(level == LIBBPF_WARN ? KM_LOG_WARN : KM_LOG_DEBUG, "%s", buf);
+	return 0;
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char tmp[512];
+
+	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, mode) != 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, mode) != 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* A map pinned by an earlier run is adopted only if its layout is exactly what this build uses;
+ * otherwise refuse with a message that names the difference (reading it would corrupt routing). */
+static int check_pinned_map(struct bpf_map *map, const char *path, int *adopted)
+{
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info);
+	int fd = bpf_obj_get(path);
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	close(fd);
+	if (info.type != bpf_map__type(map) || info.key_size != bpf_map__key_size(map) ||
+	    info.value_size != bpf_map__value_size(map)) {
+		km_error("pinned map %s has type %u key %u B value %u B; this build needs type %u key %u B "
+			 "value %u B (layout version %d). Remove the pin directory to start empty.",
+			 path, info.type, info.key_size, info.value_size, bpf_map__type(map),
+			 bpf_map__key_size(map), bpf_map__value_size(map), KM_LAYOUT_VERSION);
+		return -EEXIST;
+	}
+	if (info.max_entries != bpf_map__max_entries(map)) {
+		km_warn("pinned map %s holds up to %u entries; keeping that size (flag asks for %u; "
+			 "resizing needs a migration)",
+			 path, info.max_entries, bpf_map__max_entries(map));
+		bpf_map__set_max_entries(map, info.max_entries);
+	}
+	(*adopted)++;
+	return 0;
+}
+
+static int setup_maps(struct km_dataplane *dp)
+{
+	struct bpf_map *map;
+	struct {
+		struct bpf_map *map;
+		uint32_t size;
+	} sized[] = {
+		{ dp->skel->maps.km_manage, dp->sizes.manage },
+		{ dp->skel->maps.km_frontend, dp->sizes.frontend },
+		{ dp->skel->maps.km_service, dp->sizes.service },
+		{ dp->skel->maps.km_endpoint, dp->sizes.endpoint },
+		{ dp->skel->maps.km_backend, dp->sizes.backend },
+	};
+
+	for (size_t i = 0; i < sizeof(sized) / sizeof(sized[0]); i++) {
+		int err = bpf_map__set_max_entries(sized[i].map, sized[i].size);
+
+		if (err)
+			return err;
+	}
+	bpf_object__for_each_map(map, dp->skel->obj) {
+		char path[640];
+		int err;
+
+		if (bpf_map__is_internal(map))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dp->maps_dir, bpf_map__name(map));
+		err = check_pinned_map(map, path, &dp->adopted_maps);
+		if (err)
+			return err;
+		err = bpf_map__set_pin_path(map, path);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Attach prog to the cgroup, or, if a link is already pinned (earlier run), swap its program
+ * atomically so there is no moment without a program attached. */
+static int attach_link(struct km_dataplane *dp, struct bpf_program *prog, const char *name,
+		       struct bpf_link **out)
+{
+	char path[640];
+	struct bpf_link *link;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/%s", dp->links_dir, name);
+	link = bpf_link__open(path);
+	if (link) {
+		err = bpf_link__update_program(link, prog);
+		if (err) {
+			km_error("cannot update pinned link %s: %s", path, strerror(-err));
+			bpf_link__destroy(link);
+			return err;
+		}
+		dp->adopted_links++;
+		*out = link;
+		return 0;
+	}
+	link = bpf_program__attach_cgroup(prog, dp->cgroup_fd);
+	if (!link) {
+		err = -errno;
+		km_error("cannot attach %s to the cgroup: %s", name, strerror(-err));
+		return err;
+	}
+	err = bpf_link__pin(link, path);
+	if (err) {
+		km_error("cannot pin link %s: %s", path, strerror(-err));
+		bpf_link__destroy(link);
+		return err;
+	}
+	*out = link;
+	return 0;
+}
+
+static int check_bpffs(const char *dir)
+{
+	struct statfs st;
+
+	if (statfs(dir, &st) != 0)
+		return -errno;
+	if ((unsigned long)st.f_type != BPF_FS_MAGIC) {
+		km_error("%s is not on a bpf filesystem; mount one first (mount -t bpf bpf /sys/fs/bpf)",
+			 dir);
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config *cfg)
+{
+	int err;
+
+	memset(dp, 0, sizeof(*dp));
+	dp->lock_fd = dp->cgroup_fd = -1;
+	dp->sizes = cfg->sizes;
+	libbpf_set_print(libbpf_print);
+	snprintf(dp->dir, sizeof(dp->dir), "%s", cfg->bpffs_dir);
+	snprintf(dp->maps_dir, sizeof(dp->maps_dir), "%s/maps", cfg->bpffs_dir);
+	snprintf(dp->links_dir, sizeof(dp->links_dir), "%s/links", cfg->bpffs_dir);
+
+	if ((err = mkdir_p(dp->maps_dir, 0700)) || (err = mkdir_p(dp->links_dir, 0700))) {
+		km_error("cannot create %s: %s", cfg->bpffs_dir, strerror(-err));
+		return err;
+	}
+	if ((err = check_bpffs(dp->dir)))
+		return err;
+	dp->lock_fd = open(dp->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dp->lock_fd < 0 || flock(dp->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+		err = -errno;
+		km_error("%s is in use by another map writer (%s)", dp->dir, strerror(-err));
+		return err;
+	}
+	dp->cgroup_fd = open(cfg->cgroup_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dp->cgroup_fd < 0) {
+		err = -errno;
+		km_error("cannot open cgroup %s: %s", cfg->cgroup_path, strerror(-err));
+		return err;
+	}
+	{
+		struct statfs st;
+
+		if (fstatfs(dp->cgroup_fd, &st) != 0 || (unsigned long)st.f_type != CGROUP2_SUPER_MAGIC) {
+			km_error("%s is not a cgroup-v2 directory (on hybrid hosts the v2 hierarchy is "
+				 "often /sys/fs/cgroup/unified)", cfg->cgroup_path);
+			return -ENOTDIR;
+		}
+	}
+
+	dp->skel = kmesh_connect__open();
+	if (!dp->skel) {
+		err = -errno;
+		km_error("cannot open the BPF object: %s", strerror(-err));
+		return err;
+	}
+	if ((err = setup_maps(dp)))
+		return err;
+	err = kmesh_connect__load(dp->skel);
+	if (err) {
+		km_error("cannot load the BPF programs: %s (is this process missing CAP_BPF or "
+			 "CAP_SYS_ADMIN?)", strerror(-err));
+		return err;
+	}
+	dp->fd_manage = bpf_map__fd(dp->skel->maps.km_manage);
+	dp->fd_frontend = bpf_map__fd(dp->skel->maps.km_frontend);
+	dp->fd_service = bpf_map__fd(dp->skel->maps.km_service);
+	dp->fd_endpoint = bpf_map__fd(dp->skel->maps.km_endpoint);
+	dp->fd_backend = bpf_map__fd(dp->skel->maps.km_backend);
+	/* Record the sizes actually in force (adopted maps keep theirs). */
+	dp->sizes.manage = bpf_map__max_entries(dp->skel->maps.km_manage);
+	dp->sizes.frontend = bpf_map__max_entries(dp->skel->maps.km_frontend);
+	dp->sizes.service = bpf_map__max_entries(dp->skel->maps.km_service);
+	dp->sizes.endpoint = bpf_map__max_entries(dp->skel->maps.km_endpoint);
+	dp->sizes.backend = bpf_map__max_entries(dp->skel->maps.km_backend);
+
+	if ((err = attach_link(dp, dp->skel->progs.km_connect4, "connect4", &dp->link_connect4)))
+		return err;
+	if ((err = attach_link(dp, dp->skel->progs.km_connect6, "connect6", &dp->link_connect6)))
+		return err;
+	km_info("data plane ready: %s (maps %s, links %s), attached to %s", dp->dir,
+		dp->adopted_maps ? "adopted" : "new", dp->adopted_links ? "updated in place" : "new",
+		cfg->cgroup_path);
+	return 0;
+}
+
+void km_dataplane_close(struct km_dataplane *dp, int detach)
+{
+	struct bpf_link *links[] = { dp->link_connect4, dp->link_connect6 };
+
+	for (size_t i = 0; i < 2; i++) {
+		if (!links[i])
+			continue;
+		if (detach)
+			bpf_link__unpin(links[i]);
+		bpf_link__destroy(links[i]); /* detaches only if no pin holds it */
+	}
+	dp->link_connect4 = dp->link_connect6 = NULL;
+	if (dp->skel) {
+		if (detach) {
+			struct bpf_map *map;
+
+			bpf_object__for_each_map(map, dp->skel->obj)
+				if (!bpf_map__is_internal(map))
+					bpf_map__unpin(map, NULL);
+		}
+		kmesh_connect__destroy(dp->skel);
+		dp->skel = NULL;
+	}
+	if (detach && dp->dir[0]) {
+		rmdir(dp->maps_dir);
+		rmdir(dp->links_dir);
+		rmdir(dp->dir);
+		km_info("detached and unpinned everything under %s", dp->dir);
+	}
+	if (dp->cgroup_fd >= 0)
+		close(dp->cgroup_fd);
+	if (dp->lock_fd >= 0)
+		close(dp->lock_fd);
+	dp->cgroup_fd = dp->lock_fd = -1;
+}

@@ -1,0 +1,186 @@
+/* dump.c — reading a table back as rows (admin dumps, and later the xDS agent's recovery).
+ * Part of the tables module (declared in tables.h); kept apart because it only reads. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+
+#include "kmesh_maps.h"
+#include "services/map-writer/tables.h"
+#include "shared/addr.h"
+
+#define DUMP_DEFAULT_ROWS 100000u
+
+/* One allocation per row holds the op, its row message and the address bytes it points to. */
+struct dump_row {
+	Kmesh__Ipc__TableOp op;
+	union {
+		Kmesh__Ipc__FrontendRow frontend;
+		Kmesh__Ipc__ServiceRow service;
+		Kmesh__Ipc__EndpointRow endpoint;
+		Kmesh__Ipc__BackendRow backend;
+	} row;
+	uint32_t counts[KM_PRIO_COUNT];
+	ProtobufCBinaryData addrs[2];
+	uint8_t bytes[2][16];
+};
+
+static ProtobufCBinaryData addr_bytes(const struct km_addr *a, uint8_t *buf)
+{
+	ProtobufCBinaryData b = { .len = km_addr_to_bytes(a, buf), .data = buf };
+
+	return b;
+}
+
+static void fill_row(struct dump_row *d, Kmesh__Ipc__Table table, const void *key, const void *value)
+{
+	kmesh__ipc__table_op__init(&d->op);
+	d->op.kind = KMESH__IPC__TABLE_OP__KIND__UPSERT;
+	switch (table) {
+	case KMESH__IPC__TABLE__TABLE_FRONTEND: {
+		const struct km_frontend_key *k = key;
+		const struct km_frontend_value *v = value;
+
+		kmesh__ipc__frontend_row__init(&d->row.frontend);
+		d->row.frontend.address = addr_bytes(&k->addr, d->bytes[0]);
+		d->row.frontend.port = ntohs(k->port);
+		d->row.frontend.protocol = k->proto;
+		d->row.frontend.kind = v->kind == KM_FRONTEND_SERVICE
+					       ? KMESH__IPC__FRONTEND_KIND__FRONTEND_KIND_SERVICE
+					       : KMESH__IPC__FRONTEND_KIND__FRONTEND_KIND_WORKLOAD;
+		d->row.frontend.upstream_id = v->upstream_id;
+		d->row.frontend.target_port = ntohs(v->target_port);
+		d->op.row_case = KMESH__IPC__TABLE_OP__ROW_FRONTEND;
+		d->op.frontend = &d->row.frontend;
+		break;
+	}
+	case KMESH__IPC__TABLE__TABLE_SERVICE: {
+		const struct km_service_key *k = key;
+		const struct km_service_value *v = value;
+
+		kmesh__ipc__service_row__init(&d->row.service);
+		d->row.service.id = k->service_id;
+		memcpy(d->counts, v->endpoint_count, sizeof(d->counts));
+		d->row.service.n_endpoint_count = KM_PRIO_COUNT;
+		d->row.service.endpoint_count = d->counts;
+		d->row.service.lb_mode = v->lb_mode;
+		d->op.row_case = KMESH__IPC__TABLE_OP__ROW_SERVICE;
+		d->op.service = &d->row.service;
+		break;
+	}
+	case KMESH__IPC__TABLE__TABLE_ENDPOINT: {
+		const struct km_endpoint_key *k = key;
+		const struct km_endpoint_value *v = value;
+
+		kmesh__ipc__endpoint_row__init(&d->row.endpoint);
+		d->row.endpoint.service_id = k->service_id;
+		d->row.endpoint.priority = k->prio;
+		d->row.endpoint.index = k->index;
+		d->row.endpoint.backend_id = v->backend_id;
+		d->op.row_case = KMESH__IPC__TABLE_OP__ROW_ENDPOINT;
+		d->op.endpoint = &d->row.endpoint;
+		break;
+	}
+	default: { /* backend */
+		const struct km_backend_key *k = key;
+		const struct km_backend_value *v = value;
+
+		kmesh__ipc__backend_row__init(&d->row.backend);
+		d->row.backend.id = k->backend_id;
+		if (!km_addr_is_unspecified(&v->addr4))
+			d->addrs[d->row.backend.n_addresses++] = addr_bytes(&v->addr4, d->bytes[0]);
+		if (!km_addr_is_unspecified(&v->addr6))
+			d->addrs[d->row.backend.n_addresses++] = addr_bytes(&v->addr6, d->bytes[1]);
+		d->row.backend.addresses = d->addrs;
+		d->op.row_case = KMESH__IPC__TABLE_OP__ROW_BACKEND;
+		d->op.backend = &d->row.backend;
+		break;
+	}
+	}
+}
+
+Kmesh__Ipc__Code km_tables_dump(struct km_tables *t, Kmesh__Ipc__Table table, uint32_t max_rows,
+				Kmesh__Ipc__DumpReply *reply, char *err, size_t errlen)
+{
+	uint8_t key[64], next[64], value[64];
+	int fd;
+	void *prev = NULL;
+	size_t cap = 0;
+
+	kmesh__ipc__dump_reply__init(reply);
+	err[0] = '\0';
+	if (max_rows == 0 || max_rows > DUMP_DEFAULT_ROWS)
+		max_rows = DUMP_DEFAULT_ROWS;
+	switch (table) {
+	case KMESH__IPC__TABLE__TABLE_MANAGE: fd = t->fd_manage; break;
+	case KMESH__IPC__TABLE__TABLE_FRONTEND: fd = t->fd_frontend; break;
+	case KMESH__IPC__TABLE__TABLE_SERVICE: fd = t->fd_service; break;
+	case KMESH__IPC__TABLE__TABLE_ENDPOINT: fd = t->fd_endpoint; break;
+	case KMESH__IPC__TABLE__TABLE_BACKEND: fd = t->fd_backend; break;
+	default:
+		snprintf(err, errlen, "unknown table %d", table);
+		return KMESH__IPC__CODE__BAD_REQUEST;
+	}
+	while (bpf_map_get_next_key(fd, prev, next) == 0) {
+		size_t n = table == KMESH__IPC__TABLE__TABLE_MANAGE ? reply->n_manage : reply->n_rows;
+
+		memcpy(key, next, sizeof(key));
+		prev = key;
+		if (bpf_map_lookup_elem(fd, key, value) != 0)
+			continue; /* deleted meanwhile */
+		if (n == max_rows) {
+			reply->truncated = 1;
+			break;
+		}
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			void *p = table == KMESH__IPC__TABLE__TABLE_MANAGE
+					  ? realloc(reply->manage, ncap * sizeof(*reply->manage))
+					  : realloc(reply->rows, ncap * sizeof(*reply->rows));
+
+			if (!p)
+				goto nomem;
+			if (table == KMESH__IPC__TABLE__TABLE_MANAGE)
+				reply->manage = p;
+			else
+				reply->rows = p;
+			cap = ncap;
+		}
+		if (table == KMESH__IPC__TABLE__TABLE_MANAGE) {
+			Kmesh__Ipc__ManageRow *m = malloc(sizeof(*m));
+
+			if (!m)
+				goto nomem;
+			kmesh__ipc__manage_row__init(m);
+			m->netns_cookie = ((struct km_manage_key *)key)->netns_cookie;
+			reply->manage[reply->n_manage++] = m;
+		} else {
+			struct dump_row *d = calloc(1, sizeof(*d));
+
+			if (!d)
+				goto nomem;
+			fill_row(d, table, key, value);
+			reply->rows[reply->n_rows++] = &d->op;
+		}
+	}
+	return KMESH__IPC__CODE__OK;
+nomem:
+	km_tables_dump_free(reply);
+	snprintf(err, errlen, "out of memory");
+	return KMESH__IPC__CODE__INTERNAL;
+}
+
+void km_tables_dump_free(Kmesh__Ipc__DumpReply *reply)
+{
+	/* op is the first member of dump_row, so the op pointer is the allocation. */
+	for (size_t i = 0; i < reply->n_rows; i++)
+		free(reply->rows[i]);
+	for (size_t i = 0; i < reply->n_manage; i++)
+		free(reply->manage[i]);
+	free(reply->rows);
+	free(reply->manage);
+	kmesh__ipc__dump_reply__init(reply);
+}

@@ -1,0 +1,187 @@
+/* main.c — kmesh-map-writer: the only process that holds CAP_BPF. Loads and attaches the BPF
+ * programs, owns the pinned tables, and applies validated table operations that its peers send
+ * over its Unix socket. Flags and wiring only; the work is in dataplane.c, tables.c, server.c. */
+#include <grp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <uv.h>
+
+#include "ipc/frame.h"
+#include "services/map-writer/access.h"
+#include "services/map-writer/dataplane.h"
+#include "services/map-writer/server.h"
+#include "services/map-writer/tables.h"
+#include "shared/log.h"
+#include "shared/options.h"
+#include "shared/signals.h"
+
+struct writer {
+	uv_loop_t *loop;
+	struct km_dataplane dp;
+	struct km_tables tables;
+	struct km_server server;
+	struct km_signals signals;
+	struct km_access access;
+	int detach_on_exit;
+};
+
+static int parse_allow(const char *arg, void *target, char *err, size_t errlen)
+{
+	return km_access_add(target, arg, err, errlen);
+}
+
+static int parse_level(const char *arg, void *target, char *err, size_t errlen)
+{
+	enum km_log_level lvl;
+
+	(void)target;
+	if (km_log_parse_level(arg, &lvl) != 0) {
+		snprintf(err, errlen, "'%s' is not one of error, warn, info, debug", arg);
+		return -1;
+	}
+	km_log_set_level(lvl);
+	return 0;
+}
+
+static int parse_mode(const char *arg, void *target, char *err, size_t errlen)
+{
+	char *end;
+	unsigned long m = strtoul(arg, &end, 8);
+
+	if (end == arg || *end || m > 0777) {
+		snprintf(err, errlen, "'%s' is not an octal file mode", arg);
+		return -1;
+	}
+	*(mode_t *)target = (mode_t)m;
+	return 0;
+}
+
+static int parse_group(const char *arg, void *target, char *err, size_t errlen)
+{
+	char *end;
+	unsigned long g = strtoul(arg, &end, 10);
+	struct group *gr;
+
+	if (end != arg && !*end) {
+		*(gid_t *)target = (gid_t)g;
+		return 0;
+	}
+	gr = getgrnam(arg);
+	if (!gr) {
+		snprintf(err, errlen, "no group named '%s'", arg);
+		return -1;
+	}
+	*(gid_t *)target = gr->gr_gid;
+	return 0;
+}
+
+static void on_server_stopped(struct km_server *srv)
+{
+	struct writer *w = (struct writer *)((char *)srv - offsetof(struct writer, server));
+
+	km_signals_close(&w->signals);
+}
+
+static void on_shutdown(void *arg, int signum)
+{
+	struct writer *w = arg;
+
+	(void)signum;
+	km_server_stop(&w->server, on_server_stopped);
+}
+
+int main(int argc, char **argv)
+{
+	static struct writer w;
+	const char *bpffs_dir = "/sys/fs/bpf/kmesh";
+	const char *cgroup = "/sys/fs/cgroup";
+	const char *socket_path = "/run/kmesh/map-writer.sock";
+	const char *level = NULL;
+	uint64_t max_manage = 16384, max_frontend = 262144, max_service = 65536,
+		 max_endpoint = 262144, max_backend = 131072, max_frame = KM_FRAME_MAX_DEFAULT;
+	mode_t socket_mode = 0660;
+	gid_t socket_gid = (gid_t)-1;
+	const uint64_t table_min = 16, table_max = 1u << 24;
+	const struct km_option opts[] = {
+		{ "bpffs-dir", KM_OPT_STRING, &bpffs_dir, "DIR",
+		  "directory on a bpf filesystem where maps and links are pinned", "KMESH_BPFFS_DIR" },
+		{ "cgroup", KM_OPT_STRING, &cgroup, "PATH",
+		  "cgroup-v2 directory the programs attach to (all pods must be below it)",
+		  "KMESH_CGROUP" },
+		{ "socket", KM_OPT_STRING, &socket_path, "PATH", "Unix socket the peers connect to",
+		  "KMESH_MAP_WRITER_SOCKET" },
+		{ "socket-mode", KM_OPT_FUNC, &socket_mode, "OCTAL",
+		  "permissions of the socket file (default 0660)", NULL, 0, 0, parse_mode },
+		{ "socket-group", KM_OPT_FUNC, &socket_gid, "GROUP",
+		  "group (name or gid) owning the socket file (default: unchanged)", NULL, 0, 0,
+		  parse_group },
+		{ "allow", KM_OPT_FUNC, &w.access, "ROLE:uid=N|ROLE:gid=N",
+		  "let a peer uid or gid take a role (xds, cni, admin); repeatable; uid 0 may take any",
+		  NULL, 0, 0, parse_allow },
+		{ "max-pods", KM_OPT_UINT, &max_manage, "N", "size of km_manage (enrolled pods)",
+		  "KMESH_MAX_PODS", table_min, table_max },
+		{ "max-frontends", KM_OPT_UINT, &max_frontend, "N",
+		  "size of km_frontend (VIP:port and pod IP rows)", "KMESH_MAX_FRONTENDS", table_min,
+		  table_max },
+		{ "max-services", KM_OPT_UINT, &max_service, "N", "size of km_service",
+		  "KMESH_MAX_SERVICES", table_min, table_max },
+		{ "max-endpoints", KM_OPT_UINT, &max_endpoint, "N", "size of km_endpoint",
+		  "KMESH_MAX_ENDPOINTS", table_min, table_max },
+		{ "max-backends", KM_OPT_UINT, &max_backend, "N", "size of km_backend (workloads)",
+		  "KMESH_MAX_BACKENDS", table_min, table_max },
+		{ "max-frame", KM_OPT_UINT, &max_frame, "BYTES", "largest message accepted",
+		  "KMESH_MAX_FRAME", 4096, KM_FRAME_MAX_LIMIT },
+		{ "detach-on-exit", KM_OPT_BOOL, &w.detach_on_exit, NULL,
+		  "on shutdown detach the programs and unpin every map (uninstall); by default they "
+		  "stay so traffic keeps flowing", "KMESH_DETACH_ON_EXIT" },
+		{ "log-level", KM_OPT_FUNC, &level, "LEVEL", "error, warn, info (default) or debug",
+		  "KMESH_LOG_LEVEL", 0, 0, parse_level },
+		{ 0 },
+	};
+	struct km_dataplane_config dcfg;
+	struct km_server_config scfg;
+	int rc;
+
+	km_log_init("kmesh-map-writer");
+	rc = km_options_parse(opts, argc, argv, "[OPTIONS]",
+			      "Loads the kmesh BPF programs, attaches them to a cgroup, and applies "
+			      "validated table operations\nfrom the xDS agent, the CNI plugin and "
+			      "kmeshctl received on its Unix socket.",
+			      NULL);
+	if (rc)
+		return rc > 0 ? 0 : 2;
+
+	dcfg.bpffs_dir = bpffs_dir;
+	dcfg.cgroup_path = cgroup;
+	dcfg.sizes.manage = (uint32_t)max_manage;
+	dcfg.sizes.frontend = (uint32_t)max_frontend;
+	dcfg.sizes.service = (uint32_t)max_service;
+	dcfg.sizes.endpoint = (uint32_t)max_endpoint;
+	dcfg.sizes.backend = (uint32_t)max_backend;
+	if (km_dataplane_open(&w.dp, &dcfg) != 0) {
+		km_dataplane_close(&w.dp, 0);
+		return 1;
+	}
+	km_tables_init(&w.tables, &w.dp);
+
+	w.loop = uv_default_loop();
+	scfg.path = socket_path;
+	scfg.mode = socket_mode;
+	scfg.gid = socket_gid;
+	scfg.max_frame = (size_t)max_frame;
+	if (km_signals_init(w.loop, &w.signals, on_shutdown, &w) != 0 ||
+	    km_server_start(&w.server, w.loop, &scfg, &w.tables, &w.access) != 0) {
+		km_dataplane_close(&w.dp, 0);
+		return 1;
+	}
+	uv_run(w.loop, UV_RUN_DEFAULT);
+	km_info("stopped after %llu ops applied, %llu refused",
+		(unsigned long long)w.tables.ops_applied, (unsigned long long)w.tables.ops_failed);
+	km_dataplane_close(&w.dp, w.detach_on_exit);
+	uv_loop_close(w.loop);
+	return 0;
+}

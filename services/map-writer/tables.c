@@ -1,0 +1,320 @@
+/* tables.c — validate and apply table operations (see tables.h). */
+#include "services/map-writer/tables.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+
+#include "kmesh_maps.h"
+#include "shared/addr.h"
+
+#define OK KMESH__IPC__CODE__OK
+#define BAD KMESH__IPC__CODE__BAD_REQUEST
+#define MISSING KMESH__IPC__CODE__NOT_FOUND
+#define FULL KMESH__IPC__CODE__TABLE_FULL
+#define INTERNAL KMESH__IPC__CODE__INTERNAL
+
+#define KM_IPPROTO_TCP 6
+#define KM_MAX_ENROLL_ADDRESSES 16
+
+void km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
+{
+	memset(t, 0, sizeof(*t));
+	t->fd_manage = dp->fd_manage;
+	t->fd_frontend = dp->fd_frontend;
+	t->fd_service = dp->fd_service;
+	t->fd_endpoint = dp->fd_endpoint;
+	t->fd_backend = dp->fd_backend;
+	t->sizes = dp->sizes;
+}
+
+static Kmesh__Ipc__Code fail(Kmesh__Ipc__Code code, char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static Kmesh__Ipc__Code fail(Kmesh__Ipc__Code code, char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+static int present(int fd, const void *key)
+{
+	uint8_t value[64];
+
+	return bpf_map_lookup_elem(fd, key, value) == 0;
+}
+
+static Kmesh__Ipc__Code write_row(struct km_tables *t, int fd, const char *table, const void *key,
+				  const void *value, char *err, size_t errlen)
+{
+	if (bpf_map_update_elem(fd, key, value, BPF_ANY) == 0)
+		return OK;
+	if (errno == E2BIG || errno == ENOMEM) {
+		t->table_full++;
+		return fail(FULL, err, errlen, "%s is full (%s); raise its size flag", table,
+			    strerror(errno));
+	}
+	return fail(INTERNAL, err, errlen, "writing %s: %s", table, strerror(errno));
+}
+
+static Kmesh__Ipc__Code delete_row(int fd, const char *table, const void *key, char *err,
+				   size_t errlen)
+{
+	/* Deleting an absent row is not an error: deletes are idempotent. */
+	if (bpf_map_delete_elem(fd, key) == 0 || errno == ENOENT)
+		return OK;
+	return fail(INTERNAL, err, errlen, "deleting from %s: %s", table, strerror(errno));
+}
+
+static Kmesh__Ipc__Code parse_addr(ProtobufCBinaryData b, struct km_addr *out, const char *what,
+				   char *err, size_t errlen)
+{
+	if (km_addr_from_bytes(b.data, b.len, out) != 0)
+		return fail(BAD, err, errlen, "%s: address must be 4 or 16 bytes, got %zu", what, b.len);
+	if (km_addr_is_unspecified(out))
+		return fail(BAD, err, errlen, "%s: unspecified address", what);
+	return OK;
+}
+
+static Kmesh__Ipc__Code frontend_key(const Kmesh__Ipc__FrontendRow *r, struct km_frontend_key *k,
+				     char *err, size_t errlen)
+{
+	Kmesh__Ipc__Code c;
+
+	memset(k, 0, sizeof(*k));
+	if ((c = parse_addr(r->address, &k->addr, "frontend", err, errlen)) != OK)
+		return c;
+	if (r->port > 65535)
+		return fail(BAD, err, errlen, "frontend port %u out of range", r->port);
+	if (r->protocol != KM_IPPROTO_TCP)
+		return fail(BAD, err, errlen, "frontend protocol %u not supported (only 6, TCP)",
+			    r->protocol);
+	k->port = htons((uint16_t)r->port);
+	k->proto = (uint8_t)r->protocol;
+	return OK;
+}
+
+static Kmesh__Ipc__Code apply_frontend(struct km_tables *t, const Kmesh__Ipc__TableOp *op,
+				       char *err, size_t errlen)
+{
+	const Kmesh__Ipc__FrontendRow *r = op->frontend;
+	struct km_frontend_key k;
+	struct km_frontend_value v = { 0 };
+	Kmesh__Ipc__Code c = frontend_key(r, &k, err, errlen);
+
+	if (c != OK)
+		return c;
+	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
+		return delete_row(t->fd_frontend, "km_frontend", &k, err, errlen);
+	if (r->upstream_id == 0)
+		return fail(BAD, err, errlen, "frontend upstream id 0 is reserved");
+	if (r->kind == KMESH__IPC__FRONTEND_KIND__FRONTEND_KIND_SERVICE) {
+		struct km_service_key sk = { .service_id = r->upstream_id };
+
+		if (r->port == 0 || r->target_port == 0 || r->target_port > 65535)
+			return fail(BAD, err, errlen,
+				    "service frontend needs port and target port in 1..65535 (got %u -> %u)",
+				    r->port, r->target_port);
+		if (!present(t->fd_service, &sk))
+			return fail(MISSING, err, errlen,
+				    "frontend references service %u, which is not in km_service "
+				    "(write the service row first)", r->upstream_id);
+		v.kind = KM_FRONTEND_SERVICE;
+		v.target_port = htons((uint16_t)r->target_port);
+	} else if (r->kind == KMESH__IPC__FRONTEND_KIND__FRONTEND_KIND_WORKLOAD) {
+		struct km_backend_key bk = { .backend_id = r->upstream_id };
+
+		if (r->port != 0 || r->target_port != 0)
+			return fail(BAD, err, errlen, "workload frontend must have port 0 and no target port");
+		if (!present(t->fd_backend, &bk))
+			return fail(MISSING, err, errlen,
+				    "frontend references workload %u, which is not in km_backend "
+				    "(write the backend row first)", r->upstream_id);
+		v.kind = KM_FRONTEND_WORKLOAD;
+	} else {
+		return fail(BAD, err, errlen, "frontend kind %d unknown", r->kind);
+	}
+	v.upstream_id = r->upstream_id;
+	return write_row(t, t->fd_frontend, "km_frontend", &k, &v, err, errlen);
+}
+
+static Kmesh__Ipc__Code apply_service(struct km_tables *t, const Kmesh__Ipc__TableOp *op,
+				      char *err, size_t errlen)
+{
+	const Kmesh__Ipc__ServiceRow *r = op->service;
+	struct km_service_key k = { .service_id = r->id };
+	struct km_service_value v = { 0 };
+
+	if (r->id == 0)
+		return fail(BAD, err, errlen, "service id 0 is reserved");
+	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
+		return delete_row(t->fd_service, "km_service", &k, err, errlen);
+	if (r->n_endpoint_count > KM_PRIO_COUNT)
+		return fail(BAD, err, errlen, "service %u: %zu priorities, at most %d", r->id,
+			    r->n_endpoint_count, KM_PRIO_COUNT);
+	if (r->lb_mode > KM_LB_PASSTHROUGH)
+		return fail(BAD, err, errlen, "service %u: load-balancing mode %u unknown", r->id,
+			    r->lb_mode);
+	v.lb_mode = r->lb_mode;
+	for (size_t p = 0; p < r->n_endpoint_count; p++) {
+		uint32_t n = r->endpoint_count[p];
+		struct km_endpoint_key ek = { .service_id = r->id, .prio = (uint32_t)p, .index = n - 1 };
+
+		if (n > t->sizes.endpoint)
+			return fail(BAD, err, errlen, "service %u: %u endpoints at priority %zu exceed "
+				    "km_endpoint's size %u", r->id, n, p, t->sizes.endpoint);
+		/* A count may only expose endpoints already written (endpoint rows come first). */
+		if (n > 0 && !present(t->fd_endpoint, &ek))
+			return fail(MISSING, err, errlen,
+				    "service %u: count %u at priority %zu exposes endpoint index %u, "
+				    "which is not in km_endpoint (write endpoints first)",
+				    r->id, n, p, n - 1);
+		v.endpoint_count[p] = n;
+	}
+	return write_row(t, t->fd_service, "km_service", &k, &v, err, errlen);
+}
+
+static Kmesh__Ipc__Code apply_endpoint(struct km_tables *t, const Kmesh__Ipc__TableOp *op,
+				       char *err, size_t errlen)
+{
+	const Kmesh__Ipc__EndpointRow *r = op->endpoint;
+	struct km_endpoint_key k = { .service_id = r->service_id, .prio = r->priority, .index = r->index };
+	struct km_endpoint_value v = { .backend_id = r->backend_id };
+	struct km_backend_key bk = { .backend_id = r->backend_id };
+
+	if (r->service_id == 0)
+		return fail(BAD, err, errlen, "endpoint service id 0 is reserved");
+	if (r->priority >= KM_PRIO_COUNT)
+		return fail(BAD, err, errlen, "endpoint priority %u, at most %d", r->priority,
+			    KM_PRIO_COUNT - 1);
+	if (r->index >= t->sizes.endpoint)
+		return fail(BAD, err, errlen, "endpoint index %u beyond km_endpoint's size %u",
+			    r->index, t->sizes.endpoint);
+	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
+		return delete_row(t->fd_endpoint, "km_endpoint", &k, err, errlen);
+	if (r->backend_id == 0)
+		return fail(BAD, err, errlen, "endpoint backend id 0 is reserved");
+	if (!present(t->fd_backend, &bk))
+		return fail(MISSING, err, errlen,
+			    "endpoint references backend %u, which is not in km_backend "
+			    "(write the backend row first)", r->backend_id);
+	return write_row(t, t->fd_endpoint, "km_endpoint", &k, &v, err, errlen);
+}
+
+static Kmesh__Ipc__Code apply_backend(struct km_tables *t, const Kmesh__Ipc__TableOp *op,
+				      char *err, size_t errlen)
+{
+	const Kmesh__Ipc__BackendRow *r = op->backend;
+	struct km_backend_key k = { .backend_id = r->id };
+	struct km_backend_value v;
+
+	memset(&v, 0, sizeof(v));
+	if (r->id == 0)
+		return fail(BAD, err, errlen, "backend id 0 is reserved");
+	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
+		return delete_row(t->fd_backend, "km_backend", &k, err, errlen);
+	if (r->n_addresses == 0 || r->n_addresses > 2)
+		return fail(BAD, err, errlen, "backend %u: needs one or two addresses, got %zu", r->id,
+			    r->n_addresses);
+	for (size_t i = 0, have4 = 0, have6 = 0; i < r->n_addresses; i++) {
+		struct km_addr a;
+		Kmesh__Ipc__Code c = parse_addr(r->addresses[i], &a, "backend", err, errlen);
+		size_t *have;
+
+		if (c != OK)
+			return c;
+		have = km_addr_is_v4(&a) ? &have4 : &have6;
+		if ((*have)++)
+			return fail(BAD, err, errlen, "backend %u: two addresses of one family", r->id);
+		if (km_addr_is_v4(&a))
+			v.addr4 = a;
+		else
+			v.addr6 = a;
+	}
+	return write_row(t, t->fd_backend, "km_backend", &k, &v, err, errlen);
+}
+
+Kmesh__Ipc__Code km_tables_apply(struct km_tables *t, const Kmesh__Ipc__TableOp *op, char *err,
+				 size_t errlen)
+{
+	Kmesh__Ipc__Code c;
+
+	err[0] = '\0';
+	if (op->kind != KMESH__IPC__TABLE_OP__KIND__UPSERT &&
+	    op->kind != KMESH__IPC__TABLE_OP__KIND__DELETE)
+		c = fail(BAD, err, errlen, "op kind %d is neither UPSERT nor DELETE", op->kind);
+	else if (op->row_case == KMESH__IPC__TABLE_OP__ROW_FRONTEND)
+		c = apply_frontend(t, op, err, errlen);
+	else if (op->row_case == KMESH__IPC__TABLE_OP__ROW_SERVICE)
+		c = apply_service(t, op, err, errlen);
+	else if (op->row_case == KMESH__IPC__TABLE_OP__ROW_ENDPOINT)
+		c = apply_endpoint(t, op, err, errlen);
+	else if (op->row_case == KMESH__IPC__TABLE_OP__ROW_BACKEND)
+		c = apply_backend(t, op, err, errlen);
+	else
+		c = fail(BAD, err, errlen, "op carries no row");
+	if (c == OK)
+		t->ops_applied++;
+	else
+		t->ops_failed++;
+	return c;
+}
+
+Kmesh__Ipc__Code km_tables_apply_batch(struct km_tables *t, const Kmesh__Ipc__TableBatch *b,
+				       uint32_t *applied, char *err, size_t errlen)
+{
+	*applied = 0;
+	err[0] = '\0';
+	for (size_t i = 0; i < b->n_ops; i++) {
+		char why[384];
+		Kmesh__Ipc__Code c = km_tables_apply(t, b->ops[i], why, sizeof(why));
+
+		if (c != OK) {
+			snprintf(err, errlen, "op %zu: %s", i, why);
+			return c;
+		}
+		(*applied)++;
+	}
+	return OK;
+}
+
+Kmesh__Ipc__Code km_tables_enroll(struct km_tables *t, const Kmesh__Ipc__Enroll *e, char *err,
+				  size_t errlen)
+{
+	struct km_manage_key k = { .netns_cookie = e->netns_cookie };
+	struct km_manage_value v = { 0 };
+
+	err[0] = '\0';
+	if (e->netns_cookie == 0)
+		return fail(BAD, err, errlen, "netns cookie 0 is not a network namespace");
+	if (e->n_addresses > KM_MAX_ENROLL_ADDRESSES)
+		return fail(BAD, err, errlen, "%zu pod addresses, at most %d", e->n_addresses,
+			    KM_MAX_ENROLL_ADDRESSES);
+	for (size_t i = 0; i < e->n_addresses; i++) {
+		struct km_addr a;
+		Kmesh__Ipc__Code c = parse_addr(e->addresses[i], &a, "pod", err, errlen);
+
+		if (c != OK)
+			return c;
+	}
+	return write_row(t, t->fd_manage, "km_manage", &k, &v, err, errlen);
+}
+
+Kmesh__Ipc__Code km_tables_unenroll(struct km_tables *t, const Kmesh__Ipc__Unenroll *u, char *err,
+				    size_t errlen)
+{
+	struct km_manage_key k = { .netns_cookie = u->netns_cookie };
+
+	err[0] = '\0';
+	if (u->netns_cookie == 0)
+		return fail(BAD, err, errlen, "netns cookie 0 is not a network namespace");
+	return delete_row(t->fd_manage, "km_manage", &k, err, errlen);
+}

@@ -1,0 +1,41 @@
+/* tables.h — validation and application of table operations to the BPF maps. Every row is
+ * checked completely (ranges, address forms, and that what it references is already present)
+ * before anything is written, so no half-valid row ever reaches a map. */
+#ifndef KM_MW_TABLES_H
+#define KM_MW_TABLES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kmesh_ipc.pb-c.h"
+#include "services/map-writer/dataplane.h"
+
+struct km_tables {
+	int fd_manage, fd_frontend, fd_service, fd_endpoint, fd_backend;
+	struct km_table_sizes sizes;
+	/* counters, shown in dumps and logs */
+	uint64_t ops_applied;
+	uint64_t ops_failed;
+	uint64_t table_full;
+};
+
+void km_tables_init(struct km_tables *t, const struct km_dataplane *dp);
+
+/* Apply one op. Returns KMESH__IPC__CODE__OK or an error code with err filled. */
+Kmesh__Ipc__Code km_tables_apply(struct km_tables *t, const Kmesh__Ipc__TableOp *op, char *err,
+				 size_t errlen);
+/* Apply ops in order, stopping at the first failure. *applied = number applied. */
+Kmesh__Ipc__Code km_tables_apply_batch(struct km_tables *t, const Kmesh__Ipc__TableBatch *b,
+				       uint32_t *applied, char *err, size_t errlen);
+
+Kmesh__Ipc__Code km_tables_enroll(struct km_tables *t, const Kmesh__Ipc__Enroll *e, char *err,
+				  size_t errlen);
+Kmesh__Ipc__Code km_tables_unenroll(struct km_tables *t, const Kmesh__Ipc__Unenroll *u, char *err,
+				    size_t errlen);
+
+/* Fill reply with up to max_rows rows of one table (allocated; free with km_tables_dump_free). */
+Kmesh__Ipc__Code km_tables_dump(struct km_tables *t, Kmesh__Ipc__Table table, uint32_t max_rows,
+				Kmesh__Ipc__DumpReply *reply, char *err, size_t errlen);
+void km_tables_dump_free(Kmesh__Ipc__DumpReply *reply);
+
+#endif

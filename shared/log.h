@@ -1,0 +1,32 @@
+/* log.h — leveled logging to stderr, level changeable at run time (flag, SIGUSR1/SIGUSR2, or an
+ * admin request). One line per event: time, level, process, message. */
+#ifndef KM_SHARED_LOG_H
+#define KM_SHARED_LOG_H
+
+enum km_log_level {
+	KM_LOG_ERROR = 0,
+	KM_LOG_WARN = 1,
+	KM_LOG_INFO = 2,
+	KM_LOG_DEBUG = 3,
+};
+
+void km_log_init(const char *process);
+void km_log_set_level(enum km_log_level level);
+enum km_log_level km_log_get_level(void);
+/* Parses "error", "warn", "info", "debug". Returns 0 or -1. */
+int km_log_parse_level(const char *s, enum km_log_level *out);
+const char *km_log_level_name(enum km_log_level level);
+int km_log_enabled(enum km_log_level level);
+
+void km_log(enum km_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define km_error(...) km_log(KM_LOG_ERROR, __VA_ARGS__)
+#define km_warn(...) km_log(KM_LOG_WARN, __VA_ARGS__)
+#define km_info(...) km_log(KM_LOG_INFO, __VA_ARGS__)
+#define km_debug(...)                                                                              \
+	do {                                                                                       \
+		if (km_log_enabled(KM_LOG_DEBUG))                                                  \
+			km_log(KM_LOG_DEBUG, __VA_ARGS__);                                         \
+	} while (0)
+
+#endif
