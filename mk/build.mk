@@ -11,11 +11,15 @@ PKGS     := libbpf libuv libprotobuf-c jansson
 CPPFLAGS := -D_GNU_SOURCE -I. -Ibpf/include -I$(GEN)
 CFLAGS   := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-missing-field-initializers \
             -fno-strict-aliasing $(shell pkg-config --cflags $(PKGS))
-LDLIBS   := $(shell pkg-config --libs $(PKGS)) -lelf -lz
+# Each binary links only what it uses: the agent has no libbpf.
+COMMON_LIBS := $(shell pkg-config --libs libuv libprotobuf-c)
+MW_LIBS     := $(shell pkg-config --libs libbpf) -lelf -lz $(COMMON_LIBS)
+XDS_LIBS    := $(shell pkg-config --libs jansson) $(COMMON_LIBS)
+LDLIBS      := $(MW_LIBS) $(XDS_LIBS)
 SANFLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 IPC_SRCS    := ipc/frame.c ipc/conn.c ipc/message.c ipc/client_sync.c $(GEN)/kmesh_ipc.pb-c.c
-SHARED_SRCS := shared/log.c shared/options.c shared/signals.c shared/addr.c
+SHARED_SRCS := shared/log.c shared/options.c shared/signals.c shared/addr.c shared/base64.c
 MW_SRCS     := $(filter-out %/main.c,$(wildcard services/map-writer/*.c))
 XDS_SRCS    := $(filter-out %/main.c,$(wildcard services/xds-agent/*.c))
 COMMON_SRCS := $(IPC_SRCS) $(SHARED_SRCS)
@@ -75,15 +79,15 @@ $(B)/san/gen/%.o: $(GEN)/%.c | $(GEN_HDRS)
 # ---- binaries ------------------------------------------------------------------------------------
 $(B)/bin/kmesh-map-writer: $(call obj,services/map-writer/main.c $(MW_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS)
 
 $(B)/bin/kmesh-xds-agent: $(call obj,services/xds-agent/main.c $(XDS_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(XDS_LIBS)
 
 $(B)/tests/kmesh-testctl: $(call obj,tests/tools/kmesh-testctl.c $(COMMON_SRCS))
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(COMMON_LIBS)
 
 # ---- unit tests (cmocka, always under ASan+UBSan) ------------------------------------------------
 $(B)/tests/test_%: $(call san,tests/unit/test_%.c $(XDS_SRCS) $(MW_SRCS) $(COMMON_SRCS))

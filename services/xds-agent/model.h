@@ -1,0 +1,60 @@
+/* model.h — the workload model: services and workloads by name, their ids, and the agent's mirror
+ * of the routing tables (which backend sits in which endpoint slot). Every change is turned into
+ * table operations appended to an oplist, in an order that never lets BPF see a dangling row:
+ *   - a backend row before any endpoint or frontend that names it;
+ *   - an endpoint row before the service count that exposes it;
+ *   - a service row before its frontend rows;
+ *   - removals in the reverse order (frontends, then service, then endpoints, then backend).
+ * Endpoint slots are dense per (service, priority); removal moves the last slot into the hole.
+ *
+ * Ownership: upsert functions take ownership of the resource passed in. Changes are buffered
+ * per service; km_model_flush() emits the final counts and trailing deletes. Call it after each
+ * group of changes (one file reload, one xDS response). */
+#ifndef KM_XDS_MODEL_H
+#define KM_XDS_MODEL_H
+
+#include <stddef.h>
+
+#include "services/xds-agent/ids.h"
+#include "services/xds-agent/oplist.h"
+#include "services/xds-agent/resources.h"
+
+struct km_model_svc;
+struct km_model_wl;
+
+struct km_model {
+	struct km_ids ids;
+	struct km_model_svc *services; /* by name; includes names only referenced by workloads */
+	struct km_model_wl *workloads; /* by uid */
+	struct km_model_svc **dirty;   /* services whose count row must be re-emitted at flush */
+	size_t n_dirty, cap_dirty;
+	size_t n_services; /* with a resource */
+	size_t n_workloads;
+	struct km_oplist *out;
+};
+
+void km_model_init(struct km_model *m, struct km_oplist *out, km_ids_hash_fn hash);
+void km_model_free(struct km_model *m);
+
+void km_model_upsert_service(struct km_model *m, struct km_service_res *res);
+void km_model_remove_service(struct km_model *m, const char *name);
+void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res);
+void km_model_remove_workload(struct km_model *m, const char *uid);
+void km_model_flush(struct km_model *m);
+
+/* Emit every row of the current state as upserts, in dependency order (after a reconnect). */
+void km_model_replay(struct km_model *m);
+
+const struct km_service_res *km_model_find_service(const struct km_model *m, const char *name);
+const struct km_workload_res *km_model_find_workload(const struct km_model *m, const char *uid);
+
+/* Iterate resource names (for diffing a new snapshot against the model). */
+typedef void (*km_model_name_cb)(void *arg, const char *name);
+void km_model_each_service(const struct km_model *m, km_model_name_cb cb, void *arg);
+void km_model_each_workload(const struct km_model *m, km_model_name_cb cb, void *arg);
+
+/* Endpoints of a service at a priority, in slot order (tests, dumps). */
+size_t km_model_endpoints(const struct km_model *m, const char *service, uint32_t prio,
+			  const uint32_t **backend_ids);
+
+#endif

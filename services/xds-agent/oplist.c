@@ -1,0 +1,142 @@
+/* oplist.c — table operation list and its protobuf encoding (see oplist.h). */
+#include "services/xds-agent/oplist.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ipc/message.h"
+#include "shared/addr.h"
+
+#define KM_IPPROTO_TCP 6
+
+void km_oplist_init(struct km_oplist *l)
+{
+	memset(l, 0, sizeof(*l));
+}
+
+void km_oplist_free(struct km_oplist *l)
+{
+	free(l->ops);
+	km_oplist_init(l);
+}
+
+void km_oplist_clear(struct km_oplist *l)
+{
+	l->n = 0;
+	l->oom = 0;
+}
+
+struct km_op *km_oplist_add(struct km_oplist *l, enum km_op_table table, int del)
+{
+	struct km_op *op;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 256;
+		struct km_op *p = realloc(l->ops, cap * sizeof(*p));
+
+		if (!p) {
+			l->oom = 1;
+			return NULL;
+		}
+		l->ops = p;
+		l->cap = cap;
+	}
+	op = &l->ops[l->n++];
+	memset(op, 0, sizeof(*op));
+	op->table = (uint8_t)table;
+	op->del = (uint8_t)del;
+	return op;
+}
+
+/* Protobuf views of one op; all memory comes from this struct, so encoding allocates once. */
+struct pb_op {
+	Kmesh__Ipc__TableOp op;
+	union {
+		Kmesh__Ipc__FrontendRow fe;
+		Kmesh__Ipc__ServiceRow svc;
+		Kmesh__Ipc__EndpointRow ep;
+		Kmesh__Ipc__BackendRow be;
+	} row;
+	ProtobufCBinaryData addrs[2];
+	uint8_t bytes[2][16];
+	uint32_t counts[KM_PRIO_COUNT];
+};
+
+static void to_pb(const struct km_op *o, struct pb_op *p)
+{
+	kmesh__ipc__table_op__init(&p->op);
+	p->op.kind = o->del ? KMESH__IPC__TABLE_OP__KIND__DELETE : KMESH__IPC__TABLE_OP__KIND__UPSERT;
+	switch (o->table) {
+	case KM_OP_FRONTEND:
+		kmesh__ipc__frontend_row__init(&p->row.fe);
+		p->row.fe.address.len = km_addr_to_bytes(&o->fe.addr, p->bytes[0]);
+		p->row.fe.address.data = p->bytes[0];
+		p->row.fe.port = o->fe.port;
+		p->row.fe.protocol = KM_IPPROTO_TCP;
+		p->row.fe.kind = (Kmesh__Ipc__FrontendKind)o->fe.kind;
+		p->row.fe.upstream_id = o->fe.upstream_id;
+		p->row.fe.target_port = o->fe.target_port;
+		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_FRONTEND;
+		p->op.frontend = &p->row.fe;
+		break;
+	case KM_OP_SERVICE:
+		kmesh__ipc__service_row__init(&p->row.svc);
+		p->row.svc.id = o->svc.id;
+		memcpy(p->counts, o->svc.count, sizeof(p->counts));
+		p->row.svc.n_endpoint_count = o->del ? 0 : KM_PRIO_COUNT;
+		p->row.svc.endpoint_count = p->counts;
+		p->row.svc.lb_mode = o->svc.lb_mode;
+		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_SERVICE;
+		p->op.service = &p->row.svc;
+		break;
+	case KM_OP_ENDPOINT:
+		kmesh__ipc__endpoint_row__init(&p->row.ep);
+		p->row.ep.service_id = o->ep.service_id;
+		p->row.ep.priority = o->ep.prio;
+		p->row.ep.index = o->ep.index;
+		p->row.ep.backend_id = o->ep.backend_id;
+		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_ENDPOINT;
+		p->op.endpoint = &p->row.ep;
+		break;
+	default:
+		kmesh__ipc__backend_row__init(&p->row.be);
+		p->row.be.id = o->be.id;
+		if (o->be.has4) {
+			p->addrs[p->row.be.n_addresses].len = km_addr_to_bytes(&o->be.addr4, p->bytes[0]);
+			p->addrs[p->row.be.n_addresses++].data = p->bytes[0];
+		}
+		if (o->be.has6) {
+			p->addrs[p->row.be.n_addresses].len = km_addr_to_bytes(&o->be.addr6, p->bytes[1]);
+			p->addrs[p->row.be.n_addresses++].data = p->bytes[1];
+		}
+		p->row.be.addresses = p->addrs;
+		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_BACKEND;
+		p->op.backend = &p->row.be;
+		break;
+	}
+}
+
+uint8_t *km_oplist_encode(const struct km_op *ops, size_t n, uint64_t request_id, size_t *len)
+{
+	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__TableBatch batch = KMESH__IPC__TABLE_BATCH__INIT;
+	struct pb_op *pbs = calloc(n ? n : 1, sizeof(*pbs));
+	Kmesh__Ipc__TableOp **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+	uint8_t *buf = NULL;
+
+	if (pbs && ptrs) {
+		for (size_t i = 0; i < n; i++) {
+			to_pb(&ops[i], &pbs[i]);
+			ptrs[i] = &pbs[i].op;
+		}
+		batch.n_ops = n;
+		batch.ops = ptrs;
+		env.request_id = request_id;
+		env.body_case = KMESH__IPC__ENVELOPE__BODY_BATCH;
+		env.batch = &batch;
+		buf = km_msg_pack(&env, len);
+	}
+	free(pbs);
+	free(ptrs);
+	return buf;
+}

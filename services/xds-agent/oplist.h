@@ -1,0 +1,63 @@
+/* oplist.h — an ordered list of table operations as the model emits them, and their encoding
+ * into IPC TableBatch frames. Plain structs (host-order ports) so tests can read them. */
+#ifndef KM_XDS_OPLIST_H
+#define KM_XDS_OPLIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kmesh_maps.h"
+
+enum km_op_table {
+	KM_OP_FRONTEND = 1,
+	KM_OP_SERVICE = 2,
+	KM_OP_ENDPOINT = 3,
+	KM_OP_BACKEND = 4,
+};
+
+struct km_op {
+	uint8_t table; /* enum km_op_table */
+	uint8_t del;   /* 1 = delete (key fields only) */
+	union {
+		struct {
+			struct km_addr addr;
+			uint16_t port; /* host order; 0 = any (workload rows) */
+			uint8_t kind;  /* enum km_frontend_kind */
+			uint32_t upstream_id;
+			uint16_t target_port;
+		} fe;
+		struct {
+			uint32_t id;
+			uint32_t count[KM_PRIO_COUNT];
+			uint32_t lb_mode;
+		} svc;
+		struct {
+			uint32_t service_id;
+			uint32_t prio;
+			uint32_t index;
+			uint32_t backend_id;
+		} ep;
+		struct {
+			uint32_t id;
+			struct km_addr addr4, addr6;
+			uint8_t has4, has6;
+		} be;
+	};
+};
+
+struct km_oplist {
+	struct km_op *ops;
+	size_t n, cap;
+	int oom; /* an append failed: the list is incomplete and must not be sent */
+};
+
+void km_oplist_init(struct km_oplist *l);
+void km_oplist_free(struct km_oplist *l);
+void km_oplist_clear(struct km_oplist *l);
+/* Append a zeroed op and return it (NULL and l->oom set on allocation failure). */
+struct km_op *km_oplist_add(struct km_oplist *l, enum km_op_table table, int del);
+
+/* Encode ops[0..n) as one Envelope{batch} frame payload (malloc'd). */
+uint8_t *km_oplist_encode(const struct km_op *ops, size_t n, uint64_t request_id, size_t *len);
+
+#endif

@@ -1,0 +1,258 @@
+/* writer_link.c — connection and batching to the map writer (see writer_link.h). */
+#include "services/xds-agent/writer_link.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ipc/message.h"
+#include "kmesh_maps.h"
+#include "shared/log.h"
+
+enum { LINK_IDLE, LINK_CONNECTING, LINK_HELLO, LINK_READY };
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+
+struct km_batch {
+	struct km_batch *next;
+	uint64_t id;
+	size_t n_ops;
+	size_t len;
+	uint8_t *payload;
+};
+
+static void connect_now(struct km_writer_link *l);
+
+static void drop_queue(struct km_writer_link *l)
+{
+	while (l->head) {
+		struct km_batch *b = l->head;
+
+		l->head = b->next;
+		free(b->payload);
+		free(b);
+	}
+	l->tail = NULL;
+	l->inflight = 0;
+}
+
+static void on_timer(uv_timer_t *t)
+{
+	connect_now(t->data);
+}
+
+static void schedule_reconnect(struct km_writer_link *l)
+{
+	uint64_t jitter = l->backoff_ms / 4 ? (uint64_t)rand() % (l->backoff_ms / 4) : 0;
+
+	if (l->stopping)
+		return;
+	uv_timer_start(&l->timer, on_timer, l->backoff_ms + jitter, 0);
+	l->backoff_ms = l->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : l->backoff_ms * 2;
+}
+
+static void conn_closed(struct km_conn *c)
+{
+	struct km_writer_link *l = c->data;
+
+	l->conn_open = 0;
+	schedule_reconnect(l);
+}
+
+static void disconnect(struct km_writer_link *l, const char *why)
+{
+	if (l->state == LINK_READY)
+		km_warn("lost the map writer at %s: %s; reconnecting", l->path, why);
+	else
+		km_debug("map writer at %s: %s", l->path, why);
+	l->state = LINK_IDLE;
+	drop_queue(l);
+	km_conn_close(&l->conn, conn_closed);
+}
+
+static void send_next(struct km_writer_link *l)
+{
+	int err;
+
+	if (l->inflight || !l->head || l->state != LINK_READY)
+		return;
+	err = km_conn_send(&l->conn, l->head->payload, l->head->len);
+	if (err) {
+		disconnect(l, uv_strerror(err));
+		return;
+	}
+	l->inflight = 1;
+	l->batches_sent++;
+}
+
+static void on_reply(struct km_writer_link *l, const km_envelope *env)
+{
+	const Kmesh__Ipc__Reply *r = env->reply;
+
+	if (l->state == LINK_HELLO && env->request_id == l->hello_id) {
+		if (r->code != KMESH__IPC__CODE__OK) {
+			km_error("the map writer at %s refused this agent: %s: %s", l->path,
+				 km_msg_code_name(r->code), r->message);
+			l->backoff_ms = BACKOFF_MAX_MS;
+			disconnect(l, "hello refused");
+			return;
+		}
+		l->state = LINK_READY;
+		l->backoff_ms = BACKOFF_MIN_MS;
+		km_info("connected to the map writer at %s", l->path);
+		l->cbs.on_ready(l->arg);
+		return;
+	}
+	if (!l->inflight || !l->head || env->request_id != l->head->id) {
+		disconnect(l, "reply to an unknown request");
+		return;
+	}
+	{
+		struct km_batch *b = l->head;
+
+		l->inflight = 0;
+		l->head = b->next;
+		if (!l->head)
+			l->tail = NULL;
+		l->ops_acked += r->applied;
+		if (r->code != KMESH__IPC__CODE__OK) {
+			l->ops_refused += b->n_ops - r->applied;
+			km_error("the map writer applied %u of %zu ops, then refused: %s: %s", r->applied,
+				 b->n_ops, km_msg_code_name(r->code), r->message);
+			if (l->cbs.on_refused)
+				l->cbs.on_refused(l->arg);
+		}
+		free(b->payload);
+		free(b);
+	}
+	if (l->head)
+		send_next(l);
+	else if (l->cbs.on_synced)
+		l->cbs.on_synced(l->arg);
+}
+
+static void on_frame(struct km_conn *c, const uint8_t *payload, size_t len)
+{
+	struct km_writer_link *l = c->data;
+	km_envelope *env = km_msg_unpack(payload, len);
+
+	if (!env || env->body_case != KMESH__IPC__ENVELOPE__BODY_REPLY)
+		disconnect(l, "unexpected message");
+	else
+		on_reply(l, env);
+	km_msg_free(env);
+}
+
+static void on_error(struct km_conn *c, int err, const char *what)
+{
+	(void)err;
+	disconnect(c->data, what);
+}
+
+static void on_connect(uv_connect_t *req, int status)
+{
+	struct km_writer_link *l = req->data;
+	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__Hello hello = KMESH__IPC__HELLO__INIT;
+
+	if (l->stopping) {
+		km_conn_close(&l->conn, conn_closed);
+		return;
+	}
+	if (status < 0) {
+		if (l->backoff_ms >= BACKOFF_MAX_MS)
+			km_warn("cannot reach the map writer at %s: %s; retrying", l->path,
+				uv_strerror(status));
+		l->state = LINK_IDLE;
+		km_conn_close(&l->conn, conn_closed);
+		return;
+	}
+	km_conn_start(&l->conn, on_frame, on_error);
+	hello.role = KMESH__IPC__ROLE__ROLE_XDS;
+	hello.protocol_version = KM_IPC_PROTOCOL_VERSION;
+	hello.layout_version = KM_LAYOUT_VERSION;
+	hello.process = "kmesh-xds-agent";
+	env.request_id = l->hello_id = l->next_id++;
+	env.body_case = KMESH__IPC__ENVELOPE__BODY_HELLO;
+	env.hello = &hello;
+	l->state = LINK_HELLO;
+	if (km_msg_send(&l->conn, &env) != 0)
+		disconnect(l, "cannot send hello");
+}
+
+static void connect_now(struct km_writer_link *l)
+{
+	if (l->stopping || l->conn_open)
+		return;
+	l->conn.data = l;
+	if (km_conn_init(l->loop, &l->conn, KM_FRAME_MAX_DEFAULT) != 0) {
+		schedule_reconnect(l);
+		return;
+	}
+	l->conn_open = 1;
+	l->state = LINK_CONNECTING;
+	l->connect_req.data = l;
+	uv_pipe_connect(&l->connect_req, &l->conn.pipe, l->path, on_connect);
+}
+
+int km_writer_link_start(struct km_writer_link *l, uv_loop_t *loop, const char *path,
+			 size_t batch_ops, const struct km_writer_link_cbs *cbs, void *arg)
+{
+	memset(l, 0, sizeof(*l));
+	if (strlen(path) >= sizeof(l->path)) {
+		km_error("map writer socket path %s is too long", path);
+		return -1;
+	}
+	strcpy(l->path, path);
+	l->loop = loop;
+	l->batch_ops = batch_ops ? batch_ops : 4096;
+	l->cbs = *cbs;
+	l->arg = arg;
+	l->next_id = 1;
+	l->backoff_ms = BACKOFF_MIN_MS;
+	uv_timer_init(loop, &l->timer);
+	l->timer.data = l;
+	connect_now(l);
+	return 0;
+}
+
+int km_writer_link_ready(const struct km_writer_link *l)
+{
+	return l->state == LINK_READY;
+}
+
+void km_writer_link_submit(struct km_writer_link *l, const struct km_oplist *ops)
+{
+	if (l->state != LINK_READY || ops->n == 0)
+		return;
+	for (size_t off = 0; off < ops->n; off += l->batch_ops) {
+		size_t n = ops->n - off < l->batch_ops ? ops->n - off : l->batch_ops;
+		struct km_batch *b = calloc(1, sizeof(*b));
+
+		if (b) {
+			b->id = l->next_id++;
+			b->n_ops = n;
+			b->payload = km_oplist_encode(ops->ops + off, n, b->id, &b->len);
+		}
+		if (!b || !b->payload) {
+			free(b);
+			disconnect(l, "out of memory encoding a batch");
+			return;
+		}
+		if (l->tail)
+			l->tail->next = b;
+		else
+			l->head = b;
+		l->tail = b;
+	}
+	send_next(l);
+}
+
+void km_writer_link_stop(struct km_writer_link *l)
+{
+	l->stopping = 1;
+	drop_queue(l);
+	uv_close((uv_handle_t *)&l->timer, NULL);
+	if (l->conn_open)
+		km_conn_close(&l->conn, conn_closed);
+}

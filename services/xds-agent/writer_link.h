@@ -1,0 +1,51 @@
+/* writer_link.h — the xDS agent's connection to the map writer: connects (and reconnects with
+ * backoff), says hello as the xds role, and sends table operations as batches, one in flight at
+ * a time, in submission order. When the connection is (re)established the owner is asked to
+ * replay its whole state; while it is down, submitted ops are dropped (the replay covers them). */
+#ifndef KM_XDS_WRITER_LINK_H
+#define KM_XDS_WRITER_LINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "ipc/conn.h"
+#include "services/xds-agent/oplist.h"
+
+struct km_batch;
+
+struct km_writer_link_cbs {
+	void (*on_ready)(void *arg);   /* hello accepted: replay everything now */
+	void (*on_synced)(void *arg);  /* every submitted batch has been acknowledged */
+	void (*on_refused)(void *arg); /* the map writer refused an op: state may differ */
+};
+
+struct km_writer_link {
+	uv_loop_t *loop;
+	struct km_conn conn;
+	uv_timer_t timer;
+	uv_connect_t connect_req;
+	char path[108];
+	int state;
+	int conn_open;
+	int stopping;
+	uint64_t next_id;
+	uint64_t hello_id;
+	uint64_t backoff_ms;
+	size_t batch_ops;
+	struct km_batch *head, *tail; /* head is in flight once sent */
+	int inflight;
+	struct km_writer_link_cbs cbs;
+	void *arg;
+	uint64_t ops_acked, ops_refused, batches_sent;
+};
+
+int km_writer_link_start(struct km_writer_link *l, uv_loop_t *loop, const char *path,
+			 size_t batch_ops, const struct km_writer_link_cbs *cbs, void *arg);
+int km_writer_link_ready(const struct km_writer_link *l);
+/* Queue ops (copied, split into batches of at most batch_ops). Dropped if not ready. */
+void km_writer_link_submit(struct km_writer_link *l, const struct km_oplist *ops);
+/* Close everything; the loop ends once the handles are closed. */
+void km_writer_link_stop(struct km_writer_link *l);
+
+#endif

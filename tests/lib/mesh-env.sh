@@ -1,0 +1,173 @@
+# mesh-env.sh — a private mesh on one machine, for the integration tests and the demo.
+# Sourced, not run. Everything it creates carries the run's own prefix and lives inside
+# namespaces, a sub-cgroup and a bpffs mount made here, and km_env_cleanup removes it all:
+#   - a "node" network namespace with a bridge; each "pod" is a network namespace on it;
+#   - a private bpffs mount and a cgroup-v2 sub-cgroup the programs attach to;
+#   - the real kmesh-map-writer and kmesh-xds-agent, the agent as uid 65534 with no capabilities.
+# Traffic only ever goes to addresses inside these namespaces.
+
+KM_ROOT=${KM_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+KM_BIN=$KM_ROOT/build/bin
+KM_TESTCTL=$KM_ROOT/build/tests/kmesh-testctl
+KM_PY=/usr/bin/python3
+KM_NOBODY=65534
+KM_SUBNET=10.123.0
+
+km_log() { echo "[$(date +%T)] $*"; }
+
+# km_env_setup PREFIX: creates the run directory, bpffs, cgroup and node namespace.
+km_env_setup() {
+	KM_PREFIX=$1
+	KM_DIR=$(mktemp -d "/tmp/$KM_PREFIX.XXXXXX")
+	chmod 755 "$KM_DIR"
+	KM_PIDS=()
+	KM_PODS=()
+	KM_OWN_CG2_MOUNT=
+	mkdir -p "$KM_DIR/bpffs"
+	mount -t bpf bpf "$KM_DIR/bpffs"
+	local cg2
+	cg2=$(findmnt -n -t cgroup2 -o TARGET | head -n 1)
+	if [ -z "$cg2" ]; then
+		cg2=$KM_DIR/cgroup2
+		mkdir -p "$cg2"
+		mount -t cgroup2 none "$cg2"
+		KM_OWN_CG2_MOUNT=$cg2
+	fi
+	KM_CGROUP=$cg2/$KM_PREFIX
+	mkdir "$KM_CGROUP"
+	KM_NODE=$KM_PREFIX-node
+	ip netns add "$KM_NODE"
+	ip -n "$KM_NODE" link set lo up
+	ip -n "$KM_NODE" link add br0 type bridge
+	ip -n "$KM_NODE" addr add "$KM_SUBNET.1/24" dev br0
+	ip -n "$KM_NODE" link set br0 up
+	KM_SOCKET=$KM_DIR/map-writer.sock
+	KM_CONFIG=$KM_DIR/mesh.json
+}
+
+# km_pod_add NAME IP: a pod network namespace on the node bridge. Only the pod subnet is
+# routed, so a connect() that BPF did not rewrite to a pod fails at once (ENETUNREACH).
+km_pod_add() {
+	local name=$1 ip=$2 ns=$KM_PREFIX-$1 idx=${#KM_PODS[@]}
+	ip netns add "$ns"
+	ip -n "$ns" link set lo up
+	ip link add "km${idx}p$$" netns "$ns" type veth peer name "km${idx}n$$" netns "$KM_NODE"
+	ip -n "$ns" link set "km${idx}p$$" name eth0
+	ip -n "$ns" addr add "$ip/24" dev eth0
+	ip -n "$ns" link set eth0 up
+	ip -n "$KM_NODE" link set "km${idx}n$$" master br0 up
+	KM_PODS+=("$ns")
+}
+
+km_netns_path() { echo "/run/netns/$KM_PREFIX-$1"; }
+
+# km_in_pod NAME CMD...: run CMD inside the pod's netns and the test cgroup.
+km_in_pod() {
+	local ns=$KM_PREFIX-$1
+	shift
+	# Join the cgroup first: 'ip netns exec' remounts /sys, which hides the cgroup mount.
+	sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$KM_CGROUP" ip netns exec "$ns" "$@"
+}
+
+# km_backend_start NAME PORT: a backend pod answering with its name.
+km_backend_start() {
+	km_in_pod "$1" "$KM_PY" "$KM_ROOT/tests/lib/backend.py" "$1" "$2" &
+	KM_PIDS+=($!)
+}
+
+# km_wait_listen NAME PORT: until the backend listens (2 s at most).
+km_wait_listen() {
+	local i
+	for i in $(seq 1 40); do
+		ip netns exec "$KM_PREFIX-$1" ss -Htln "sport = :$2" | grep -q . && return 0
+		sleep 0.05
+	done
+	echo "backend $1 did not start listening on $2" >&2
+	return 1
+}
+
+# km_connect POD HOST PORT [client.py options]: prints "<count> <answer>" lines.
+km_connect() {
+	local pod=$1
+	shift
+	km_in_pod "$pod" "$KM_PY" "$KM_ROOT/tests/lib/client.py" "$@"
+}
+
+km_map_writer_start() {
+	"$KM_BIN/kmesh-map-writer" --bpffs-dir "$KM_DIR/bpffs/kmesh" --cgroup "$KM_CGROUP" \
+		--socket "$KM_SOCKET" --socket-group "$KM_NOBODY" --allow "xds:uid=$KM_NOBODY" \
+		--max-pods 1024 --max-frontends 4096 --max-services 1024 --max-endpoints 4096 \
+		--max-backends 4096 --detach-on-exit "$@" >>"$KM_DIR/map-writer.log" 2>&1 &
+	KM_MW_PID=$!
+	KM_PIDS+=($KM_MW_PID)
+	local i
+	for i in $(seq 1 100); do
+		[ -S "$KM_SOCKET" ] && return 0
+		kill -0 $KM_MW_PID 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "kmesh-map-writer did not start:" >&2
+	cat "$KM_DIR/map-writer.log" >&2
+	return 1
+}
+
+# The agent runs as uid/gid 65534 with empty capability sets (see km_agent_caps).
+km_agent_start() {
+	setpriv --reuid=$KM_NOBODY --regid=$KM_NOBODY --clear-groups --inh-caps=-all \
+		--bounding-set=-all --no-new-privs \
+		"$KM_BIN/kmesh-xds-agent" --config-file "$KM_CONFIG" --map-writer-socket "$KM_SOCKET" \
+		"$@" >>"$KM_DIR/xds-agent.log" 2>&1 &
+	KM_AGENT_PID=$!
+	KM_PIDS+=($KM_AGENT_PID)
+}
+
+# km_agent_caps: "uid capeff capprm capbnd" of the running agent, from /proc.
+km_agent_caps() {
+	awk '/^Uid:/{u=$2} /^CapEff:/{e=$2} /^CapPrm:/{p=$2} /^CapBnd:/{b=$2} END{print u, e, p, b}' \
+		"/proc/$KM_AGENT_PID/status"
+}
+
+# km_write_config FILE-CONTENT: replace the config atomically (as an editor or ConfigMap would).
+km_write_config() {
+	cat >"$KM_CONFIG.tmp"
+	chmod 644 "$KM_CONFIG.tmp"
+	mv -f "$KM_CONFIG.tmp" "$KM_CONFIG"
+}
+
+# km_wait_rows TABLE PATTERN COUNT: until the map writer's table has COUNT rows matching.
+km_wait_rows() {
+	local i n
+	for i in $(seq 1 100); do
+		n=$("$KM_TESTCTL" dump --socket "$KM_SOCKET" --table "$1" 2>/dev/null | grep -c -- "$2")
+		[ "$n" -eq "$3" ] && return 0
+		sleep 0.1
+	done
+	echo "table $1: $n rows match '$2', expected $3" >&2
+	return 1
+}
+
+km_env_cleanup() {
+	local pid ns
+	set +e
+	[ -n "${KM_AGENT_PID:-}" ] && kill -TERM "$KM_AGENT_PID" 2>/dev/null
+	[ -n "${KM_MW_PID:-}" ] && kill -TERM "$KM_MW_PID" 2>/dev/null
+	for pid in "${KM_MW_PID:-}" "${KM_AGENT_PID:-}"; do
+		[ -n "$pid" ] || continue
+		for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+	done
+	for pid in "${KM_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null; done
+	wait 2>/dev/null
+	for ns in "${KM_PODS[@]}" "${KM_NODE:-}"; do
+		[ -n "$ns" ] && ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+		[ -n "$ns" ] && ip netns del "$ns" 2>/dev/null
+	done
+	if [ -n "${KM_CGROUP:-}" ] && [ -d "$KM_CGROUP" ]; then
+		xargs -r kill -KILL <"$KM_CGROUP/cgroup.procs" 2>/dev/null
+		for _ in $(seq 1 50); do rmdir "$KM_CGROUP" 2>/dev/null && break; sleep 0.05; done
+	fi
+	if [ -n "${KM_DIR:-}" ]; then
+		umount "$KM_DIR/bpffs" 2>/dev/null
+		[ -n "$KM_OWN_CG2_MOUNT" ] && umount "$KM_OWN_CG2_MOUNT" 2>/dev/null
+		rm -rf "$KM_DIR"
+	fi
+}

@@ -1,0 +1,339 @@
+/* kmesh-testctl.c — a test and demo helper that talks to the map writer as a real peer:
+ *   enroll   --socket S --netns PATH [--pod NAME]   enroll a network namespace (CNI role)
+ *   unenroll --socket S --netns PATH                 unenroll it
+ *   dump     --socket S --table NAME                 print a table, one row per line (admin role)
+ *   hello    --socket S --role ROLE                  exit 0 if accepted, 3 if refused
+ *   abuse    --socket S                              garbage and oversize frames must be handled
+ * Not a product command: kmeshctl and the CNI plugin take these jobs over. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "ipc/client_sync.h"
+#include "shared/addr.h"
+
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71
+#endif
+
+struct args {
+	const char *cmd, *socket, *netns, *pod, *table, *role;
+};
+
+static int usage(void)
+{
+	fprintf(stderr,
+		"usage: kmesh-testctl enroll|unenroll --socket S --netns PATH [--pod NAME]\n"
+		"       kmesh-testctl dump --socket S --table manage|frontend|service|endpoint|backend\n"
+		"       kmesh-testctl hello --socket S --role xds|cni|admin\n"
+		"       kmesh-testctl abuse --socket S\n");
+	return 2;
+}
+
+static Kmesh__Ipc__Role role_of(const char *s)
+{
+	if (!strcmp(s, "xds"))
+		return KMESH__IPC__ROLE__ROLE_XDS;
+	if (!strcmp(s, "cni"))
+		return KMESH__IPC__ROLE__ROLE_CNI;
+	if (!strcmp(s, "admin"))
+		return KMESH__IPC__ROLE__ROLE_ADMIN;
+	return KMESH__IPC__ROLE__ROLE_UNSPECIFIED;
+}
+
+static int connect_as(struct km_sync_client *cl, const char *socket, Kmesh__Ipc__Role role)
+{
+	Kmesh__Ipc__Code code;
+	char msg[256];
+	int err = km_sync_connect(cl, socket, role, "kmesh-testctl", 5000, &code, msg, sizeof(msg));
+
+	if (err)
+		fprintf(stderr, "kmesh-testctl: hello as %s: %s%s%s\n", km_msg_role_name(role),
+			strerror(-err), *msg ? ": " : "", msg);
+	return err;
+}
+
+/* The netns cookie and non-loopback addresses of a network namespace, read from inside it. */
+static int netns_identity(const char *path, uint64_t *cookie, struct km_addr *addrs, size_t *n)
+{
+	socklen_t len = sizeof(*cookie);
+	struct ifaddrs *ifa, *i;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), s;
+
+	if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+		fprintf(stderr, "kmesh-testctl: cannot enter netns %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	s = socket(AF_INET, SOCK_STREAM, 0);
+	if (s < 0 || getsockopt(s, SOL_SOCKET, SO_NETNS_COOKIE, cookie, &len) != 0) {
+		fprintf(stderr, "kmesh-testctl: SO_NETNS_COOKIE: %s\n", strerror(errno));
+		return -1;
+	}
+	close(s);
+	*n = 0;
+	if (getifaddrs(&ifa) == 0) {
+		for (i = ifa; i && *n < 8; i = i->ifa_next) {
+			const struct sockaddr *sa = i->ifa_addr;
+
+			if (!sa || !strcmp(i->ifa_name, "lo"))
+				continue;
+			if (sa->sa_family == AF_INET)
+				km_addr_from_bytes((const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr,
+						   4, &addrs[(*n)++]);
+			else if (sa->sa_family == AF_INET6 &&
+				 !IN6_IS_ADDR_LINKLOCAL(&((const struct sockaddr_in6 *)sa)->sin6_addr))
+				km_addr_from_bytes((const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr,
+						   16, &addrs[(*n)++]);
+		}
+		freeifaddrs(ifa);
+	}
+	return 0;
+}
+
+static int reply_status(km_envelope *rep, const char *what)
+{
+	int ok = rep->reply->code == KMESH__IPC__CODE__OK;
+
+	if (!ok)
+		fprintf(stderr, "kmesh-testctl: %s: %s: %s\n", what, km_msg_code_name(rep->reply->code),
+			rep->reply->message);
+	km_msg_free(rep);
+	return ok ? 0 : 1;
+}
+
+static int cmd_enroll(const struct args *a, int enroll)
+{
+	struct km_sync_client cl;
+	km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep;
+	Kmesh__Ipc__Enroll e = KMESH__IPC__ENROLL__INIT;
+	Kmesh__Ipc__Unenroll u = KMESH__IPC__UNENROLL__INIT;
+	struct km_addr addrs[8];
+	ProtobufCBinaryData bytes[8];
+	uint8_t raw[8][16];
+	uint64_t cookie;
+	size_t n;
+	int err;
+
+	/* Connect first, from this process's own netns (the socket path lives there). */
+	if (connect_as(&cl, a->socket, KMESH__IPC__ROLE__ROLE_CNI))
+		return 1;
+	if (netns_identity(a->netns, &cookie, addrs, &n))
+		return 1;
+	if (enroll) {
+		for (size_t i = 0; i < n; i++) {
+			bytes[i].len = km_addr_to_bytes(&addrs[i], raw[i]);
+			bytes[i].data = raw[i];
+		}
+		e.netns_cookie = cookie;
+		e.n_addresses = n;
+		e.addresses = bytes;
+		e.pod = (char *)(a->pod ? a->pod : a->netns);
+		req.body_case = KMESH__IPC__ENVELOPE__BODY_ENROLL;
+		req.enroll = &e;
+	} else {
+		u.netns_cookie = cookie;
+		u.pod = (char *)(a->pod ? a->pod : a->netns);
+		req.body_case = KMESH__IPC__ENVELOPE__BODY_UNENROLL;
+		req.unenroll = &u;
+	}
+	err = km_sync_call(&cl, &req, &rep);
+	km_sync_close(&cl);
+	if (err) {
+		fprintf(stderr, "kmesh-testctl: %s\n", strerror(-err));
+		return 1;
+	}
+	if (reply_status(rep, enroll ? "enroll" : "unenroll"))
+		return 1;
+	printf("%s netns %s cookie %llu\n", enroll ? "enrolled" : "unenrolled", a->netns,
+	       (unsigned long long)cookie);
+	return 0;
+}
+
+static void print_row(const Kmesh__Ipc__TableOp *op)
+{
+	char buf[KM_ADDR_STRLEN];
+	struct km_addr addr;
+
+	switch (op->row_case) {
+	case KMESH__IPC__TABLE_OP__ROW_FRONTEND:
+		km_addr_from_bytes(op->frontend->address.data, op->frontend->address.len, &addr);
+		printf("frontend %s port %u proto %u kind %s upstream %u target %u\n",
+		       km_addr_format(&addr, buf), op->frontend->port, op->frontend->protocol,
+		       op->frontend->kind == KMESH__IPC__FRONTEND_KIND__FRONTEND_KIND_SERVICE ? "service"
+											   : "workload",
+		       op->frontend->upstream_id, op->frontend->target_port);
+		break;
+	case KMESH__IPC__TABLE_OP__ROW_SERVICE:
+		printf("service %u mode %u count", op->service->id, op->service->lb_mode);
+		for (size_t p = 0; p < op->service->n_endpoint_count; p++)
+			printf(" %u", op->service->endpoint_count[p]);
+		printf("\n");
+		break;
+	case KMESH__IPC__TABLE_OP__ROW_ENDPOINT:
+		printf("endpoint service %u prio %u index %u backend %u\n", op->endpoint->service_id,
+		       op->endpoint->priority, op->endpoint->index, op->endpoint->backend_id);
+		break;
+	case KMESH__IPC__TABLE_OP__ROW_BACKEND:
+		printf("backend %u", op->backend->id);
+		for (size_t i = 0; i < op->backend->n_addresses; i++) {
+			km_addr_from_bytes(op->backend->addresses[i].data, op->backend->addresses[i].len,
+					   &addr);
+			printf(" %s", km_addr_format(&addr, buf));
+		}
+		printf("\n");
+		break;
+	default:
+		break;
+	}
+}
+
+static int cmd_dump(const struct args *a)
+{
+	static const char *const names[] = { "", "manage", "frontend", "service", "endpoint", "backend" };
+	struct km_sync_client cl;
+	km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep;
+	Kmesh__Ipc__DumpRequest d = KMESH__IPC__DUMP_REQUEST__INIT;
+	int err;
+
+	for (int t = 1; t <= 5; t++)
+		if (!strcmp(a->table, names[t]))
+			d.table = (Kmesh__Ipc__Table)t;
+	if (!d.table)
+		return usage();
+	if (connect_as(&cl, a->socket, KMESH__IPC__ROLE__ROLE_ADMIN))
+		return 1;
+	req.body_case = KMESH__IPC__ENVELOPE__BODY_DUMP;
+	req.dump = &d;
+	err = km_sync_call(&cl, &req, &rep);
+	km_sync_close(&cl);
+	if (err) {
+		fprintf(stderr, "kmesh-testctl: %s\n", strerror(-err));
+		return 1;
+	}
+	if (rep->reply->code == KMESH__IPC__CODE__OK && rep->reply->dump) {
+		for (size_t i = 0; i < rep->reply->dump->n_manage; i++)
+			printf("manage cookie %llu\n",
+			       (unsigned long long)rep->reply->dump->manage[i]->netns_cookie);
+		for (size_t i = 0; i < rep->reply->dump->n_rows; i++)
+			print_row(rep->reply->dump->rows[i]);
+	}
+	return reply_status(rep, "dump");
+}
+
+static int cmd_hello(const struct args *a)
+{
+	struct km_sync_client cl;
+	Kmesh__Ipc__Code code;
+	char msg[256];
+	int err = km_sync_connect(&cl, a->socket, role_of(a->role), "kmesh-testctl", 5000, &code, msg,
+				  sizeof(msg));
+
+	if (err == -EACCES) {
+		printf("refused: %s\n", msg);
+		return 3;
+	}
+	if (err) {
+		fprintf(stderr, "kmesh-testctl: %s %s\n", strerror(-err), msg);
+		return 1;
+	}
+	km_sync_close(&cl);
+	printf("accepted as %s\n", a->role);
+	return 0;
+}
+
+/* Raw frames: a garbage payload gets a BAD_REQUEST reply on a connection that stays usable;
+ * an oversize length closes the connection; the server keeps serving others. */
+static int cmd_abuse(const struct args *a)
+{
+	struct km_sync_client cl;
+	km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep;
+	Kmesh__Ipc__DumpRequest d = KMESH__IPC__DUMP_REQUEST__INIT;
+	uint8_t frame[KM_FRAME_HEADER + 8] = { 0, 0, 0, 8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	uint8_t big[KM_FRAME_HEADER] = { 0x7f, 0xff, 0xff, 0xff };
+	uint8_t hdr[KM_FRAME_HEADER], buf[4096];
+	ssize_t n;
+
+	if (connect_as(&cl, a->socket, KMESH__IPC__ROLE__ROLE_ADMIN))
+		return 1;
+	if (write(cl.fd, frame, sizeof(frame)) != (ssize_t)sizeof(frame) ||
+	    read(cl.fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr)) {
+		fprintf(stderr, "abuse: no reply to a garbage frame\n");
+		return 1;
+	}
+	n = read(cl.fd, buf, sizeof(buf));
+	rep = n > 0 ? km_msg_unpack(buf, (size_t)n) : NULL;
+	if (!rep || rep->body_case != KMESH__IPC__ENVELOPE__BODY_REPLY ||
+	    rep->reply->code != KMESH__IPC__CODE__BAD_REQUEST) {
+		fprintf(stderr, "abuse: garbage frame was not answered with BAD_REQUEST\n");
+		return 1;
+	}
+	printf("garbage frame: %s: %s\n", km_msg_code_name(rep->reply->code), rep->reply->message);
+	km_msg_free(rep);
+	d.table = KMESH__IPC__TABLE__TABLE_SERVICE;
+	req.body_case = KMESH__IPC__ENVELOPE__BODY_DUMP;
+	req.dump = &d;
+	if (km_sync_call(&cl, &req, &rep) != 0) {
+		fprintf(stderr, "abuse: the connection did not survive a garbage frame\n");
+		return 1;
+	}
+	km_msg_free(rep);
+	printf("connection still usable after garbage\n");
+	if (write(cl.fd, big, sizeof(big)) != (ssize_t)sizeof(big))
+		return 1;
+	n = read(cl.fd, buf, sizeof(buf));
+	if (n != 0) {
+		fprintf(stderr, "abuse: an oversize frame did not close the connection (read %zd)\n", n);
+		return 1;
+	}
+	printf("oversize frame: connection closed by the server\n");
+	km_sync_close(&cl);
+	if (connect_as(&cl, a->socket, KMESH__IPC__ROLE__ROLE_ADMIN))
+		return 1;
+	km_sync_close(&cl);
+	printf("server still accepts new peers\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct args a = { 0 };
+
+	if (argc < 2)
+		return usage();
+	a.cmd = argv[1];
+	for (int i = 2; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--socket"))
+			a.socket = argv[i + 1];
+		else if (!strcmp(argv[i], "--netns"))
+			a.netns = argv[i + 1];
+		else if (!strcmp(argv[i], "--pod"))
+			a.pod = argv[i + 1];
+		else if (!strcmp(argv[i], "--table"))
+			a.table = argv[i + 1];
+		else if (!strcmp(argv[i], "--role"))
+			a.role = argv[i + 1];
+		else
+			return usage();
+	}
+	if (!a.socket)
+		return usage();
+	if ((!strcmp(a.cmd, "enroll") || !strcmp(a.cmd, "unenroll")) && a.netns)
+		return cmd_enroll(&a, !strcmp(a.cmd, "enroll"));
+	if (!strcmp(a.cmd, "dump") && a.table)
+		return cmd_dump(&a);
+	if (!strcmp(a.cmd, "hello") && a.role)
+		return cmd_hello(&a);
+	if (!strcmp(a.cmd, "abuse"))
+		return cmd_abuse(&a);
+	return usage();
+}
