@@ -1,0 +1,55 @@
+/* test_access.c — role rules of the map writer's socket. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "services/map-writer/access.h"
+
+#define XDS KMESH__IPC__ROLE__ROLE_XDS
+#define CNI KMESH__IPC__ROLE__ROLE_CNI
+#define ADMIN KMESH__IPC__ROLE__ROLE_ADMIN
+
+static void test_rules(void **state)
+{
+	struct km_access a = { 0 };
+	char err[128];
+
+	(void)state;
+	assert_int_equal(km_access_add(&a, "xds:uid=1337", err, sizeof(err)), 0);
+	assert_int_equal(km_access_add(&a, "admin:gid=42", err, sizeof(err)), 0);
+	assert_true(km_access_allowed(&a, XDS, 1337, 5));
+	assert_false(km_access_allowed(&a, CNI, 1337, 5));
+	assert_true(km_access_allowed(&a, ADMIN, 9, 42));
+	assert_false(km_access_allowed(&a, ADMIN, 42, 9)); /* a gid rule does not match a uid */
+	assert_true(km_access_allowed(&a, CNI, 0, 0));     /* root takes any role */
+	assert_false(km_access_allowed(&a, KMESH__IPC__ROLE__ROLE_UNSPECIFIED, 0, 0));
+}
+
+static void test_bad_rules(void **state)
+{
+	struct km_access a = { 0 };
+	char err[128];
+
+	(void)state;
+	assert_int_equal(km_access_add(&a, "xds", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "ROLE:uid=N"));
+	assert_int_equal(km_access_add(&a, "root:uid=1", err, sizeof(err)), -1);
+	assert_int_equal(km_access_add(&a, "xds:pid=1", err, sizeof(err)), -1);
+	assert_int_equal(km_access_add(&a, "xds:uid=", err, sizeof(err)), -1);
+	assert_int_equal(km_access_add(&a, "xds:uid=12x", err, sizeof(err)), -1);
+	assert_int_equal(km_access_add(&a, "xds:uid=4294967295", err, sizeof(err)), -1);
+	assert_int_equal(a.n, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rules),
+		cmocka_unit_test(test_bad_rules),
+	};
+
+	return cmocka_run_group_tests_name("access", tests, NULL, NULL);
+}

@@ -1,0 +1,263 @@
+/* test_frame.c — the framing layer: partial reads, several frames per read, zero-length and
+ * oversize frames, and a real libuv round trip over a socketpair. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <cmocka.h>
+
+#include "ipc/conn.h"
+#include "ipc/frame.h"
+
+struct got {
+	size_t n;
+	size_t lens[16];
+	uint8_t first[16];
+	int stop_after;
+};
+
+static int collect(void *arg, const uint8_t *p, size_t len)
+{
+	struct got *g = arg;
+
+	g->lens[g->n] = len;
+	g->first[g->n] = p[0];
+	g->n++;
+	return g->stop_after && g->n >= (size_t)g->stop_after;
+}
+
+static size_t put_frame(uint8_t *out, uint8_t fill, size_t len)
+{
+	km_frame_header(out, (uint32_t)len);
+	memset(out + KM_FRAME_HEADER, fill, len);
+	return KM_FRAME_HEADER + len;
+}
+
+static void test_whole_frame(void **state)
+{
+	struct km_frame_decoder d;
+	struct got g = { 0 };
+	uint8_t buf[64];
+	size_t n = put_frame(buf, 0xab, 10);
+
+	(void)state;
+	km_frame_decoder_init(&d, 1024);
+	assert_int_equal(km_frame_decoder_feed(&d, buf, n, collect, &g), KM_FRAME_OK);
+	assert_int_equal(g.n, 1);
+	assert_int_equal(g.lens[0], 10);
+	assert_int_equal(g.first[0], 0xab);
+	km_frame_decoder_free(&d);
+}
+
+static void test_byte_by_byte(void **state)
+{
+	struct km_frame_decoder d;
+	struct got g = { 0 };
+	uint8_t buf[256];
+	size_t n = put_frame(buf, 1, 100);
+
+	(void)state;
+	n += put_frame(buf + n, 2, 3);
+	km_frame_decoder_init(&d, 1024);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(km_frame_decoder_feed(&d, buf + i, 1, collect, &g), KM_FRAME_OK);
+	assert_int_equal(g.n, 2);
+	assert_int_equal(g.lens[0], 100);
+	assert_int_equal(g.lens[1], 3);
+	assert_int_equal(g.first[1], 2);
+	km_frame_decoder_free(&d);
+}
+
+static void test_many_and_partial(void **state)
+{
+	struct km_frame_decoder d;
+	struct got g = { 0 };
+	uint8_t buf[256];
+	size_t n = 0;
+
+	(void)state;
+	n += put_frame(buf + n, 1, 5);
+	n += put_frame(buf + n, 2, 6);
+	n += put_frame(buf + n, 3, 70);
+	km_frame_decoder_init(&d, 1024);
+	/* everything but the last 30 bytes: two frames out, the third pending */
+	assert_int_equal(km_frame_decoder_feed(&d, buf, n - 30, collect, &g), KM_FRAME_OK);
+	assert_int_equal(g.n, 2);
+	assert_int_equal(km_frame_decoder_feed(&d, buf + n - 30, 30, collect, &g), KM_FRAME_OK);
+	assert_int_equal(g.n, 3);
+	assert_int_equal(g.lens[2], 70);
+	assert_int_equal(g.first[2], 3);
+	km_frame_decoder_free(&d);
+}
+
+static void test_zero_length_is_garbage(void **state)
+{
+	struct km_frame_decoder d;
+	struct got g = { 0 };
+	uint8_t buf[16] = { 0, 0, 0, 0 };
+
+	(void)state;
+	km_frame_decoder_init(&d, 1024);
+	assert_int_equal(km_frame_decoder_feed(&d, buf, 4, collect, &g), KM_FRAME_EEMPTY);
+	/* sticky: the stream is out of sync for good */
+	put_frame(buf, 1, 1);
+	assert_int_equal(km_frame_decoder_feed(&d, buf, 5, collect, &g), KM_FRAME_EEMPTY);
+	assert_int_equal(g.n, 0);
+	km_frame_decoder_free(&d);
+}
+
+static void test_oversize_rejected_before_allocating(void **state)
+{
+	struct km_frame_decoder d;
+	struct got g = { 0 };
+	uint8_t hdr[4];
+
+	(void)state;
+	km_frame_decoder_init(&d, 1024);
+	km_frame_header(hdr, 1025);
+	assert_int_equal(km_frame_decoder_feed(&d, hdr, 4, collect, &g), KM_FRAME_ETOOBIG);
+	assert_null(d.body);
+	km_frame_header(hdr, 0xffffffffu);
+	km_frame_decoder_init(&d, 1024);
+	assert_int_equal(km_frame_decoder_feed(&d, hdr, 4, collect, &g), KM_FRAME_ETOOBIG);
+	assert_int_equal(g.n, 0);
+	km_frame_decoder_free(&d);
+}
+
+static void test_exact_maximum_accepted(void **state)
+{
+	struct km_frame_decoder d;
+	struct got g = { 0 };
+	uint8_t *buf = malloc(KM_FRAME_HEADER + 1024);
+	size_t n = put_frame(buf, 9, 1024);
+
+	(void)state;
+	km_frame_decoder_init(&d, 1024);
+	assert_int_equal(km_frame_decoder_feed(&d, buf, 7, collect, &g), KM_FRAME_OK);
+	assert_int_equal(km_frame_decoder_feed(&d, buf + 7, n - 7, collect, &g), KM_FRAME_OK);
+	assert_int_equal(g.n, 1);
+	assert_int_equal(g.lens[0], 1024);
+	km_frame_decoder_free(&d);
+	free(buf);
+}
+
+static void test_receiver_can_stop(void **state)
+{
+	struct km_frame_decoder d;
+	struct got g = { .stop_after = 1 };
+	uint8_t buf[64];
+	size_t n = put_frame(buf, 1, 3);
+
+	(void)state;
+	n += put_frame(buf + n, 2, 3);
+	km_frame_decoder_init(&d, 1024);
+	assert_int_equal(km_frame_decoder_feed(&d, buf, n, collect, &g), KM_FRAME_ESTOPPED);
+	assert_int_equal(g.n, 1);
+	km_frame_decoder_free(&d);
+}
+
+static void test_default_maximum_bounds(void **state)
+{
+	struct km_frame_decoder d;
+
+	(void)state;
+	km_frame_decoder_init(&d, 0);
+	assert_int_equal(d.max_frame, KM_FRAME_MAX_DEFAULT);
+	km_frame_decoder_init(&d, (size_t)KM_FRAME_MAX_LIMIT + 1);
+	assert_int_equal(d.max_frame, KM_FRAME_MAX_DEFAULT);
+}
+
+/* ---- libuv round trip ------------------------------------------------------------------------ */
+
+struct rt {
+	struct km_conn a, b;
+	size_t received;
+	size_t lens[4];
+	int errors;
+	int closed;
+};
+
+static void rt_closed(struct km_conn *c)
+{
+	((struct rt *)c->data)->closed++;
+}
+
+static void rt_frame(struct km_conn *c, const uint8_t *p, size_t len)
+{
+	struct rt *r = c->data;
+
+	for (size_t i = 0; i < len; i++)
+		assert_int_equal(p[i], (uint8_t)(len + i));
+	r->lens[r->received++] = len;
+	if (r->received == 3) {
+		km_conn_close(&r->a, rt_closed);
+		km_conn_close(&r->b, rt_closed);
+	}
+}
+
+static void rt_error(struct km_conn *c, int err, const char *what)
+{
+	(void)err;
+	(void)what;
+	((struct rt *)c->data)->errors++;
+}
+
+static void test_libuv_round_trip(void **state)
+{
+	uv_loop_t loop;
+	struct rt r = { 0 };
+	int fds[2];
+	size_t sizes[3] = { 1, 70000, 1 << 20 };
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+	uv_loop_init(&loop);
+	r.a.data = r.b.data = &r;
+	assert_int_equal(km_conn_init(&loop, &r.a, 2 << 20), 0);
+	assert_int_equal(km_conn_init(&loop, &r.b, 2 << 20), 0);
+	assert_int_equal(uv_pipe_open(&r.a.pipe, fds[0]), 0);
+	assert_int_equal(uv_pipe_open(&r.b.pipe, fds[1]), 0);
+	assert_int_equal(km_conn_start(&r.b, rt_frame, rt_error), 0);
+	for (int i = 0; i < 3; i++) {
+		uint8_t *p = malloc(sizes[i]);
+
+		for (size_t j = 0; j < sizes[i]; j++)
+			p[j] = (uint8_t)(sizes[i] + j);
+		assert_int_equal(km_conn_send(&r.a, p, sizes[i]), 0);
+		free(p);
+	}
+	/* a frame above the connection's maximum is refused at send time */
+	{
+		uint8_t *big = calloc(1, (2 << 20) + 1);
+
+		assert_int_equal(km_conn_send(&r.a, big, (2 << 20) + 1), UV_E2BIG);
+		free(big);
+	}
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(r.received, 3);
+	assert_int_equal(r.lens[1], 70000);
+	assert_int_equal(r.lens[2], 1 << 20);
+	assert_int_equal(r.errors, 0);
+	assert_int_equal(r.closed, 2);
+	assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_whole_frame),
+		cmocka_unit_test(test_byte_by_byte),
+		cmocka_unit_test(test_many_and_partial),
+		cmocka_unit_test(test_zero_length_is_garbage),
+		cmocka_unit_test(test_oversize_rejected_before_allocating),
+		cmocka_unit_test(test_exact_maximum_accepted),
+		cmocka_unit_test(test_receiver_can_stop),
+		cmocka_unit_test(test_default_maximum_bounds),
+		cmocka_unit_test(test_libuv_round_trip),
+	};
+
+	return cmocka_run_group_tests_name("frame", tests, NULL, NULL);
+}

@@ -1,0 +1,507 @@
+/* test_model.c — the model's table operations: exact order for the basic cases (new service,
+ * back-fill, swap-with-last removal, unhealthy, service removal), and a randomized run that
+ * applies every emitted op to a simulated set of tables and checks after EACH op what BPF
+ * relies on (no frontend, count or endpoint ever points at a missing row), and after each flush
+ * that the tables hold exactly the model's state. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "services/xds-agent/model.h"
+#include "shared/addr.h"
+
+#define SIM_SVCS_MAX 8
+
+/* ---- resource builders ----------------------------------------------------------------------- */
+
+static struct km_service_res *svc(const char *name, const char *vip, uint32_t port, uint32_t target)
+{
+	struct km_service_res *s = calloc(1, sizeof(*s));
+
+	s->name = strdup(name);
+	s->vips = calloc(1, sizeof(*s->vips));
+	if (vip) {
+		km_addr_parse(vip, &s->vips[0]);
+		s->n_vips = 1;
+	}
+	s->ports = calloc(1, sizeof(*s->ports));
+	s->ports[0].service_port = port;
+	s->ports[0].target_port = target;
+	s->n_ports = 1;
+	return s;
+}
+
+static struct km_workload_res *wl(const char *uid, const char *ip, uint32_t status, int n_svcs, ...)
+{
+	struct km_workload_res *w = calloc(1, sizeof(*w));
+	va_list ap;
+
+	w->uid = strdup(uid);
+	w->addrs = calloc(1, sizeof(*w->addrs));
+	if (ip) {
+		km_addr_parse(ip, &w->addrs[0]);
+		w->n_addrs = 1;
+	}
+	w->status = status;
+	w->services = calloc((size_t)n_svcs + SIM_SVCS_MAX, sizeof(char *)); /* room for the random test */
+	va_start(ap, n_svcs);
+	for (int i = 0; i < n_svcs; i++)
+		w->services[w->n_services++] = strdup(va_arg(ap, const char *));
+	va_end(ap);
+	km_workload_res_normalize(w);
+	return w;
+}
+
+/* ---- op matching ----------------------------------------------------------------------------- */
+
+/* A compact text form of an op: "BE+ 5", "EP+ s/0/1=w", "SVC+ s 2", "FE- 10.0.0.1:80" ... */
+static const char *name_of(const struct km_model *m, uint32_t id)
+{
+	const char *n = km_ids_name(&m->ids, id);
+
+	return n ? n : "?"; /* released ids (rows being deleted) */
+}
+
+static void op_text(const struct km_model *m, const struct km_op *o, char *buf, size_t len)
+{
+	char a[KM_ADDR_STRLEN];
+	const char *sign = o->del ? "-" : "+";
+
+	switch (o->table) {
+	case KM_OP_BACKEND:
+		snprintf(buf, len, "BE%s %s", sign, name_of(m, o->be.id));
+		break;
+	case KM_OP_SERVICE:
+		snprintf(buf, len, "SVC%s %s %u", sign, name_of(m, o->svc.id),
+			 o->del ? 0 : o->svc.count[0]);
+		break;
+	case KM_OP_ENDPOINT:
+		snprintf(buf, len, "EP%s %u=%s", sign, o->ep.index,
+			 o->del ? "" : name_of(m, o->ep.backend_id));
+		break;
+	default:
+		snprintf(buf, len, "FE%s %s:%u", sign, km_addr_format(&o->fe.addr, a), o->fe.port);
+		break;
+	}
+}
+
+static void expect_ops(struct km_model *m, struct km_oplist *l, const char *const *want, size_t n)
+{
+	char got[128];
+
+	for (size_t i = 0; i < l->n && i < n; i++) {
+		op_text(m, &l->ops[i], got, sizeof(got));
+		if (strcmp(got, want[i]) != 0)
+			fail_msg("op %zu: got '%s', want '%s'", i, got, want[i]);
+	}
+	if (l->n != n) {
+		for (size_t i = 0; i < l->n; i++) {
+			op_text(m, &l->ops[i], got, sizeof(got));
+			print_message("  op %zu: %s\n", i, got);
+		}
+		fail_msg("got %zu ops, want %zu", l->n, n);
+	}
+	km_oplist_clear(l);
+}
+
+#define EXPECT(m, l, ...)                                                                          \
+	do {                                                                                       \
+		const char *const w_[] = { __VA_ARGS__ };                                          \
+		expect_ops(m, l, w_, sizeof(w_) / sizeof(w_[0]));                                  \
+	} while (0)
+
+#define SVC "demo/web"
+
+static void test_new_service_then_workloads(void **state)
+{
+	struct km_oplist l;
+	struct km_model m;
+
+	(void)state;
+	km_oplist_init(&l);
+	km_model_init(&m, &l, NULL);
+	km_model_upsert_service(&m, svc(SVC, "10.96.0.1", 80, 8080));
+	km_model_flush(&m);
+	EXPECT(&m, &l, "SVC+ demo/web 0", "FE+ 10.96.0.1:80");
+	assert_int_equal(l.n, 0);
+
+	km_model_upsert_workload(&m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_upsert_workload(&m, wl("w2", "10.0.0.2", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_flush(&m);
+	/* backend before endpoint before the count; one count row for the whole group */
+	EXPECT(&m, &l, "BE+ w1", "EP+ 0=w1", "FE+ 10.0.0.1:0", "BE+ w2", "EP+ 1=w2", "FE+ 10.0.0.2:0",
+	       "SVC+ demo/web 2");
+
+	/* an identical update emits nothing */
+	km_model_upsert_workload(&m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_upsert_service(&m, svc(SVC, "10.96.0.1", 80, 8080));
+	km_model_flush(&m);
+	assert_int_equal(l.n, 0);
+	km_model_free(&m);
+	km_oplist_free(&l);
+}
+
+static void test_workload_before_service_is_back_filled(void **state)
+{
+	struct km_oplist l;
+	struct km_model m;
+
+	(void)state;
+	km_oplist_init(&l);
+	km_model_init(&m, &l, NULL);
+	km_model_upsert_workload(&m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_flush(&m);
+	EXPECT(&m, &l, "BE+ w1", "FE+ 10.0.0.1:0");
+	km_model_upsert_service(&m, svc(SVC, "10.96.0.1", 80, 8080));
+	km_model_flush(&m);
+	EXPECT(&m, &l, "EP+ 0=w1", "SVC+ demo/web 1", "FE+ 10.96.0.1:80");
+	km_model_free(&m);
+	km_oplist_free(&l);
+}
+
+static void test_remove_swaps_last_into_hole(void **state)
+{
+	struct km_oplist l;
+	struct km_model m;
+	const uint32_t *eps;
+
+	(void)state;
+	km_oplist_init(&l);
+	km_model_init(&m, &l, NULL);
+	km_model_upsert_service(&m, svc(SVC, "10.96.0.1", 80, 0));
+	km_model_upsert_workload(&m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_upsert_workload(&m, wl("w2", "10.0.0.2", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_upsert_workload(&m, wl("w3", "10.0.0.3", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_flush(&m);
+	km_oplist_clear(&l);
+
+	km_model_remove_workload(&m, "w1");
+	km_model_flush(&m);
+	/* frontend first; the last slot moves into the hole before the count shrinks; the old
+	 * last slot goes after the count; the backend row goes last */
+	EXPECT(&m, &l, "FE- 10.0.0.1:0", "EP+ 0=w3", "SVC+ demo/web 2", "EP- 2=", "BE- ?");
+	assert_int_equal(km_model_endpoints(&m, SVC, 0, &eps), 2);
+	assert_int_equal(eps[0], km_ids_find(&m.ids, "w3"));
+	assert_int_equal(eps[1], km_ids_find(&m.ids, "w2"));
+
+	/* removing the last slot needs no move */
+	km_model_remove_workload(&m, "w2");
+	km_model_flush(&m);
+	EXPECT(&m, &l, "FE- 10.0.0.2:0", "SVC+ demo/web 1", "EP- 1=", "BE- ?");
+	km_model_free(&m);
+	km_oplist_free(&l);
+}
+
+static void test_unhealthy_leaves_endpoints_but_keeps_backend(void **state)
+{
+	struct km_oplist l;
+	struct km_model m;
+
+	(void)state;
+	km_oplist_init(&l);
+	km_model_init(&m, &l, NULL);
+	km_model_upsert_service(&m, svc(SVC, "10.96.0.1", 80, 0));
+	km_model_upsert_workload(&m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_upsert_workload(&m, wl("w2", "10.0.0.2", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_flush(&m);
+	km_oplist_clear(&l);
+	km_model_upsert_workload(&m, wl("w1", "10.0.0.1", KM_WORKLOAD_UNHEALTHY, 1, SVC));
+	km_model_flush(&m);
+	EXPECT(&m, &l, "EP+ 0=w2", "SVC+ demo/web 1", "EP- 1=");
+	km_model_upsert_workload(&m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_flush(&m);
+	EXPECT(&m, &l, "EP+ 1=w1", "SVC+ demo/web 2");
+	km_model_free(&m);
+	km_oplist_free(&l);
+}
+
+static void test_service_changes_and_removal(void **state)
+{
+	struct km_oplist l;
+	struct km_model m;
+
+	(void)state;
+	km_oplist_init(&l);
+	km_model_init(&m, &l, NULL);
+	km_model_upsert_service(&m, svc(SVC, "10.96.0.1", 80, 8080));
+	km_model_upsert_workload(&m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_flush(&m);
+	km_oplist_clear(&l);
+
+	/* new VIP: the old frontend goes, the new one comes */
+	km_model_upsert_service(&m, svc(SVC, "10.96.0.2", 80, 8080));
+	km_model_flush(&m);
+	EXPECT(&m, &l, "FE- 10.96.0.1:80", "FE+ 10.96.0.2:80");
+	/* new target port only: the frontend is rewritten in place */
+	km_model_upsert_service(&m, svc(SVC, "10.96.0.2", 80, 9090));
+	km_model_flush(&m);
+	assert_int_equal(l.n, 1);
+	assert_int_equal(l.ops[0].fe.target_port, 9090);
+	km_oplist_clear(&l);
+
+	km_model_remove_service(&m, SVC);
+	km_model_flush(&m);
+	EXPECT(&m, &l, "FE- 10.96.0.2:80", "SVC- ? 0", "EP- 0=");
+	/* the workload still lists it: when it comes back it is back-filled */
+	km_model_upsert_service(&m, svc(SVC, "10.96.0.2", 80, 9090));
+	km_model_flush(&m);
+	EXPECT(&m, &l, "EP+ 0=w1", "SVC+ demo/web 1", "FE+ 10.96.0.2:80");
+	km_model_free(&m);
+	km_oplist_free(&l);
+}
+
+static void test_workload_loses_address(void **state)
+{
+	struct km_oplist l;
+	struct km_model m;
+
+	(void)state;
+	km_oplist_init(&l);
+	km_model_init(&m, &l, NULL);
+	km_model_upsert_service(&m, svc(SVC, "10.96.0.1", 80, 0));
+	km_model_upsert_workload(&m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_flush(&m);
+	km_oplist_clear(&l);
+	km_model_upsert_workload(&m, wl("w1", NULL, KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_flush(&m);
+	EXPECT(&m, &l, "FE- 10.0.0.1:0", "SVC+ demo/web 0", "EP- 0=", "BE- w1");
+	km_model_free(&m);
+	km_oplist_free(&l);
+}
+
+/* ---- randomized simulation ------------------------------------------------------------------- */
+
+#define SIM_SVCS 4
+#define SIM_WLS 12
+#define SIM_SLOTS 64
+
+/* Simulated tables, indexed by small numbers derived from ids. */
+struct sim {
+	int svc_row[SIM_SVCS];
+	uint32_t svc_count[SIM_SVCS];
+	uint32_t ep[SIM_SVCS][SIM_SLOTS]; /* backend id, 0 = no row */
+	int be_row[SIM_WLS];
+	int fe_svc[SIM_SVCS][4]; /* (service, vip variant) frontend present */
+	int fe_wl[SIM_WLS];
+};
+
+static char sim_names[SIM_SVCS + SIM_WLS][32];
+
+/* Ops are applied after the batch that emitted them, when a name may already be released:
+ * map ids back through the hash (these names do not collide, so id == FNV-1a(name)). */
+static int svc_index(uint32_t id)
+{
+	for (int i = 0; i < SIM_SVCS; i++)
+		if (km_ids_fnv1a(sim_names[i]) == id)
+			return i;
+	return -1;
+}
+
+/* Frontend keys are per (service, vip) here: VIP 10.96.0.<s>, second octet variant in byte 14. */
+static void sim_apply(struct sim *s, const struct km_op *o)
+{
+	switch (o->table) {
+	case KM_OP_BACKEND: {
+		int w = (int)o->be.addr4.bytes[15] - 1;
+
+		if (o->del) {
+			for (int i = 0; i < SIM_WLS; i++)
+				if (s->be_row[i] == (int)o->be.id)
+					s->be_row[i] = 0;
+			return;
+		}
+		assert_true(w >= 0 && w < SIM_WLS);
+		s->be_row[w] = (int)o->be.id;
+		return;
+	}
+	case KM_OP_SERVICE: {
+		int i;
+
+		if (o->del) {
+			for (i = 0; i < SIM_SVCS; i++)
+				if (s->svc_row[i] == (int)o->svc.id)
+					s->svc_row[i] = 0, s->svc_count[i] = 0;
+			return;
+		}
+		i = svc_index(o->svc.id);
+		assert_true(i >= 0);
+		/* the writer's check: the count exposes only written endpoints */
+		for (uint32_t k = 0; k < o->svc.count[0]; k++)
+			if (!s->ep[i][k])
+				fail_msg("service %d count %u exposes missing endpoint %u", i, o->svc.count[0], k);
+		s->svc_row[i] = (int)o->svc.id;
+		s->svc_count[i] = o->svc.count[0];
+		return;
+	}
+	case KM_OP_ENDPOINT: {
+		int i = svc_index(o->ep.service_id), present = 0;
+
+		assert_true(i >= 0 && o->ep.index < SIM_SLOTS);
+		if (o->del) {
+			s->ep[i][o->ep.index] = 0;
+			return;
+		}
+		for (int w = 0; w < SIM_WLS; w++)
+			present |= s->be_row[w] == (int)o->ep.backend_id;
+		if (!present)
+			fail_msg("endpoint names backend %u, which has no row", o->ep.backend_id);
+		s->ep[i][o->ep.index] = o->ep.backend_id;
+		return;
+	}
+	default:
+		if (o->fe.kind == KM_FRONTEND_SERVICE) {
+			int i = o->fe.addr.bytes[15], v = o->fe.addr.bytes[14];
+
+			assert_true(i < SIM_SVCS && v < 4);
+			if (!o->del && s->svc_row[i] != (int)o->fe.upstream_id)
+				fail_msg("frontend of service %d written before its service row", i);
+			s->fe_svc[i][v] = !o->del;
+		} else {
+			int w = o->fe.addr.bytes[15] - 1, present = 0;
+
+			assert_true(w >= 0 && w < SIM_WLS);
+			if (!o->del) {
+				for (int k = 0; k < SIM_WLS; k++)
+					present |= s->be_row[k] == (int)o->fe.upstream_id;
+				if (!present)
+					fail_msg("workload frontend written before its backend row");
+			}
+			s->fe_wl[w] = !o->del;
+		}
+		return;
+	}
+}
+
+/* What BPF may rely on at every moment. */
+static void sim_invariants(const struct sim *s)
+{
+	for (int i = 0; i < SIM_SVCS; i++) {
+		for (int v = 0; v < 4; v++)
+			if (s->fe_svc[i][v] && !s->svc_row[i])
+				fail_msg("frontend of service %d without its service row", i);
+		for (uint32_t k = 0; s->svc_row[i] && k < s->svc_count[i]; k++) {
+			int present = 0;
+
+			for (int w = 0; w < SIM_WLS; w++)
+				present |= s->ep[i][k] && s->be_row[w] == (int)s->ep[i][k];
+			if (!present)
+				fail_msg("service %d slot %u (of %u) has no live backend", i, k, s->svc_count[i]);
+		}
+	}
+	for (int w = 0; w < SIM_WLS; w++)
+		if (s->fe_wl[w] && !s->be_row[w])
+			fail_msg("pod frontend %d without backend row", w);
+}
+
+/* After a flush the tables hold exactly the model. */
+static void sim_matches_model(const struct sim *s, const struct km_model *m)
+{
+	for (int i = 0; i < SIM_SVCS; i++) {
+		const uint32_t *eps;
+		size_t n = km_model_endpoints(m, sim_names[i], 0, &eps);
+		int known = km_model_find_service(m, sim_names[i]) != NULL;
+
+		assert_int_equal(!!s->svc_row[i], known);
+		if (!known) {
+			for (int k = 0; k < SIM_SLOTS; k++)
+				assert_int_equal(s->ep[i][k], 0);
+			continue;
+		}
+		assert_int_equal(s->svc_count[i], n);
+		for (size_t k = 0; k < SIM_SLOTS; k++)
+			assert_int_equal(s->ep[i][k], k < n ? eps[k] : 0);
+		/* every healthy, addressed member is an endpoint exactly once */
+		for (int w = 0; w < SIM_WLS; w++) {
+			const struct km_workload_res *r = km_model_find_workload(m, sim_names[SIM_SVCS + w]);
+			uint32_t id = km_ids_find(&m->ids, sim_names[SIM_SVCS + w]);
+			int want = r && r->n_addrs && r->status == KM_WORKLOAD_HEALTHY &&
+				   km_workload_has_service(r, sim_names[i]);
+			int times = 0;
+
+			for (size_t k = 0; k < n; k++)
+				times += eps[k] == id;
+			assert_int_equal(times, want);
+		}
+	}
+}
+
+static void test_random_sequences_keep_invariants(void **state)
+{
+	struct km_oplist l;
+	struct km_model m;
+	struct sim sim;
+	size_t applied = 0;
+
+	(void)state;
+	srand(20261121);
+	for (int i = 0; i < SIM_SVCS; i++)
+		snprintf(sim_names[i], sizeof(sim_names[i]), "ns/svc%d", i);
+	for (int i = 0; i < SIM_WLS; i++)
+		snprintf(sim_names[SIM_SVCS + i], sizeof(sim_names[0]), "Kubernetes//Pod/ns/w%d", i);
+	km_oplist_init(&l);
+	km_model_init(&m, &l, NULL);
+	memset(&sim, 0, sizeof(sim));
+
+	for (int step = 0; step < 3000; step++) {
+		int r = rand() % 10;
+
+		if (r < 2) {
+			int i = rand() % SIM_SVCS;
+			char vip[32];
+
+			snprintf(vip, sizeof(vip), "10.96.%d.%d", rand() % 4, i);
+			km_model_upsert_service(&m, svc(sim_names[i], vip, 80, (uint32_t)(8080 + rand() % 2)));
+		} else if (r < 3) {
+			km_model_remove_service(&m, sim_names[rand() % SIM_SVCS]);
+		} else if (r < 9) {
+			int w = rand() % SIM_WLS, mask = rand() % 16;
+			char ip[32];
+			struct km_workload_res *res;
+
+			snprintf(ip, sizeof(ip), "10.0.0.%d", w + 1);
+			res = wl(sim_names[SIM_SVCS + w], rand() % 8 ? ip : NULL,
+				 rand() % 4 ? KM_WORKLOAD_HEALTHY : KM_WORKLOAD_UNHEALTHY, 0);
+			for (int i = 0; i < SIM_SVCS; i++)
+				if (mask & (1 << i))
+					res->services[res->n_services++] = strdup(sim_names[i]);
+			km_workload_res_normalize(res);
+			km_model_upsert_workload(&m, res);
+		} else {
+			km_model_remove_workload(&m, sim_names[SIM_SVCS + rand() % SIM_WLS]);
+		}
+		if (rand() % 3 == 0 || step == 2999) {
+			km_model_flush(&m);
+			assert_false(l.oom);
+			for (size_t k = 0; k < l.n; k++) {
+				sim_apply(&sim, &l.ops[k]);
+				sim_invariants(&sim);
+			}
+			applied += l.n;
+			km_oplist_clear(&l);
+			sim_matches_model(&sim, &m);
+		}
+	}
+	assert_true(applied > 1000);
+	km_model_free(&m);
+	km_oplist_free(&l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_new_service_then_workloads),
+		cmocka_unit_test(test_workload_before_service_is_back_filled),
+		cmocka_unit_test(test_remove_swaps_last_into_hole),
+		cmocka_unit_test(test_unhealthy_leaves_endpoints_but_keeps_backend),
+		cmocka_unit_test(test_service_changes_and_removal),
+		cmocka_unit_test(test_workload_loses_address),
+		cmocka_unit_test(test_random_sequences_keep_invariants),
+	};
+
+	return cmocka_run_group_tests_name("model", tests, NULL, NULL);
+}

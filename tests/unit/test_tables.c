@@ -1,0 +1,343 @@
+/* test_tables.c — the map writer's row validation and application, against real BPF hash maps
+ * of the shared layouts (needs CAP_BPF; skipped otherwise): every invalid row is refused with a
+ * reason and writes nothing, references must exist, batches stop at the first failure, a full
+ * table is TABLE_FULL, and dumps read rows back. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <cmocka.h>
+
+#include <bpf/bpf.h>
+
+#include "kmesh_maps.h"
+#include "services/map-writer/tables.h"
+
+#define OK KMESH__IPC__CODE__OK
+#define BAD KMESH__IPC__CODE__BAD_REQUEST
+#define MISSING KMESH__IPC__CODE__NOT_FOUND
+#define FULL KMESH__IPC__CODE__TABLE_FULL
+
+static int make_map(size_t key, size_t value, uint32_t max)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_NO_PREALLOC);
+
+	return bpf_map_create(BPF_MAP_TYPE_HASH, NULL, (uint32_t)key, (uint32_t)value, max, &o);
+}
+
+static int setup(void **state)
+{
+	static struct km_tables t;
+
+	memset(&t, 0, sizeof(t));
+	t.fd_manage = make_map(sizeof(struct km_manage_key), sizeof(struct km_manage_value), 8);
+	t.fd_frontend = make_map(sizeof(struct km_frontend_key), sizeof(struct km_frontend_value), 4);
+	t.fd_service = make_map(sizeof(struct km_service_key), sizeof(struct km_service_value), 8);
+	t.fd_endpoint = make_map(sizeof(struct km_endpoint_key), sizeof(struct km_endpoint_value), 64);
+	t.fd_backend = make_map(sizeof(struct km_backend_key), sizeof(struct km_backend_value), 8);
+	t.sizes = (struct km_table_sizes){ 8, 4, 8, 64, 8 };
+	*state = &t;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct km_tables *t = *state;
+	int fds[] = { t->fd_manage, t->fd_frontend, t->fd_service, t->fd_endpoint, t->fd_backend };
+
+	for (int i = 0; i < 5; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return 0;
+}
+
+static int maps_available(struct km_tables *t)
+{
+	return t->fd_frontend >= 0 && t->fd_backend >= 0;
+}
+
+/* ---- row builders ---------------------------------------------------------------------------- */
+
+static uint8_t v4[4] = { 10, 0, 0, 1 };
+static uint8_t vip[4] = { 10, 96, 0, 1 };
+
+struct rows {
+	Kmesh__Ipc__TableOp op;
+	Kmesh__Ipc__FrontendRow fe;
+	Kmesh__Ipc__ServiceRow svc;
+	Kmesh__Ipc__EndpointRow ep;
+	Kmesh__Ipc__BackendRow be;
+	ProtobufCBinaryData addrs[3];
+	uint32_t counts[KM_PRIO_COUNT + 1];
+};
+
+static Kmesh__Ipc__TableOp *backend(struct rows *r, uint32_t id, uint8_t *addr, size_t len)
+{
+	kmesh__ipc__table_op__init(&r->op);
+	kmesh__ipc__backend_row__init(&r->be);
+	r->op.kind = KMESH__IPC__TABLE_OP__KIND__UPSERT;
+	r->op.row_case = KMESH__IPC__TABLE_OP__ROW_BACKEND;
+	r->op.backend = &r->be;
+	r->be.id = id;
+	r->addrs[0].data = addr;
+	r->addrs[0].len = len;
+	r->be.addresses = r->addrs;
+	r->be.n_addresses = addr ? 1 : 0;
+	return &r->op;
+}
+
+static Kmesh__Ipc__TableOp *endpoint(struct rows *r, uint32_t svc, uint32_t prio, uint32_t idx,
+				     uint32_t be)
+{
+	kmesh__ipc__table_op__init(&r->op);
+	kmesh__ipc__endpoint_row__init(&r->ep);
+	r->op.kind = KMESH__IPC__TABLE_OP__KIND__UPSERT;
+	r->op.row_case = KMESH__IPC__TABLE_OP__ROW_ENDPOINT;
+	r->op.endpoint = &r->ep;
+	r->ep.service_id = svc;
+	r->ep.priority = prio;
+	r->ep.index = idx;
+	r->ep.backend_id = be;
+	return &r->op;
+}
+
+static Kmesh__Ipc__TableOp *service(struct rows *r, uint32_t id, uint32_t count0, uint32_t mode)
+{
+	kmesh__ipc__table_op__init(&r->op);
+	kmesh__ipc__service_row__init(&r->svc);
+	r->op.kind = KMESH__IPC__TABLE_OP__KIND__UPSERT;
+	r->op.row_case = KMESH__IPC__TABLE_OP__ROW_SERVICE;
+	r->op.service = &r->svc;
+	r->svc.id = id;
+	memset(r->counts, 0, sizeof(r->counts));
+	r->counts[0] = count0;
+	r->svc.endpoint_count = r->counts;
+	r->svc.n_endpoint_count = KM_PRIO_COUNT;
+	r->svc.lb_mode = mode;
+	return &r->op;
+}
+
+static Kmesh__Ipc__TableOp *frontend(struct rows *r, uint8_t *addr, size_t len, uint32_t port,
+				     uint32_t kind, uint32_t id, uint32_t target)
+{
+	kmesh__ipc__table_op__init(&r->op);
+	kmesh__ipc__frontend_row__init(&r->fe);
+	r->op.kind = KMESH__IPC__TABLE_OP__KIND__UPSERT;
+	r->op.row_case = KMESH__IPC__TABLE_OP__ROW_FRONTEND;
+	r->op.frontend = &r->fe;
+	r->fe.address.data = addr;
+	r->fe.address.len = len;
+	r->fe.port = port;
+	r->fe.protocol = 6;
+	r->fe.kind = (Kmesh__Ipc__FrontendKind)kind;
+	r->fe.upstream_id = id;
+	r->fe.target_port = target;
+	return &r->op;
+}
+
+static Kmesh__Ipc__Code apply(struct km_tables *t, Kmesh__Ipc__TableOp *op, char *err)
+{
+	return km_tables_apply(t, op, err, 256);
+}
+
+#define SVC_KIND KMESH__IPC__FRONTEND_KIND__FRONTEND_KIND_SERVICE
+#define WL_KIND KMESH__IPC__FRONTEND_KIND__FRONTEND_KIND_WORKLOAD
+
+static void test_valid_rows_in_order(void **state)
+{
+	struct km_tables *t = *state;
+	struct rows r;
+	char err[256];
+	struct km_service_value sv;
+	struct km_service_key sk = { .service_id = 100 };
+
+	if (!maps_available(t))
+		skip();
+	assert_int_equal(apply(t, backend(&r, 7, v4, 4), err), OK);
+	assert_int_equal(apply(t, endpoint(&r, 100, 0, 0, 7), err), OK);
+	assert_int_equal(apply(t, service(&r, 100, 1, 0), err), OK);
+	assert_int_equal(apply(t, frontend(&r, vip, 4, 80, SVC_KIND, 100, 8080), err), OK);
+	assert_int_equal(apply(t, frontend(&r, v4, 4, 0, WL_KIND, 7, 0), err), OK);
+	assert_int_equal(bpf_map_lookup_elem(t->fd_service, &sk, &sv), 0);
+	assert_int_equal(sv.endpoint_count[0], 1);
+	/* the frontend row is stored in the shared layout: v4-mapped address, ports in NBO */
+	{
+		struct km_frontend_key fk = { .port = htons(80), .proto = 6 };
+		struct km_frontend_value fv;
+
+		fk.addr.bytes[10] = fk.addr.bytes[11] = 0xff;
+		memcpy(&fk.addr.bytes[12], vip, 4);
+		assert_int_equal(bpf_map_lookup_elem(t->fd_frontend, &fk, &fv), 0);
+		assert_int_equal(fv.kind, KM_FRONTEND_SERVICE);
+		assert_int_equal(fv.upstream_id, 100);
+		assert_int_equal(fv.target_port, htons(8080));
+	}
+}
+
+static void expect(struct km_tables *t, Kmesh__Ipc__TableOp *op, Kmesh__Ipc__Code code, const char *in)
+{
+	char err[256];
+	Kmesh__Ipc__Code got = apply(t, op, err);
+
+	if (got != code || !strstr(err, in))
+		fail_msg("got code %d '%s', want code %d containing '%s'", got, err, code, in);
+}
+
+static void test_invalid_rows_refused(void **state)
+{
+	struct km_tables *t = *state;
+	struct rows r;
+	uint8_t zero[4] = { 0 }, three[3] = { 1, 2, 3 };
+
+	if (!maps_available(t))
+		skip();
+	expect(t, backend(&r, 0, v4, 4), BAD, "id 0");
+	expect(t, backend(&r, 9, three, 3), BAD, "4 or 16 bytes");
+	expect(t, backend(&r, 9, zero, 4), BAD, "unspecified");
+	expect(t, backend(&r, 9, NULL, 0), BAD, "one or two addresses");
+	r.be.n_addresses = 2; /* two IPv4 addresses */
+	r.addrs[0] = (ProtobufCBinaryData){ 4, v4 };
+	r.addrs[1] = (ProtobufCBinaryData){ 4, vip };
+	r.be.id = 9;
+	expect(t, &r.op, BAD, "two addresses of one family");
+	expect(t, endpoint(&r, 200, 0, 0, 999), MISSING, "backend 999");
+	expect(t, endpoint(&r, 200, 7, 0, 7), BAD, "priority 7");
+	expect(t, endpoint(&r, 200, 0, 64, 7), BAD, "beyond");
+	expect(t, service(&r, 200, 1, 0), MISSING, "write endpoints first");
+	expect(t, service(&r, 200, 0, 9), BAD, "mode 9");
+	expect(t, frontend(&r, vip, 4, 80, SVC_KIND, 555, 80), MISSING, "service 555");
+	expect(t, frontend(&r, vip, 4, 80, SVC_KIND, 100, 0), BAD, "target port");
+	expect(t, frontend(&r, vip, 4, 70000, SVC_KIND, 100, 80), BAD, "out of range");
+	expect(t, frontend(&r, v4, 4, 0, WL_KIND, 555, 0), MISSING, "workload 555");
+	expect(t, frontend(&r, v4, 4, 0, 9, 7, 0), BAD, "kind");
+	frontend(&r, vip, 4, 80, SVC_KIND, 100, 80);
+	r.fe.protocol = 17;
+	expect(t, &r.op, BAD, "protocol");
+	r.op.kind = KMESH__IPC__TABLE_OP__KIND__KIND_UNSPECIFIED;
+	expect(t, &r.op, BAD, "neither UPSERT nor DELETE");
+	r.op.kind = KMESH__IPC__TABLE_OP__KIND__UPSERT;
+	r.op.row_case = KMESH__IPC__TABLE_OP__ROW__NOT_SET;
+	expect(t, &r.op, BAD, "no row");
+	/* nothing above was written */
+	{
+		struct km_backend_key bk = { .backend_id = 9 };
+		struct km_backend_value bv;
+
+		assert_int_not_equal(bpf_map_lookup_elem(t->fd_backend, &bk, &bv), 0);
+	}
+}
+
+static void test_batch_stops_at_first_failure(void **state)
+{
+	struct km_tables *t = *state;
+	struct rows r1, r2, r3;
+	Kmesh__Ipc__TableOp *ops[3];
+	Kmesh__Ipc__TableBatch b = KMESH__IPC__TABLE_BATCH__INIT;
+	uint32_t applied;
+	char err[256];
+	uint8_t a2[4] = { 10, 0, 0, 2 };
+
+	if (!maps_available(t))
+		skip();
+	ops[0] = backend(&r1, 8, a2, 4);
+	ops[1] = endpoint(&r2, 300, 0, 0, 4242); /* no such backend */
+	ops[2] = backend(&r3, 9, a2, 4);
+	b.ops = ops;
+	b.n_ops = 3;
+	assert_int_equal(km_tables_apply_batch(t, &b, &applied, err, sizeof(err)), MISSING);
+	assert_int_equal(applied, 1);
+	assert_non_null(strstr(err, "op 1:"));
+	{
+		struct km_backend_key bk = { .backend_id = 9 };
+		struct km_backend_value bv;
+
+		assert_int_not_equal(bpf_map_lookup_elem(t->fd_backend, &bk, &bv), 0);
+	}
+}
+
+static void test_full_table_and_deletes(void **state)
+{
+	struct km_tables *t = *state;
+	struct rows r;
+	char err[256];
+	uint8_t vips[8][4];
+	int full = 0;
+
+	if (!maps_available(t))
+		skip();
+	/* the frontend map holds 4 rows; one is already there */
+	for (int i = 0; i < 8 && !full; i++) {
+		uint8_t a[4] = { 10, 96, 1, (uint8_t)i };
+		Kmesh__Ipc__Code c;
+
+		memcpy(vips[i], a, 4);
+		c = apply(t, frontend(&r, vips[i], 4, 80, SVC_KIND, 100, 80), err);
+		if (c == FULL) {
+			full = 1;
+			assert_non_null(strstr(err, "km_frontend is full"));
+		} else {
+			assert_int_equal(c, OK);
+		}
+	}
+	assert_true(full);
+	assert_true(t->table_full >= 1);
+	/* deletes are idempotent */
+	frontend(&r, vips[0], 4, 80, SVC_KIND, 0, 0);
+	r.op.kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
+	assert_int_equal(apply(t, &r.op, err), OK);
+	assert_int_equal(apply(t, &r.op, err), OK);
+}
+
+static void test_enroll_and_dump(void **state)
+{
+	struct km_tables *t = *state;
+	Kmesh__Ipc__Enroll e = KMESH__IPC__ENROLL__INIT;
+	Kmesh__Ipc__Unenroll u = KMESH__IPC__UNENROLL__INIT;
+	Kmesh__Ipc__DumpReply d;
+	ProtobufCBinaryData bad = { 5, v4 };
+	char err[256];
+
+	if (!maps_available(t))
+		skip();
+	assert_int_equal(km_tables_enroll(t, &e, err, sizeof(err)), BAD); /* cookie 0 */
+	e.netns_cookie = 4096;
+	e.n_addresses = 1;
+	e.addresses = &bad;
+	assert_int_equal(km_tables_enroll(t, &e, err, sizeof(err)), BAD);
+	e.n_addresses = 0;
+	assert_int_equal(km_tables_enroll(t, &e, err, sizeof(err)), OK);
+	assert_int_equal(km_tables_dump(t, KMESH__IPC__TABLE__TABLE_MANAGE, 0, &d, err, sizeof(err)), OK);
+	assert_int_equal(d.n_manage, 1);
+	assert_int_equal(d.manage[0]->netns_cookie, 4096);
+	km_tables_dump_free(&d);
+	u.netns_cookie = 4096;
+	assert_int_equal(km_tables_unenroll(t, &u, err, sizeof(err)), OK);
+	assert_int_equal(km_tables_unenroll(t, &u, err, sizeof(err)), OK);
+
+	assert_int_equal(km_tables_dump(t, KMESH__IPC__TABLE__TABLE_BACKEND, 0, &d, err, sizeof(err)), OK);
+	assert_int_equal(d.n_rows, 2); /* backends 7 and 8 */
+	km_tables_dump_free(&d);
+	assert_int_equal(km_tables_dump(t, KMESH__IPC__TABLE__TABLE_BACKEND, 1, &d, err, sizeof(err)), OK);
+	assert_int_equal(d.n_rows, 1);
+	assert_true(d.truncated);
+	km_tables_dump_free(&d);
+	assert_int_equal(km_tables_dump(t, (Kmesh__Ipc__Table)42, 0, &d, err, sizeof(err)), BAD);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_valid_rows_in_order),
+		cmocka_unit_test(test_invalid_rows_refused),
+		cmocka_unit_test(test_batch_stops_at_first_failure),
+		cmocka_unit_test(test_full_table_and_deletes),
+		cmocka_unit_test(test_enroll_and_dump),
+	};
+
+	/* One group: the cases build on each other's rows, in this order. */
+	return cmocka_run_group_tests_name("tables", tests, setup, teardown);
+}
