@@ -109,7 +109,7 @@ demo: all
 	@bash demo/run.sh
 
 # ---- fuzzing (clang libFuzzer) -------------------------------------------------------------------
-FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) \
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $(CPPFLAGS) \
                $(shell pkg-config --cflags $(PKGS)) -Wno-unused-parameter
 FUZZ_SECONDS ?= 20
 

@@ -9,6 +9,12 @@ static int str_eq(const char *a, const char *b)
 	return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
+/* memcmp of two arrays of n elements that may be NULL when n == 0 */
+static int same_bytes(const void *a, const void *b, size_t n)
+{
+	return n == 0 || memcmp(a, b, n) == 0;
+}
+
 void km_service_res_free(struct km_service_res *s)
 {
 	if (!s)
@@ -42,8 +48,8 @@ int km_service_res_equal(const struct km_service_res *a, const struct km_service
 {
 	return str_eq(a->name, b->name) && a->lb_mode == b->lb_mode && a->n_vips == b->n_vips &&
 	       a->n_ports == b->n_ports &&
-	       memcmp(a->vips, b->vips, a->n_vips * sizeof(*a->vips)) == 0 &&
-	       memcmp(a->ports, b->ports, a->n_ports * sizeof(*a->ports)) == 0;
+	       same_bytes(a->vips, b->vips, a->n_vips * sizeof(*a->vips)) &&
+	       same_bytes(a->ports, b->ports, a->n_ports * sizeof(*a->ports));
 }
 
 int km_workload_res_equal(const struct km_workload_res *a, const struct km_workload_res *b)
@@ -52,7 +58,7 @@ int km_workload_res_equal(const struct km_workload_res *a, const struct km_workl
 	    a->n_services != b->n_services || !str_eq(a->node, b->node) ||
 	    !str_eq(a->network, b->network))
 		return 0;
-	if (memcmp(a->addrs, b->addrs, a->n_addrs * sizeof(*a->addrs)) != 0)
+	if (!same_bytes(a->addrs, b->addrs, a->n_addrs * sizeof(*a->addrs)))
 		return 0;
 	for (size_t i = 0; i < a->n_services; i++)
 		if (strcmp(a->services[i], b->services[i]) != 0)
@@ -86,5 +92,7 @@ int km_workload_has_service(const struct km_workload_res *w, const char *service
 {
 	const char *key = service;
 
+	if (w->n_services == 0)
+		return 0;
 	return bsearch(&key, w->services, w->n_services, sizeof(*w->services), cmp_str) != NULL;
 }

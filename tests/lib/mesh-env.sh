@@ -50,13 +50,13 @@ km_env_setup() {
 km_pod_add() {
 	local name=$1 ip=$2 ns=$KM_PREFIX-$1 idx=${#KM_PODS[@]}
 	ip netns add "$ns"
+	KM_PODS+=("$ns") # tracked at once, so a failure below is still cleaned up
 	ip -n "$ns" link set lo up
 	ip link add "km${idx}p$$" netns "$ns" type veth peer name "km${idx}n$$" netns "$KM_NODE"
 	ip -n "$ns" link set "km${idx}p$$" name eth0
 	ip -n "$ns" addr add "$ip/24" dev eth0
 	ip -n "$ns" link set eth0 up
 	ip -n "$KM_NODE" link set "km${idx}n$$" master br0 up
-	KM_PODS+=("$ns")
 }
 
 km_netns_path() { echo "/run/netns/$KM_PREFIX-$1"; }
