@@ -34,7 +34,7 @@ TEST_TOOLS := $(B)/tests/kmesh-testctl
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 
-.PHONY: all test unit integration demo fuzz
+.PHONY: all test unit integration demo fuzz fuzz-smoke
 .SECONDARY:
 .DELETE_ON_ERROR:
 
@@ -103,7 +103,7 @@ unit: $(UNIT_TESTS)
 integration: all
 	@bash tests/integration/run.sh
 
-test: unit integration
+test: unit fuzz-smoke integration
 
 demo: all
 	@bash demo/run.sh
@@ -116,6 +116,10 @@ FUZZ_SECONDS ?= 20
 $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(XDS_SRCS) $(COMMON_SRCS) | $(GEN_HDRS)
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) -o $@ $^ $(LDLIBS)
+
+# make test runs each target briefly so they keep building and a shallow crash shows at once.
+fuzz-smoke:
+	@$(MAKE) --no-print-directory -f mk/build.mk fuzz FUZZ_SECONDS=5
 
 fuzz: $(FUZZERS)
 	@set -e; for f in $(FUZZERS); do \
