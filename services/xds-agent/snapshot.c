@@ -1,6 +1,7 @@
 /* snapshot.c — full snapshot to model delta (see snapshot.h). */
 #include "services/xds-agent/snapshot.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
@@ -9,6 +10,7 @@
 
 struct name_entry {
 	const char *name;
+	size_t last; /* index of the last definition in the snapshot */
 	UT_hash_handle hh;
 };
 
@@ -26,20 +28,32 @@ static void set_init(struct name_set *s, size_t capacity)
 	s->oom = !s->pool;
 }
 
-/* Returns 1 if name was already present. */
-static int set_add(struct name_set *s, const char *name)
+/* Returns 1 if name was already present (its last index moves to index). */
+static int set_add(struct name_set *s, const char *name, size_t index)
 {
 	struct name_entry *e;
 
 	if (s->oom)
 		return 0;
 	HASH_FIND_STR(s->head, name, e);
-	if (e)
+	if (e) {
+		e->last = index;
 		return 1;
+	}
 	e = &s->pool[s->used++];
 	e->name = name;
+	e->last = index;
 	HASH_ADD_KEYPTR(hh, s->head, e->name, strlen(e->name), e);
 	return 0;
+}
+
+/* Is index the last definition of name? (Earlier ones are dropped, not applied in turn.) */
+static int is_last(const struct name_set *s, const char *name, size_t index)
+{
+	struct name_entry *e;
+
+	HASH_FIND_STR(s->head, name, e);
+	return !e || e->last == index;
 }
 
 static int set_has(const struct name_set *s, const char *name)
@@ -99,6 +113,7 @@ void km_snapshot_apply(struct km_model *m, struct km_resource_set *set, struct k
 {
 	struct name_set svc_names, wl_names;
 	struct stale stale_wl = { .keep = &wl_names }, stale_svc = { .keep = &svc_names };
+	char *keep_svc = NULL, *keep_wl = NULL;
 
 	memset(stats, 0, sizeof(*stats));
 	set_init(&svc_names, set->n_services + set->n_failed);
@@ -110,14 +125,14 @@ void km_snapshot_apply(struct km_model *m, struct km_resource_set *set, struct k
 		return;
 	}
 	for (size_t i = 0; i < set->n_services; i++)
-		stats->duplicates += (size_t)set_add(&svc_names, set->services[i]->name);
+		stats->duplicates += (size_t)set_add(&svc_names, set->services[i]->name, i);
 	for (size_t i = 0; i < set->n_workloads; i++)
-		stats->duplicates += (size_t)set_add(&wl_names, set->workloads[i]->uid);
+		stats->duplicates += (size_t)set_add(&wl_names, set->workloads[i]->uid, i);
 	/* A failed resource's name protects its previous version from removal. It may be either
 	 * kind; adding it to both sets is harmless (names of the two kinds differ in form). */
 	for (size_t i = 0; i < set->n_failed; i++) {
-		set_add(&svc_names, set->failed[i]);
-		set_add(&wl_names, set->failed[i]);
+		set_add(&svc_names, set->failed[i], SIZE_MAX);
+		set_add(&wl_names, set->failed[i], SIZE_MAX);
 	}
 	if (stats->duplicates)
 		km_warn("config: %zu resources are defined more than once; the last definition wins",
@@ -135,19 +150,40 @@ void km_snapshot_apply(struct km_model *m, struct km_resource_set *set, struct k
 		remove_stale(&stale_svc, m, 1, &stats->removed_services);
 	}
 
+	/* Only the last definition of a name is applied; decide for all before applying any (the
+	 * name sets point into the resources that applying frees). */
+	keep_svc = calloc(set->n_services + 1, 1);
+	keep_wl = calloc(set->n_workloads + 1, 1);
+	if (!keep_svc || !keep_wl) {
+		km_error("out of memory applying the configuration");
+		goto out;
+	}
+	for (size_t i = 0; i < set->n_services; i++)
+		keep_svc[i] = (char)is_last(&svc_names, set->services[i]->name, i);
+	for (size_t i = 0; i < set->n_workloads; i++)
+		keep_wl[i] = (char)is_last(&wl_names, set->workloads[i]->uid, i);
 	for (size_t i = 0; i < set->n_services; i++) {
-		km_model_upsert_service(m, set->services[i]);
+		if (keep_svc[i])
+			km_model_upsert_service(m, set->services[i]);
+		else
+			km_service_res_free(set->services[i]);
 		set->services[i] = NULL;
 	}
 	stats->upserted_services = set->n_services;
 	set->n_services = 0;
 	for (size_t i = 0; i < set->n_workloads; i++) {
-		km_model_upsert_workload(m, set->workloads[i]);
+		if (keep_wl[i])
+			km_model_upsert_workload(m, set->workloads[i]);
+		else
+			km_workload_res_free(set->workloads[i]);
 		set->workloads[i] = NULL;
 	}
 	stats->upserted_workloads = set->n_workloads;
 	set->n_workloads = 0;
+out:
 	km_model_flush(m);
+	free(keep_svc);
+	free(keep_wl);
 	set_free(&svc_names);
 	set_free(&wl_names);
 }
