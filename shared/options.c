@@ -1,6 +1,8 @@
 /* options.c — table-driven flag parsing (see options.h). */
 #include "shared/options.h"
 
+#include "shared/log.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -141,4 +143,17 @@ int km_options_parse(const struct km_option *opts, int argc, char **argv, const 
 		*first_positional = optind;
 	free(lo);
 	return rc;
+}
+
+int km_option_log_level(const char *arg, void *target, char *err, size_t errlen)
+{
+	enum km_log_level lvl;
+
+	(void)target;
+	if (km_log_parse_level(arg, &lvl) != 0) {
+		snprintf(err, errlen, "'%s' is not one of error, warn, info, debug", arg);
+		return -1;
+	}
+	km_log_set_level(lvl);
+	return 0;
 }

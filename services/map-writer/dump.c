@@ -105,7 +105,7 @@ static void fill_row(struct dump_row *d, Kmesh__Ipc__Table table, const void *ke
 Kmesh__Ipc__Code km_tables_dump(struct km_tables *t, Kmesh__Ipc__Table table, uint32_t max_rows,
 				Kmesh__Ipc__DumpReply *reply, char *err, size_t errlen)
 {
-	uint8_t key[64], next[64], value[64];
+	uint8_t key[KM_TABLES_ROW_BUF], next[KM_TABLES_ROW_BUF], value[KM_TABLES_ROW_BUF];
 	int fd;
 	void *prev = NULL;
 	size_t cap = 0;

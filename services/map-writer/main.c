@@ -34,19 +34,6 @@ static int parse_allow(const char *arg, void *target, char *err, size_t errlen)
 	return km_access_add(target, arg, err, errlen);
 }
 
-static int parse_level(const char *arg, void *target, char *err, size_t errlen)
-{
-	enum km_log_level lvl;
-
-	(void)target;
-	if (km_log_parse_level(arg, &lvl) != 0) {
-		snprintf(err, errlen, "'%s' is not one of error, warn, info, debug", arg);
-		return -1;
-	}
-	km_log_set_level(lvl);
-	return 0;
-}
-
 static int parse_mode(const char *arg, void *target, char *err, size_t errlen)
 {
 	char *end;
@@ -139,7 +126,7 @@ int main(int argc, char **argv)
 		  "on shutdown detach the programs and unpin every map (uninstall); by default they "
 		  "stay so traffic keeps flowing", "KMESH_DETACH_ON_EXIT" },
 		{ "log-level", KM_OPT_FUNC, &level, "LEVEL", "error, warn, info (default) or debug",
-		  "KMESH_LOG_LEVEL", 0, 0, parse_level },
+		  "KMESH_LOG_LEVEL", 0, 0, km_option_log_level },
 		{ 0 },
 	};
 	struct km_dataplane_config dcfg;

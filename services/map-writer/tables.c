@@ -22,6 +22,18 @@
 #define KM_IPPROTO_TCP 6
 #define KM_MAX_ENROLL_ADDRESSES 16
 
+#define FITS(t) _Static_assert(sizeof(t) <= KM_TABLES_ROW_BUF, #t " outgrew KM_TABLES_ROW_BUF")
+FITS(struct km_manage_key);
+FITS(struct km_manage_value);
+FITS(struct km_frontend_key);
+FITS(struct km_frontend_value);
+FITS(struct km_service_key);
+FITS(struct km_service_value);
+FITS(struct km_endpoint_key);
+FITS(struct km_endpoint_value);
+FITS(struct km_backend_key);
+FITS(struct km_backend_value);
+
 void km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
 {
 	memset(t, 0, sizeof(*t));
@@ -47,7 +59,7 @@ static Kmesh__Ipc__Code fail(Kmesh__Ipc__Code code, char *err, size_t errlen, co
 
 static int present(int fd, const void *key)
 {
-	uint8_t value[64];
+	uint8_t value[KM_TABLES_ROW_BUF];
 
 	return bpf_map_lookup_elem(fd, key, value) == 0;
 }

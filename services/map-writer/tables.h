@@ -10,6 +10,10 @@
 #include "kmesh_ipc.pb-c.h"
 #include "services/map-writer/dataplane.h"
 
+/* Rows are read into stack buffers of this size; every layout must fit (checked at compile time
+ * in tables.c, so a growing layout cannot make the kernel write past a buffer). */
+#define KM_TABLES_ROW_BUF 64
+
 struct km_tables {
 	int fd_manage, fd_frontend, fd_service, fd_endpoint, fd_backend;
 	struct km_table_sizes sizes;

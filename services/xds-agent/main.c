@@ -100,19 +100,6 @@ static void on_shutdown(void *arg, int signum)
 	km_signals_close(&a->signals);
 }
 
-static int parse_level(const char *arg, void *target, char *err, size_t errlen)
-{
-	enum km_log_level lvl;
-
-	(void)target;
-	if (km_log_parse_level(arg, &lvl) != 0) {
-		snprintf(err, errlen, "'%s' is not one of error, warn, info, debug", arg);
-		return -1;
-	}
-	km_log_set_level(lvl);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static struct agent a;
@@ -129,7 +116,7 @@ int main(int argc, char **argv)
 		{ "batch-ops", KM_OPT_UINT, &batch_ops, "N",
 		  "table operations per message to the map writer", "KMESH_BATCH_OPS", 1, 65536 },
 		{ "log-level", KM_OPT_FUNC, &level, "LEVEL", "error, warn, info (default) or debug",
-		  "KMESH_LOG_LEVEL", 0, 0, parse_level },
+		  "KMESH_LOG_LEVEL", 0, 0, km_option_log_level },
 		{ 0 },
 	};
 	int rc;

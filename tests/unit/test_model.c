@@ -117,161 +117,151 @@ static void expect_ops(struct km_model *m, struct km_oplist *l, const char *cons
 
 #define SVC "demo/web"
 
-static void test_new_service_then_workloads(void **state)
-{
+struct fx {
 	struct km_oplist l;
 	struct km_model m;
+};
 
-	(void)state;
-	km_oplist_init(&l);
-	km_model_init(&m, &l, NULL);
-	km_model_upsert_service(&m, svc(SVC, "10.96.0.1", 80, 8080));
-	km_model_flush(&m);
-	EXPECT(&m, &l, "SVC+ demo/web 0", "FE+ 10.96.0.1:80");
-	assert_int_equal(l.n, 0);
+static int fx_setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
 
-	km_model_upsert_workload(&m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
-	km_model_upsert_workload(&m, wl("w2", "10.0.0.2", KM_WORKLOAD_HEALTHY, 1, SVC));
-	km_model_flush(&m);
+	km_oplist_init(&f->l);
+	km_model_init(&f->m, &f->l, NULL);
+	*state = f;
+	return 0;
+}
+
+static int fx_teardown(void **state)
+{
+	struct fx *f = *state;
+
+	km_model_free(&f->m);
+	km_oplist_free(&f->l);
+	free(f);
+	return 0;
+}
+
+/* The service with VIP 10.96.0.1:80 and n healthy workloads w1..wn (10.0.0.1..n), flushed;
+ * the ops list is left empty. */
+static void seed(struct fx *f, int n, uint32_t target)
+{
+	km_model_upsert_service(&f->m, svc(SVC, "10.96.0.1", 80, target));
+	for (int i = 1; i <= n; i++) {
+		char uid[8], ip[16];
+
+		snprintf(uid, sizeof(uid), "w%d", i);
+		snprintf(ip, sizeof(ip), "10.0.0.%d", i);
+		km_model_upsert_workload(&f->m, wl(uid, ip, KM_WORKLOAD_HEALTHY, 1, SVC));
+	}
+	km_model_flush(&f->m);
+	km_oplist_clear(&f->l);
+}
+
+static void test_new_service_then_workloads(void **state)
+{
+	struct fx *f = *state;
+
+	km_model_upsert_service(&f->m, svc(SVC, "10.96.0.1", 80, 8080));
+	km_model_flush(&f->m);
+	EXPECT(&f->m, &f->l, "SVC+ demo/web 0", "FE+ 10.96.0.1:80");
+	assert_int_equal(f->l.n, 0);
+
+	km_model_upsert_workload(&f->m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_upsert_workload(&f->m, wl("w2", "10.0.0.2", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_flush(&f->m);
 	/* backend before endpoint before the count; one count row for the whole group */
-	EXPECT(&m, &l, "BE+ w1", "EP+ 0=w1", "FE+ 10.0.0.1:0", "BE+ w2", "EP+ 1=w2", "FE+ 10.0.0.2:0",
+	EXPECT(&f->m, &f->l, "BE+ w1", "EP+ 0=w1", "FE+ 10.0.0.1:0", "BE+ w2", "EP+ 1=w2", "FE+ 10.0.0.2:0",
 	       "SVC+ demo/web 2");
 
 	/* an identical update emits nothing */
-	km_model_upsert_workload(&m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
-	km_model_upsert_service(&m, svc(SVC, "10.96.0.1", 80, 8080));
-	km_model_flush(&m);
-	assert_int_equal(l.n, 0);
-	km_model_free(&m);
-	km_oplist_free(&l);
+	km_model_upsert_workload(&f->m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_upsert_service(&f->m, svc(SVC, "10.96.0.1", 80, 8080));
+	km_model_flush(&f->m);
+	assert_int_equal(f->l.n, 0);
 }
 
 static void test_workload_before_service_is_back_filled(void **state)
 {
-	struct km_oplist l;
-	struct km_model m;
+	struct fx *f = *state;
 
-	(void)state;
-	km_oplist_init(&l);
-	km_model_init(&m, &l, NULL);
-	km_model_upsert_workload(&m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
-	km_model_flush(&m);
-	EXPECT(&m, &l, "BE+ w1", "FE+ 10.0.0.1:0");
-	km_model_upsert_service(&m, svc(SVC, "10.96.0.1", 80, 8080));
-	km_model_flush(&m);
-	EXPECT(&m, &l, "EP+ 0=w1", "SVC+ demo/web 1", "FE+ 10.96.0.1:80");
-	km_model_free(&m);
-	km_oplist_free(&l);
+	km_model_upsert_workload(&f->m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_flush(&f->m);
+	EXPECT(&f->m, &f->l, "BE+ w1", "FE+ 10.0.0.1:0");
+	km_model_upsert_service(&f->m, svc(SVC, "10.96.0.1", 80, 8080));
+	km_model_flush(&f->m);
+	EXPECT(&f->m, &f->l, "EP+ 0=w1", "SVC+ demo/web 1", "FE+ 10.96.0.1:80");
 }
 
 static void test_remove_swaps_last_into_hole(void **state)
 {
-	struct km_oplist l;
-	struct km_model m;
+	struct fx *f = *state;
 	const uint32_t *eps;
 
-	(void)state;
-	km_oplist_init(&l);
-	km_model_init(&m, &l, NULL);
-	km_model_upsert_service(&m, svc(SVC, "10.96.0.1", 80, 0));
-	km_model_upsert_workload(&m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
-	km_model_upsert_workload(&m, wl("w2", "10.0.0.2", KM_WORKLOAD_HEALTHY, 1, SVC));
-	km_model_upsert_workload(&m, wl("w3", "10.0.0.3", KM_WORKLOAD_HEALTHY, 1, SVC));
-	km_model_flush(&m);
-	km_oplist_clear(&l);
+	seed(f, 3, 0);
 
-	km_model_remove_workload(&m, "w1");
-	km_model_flush(&m);
+	km_model_remove_workload(&f->m, "w1");
+	km_model_flush(&f->m);
 	/* frontend first; the last slot moves into the hole before the count shrinks; the old
 	 * last slot goes after the count; the backend row goes last */
-	EXPECT(&m, &l, "FE- 10.0.0.1:0", "EP+ 0=w3", "SVC+ demo/web 2", "EP- 2=", "BE- ?");
-	assert_int_equal(km_model_endpoints(&m, SVC, 0, &eps), 2);
-	assert_int_equal(eps[0], km_ids_find(&m.ids, "w3"));
-	assert_int_equal(eps[1], km_ids_find(&m.ids, "w2"));
+	EXPECT(&f->m, &f->l, "FE- 10.0.0.1:0", "EP+ 0=w3", "SVC+ demo/web 2", "EP- 2=", "BE- ?");
+	assert_int_equal(km_model_endpoints(&f->m, SVC, 0, &eps), 2);
+	assert_int_equal(eps[0], km_ids_find(&f->m.ids, "w3"));
+	assert_int_equal(eps[1], km_ids_find(&f->m.ids, "w2"));
 
 	/* removing the last slot needs no move */
-	km_model_remove_workload(&m, "w2");
-	km_model_flush(&m);
-	EXPECT(&m, &l, "FE- 10.0.0.2:0", "SVC+ demo/web 1", "EP- 1=", "BE- ?");
-	km_model_free(&m);
-	km_oplist_free(&l);
+	km_model_remove_workload(&f->m, "w2");
+	km_model_flush(&f->m);
+	EXPECT(&f->m, &f->l, "FE- 10.0.0.2:0", "SVC+ demo/web 1", "EP- 1=", "BE- ?");
 }
 
 static void test_unhealthy_leaves_endpoints_but_keeps_backend(void **state)
 {
-	struct km_oplist l;
-	struct km_model m;
+	struct fx *f = *state;
 
-	(void)state;
-	km_oplist_init(&l);
-	km_model_init(&m, &l, NULL);
-	km_model_upsert_service(&m, svc(SVC, "10.96.0.1", 80, 0));
-	km_model_upsert_workload(&m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
-	km_model_upsert_workload(&m, wl("w2", "10.0.0.2", KM_WORKLOAD_HEALTHY, 1, SVC));
-	km_model_flush(&m);
-	km_oplist_clear(&l);
-	km_model_upsert_workload(&m, wl("w1", "10.0.0.1", KM_WORKLOAD_UNHEALTHY, 1, SVC));
-	km_model_flush(&m);
-	EXPECT(&m, &l, "EP+ 0=w2", "SVC+ demo/web 1", "EP- 1=");
-	km_model_upsert_workload(&m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
-	km_model_flush(&m);
-	EXPECT(&m, &l, "EP+ 1=w1", "SVC+ demo/web 2");
-	km_model_free(&m);
-	km_oplist_free(&l);
+	seed(f, 2, 0);
+	km_model_upsert_workload(&f->m, wl("w1", "10.0.0.1", KM_WORKLOAD_UNHEALTHY, 1, SVC));
+	km_model_flush(&f->m);
+	EXPECT(&f->m, &f->l, "EP+ 0=w2", "SVC+ demo/web 1", "EP- 1=");
+	km_model_upsert_workload(&f->m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_flush(&f->m);
+	EXPECT(&f->m, &f->l, "EP+ 1=w1", "SVC+ demo/web 2");
 }
 
 static void test_service_changes_and_removal(void **state)
 {
-	struct km_oplist l;
-	struct km_model m;
+	struct fx *f = *state;
 
-	(void)state;
-	km_oplist_init(&l);
-	km_model_init(&m, &l, NULL);
-	km_model_upsert_service(&m, svc(SVC, "10.96.0.1", 80, 8080));
-	km_model_upsert_workload(&m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
-	km_model_flush(&m);
-	km_oplist_clear(&l);
+	seed(f, 1, 8080);
 
 	/* new VIP: the old frontend goes, the new one comes */
-	km_model_upsert_service(&m, svc(SVC, "10.96.0.2", 80, 8080));
-	km_model_flush(&m);
-	EXPECT(&m, &l, "FE- 10.96.0.1:80", "FE+ 10.96.0.2:80");
+	km_model_upsert_service(&f->m, svc(SVC, "10.96.0.2", 80, 8080));
+	km_model_flush(&f->m);
+	EXPECT(&f->m, &f->l, "FE- 10.96.0.1:80", "FE+ 10.96.0.2:80");
 	/* new target port only: the frontend is rewritten in place */
-	km_model_upsert_service(&m, svc(SVC, "10.96.0.2", 80, 9090));
-	km_model_flush(&m);
-	assert_int_equal(l.n, 1);
-	assert_int_equal(l.ops[0].fe.target_port, 9090);
-	km_oplist_clear(&l);
+	km_model_upsert_service(&f->m, svc(SVC, "10.96.0.2", 80, 9090));
+	km_model_flush(&f->m);
+	assert_int_equal(f->l.n, 1);
+	assert_int_equal(f->l.ops[0].fe.target_port, 9090);
+	km_oplist_clear(&f->l);
 
-	km_model_remove_service(&m, SVC);
-	km_model_flush(&m);
-	EXPECT(&m, &l, "FE- 10.96.0.2:80", "SVC- ? 0", "EP- 0=");
+	km_model_remove_service(&f->m, SVC);
+	km_model_flush(&f->m);
+	EXPECT(&f->m, &f->l, "FE- 10.96.0.2:80", "SVC- ? 0", "EP- 0=");
 	/* the workload still lists it: when it comes back it is back-filled */
-	km_model_upsert_service(&m, svc(SVC, "10.96.0.2", 80, 9090));
-	km_model_flush(&m);
-	EXPECT(&m, &l, "EP+ 0=w1", "SVC+ demo/web 1", "FE+ 10.96.0.2:80");
-	km_model_free(&m);
-	km_oplist_free(&l);
+	km_model_upsert_service(&f->m, svc(SVC, "10.96.0.2", 80, 9090));
+	km_model_flush(&f->m);
+	EXPECT(&f->m, &f->l, "EP+ 0=w1", "SVC+ demo/web 1", "FE+ 10.96.0.2:80");
 }
 
 static void test_workload_loses_address(void **state)
 {
-	struct km_oplist l;
-	struct km_model m;
+	struct fx *f = *state;
 
-	(void)state;
-	km_oplist_init(&l);
-	km_model_init(&m, &l, NULL);
-	km_model_upsert_service(&m, svc(SVC, "10.96.0.1", 80, 0));
-	km_model_upsert_workload(&m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
-	km_model_flush(&m);
-	km_oplist_clear(&l);
-	km_model_upsert_workload(&m, wl("w1", NULL, KM_WORKLOAD_HEALTHY, 1, SVC));
-	km_model_flush(&m);
-	EXPECT(&m, &l, "FE- 10.0.0.1:0", "SVC+ demo/web 0", "EP- 0=", "BE- w1");
-	km_model_free(&m);
-	km_oplist_free(&l);
+	seed(f, 1, 0);
+	km_model_upsert_workload(&f->m, wl("w1", NULL, KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_flush(&f->m);
+	EXPECT(&f->m, &f->l, "FE- 10.0.0.1:0", "SVC+ demo/web 0", "EP- 0=", "BE- w1");
 }
 
 /* ---- randomized simulation ------------------------------------------------------------------- */
@@ -494,12 +484,12 @@ static void test_random_sequences_keep_invariants(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_new_service_then_workloads),
-		cmocka_unit_test(test_workload_before_service_is_back_filled),
-		cmocka_unit_test(test_remove_swaps_last_into_hole),
-		cmocka_unit_test(test_unhealthy_leaves_endpoints_but_keeps_backend),
-		cmocka_unit_test(test_service_changes_and_removal),
-		cmocka_unit_test(test_workload_loses_address),
+		cmocka_unit_test_setup_teardown(test_new_service_then_workloads, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_workload_before_service_is_back_filled, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_remove_swaps_last_into_hole, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_unhealthy_leaves_endpoints_but_keeps_backend, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_service_changes_and_removal, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_workload_loses_address, fx_setup, fx_teardown),
 		cmocka_unit_test(test_random_sequences_keep_invariants),
 	};
 
