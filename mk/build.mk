@@ -7,24 +7,26 @@ CLANG   ?= clang
 BPFTOOL ?= bpftool
 PROTOC_C ?= protoc-c
 
-PKGS     := libbpf libuv libprotobuf-c jansson
+PKGS     := libbpf libuv libprotobuf-c jansson libnghttp2 wolfssl
 CPPFLAGS := -D_GNU_SOURCE -I. -Ibpf/include -I$(GEN)
 CFLAGS   := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-missing-field-initializers \
             -fno-strict-aliasing $(shell pkg-config --cflags $(PKGS))
 # Each binary links only what it uses: the agent has no libbpf.
 COMMON_LIBS := $(shell pkg-config --libs libuv libprotobuf-c)
 MW_LIBS     := $(shell pkg-config --libs libbpf) -lelf -lz $(COMMON_LIBS)
-XDS_LIBS    := $(shell pkg-config --libs jansson) $(COMMON_LIBS)
+XDS_LIBS    := $(shell pkg-config --libs jansson libnghttp2 wolfssl) $(COMMON_LIBS)
 LDLIBS      := $(MW_LIBS) $(XDS_LIBS)
 SANFLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 IPC_SRCS    := ipc/frame.c ipc/conn.c ipc/message.c ipc/client_sync.c $(GEN)/kmesh_ipc.pb-c.c
 SHARED_SRCS := shared/log.c shared/options.c shared/signals.c shared/addr.c shared/base64.c
 MW_SRCS     := $(filter-out %/main.c,$(wildcard services/map-writer/*.c))
-XDS_SRCS    := $(filter-out %/main.c,$(wildcard services/xds-agent/*.c))
+WIRE_PROTOS := $(wildcard proto/*.proto)
+WIRE_SRCS   := $(patsubst proto/%.proto,$(GEN)/%.pb-c.c,$(WIRE_PROTOS))
+XDS_SRCS    := $(filter-out %/main.c,$(wildcard services/xds-agent/*.c)) $(WIRE_SRCS)
 COMMON_SRCS := $(IPC_SRCS) $(SHARED_SRCS)
 
-GEN_HDRS := $(GEN)/kmesh_ipc.pb-c.h $(GEN)/connect.skel.h
+GEN_HDRS := $(GEN)/kmesh_ipc.pb-c.h $(GEN)/connect.skel.h $(WIRE_SRCS:.c=.h)
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(patsubst $(B)/%,%,$(1)))
 san = $(patsubst %.c,$(B)/san/%.o,$(patsubst $(B)/%,%,$(1)))
@@ -48,6 +50,10 @@ $(GEN)/vmlinux.h:
 $(GEN)/kmesh_ipc.pb-c.c $(GEN)/kmesh_ipc.pb-c.h: ipc/kmesh_ipc.proto
 	@mkdir -p $(GEN)
 	$(PROTOC_C) --proto_path=ipc --c_out=$(GEN) $<
+
+$(GEN)/%.pb-c.c $(GEN)/%.pb-c.h: proto/%.proto
+	@mkdir -p $(GEN)
+	$(PROTOC_C) --proto_path=proto --c_out=$(GEN) $<
 
 # ---- BPF objects and skeletons -------------------------------------------------------------------
 BPF_CFLAGS := -g -O2 -target bpf -D__KMESH_BPF__ -D__TARGET_ARCH_x86 -Wall -Werror \

@@ -433,8 +433,8 @@ void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res)
 
 	/* 3. Service memberships and endpoints. */
 	for (size_t i = 0; old && i < old->n_services; i++) {
-		if (!km_workload_has_service(res, old->services[i])) {
-			struct km_model_svc *s = svc_get(m, old->services[i], 0);
+		if (!km_workload_membership(res, old->services[i].service)) {
+			struct km_model_svc *s = svc_get(m, old->services[i].service, 0);
 
 			if (s)
 				member_remove(m, s, w);
@@ -442,7 +442,7 @@ void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res)
 	}
 	w->res = res;
 	for (size_t i = 0; i < res->n_services; i++) {
-		struct km_model_svc *s = svc_get(m, res->services[i], 1);
+		struct km_model_svc *s = svc_get(m, res->services[i].service, 1);
 
 		if (!s)
 			continue;
@@ -472,7 +472,7 @@ void km_model_remove_workload(struct km_model *m, const char *uid)
 		for (size_t i = 0; i < w->res->n_addrs; i++)
 			emit_workload_frontend(m, w, &w->res->addrs[i], 1);
 	for (size_t i = 0; i < w->res->n_services; i++) {
-		struct km_model_svc *s = svc_get(m, w->res->services[i], 0);
+		struct km_model_svc *s = svc_get(m, w->res->services[i].service, 0);
 
 		if (s)
 			member_remove(m, s, w);

@@ -1,4 +1,8 @@
-/* resource_json.c — Istio workload-API resources from proto3 JSON (see resource_json.h). */
+/* resource_json.c — the embedded-config file: proto3 JSON mapped onto the same workload-API
+ * messages istiod sends, then validated by resource_pb.c (see resource_json.h). This file only
+ * maps JSON shapes (names in either spelling, enums by name or number, integers as numbers or
+ * strings, bytes as base64 or, for addresses, IP text); it decides nothing about validity beyond
+ * types and sizes. */
 #include "services/xds-agent/resource_json.h"
 
 #include <errno.h>
@@ -9,18 +13,16 @@
 
 #include <jansson.h>
 
+#include "services/xds-agent/resource_pb.h"
 #include "shared/addr.h"
 #include "shared/base64.h"
 #include "shared/log.h"
 
-/* A decoding error: the JSON path where it happened and what is wrong. */
-struct derr {
-	char msg[320];
-};
+typedef Kmesh__Workload__Service pb_service;
+typedef Kmesh__Workload__Workload pb_workload;
 
-static int bad(struct derr *e, const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int bad(struct derr *e, const char *path, const char *fmt, ...)
+static int bad(char *err, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(char *err, const char *path, const char *fmt, ...)
 {
 	char what[256];
 	va_list ap;
@@ -28,11 +30,11 @@ static int bad(struct derr *e, const char *path, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	snprintf(e->msg, sizeof(e->msg), "%s: %s", path, what);
+	snprintf(err, 320, "%s: %s", path, what);
 	return -1;
 }
 
-/* A field by its JSON name or its original proto name. */
+/* A field by its JSON name or its proto name; JSON null counts as absent. */
 static json_t *field(const json_t *obj, const char *json_name, const char *proto_name)
 {
 	json_t *v = json_object_get(obj, json_name);
@@ -42,36 +44,25 @@ static json_t *field(const json_t *obj, const char *json_name, const char *proto
 	return json_is_null(v) ? NULL : v;
 }
 
-static int get_string(const json_t *obj, const char *jn, const char *pn, int required, char **out,
-		      size_t max, const char *path, struct derr *e)
+/* String field into a malloc'd copy (absent: left as the message default). */
+static int j_string(const json_t *obj, const char *jn, const char *pn, char **out, const char *path,
+		    char *err)
 {
 	json_t *v = field(obj, jn, pn);
-	const char *s;
 
-	*out = NULL;
-	if (!v) {
-		if (required)
-			return bad(e, path, "field '%s' is required", jn);
+	if (!v)
 		return 0;
-	}
 	if (!json_is_string(v))
-		return bad(e, path, "field '%s' must be a string", jn);
-	s = json_string_value(v);
-	if (strlen(s) != json_string_length(v))
-		return bad(e, path, "field '%s' contains a NUL byte", jn);
-	if (json_string_length(v) > max)
-		return bad(e, path, "field '%s' is longer than %zu bytes", jn, max);
-	if (required && !*s)
-		return bad(e, path, "field '%s' must not be empty", jn);
-	*out = strdup(s);
-	if (!*out)
-		return bad(e, path, "out of memory");
-	return 0;
+		return bad(err, path, "'%s' must be a string", jn);
+	if (strlen(json_string_value(v)) != json_string_length(v))
+		return bad(err, path, "'%s' contains a NUL byte", jn);
+	if (json_string_length(v) > KM_RES_MAX_STRING)
+		return bad(err, path, "'%s' is longer than %d bytes", jn, KM_RES_MAX_STRING);
+	*out = strdup(json_string_value(v));
+	return *out ? 0 : bad(err, path, "out of memory");
 }
 
-/* uint32 as a JSON number or a decimal string (proto3 JSON allows both). */
-static int get_u32(const json_t *v, uint32_t *out, uint32_t max, const char *path, const char *name,
-		   struct derr *e)
+static int j_u32(const json_t *v, uint32_t *out, const char *path, const char *name, char *err)
 {
 	json_int_t n;
 
@@ -84,54 +75,59 @@ static int get_u32(const json_t *v, uint32_t *out, uint32_t max, const char *pat
 		errno = 0;
 		n = strtoll(s, &end, 10);
 		if (errno || end == s || *end)
-			return bad(e, path, "'%s' is not an integer", name);
+			return bad(err, path, "'%s' is not an integer", name);
 	} else {
-		return bad(e, path, "'%s' must be an integer", name);
+		return bad(err, path, "'%s' must be an integer", name);
 	}
-	if (n < 0 || (uint64_t)n > max)
-		return bad(e, path, "'%s' = %lld is out of range 0..%u", name, (long long)n, max);
+	if (n < 0 || n > 0xffffffffLL)
+		return bad(err, path, "'%s' = %lld is out of range", name, (long long)n);
 	*out = (uint32_t)n;
 	return 0;
 }
 
-/* An enum as its name or its number. */
-static int get_enum(const json_t *v, const char *const *names, uint32_t count, uint32_t *out,
-		    const char *path, const char *name, struct derr *e)
+static int j_enum(const json_t *v, const char *const *names, int count, int *out, const char *path,
+		  const char *name, char *err)
 {
-	if (json_is_string(v)) {
-		for (uint32_t i = 0; i < count; i++) {
-			if (strcmp(json_string_value(v), names[i]) == 0) {
+	if (json_is_string(v))
+		for (int i = 0; i < count; i++)
+			if (names[i] && strcmp(json_string_value(v), names[i]) == 0) {
 				*out = i;
 				return 0;
 			}
-		}
-	}
 	if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) < count) {
-		*out = (uint32_t)json_integer_value(v);
+		*out = (int)json_integer_value(v);
 		return 0;
 	}
-	return bad(e, path, "'%s' is not a known value", name);
+	return bad(err, path, "'%s' is not a known value", name);
 }
 
-/* An IP address: text ("10.0.0.1", "fd00::1") or base64 of 4 or 16 bytes (proto bytes). */
-static int get_addr(const json_t *v, struct km_addr *out, const char *path, struct derr *e)
+/* Bytes holding an IP: IP text (convenient in hand-written files) or base64 (proto JSON). */
+static int j_ip_bytes(const json_t *v, ProtobufCBinaryData *out, const char *path, char *err)
 {
+	struct km_addr a;
 	uint8_t raw[16];
 	long n;
 
 	if (!json_is_string(v))
-		return bad(e, path, "address must be a string");
-	if (km_addr_parse(json_string_value(v), out) == 0)
-		return 0;
-	n = km_base64_decode(json_string_value(v), json_string_length(v), raw, sizeof(raw));
-	if ((n != 4 && n != 16) || km_addr_from_bytes(raw, (size_t)n, out) != 0)
-		return bad(e, path, "'%s' is neither an IP address nor base64 of 4 or 16 bytes",
-			   json_string_value(v));
+		return bad(err, path, "address must be a string");
+	if (km_addr_parse(json_string_value(v), &a) == 0) {
+		n = (long)km_addr_to_bytes(&a, raw);
+	} else {
+		n = km_base64_decode(json_string_value(v), json_string_length(v), raw, sizeof(raw));
+		if (n < 0)
+			return bad(err, path, "'%.64s' is neither an IP address nor base64 of one",
+				   json_string_value(v));
+	}
+	out->data = malloc(n ? (size_t)n : 1);
+	if (!out->data)
+		return bad(err, path, "out of memory");
+	memcpy(out->data, raw, (size_t)n);
+	out->len = (size_t)n;
 	return 0;
 }
 
-static int get_array(const json_t *obj, const char *jn, const char *pn, size_t max, json_t **out,
-		     const char *path, struct derr *e)
+static int j_array(const json_t *obj, const char *jn, const char *pn, size_t max, json_t **out,
+		   const char *path, char *err)
 {
 	json_t *v = field(obj, jn, pn);
 
@@ -139,220 +135,297 @@ static int get_array(const json_t *obj, const char *jn, const char *pn, size_t m
 	if (!v)
 		return 0;
 	if (!json_is_array(v))
-		return bad(e, path, "field '%s' must be an array", jn);
+		return bad(err, path, "'%s' must be an array", jn);
 	if (json_array_size(v) > max)
-		return bad(e, path, "field '%s' has %zu entries, at most %zu", jn, json_array_size(v), max);
+		return bad(err, path, "'%s' has %zu entries, at most %zu", jn, json_array_size(v), max);
 	*out = v;
 	return 0;
 }
 
-/* ---- Service ----------------------------------------------------------------------------------- */
+#define ALLOC_ARRAY(ptr, n) ((ptr) = calloc((n) ? (n) : 1, sizeof(*(ptr))))
 
-static const char *const lb_modes[] = { "UNSPECIFIED_MODE", "STRICT", "FAILOVER", "PASSTHROUGH" };
+static int j_network_address(const json_t *o, Kmesh__Workload__NetworkAddress **out,
+			     const char *path, char *err)
+{
+	Kmesh__Workload__NetworkAddress *a = malloc(sizeof(*a));
+	json_t *ip, *len;
 
-static int decode_ports(const json_t *arr, struct km_port **out, size_t *n, const char *path,
-			struct derr *e)
+	if (!a)
+		return bad(err, path, "out of memory");
+	kmesh__workload__network_address__init(a);
+	*out = a;
+	if (!json_is_object(o) || !(ip = field(o, "address", NULL)))
+		return bad(err, path, "must be an object with an 'address'");
+	if (j_string(o, "network", NULL, &a->network, path, err) || j_ip_bytes(ip, &a->address, path, err))
+		return -1;
+	len = field(o, "length", NULL);
+	return len ? j_u32(len, &a->length, path, "length", err) : 0;
+}
+
+static int j_ports(const json_t *arr, Kmesh__Workload__Port ***out, size_t *n, const char *path,
+		   char *err)
 {
 	size_t i;
 	json_t *p;
-	char sub[160];
+	char sub[192];
 
-	*n = 0;
-	*out = calloc(json_array_size(arr) ? json_array_size(arr) : 1, sizeof(**out));
-	if (!*out)
-		return bad(e, path, "out of memory");
+	if (!ALLOC_ARRAY(*out, json_array_size(arr)))
+		return bad(err, path, "out of memory");
 	json_array_foreach(arr, i, p) {
-		struct km_port port = { 0 };
+		Kmesh__Workload__Port *port = malloc(sizeof(*port));
 		json_t *sp, *tp;
 
 		snprintf(sub, sizeof(sub), "%s.ports[%zu]", path, i);
+		if (!port)
+			return bad(err, sub, "out of memory");
+		kmesh__workload__port__init(port);
+		(*out)[(*n)++] = port;
 		if (!json_is_object(p))
-			return bad(e, sub, "must be an object");
+			return bad(err, sub, "must be an object");
 		sp = field(p, "servicePort", "service_port");
 		tp = field(p, "targetPort", "target_port");
-		if (!sp)
-			return bad(e, sub, "'servicePort' is required");
-		if (get_u32(sp, &port.service_port, 65535, sub, "servicePort", e) ||
-		    (tp && get_u32(tp, &port.target_port, 65535, sub, "targetPort", e)))
+		if ((sp && j_u32(sp, &port->service_port, sub, "servicePort", err)) ||
+		    (tp && j_u32(tp, &port->target_port, sub, "targetPort", err)))
 			return -1;
-		if (port.service_port == 0)
-			return bad(e, sub, "'servicePort' must be 1..65535");
-		for (size_t j = 0; j < *n; j++)
-			if ((*out)[j].service_port == port.service_port)
-				return bad(e, sub, "service port %u is listed twice", port.service_port);
-		(*out)[(*n)++] = port;
 	}
 	return 0;
 }
 
-static int decode_service(const json_t *obj, const char *path, struct km_service_res **out,
-			  char **name_out, struct derr *e)
+static int j_waypoint(const json_t *o, Kmesh__Workload__GatewayAddress **out, const char *path,
+		      char *err)
 {
-	struct km_service_res *s = calloc(1, sizeof(*s));
-	json_t *addrs, *ports, *lb, *a;
-	char sub[160];
+	Kmesh__Workload__GatewayAddress *g = malloc(sizeof(*g));
+	json_t *h, *a, *port;
+
+	if (!g)
+		return bad(err, path, "out of memory");
+	kmesh__workload__gateway_address__init(g);
+	*out = g;
+	if (!json_is_object(o))
+		return bad(err, path, "'waypoint' must be an object");
+	h = field(o, "hostname", NULL);
+	a = field(o, "address", NULL);
+	if (h && json_is_object(h)) {
+		Kmesh__Workload__NamespacedHostname *nh = malloc(sizeof(*nh));
+
+		if (!nh)
+			return bad(err, path, "out of memory");
+		kmesh__workload__namespaced_hostname__init(nh);
+		g->destination_case = KMESH__WORKLOAD__GATEWAY_ADDRESS__DESTINATION_HOSTNAME;
+		g->hostname = nh;
+		if (j_string(h, "namespace", NULL, &nh->namespace_, path, err) ||
+		    j_string(h, "hostname", NULL, &nh->hostname, path, err))
+			return -1;
+	} else if (a) {
+		g->destination_case = KMESH__WORKLOAD__GATEWAY_ADDRESS__DESTINATION_ADDRESS;
+		if (j_network_address(a, &g->address, path, err))
+			return -1;
+	}
+	port = field(o, "hboneMtlsPort", "hbone_mtls_port");
+	return port ? j_u32(port, &g->hbone_mtls_port, path, "hboneMtlsPort", err) : 0;
+}
+
+static const char *const lb_modes[] = { "UNSPECIFIED_MODE", "STRICT", "FAILOVER", "PASSTHROUGH" };
+static const char *const scopes[] = { "UNSPECIFIED_SCOPE", "REGION", "ZONE", "SUBZONE",
+				      "NODE", "CLUSTER", "NETWORK" };
+static const char *const health[] = { "ONLY_HEALTHY", "ALLOW_ALL" };
+
+static int j_load_balancing(const json_t *o, Kmesh__Workload__LoadBalancing **out, const char *path,
+			    char *err)
+{
+	Kmesh__Workload__LoadBalancing *lb = malloc(sizeof(*lb));
+	json_t *prefs, *mode, *hp, *v;
 	size_t i;
 
-	*out = NULL;
-	if (!s)
-		return bad(e, path, "out of memory");
-	if (!json_is_object(obj)) {
-		bad(e, path, "must be an object");
-		goto fail;
-	}
-	if (get_string(obj, "namespace", NULL, 1, &s->namespace, 253, path, e) ||
-	    get_string(obj, "hostname", NULL, 1, &s->hostname, 253, path, e))
-		goto fail;
-	s->name = malloc(strlen(s->namespace) + strlen(s->hostname) + 2);
-	if (!s->name) {
-		bad(e, path, "out of memory");
-		goto fail;
-	}
-	sprintf(s->name, "%s/%s", s->namespace, s->hostname);
-	*name_out = strdup(s->name);
-	if (get_string(obj, "name", NULL, 0, &s->svc_name, 253, path, e) ||
-	    get_array(obj, "addresses", NULL, 64, &addrs, path, e) ||
-	    get_array(obj, "ports", NULL, KM_RES_MAX_PORTS, &ports, path, e))
-		goto fail;
-	if (addrs) {
-		s->vips = calloc(json_array_size(addrs) + 1, sizeof(*s->vips));
-		if (!s->vips) {
-			bad(e, path, "out of memory");
-			goto fail;
-		}
-		json_array_foreach(addrs, i, a) {
-			json_t *ip;
-			struct km_addr vip;
-			int dup = 0;
+	if (!lb)
+		return bad(err, path, "out of memory");
+	kmesh__workload__load_balancing__init(lb);
+	*out = lb;
+	if (!json_is_object(o))
+		return bad(err, path, "'loadBalancing' must be an object");
+	if (j_array(o, "routingPreference", "routing_preference", KM_RES_MAX_SCOPES, &prefs, path, err))
+		return -1;
+	if (prefs) {
+		if (!ALLOC_ARRAY(lb->routing_preference, json_array_size(prefs)))
+			return bad(err, path, "out of memory");
+		json_array_foreach(prefs, i, v) {
+			int sc;
 
-			snprintf(sub, sizeof(sub), "%s.addresses[%zu]", path, i);
-			if (!json_is_object(a) || !(ip = field(a, "address", NULL))) {
-				bad(e, sub, "must be an object with an 'address'");
-				goto fail;
-			}
-			if (get_addr(ip, &vip, sub, e))
-				goto fail;
-			if (km_addr_is_unspecified(&vip)) {
-				bad(e, sub, "the unspecified address is not a VIP");
-				goto fail;
-			}
-			for (size_t j = 0; j < s->n_vips; j++)
-				dup |= memcmp(&s->vips[j], &vip, sizeof(vip)) == 0;
-			if (!dup)
-				s->vips[s->n_vips++] = vip;
+			if (j_enum(v, scopes, 7, &sc, path, "routingPreference", err))
+				return -1;
+			lb->routing_preference[lb->n_routing_preference++] = sc;
 		}
 	}
-	if (ports && decode_ports(ports, &s->ports, &s->n_ports, path, e))
-		goto fail;
-	lb = field(obj, "loadBalancing", "load_balancing");
-	if (lb) {
-		json_t *mode;
+	mode = field(o, "mode", NULL);
+	hp = field(o, "healthPolicy", "health_policy");
+	if (mode) {
+		int m;
 
-		if (!json_is_object(lb)) {
-			bad(e, path, "'loadBalancing' must be an object");
-			goto fail;
-		}
-		mode = field(lb, "mode", NULL);
-		if (mode && get_enum(mode, lb_modes, 4, &s->lb_mode, path, "loadBalancing.mode", e))
-			goto fail;
-		if (s->lb_mode != KM_LB_RANDOM)
-			km_warn("%s: load-balancing mode %s is not implemented yet; using random", path,
-				lb_modes[s->lb_mode]);
-		s->lb_mode = KM_LB_RANDOM;
+		if (j_enum(mode, lb_modes, 4, &m, path, "mode", err))
+			return -1;
+		lb->mode = m;
 	}
-	*out = s;
+	if (hp) {
+		int h;
+
+		if (j_enum(hp, health, 2, &h, path, "healthPolicy", err))
+			return -1;
+		lb->health_policy = (uint32_t)h;
+	}
 	return 0;
-fail:
-	km_service_res_free(s);
-	return -1;
 }
 
-/* ---- Workload ---------------------------------------------------------------------------------- */
+static int j_service(const json_t *o, pb_service *m, const char *path, char *err)
+{
+	json_t *addrs, *ports, *v;
+	size_t i;
+
+	if (!json_is_object(o))
+		return bad(err, path, "must be an object");
+	if (j_string(o, "name", NULL, &m->name, path, err) ||
+	    j_string(o, "namespace", NULL, &m->namespace_, path, err) ||
+	    j_string(o, "hostname", NULL, &m->hostname, path, err) ||
+	    j_array(o, "addresses", NULL, KM_RES_MAX_VIPS, &addrs, path, err) ||
+	    j_array(o, "ports", NULL, KM_RES_MAX_PORTS, &ports, path, err))
+		return -1;
+	if (addrs) {
+		if (!ALLOC_ARRAY(m->addresses, json_array_size(addrs)))
+			return bad(err, path, "out of memory");
+		json_array_foreach(addrs, i, v) {
+			char sub[192];
+
+			snprintf(sub, sizeof(sub), "%s.addresses[%zu]", path, i);
+			m->n_addresses++;
+			if (j_network_address(v, &m->addresses[i], sub, err))
+				return -1;
+		}
+	}
+	if (ports && j_ports(ports, &m->ports, &m->n_ports, path, err))
+		return -1;
+	if ((v = field(o, "waypoint", NULL)) && j_waypoint(v, &m->waypoint, path, err))
+		return -1;
+	if ((v = field(o, "loadBalancing", "load_balancing")) &&
+	    j_load_balancing(v, &m->load_balancing, path, err))
+		return -1;
+	return 0;
+}
 
 static const char *const statuses[] = { "HEALTHY", "UNHEALTHY" };
+static const char *const net_modes[] = { "STANDARD", "HOST_NETWORK" };
 
-static int decode_workload(const json_t *obj, const char *path, struct km_workload_res **out,
-			   char **name_out, struct derr *e)
+static int j_workload_services(const json_t *o, pb_workload *m, const char *path, char *err)
 {
-	struct km_workload_res *w = calloc(1, sizeof(*w));
-	json_t *addrs, *svcs, *status, *a;
 	const char *key;
-	char sub[160];
-	size_t i;
+	json_t *v;
 
-	*out = NULL;
-	if (!w)
-		return bad(e, path, "out of memory");
-	if (!json_is_object(obj)) {
-		bad(e, path, "must be an object");
-		goto fail;
-	}
-	if (get_string(obj, "uid", NULL, 1, &w->uid, KM_RES_MAX_STRING, path, e))
-		goto fail;
-	*name_out = strdup(w->uid);
-	if (get_string(obj, "name", NULL, 0, &w->name, 253, path, e) ||
-	    get_string(obj, "namespace", NULL, 0, &w->namespace, 253, path, e) ||
-	    get_string(obj, "node", NULL, 0, &w->node, 253, path, e) ||
-	    get_string(obj, "network", NULL, 0, &w->network, 253, path, e) ||
-	    get_array(obj, "addresses", NULL, KM_RES_MAX_ADDRESSES, &addrs, path, e))
-		goto fail;
-	if (addrs) {
-		w->addrs = calloc(json_array_size(addrs) + 1, sizeof(*w->addrs));
-		if (!w->addrs) {
-			bad(e, path, "out of memory");
-			goto fail;
-		}
-		json_array_foreach(addrs, i, a) {
-			snprintf(sub, sizeof(sub), "%s.addresses[%zu]", path, i);
-			if (get_addr(a, &w->addrs[w->n_addrs], sub, e))
-				goto fail;
-			if (km_addr_is_unspecified(&w->addrs[w->n_addrs])) {
-				bad(e, sub, "the unspecified address is not a workload address");
-				goto fail;
-			}
-			w->n_addrs++;
-		}
-	}
-	status = field(obj, "status", NULL);
-	if (status && get_enum(status, statuses, 2, &w->status, path, "status", e))
-		goto fail;
-	svcs = field(obj, "services", NULL);
-	if (svcs) {
-		json_t *v;
+	if (!json_is_object(o))
+		return bad(err, path, "'services' must be an object keyed by \"<namespace>/<hostname>\"");
+	if (json_object_size(o) > KM_RES_MAX_SERVICES_PER_WORKLOAD)
+		return bad(err, path, "'services' has %zu entries, at most %d", json_object_size(o),
+			   KM_RES_MAX_SERVICES_PER_WORKLOAD);
+	if (!ALLOC_ARRAY(m->services, json_object_size(o)))
+		return bad(err, path, "out of memory");
+	json_object_foreach((json_t *)o, key, v) {
+		Kmesh__Workload__Workload__ServicesEntry *e = malloc(sizeof(*e));
+		json_t *ports;
 
-		if (!json_is_object(svcs)) {
-			bad(e, path, "'services' must be an object keyed by \"<namespace>/<hostname>\"");
-			goto fail;
+		if (!e)
+			return bad(err, path, "out of memory");
+		kmesh__workload__workload__services_entry__init(e);
+		m->services[m->n_services++] = e;
+		if (!(e->key = strdup(key)))
+			return bad(err, path, "out of memory");
+		if (!json_is_object(v))
+			return bad(err, path, "services[\"%.64s\"] must be an object", key);
+		if (j_array(v, "ports", NULL, KM_RES_MAX_PORTS, &ports, path, err))
+			return -1;
+		if (ports) {
+			if (!(e->value = malloc(sizeof(*e->value))))
+				return bad(err, path, "out of memory");
+			kmesh__workload__port_list__init(e->value);
+			if (j_ports(ports, &e->value->ports, &e->value->n_ports, path, err))
+				return -1;
 		}
-		if (json_object_size(svcs) > KM_RES_MAX_SERVICES_PER_WORKLOAD) {
-			bad(e, path, "'services' has %zu entries, at most %d", json_object_size(svcs),
-			    KM_RES_MAX_SERVICES_PER_WORKLOAD);
-			goto fail;
-		}
-		w->services = calloc(json_object_size(svcs) + 1, sizeof(*w->services));
-		if (!w->services) {
-			bad(e, path, "out of memory");
-			goto fail;
-		}
-		json_object_foreach(svcs, key, v) {
-			if (!strchr(key, '/') || strlen(key) > 2 * 253 + 1) {
-				bad(e, path, "services key '%.64s' is not \"<namespace>/<hostname>\"", key);
-				goto fail;
-			}
-			(void)v; /* per-workload port lists are not used by the data plane yet */
-			if (!(w->services[w->n_services] = strdup(key))) {
-				bad(e, path, "out of memory");
-				goto fail;
-			}
-			w->n_services++;
-		}
-		km_workload_res_normalize(w);
 	}
-	*out = w;
 	return 0;
-fail:
-	km_workload_res_free(w);
-	return -1;
+}
+
+static int j_workload(const json_t *o, pb_workload *m, const char *path, char *err)
+{
+	json_t *addrs, *pols, *v;
+	size_t i;
+	int e;
+
+	if (!json_is_object(o))
+		return bad(err, path, "must be an object");
+	if (j_string(o, "uid", NULL, &m->uid, path, err) ||
+	    j_string(o, "name", NULL, &m->name, path, err) ||
+	    j_string(o, "namespace", NULL, &m->namespace_, path, err) ||
+	    j_string(o, "node", NULL, &m->node, path, err) ||
+	    j_string(o, "network", NULL, &m->network, path, err) ||
+	    j_string(o, "clusterId", "cluster_id", &m->cluster_id, path, err) ||
+	    j_string(o, "trustDomain", "trust_domain", &m->trust_domain, path, err) ||
+	    j_string(o, "serviceAccount", "service_account", &m->service_account, path, err) ||
+	    j_array(o, "addresses", NULL, KM_RES_MAX_ADDRESSES, &addrs, path, err) ||
+	    j_array(o, "authorizationPolicies", "authorization_policies", KM_RES_MAX_POLICIES, &pols,
+		    path, err))
+		return -1;
+	if (addrs) {
+		if (!ALLOC_ARRAY(m->addresses, json_array_size(addrs)))
+			return bad(err, path, "out of memory");
+		json_array_foreach(addrs, i, v) {
+			char sub[192];
+
+			snprintf(sub, sizeof(sub), "%s.addresses[%zu]", path, i);
+			if (j_ip_bytes(v, &m->addresses[m->n_addresses], sub, err))
+				return -1;
+			m->n_addresses++;
+		}
+	}
+	if (pols) {
+		if (!ALLOC_ARRAY(m->authorization_policies, json_array_size(pols)))
+			return bad(err, path, "out of memory");
+		json_array_foreach(pols, i, v) {
+			if (!json_is_string(v) || json_string_length(v) > KM_RES_MAX_STRING)
+				return bad(err, path, "authorizationPolicies[%zu] must be a string", i);
+			if (!(m->authorization_policies[m->n_authorization_policies] =
+				      strdup(json_string_value(v))))
+				return bad(err, path, "out of memory");
+			m->n_authorization_policies++;
+		}
+	}
+	if ((v = field(o, "status", NULL))) {
+		if (j_enum(v, statuses, 2, &e, path, "status", err))
+			return -1;
+		m->status = e;
+	}
+	if ((v = field(o, "networkMode", "network_mode"))) {
+		if (j_enum(v, net_modes, 2, &e, path, "networkMode", err))
+			return -1;
+		m->network_mode = e;
+	}
+	if ((v = field(o, "capacity", NULL))) {
+		if (!(m->capacity = malloc(sizeof(*m->capacity))))
+			return bad(err, path, "out of memory");
+		kmesh__workload__uint32_value__init(m->capacity);
+		if (j_u32(json_is_object(v) ? field(v, "value", NULL) : v, &m->capacity->value, path,
+			  "capacity", err))
+			return -1;
+	}
+	if ((v = field(o, "locality", NULL))) {
+		if (!json_is_object(v) || !(m->locality = malloc(sizeof(*m->locality))))
+			return bad(err, path, "'locality' must be an object");
+		kmesh__workload__locality__init(m->locality);
+		if (j_string(v, "region", NULL, &m->locality->region, path, err) ||
+		    j_string(v, "zone", NULL, &m->locality->zone, path, err) ||
+		    j_string(v, "subzone", NULL, &m->locality->subzone, path, err))
+			return -1;
+	}
+	if ((v = field(o, "waypoint", NULL)) && j_waypoint(v, &m->waypoint, path, err))
+		return -1;
+	if ((v = field(o, "services", NULL)) && j_workload_services(v, m, path, err))
+		return -1;
+	return 0;
 }
 
 /* ---- document ---------------------------------------------------------------------------------- */
@@ -372,22 +445,85 @@ static int push(void ***arr, size_t *n, size_t *cap, void *item)
 	return 0;
 }
 
-static int has_name(char **names, size_t n, const char *name)
+static void record_failure(struct km_resource_set *set, char *name, const char *why)
 {
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(names[i], name) == 0)
-			return 1;
-	return 0;
+	km_warn("config: %s; keeping the previous version of %s", why, name ? name : "it");
+	set->n_errors++;
+	if (name && push((void ***)&set->failed, &set->n_failed, &set->cap_failed, name) != 0)
+		free(name);
 }
 
-static void record_failure(struct km_resource_set *set, char *name, const struct derr *e)
+/* The resource's name as the converter would form it, for failure reports. */
+static char *name_of(const pb_service *s, const pb_workload *w)
 {
-	km_warn("config: %s; keeping the previous version of %s", e->msg, name ? name : "it");
-	set->n_errors++;
-	if (!name)
+	char *n = NULL;
+
+	if (w && w->uid && *w->uid)
+		return strdup(w->uid);
+	if (s && s->namespace_ && *s->namespace_ && s->hostname && *s->hostname) {
+		size_t len = strlen(s->namespace_) + strlen(s->hostname) + 2;
+
+		if ((n = malloc(len)))
+			snprintf(n, len, "%s/%s", s->namespace_, s->hostname);
+	}
+	return n;
+}
+
+static void decode_one(const json_t *item, size_t i, struct km_resource_set *out)
+{
+	char path[64], err[320], pb_err[256];
+	json_t *svc = json_is_object(item) ? field(item, "service", NULL) : NULL;
+	json_t *wl = json_is_object(item) ? field(item, "workload", NULL) : NULL;
+	int rc;
+
+	snprintf(path, sizeof(path), "resources[%zu]", i);
+	if ((!svc) == (!wl)) {
+		bad(err, path, "must hold exactly one of 'service' or 'workload'");
+		record_failure(out, NULL, err);
 		return;
-	if (push((void ***)&set->failed, &set->n_failed, &set->cap_failed, name) != 0)
-		free(name);
+	}
+	/* The message is heap-allocated: protobuf-c frees it with every field it holds. */
+	if (svc) {
+		pb_service *ms = malloc(sizeof(*ms));
+		struct km_service_res *s = NULL;
+
+		if (!ms) {
+			record_failure(out, NULL, "out of memory");
+			return;
+		}
+		kmesh__workload__service__init(ms);
+		strncat(path, ".service", sizeof(path) - strlen(path) - 1);
+		rc = j_service(svc, ms, path, err);
+		if (rc == 0 && (rc = km_pb_service(ms, &s, pb_err, sizeof(pb_err))) != 0)
+			bad(err, path, "%s", pb_err);
+		if (rc == 0 && push((void ***)&out->services, &out->n_services, &out->cap_services, s)) {
+			km_service_res_free(s);
+			rc = bad(err, path, "out of memory");
+		}
+		if (rc != 0)
+			record_failure(out, name_of(ms, NULL), err);
+		protobuf_c_message_free_unpacked(&ms->base, NULL);
+	} else {
+		pb_workload *mw = malloc(sizeof(*mw));
+		struct km_workload_res *w = NULL;
+
+		if (!mw) {
+			record_failure(out, NULL, "out of memory");
+			return;
+		}
+		kmesh__workload__workload__init(mw);
+		strncat(path, ".workload", sizeof(path) - strlen(path) - 1);
+		rc = j_workload(wl, mw, path, err);
+		if (rc == 0 && (rc = km_pb_workload(mw, &w, pb_err, sizeof(pb_err))) != 0)
+			bad(err, path, "%s", pb_err);
+		if (rc == 0 && push((void ***)&out->workloads, &out->n_workloads, &out->cap_workloads, w)) {
+			km_workload_res_free(w);
+			rc = bad(err, path, "out of memory");
+		}
+		if (rc != 0)
+			record_failure(out, name_of(NULL, mw), err);
+		protobuf_c_message_free_unpacked(&mw->base, NULL);
+	}
 }
 
 int km_json_decode_document(const char *text, size_t len, struct km_resource_set *out, char *err,
@@ -417,56 +553,8 @@ int km_json_decode_document(const char *text, size_t len, struct km_resource_set
 		json_decref(root);
 		return -1;
 	}
-	json_array_foreach(list, i, item) {
-		char path[64];
-		json_t *svc, *wl;
-		struct derr e;
-		char *name = NULL;
-
-		snprintf(path, sizeof(path), "resources[%zu]", i);
-		svc = json_is_object(item) ? field(item, "service", NULL) : NULL;
-		wl = json_is_object(item) ? field(item, "workload", NULL) : NULL;
-		if ((!svc) == (!wl)) {
-			bad(&e, path, "must hold exactly one of 'service' or 'workload'");
-			record_failure(out, NULL, &e);
-			continue;
-		}
-		if (svc) {
-			struct km_service_res *s;
-
-			strncat(path, ".service", sizeof(path) - strlen(path) - 1);
-			if (decode_service(svc, path, &s, &name, &e) != 0) {
-				record_failure(out, name, &e);
-				continue;
-			}
-			if (has_name(out->failed, out->n_failed, s->name)) {
-				free(name);
-				km_service_res_free(s);
-				continue;
-			}
-			if (push((void ***)&out->services, &out->n_services, &out->cap_services, s)) {
-				bad(&e, path, "out of memory");
-				km_service_res_free(s);
-				record_failure(out, name, &e);
-				continue;
-			}
-		} else {
-			struct km_workload_res *w;
-
-			strncat(path, ".workload", sizeof(path) - strlen(path) - 1);
-			if (decode_workload(wl, path, &w, &name, &e) != 0) {
-				record_failure(out, name, &e);
-				continue;
-			}
-			if (push((void ***)&out->workloads, &out->n_workloads, &out->cap_workloads, w)) {
-				bad(&e, path, "out of memory");
-				km_workload_res_free(w);
-				record_failure(out, name, &e);
-				continue;
-			}
-		}
-		free(name);
-	}
+	json_array_foreach(list, i, item)
+		decode_one(item, i, out);
 	json_decref(root);
 	return 0;
 }

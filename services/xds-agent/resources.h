@@ -1,6 +1,7 @@
 /* resources.h — the agent's in-memory form of Istio workload-API resources (istio.workload
- * Service and Workload, the fields the data plane uses), with ownership, copy and equality.
- * Decoders (JSON file today, Delta xDS later) produce these; the model consumes them. */
+ * Service and Workload: the fields the data plane and later features use), with ownership and
+ * equality. Produced by resource_pb.c from decoded messages (xDS, or the JSON file mapped to the
+ * same messages); consumed by the model. */
 #ifndef KM_XDS_RESOURCES_H
 #define KM_XDS_RESOURCES_H
 
@@ -9,15 +10,42 @@
 
 #include "kmesh_maps.h"
 
-/* Bounds on what one resource may carry; decoders reject anything larger with a clear error. */
+/* Bounds on what one resource may carry; the converter rejects anything larger, clearly. */
 #define KM_RES_MAX_STRING 1024
+#define KM_RES_MAX_NAME 253
 #define KM_RES_MAX_ADDRESSES 16
+#define KM_RES_MAX_VIPS 64
 #define KM_RES_MAX_PORTS 4096
 #define KM_RES_MAX_SERVICES_PER_WORKLOAD 4096
+#define KM_RES_MAX_POLICIES 1024
+#define KM_RES_MAX_SCOPES 6
 
 struct km_port {
 	uint32_t service_port;
 	uint32_t target_port; /* 0 = same as service_port */
+};
+
+enum km_waypoint_kind {
+	KM_WAYPOINT_NONE = 0,
+	KM_WAYPOINT_ADDRESS = 1,  /* addr is set */
+	KM_WAYPOINT_HOSTNAME = 2, /* resolved through the service "<ns>/<hostname>" */
+};
+
+struct km_waypoint {
+	uint32_t kind; /* enum km_waypoint_kind */
+	struct km_addr addr;
+	char *service; /* hostname form: the waypoint service's resource name */
+	uint32_t hbone_port;
+};
+
+/* Istio LoadBalancing.Scope values (routing preference). */
+enum km_scope {
+	KM_SCOPE_REGION = 1,
+	KM_SCOPE_ZONE = 2,
+	KM_SCOPE_SUBZONE = 3,
+	KM_SCOPE_NODE = 4,
+	KM_SCOPE_CLUSTER = 5,
+	KM_SCOPE_NETWORK = 6,
 };
 
 struct km_service_res {
@@ -29,12 +57,23 @@ struct km_service_res {
 	size_t n_vips;
 	struct km_port *ports;
 	size_t n_ports;
-	uint32_t lb_mode; /* enum km_lb_mode */
+	uint32_t lb_mode;                       /* enum km_lb_mode */
+	uint32_t scopes[KM_RES_MAX_SCOPES];     /* routing preference, enum km_scope */
+	size_t n_scopes;
+	uint32_t allow_unhealthy;               /* health_policy ALLOW_ALL */
+	struct km_waypoint waypoint;
 };
 
 enum km_workload_status {
 	KM_WORKLOAD_HEALTHY = 0,
 	KM_WORKLOAD_UNHEALTHY = 1,
+};
+
+/* One entry of Workload.services: the service and this workload's port mapping for it. */
+struct km_membership {
+	char *service; /* "<ns>/<hostname>" */
+	struct km_port *ports;
+	size_t n_ports;
 };
 
 struct km_workload_res {
@@ -43,21 +82,35 @@ struct km_workload_res {
 	char *namespace;
 	char *node;
 	char *network;
+	char *cluster_id;
+	char *trust_domain;
+	char *service_account;
+	char *region, *zone, *subzone;
 	struct km_addr *addrs;
 	size_t n_addrs;
-	char **services; /* service resource names ("<ns>/<hostname>"), sorted, unique */
+	struct km_membership *services; /* sorted by service, unique */
 	size_t n_services;
-	uint32_t status; /* enum km_workload_status */
+	char **policies; /* authorization_policies */
+	size_t n_policies;
+	uint32_t status;       /* enum km_workload_status */
+	uint32_t host_network; /* NetworkMode HOST_NETWORK: not looked up by IP */
+	uint32_t capacity;     /* relative weight, default 1 */
+	struct km_waypoint waypoint;
 };
 
 void km_service_res_free(struct km_service_res *s);
 void km_workload_res_free(struct km_workload_res *w);
-/* Field-by-field equality of everything the data plane uses. */
+/* Field-by-field equality of everything the model uses. */
 int km_service_res_equal(const struct km_service_res *a, const struct km_service_res *b);
 int km_workload_res_equal(const struct km_workload_res *a, const struct km_workload_res *b);
-/* Sort and de-duplicate w->services (decoders call this once). */
-void km_workload_res_normalize(struct km_workload_res *w);
-/* Binary search in the sorted services list. */
-int km_workload_has_service(const struct km_workload_res *w, const char *service);
+/* Sort w->services by name. Returns -1 if a service is listed twice. */
+int km_workload_res_normalize(struct km_workload_res *w);
+/* The membership of the workload in service, or NULL (binary search). */
+const struct km_membership *km_workload_membership(const struct km_workload_res *w,
+						   const char *service);
+/* Target port of service_port on this workload: its own mapping for the service if it has one,
+ * else the service's. 0 if the service has no such port. */
+uint32_t km_target_port(const struct km_service_res *s, const struct km_membership *m,
+			uint32_t service_port);
 
 #endif

@@ -57,7 +57,7 @@ static void test_decode_both_spellings(void **state)
 		assert_string_equal(km_addr_format(&w->addrs[1], buf), "fd00::1");
 		assert_int_equal(w->status, KM_WORKLOAD_UNHEALTHY);
 		assert_int_equal(w->n_services, 2);
-		assert_string_equal(w->services[0], "ns/a"); /* sorted */
+		assert_string_equal(w->services[0].service, "ns/a"); /* sorted */
 	}
 	km_resource_set_free(&set);
 }

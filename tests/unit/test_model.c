@@ -48,12 +48,13 @@ static struct km_workload_res *wl(const char *uid, const char *ip, uint32_t stat
 		w->n_addrs = 1;
 	}
 	w->status = status;
-	w->services = calloc((size_t)n_svcs + SIM_SVCS_MAX, sizeof(char *)); /* room for the random test */
+	w->services = calloc((size_t)n_svcs + SIM_SVCS_MAX, sizeof(*w->services)); /* room for the random test */
 	va_start(ap, n_svcs);
 	for (int i = 0; i < n_svcs; i++)
-		w->services[w->n_services++] = strdup(va_arg(ap, const char *));
+		w->services[w->n_services++].service = strdup(va_arg(ap, const char *));
 	va_end(ap);
-	km_workload_res_normalize(w);
+	assert_int_equal(km_workload_res_normalize(w), 0);
+	w->capacity = 1;
 	return w;
 }
 
@@ -410,7 +411,7 @@ static void sim_matches_model(const struct sim *s, const struct km_model *m)
 			const struct km_workload_res *r = km_model_find_workload(m, sim_names[SIM_SVCS + w]);
 			uint32_t id = km_ids_find(&m->ids, sim_names[SIM_SVCS + w]);
 			int want = r && r->n_addrs && r->status == KM_WORKLOAD_HEALTHY &&
-				   km_workload_has_service(r, sim_names[i]);
+				   km_workload_membership(r, sim_names[i]) != NULL;
 			int times = 0;
 
 			for (size_t k = 0; k < n; k++)
@@ -458,7 +459,7 @@ static void test_random_sequences_keep_invariants(void **state)
 				 rand() % 4 ? KM_WORKLOAD_HEALTHY : KM_WORKLOAD_UNHEALTHY, 0);
 			for (int i = 0; i < SIM_SVCS; i++)
 				if (mask & (1 << i))
-					res->services[res->n_services++] = strdup(sim_names[i]);
+					res->services[res->n_services++].service = strdup(sim_names[i]);
 			km_workload_res_normalize(res);
 			km_model_upsert_workload(&m, res);
 		} else {
