@@ -9,7 +9,7 @@ packages=(
 	libuv1-dev libprotobuf-c-dev protobuf-c-compiler
 	libnghttp2-dev libwolfssl-dev libjansson-dev libcmocka-dev uthash-dev
 	libclang-rt-14-dev
-	iproute2 util-linux procps python3
+	iproute2 util-linux procps python3 python3-grpcio python3-protobuf protobuf-compiler openssl
 )
 
 missing=()

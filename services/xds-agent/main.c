@@ -1,13 +1,15 @@
 /* main.c — kmesh-xds-agent: turns Istio workload-API resources into table operations for the
- * map writer. Runs with no privileges. Today its source is the embedded configuration file;
- * Delta xDS to istiod joins it. Flags and wiring only. */
+ * map writer. Runs with no privileges. Its source is istiod over Delta xDS, or the embedded
+ * configuration file (--config-file). Flags and wiring only. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <uv.h>
 
+#include "services/xds-agent/ads_client.h"
 #include "services/xds-agent/file_source.h"
 #include "services/xds-agent/model.h"
 #include "services/xds-agent/oplist.h"
@@ -23,6 +25,9 @@ struct agent {
 	struct km_oplist ops;
 	struct km_model model;
 	struct km_file_source file;
+	struct km_ads_client ads;
+	struct km_policy_store policies;
+	int use_xds;
 	struct km_writer_link link;
 	struct km_signals signals;
 	uv_timer_t resync;
@@ -89,12 +94,46 @@ static void on_file_applied(struct km_file_source *fs, void *arg)
 	submit(arg);
 }
 
+static void on_xds_applied(void *arg)
+{
+	submit(arg);
+}
+
+/* "host:port" (or "[v6]:port") into its parts. */
+static int split_address(const char *addr, char *host, size_t hlen, uint16_t *port)
+{
+	const char *colon = strrchr(addr, ':');
+	unsigned long p;
+	char *end;
+	size_t n;
+
+	if (!colon || colon == addr)
+		return -1;
+	n = (size_t)(colon - addr);
+	if (addr[0] == '[' && n > 2 && addr[n - 1] == ']') {
+		addr++;
+		n -= 2;
+	}
+	if (n >= hlen)
+		return -1;
+	memcpy(host, addr, n);
+	host[n] = '\0';
+	p = strtoul(colon + 1, &end, 10);
+	if (*end || p == 0 || p > 65535)
+		return -1;
+	*port = (uint16_t)p;
+	return 0;
+}
+
 static void on_shutdown(void *arg, int signum)
 {
 	struct agent *a = arg;
 
 	(void)signum;
-	km_file_source_stop(&a->file);
+	if (a->use_xds)
+		km_ads_client_stop(&a->ads);
+	else
+		km_file_source_stop(&a->file);
 	km_writer_link_stop(&a->link);
 	uv_close((uv_handle_t *)&a->resync, NULL);
 	km_signals_close(&a->signals);
@@ -104,10 +143,49 @@ int main(int argc, char **argv)
 {
 	static struct agent a;
 	const char *config = NULL, *socket_path = "/run/kmesh/map-writer.sock", *level = NULL;
-	uint64_t max_config = 64u << 20, batch_ops = 4096;
+	const char *xds_address = "istiod.istio-system.svc:15012";
+	const char *ca_file = "/var/run/secrets/istio/root-cert.pem";
+	const char *server_name = "istiod.istio-system.svc";
+	const char *token_file = "/var/run/secrets/tokens/istio-token";
+	struct km_ads_node node = { .instance_ip = "127.0.0.1", .pod_name = "kmesh",
+				    .pod_namespace = "kmesh-system", .cluster_id = "Kubernetes",
+				    .mesh_id = "cluster.local" };
+	int insecure = 0;
+	uint64_t max_config = 64u << 20, batch_ops = 4096, max_message = 256u << 20;
+	uint64_t keepalive_s = 30;
 	const struct km_option opts[] = {
+		{ "xds-address", KM_OPT_STRING, &xds_address, "HOST:PORT", "istiod's xDS address",
+		  "XDS_ADDRESS" },
+		{ "xds-insecure", KM_OPT_BOOL, &insecure, NULL,
+		  "plaintext HTTP/2 (istiod port 15010) instead of TLS", "KMESH_XDS_INSECURE" },
+		{ "xds-ca-file", KM_OPT_STRING, &ca_file, "PATH", "Istio root CA (PEM) that signs istiod",
+		  "KMESH_XDS_CA_FILE" },
+		{ "xds-server-name", KM_OPT_STRING, &server_name, "NAME",
+		  "TLS server name (SNI, and the name istiod's certificate must carry)",
+		  "KMESH_XDS_SERVER_NAME" },
+		{ "xds-token-file", KM_OPT_STRING, &token_file, "PATH",
+		  "service-account token sent as 'authorization: Bearer', read for every connection "
+		  "(empty: none)", "KMESH_XDS_TOKEN_FILE" },
+		{ "xds-max-message", KM_OPT_UINT, &max_message, "BYTES", "largest xDS response accepted",
+		  "KMESH_XDS_MAX_MESSAGE", 1u << 20, 1u << 31 },
+		{ "xds-keepalive", KM_OPT_UINT, &keepalive_s, "SECONDS",
+		  "HTTP/2 ping interval (istiod refuses pings more often than every 15 s)",
+		  "KMESH_XDS_KEEPALIVE", 15, 3600 },
+		{ "instance-ip", KM_OPT_STRING, &node.instance_ip, "IP", "this agent's IP (node id)",
+		  "INSTANCE_IP" },
+		{ "pod-name", KM_OPT_STRING, &node.pod_name, "NAME", "this agent's pod name", "POD_NAME" },
+		{ "pod-namespace", KM_OPT_STRING, &node.pod_namespace, "NS", "this agent's namespace",
+		  "POD_NAMESPACE" },
+		{ "node-name", KM_OPT_STRING, &node.node_name, "NAME", "the Kubernetes node", "NODE_NAME" },
+		{ "cluster-id", KM_OPT_STRING, &node.cluster_id, "ID", "cluster id (clusterid header)",
+		  "CLUSTER_ID" },
+		{ "mesh-id", KM_OPT_STRING, &node.mesh_id, "ID", "mesh id", "MESH_ID" },
+		{ "network", KM_OPT_STRING, &node.network, "NAME", "this node's network",
+		  "ISTIO_META_NETWORK" },
+		{ "service-account", KM_OPT_STRING, &node.service_account, "NAME",
+		  "this agent's service account (must match the token's)", "SERVICE_ACCOUNT" },
 		{ "config-file", KM_OPT_STRING, &config, "PATH",
-		  "JSON file of Istio workload-API resources (Service, Workload), watched for changes",
+		  "instead of istiod: a JSON file of workload-API resources, watched for changes",
 		  "KMESH_CONFIG_FILE" },
 		{ "map-writer-socket", KM_OPT_STRING, &socket_path, "PATH",
 		  "the map writer's Unix socket", "KMESH_MAP_WRITER_SOCKET" },
@@ -119,25 +197,32 @@ int main(int argc, char **argv)
 		  "KMESH_LOG_LEVEL", 0, 0, km_option_log_level },
 		{ 0 },
 	};
+	char host[256];
+	uint16_t port = 0;
 	int rc;
 
 	km_log_init("kmesh-xds-agent");
-	rc = km_options_parse(opts, argc, argv, "--config-file PATH [OPTIONS]",
-			      "Turns Istio workload-API resources into load-balancing table operations "
-			      "and sends them to\nkmesh-map-writer. Needs no privileges.",
+	rc = km_options_parse(opts, argc, argv, "[OPTIONS]",
+			      "Turns Istio workload-API resources, from istiod over Delta xDS or from a "
+			      "file, into load-balancing\ntable operations for kmesh-map-writer. Needs no "
+			      "privileges.",
 			      NULL);
 	if (rc)
 		return rc > 0 ? 0 : 2;
-	if (!config) {
-		fprintf(stderr, "%s: --config-file is required (see --help)\n", argv[0]);
-		return 2;
-	}
 	srand((unsigned)time(NULL) ^ (unsigned)getpid());
 	km_oplist_init(&a.ops);
 	km_model_init(&a.model, &a.ops, NULL);
-	if (km_file_source_load(&a.file, config, (size_t)max_config, &a.model) != 0)
-		return 1;
-	km_oplist_clear(&a.ops); /* the first connection replays the whole model */
+	km_policy_store_init(&a.policies);
+	a.use_xds = config == NULL;
+	if (a.use_xds && split_address(xds_address, host, sizeof(host), &port) != 0) {
+		fprintf(stderr, "%s: --xds-address '%s' is not HOST:PORT\n", argv[0], xds_address);
+		return 2;
+	}
+	if (!a.use_xds) {
+		if (km_file_source_load(&a.file, config, (size_t)max_config, &a.model) != 0)
+			return 1;
+		km_oplist_clear(&a.ops); /* the first connection replays the whole model */
+	}
 
 	a.loop = uv_default_loop();
 	uv_timer_init(a.loop, &a.resync);
@@ -146,13 +231,32 @@ int main(int argc, char **argv)
 		const struct km_writer_link_cbs cbs = { on_ready, on_synced, on_refused };
 
 		if (km_signals_init(a.loop, &a.signals, on_shutdown, &a) != 0 ||
-		    km_file_source_watch(&a.file, a.loop, on_file_applied, &a) != 0 ||
 		    km_writer_link_start(&a.link, a.loop, socket_path, (size_t)batch_ops, &cbs, &a) != 0)
 			return 1;
+	}
+	if (a.use_xds) {
+		struct km_grpc_stream_config g = {
+			.conn = { .host = host, .port = port, .insecure = insecure, .ca_file = ca_file,
+				  .server_name = server_name, .connect_timeout_ms = 5000 },
+			.authority = xds_address,
+			.path = "/envoy.service.discovery.v3.AggregatedDiscoveryService/"
+				"DeltaAggregatedResources",
+			.token_file = token_file && *token_file ? token_file : NULL,
+			.cluster_id = node.cluster_id,
+			.max_message = (size_t)max_message,
+			.window = 16u << 20,
+			.ping_interval_ms = (unsigned)keepalive_s * 1000,
+			.ping_timeout_ms = 10000,
+		};
+
+		km_ads_client_start(&a.ads, a.loop, &g, &node, &a.model, &a.policies, on_xds_applied, &a);
+	} else if (km_file_source_watch(&a.file, a.loop, on_file_applied, &a) != 0) {
+		return 1;
 	}
 	uv_run(a.loop, UV_RUN_DEFAULT);
 	km_info("stopped");
 	km_model_free(&a.model);
+	km_policy_store_free(&a.policies);
 	km_oplist_free(&a.ops);
 	uv_loop_close(a.loop);
 	return 0;

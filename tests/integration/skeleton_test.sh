@@ -4,20 +4,7 @@
 # the unprivileged xDS agent watches; the map writer enforces roles; nothing is left behind.
 set -uo pipefail
 source "$(dirname "$0")/../lib/mesh-env.sh"
-
-PASS=0
-FAIL=0
-check() { # check DESCRIPTION COMMAND...
-	local what=$1
-	shift
-	if "$@"; then
-		PASS=$((PASS + 1))
-		echo "ok   - $what"
-	else
-		FAIL=$((FAIL + 1))
-		echo "FAIL - $what"
-	fi
-}
+source "$(dirname "$0")/../lib/check.sh"
 
 VIP=10.96.123.10
 config() { # config "b1 b2 ..." [unhealthy-backend]: the service and the listed backends
@@ -36,14 +23,6 @@ config() { # config "b1 b2 ..." [unhealthy-backend]: the service and the listed 
 		done
 		echo ']}'
 	} | km_write_config
-}
-
-count_of() { # count_of NAME < client output
-	awk -v n="$1" '$2 == n {c = $1} END {print c + 0}'
-}
-
-within() { # within VALUE LOW HIGH
-	[ "$1" -ge "$2" ] && [ "$1" -le "$3" ]
 }
 
 dump_logs() {
@@ -145,7 +124,7 @@ kill -TERM "$KM_MW_PID"
 wait "$KM_MW_PID"
 check "map writer exits 0 on SIGTERM" test $? -eq 0
 check "--detach-on-exit unpins every map and link" test ! -e "$bpffs"
-[ $FAIL -eq 0 ] || dump_logs
+[ $KM_FAIL -eq 0 ] || dump_logs
 cg=$KM_CGROUP
 node=$KM_NODE
 dir=$KM_DIR
@@ -155,5 +134,4 @@ check "cleanup removes the cgroup" test ! -d "$cg"
 check "cleanup removes the namespaces" test -z "$(ip netns list | grep "^$PREFIX-")"
 check "cleanup removes the run directory and bpffs mount" test ! -e "$dir"
 
-echo "skeleton: $PASS passed, $FAIL failed"
-[ $FAIL -eq 0 ]
+km_check_summary skeleton

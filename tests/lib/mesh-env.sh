@@ -112,13 +112,62 @@ km_map_writer_start() {
 }
 
 # The agent runs as uid/gid 65534 with empty capability sets (see km_agent_caps).
-km_agent_start() {
+km_agent_run() { # km_agent_run LOG ARGS...: an unprivileged agent in the background
+	local log=$1
+	shift
 	setpriv --reuid=$KM_NOBODY --regid=$KM_NOBODY --clear-groups --inh-caps=-all \
 		--bounding-set=-all --no-new-privs \
-		"$KM_BIN/kmesh-xds-agent" --config-file "$KM_CONFIG" --map-writer-socket "$KM_SOCKET" \
-		"$@" >>"$KM_DIR/xds-agent.log" 2>&1 &
+		"$KM_BIN/kmesh-xds-agent" --map-writer-socket "$KM_SOCKET" "$@" >>"$log" 2>&1 &
+	KM_PIDS+=($!)
+}
+
+km_agent_start() { # from the config file
+	km_agent_run "$KM_DIR/xds-agent.log" --config-file "$KM_CONFIG" "$@"
 	KM_AGENT_PID=$!
-	KM_PIDS+=($KM_AGENT_PID)
+}
+
+km_agent_start_xds() { # from the fake istiod, over TLS, with a token
+	km_agent_run "$KM_DIR/xds-agent.log" --xds-address "127.0.0.1:$KM_ISTIOD_PORT" \
+		--xds-ca-file "$KM_DIR/pki/ca.pem" --xds-server-name istiod.istio-system.svc \
+		--xds-token-file "$KM_DIR/token" --cluster-id test-cluster --instance-ip 10.123.0.2 \
+		--pod-name kmesh-abc --pod-namespace kmesh-system --node-name node-1 "$@"
+	KM_AGENT_PID=$!
+}
+
+# km_make_pki: a test CA and an istiod certificate for istiod.istio-system.svc, made now.
+km_make_pki() {
+	local d=$KM_DIR/pki
+	mkdir -p "$d"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+		-subj "/O=kmesh-test/CN=test-ca" -keyout "$d/ca.key" -out "$d/ca.pem" 2>/dev/null
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=istiod" \
+		-keyout "$d/istiod.key" -out "$d/istiod.csr" 2>/dev/null
+	printf 'subjectAltName=DNS:istiod.istio-system.svc\nextendedKeyUsage=serverAuth\n' >"$d/ext"
+	openssl x509 -req -in "$d/istiod.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
+		-days 1 -extfile "$d/ext" -out "$d/istiod.pem" 2>/dev/null
+	chmod 755 "$d"
+	chmod 644 "$d/ca.pem"
+}
+
+# km_istiod_start [fake_istiod.py options]: the fake istiod over TLS on a free loopback port.
+km_istiod_start() {
+	mkdir -p "$KM_DIR/py"
+	protoc --proto_path="$KM_ROOT/proto" --python_out="$KM_DIR/py" "$KM_ROOT"/proto/*.proto
+	KM_ISTIOD_CTL=$KM_DIR/istiod.ctl
+	PYTHONPATH=$KM_DIR/py "$KM_PY" "$KM_ROOT/tests/lib/fake_istiod.py" --control "$KM_ISTIOD_CTL" \
+		--port-file "$KM_DIR/istiod.port" --cert "$KM_DIR/pki/istiod.pem" \
+		--key "$KM_DIR/pki/istiod.key" "$@" >>"$KM_DIR/istiod.log" 2>&1 &
+	KM_PIDS+=($!)
+	local i
+	for i in $(seq 1 100); do
+		[ -s "$KM_DIR/istiod.port" ] && break
+		sleep 0.05
+	done
+	KM_ISTIOD_PORT=$(cat "$KM_DIR/istiod.port")
+}
+
+km_istiod() { # km_istiod send|query|wait ARG...
+	"$KM_PY" "$KM_ROOT/tests/lib/istiod_ctl.py" "$KM_ISTIOD_CTL" "$@"
 }
 
 # km_agent_caps: "uid capeff capprm capbnd" of the running agent, from /proc.

@@ -1,0 +1,74 @@
+/* ads_client.h — the Delta ADS session with istiod: one gRPC stream subscribed (wildcard) to
+ * istio.workload.Address and istio.security.Authorization; every response applied and ACKed, or
+ * NACKed with error_detail naming the rejected resources while the rest still apply; versions of
+ * accepted resources remembered and sent back as initial_resource_versions on every new stream;
+ * reconnection with exponential backoff and jitter, immediately after a GOAWAY (connection-age
+ * rotation). Its state is what the admin socket shows. */
+#ifndef KM_XDS_ADS_CLIENT_H
+#define KM_XDS_ADS_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "services/xds-agent/grpc_stream.h"
+#include "services/xds-agent/model.h"
+#include "services/xds-agent/policy_store.h"
+
+struct km_version;
+
+/* What istiod needs to know about this node (istio-wire §4.1-4.2). */
+struct km_ads_node {
+	const char *instance_ip;
+	const char *pod_name;
+	const char *pod_namespace;
+	const char *node_name;
+	const char *cluster_id;
+	const char *mesh_id;
+	const char *network;
+	const char *service_account;
+};
+
+struct km_ads_type {
+	const char *type_url;
+	struct km_version *versions; /* accepted resource name -> version */
+	size_t n_versions;
+	char last_nonce[128];
+	uint64_t responses, acks, nacks;
+	char last_nack[1024];
+	int synced; /* a response was received on the current stream */
+};
+
+struct km_ads_client {
+	uv_loop_t *loop;
+	struct km_grpc_stream_config grpc_cfg;
+	struct km_ads_node node;
+	char node_id[512];
+	struct km_grpc_stream stream;
+	int stream_open; /* the stream struct is in use (until its on_closed) */
+	int connected;   /* the call is open */
+	uv_timer_t retry;
+	uint64_t backoff_ms;
+	int fast_reconnect;
+	int stopping;
+	struct km_ads_type address, authz;
+	struct km_model *model;
+	struct km_policy_store *policies;
+	void (*on_applied)(void *arg); /* model changed: submit its ops */
+	void *arg;
+	uint64_t connects, disconnects;
+	char last_error[256];
+};
+
+int km_ads_client_start(struct km_ads_client *c, uv_loop_t *loop,
+			const struct km_grpc_stream_config *grpc, const struct km_ads_node *node,
+			struct km_model *model, struct km_policy_store *policies,
+			void (*on_applied)(void *arg), void *arg);
+void km_ads_client_stop(struct km_ads_client *c);
+/* The node id sent to istiod: ztunnel~<ip>~<pod>.<ns>~<ns>.svc.cluster.local */
+void km_ads_node_id(const struct km_ads_node *n, char *out, size_t len);
+/* Build a request (the initial one of a type when initial != 0) — exposed for tests. */
+uint8_t *km_ads_build_request(struct km_ads_client *c, struct km_ads_type *t, int initial,
+			      const char *nonce, const char *error, size_t *len);
+
+#endif

@@ -1,0 +1,31 @@
+/* xds_apply.h — applying one DeltaDiscoveryResponse to the agent's state: every resource of an
+ * Address response decoded and validated on its own (a bad one is reported and its previous
+ * version kept, the good ones applied), removals by name, then one model flush; Authorization
+ * responses likewise into the policy store. The caller ACKs or NACKs from the result. */
+#ifndef KM_XDS_XDS_APPLY_H
+#define KM_XDS_XDS_APPLY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "services/xds-agent/model.h"
+#include "services/xds-agent/policy_store.h"
+#include "xds.pb-c.h"
+
+#define KM_TYPE_ADDRESS "type.googleapis.com/istio.workload.Address"
+#define KM_TYPE_AUTHORIZATION "type.googleapis.com/istio.security.Authorization"
+
+struct km_xds_result {
+	size_t applied;  /* resources accepted */
+	size_t rejected; /* resources refused (previous version kept) */
+	size_t removed;  /* names removed that were known */
+	char error[1024]; /* the first rejections, for error_detail and the log */
+};
+
+/* accepted[i] is set to 1 for each resource i that was applied (the caller records its version). */
+void km_xds_apply_address(struct km_model *m, const Kmesh__Xds__DeltaDiscoveryResponse *r,
+			  uint8_t *accepted, struct km_xds_result *res);
+void km_xds_apply_authorization(struct km_policy_store *ps, const Kmesh__Xds__DeltaDiscoveryResponse *r,
+				uint8_t *accepted, struct km_xds_result *res);
+
+#endif

@@ -1,0 +1,29 @@
+# check.sh — assertions for the shell integration tests. Sourced. Ends with km_check_summary,
+# which prints "<name>: N passed, M failed" and returns non-zero on any failure.
+KM_PASS=0
+KM_FAIL=0
+
+check() { # check DESCRIPTION COMMAND...
+	local what=$1
+	shift
+	if "$@"; then
+		KM_PASS=$((KM_PASS + 1))
+		echo "ok   - $what"
+	else
+		KM_FAIL=$((KM_FAIL + 1))
+		echo "FAIL - $what"
+	fi
+}
+
+count_of() { # count_of NAME < client.py output
+	awk -v n="$1" '$2 == n {c = $1} END {print c + 0}'
+}
+
+within() { # within VALUE LOW HIGH
+	[ "$1" -ge "$2" ] && [ "$1" -le "$3" ]
+}
+
+km_check_summary() { # km_check_summary NAME
+	echo "$1: $KM_PASS passed, $KM_FAIL failed"
+	[ $KM_FAIL -eq 0 ]
+}

@@ -1,0 +1,269 @@
+#!/usr/bin/python3
+"""A fake istiod for tests: a real gRPC server (Debian's python3-grpcio) serving Envoy Delta ADS
+(DeltaAggregatedResources) over TLS or plaintext, with istiod's delta behaviour:
+
+  - resources carry a content-hash version; the first request of a type on a stream gets every
+    resource whose version differs from initial_resource_versions, and removed_resources for
+    names the client holds that no longer exist;
+  - changes are pushed to every open stream; ACKs and NACKs are recorded, never answered.
+
+A test drives it over a Unix socket, one JSON command per line, one JSON answer per line:
+  {"cmd": "set", "resources": [Address...]}          replace the Address state (the kmesh JSON
+                                                       mapping: IP text allowed for addresses;
+                                                       {"bad_workload_uid": U} is an invalid one)
+  {"cmd": "set-authz", "policies": [Authorization...]}  replace the Authorization state
+  {"cmd": "push-raw", "type": URL, "name": N, "payload_b64": B}  push one resource as is
+  {"cmd": "end-stream", "code": 0, "message": ""}     end every open stream with that status
+  {"cmd": "state"}                                     streams, headers and requests seen
+Generated protobuf modules must be importable (protoc --python_out of proto/*.proto)."""
+import argparse
+import base64
+import hashlib
+import ipaddress
+import json
+import os
+import queue
+import socketserver
+import sys
+import threading
+from concurrent import futures
+
+import grpc
+from google.protobuf import json_format
+
+import authorization_pb2
+import workload_pb2
+import xds_pb2
+
+ADDRESS = "type.googleapis.com/istio.workload.Address"
+AUTHZ = "type.googleapis.com/istio.security.Authorization"
+METHOD = "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources"
+END = object()
+
+
+def ip_text_to_base64(obj):
+    """Our JSON files allow IP text where proto JSON wants base64 bytes; convert before parsing."""
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            if k == "address" and isinstance(v, str):
+                out[k] = to_b64(v)
+            elif k == "addresses" and isinstance(v, list) and all(isinstance(x, str) for x in v):
+                out[k] = [to_b64(x) for x in v]
+            else:
+                out[k] = ip_text_to_base64(v)
+        return out
+    if isinstance(obj, list):
+        return [ip_text_to_base64(x) for x in obj]
+    return obj
+
+
+def to_b64(s):
+    try:
+        return base64.b64encode(ipaddress.ip_address(s).packed).decode()
+    except ValueError:
+        return s
+
+
+def address_name(addr):
+    if addr.HasField("workload"):
+        return addr.workload.uid
+    return "%s/%s" % (addr.service.namespace, addr.service.hostname)
+
+
+class State:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.resources = {ADDRESS: {}, AUTHZ: {}}  # type -> name -> (version, payload bytes)
+        self.streams = []
+        self.nonce = 0
+
+    def next_nonce(self):
+        self.nonce += 1
+        return "n%d" % self.nonce
+
+
+STATE = State()
+
+
+class Stream:
+    def __init__(self, metadata):
+        self.queue = queue.Queue()
+        self.metadata = {k: v for k, v in metadata}
+        self.requests = []
+        self.open = True
+
+    def describe(self):
+        return {"authorization": self.metadata.get("authorization"),
+                "clusterid": self.metadata.get("clusterid"),
+                "open": self.open, "requests": self.requests}
+
+
+def response(type_url, items, removed):
+    r = xds_pb2.DeltaDiscoveryResponse(type_url=type_url, nonce=STATE.next_nonce(),
+                                       system_version_info="fake")
+    for name, (version, payload) in items:
+        r.resources.add(name=name, version=version,
+                        resource=xds_pb2.Any(type_url=type_url, value=payload))
+    r.removed_resources.extend(removed)
+    return r
+
+
+def record(stream, req):
+    entry = {"type_url": req.type_url, "nonce": req.response_nonce,
+             "initial": dict(req.initial_resource_versions)}
+    if req.HasField("error_detail"):
+        entry["error"] = req.error_detail.message
+        entry["error_code"] = req.error_detail.code
+    if req.HasField("node"):
+        entry["node_id"] = req.node.id
+        entry["metadata"] = {k: v.string_value for k, v in req.node.metadata.fields.items()}
+        entry["metadata_kinds"] = {k: v.WhichOneof("kind") for k, v in req.node.metadata.fields.items()}
+    stream.requests.append(entry)
+
+
+def reader(stream, requests):
+    try:
+        for req in requests:
+            with STATE.lock:
+                record(stream, req)
+                initial = not req.response_nonce
+                if initial and req.type_url in STATE.resources:
+                    held = dict(req.initial_resource_versions)
+                    have = STATE.resources[req.type_url]
+                    items = [(n, vp) for n, vp in sorted(have.items()) if held.get(n) != vp[0] or not vp[0]]
+                    removed = sorted(n for n in held if n not in have)
+                    stream.queue.put(response(req.type_url, items, removed))
+    except Exception:  # the stream ended
+        pass
+    finally:
+        stream.open = False
+        stream.queue.put(END)
+
+
+def delta_ads(requests, context):
+    stream = Stream(context.invocation_metadata())
+    with STATE.lock:
+        STATE.streams.append(stream)
+    threading.Thread(target=reader, args=(stream, requests), daemon=True).start()
+    while True:
+        item = stream.queue.get()
+        if item is END:
+            stream.open = False
+            return
+        if isinstance(item, tuple):  # ("end", code, message)
+            stream.open = False
+            if item[1] != 0:
+                context.abort(next(c for c in grpc.StatusCode if c.value[0] == item[1]), item[2])
+            return
+        yield item
+
+
+def set_type(type_url, new):
+    """Replace a type's state and push the difference to every open stream."""
+    old = STATE.resources[type_url]
+    changed = [(n, vp) for n, vp in sorted(new.items()) if old.get(n) != vp]
+    removed = sorted(n for n in old if n not in new)
+    STATE.resources[type_url] = new
+    if changed or removed:
+        for s in STATE.streams:
+            if s.open:
+                s.queue.put(response(type_url, changed, removed))
+    return {"changed": len(changed), "removed": len(removed)}
+
+
+def versioned(payload, with_version=True):
+    return (hashlib.sha256(payload).hexdigest()[:16] if with_version else "", payload)
+
+
+def handle(cmd):
+    with STATE.lock:
+        c = cmd["cmd"]
+        if c == "set":
+            new = {}
+            for item in cmd["resources"]:
+                if "bad_workload_uid" in item:  # a workload whose address has 3 bytes
+                    addr = workload_pb2.Address(workload=workload_pb2.Workload(
+                        uid=item["bad_workload_uid"], addresses=[b"\x01\x02\x03"]))
+                else:
+                    addr = json_format.ParseDict(ip_text_to_base64(item), workload_pb2.Address())
+                payload = addr.SerializeToString()
+                new[address_name(addr)] = versioned(payload)
+            return set_type(ADDRESS, new)
+        if c == "set-authz":
+            new = {}
+            for item in cmd["policies"]:
+                pol = json_format.ParseDict(ip_text_to_base64(item), authorization_pb2.Authorization())
+                # istiod sets no version for this type
+                new["%s/%s" % (pol.namespace, pol.name)] = versioned(pol.SerializeToString(), False)
+            return set_type(AUTHZ, new)
+        if c == "push-raw":
+            payload = base64.b64decode(cmd["payload_b64"])
+            for s in STATE.streams:
+                if s.open:
+                    s.queue.put(response(cmd["type"], [(cmd["name"], versioned(payload))], []))
+            return {"pushed": True}
+        if c == "end-stream":
+            n = 0
+            for s in STATE.streams:
+                if s.open:
+                    s.queue.put(("end", cmd.get("code", 0), cmd.get("message", "")))
+                    n += 1
+            return {"ended": n}
+        if c == "state":
+            return {"streams": [s.describe() for s in STATE.streams],
+                    "address": sorted(STATE.resources[ADDRESS]),
+                    "authz": sorted(STATE.resources[AUTHZ])}
+        return {"error": "unknown command %s" % c}
+
+
+class Control(socketserver.StreamRequestHandler):
+    def handle(self):
+        for line in self.rfile:
+            try:
+                answer = handle(json.loads(line))
+            except Exception as e:  # report, keep serving
+                answer = {"error": repr(e)}
+            self.wfile.write((json.dumps(answer) + "\n").encode())
+            self.wfile.flush()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--control", required=True, help="Unix socket for test commands")
+    ap.add_argument("--port-file", required=True, help="where the chosen port is written")
+    ap.add_argument("--cert")
+    ap.add_argument("--key")
+    ap.add_argument("--max-connection-age-ms", type=int, default=0)
+    args = ap.parse_args()
+
+    options = [("grpc.max_receive_message_length", 64 << 20),
+               ("grpc.max_send_message_length", 512 << 20)]
+    if args.max_connection_age_ms:
+        options += [("grpc.max_connection_age_ms", args.max_connection_age_ms),
+                    ("grpc.max_connection_age_grace_ms", 500)]
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=options)
+    handler = grpc.method_handlers_generic_handler(
+        "envoy.service.discovery.v3.AggregatedDiscoveryService",
+        {"DeltaAggregatedResources": grpc.stream_stream_rpc_method_handler(
+            delta_ads, request_deserializer=xds_pb2.DeltaDiscoveryRequest.FromString,
+            response_serializer=xds_pb2.DeltaDiscoveryResponse.SerializeToString)})
+    server.add_generic_rpc_handlers((handler,))
+    if args.cert:
+        creds = grpc.ssl_server_credentials([(open(args.key, "rb").read(), open(args.cert, "rb").read())])
+        port = server.add_secure_port("127.0.0.1:0", creds)
+    else:
+        port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    if os.path.exists(args.control):
+        os.unlink(args.control)
+    control = socketserver.ThreadingUnixStreamServer(args.control, Control)
+    threading.Thread(target=control.serve_forever, daemon=True).start()
+    with open(args.port_file + ".tmp", "w") as f:
+        f.write(str(port))
+    os.rename(args.port_file + ".tmp", args.port_file)
+    server.wait_for_termination()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
