@@ -238,7 +238,7 @@ int km_pb_workload(const Kmesh__Workload__Workload *m, struct km_workload_res **
 		bad(err, errlen, "out of memory");
 		goto fail;
 	}
-	for (size_t i = 0; i < m->n_services; i++, w->n_services++) {
+	for (size_t i = 0; i < m->n_services; i++) {
 		const Kmesh__Workload__Workload__ServicesEntry *e = m->services[i];
 		struct km_membership *ms = &w->services[i];
 		const char *key = e->key ? e->key : "";
@@ -251,6 +251,7 @@ int km_pb_workload(const Kmesh__Workload__Workload *m, struct km_workload_res **
 			bad(err, errlen, "out of memory");
 			goto fail;
 		}
+		w->n_services++; /* counted at once, so a failure below still frees it */
 		if (e->value && copy_ports(e->value->ports, e->value->n_ports, 1, &ms->ports,
 					   &ms->n_ports, "services ports", err, errlen))
 			goto fail;

@@ -1,0 +1,221 @@
+/* test_xds.c — the Delta ADS messages byte for byte (ACK, NACK, initial_resource_versions, as
+ * encoded by protoc in the reference), the node id and metadata, and applying responses: good
+ * resources applied, bad ones rejected with their names, wrong payload types refused, removals
+ * looked up by name. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "services/xds-agent/ads_client.h"
+#include "services/xds-agent/xds_apply.h"
+#include "shared/log.h"
+#include "workload.pb-c.h"
+
+static void hex(const uint8_t *p, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", p[i]);
+}
+
+static struct km_ads_client *client(void)
+{
+	static struct km_ads_client c;
+	struct km_ads_node node = { .instance_ip = "10.1.2.3", .pod_name = "kmesh-x",
+				    .pod_namespace = "kmesh-system", .cluster_id = "Kubernetes" };
+
+	memset(&c, 0, sizeof(c));
+	c.node = node;
+	km_ads_node_id(&node, c.node_id, sizeof(c.node_id));
+	c.address.type_url = KM_TYPE_ADDRESS;
+	c.authz.type_url = KM_TYPE_AUTHORIZATION;
+	return &c;
+}
+
+#define ACK_N1 "122a747970652e676f6f676c65617069732e636f6d2f697374696f2e776f726b6c6f61642e4164647265737332026e31"
+
+static void test_ack_and_nack_bytes(void **state)
+{
+	struct km_ads_client *c = client();
+	char out[512];
+	size_t len;
+	uint8_t *buf;
+
+	(void)state;
+	buf = km_ads_build_request(c, &c->address, 0, "n1", NULL, &len);
+	assert_int_equal(len, 48);
+	hex(buf, len, out);
+	assert_string_equal(out, ACK_N1);
+	free(buf);
+	/* our NACK carries code 3 and the message */
+	buf = km_ads_build_request(c, &c->address, 0, "n1", "bad", &len);
+	hex(buf, len, out);
+	assert_string_equal(out, ACK_N1 "3a07080312036261" "64");
+	free(buf);
+}
+
+static void test_node_id_and_initial_request(void **state)
+{
+	struct km_ads_client *c = client();
+	Kmesh__Xds__DeltaDiscoveryRequest *r;
+	size_t len;
+	uint8_t *buf;
+	int seen_ips = 0;
+
+	(void)state;
+	assert_string_equal(c->node_id, "ztunnel~10.1.2.3~kmesh-x.kmesh-system~kmesh-system.svc.cluster.local");
+	buf = km_ads_build_request(c, &c->address, 1, NULL, NULL, &len);
+	r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
+	assert_non_null(r);
+	assert_string_equal(r->node->id, c->node_id);
+	assert_string_equal(r->response_nonce, "");
+	assert_null(r->error_detail);
+	for (size_t i = 0; i < r->node->metadata->n_fields; i++) {
+		const Kmesh__Xds__Struct__FieldsEntry *e = r->node->metadata->fields[i];
+
+		/* istiod decodes metadata into typed Go fields: every value must be a string */
+		assert_int_equal(e->value->kind_case, KMESH__XDS__VALUE__KIND_STRING_VALUE);
+		if (!strcmp(e->key, "INSTANCE_IPS")) {
+			assert_string_equal(e->value->string_value, "10.1.2.3");
+			seen_ips = 1;
+		}
+		assert_string_not_equal(e->key, "NODE_NAME"); /* unset values are left out */
+	}
+	assert_true(seen_ips);
+	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
+	free(buf);
+}
+
+/* ---- applying responses -------------------------------------------------------------------- */
+
+struct resp {
+	Kmesh__Xds__DeltaDiscoveryResponse r;
+	Kmesh__Xds__Resource res[4], *ptrs[4];
+	Kmesh__Xds__Any any[4];
+	uint8_t *payload[4];
+};
+
+static void add(struct resp *p, const char *name, const char *type, const ProtobufCMessage *m)
+{
+	size_t i = p->r.n_resources;
+
+	kmesh__xds__resource__init(&p->res[i]);
+	kmesh__xds__any__init(&p->any[i]);
+	p->payload[i] = malloc(protobuf_c_message_get_packed_size(m));
+	p->any[i].value.len = protobuf_c_message_pack(m, p->payload[i]);
+	p->any[i].value.data = p->payload[i];
+	p->any[i].type_url = (char *)type;
+	p->res[i].name = (char *)name;
+	p->res[i].version = "v1";
+	p->res[i].resource = &p->any[i];
+	p->ptrs[i] = &p->res[i];
+	p->r.resources = p->ptrs;
+	p->r.n_resources++;
+}
+
+static void test_apply_address_partial(void **state)
+{
+	struct km_oplist ops;
+	struct km_model m;
+	struct resp p = { 0 };
+	struct km_xds_result res;
+	uint8_t accepted[4];
+	Kmesh__Workload__Workload good = KMESH__WORKLOAD__WORKLOAD__INIT, bad = KMESH__WORKLOAD__WORKLOAD__INIT;
+	Kmesh__Workload__Address ag = KMESH__WORKLOAD__ADDRESS__INIT, ab = KMESH__WORKLOAD__ADDRESS__INIT;
+	uint8_t ip[4] = { 10, 0, 0, 1 }, ip3[3] = { 1, 2, 3 };
+	ProtobufCBinaryData addr = { 4, ip }, addr3 = { 3, ip3 };
+	char *removed[] = { "Kubernetes//Pod/ns/good", "never-sent" };
+
+	(void)state;
+	km_log_set_level(KM_LOG_ERROR);
+	km_oplist_init(&ops);
+	km_model_init(&m, &ops, NULL);
+	kmesh__xds__delta_discovery_response__init(&p.r);
+	p.r.type_url = KM_TYPE_ADDRESS;
+	good.uid = "Kubernetes//Pod/ns/good";
+	good.n_addresses = 1;
+	good.addresses = &addr;
+	ag.type_case = KMESH__WORKLOAD__ADDRESS__TYPE_WORKLOAD;
+	ag.workload = &good;
+	bad.uid = "Kubernetes//Pod/ns/bad";
+	bad.n_addresses = 1;
+	bad.addresses = &addr3;
+	ab.type_case = KMESH__WORKLOAD__ADDRESS__TYPE_WORKLOAD;
+	ab.workload = &bad;
+	add(&p, "Kubernetes//Pod/ns/good", KM_TYPE_ADDRESS, &ag.base);
+	add(&p, "Kubernetes//Pod/ns/bad", KM_TYPE_ADDRESS, &ab.base);
+	add(&p, "Kubernetes//Pod/ns/wrongtype", KM_TYPE_AUTHORIZATION, &ag.base);
+	add(&p, "Kubernetes//Pod/ns/other", KM_TYPE_ADDRESS, &ag.base); /* name != payload */
+	km_xds_apply_address(&m, &p.r, accepted, &res);
+	assert_int_equal(res.applied, 1);
+	assert_int_equal(res.rejected, 3);
+	assert_memory_equal(accepted, ((uint8_t[]){ 1, 0, 0, 0 }), 4);
+	assert_non_null(strstr(res.error, "Kubernetes//Pod/ns/bad: address must be 4 or 16 bytes"));
+	assert_non_null(strstr(res.error, "payload type"));
+	assert_non_null(km_model_find_workload(&m, "Kubernetes//Pod/ns/good"));
+	assert_null(km_model_find_workload(&m, "Kubernetes//Pod/ns/bad"));
+
+	/* removals: by name, unknown names ignored */
+	p.r.n_resources = 0;
+	p.r.removed_resources = removed;
+	p.r.n_removed_resources = 2;
+	km_xds_apply_address(&m, &p.r, accepted, &res);
+	assert_int_equal(res.removed, 1);
+	assert_null(km_model_find_workload(&m, "Kubernetes//Pod/ns/good"));
+	for (int i = 0; i < 4; i++)
+		free(p.payload[i]);
+	km_model_free(&m);
+	km_oplist_free(&ops);
+	km_log_set_level(KM_LOG_INFO);
+}
+
+static void test_apply_authorization(void **state)
+{
+	struct km_policy_store ps;
+	struct resp p = { 0 };
+	struct km_xds_result res;
+	uint8_t accepted[4];
+	Kmesh__Security__Authorization a = KMESH__SECURITY__AUTHORIZATION__INIT, noname = KMESH__SECURITY__AUTHORIZATION__INIT;
+	char *removed[] = { "demo/p1" };
+
+	(void)state;
+	km_log_set_level(KM_LOG_ERROR);
+	km_policy_store_init(&ps);
+	kmesh__xds__delta_discovery_response__init(&p.r);
+	p.r.type_url = KM_TYPE_AUTHORIZATION;
+	a.name = "p1";
+	a.namespace_ = "demo";
+	a.action = KMESH__SECURITY__ACTION__DENY;
+	add(&p, "demo/p1", KM_TYPE_AUTHORIZATION, &a.base);
+	add(&p, "demo/", KM_TYPE_AUTHORIZATION, &noname.base);
+	km_xds_apply_authorization(&ps, &p.r, accepted, &res);
+	assert_int_equal(res.applied, 1);
+	assert_int_equal(res.rejected, 1);
+	assert_int_equal(ps.count, 1);
+	assert_int_equal(km_policy_store_find(&ps, "demo/p1")->action, KMESH__SECURITY__ACTION__DENY);
+	p.r.n_resources = 0;
+	p.r.removed_resources = removed;
+	p.r.n_removed_resources = 1;
+	km_xds_apply_authorization(&ps, &p.r, accepted, &res);
+	assert_int_equal(ps.count, 0);
+	for (int i = 0; i < 2; i++)
+		free(p.payload[i]);
+	km_policy_store_free(&ps);
+	km_log_set_level(KM_LOG_INFO);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ack_and_nack_bytes),
+		cmocka_unit_test(test_node_id_and_initial_request),
+		cmocka_unit_test(test_apply_address_partial),
+		cmocka_unit_test(test_apply_authorization),
+	};
+
+	return cmocka_run_group_tests_name("xds", tests, NULL, NULL);
+}
