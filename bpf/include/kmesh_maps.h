@@ -21,7 +21,7 @@
 
 /* Bumped whenever a layout below changes; the map writer refuses to adopt pinned maps of another
  * layout version (they would be misread), and the xDS agent checks it at hello. */
-#define KM_LAYOUT_VERSION 1
+#define KM_LAYOUT_VERSION 2
 
 /* Locality priority groups 0..6 (0 = best); Istio allows at most 6 routing-preference scopes. */
 #define KM_PRIO_COUNT 7
@@ -33,6 +33,9 @@ enum km_lb_mode {
 	KM_LB_FAILOVER = 2,
 	KM_LB_PASSTHROUGH = 3,
 };
+
+/* km_frontend_value.flags */
+#define KM_FE_F_PORT_OVERRIDES 0x1 /* some backends use another target port: see km_port_override */
 
 /* What a frontend row points at. */
 enum km_frontend_kind {
@@ -69,6 +72,14 @@ struct km_frontend_value {
 	__u32 kind;        /* enum km_frontend_kind */
 	__u32 upstream_id; /* service id or workload id */
 	__u16 target_port; /* network byte order; service rows only */
+	__u16 flags;       /* KM_FE_F_* */
+};
+
+/* A waypoint (L7 proxy) that traffic must traverse: address and HBONE port. port != 0 with an
+ * all-zero address means "waypoint named but not resolved yet": such traffic must not bypass it. */
+struct km_waypoint_ref {
+	struct km_addr addr;
+	__u16 port; /* network byte order; 0 = no waypoint */
 	__u16 pad;
 };
 
@@ -79,6 +90,7 @@ struct km_service_key {
 struct km_service_value {
 	__u32 endpoint_count[KM_PRIO_COUNT]; /* endpoints per priority, indices 0..count-1 */
 	__u32 lb_mode;                        /* enum km_lb_mode */
+	struct km_waypoint_ref waypoint;      /* service-level waypoint */
 };
 
 /* km_endpoint: (service, priority, dense 0-based index) -> backend. */
@@ -98,6 +110,21 @@ struct km_backend_key {
 struct km_backend_value {
 	struct km_addr addr4; /* v4-mapped */
 	struct km_addr addr6;
+	struct km_waypoint_ref waypoint; /* workload-level waypoint */
+	__u32 weight;                    /* Workload.capacity, 1 by default */
+};
+
+/* km_port_override: a backend whose target port for a service port differs from the service's
+ * (Workload.services port lists). Looked up only when the frontend has KM_FE_F_PORT_OVERRIDES. */
+struct km_port_override_key {
+	__u32 service_id;
+	__u32 backend_id;
+	__u16 port; /* the service port, network byte order */
+	__u16 pad;
+};
+struct km_port_override_value {
+	__u16 target_port; /* network byte order */
+	__u16 pad;
 };
 
 /* Pinned names (BPF object names are limited to 15 characters). */
@@ -106,5 +133,6 @@ struct km_backend_value {
 #define KM_MAP_SERVICE "km_service"
 #define KM_MAP_ENDPOINT "km_endpoint"
 #define KM_MAP_BACKEND "km_backend"
+#define KM_MAP_PORT_OVERRIDE "km_port_ovr"
 
 #endif /* KMESH_MAPS_H */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* lb.h — service resolution: frontend (VIP:port) -> service -> endpoint -> backend. */
+/* lb.h — service resolution: frontend (VIP:port) -> service -> endpoint -> backend, by the
+ * service's load-balancing mode, with per-backend target-port overrides. */
 #ifndef KM_BPF_LB_H
 #define KM_BPF_LB_H
 
@@ -12,13 +13,11 @@ struct km_target {
 	__u16 port; /* network byte order */
 };
 
-/* Pick an endpoint of the service uniformly among the count of priority group 0.
- * Returns the backend id, or 0 when the service has no endpoint. */
-static __always_inline __u32 km_pick_random(__u32 service_id, const struct km_service_value *svc)
+/* A random endpoint of one priority group; 0 when the group is empty. */
+static __always_inline __u32 km_pick_in_prio(__u32 service_id, __u32 prio, __u32 count)
 {
-	struct km_endpoint_key ek = { .service_id = service_id, .prio = 0 };
+	struct km_endpoint_key ek = { .service_id = service_id, .prio = prio };
 	struct km_endpoint_value *ev;
-	__u32 count = svc->endpoint_count[0];
 
 	if (count == 0)
 		return 0;
@@ -28,9 +27,27 @@ static __always_inline __u32 km_pick_random(__u32 service_id, const struct km_se
 }
 
 /*
+ * The backend for a new connection, by mode (Istio LoadBalancing.Mode):
+ *   RANDOM   — group 0 (the agent puts every endpoint there);
+ *   STRICT   — group 0 only: the endpoints matching every routing-preference scope;
+ *   FAILOVER — the first non-empty group, best locality first.
+ * Returns 0 when there is no endpoint.
+ */
+static __always_inline __u32 km_pick_backend(__u32 service_id, const struct km_service_value *svc)
+{
+	if (svc->lb_mode != KM_LB_FAILOVER)
+		return km_pick_in_prio(service_id, 0, svc->endpoint_count[0]);
+#pragma unroll
+	for (__u32 p = 0; p < KM_PRIO_COUNT; p++)
+		if (svc->endpoint_count[p])
+			return km_pick_in_prio(service_id, p, svc->endpoint_count[p]);
+	return 0;
+}
+
+/*
  * Resolve a destination. Returns 0 and fills *out when the connection must be rewritten; a
- * negative value when it is left untouched (not a frontend, a workload frontend, no endpoint, or a
- * backend without an address of the wanted family).
+ * negative value when it is left untouched (not a service frontend, PASSTHROUGH, no endpoint,
+ * or a backend without an address of the wanted family).
  * want_v6: the socket is IPv6 and not talking to a v4-mapped destination.
  */
 static __always_inline int km_resolve(const struct km_addr *dst, __u16 port_nbo, __u8 proto,
@@ -53,7 +70,9 @@ static __always_inline int km_resolve(const struct km_addr *dst, __u16 port_nbo,
 	sv = bpf_map_lookup_elem(&km_service, &sk);
 	if (!sv)
 		return -2;
-	bk.backend_id = km_pick_random(sk.service_id, sv);
+	if (sv->lb_mode == KM_LB_PASSTHROUGH)
+		return -6; /* the original destination, by definition */
+	bk.backend_id = km_pick_backend(sk.service_id, sv);
 	if (bk.backend_id == 0)
 		return -3; /* no endpoint: the connection goes to the VIP unchanged */
 	bv = bpf_map_lookup_elem(&km_backend, &bk);
@@ -64,6 +83,15 @@ static __always_inline int km_resolve(const struct km_addr *dst, __u16 port_nbo,
 		return -5;
 	__builtin_memcpy(&out->addr, pick, sizeof(out->addr));
 	out->port = fv->target_port;
+	if (fv->flags & KM_FE_F_PORT_OVERRIDES) {
+		struct km_port_override_key ok = {
+			.service_id = sk.service_id, .backend_id = bk.backend_id, .port = port_nbo
+		};
+		struct km_port_override_value *ov = bpf_map_lookup_elem(&km_port_ovr, &ok);
+
+		if (ov)
+			out->port = ov->target_port;
+	}
 	return 0;
 }
 

@@ -20,5 +20,6 @@ KM_DECLARE_HASH(km_frontend, struct km_frontend_key, struct km_frontend_value);
 KM_DECLARE_HASH(km_service, struct km_service_key, struct km_service_value);
 KM_DECLARE_HASH(km_endpoint, struct km_endpoint_key, struct km_endpoint_value);
 KM_DECLARE_HASH(km_backend, struct km_backend_key, struct km_backend_value);
+KM_DECLARE_HASH(km_port_ovr, struct km_port_override_key, struct km_port_override_value);
 
 #endif

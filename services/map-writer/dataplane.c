@@ -105,6 +105,7 @@ static int setup_maps(struct km_dataplane *dp)
 		{ dp->skel->maps.km_service, dp->sizes.service },
 		{ dp->skel->maps.km_endpoint, dp->sizes.endpoint },
 		{ dp->skel->maps.km_backend, dp->sizes.backend },
+		{ dp->skel->maps.km_port_ovr, dp->sizes.port_override },
 	};
 
 	for (size_t i = 0; i < sizeof(sized) / sizeof(sized[0]); i++) {
@@ -241,12 +242,14 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	dp->fd_service = bpf_map__fd(dp->skel->maps.km_service);
 	dp->fd_endpoint = bpf_map__fd(dp->skel->maps.km_endpoint);
 	dp->fd_backend = bpf_map__fd(dp->skel->maps.km_backend);
+	dp->fd_port_override = bpf_map__fd(dp->skel->maps.km_port_ovr);
 	/* Record the sizes actually in force (adopted maps keep theirs). */
 	dp->sizes.manage = bpf_map__max_entries(dp->skel->maps.km_manage);
 	dp->sizes.frontend = bpf_map__max_entries(dp->skel->maps.km_frontend);
 	dp->sizes.service = bpf_map__max_entries(dp->skel->maps.km_service);
 	dp->sizes.endpoint = bpf_map__max_entries(dp->skel->maps.km_endpoint);
 	dp->sizes.backend = bpf_map__max_entries(dp->skel->maps.km_backend);
+	dp->sizes.port_override = bpf_map__max_entries(dp->skel->maps.km_port_ovr);
 
 	if ((err = attach_link(dp, dp->skel->progs.km_connect4, "connect4", &dp->link_connect4)))
 		return err;

@@ -15,6 +15,7 @@ struct km_table_sizes {
 	uint32_t service;
 	uint32_t endpoint;
 	uint32_t backend;
+	uint32_t port_override;
 };
 
 struct km_dataplane_config {
@@ -30,7 +31,7 @@ struct km_dataplane {
 	int lock_fd; /* flock on the pin directory: one map writer per directory */
 	int cgroup_fd;
 	/* map fds, owned by skel */
-	int fd_manage, fd_frontend, fd_service, fd_endpoint, fd_backend;
+	int fd_manage, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
 	struct km_table_sizes sizes;
 	char maps_dir[512];
 	char links_dir[512];

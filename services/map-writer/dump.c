@@ -22,10 +22,11 @@ struct dump_row {
 		Kmesh__Ipc__ServiceRow service;
 		Kmesh__Ipc__EndpointRow endpoint;
 		Kmesh__Ipc__BackendRow backend;
+		Kmesh__Ipc__PortOverrideRow port_override;
 	} row;
 	uint32_t counts[KM_PRIO_COUNT];
 	ProtobufCBinaryData addrs[2];
-	uint8_t bytes[2][16];
+	uint8_t bytes[3][16];
 };
 
 static ProtobufCBinaryData addr_bytes(const struct km_addr *a, uint8_t *buf)
@@ -33,6 +34,14 @@ static ProtobufCBinaryData addr_bytes(const struct km_addr *a, uint8_t *buf)
 	ProtobufCBinaryData b = { .len = km_addr_to_bytes(a, buf), .data = buf };
 
 	return b;
+}
+
+static void waypoint_out(const struct km_waypoint_ref *w, uint8_t *buf, ProtobufCBinaryData *addr,
+			 uint32_t *port)
+{
+	*port = ntohs(w->port);
+	if (!km_addr_is_unspecified(&w->addr))
+		*addr = addr_bytes(&w->addr, buf);
 }
 
 static void fill_row(struct dump_row *d, Kmesh__Ipc__Table table, const void *key, const void *value)
@@ -53,6 +62,7 @@ static void fill_row(struct dump_row *d, Kmesh__Ipc__Table table, const void *ke
 					       : KMESH__IPC__FRONTEND_KIND__FRONTEND_KIND_WORKLOAD;
 		d->row.frontend.upstream_id = v->upstream_id;
 		d->row.frontend.target_port = ntohs(v->target_port);
+		d->row.frontend.flags = v->flags;
 		d->op.row_case = KMESH__IPC__TABLE_OP__ROW_FRONTEND;
 		d->op.frontend = &d->row.frontend;
 		break;
@@ -67,6 +77,8 @@ static void fill_row(struct dump_row *d, Kmesh__Ipc__Table table, const void *ke
 		d->row.service.n_endpoint_count = KM_PRIO_COUNT;
 		d->row.service.endpoint_count = d->counts;
 		d->row.service.lb_mode = v->lb_mode;
+		waypoint_out(&v->waypoint, d->bytes[2], &d->row.service.waypoint_address,
+			     &d->row.service.waypoint_port);
 		d->op.row_case = KMESH__IPC__TABLE_OP__ROW_SERVICE;
 		d->op.service = &d->row.service;
 		break;
@@ -84,6 +96,19 @@ static void fill_row(struct dump_row *d, Kmesh__Ipc__Table table, const void *ke
 		d->op.endpoint = &d->row.endpoint;
 		break;
 	}
+	case KMESH__IPC__TABLE__TABLE_PORT_OVERRIDE: {
+		const struct km_port_override_key *k = key;
+		const struct km_port_override_value *v = value;
+
+		kmesh__ipc__port_override_row__init(&d->row.port_override);
+		d->row.port_override.service_id = k->service_id;
+		d->row.port_override.backend_id = k->backend_id;
+		d->row.port_override.port = ntohs(k->port);
+		d->row.port_override.target_port = ntohs(v->target_port);
+		d->op.row_case = KMESH__IPC__TABLE_OP__ROW_PORT_OVERRIDE;
+		d->op.port_override = &d->row.port_override;
+		break;
+	}
 	default: { /* backend */
 		const struct km_backend_key *k = key;
 		const struct km_backend_value *v = value;
@@ -95,6 +120,9 @@ static void fill_row(struct dump_row *d, Kmesh__Ipc__Table table, const void *ke
 		if (!km_addr_is_unspecified(&v->addr6))
 			d->addrs[d->row.backend.n_addresses++] = addr_bytes(&v->addr6, d->bytes[1]);
 		d->row.backend.addresses = d->addrs;
+		waypoint_out(&v->waypoint, d->bytes[2], &d->row.backend.waypoint_address,
+			     &d->row.backend.waypoint_port);
+		d->row.backend.weight = v->weight;
 		d->op.row_case = KMESH__IPC__TABLE_OP__ROW_BACKEND;
 		d->op.backend = &d->row.backend;
 		break;
@@ -120,6 +148,7 @@ Kmesh__Ipc__Code km_tables_dump(struct km_tables *t, Kmesh__Ipc__Table table, ui
 	case KMESH__IPC__TABLE__TABLE_SERVICE: fd = t->fd_service; break;
 	case KMESH__IPC__TABLE__TABLE_ENDPOINT: fd = t->fd_endpoint; break;
 	case KMESH__IPC__TABLE__TABLE_BACKEND: fd = t->fd_backend; break;
+	case KMESH__IPC__TABLE__TABLE_PORT_OVERRIDE: fd = t->fd_port_override; break;
 	default:
 		snprintf(err, errlen, "unknown table %d", table);
 		return KMESH__IPC__CODE__BAD_REQUEST;

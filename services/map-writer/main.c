@@ -89,7 +89,8 @@ int main(int argc, char **argv)
 	const char *socket_path = "/run/kmesh/map-writer.sock";
 	const char *level = NULL;
 	uint64_t max_manage = 16384, max_frontend = 262144, max_service = 65536,
-		 max_endpoint = 262144, max_backend = 131072, max_frame = KM_FRAME_MAX_DEFAULT;
+		 max_endpoint = 262144, max_backend = 131072, max_override = 65536,
+		 max_frame = KM_FRAME_MAX_DEFAULT;
 	mode_t socket_mode = 0660;
 	gid_t socket_gid = (gid_t)-1;
 	const uint64_t table_min = 16, table_max = 1u << 24;
@@ -120,6 +121,9 @@ int main(int argc, char **argv)
 		  "KMESH_MAX_ENDPOINTS", table_min, table_max },
 		{ "max-backends", KM_OPT_UINT, &max_backend, "N", "size of km_backend (workloads)",
 		  "KMESH_MAX_BACKENDS", table_min, table_max },
+		{ "max-port-overrides", KM_OPT_UINT, &max_override, "N",
+		  "size of km_port_ovr (backends with their own target port)",
+		  "KMESH_MAX_PORT_OVERRIDES", table_min, table_max },
 		{ "max-frame", KM_OPT_UINT, &max_frame, "BYTES", "largest message accepted",
 		  "KMESH_MAX_FRAME", 4096, KM_FRAME_MAX_LIMIT },
 		{ "detach-on-exit", KM_OPT_BOOL, &w.detach_on_exit, NULL,
@@ -149,6 +153,7 @@ int main(int argc, char **argv)
 	dcfg.sizes.service = (uint32_t)max_service;
 	dcfg.sizes.endpoint = (uint32_t)max_endpoint;
 	dcfg.sizes.backend = (uint32_t)max_backend;
+	dcfg.sizes.port_override = (uint32_t)max_override;
 	if (km_dataplane_open(&w.dp, &dcfg) != 0) {
 		km_dataplane_close(&w.dp, 0);
 		return 1;

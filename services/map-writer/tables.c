@@ -33,6 +33,8 @@ FITS(struct km_endpoint_key);
 FITS(struct km_endpoint_value);
 FITS(struct km_backend_key);
 FITS(struct km_backend_value);
+FITS(struct km_port_override_key);
+FITS(struct km_port_override_value);
 
 void km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
 {
@@ -42,6 +44,7 @@ void km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
 	t->fd_service = dp->fd_service;
 	t->fd_endpoint = dp->fd_endpoint;
 	t->fd_backend = dp->fd_backend;
+	t->fd_port_override = dp->fd_port_override;
 	t->sizes = dp->sizes;
 }
 
@@ -96,6 +99,25 @@ static Kmesh__Ipc__Code parse_addr(ProtobufCBinaryData b, struct km_addr *out, c
 	return OK;
 }
 
+/* A waypoint reference: no port = none; a port and no address = named but not resolved yet. */
+static Kmesh__Ipc__Code parse_waypoint(ProtobufCBinaryData addr, uint32_t port,
+				       struct km_waypoint_ref *out, const char *what, char *err,
+				       size_t errlen)
+{
+	memset(out, 0, sizeof(*out));
+	if (port == 0) {
+		if (addr.len)
+			return fail(BAD, err, errlen, "%s: waypoint address without a port", what);
+		return OK;
+	}
+	if (port > 65535)
+		return fail(BAD, err, errlen, "%s: waypoint port %u out of range", what, port);
+	out->port = htons((uint16_t)port);
+	if (addr.len == 0)
+		return OK; /* pending */
+	return parse_addr(addr, &out->addr, what, err, errlen);
+}
+
 static Kmesh__Ipc__Code frontend_key(const Kmesh__Ipc__FrontendRow *r, struct km_frontend_key *k,
 				     char *err, size_t errlen)
 {
@@ -128,6 +150,8 @@ static Kmesh__Ipc__Code apply_frontend(struct km_tables *t, const Kmesh__Ipc__Ta
 		return delete_row(t->fd_frontend, "km_frontend", &k, err, errlen);
 	if (r->upstream_id == 0)
 		return fail(BAD, err, errlen, "frontend upstream id 0 is reserved");
+	if (r->flags & ~(uint32_t)KM_FE_F_PORT_OVERRIDES)
+		return fail(BAD, err, errlen, "frontend flags 0x%x unknown", r->flags);
 	if (r->kind == KMESH__IPC__FRONTEND_KIND__FRONTEND_KIND_SERVICE) {
 		struct km_service_key sk = { .service_id = r->upstream_id };
 
@@ -141,11 +165,13 @@ static Kmesh__Ipc__Code apply_frontend(struct km_tables *t, const Kmesh__Ipc__Ta
 				    "(write the service row first)", r->upstream_id);
 		v.kind = KM_FRONTEND_SERVICE;
 		v.target_port = htons((uint16_t)r->target_port);
+		v.flags = (uint16_t)r->flags;
 	} else if (r->kind == KMESH__IPC__FRONTEND_KIND__FRONTEND_KIND_WORKLOAD) {
 		struct km_backend_key bk = { .backend_id = r->upstream_id };
 
-		if (r->port != 0 || r->target_port != 0)
-			return fail(BAD, err, errlen, "workload frontend must have port 0 and no target port");
+		if (r->port != 0 || r->target_port != 0 || r->flags)
+			return fail(BAD, err, errlen,
+				    "workload frontend must have port 0, no target port and no flags");
 		if (!present(t->fd_backend, &bk))
 			return fail(MISSING, err, errlen,
 				    "frontend references workload %u, which is not in km_backend "
@@ -176,6 +202,13 @@ static Kmesh__Ipc__Code apply_service(struct km_tables *t, const Kmesh__Ipc__Tab
 		return fail(BAD, err, errlen, "service %u: load-balancing mode %u unknown", r->id,
 			    r->lb_mode);
 	v.lb_mode = r->lb_mode;
+	{
+		Kmesh__Ipc__Code c = parse_waypoint(r->waypoint_address, r->waypoint_port, &v.waypoint,
+						    "service", err, errlen);
+
+		if (c != OK)
+			return c;
+	}
 	for (size_t p = 0; p < r->n_endpoint_count; p++) {
 		uint32_t n = r->endpoint_count[p];
 		struct km_endpoint_key ek = { .service_id = r->id, .prio = (uint32_t)p, .index = n - 1 };
@@ -251,7 +284,41 @@ static Kmesh__Ipc__Code apply_backend(struct km_tables *t, const Kmesh__Ipc__Tab
 		else
 			v.addr6 = a;
 	}
+	{
+		Kmesh__Ipc__Code c = parse_waypoint(r->waypoint_address, r->waypoint_port, &v.waypoint,
+						    "backend", err, errlen);
+
+		if (c != OK)
+			return c;
+	}
+	v.weight = r->weight ? r->weight : 1;
 	return write_row(t, t->fd_backend, "km_backend", &k, &v, err, errlen);
+}
+
+static Kmesh__Ipc__Code apply_port_override(struct km_tables *t, const Kmesh__Ipc__TableOp *op,
+					    char *err, size_t errlen)
+{
+	const Kmesh__Ipc__PortOverrideRow *r = op->port_override;
+	struct km_port_override_key k = { .service_id = r->service_id, .backend_id = r->backend_id };
+	struct km_port_override_value v = { 0 };
+	struct km_backend_key bk = { .backend_id = r->backend_id };
+
+	if (r->service_id == 0 || r->backend_id == 0)
+		return fail(BAD, err, errlen, "port override ids 0 are reserved");
+	if (r->port == 0 || r->port > 65535)
+		return fail(BAD, err, errlen, "port override port %u out of range", r->port);
+	k.port = htons((uint16_t)r->port);
+	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
+		return delete_row(t->fd_port_override, "km_port_ovr", &k, err, errlen);
+	if (r->target_port == 0 || r->target_port > 65535)
+		return fail(BAD, err, errlen, "port override target port %u out of range",
+			    r->target_port);
+	if (!present(t->fd_backend, &bk))
+		return fail(MISSING, err, errlen,
+			    "port override references backend %u, which is not in km_backend",
+			    r->backend_id);
+	v.target_port = htons((uint16_t)r->target_port);
+	return write_row(t, t->fd_port_override, "km_port_ovr", &k, &v, err, errlen);
 }
 
 Kmesh__Ipc__Code km_tables_apply(struct km_tables *t, const Kmesh__Ipc__TableOp *op, char *err,
@@ -271,6 +338,8 @@ Kmesh__Ipc__Code km_tables_apply(struct km_tables *t, const Kmesh__Ipc__TableOp 
 		c = apply_endpoint(t, op, err, errlen);
 	else if (op->row_case == KMESH__IPC__TABLE_OP__ROW_BACKEND)
 		c = apply_backend(t, op, err, errlen);
+	else if (op->row_case == KMESH__IPC__TABLE_OP__ROW_PORT_OVERRIDE)
+		c = apply_port_override(t, op, err, errlen);
 	else
 		c = fail(BAD, err, errlen, "op carries no row");
 	if (c == OK)

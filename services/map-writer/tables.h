@@ -15,7 +15,7 @@
 #define KM_TABLES_ROW_BUF 64
 
 struct km_tables {
-	int fd_manage, fd_frontend, fd_service, fd_endpoint, fd_backend;
+	int fd_manage, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
 	struct km_table_sizes sizes;
 	/* counters, shown in dumps and logs */
 	uint64_t ops_applied;

@@ -176,7 +176,9 @@ int main(int argc, char **argv)
 		{ "pod-name", KM_OPT_STRING, &node.pod_name, "NAME", "this agent's pod name", "POD_NAME" },
 		{ "pod-namespace", KM_OPT_STRING, &node.pod_namespace, "NS", "this agent's namespace",
 		  "POD_NAMESPACE" },
-		{ "node-name", KM_OPT_STRING, &node.node_name, "NAME", "the Kubernetes node", "NODE_NAME" },
+		{ "node-name", KM_OPT_STRING, &node.node_name, "NAME",
+		  "the Kubernetes node (locality-aware load balancing compares against it)",
+		  "NODE_NAME" },
 		{ "cluster-id", KM_OPT_STRING, &node.cluster_id, "ID", "cluster id (clusterid header)",
 		  "CLUSTER_ID" },
 		{ "mesh-id", KM_OPT_STRING, &node.mesh_id, "ID", "mesh id", "MESH_ID" },
@@ -213,6 +215,7 @@ int main(int argc, char **argv)
 	km_oplist_init(&a.ops);
 	km_model_init(&a.model, &a.ops, NULL);
 	km_policy_store_init(&a.policies);
+	km_model_set_local_node(&a.model, node.node_name);
 	a.use_xds = config == NULL;
 	if (a.use_xds && split_address(xds_address, host, sizeof(host), &port) != 0) {
 		fprintf(stderr, "%s: --xds-address '%s' is not HOST:PORT\n", argv[0], xds_address);

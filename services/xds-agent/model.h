@@ -22,8 +22,17 @@
 struct km_model_svc;
 struct km_model_wl;
 
+/* Where this node is: the reference for locality priorities. The node name is configured; the
+ * rest is learnt from the first workload seen on this node. */
+struct km_model_local {
+	char *node;
+	char *region, *zone, *subzone, *cluster_id, *network;
+	int known;
+};
+
 struct km_model {
 	struct km_ids ids;
+	struct km_model_local local;
 	struct km_model_svc *services; /* by name; includes names only referenced by workloads */
 	struct km_model_wl *workloads; /* by uid */
 	struct km_model_svc **dirty;   /* services whose count row must be re-emitted at flush */
@@ -34,6 +43,8 @@ struct km_model {
 };
 
 void km_model_init(struct km_model *m, struct km_oplist *out, km_ids_hash_fn hash);
+/* This node's name (locality priorities compare workloads against it). */
+void km_model_set_local_node(struct km_model *m, const char *node);
 void km_model_free(struct km_model *m);
 
 void km_model_upsert_service(struct km_model *m, struct km_service_res *res);
@@ -52,6 +63,12 @@ const struct km_workload_res *km_model_find_workload(const struct km_model *m, c
 typedef void (*km_model_name_cb)(void *arg, const char *name);
 void km_model_each_service(const struct km_model *m, km_model_name_cb cb, void *arg);
 void km_model_each_workload(const struct km_model *m, km_model_name_cb cb, void *arg);
+
+/* Counters for dumps and tests. */
+struct km_model_stats {
+	size_t services, workloads, endpoints, port_overrides, pending_waypoints;
+};
+void km_model_stats(const struct km_model *m, struct km_model_stats *st);
 
 /* Endpoints of a service at a priority, in slot order (tests, dumps). */
 size_t km_model_endpoints(const struct km_model *m, const char *service, uint32_t prio,

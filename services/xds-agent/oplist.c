@@ -56,11 +56,22 @@ struct pb_op {
 		Kmesh__Ipc__ServiceRow svc;
 		Kmesh__Ipc__EndpointRow ep;
 		Kmesh__Ipc__BackendRow be;
+		Kmesh__Ipc__PortOverrideRow po;
 	} row;
 	ProtobufCBinaryData addrs[2];
-	uint8_t bytes[2][16];
+	uint8_t bytes[3][16];
 	uint32_t counts[KM_PRIO_COUNT];
 };
+
+static void waypoint_to_pb(const struct km_op_waypoint *w, uint8_t *buf, ProtobufCBinaryData *addr,
+			   uint32_t *port)
+{
+	*port = w->port;
+	if (w->port && w->has_addr) {
+		addr->len = km_addr_to_bytes(&w->addr, buf);
+		addr->data = buf;
+	}
+}
 
 static void to_pb(const struct km_op *o, struct pb_op *p)
 {
@@ -76,6 +87,7 @@ static void to_pb(const struct km_op *o, struct pb_op *p)
 		p->row.fe.kind = (Kmesh__Ipc__FrontendKind)o->fe.kind;
 		p->row.fe.upstream_id = o->fe.upstream_id;
 		p->row.fe.target_port = o->fe.target_port;
+		p->row.fe.flags = o->fe.flags;
 		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_FRONTEND;
 		p->op.frontend = &p->row.fe;
 		break;
@@ -86,6 +98,8 @@ static void to_pb(const struct km_op *o, struct pb_op *p)
 		p->row.svc.n_endpoint_count = o->del ? 0 : KM_PRIO_COUNT;
 		p->row.svc.endpoint_count = p->counts;
 		p->row.svc.lb_mode = o->svc.lb_mode;
+		waypoint_to_pb(&o->svc.waypoint, p->bytes[2], &p->row.svc.waypoint_address,
+			       &p->row.svc.waypoint_port);
 		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_SERVICE;
 		p->op.service = &p->row.svc;
 		break;
@@ -97,6 +111,15 @@ static void to_pb(const struct km_op *o, struct pb_op *p)
 		p->row.ep.backend_id = o->ep.backend_id;
 		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_ENDPOINT;
 		p->op.endpoint = &p->row.ep;
+		break;
+	case KM_OP_PORT_OVERRIDE:
+		kmesh__ipc__port_override_row__init(&p->row.po);
+		p->row.po.service_id = o->po.service_id;
+		p->row.po.backend_id = o->po.backend_id;
+		p->row.po.port = o->po.port;
+		p->row.po.target_port = o->po.target_port;
+		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_PORT_OVERRIDE;
+		p->op.port_override = &p->row.po;
 		break;
 	default:
 		kmesh__ipc__backend_row__init(&p->row.be);
@@ -110,6 +133,9 @@ static void to_pb(const struct km_op *o, struct pb_op *p)
 			p->addrs[p->row.be.n_addresses++].data = p->bytes[1];
 		}
 		p->row.be.addresses = p->addrs;
+		waypoint_to_pb(&o->be.waypoint, p->bytes[2], &p->row.be.waypoint_address,
+			       &p->row.be.waypoint_port);
+		p->row.be.weight = o->be.weight;
 		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_BACKEND;
 		p->op.backend = &p->row.be;
 		break;

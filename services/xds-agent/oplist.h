@@ -13,6 +13,14 @@ enum km_op_table {
 	KM_OP_SERVICE = 2,
 	KM_OP_ENDPOINT = 3,
 	KM_OP_BACKEND = 4,
+	KM_OP_PORT_OVERRIDE = 5,
+};
+
+/* A waypoint as the tables carry it: port 0 = none; port with has_addr 0 = pending. */
+struct km_op_waypoint {
+	struct km_addr addr;
+	uint16_t port;
+	uint8_t has_addr;
 };
 
 struct km_op {
@@ -25,11 +33,13 @@ struct km_op {
 			uint8_t kind;  /* enum km_frontend_kind */
 			uint32_t upstream_id;
 			uint16_t target_port;
+			uint16_t flags; /* KM_FE_F_* */
 		} fe;
 		struct {
 			uint32_t id;
 			uint32_t count[KM_PRIO_COUNT];
 			uint32_t lb_mode;
+			struct km_op_waypoint waypoint;
 		} svc;
 		struct {
 			uint32_t service_id;
@@ -41,7 +51,15 @@ struct km_op {
 			uint32_t id;
 			struct km_addr addr4, addr6;
 			uint8_t has4, has6;
+			struct km_op_waypoint waypoint;
+			uint32_t weight;
 		} be;
+		struct {
+			uint32_t service_id;
+			uint32_t backend_id;
+			uint16_t port;
+			uint16_t target_port;
+		} po;
 	};
 };
 

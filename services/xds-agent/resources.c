@@ -15,7 +15,7 @@ static int same_bytes(const void *a, const void *b, size_t n)
 	return n == 0 || memcmp(a, b, n) == 0;
 }
 
-static int waypoint_eq(const struct km_waypoint *a, const struct km_waypoint *b)
+int km_waypoint_equal(const struct km_waypoint *a, const struct km_waypoint *b)
 {
 	return a->kind == b->kind && a->hbone_port == b->hbone_port &&
 	       memcmp(&a->addr, &b->addr, sizeof(a->addr)) == 0 && str_eq(a->service, b->service);
@@ -71,7 +71,7 @@ int km_service_res_equal(const struct km_service_res *a, const struct km_service
 	       same_bytes(a->vips, b->vips, a->n_vips * sizeof(*a->vips)) &&
 	       same_bytes(a->ports, b->ports, a->n_ports * sizeof(*a->ports)) &&
 	       same_bytes(a->scopes, b->scopes, a->n_scopes * sizeof(*a->scopes)) &&
-	       waypoint_eq(&a->waypoint, &b->waypoint);
+	       km_waypoint_equal(&a->waypoint, &b->waypoint);
 }
 
 int km_workload_res_equal(const struct km_workload_res *a, const struct km_workload_res *b)
@@ -84,7 +84,7 @@ int km_workload_res_equal(const struct km_workload_res *a, const struct km_workl
 	    !str_eq(a->zone, b->zone) || !str_eq(a->subzone, b->subzone) ||
 	    !str_eq(a->namespace, b->namespace) || !str_eq(a->trust_domain, b->trust_domain) ||
 	    !str_eq(a->service_account, b->service_account) ||
-	    !waypoint_eq(&a->waypoint, &b->waypoint))
+	    !km_waypoint_equal(&a->waypoint, &b->waypoint))
 		return 0;
 	if (!same_bytes(a->addrs, b->addrs, a->n_addrs * sizeof(*a->addrs)))
 		return 0;

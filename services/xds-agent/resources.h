@@ -103,6 +103,7 @@ void km_workload_res_free(struct km_workload_res *w);
 /* Field-by-field equality of everything the model uses. */
 int km_service_res_equal(const struct km_service_res *a, const struct km_service_res *b);
 int km_workload_res_equal(const struct km_workload_res *a, const struct km_workload_res *b);
+int km_waypoint_equal(const struct km_waypoint *a, const struct km_waypoint *b);
 /* Sort w->services by name. Returns -1 if a service is listed twice. */
 int km_workload_res_normalize(struct km_workload_res *w);
 /* The membership of the workload in service, or NULL (binary search). */

@@ -33,7 +33,7 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: kmesh-testctl enroll|unenroll --socket S --netns PATH [--pod NAME]\n"
-		"       kmesh-testctl dump --socket S --table manage|frontend|service|endpoint|backend\n"
+		"       kmesh-testctl dump --socket S --table manage|frontend|service|endpoint|backend|port_override\n"
 		"       kmesh-testctl hello --socket S --role xds|cni|admin\n"
 		"       kmesh-testctl abuse --socket S\n");
 	return 2;
@@ -167,11 +167,11 @@ static void print_row(const Kmesh__Ipc__TableOp *op)
 	switch (op->row_case) {
 	case KMESH__IPC__TABLE_OP__ROW_FRONTEND:
 		km_addr_from_bytes(op->frontend->address.data, op->frontend->address.len, &addr);
-		printf("frontend %s port %u proto %u kind %s upstream %u target %u\n",
+		printf("frontend %s port %u proto %u kind %s upstream %u target %u flags %u\n",
 		       km_addr_format(&addr, buf), op->frontend->port, op->frontend->protocol,
 		       op->frontend->kind == KMESH__IPC__FRONTEND_KIND__FRONTEND_KIND_SERVICE ? "service"
 											   : "workload",
-		       op->frontend->upstream_id, op->frontend->target_port);
+		       op->frontend->upstream_id, op->frontend->target_port, op->frontend->flags);
 		break;
 	case KMESH__IPC__TABLE_OP__ROW_SERVICE:
 		printf("service %u mode %u count", op->service->id, op->service->lb_mode);
@@ -192,6 +192,11 @@ static void print_row(const Kmesh__Ipc__TableOp *op)
 		}
 		printf("\n");
 		break;
+	case KMESH__IPC__TABLE_OP__ROW_PORT_OVERRIDE:
+		printf("port_override service %u backend %u port %u target %u\n",
+		       op->port_override->service_id, op->port_override->backend_id,
+		       op->port_override->port, op->port_override->target_port);
+		break;
 	default:
 		break;
 	}
@@ -199,13 +204,14 @@ static void print_row(const Kmesh__Ipc__TableOp *op)
 
 static int cmd_dump(const struct args *a)
 {
-	static const char *const names[] = { "", "manage", "frontend", "service", "endpoint", "backend" };
+	static const char *const names[] = { "", "manage", "frontend", "service", "endpoint", "backend",
+					     "port_override" };
 	struct km_sync_client cl;
 	km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep;
 	Kmesh__Ipc__DumpRequest d = KMESH__IPC__DUMP_REQUEST__INIT;
 	int err;
 
-	for (int t = 1; t <= 5; t++)
+	for (int t = 1; t <= 6; t++)
 		if (!strcmp(a->table, names[t]))
 			d.table = (Kmesh__Ipc__Table)t;
 	if (!d.table)

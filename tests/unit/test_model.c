@@ -14,6 +14,7 @@
 
 #include "services/xds-agent/model.h"
 #include "shared/addr.h"
+#include "shared/log.h"
 
 #define SIM_SVCS_MAX 8
 
@@ -84,6 +85,9 @@ static void op_text(const struct km_model *m, const struct km_op *o, char *buf, 
 	case KM_OP_ENDPOINT:
 		snprintf(buf, len, "EP%s %u=%s", sign, o->ep.index,
 			 o->del ? "" : name_of(m, o->ep.backend_id));
+		break;
+	case KM_OP_PORT_OVERRIDE:
+		snprintf(buf, len, "PO%s %u=%u", sign, o->po.port, o->po.target_port);
 		break;
 	default:
 		snprintf(buf, len, "FE%s %s:%u", sign, km_addr_format(&o->fe.addr, a), o->fe.port);
@@ -265,19 +269,210 @@ static void test_workload_loses_address(void **state)
 	EXPECT(&f->m, &f->l, "FE- 10.0.0.1:0", "SVC+ demo/web 0", "EP- 0=", "BE- w1");
 }
 
+
+/* ---- locality, waypoints, overrides, host network --------------------------------------------- */
+
+static struct km_workload_res *located(const char *uid, const char *ip, const char *node,
+				       const char *region, const char *zone)
+{
+	struct km_workload_res *w = wl(uid, ip, KM_WORKLOAD_HEALTHY, 1, SVC);
+
+	w->node = strdup(node);
+	w->region = strdup(region);
+	w->zone = strdup(zone);
+	return w;
+}
+
+static struct km_service_res *with_mode(struct km_service_res *s, uint32_t mode, int n_scopes, ...)
+{
+	va_list ap;
+
+	s->lb_mode = mode;
+	va_start(ap, n_scopes);
+	for (int i = 0; i < n_scopes; i++)
+		s->scopes[s->n_scopes++] = va_arg(ap, uint32_t);
+	va_end(ap);
+	return s;
+}
+
+static uint32_t prio_of(struct fx *f, const char *uid)
+{
+	uint32_t id = km_ids_find(&f->m.ids, uid);
+
+	for (uint32_t p = 0; p < KM_PRIO_COUNT; p++) {
+		const uint32_t *eps;
+		size_t n = km_model_endpoints(&f->m, SVC, p, &eps);
+
+		for (size_t i = 0; i < n; i++)
+			if (eps[i] == id)
+				return p;
+	}
+	return 99;
+}
+
+static void test_locality_priorities(void **state)
+{
+	struct fx *f = *state;
+
+	km_model_set_local_node(&f->m, "n1");
+	km_model_upsert_service(&f->m, with_mode(svc(SVC, "10.96.0.1", 80, 0), KM_LB_FAILOVER, 2,
+						 KM_SCOPE_REGION, KM_SCOPE_ZONE));
+	/* before this node's locality is known everything is group 0 (as Kmesh) */
+	km_model_upsert_workload(&f->m, located("far", "10.0.0.3", "n3", "r2", "z1"));
+	assert_int_equal(prio_of(f, "far"), 0);
+	/* a workload on this node teaches the locality; everything is re-prioritised */
+	km_model_upsert_workload(&f->m, located("local", "10.0.0.1", "n1", "r1", "z1"));
+	km_model_upsert_workload(&f->m, located("zone2", "10.0.0.2", "n2", "r1", "z2"));
+	km_model_flush(&f->m);
+	assert_int_equal(prio_of(f, "local"), 0); /* shares region and zone */
+	assert_int_equal(prio_of(f, "zone2"), 1); /* shares the region only */
+	assert_int_equal(prio_of(f, "far"), 2);   /* shares nothing */
+	/* back to RANDOM: everyone in group 0 */
+	km_oplist_clear(&f->l);
+	km_model_upsert_service(&f->m, svc(SVC, "10.96.0.1", 80, 0));
+	km_model_flush(&f->m);
+	assert_int_equal(prio_of(f, "zone2"), 0);
+	assert_int_equal(prio_of(f, "far"), 0);
+	{
+		const uint32_t *eps;
+
+		assert_int_equal(km_model_endpoints(&f->m, SVC, 0, &eps), 3);
+		assert_int_equal(km_model_endpoints(&f->m, SVC, 1, &eps), 0);
+	}
+}
+
+static void test_waypoint_resolution_order(void **state)
+{
+	struct fx *f = *state;
+	struct km_service_res *s = svc(SVC, "10.96.0.1", 80, 0);
+	struct km_workload_res *w = wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 0);
+	struct km_model_stats st;
+
+	s->waypoint = (struct km_waypoint){ .kind = KM_WAYPOINT_HOSTNAME, .service = strdup("ns/wp"),
+					    .hbone_port = 15008 };
+	w->waypoint = (struct km_waypoint){ .kind = KM_WAYPOINT_HOSTNAME, .service = strdup("ns/wp"),
+					    .hbone_port = 15008 };
+	km_model_upsert_service(&f->m, s);
+	km_model_upsert_workload(&f->m, w);
+	km_model_flush(&f->m);
+	/* the waypoint service is not known yet: pending (port, no address) */
+	assert_int_equal(f->l.ops[0].table, KM_OP_SERVICE);
+	assert_int_equal(f->l.ops[0].svc.waypoint.port, 15008);
+	assert_false(f->l.ops[0].svc.waypoint.has_addr);
+	km_model_stats(&f->m, &st);
+	assert_int_equal(st.pending_waypoints, 2);
+	km_oplist_clear(&f->l);
+
+	/* it arrives: both dependents are rewritten with its first VIP */
+	km_model_upsert_service(&f->m, svc("ns/wp", "10.96.9.9", 15008, 0));
+	km_model_flush(&f->m);
+	{
+		int svc_rows = 0, be_rows = 0;
+		char buf[KM_ADDR_STRLEN];
+
+		for (size_t i = 0; i < f->l.n; i++) {
+			const struct km_op *o = &f->l.ops[i];
+
+			if (o->table == KM_OP_SERVICE && o->svc.id == km_ids_find(&f->m.ids, SVC)) {
+				assert_true(o->svc.waypoint.has_addr);
+				assert_string_equal(km_addr_format(&o->svc.waypoint.addr, buf), "10.96.9.9");
+				svc_rows++;
+			}
+			if (o->table == KM_OP_BACKEND) {
+				assert_string_equal(km_addr_format(&o->be.waypoint.addr, buf), "10.96.9.9");
+				be_rows++;
+			}
+		}
+		assert_int_equal(svc_rows, 1);
+		assert_int_equal(be_rows, 1);
+	}
+	km_model_stats(&f->m, &st);
+	assert_int_equal(st.pending_waypoints, 0);
+	km_oplist_clear(&f->l);
+	/* its VIP changes: rewritten again; it goes: pending again */
+	km_model_upsert_service(&f->m, svc("ns/wp", "10.96.9.10", 15008, 0));
+	km_model_flush(&f->m);
+	assert_int_equal(f->l.n, 4); /* FE-, FE+, and the two dependents */
+	km_oplist_clear(&f->l);
+	km_model_remove_service(&f->m, "ns/wp");
+	km_model_flush(&f->m);
+	km_model_stats(&f->m, &st);
+	assert_int_equal(st.pending_waypoints, 2);
+}
+
+static void test_waypoint_pointing_at_itself_is_ignored(void **state)
+{
+	struct fx *f = *state;
+	struct km_service_res *s = svc(SVC, "10.96.0.1", 15008, 0);
+
+	s->waypoint = (struct km_waypoint){ .kind = KM_WAYPOINT_ADDRESS, .hbone_port = 15008 };
+	km_addr_parse("10.96.0.1", &s->waypoint.addr);
+	km_model_upsert_service(&f->m, s);
+	km_model_flush(&f->m);
+	assert_int_equal(f->l.ops[0].table, KM_OP_SERVICE);
+	assert_int_equal(f->l.ops[0].svc.waypoint.port, 0);
+}
+
+static void test_port_override_order(void **state)
+{
+	struct fx *f = *state;
+	struct km_workload_res *w;
+
+	seed(f, 1, 8080); /* w1 uses the service's 80 -> 8080 */
+	w = wl("w2", "10.0.0.2", KM_WORKLOAD_HEALTHY, 1, SVC);
+	w->services[0].ports = calloc(1, sizeof(struct km_port));
+	w->services[0].ports[0] = (struct km_port){ 80, 9090 };
+	w->services[0].n_ports = 1;
+	km_model_upsert_workload(&f->m, w);
+	km_model_flush(&f->m);
+	/* the override row, then the frontend saying "look overrides up", then the endpoint */
+	EXPECT(&f->m, &f->l, "BE+ w2", "PO+ 80=9090", "FE+ 10.96.0.1:80", "EP+ 1=w2", "FE+ 10.0.0.2:0",
+	       "SVC+ demo/web 2");
+	km_model_remove_workload(&f->m, "w2");
+	km_model_flush(&f->m);
+	/* gone from the endpoints first, then its override, then the flag cleared */
+	EXPECT(&f->m, &f->l, "FE- 10.0.0.2:0", "SVC+ demo/web 1", "EP- 1=", "PO- 80=0",
+	       "FE+ 10.96.0.1:80", "BE- ?");
+}
+
+static void test_host_network_health_policy_capacity(void **state)
+{
+	struct fx *f = *state;
+	struct km_service_res *s = svc(SVC, "10.96.0.1", 80, 0);
+	struct km_workload_res *w = wl("hn", "10.0.0.9", KM_WORKLOAD_UNHEALTHY, 1, SVC);
+
+	s->allow_unhealthy = 1;
+	w->host_network = 1;
+	w->capacity = 5;
+	km_model_upsert_service(&f->m, s);
+	km_oplist_clear(&f->l);
+	km_model_upsert_workload(&f->m, w);
+	km_model_flush(&f->m);
+	/* no pod-IP frontend for a host-network workload; unhealthy but ALLOW_ALL: an endpoint */
+	EXPECT(&f->m, &f->l, "BE+ hn", "EP+ 0=hn", "SVC+ demo/web 1");
+	km_model_upsert_workload(&f->m, wl("hn", "10.0.0.9", KM_WORKLOAD_UNHEALTHY, 1, SVC));
+	km_model_flush(&f->m);
+	/* back to a normal pod: its frontend appears, weight back to 1 */
+	assert_int_equal(f->l.ops[0].table, KM_OP_BACKEND);
+	assert_int_equal(f->l.ops[0].be.weight, 1);
+}
+
 /* ---- randomized simulation ------------------------------------------------------------------- */
 
 #define SIM_SVCS 4
 #define SIM_WLS 12
 #define SIM_SLOTS 64
+#define SIM_NODES 3
 
-/* Simulated tables, indexed by small numbers derived from ids. */
+/* Simulated tables, indexed by small numbers derived from ids and addresses. */
 struct sim {
 	int svc_row[SIM_SVCS];
-	uint32_t svc_count[SIM_SVCS];
-	uint32_t ep[SIM_SVCS][SIM_SLOTS]; /* backend id, 0 = no row */
+	uint32_t svc_count[SIM_SVCS][KM_PRIO_COUNT];
+	uint32_t ep[SIM_SVCS][KM_PRIO_COUNT][SIM_SLOTS]; /* backend id, 0 = no row */
 	int be_row[SIM_WLS];
-	int fe_svc[SIM_SVCS][4]; /* (service, vip variant) frontend present */
+	int fe_svc[SIM_SVCS][4];      /* (service, vip variant) frontend present */
+	int fe_flag[SIM_SVCS][4];     /* ... with KM_FE_F_PORT_OVERRIDES */
+	uint16_t ovr[SIM_SVCS][SIM_WLS]; /* override target for port 80, 0 = no row */
 	int fe_wl[SIM_WLS];
 };
 
@@ -293,55 +488,68 @@ static int svc_index(uint32_t id)
 	return -1;
 }
 
-/* Frontend keys are per (service, vip) here: VIP 10.96.0.<s>, second octet variant in byte 14. */
+static int wl_index(uint32_t id)
+{
+	for (int i = 0; i < SIM_WLS; i++)
+		if (km_ids_fnv1a(sim_names[SIM_SVCS + i]) == id)
+			return i;
+	return -1;
+}
+
+static int backend_live(const struct sim *s, uint32_t id)
+{
+	for (int w = 0; w < SIM_WLS; w++)
+		if (s->be_row[w] == (int)id)
+			return 1;
+	return 0;
+}
+
+/* Frontend keys are per (service, vip): VIP 10.96.<variant>.<service>. */
 static void sim_apply(struct sim *s, const struct km_op *o)
 {
 	switch (o->table) {
 	case KM_OP_BACKEND: {
-		int w = (int)o->be.addr4.bytes[15] - 1;
+		int w = wl_index(o->be.id);
 
-		if (o->del) {
-			for (int i = 0; i < SIM_WLS; i++)
-				if (s->be_row[i] == (int)o->be.id)
-					s->be_row[i] = 0;
-			return;
-		}
-		assert_true(w >= 0 && w < SIM_WLS);
-		s->be_row[w] = (int)o->be.id;
+		assert_true(w >= 0);
+		s->be_row[w] = o->del ? 0 : (int)o->be.id;
 		return;
 	}
 	case KM_OP_SERVICE: {
-		int i;
+		int i = svc_index(o->svc.id);
 
+		assert_true(i >= 0);
 		if (o->del) {
-			for (i = 0; i < SIM_SVCS; i++)
-				if (s->svc_row[i] == (int)o->svc.id)
-					s->svc_row[i] = 0, s->svc_count[i] = 0;
+			s->svc_row[i] = 0;
+			memset(s->svc_count[i], 0, sizeof(s->svc_count[i]));
 			return;
 		}
-		i = svc_index(o->svc.id);
-		assert_true(i >= 0);
-		/* the writer's check: the count exposes only written endpoints */
-		for (uint32_t k = 0; k < o->svc.count[0]; k++)
-			if (!s->ep[i][k])
-				fail_msg("service %d count %u exposes missing endpoint %u", i, o->svc.count[0], k);
+		/* the writer's check: a count exposes only written endpoints */
+		for (int p = 0; p < KM_PRIO_COUNT; p++)
+			for (uint32_t k = 0; k < o->svc.count[p]; k++)
+				if (!s->ep[i][p][k])
+					fail_msg("service %d prio %d count %u exposes missing slot %u", i, p,
+						 o->svc.count[p], k);
 		s->svc_row[i] = (int)o->svc.id;
-		s->svc_count[i] = o->svc.count[0];
+		memcpy(s->svc_count[i], o->svc.count, sizeof(s->svc_count[i]));
 		return;
 	}
 	case KM_OP_ENDPOINT: {
-		int i = svc_index(o->ep.service_id), present = 0;
+		int i = svc_index(o->ep.service_id);
 
-		assert_true(i >= 0 && o->ep.index < SIM_SLOTS);
-		if (o->del) {
-			s->ep[i][o->ep.index] = 0;
-			return;
-		}
-		for (int w = 0; w < SIM_WLS; w++)
-			present |= s->be_row[w] == (int)o->ep.backend_id;
-		if (!present)
+		assert_true(i >= 0 && o->ep.index < SIM_SLOTS && o->ep.prio < KM_PRIO_COUNT);
+		if (!o->del && !backend_live(s, o->ep.backend_id))
 			fail_msg("endpoint names backend %u, which has no row", o->ep.backend_id);
-		s->ep[i][o->ep.index] = o->ep.backend_id;
+		s->ep[i][o->ep.prio][o->ep.index] = o->del ? 0 : o->ep.backend_id;
+		return;
+	}
+	case KM_OP_PORT_OVERRIDE: {
+		int i = svc_index(o->po.service_id), w = wl_index(o->po.backend_id);
+
+		assert_true(i >= 0 && w >= 0 && o->po.port == 80);
+		if (!o->del && !backend_live(s, o->po.backend_id))
+			fail_msg("override names backend %u, which has no row", o->po.backend_id);
+		s->ovr[i][w] = o->del ? 0 : o->po.target_port;
 		return;
 	}
 	default:
@@ -352,16 +560,13 @@ static void sim_apply(struct sim *s, const struct km_op *o)
 			if (!o->del && s->svc_row[i] != (int)o->fe.upstream_id)
 				fail_msg("frontend of service %d written before its service row", i);
 			s->fe_svc[i][v] = !o->del;
+			s->fe_flag[i][v] = !o->del && (o->fe.flags & KM_FE_F_PORT_OVERRIDES);
 		} else {
-			int w = o->fe.addr.bytes[15] - 1, present = 0;
+			int w = o->fe.addr.bytes[15] - 1;
 
 			assert_true(w >= 0 && w < SIM_WLS);
-			if (!o->del) {
-				for (int k = 0; k < SIM_WLS; k++)
-					present |= s->be_row[k] == (int)o->fe.upstream_id;
-				if (!present)
-					fail_msg("workload frontend written before its backend row");
-			}
+			if (!o->del && !backend_live(s, o->fe.upstream_id))
+				fail_msg("workload frontend written before its backend row");
 			s->fe_wl[w] = !o->del;
 		}
 		return;
@@ -375,49 +580,51 @@ static void sim_invariants(const struct sim *s)
 		for (int v = 0; v < 4; v++)
 			if (s->fe_svc[i][v] && !s->svc_row[i])
 				fail_msg("frontend of service %d without its service row", i);
-		for (uint32_t k = 0; s->svc_row[i] && k < s->svc_count[i]; k++) {
-			int present = 0;
-
-			for (int w = 0; w < SIM_WLS; w++)
-				present |= s->ep[i][k] && s->be_row[w] == (int)s->ep[i][k];
-			if (!present)
-				fail_msg("service %d slot %u (of %u) has no live backend", i, k, s->svc_count[i]);
-		}
+		for (int p = 0; s->svc_row[i] && p < KM_PRIO_COUNT; p++)
+			for (uint32_t k = 0; k < s->svc_count[i][p]; k++)
+				if (!backend_live(s, s->ep[i][p][k]))
+					fail_msg("service %d prio %d slot %u has no live backend", i, p, k);
 	}
 	for (int w = 0; w < SIM_WLS; w++)
 		if (s->fe_wl[w] && !s->be_row[w])
 			fail_msg("pod frontend %d without backend row", w);
 }
 
-/* After a flush the tables hold exactly the model. */
+/* After a flush the tables hold exactly the model's intent, derived here from the resources. */
 static void sim_matches_model(const struct sim *s, const struct km_model *m)
 {
 	for (int i = 0; i < SIM_SVCS; i++) {
-		const uint32_t *eps;
-		size_t n = km_model_endpoints(m, sim_names[i], 0, &eps);
-		int known = km_model_find_service(m, sim_names[i]) != NULL;
+		const struct km_service_res *sr = km_model_find_service(m, sim_names[i]);
+		int any_override = 0;
 
-		assert_int_equal(!!s->svc_row[i], known);
-		if (!known) {
-			for (int k = 0; k < SIM_SLOTS; k++)
-				assert_int_equal(s->ep[i][k], 0);
-			continue;
-		}
-		assert_int_equal(s->svc_count[i], n);
-		for (size_t k = 0; k < SIM_SLOTS; k++)
-			assert_int_equal(s->ep[i][k], k < n ? eps[k] : 0);
-		/* every healthy, addressed member is an endpoint exactly once */
+		assert_int_equal(!!s->svc_row[i], sr != NULL);
 		for (int w = 0; w < SIM_WLS; w++) {
 			const struct km_workload_res *r = km_model_find_workload(m, sim_names[SIM_SVCS + w]);
-			uint32_t id = km_ids_find(&m->ids, sim_names[SIM_SVCS + w]);
-			int want = r && r->n_addrs && r->status == KM_WORKLOAD_HEALTHY &&
-				   km_workload_membership(r, sim_names[i]) != NULL;
+			uint32_t id = km_ids_fnv1a(sim_names[SIM_SVCS + w]);
+			const struct km_membership *ms = r ? km_workload_membership(r, sim_names[i]) : NULL;
+			int want = sr && ms && r->n_addrs && r->status == KM_WORKLOAD_HEALTHY;
+			uint32_t t = want ? km_target_port(sr, ms, 80) : 0;
 			int times = 0;
 
-			for (size_t k = 0; k < n; k++)
-				times += eps[k] == id;
+			for (int p = 0; p < KM_PRIO_COUNT; p++)
+				for (uint32_t k = 0; k < s->svc_count[i][p]; k++)
+					times += s->ep[i][p][k] == id;
 			assert_int_equal(times, want);
+			/* an override row exactly where the workload's port differs */
+			assert_int_equal(s->ovr[i][w], want && t != km_target_port(sr, NULL, 80) ? t : 0);
+			any_override |= s->ovr[i][w] != 0;
 		}
+		for (int p = 0; p < KM_PRIO_COUNT; p++) {
+			const uint32_t *eps;
+			size_t n = km_model_endpoints(m, sim_names[i], (uint32_t)p, &eps);
+
+			assert_int_equal(s->svc_count[i][p], sr ? n : 0);
+			for (size_t k = 0; k < SIM_SLOTS; k++)
+				assert_int_equal(s->ep[i][p][k], sr && k < n ? eps[k] : 0);
+		}
+		for (int v = 0; v < 4; v++)
+			if (s->fe_svc[i][v])
+				assert_int_equal(s->fe_flag[i][v], any_override);
 	}
 }
 
@@ -425,28 +632,34 @@ static void test_random_sequences_keep_invariants(void **state)
 {
 	struct km_oplist l;
 	struct km_model m;
-	struct sim sim;
+	static struct sim sim;
 	size_t applied = 0;
+	static const char *nodes[SIM_NODES] = { "n0", "n1", "n2" };
 
 	(void)state;
 	srand(20261121);
+	km_log_set_level(KM_LOG_WARN);
 	for (int i = 0; i < SIM_SVCS; i++)
 		snprintf(sim_names[i], sizeof(sim_names[i]), "ns/svc%d", i);
 	for (int i = 0; i < SIM_WLS; i++)
 		snprintf(sim_names[SIM_SVCS + i], sizeof(sim_names[0]), "Kubernetes//Pod/ns/w%d", i);
 	km_oplist_init(&l);
 	km_model_init(&m, &l, NULL);
+	km_model_set_local_node(&m, "n0");
 	memset(&sim, 0, sizeof(sim));
 
-	for (int step = 0; step < 3000; step++) {
+	for (int step = 0; step < 4000; step++) {
 		int r = rand() % 10;
 
 		if (r < 2) {
 			int i = rand() % SIM_SVCS;
 			char vip[32];
+			static const uint32_t modes[] = { KM_LB_RANDOM, KM_LB_FAILOVER, KM_LB_STRICT };
 
 			snprintf(vip, sizeof(vip), "10.96.%d.%d", rand() % 4, i);
-			km_model_upsert_service(&m, svc(sim_names[i], vip, 80, (uint32_t)(8080 + rand() % 2)));
+			km_model_upsert_service(&m, with_mode(svc(sim_names[i], vip, 80,
+								 (uint32_t)(8080 + rand() % 2)),
+							     modes[rand() % 3], 1, KM_SCOPE_NODE));
 		} else if (r < 3) {
 			km_model_remove_service(&m, sim_names[rand() % SIM_SVCS]);
 		} else if (r < 9) {
@@ -457,15 +670,26 @@ static void test_random_sequences_keep_invariants(void **state)
 			snprintf(ip, sizeof(ip), "10.0.0.%d", w + 1);
 			res = wl(sim_names[SIM_SVCS + w], rand() % 8 ? ip : NULL,
 				 rand() % 4 ? KM_WORKLOAD_HEALTHY : KM_WORKLOAD_UNHEALTHY, 0);
-			for (int i = 0; i < SIM_SVCS; i++)
-				if (mask & (1 << i))
-					res->services[res->n_services++].service = strdup(sim_names[i]);
-			km_workload_res_normalize(res);
+			res->node = strdup(nodes[rand() % SIM_NODES]);
+			for (int i = 0; i < SIM_SVCS; i++) {
+				struct km_membership *ms;
+
+				if (!(mask & (1 << i)))
+					continue;
+				ms = &res->services[res->n_services++];
+				ms->service = strdup(sim_names[i]);
+				if (rand() % 3 == 0) { /* this workload's own target port */
+					ms->ports = calloc(1, sizeof(*ms->ports));
+					ms->ports[0] = (struct km_port){ 80, (uint32_t)(9000 + rand() % 2) };
+					ms->n_ports = 1;
+				}
+			}
+			assert_int_equal(km_workload_res_normalize(res), 0);
 			km_model_upsert_workload(&m, res);
 		} else {
 			km_model_remove_workload(&m, sim_names[SIM_SVCS + rand() % SIM_WLS]);
 		}
-		if (rand() % 3 == 0 || step == 2999) {
+		if (rand() % 3 == 0 || step == 3999) {
 			km_model_flush(&m);
 			assert_false(l.oom);
 			for (size_t k = 0; k < l.n; k++) {
@@ -480,6 +704,7 @@ static void test_random_sequences_keep_invariants(void **state)
 	assert_true(applied > 1000);
 	km_model_free(&m);
 	km_oplist_free(&l);
+	km_log_set_level(KM_LOG_INFO);
 }
 
 int main(void)
@@ -491,6 +716,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unhealthy_leaves_endpoints_but_keeps_backend, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_service_changes_and_removal, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_workload_loses_address, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_locality_priorities, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_waypoint_resolution_order, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_waypoint_pointing_at_itself_is_ignored, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_port_override_order, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_host_network_health_policy_capacity, fx_setup, fx_teardown),
 		cmocka_unit_test(test_random_sequences_keep_invariants),
 	};
 

@@ -39,7 +39,9 @@ static int setup(void **state)
 	t.fd_service = make_map(sizeof(struct km_service_key), sizeof(struct km_service_value), 8);
 	t.fd_endpoint = make_map(sizeof(struct km_endpoint_key), sizeof(struct km_endpoint_value), 64);
 	t.fd_backend = make_map(sizeof(struct km_backend_key), sizeof(struct km_backend_value), 8);
-	t.sizes = (struct km_table_sizes){ 8, 4, 8, 64, 8 };
+	t.fd_port_override = make_map(sizeof(struct km_port_override_key),
+				      sizeof(struct km_port_override_value), 8);
+	t.sizes = (struct km_table_sizes){ 8, 4, 8, 64, 8, 8 };
 	*state = &t;
 	return 0;
 }
@@ -47,9 +49,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct km_tables *t = *state;
-	int fds[] = { t->fd_manage, t->fd_frontend, t->fd_service, t->fd_endpoint, t->fd_backend };
+	int fds[] = { t->fd_manage, t->fd_frontend, t->fd_service, t->fd_endpoint, t->fd_backend,
+		      t->fd_port_override };
 
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	return 0;
