@@ -18,7 +18,7 @@ XDS_LIBS    := $(shell pkg-config --libs jansson libnghttp2 wolfssl) $(COMMON_LI
 LDLIBS      := $(MW_LIBS) $(XDS_LIBS)
 SANFLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-IPC_SRCS    := ipc/frame.c ipc/conn.c ipc/message.c ipc/client_sync.c $(GEN)/kmesh_ipc.pb-c.c
+IPC_SRCS    := ipc/frame.c ipc/conn.c ipc/message.c ipc/client_sync.c ipc/server.c $(GEN)/kmesh_ipc.pb-c.c
 SHARED_SRCS := shared/log.c shared/options.c shared/signals.c shared/addr.c shared/base64.c
 MW_SRCS     := $(filter-out %/main.c,$(wildcard services/map-writer/*.c))
 WIRE_PROTOS := $(wildcard proto/*.proto)

@@ -13,7 +13,8 @@
 #include "ipc/frame.h"
 #include "services/map-writer/access.h"
 #include "services/map-writer/dataplane.h"
-#include "services/map-writer/server.h"
+#include "ipc/server.h"
+#include "services/map-writer/requests.h"
 #include "services/map-writer/tables.h"
 #include "shared/log.h"
 #include "shared/options.h"
@@ -23,7 +24,8 @@ struct writer {
 	uv_loop_t *loop;
 	struct km_dataplane dp;
 	struct km_tables tables;
-	struct km_server server;
+	struct km_ipc_server server;
+	struct km_mw_requests requests;
 	struct km_signals signals;
 	struct km_access access;
 	int detach_on_exit;
@@ -66,7 +68,7 @@ static int parse_group(const char *arg, void *target, char *err, size_t errlen)
 	return 0;
 }
 
-static void on_server_stopped(struct km_server *srv)
+static void on_server_stopped(struct km_ipc_server *srv)
 {
 	struct writer *w = (struct writer *)((char *)srv - offsetof(struct writer, server));
 
@@ -78,7 +80,7 @@ static void on_shutdown(void *arg, int signum)
 	struct writer *w = arg;
 
 	(void)signum;
-	km_server_stop(&w->server, on_server_stopped);
+	km_ipc_server_stop(&w->server, on_server_stopped);
 }
 
 int main(int argc, char **argv)
@@ -134,7 +136,8 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	struct km_dataplane_config dcfg;
-	struct km_server_config scfg;
+	struct km_ipc_server_config scfg;
+	const struct km_ipc_server_ops ops = { km_mw_allowed, km_mw_handle_request };
 	int rc;
 
 	km_log_init("kmesh-map-writer");
@@ -165,8 +168,11 @@ int main(int argc, char **argv)
 	scfg.mode = socket_mode;
 	scfg.gid = socket_gid;
 	scfg.max_frame = (size_t)max_frame;
+	scfg.name = "kmesh-map-writer";
+	w.requests.tables = &w.tables;
+	w.requests.access = &w.access;
 	if (km_signals_init(w.loop, &w.signals, on_shutdown, &w) != 0 ||
-	    km_server_start(&w.server, w.loop, &scfg, &w.tables, &w.access) != 0) {
+	    km_ipc_server_start(&w.server, w.loop, &scfg, &ops, &w.requests) != 0) {
 		km_dataplane_close(&w.dp, 0);
 		return 1;
 	}

@@ -1,5 +1,5 @@
-/* server.c — map writer socket server (see server.h). */
-#include "services/map-writer/server.h"
+/* server.c — the framed Unix-socket server every kmesh daemon uses (see server.h). */
+#include "ipc/server.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,23 +10,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "ipc/message.h"
 #include "kmesh_maps.h"
 #include "shared/log.h"
 
-struct km_session {
-	struct km_conn conn;
-	struct km_server *srv;
-	struct km_session *next;
-	Kmesh__Ipc__Role role;
-	int hello_done;
-	pid_t pid;
-	uid_t uid;
-	gid_t gid;
-	char process[64];
-};
-
-static void maybe_stopped(struct km_server *srv)
+static void maybe_stopped(struct km_ipc_server *srv)
 {
 	if (srv->stopping && srv->open_handles == 0 && srv->on_stopped)
 		srv->on_stopped(srv);
@@ -34,10 +21,10 @@ static void maybe_stopped(struct km_server *srv)
 
 static void session_closed(struct km_conn *c)
 {
-	struct km_session *s = c->data;
-	struct km_server *srv = s->srv;
+	struct km_ipc_session *s = c->data;
+	struct km_ipc_server *srv = s->srv;
 
-	for (struct km_session **pp = &srv->sessions; *pp; pp = &(*pp)->next) {
+	for (struct km_ipc_session **pp = &srv->sessions; *pp; pp = &(*pp)->next) {
 		if (*pp == s) {
 			*pp = s->next;
 			break;
@@ -49,7 +36,7 @@ static void session_closed(struct km_conn *c)
 	maybe_stopped(srv);
 }
 
-static void deny(struct km_session *s, uint64_t id, const char *why)
+static void deny(struct km_ipc_session *s, uint64_t id, const char *why)
 {
 	km_warn("refusing peer pid %d uid %u gid %u: %s", (int)s->pid, (unsigned)s->uid,
 		(unsigned)s->gid, why);
@@ -57,7 +44,7 @@ static void deny(struct km_session *s, uint64_t id, const char *why)
 	km_conn_close_after_writes(&s->conn, session_closed);
 }
 
-static void handle_hello(struct km_session *s, const km_envelope *env)
+static void handle_hello(struct km_ipc_session *s, const km_envelope *env)
 {
 	const Kmesh__Ipc__Hello *h = env->hello;
 	km_envelope out = KMESH__IPC__ENVELOPE__INIT;
@@ -66,7 +53,7 @@ static void handle_hello(struct km_session *s, const km_envelope *env)
 	char why[256];
 
 	snprintf(s->process, sizeof(s->process), "%s", h->process && *h->process ? h->process : "?");
-	if (!km_access_allowed(s->srv->access, h->role, s->uid, s->gid)) {
+	if (!s->srv->ops.allowed(s->srv->arg, h->role, s->uid, s->gid)) {
 		snprintf(why, sizeof(why), "uid %u gid %u may not take role '%s' (see --allow)",
 			 (unsigned)s->uid, (unsigned)s->gid, km_msg_role_name(h->role));
 		deny(s, env->request_id, why);
@@ -89,7 +76,7 @@ static void handle_hello(struct km_session *s, const km_envelope *env)
 		km_msg_role_name(s->role));
 	hr.protocol_version = KM_IPC_PROTOCOL_VERSION;
 	hr.layout_version = KM_LAYOUT_VERSION;
-	hr.server = "kmesh-map-writer";
+	hr.server = (char *)s->srv->name;
 	reply.code = KMESH__IPC__CODE__OK;
 	reply.message = "";
 	reply.body_case = KMESH__IPC__REPLY__BODY_HELLO;
@@ -100,113 +87,9 @@ static void handle_hello(struct km_session *s, const km_envelope *env)
 	km_msg_send(&s->conn, &out);
 }
 
-static void handle_dump(struct km_session *s, const km_envelope *env)
-{
-	km_envelope out = KMESH__IPC__ENVELOPE__INIT;
-	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
-	Kmesh__Ipc__DumpReply dump;
-	char err[256];
-
-	reply.code = km_tables_dump(s->srv->tables, env->dump->table, env->dump->max_rows, &dump,
-				    err, sizeof(err));
-	reply.message = err;
-	if (reply.code == KMESH__IPC__CODE__OK) {
-		reply.body_case = KMESH__IPC__REPLY__BODY_DUMP;
-		reply.dump = &dump;
-	}
-	out.request_id = env->request_id;
-	out.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
-	out.reply = &reply;
-	if (km_msg_send(&s->conn, &out) != 0)
-		km_warn("dump reply to pid %d too large or not sent; ask for fewer rows", (int)s->pid);
-	if (reply.code == KMESH__IPC__CODE__OK)
-		km_tables_dump_free(&dump);
-}
-
-static int role_may(const struct km_session *s, Kmesh__Ipc__Envelope__BodyCase body)
-{
-	switch (body) {
-	case KMESH__IPC__ENVELOPE__BODY_BATCH:
-		return s->role == KMESH__IPC__ROLE__ROLE_XDS;
-	case KMESH__IPC__ENVELOPE__BODY_ENROLL:
-	case KMESH__IPC__ENVELOPE__BODY_UNENROLL:
-		return s->role == KMESH__IPC__ROLE__ROLE_CNI;
-	case KMESH__IPC__ENVELOPE__BODY_DUMP:
-		return s->role == KMESH__IPC__ROLE__ROLE_ADMIN || s->role == KMESH__IPC__ROLE__ROLE_XDS;
-	case KMESH__IPC__ENVELOPE__BODY_SET_LOG_LEVEL:
-		return s->role == KMESH__IPC__ROLE__ROLE_ADMIN;
-	default:
-		return 1;
-	}
-}
-
-static void handle_request(struct km_session *s, const km_envelope *env)
-{
-	struct km_tables *t = s->srv->tables;
-	Kmesh__Ipc__Code code = KMESH__IPC__CODE__OK;
-	uint32_t applied = 0;
-	char err[512] = "";
-
-	if (!role_may(s, env->body_case)) {
-		snprintf(err, sizeof(err), "role '%s' may not make this request",
-			 km_msg_role_name(s->role));
-		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__PERMISSION_DENIED, err, 0);
-		return;
-	}
-	switch (env->body_case) {
-	case KMESH__IPC__ENVELOPE__BODY_BATCH:
-		code = km_tables_apply_batch(t, env->batch, &applied, err, sizeof(err));
-		if (code != KMESH__IPC__CODE__OK)
-			km_warn("batch from pid %d: applied %u of %zu, then %s: %s", (int)s->pid, applied,
-				env->batch->n_ops, km_msg_code_name(code), err);
-		else
-			km_debug("batch from pid %d: applied %u ops", (int)s->pid, applied);
-		break;
-	case KMESH__IPC__ENVELOPE__BODY_ENROLL:
-		code = km_tables_enroll(t, env->enroll, err, sizeof(err));
-		km_log(code ? KM_LOG_WARN : KM_LOG_INFO, "enroll netns cookie %llu (%s): %s%s%s",
-		       (unsigned long long)env->enroll->netns_cookie,
-		       env->enroll->pod && *env->enroll->pod ? env->enroll->pod : "-",
-		       km_msg_code_name(code), *err ? ": " : "", err);
-		break;
-	case KMESH__IPC__ENVELOPE__BODY_UNENROLL:
-		code = km_tables_unenroll(t, env->unenroll, err, sizeof(err));
-		km_log(code ? KM_LOG_WARN : KM_LOG_INFO, "unenroll netns cookie %llu (%s): %s%s%s",
-		       (unsigned long long)env->unenroll->netns_cookie,
-		       env->unenroll->pod && *env->unenroll->pod ? env->unenroll->pod : "-",
-		       km_msg_code_name(code), *err ? ": " : "", err);
-		break;
-	case KMESH__IPC__ENVELOPE__BODY_DUMP:
-		handle_dump(s, env);
-		return;
-	case KMESH__IPC__ENVELOPE__BODY_SET_LOG_LEVEL: {
-		enum km_log_level lvl;
-
-		if (km_log_parse_level(env->set_log_level->level, &lvl) != 0) {
-			code = KMESH__IPC__CODE__BAD_REQUEST;
-			snprintf(err, sizeof(err), "unknown log level '%s' (error, warn, info, debug)",
-				 env->set_log_level->level);
-		} else {
-			km_log_set_level(lvl);
-			km_warn("log level set to %s by pid %d", km_log_level_name(lvl), (int)s->pid);
-		}
-		break;
-	}
-	case KMESH__IPC__ENVELOPE__BODY_HELLO:
-		code = KMESH__IPC__CODE__BAD_REQUEST;
-		snprintf(err, sizeof(err), "hello was already received");
-		break;
-	default:
-		code = KMESH__IPC__CODE__BAD_REQUEST;
-		snprintf(err, sizeof(err), "the map writer does not take this message");
-		break;
-	}
-	km_msg_reply(&s->conn, env->request_id, code, err, applied);
-}
-
 static void on_frame(struct km_conn *c, const uint8_t *payload, size_t len)
 {
-	struct km_session *s = c->data;
+	struct km_ipc_session *s = c->data;
 	km_envelope *env = km_msg_unpack(payload, len);
 
 	if (!env) {
@@ -222,15 +105,18 @@ static void on_frame(struct km_conn *c, const uint8_t *payload, size_t len)
 			handle_hello(s, env);
 		else
 			deny(s, env->request_id, "the first message must be a hello");
+	} else if (env->body_case == KMESH__IPC__ENVELOPE__BODY_HELLO) {
+		km_msg_reply(c, env->request_id, KMESH__IPC__CODE__BAD_REQUEST,
+			     "hello was already received", 0);
 	} else {
-		handle_request(s, env);
+		s->srv->ops.on_request(s->srv->arg, s, env);
 	}
 	km_msg_free(env);
 }
 
 static void on_error(struct km_conn *c, int err, const char *what)
 {
-	struct km_session *s = c->data;
+	struct km_ipc_session *s = c->data;
 
 	if (err == UV_EOF)
 		km_debug("peer pid %d closed the connection", (int)s->pid);
@@ -241,8 +127,8 @@ static void on_error(struct km_conn *c, int err, const char *what)
 
 static void on_connection(uv_stream_t *listener, int status)
 {
-	struct km_server *srv = listener->data;
-	struct km_session *s;
+	struct km_ipc_server *srv = listener->data;
+	struct km_ipc_session *s;
 
 	if (status < 0) {
 		km_warn("accept: %s", uv_strerror(status));
@@ -294,16 +180,18 @@ static int clear_stale_socket(const char *path)
 	return unlink(path) == 0 ? 0 : -errno;
 }
 
-int km_server_start(struct km_server *srv, uv_loop_t *loop, const struct km_server_config *cfg,
-		    struct km_tables *tables, const struct km_access *access)
+int km_ipc_server_start(struct km_ipc_server *srv, uv_loop_t *loop,
+			const struct km_ipc_server_config *cfg, const struct km_ipc_server_ops *ops,
+			void *arg)
 {
 	mode_t old_umask;
 	int err;
 
 	memset(srv, 0, sizeof(*srv));
 	srv->loop = loop;
-	srv->tables = tables;
-	srv->access = access;
+	srv->ops = *ops;
+	srv->arg = arg;
+	srv->name = cfg->name;
 	srv->max_frame = cfg->max_frame;
 	if (strlen(cfg->path) >= sizeof(srv->path)) {
 		km_error("socket path %s is too long (at most %zu bytes)", cfg->path,
@@ -337,13 +225,13 @@ int km_server_start(struct km_server *srv, uv_loop_t *loop, const struct km_serv
 
 static void listener_closed(uv_handle_t *h)
 {
-	struct km_server *srv = h->data;
+	struct km_ipc_server *srv = h->data;
 
 	srv->open_handles--;
 	maybe_stopped(srv);
 }
 
-void km_server_stop(struct km_server *srv, void (*on_stopped)(struct km_server *srv))
+void km_ipc_server_stop(struct km_ipc_server *srv, void (*on_stopped)(struct km_ipc_server *srv))
 {
 	srv->stopping = 1;
 	srv->on_stopped = on_stopped;
@@ -351,7 +239,7 @@ void km_server_stop(struct km_server *srv, void (*on_stopped)(struct km_server *
 		unlink(srv->path);
 		srv->listening = 0;
 	}
-	for (struct km_session *s = srv->sessions; s; s = s->next)
+	for (struct km_ipc_session *s = srv->sessions; s; s = s->next)
 		km_conn_close(&s->conn, session_closed);
 	if (!uv_is_closing((uv_handle_t *)&srv->listener))
 		uv_close((uv_handle_t *)&srv->listener, listener_closed);

@@ -1,0 +1,66 @@
+/* server.h — the framed Unix-socket server every kmesh daemon uses: listens (socket file created
+ * with the given mode and group, never world-open, a stale file replaced only if nothing listens),
+ * accepts peers and reads their SO_PEERCRED, requires a hello whose role the daemon allows for
+ * that peer, then hands each request to the daemon in arrival order. Framing errors close the
+ * peer; a frame that is not an Envelope gets BAD_REQUEST and the connection stays usable. */
+#ifndef KM_IPC_SERVER_H
+#define KM_IPC_SERVER_H
+
+#include <sys/types.h>
+#include <uv.h>
+
+#include "ipc/conn.h"
+#include "ipc/message.h"
+
+struct km_ipc_server;
+
+struct km_ipc_session {
+	struct km_conn conn;
+	struct km_ipc_server *srv;
+	struct km_ipc_session *next;
+	Kmesh__Ipc__Role role;
+	int hello_done;
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	char process[64];
+};
+
+struct km_ipc_server_ops {
+	/* May this peer (SO_PEERCRED) take the role it claims at hello? */
+	int (*allowed)(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gid);
+	/* A request after the hello. Every request gets exactly one reply. */
+	void (*on_request)(void *arg, struct km_ipc_session *s, const km_envelope *env);
+};
+
+struct km_ipc_server_config {
+	const char *path;
+	mode_t mode; /* socket file permissions, e.g. 0660 */
+	gid_t gid;   /* group of the socket file; (gid_t)-1 = leave */
+	size_t max_frame;
+	const char *name; /* sent in the hello reply, e.g. "kmesh-map-writer" */
+};
+
+struct km_ipc_server {
+	uv_loop_t *loop;
+	uv_pipe_t listener;
+	struct km_ipc_server_ops ops;
+	void *arg;
+	const char *name;
+	struct km_ipc_session *sessions;
+	size_t max_frame;
+	char path[108];
+	int listening;
+	int stopping;
+	unsigned int open_handles;
+	void (*on_stopped)(struct km_ipc_server *srv);
+};
+
+/* Returns 0 or a negative errno/uv error, logged with what to do. */
+int km_ipc_server_start(struct km_ipc_server *srv, uv_loop_t *loop,
+			const struct km_ipc_server_config *cfg, const struct km_ipc_server_ops *ops,
+			void *arg);
+/* Close the listener and every session; on_stopped (may be NULL) runs when all are closed. */
+void km_ipc_server_stop(struct km_ipc_server *srv, void (*on_stopped)(struct km_ipc_server *srv));
+
+#endif

@@ -1,0 +1,116 @@
+/* requests.c — what the map writer does with each request from a peer: role checks per request
+ * kind, then table batches, enroll/unenroll, dumps and log levels (see requests.h). */
+#include "services/map-writer/requests.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "shared/log.h"
+
+int km_mw_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gid)
+{
+	struct km_mw_requests *w = arg;
+
+	return km_access_allowed(w->access, role, uid, gid);
+}
+
+static void handle_dump(struct km_mw_requests *w, struct km_ipc_session *s, const km_envelope *env)
+{
+	km_envelope out = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
+	Kmesh__Ipc__DumpReply dump;
+	char err[256];
+
+	reply.code = km_tables_dump(w->tables, env->dump->table, env->dump->max_rows, &dump,
+				    err, sizeof(err));
+	reply.message = err;
+	if (reply.code == KMESH__IPC__CODE__OK) {
+		reply.body_case = KMESH__IPC__REPLY__BODY_DUMP;
+		reply.dump = &dump;
+	}
+	out.request_id = env->request_id;
+	out.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
+	out.reply = &reply;
+	if (km_msg_send(&s->conn, &out) != 0)
+		km_warn("dump reply to pid %d too large or not sent; ask for fewer rows", (int)s->pid);
+	if (reply.code == KMESH__IPC__CODE__OK)
+		km_tables_dump_free(&dump);
+}
+
+static int role_may(const struct km_ipc_session *s, Kmesh__Ipc__Envelope__BodyCase body)
+{
+	switch (body) {
+	case KMESH__IPC__ENVELOPE__BODY_BATCH:
+		return s->role == KMESH__IPC__ROLE__ROLE_XDS;
+	case KMESH__IPC__ENVELOPE__BODY_ENROLL:
+	case KMESH__IPC__ENVELOPE__BODY_UNENROLL:
+		return s->role == KMESH__IPC__ROLE__ROLE_CNI;
+	case KMESH__IPC__ENVELOPE__BODY_DUMP:
+		return s->role == KMESH__IPC__ROLE__ROLE_ADMIN || s->role == KMESH__IPC__ROLE__ROLE_XDS;
+	case KMESH__IPC__ENVELOPE__BODY_SET_LOG_LEVEL:
+		return s->role == KMESH__IPC__ROLE__ROLE_ADMIN;
+	default:
+		return 1;
+	}
+}
+
+void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope *env)
+{
+	struct km_mw_requests *w = arg;
+	struct km_tables *t = w->tables;
+	Kmesh__Ipc__Code code = KMESH__IPC__CODE__OK;
+	uint32_t applied = 0;
+	char err[512] = "";
+
+	if (!role_may(s, env->body_case)) {
+		snprintf(err, sizeof(err), "role '%s' may not make this request",
+			 km_msg_role_name(s->role));
+		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__PERMISSION_DENIED, err, 0);
+		return;
+	}
+	switch (env->body_case) {
+	case KMESH__IPC__ENVELOPE__BODY_BATCH:
+		code = km_tables_apply_batch(t, env->batch, &applied, err, sizeof(err));
+		if (code != KMESH__IPC__CODE__OK)
+			km_warn("batch from pid %d: applied %u of %zu, then %s: %s", (int)s->pid, applied,
+				env->batch->n_ops, km_msg_code_name(code), err);
+		else
+			km_debug("batch from pid %d: applied %u ops", (int)s->pid, applied);
+		break;
+	case KMESH__IPC__ENVELOPE__BODY_ENROLL:
+		code = km_tables_enroll(t, env->enroll, err, sizeof(err));
+		km_log(code ? KM_LOG_WARN : KM_LOG_INFO, "enroll netns cookie %llu (%s): %s%s%s",
+		       (unsigned long long)env->enroll->netns_cookie,
+		       env->enroll->pod && *env->enroll->pod ? env->enroll->pod : "-",
+		       km_msg_code_name(code), *err ? ": " : "", err);
+		break;
+	case KMESH__IPC__ENVELOPE__BODY_UNENROLL:
+		code = km_tables_unenroll(t, env->unenroll, err, sizeof(err));
+		km_log(code ? KM_LOG_WARN : KM_LOG_INFO, "unenroll netns cookie %llu (%s): %s%s%s",
+		       (unsigned long long)env->unenroll->netns_cookie,
+		       env->unenroll->pod && *env->unenroll->pod ? env->unenroll->pod : "-",
+		       km_msg_code_name(code), *err ? ": " : "", err);
+		break;
+	case KMESH__IPC__ENVELOPE__BODY_DUMP:
+		handle_dump(w, s, env);
+		return;
+	case KMESH__IPC__ENVELOPE__BODY_SET_LOG_LEVEL: {
+		enum km_log_level lvl;
+
+		if (km_log_parse_level(env->set_log_level->level, &lvl) != 0) {
+			code = KMESH__IPC__CODE__BAD_REQUEST;
+			snprintf(err, sizeof(err), "unknown log level '%s' (error, warn, info, debug)",
+				 env->set_log_level->level);
+		} else {
+			km_log_set_level(lvl);
+			km_warn("log level set to %s by pid %d", km_log_level_name(lvl), (int)s->pid);
+		}
+		break;
+	}
+	default:
+		code = KMESH__IPC__CODE__BAD_REQUEST;
+		snprintf(err, sizeof(err), "the map writer does not take this message");
+		break;
+	}
+	km_msg_reply(&s->conn, env->request_id, code, err, applied);
+}
