@@ -9,6 +9,8 @@
 
 #include <uv.h>
 
+#include "ipc/server.h"
+#include "services/xds-agent/admin.h"
 #include "services/xds-agent/ads_client.h"
 #include "services/xds-agent/file_source.h"
 #include "services/xds-agent/model.h"
@@ -29,6 +31,9 @@ struct agent {
 	struct km_policy_store policies;
 	int use_xds;
 	struct km_writer_link link;
+	struct km_ipc_server admin;
+	struct km_agent_state state;
+	char source[512];
 	struct km_signals signals;
 	uv_timer_t resync;
 };
@@ -136,6 +141,7 @@ static void on_shutdown(void *arg, int signum)
 		km_file_source_stop(&a->file);
 	km_writer_link_stop(&a->link);
 	uv_close((uv_handle_t *)&a->resync, NULL);
+	km_ipc_server_stop(&a->admin, NULL);
 	km_signals_close(&a->signals);
 }
 
@@ -143,6 +149,7 @@ int main(int argc, char **argv)
 {
 	static struct agent a;
 	const char *config = NULL, *socket_path = "/run/kmesh/map-writer.sock", *level = NULL;
+	const char *admin_socket = "/run/kmesh/xds-agent.sock";
 	const char *xds_address = "istiod.istio-system.svc:15012";
 	const char *ca_file = "/var/run/secrets/istio/root-cert.pem";
 	const char *server_name = "istiod.istio-system.svc";
@@ -191,6 +198,9 @@ int main(int argc, char **argv)
 		  "KMESH_CONFIG_FILE" },
 		{ "map-writer-socket", KM_OPT_STRING, &socket_path, "PATH",
 		  "the map writer's Unix socket", "KMESH_MAP_WRITER_SOCKET" },
+		{ "admin-socket", KM_OPT_STRING, &admin_socket, "PATH",
+		  "this agent's admin socket (state dump, log level; root or this agent's uid)",
+		  "KMESH_XDS_ADMIN_SOCKET" },
 		{ "max-config-bytes", KM_OPT_UINT, &max_config, "BYTES",
 		  "largest configuration file accepted", "KMESH_MAX_CONFIG_BYTES", 1024, 1u << 30 },
 		{ "batch-ops", KM_OPT_UINT, &batch_ops, "N",
@@ -235,6 +245,22 @@ int main(int argc, char **argv)
 
 		if (km_signals_init(a.loop, &a.signals, on_shutdown, &a) != 0 ||
 		    km_writer_link_start(&a.link, a.loop, socket_path, (size_t)batch_ops, &cbs, &a) != 0)
+			return 1;
+	}
+	a.state.model = &a.model;
+	a.state.policies = &a.policies;
+	a.state.link = &a.link;
+	a.state.ads = a.use_xds ? &a.ads : NULL;
+	snprintf(a.source, sizeof(a.source), "%s %s", a.use_xds ? "istiod" : "file",
+		 a.use_xds ? xds_address : config);
+	a.state.source = a.source;
+	{
+		const struct km_ipc_server_config acfg = { .path = admin_socket, .mode = 0600,
+							   .gid = (gid_t)-1, .max_frame = 64u << 20,
+							   .name = "kmesh-xds-agent" };
+		const struct km_ipc_server_ops aops = { km_agent_admin_allowed, km_agent_admin_request };
+
+		if (km_ipc_server_start(&a.admin, a.loop, &acfg, &aops, &a.state) != 0)
 			return 1;
 	}
 	if (a.use_xds) {

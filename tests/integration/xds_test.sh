@@ -106,6 +106,15 @@ km_istiod send '{"cmd": "set-authz", "policies": [{"name": "deny-all", "namespac
 check "an Authorization response is ACKed" km_istiod wait \
 	'sum(1 for r in reqs(last(s), AUTHZ) if r["nonce"] and "error" not in r) >= 2'
 
+# --- the agent's admin socket shows its model and the istiod connection
+check "admin dump: connected to istiod, nonces and NACKs counted" \
+	test "$(km_agent_json 'd["istiod"]["connected"] and d["istiod"]["address"]["last_nonce"] != "" and d["istiod"]["address"]["nacks"] >= 1 and d["istiod"]["connects"] >= 3')" = true
+check "admin dump: the model (1 service, 2 healthy endpoints, 1 policy)" \
+	test "$(km_agent_json '[d["model"]["services"], d["model"]["endpoints"], d["model"]["policies"]]')" = "[1, 2, 1]"
+check "admin dump: the map writer link" test "$(km_agent_json 'd["map_writer"]["connected"]')" = true
+setpriv --reuid=65533 --regid=65533 --clear-groups "$KM_TESTCTL" agent-dump --socket "$KM_DIR/run/xds-agent.sock" >/dev/null 2>&1
+check "another unprivileged uid cannot use the agent's admin socket" test $? -ne 0
+
 # --- a certificate for another name is refused
 km_agent_run "$KM_DIR/wrong-name.log" --xds-address "127.0.0.1:$KM_ISTIOD_PORT" \
 	--xds-ca-file "$KM_DIR/pki/ca.pem" --xds-server-name istiod.other.svc --xds-token-file ""

@@ -112,13 +112,23 @@ km_map_writer_start() {
 }
 
 # The agent runs as uid/gid 65534 with empty capability sets (see km_agent_caps).
-km_agent_run() { # km_agent_run LOG ARGS...: an unprivileged agent in the background
-	local log=$1
+km_agent_run() { # km_agent_run LOG ARGS...: an unprivileged agent in the background; its admin
+	local log=$1 # socket is LOG with .sock for .log, in a directory uid 65534 may write
 	shift
+	mkdir -p "$KM_DIR/run"
+	chown "$KM_NOBODY:$KM_NOBODY" "$KM_DIR/run"
+	KM_AGENT_SOCKET=$KM_DIR/run/$(basename "${log%.log}").sock
 	setpriv --reuid=$KM_NOBODY --regid=$KM_NOBODY --clear-groups --inh-caps=-all \
 		--bounding-set=-all --no-new-privs \
-		"$KM_BIN/kmesh-xds-agent" --map-writer-socket "$KM_SOCKET" "$@" >>"$log" 2>&1 &
+		"$KM_BIN/kmesh-xds-agent" --map-writer-socket "$KM_SOCKET" \
+		--admin-socket "$KM_AGENT_SOCKET" "$@" >>"$log" 2>&1 &
 	KM_PIDS+=($!)
+}
+
+# km_agent_json EXPR: evaluate EXPR over the agent's admin dump (as `d`); prints the result.
+km_agent_json() {
+	"$KM_TESTCTL" agent-dump --socket "$KM_DIR/run/xds-agent.sock" |
+		"$KM_PY" -c 'import json, sys; d = json.load(sys.stdin); print(json.dumps(eval(sys.argv[1])))' "$1"
 }
 
 km_agent_start() { # from the config file

@@ -4,6 +4,7 @@
  *   dump     --socket S --table NAME                 print a table, one row per line (admin role)
  *   hello    --socket S --role ROLE                  exit 0 if accepted, 3 if refused
  *   abuse    --socket S                              garbage and oversize frames must be handled
+ *   agent-dump --socket S                            the xDS agent's state as JSON
  * Not a product command: kmeshctl and the CNI plugin take these jobs over. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -35,7 +36,8 @@ static int usage(void)
 		"usage: kmesh-testctl enroll|unenroll --socket S --netns PATH [--pod NAME]\n"
 		"       kmesh-testctl dump --socket S --table manage|frontend|service|endpoint|backend|port_override\n"
 		"       kmesh-testctl hello --socket S --role xds|cni|admin\n"
-		"       kmesh-testctl abuse --socket S\n");
+		"       kmesh-testctl abuse --socket S\n"
+		"       kmesh-testctl agent-dump --socket S\n");
 	return 2;
 }
 
@@ -310,6 +312,28 @@ static int cmd_abuse(const struct args *a)
 	return 0;
 }
 
+static int cmd_agent_dump(const struct args *a)
+{
+	struct km_sync_client cl;
+	km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep;
+	Kmesh__Ipc__AgentDumpRequest d = KMESH__IPC__AGENT_DUMP_REQUEST__INIT;
+	int err;
+
+	if (connect_as(&cl, a->socket, KMESH__IPC__ROLE__ROLE_ADMIN))
+		return 1;
+	req.body_case = KMESH__IPC__ENVELOPE__BODY_AGENT_DUMP;
+	req.agent_dump = &d;
+	err = km_sync_call(&cl, &req, &rep);
+	km_sync_close(&cl);
+	if (err) {
+		fprintf(stderr, "kmesh-testctl: %s\n", strerror(-err));
+		return 1;
+	}
+	if (rep->reply->body_case == KMESH__IPC__REPLY__BODY_JSON)
+		printf("%s\n", rep->reply->json);
+	return reply_status(rep, "agent-dump");
+}
+
 int main(int argc, char **argv)
 {
 	struct args a = { 0 };
@@ -341,5 +365,7 @@ int main(int argc, char **argv)
 		return cmd_hello(&a);
 	if (!strcmp(a.cmd, "abuse"))
 		return cmd_abuse(&a);
+	if (!strcmp(a.cmd, "agent-dump"))
+		return cmd_agent_dump(&a);
 	return usage();
 }

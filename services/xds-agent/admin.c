@@ -1,0 +1,183 @@
+/* admin.c — the xDS agent's admin socket and its JSON dump (see admin.h). */
+#include "services/xds-agent/admin.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "shared/addr.h"
+#include "shared/log.h"
+
+struct dump_ctx {
+	const struct km_model *m;
+	json_t *list;
+	size_t left;
+};
+
+static json_t *addrs_json(const struct km_addr *a, size_t n)
+{
+	json_t *arr = json_array();
+	char buf[KM_ADDR_STRLEN];
+
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(arr, json_string(km_addr_format(&a[i], buf)));
+	return arr;
+}
+
+static void dump_service(void *arg, const char *name)
+{
+	struct dump_ctx *c = arg;
+	const struct km_service_res *s = km_model_find_service(c->m, name);
+	json_t *o, *counts = json_array();
+
+	if (!c->left || !s) {
+		json_decref(counts);
+		return;
+	}
+	c->left--;
+	for (uint32_t p = 0; p < KM_PRIO_COUNT; p++) {
+		const uint32_t *eps;
+
+		json_array_append_new(counts, json_integer((json_int_t)km_model_endpoints(c->m, name, p, &eps)));
+	}
+	o = json_pack("{s:s, s:I, s:o, s:I, s:I, s:o}", "name", name, "id",
+		      (json_int_t)km_ids_find(&c->m->ids, name), "vips", addrs_json(s->vips, s->n_vips),
+		      "ports", (json_int_t)s->n_ports, "lb_mode", (json_int_t)s->lb_mode,
+		      "endpoints_per_priority", counts);
+	if (s->waypoint.kind == KM_WAYPOINT_HOSTNAME)
+		json_object_set_new(o, "waypoint", json_string(s->waypoint.service));
+	json_array_append_new(c->list, o);
+}
+
+static void dump_workload(void *arg, const char *uid)
+{
+	struct dump_ctx *c = arg;
+	const struct km_workload_res *w = km_model_find_workload(c->m, uid);
+	json_t *svcs;
+
+	if (!c->left || !w)
+		return;
+	c->left--;
+	svcs = json_array();
+	for (size_t i = 0; i < w->n_services; i++)
+		json_array_append_new(svcs, json_string(w->services[i].service));
+	json_array_append_new(c->list,
+			      json_pack("{s:s, s:I, s:o, s:s, s:s, s:o}", "uid", uid, "id",
+					(json_int_t)km_ids_find(&c->m->ids, uid), "addresses",
+					addrs_json(w->addrs, w->n_addrs), "status",
+					w->status ? "UNHEALTHY" : "HEALTHY", "node", w->node ? w->node : "",
+					"services", svcs));
+}
+
+static void dump_policy(void *arg, const char *name, const Kmesh__Security__Authorization *p)
+{
+	struct dump_ctx *c = arg;
+
+	if (!c->left)
+		return;
+	c->left--;
+	json_array_append_new(c->list, json_pack("{s:s, s:s, s:b, s:I}", "name", name, "action",
+						 p->action ? "DENY" : "ALLOW", "dry_run", p->dry_run,
+						 "rules", (json_int_t)p->n_rules));
+}
+
+static json_t *type_json(const struct km_ads_type *t)
+{
+	return json_pack("{s:s, s:I, s:I, s:I, s:I, s:s, s:b}", "last_nonce", t->last_nonce,
+			 "responses", (json_int_t)t->responses, "acks", (json_int_t)t->acks, "nacks",
+			 (json_int_t)t->nacks, "versions_held", (json_int_t)t->n_versions, "last_nack",
+			 t->last_nack, "synced", t->synced);
+}
+
+char *km_agent_dump_json(const struct km_agent_state *st, size_t max_items)
+{
+	struct km_model_stats ms;
+	struct dump_ctx c = { .m = st->model };
+	json_t *root, *model;
+	char *text;
+
+	km_model_stats(st->model, &ms);
+	model = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "services", (json_int_t)ms.services,
+			  "workloads", (json_int_t)ms.workloads, "endpoints", (json_int_t)ms.endpoints,
+			  "port_overrides", (json_int_t)ms.port_overrides, "pending_waypoints",
+			  (json_int_t)ms.pending_waypoints, "policies",
+			  (json_int_t)st->policies->count);
+	c.list = json_array();
+	c.left = max_items;
+	km_model_each_service(st->model, dump_service, &c);
+	json_object_set_new(model, "service_list", c.list);
+	c.list = json_array();
+	c.left = max_items;
+	km_model_each_workload(st->model, dump_workload, &c);
+	json_object_set_new(model, "workload_list", c.list);
+	c.list = json_array();
+	c.left = max_items;
+	km_policy_store_each(st->policies, dump_policy, &c);
+	json_object_set_new(model, "policy_list", c.list);
+
+	root = json_pack("{s:s, s:o, s:{s:b, s:I, s:I}}", "source", st->source, "model", model,
+			 "map_writer", "connected", km_writer_link_ready(st->link), "ops_applied",
+			 (json_int_t)st->link->ops_acked, "ops_refused",
+			 (json_int_t)st->link->ops_refused);
+	if (st->ads)
+		json_object_set_new(root, "istiod",
+				    json_pack("{s:b, s:s, s:I, s:I, s:s, s:o, s:o}", "connected",
+					      st->ads->connected, "node_id", st->ads->node_id,
+					      "connects", (json_int_t)st->ads->connects, "disconnects",
+					      (json_int_t)st->ads->disconnects, "last_error",
+					      st->ads->last_error, "address", type_json(&st->ads->address),
+					      "authorization", type_json(&st->ads->authz)));
+	text = json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS);
+	json_decref(root);
+	return text;
+}
+
+int km_agent_admin_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gid)
+{
+	(void)arg;
+	(void)gid;
+	return role == KMESH__IPC__ROLE__ROLE_ADMIN && (uid == 0 || uid == getuid());
+}
+
+void km_agent_admin_request(void *arg, struct km_ipc_session *s, const km_envelope *env)
+{
+	const struct km_agent_state *st = arg;
+
+	if (env->body_case == KMESH__IPC__ENVELOPE__BODY_AGENT_DUMP) {
+		km_envelope out = KMESH__IPC__ENVELOPE__INIT;
+		Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
+		char *json = km_agent_dump_json(st, env->agent_dump->max_items ? env->agent_dump->max_items : 1000);
+
+		reply.code = json ? KMESH__IPC__CODE__OK : KMESH__IPC__CODE__INTERNAL;
+		reply.message = json ? "" : "out of memory";
+		if (json) {
+			reply.body_case = KMESH__IPC__REPLY__BODY_JSON;
+			reply.json = json;
+		}
+		out.request_id = env->request_id;
+		out.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
+		out.reply = &reply;
+		if (km_msg_send(&s->conn, &out) != 0)
+			km_warn("admin dump too large to send; ask for fewer items");
+		free(json);
+		return;
+	}
+	if (env->body_case == KMESH__IPC__ENVELOPE__BODY_SET_LOG_LEVEL) {
+		enum km_log_level lvl;
+
+		if (km_log_parse_level(env->set_log_level->level, &lvl) != 0) {
+			km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__BAD_REQUEST,
+				     "unknown log level (error, warn, info, debug)", 0);
+			return;
+		}
+		km_log_set_level(lvl);
+		km_warn("log level set to %s by pid %d", km_log_level_name(lvl), (int)s->pid);
+		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__OK, "", 0);
+		return;
+	}
+	km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__BAD_REQUEST,
+		     "the xDS agent's admin socket takes agent_dump and set_log_level", 0);
+}

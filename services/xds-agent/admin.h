@@ -1,0 +1,28 @@
+/* admin.h — the xDS agent's admin socket (the shared IPC server, admin role: root or the agent's
+ * own uid): a JSON dump of the model, the policies, the istiod connection (connected, nonces,
+ * ACK/NACK counts, versions held) and the map-writer link; and run-time log levels. */
+#ifndef KM_XDS_ADMIN_H
+#define KM_XDS_ADMIN_H
+
+#include "ipc/server.h"
+#include "services/xds-agent/ads_client.h"
+#include "services/xds-agent/model.h"
+#include "services/xds-agent/policy_store.h"
+#include "services/xds-agent/writer_link.h"
+
+struct km_agent_state {
+	const struct km_model *model;
+	const struct km_policy_store *policies;
+	const struct km_ads_client *ads; /* NULL in file mode */
+	const struct km_writer_link *link;
+	const char *source; /* "istiod host:port" or "file PATH" */
+};
+
+/* The dump, as a JSON text (malloc'd). */
+char *km_agent_dump_json(const struct km_agent_state *st, size_t max_items);
+
+/* km_ipc_server_ops for the admin socket; arg is a struct km_agent_state. */
+int km_agent_admin_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gid);
+void km_agent_admin_request(void *arg, struct km_ipc_session *s, const km_envelope *env);
+
+#endif
