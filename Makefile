@@ -4,12 +4,13 @@
 #   make test       unit tests (ASan+UBSan), then the integration tests (root)
 #   make demo       the mesh end to end on one machine, from demo/mesh.json
 #   make fuzz       every libFuzzer target for a bounded time
+#   make bench      the benchmarks; rewrites docs/performance.md
 #   make deps       install the Debian packages
 #   make clean
 
 BUILD_MK := $(MAKE) --no-print-directory -f mk/build.mk
 
-.PHONY: all deps test unit integration demo fuzz clean
+.PHONY: all deps test unit integration demo fuzz bench clean
 all: deps
 	@$(BUILD_MK) all
 
@@ -30,6 +31,9 @@ demo: deps
 
 fuzz: deps
 	@$(BUILD_MK) fuzz
+
+bench: deps
+	@$(BUILD_MK) bench
 
 clean:
 	rm -rf build

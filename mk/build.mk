@@ -19,7 +19,7 @@ LDLIBS      := $(MW_LIBS) $(XDS_LIBS)
 SANFLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 IPC_SRCS    := ipc/frame.c ipc/conn.c ipc/message.c ipc/client_sync.c ipc/server.c $(GEN)/kmesh_ipc.pb-c.c
-SHARED_SRCS := shared/log.c shared/options.c shared/signals.c shared/addr.c shared/base64.c
+SHARED_SRCS := shared/log.c shared/options.c shared/signals.c shared/addr.c shared/base64.c shared/latency.c
 MW_SRCS     := $(filter-out %/main.c,$(wildcard services/map-writer/*.c))
 WIRE_PROTOS := $(wildcard proto/*.proto)
 WIRE_SRCS   := $(patsubst proto/%.proto,$(GEN)/%.pb-c.c,$(WIRE_PROTOS))
@@ -36,7 +36,7 @@ TEST_TOOLS := $(B)/tests/kmesh-testctl
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 
-.PHONY: all test unit integration demo fuzz fuzz-smoke
+.PHONY: all test unit integration demo fuzz fuzz-smoke bench
 .SECONDARY:
 .DELETE_ON_ERROR:
 
@@ -113,6 +113,14 @@ test: unit fuzz-smoke integration
 
 demo: all
 	@bash demo/run.sh
+
+# ---- benchmarks (bench/*.sh print markdown; make bench writes docs/performance.md) ------------
+$(B)/bench/decode_bench: $(call obj,bench/decode_bench.c $(XDS_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(XDS_LIBS)
+
+bench: all $(B)/bench/decode_bench
+	@bash bench/run.sh
 
 # ---- fuzzing (clang libFuzzer) -------------------------------------------------------------------
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $(CPPFLAGS) \

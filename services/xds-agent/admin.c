@@ -105,6 +105,8 @@ char *km_agent_dump_json(const struct km_agent_state *st, size_t max_items)
 			  "port_overrides", (json_int_t)ms.port_overrides, "pending_waypoints",
 			  (json_int_t)ms.pending_waypoints, "policies",
 			  (json_int_t)st->policies->count);
+	if (max_items == 0)
+		max_items = 1000;
 	c.list = json_array();
 	c.left = max_items;
 	km_model_each_service(st->model, dump_service, &c);
@@ -118,10 +120,11 @@ char *km_agent_dump_json(const struct km_agent_state *st, size_t max_items)
 	km_policy_store_each(st->policies, dump_policy, &c);
 	json_object_set_new(model, "policy_list", c.list);
 
-	root = json_pack("{s:s, s:o, s:{s:b, s:I, s:I}}", "source", st->source, "model", model,
+	root = json_pack("{s:s, s:o, s:{s:b, s:I, s:I, s:I}}", "source", st->source, "model", model,
 			 "map_writer", "connected", km_writer_link_ready(st->link), "ops_applied",
 			 (json_int_t)st->link->ops_acked, "ops_refused",
-			 (json_int_t)st->link->ops_refused);
+			 (json_int_t)st->link->ops_refused, "last_synced_unix_us",
+			 (json_int_t)st->last_synced_unix_us);
 	if (st->ads)
 		json_object_set_new(root, "istiod",
 				    json_pack("{s:b, s:s, s:I, s:I, s:s, s:o, s:o}", "connected",
@@ -130,11 +133,19 @@ char *km_agent_dump_json(const struct km_agent_state *st, size_t max_items)
 					      (json_int_t)st->ads->disconnects, "last_error",
 					      st->ads->last_error, "address", type_json(&st->ads->address),
 					      "authorization", type_json(&st->ads->authz)));
+	if (st->update_latency)
+		json_object_set_new(root, "update_latency_us",
+				    json_pack("{s:I, s:I, s:I, s:I}", "count",
+					      (json_int_t)st->update_latency->count, "p50",
+					      (json_int_t)km_latency_percentile(st->update_latency, 50),
+					      "p99", (json_int_t)km_latency_percentile(st->update_latency, 99),
+					      "max", (json_int_t)km_latency_percentile(st->update_latency, 100)));
 	text = json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS);
 	json_decref(root);
 	return text;
 }
 
+/* max_items: 0 = 1000 */
 int km_agent_admin_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gid)
 {
 	(void)arg;
@@ -149,7 +160,7 @@ void km_agent_admin_request(void *arg, struct km_ipc_session *s, const km_envelo
 	if (env->body_case == KMESH__IPC__ENVELOPE__BODY_AGENT_DUMP) {
 		km_envelope out = KMESH__IPC__ENVELOPE__INIT;
 		Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
-		char *json = km_agent_dump_json(st, env->agent_dump->max_items ? env->agent_dump->max_items : 1000);
+		char *json = km_agent_dump_json(st, env->agent_dump->max_items);
 
 		reply.code = json ? KMESH__IPC__CODE__OK : KMESH__IPC__CODE__INTERNAL;
 		reply.message = json ? "" : "out of memory";

@@ -5,6 +5,7 @@
 #define KM_XDS_ADMIN_H
 
 #include "ipc/server.h"
+#include "shared/latency.h"
 #include "services/xds-agent/ads_client.h"
 #include "services/xds-agent/model.h"
 #include "services/xds-agent/policy_store.h"
@@ -16,9 +17,11 @@ struct km_agent_state {
 	const struct km_ads_client *ads; /* NULL in file mode */
 	const struct km_writer_link *link;
 	const char *source; /* "istiod host:port" or "file PATH" */
+	const struct km_latency *update_latency;
+	uint64_t last_synced_unix_us; /* wall clock of the last time every op was applied */
 };
 
-/* The dump, as a JSON text (malloc'd). */
+/* The dump, as a JSON text (malloc'd); lists hold at most max_items (0 = 1000). */
 char *km_agent_dump_json(const struct km_agent_state *st, size_t max_items);
 
 /* km_ipc_server_ops for the admin socket; arg is a struct km_agent_state. */

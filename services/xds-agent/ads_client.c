@@ -7,6 +7,7 @@
 #include <uthash.h>
 
 #include "services/xds-agent/xds_apply.h"
+#include "shared/latency.h"
 #include "shared/log.h"
 
 #define BACKOFF_MIN_MS 100
@@ -259,7 +260,10 @@ static void record_versions(struct km_ads_type *t, const Kmesh__Xds__DeltaDiscov
 static void on_message(struct km_grpc_stream *g, const uint8_t *msg, size_t len)
 {
 	struct km_ads_client *c = g->data;
-	Kmesh__Xds__DeltaDiscoveryResponse *r = kmesh__xds__delta_discovery_response__unpack(NULL, len, msg);
+	Kmesh__Xds__DeltaDiscoveryResponse *r;
+
+	c->last_response_us = km_now_us();
+	r = kmesh__xds__delta_discovery_response__unpack(NULL, len, msg);
 	struct km_xds_result res;
 	struct km_ads_type *t;
 	uint8_t *accepted;

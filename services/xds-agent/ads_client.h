@@ -57,6 +57,7 @@ struct km_ads_client {
 	void (*on_applied)(void *arg); /* model changed: submit its ops */
 	void *arg;
 	uint64_t connects, disconnects;
+	uint64_t last_response_us; /* monotonic time the last response was complete */
 	char last_error[256];
 };
 

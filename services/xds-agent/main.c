@@ -33,6 +33,12 @@ struct agent {
 	struct km_writer_link link;
 	struct km_ipc_server admin;
 	struct km_agent_state state;
+	struct km_latency update_latency; /* xDS response received -> its ops applied */
+	struct {
+		uint64_t ops_end; /* the response's ops are done when link.ops_done reaches this */
+		uint64_t recv_us;
+	} pending[1024];
+	size_t pending_head, pending_n;
 	char source[512];
 	struct km_signals signals;
 	uv_timer_t resync;
@@ -71,8 +77,27 @@ static void on_synced(void *arg)
 {
 	struct agent *a = arg;
 
-	km_info("in sync with the map writer (%llu ops applied so far)",
-		(unsigned long long)a->link.ops_acked);
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		a->state.last_synced_unix_us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	}
+	km_debug("in sync with the map writer (%llu ops applied so far)",
+		 (unsigned long long)a->link.ops_acked);
+}
+
+/* A batch was answered: every response whose ops are all done has reached the tables. */
+static void on_progress(void *arg)
+{
+	struct agent *a = arg;
+	uint64_t now = km_now_us();
+
+	while (a->pending_n && a->pending[a->pending_head].ops_end <= a->link.ops_done) {
+		km_latency_add(&a->update_latency, now - a->pending[a->pending_head].recv_us);
+		a->pending_head = (a->pending_head + 1) % 1024;
+		a->pending_n--;
+	}
 }
 
 static void on_resync_timer(uv_timer_t *t)
@@ -101,7 +126,18 @@ static void on_file_applied(struct km_file_source *fs, void *arg)
 
 static void on_xds_applied(void *arg)
 {
-	submit(arg);
+	struct agent *a = arg;
+	uint64_t before = a->link.ops_queued;
+
+	submit(a);
+	/* measured from when the response was complete, so decoding counts too */
+	if (a->link.ops_queued > before && a->pending_n < 1024) {
+		size_t tail = (a->pending_head + a->pending_n) % 1024;
+
+		a->pending[tail].ops_end = a->link.ops_queued;
+		a->pending[tail].recv_us = a->ads.last_response_us;
+		a->pending_n++;
+	}
 }
 
 /* "host:port" (or "[v6]:port") into its parts. */
@@ -241,7 +277,7 @@ int main(int argc, char **argv)
 	uv_timer_init(a.loop, &a.resync);
 	a.resync.data = &a;
 	{
-		const struct km_writer_link_cbs cbs = { on_ready, on_synced, on_refused };
+		const struct km_writer_link_cbs cbs = { on_ready, on_synced, on_refused, on_progress };
 
 		if (km_signals_init(a.loop, &a.signals, on_shutdown, &a) != 0 ||
 		    km_writer_link_start(&a.link, a.loop, socket_path, (size_t)batch_ops, &cbs, &a) != 0)
@@ -254,6 +290,7 @@ int main(int argc, char **argv)
 	snprintf(a.source, sizeof(a.source), "%s %s", a.use_xds ? "istiod" : "file",
 		 a.use_xds ? xds_address : config);
 	a.state.source = a.source;
+	a.state.update_latency = &a.update_latency;
 	{
 		const struct km_ipc_server_config acfg = { .path = admin_socket, .mode = 0600,
 							   .gid = (gid_t)-1, .max_frame = 64u << 20,

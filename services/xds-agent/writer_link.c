@@ -28,6 +28,7 @@ static void drop_queue(struct km_writer_link *l)
 	while (l->head) {
 		struct km_batch *b = l->head;
 
+		l->ops_done += b->n_ops; /* lost with the connection: the replay covers them */
 		l->head = b->next;
 		free(b->payload);
 		free(b);
@@ -115,6 +116,7 @@ static void on_reply(struct km_writer_link *l, const km_envelope *env)
 		if (!l->head)
 			l->tail = NULL;
 		l->ops_acked += r->applied;
+		l->ops_done += b->n_ops;
 		if (r->code != KMESH__IPC__CODE__OK) {
 			l->ops_refused += b->n_ops - r->applied;
 			km_error("the map writer applied %u of %zu ops, then refused: %s: %s", r->applied,
@@ -125,6 +127,8 @@ static void on_reply(struct km_writer_link *l, const km_envelope *env)
 		free(b->payload);
 		free(b);
 	}
+	if (l->cbs.on_progress)
+		l->cbs.on_progress(l->arg);
 	if (l->head)
 		send_next(l);
 	else if (l->cbs.on_synced)
@@ -244,6 +248,7 @@ void km_writer_link_submit(struct km_writer_link *l, const struct km_oplist *ops
 		else
 			l->head = b;
 		l->tail = b;
+		l->ops_queued += n;
 	}
 	send_next(l);
 }

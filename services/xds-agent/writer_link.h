@@ -18,6 +18,7 @@ struct km_writer_link_cbs {
 	void (*on_ready)(void *arg);   /* hello accepted: replay everything now */
 	void (*on_synced)(void *arg);  /* every submitted batch has been acknowledged */
 	void (*on_refused)(void *arg); /* the map writer refused an op: state may differ */
+	void (*on_progress)(void *arg); /* a batch was answered (ops_done moved) */
 };
 
 struct km_writer_link {
@@ -38,6 +39,8 @@ struct km_writer_link {
 	struct km_writer_link_cbs cbs;
 	void *arg;
 	uint64_t ops_acked, ops_refused, batches_sent;
+	uint64_t ops_queued; /* ever queued; an op is done once answered (applied or refused) */
+	uint64_t ops_done;
 };
 
 int km_writer_link_start(struct km_writer_link *l, uv_loop_t *loop, const char *path,

@@ -15,6 +15,10 @@ A test drives it over a Unix socket, one JSON command per line, one JSON answer 
   {"cmd": "push-raw", "type": URL, "name": N, "payload_b64": B}  push one resource as is
   {"cmd": "end-stream", "code": 0, "message": ""}     end every open stream with that status
   {"cmd": "state"}                                     streams, headers and requests seen
+  {"cmd": "prepare", "workloads": N, "services": M, "dump": PATH}  build a synthetic mesh (not
+                                                       pushed; PATH gets the response's bytes)
+  {"cmd": "push-prepared"}                             make it the state and push it at once
+  {"cmd": "flap", "count": K, "interval_ms": I}        K one-workload changes, one per response
 Generated protobuf modules must be importable (protoc --python_out of proto/*.proto)."""
 import argparse
 import base64
@@ -176,7 +180,49 @@ def versioned(payload, with_version=True):
     return (hashlib.sha256(payload).hexdigest()[:16] if with_version else "", payload)
 
 
+PREPARED = {}
+
+
+def synthetic(n_workloads, n_services):
+    """n_services services with one VIP and port each; workloads spread evenly over them."""
+    items = {}
+    for i in range(n_services):
+        svc = workload_pb2.Service(name="s%d" % i, namespace="bench", hostname="s%d.bench" % i,
+                                   addresses=[workload_pb2.NetworkAddress(address=bytes([10, 96, i >> 8 & 255, i & 255]))],
+                                   ports=[workload_pb2.Port(service_port=80, target_port=8080)])
+        items["bench/s%d.bench" % i] = versioned(workload_pb2.Address(service=svc).SerializeToString())
+    for i in range(n_workloads):
+        uid = "Kubernetes//Pod/bench/w%d" % i
+        wl = workload_pb2.Workload(uid=uid, name="w%d" % i, namespace="bench", node="n%d" % (i % 100),
+                                   addresses=[bytes([10, 128 + (i >> 16 & 63), i >> 8 & 255, i & 255])])
+        wl.services["bench/s%d.bench" % (i % n_services)].ports.add(service_port=80, target_port=8080)
+        items[uid] = versioned(workload_pb2.Address(workload=wl).SerializeToString())
+    return items
+
+
+def flap(count, interval):
+    """One workload goes UNHEALTHY and back, one change per response."""
+    import time
+    name = "Kubernetes//Pod/bench/w0"
+    base = workload_pb2.Address.FromString(STATE.resources[ADDRESS][name][1])
+    for k in range(count):
+        base.workload.status = workload_pb2.UNHEALTHY if k % 2 == 0 else workload_pb2.HEALTHY
+        with STATE.lock:
+            set_one(ADDRESS, name, versioned(base.SerializeToString()))
+        time.sleep(interval / 1000.0)
+
+
+def set_one(type_url, name, vp):
+    STATE.resources[type_url][name] = vp
+    for s in STATE.streams:
+        if s.open:
+            s.queue.put(response(type_url, [(name, vp)], []))
+
+
 def handle(cmd):
+    if cmd["cmd"] == "flap":  # runs without the lock held between changes
+        threading.Thread(target=flap, args=(cmd["count"], cmd.get("interval_ms", 5)), daemon=True).start()
+        return {"started": True}
     with STATE.lock:
         c = cmd["cmd"]
         if c == "set":
@@ -203,6 +249,23 @@ def handle(cmd):
                 if s.open:
                     s.queue.put(response(cmd["type"], [(cmd["name"], versioned(payload))], []))
             return {"pushed": True}
+        if c == "prepare":
+            PREPARED["items"] = synthetic(cmd["workloads"], cmd["services"])
+            r = response(ADDRESS, sorted(PREPARED["items"].items()), [])
+            PREPARED["response"] = r
+            data = r.SerializeToString()
+            if cmd.get("dump"):
+                with open(cmd["dump"], "wb") as f:
+                    f.write(data)
+            return {"resources": len(PREPARED["items"]), "bytes": len(data)}
+        if c == "push-prepared":
+            import time
+            STATE.resources[ADDRESS] = PREPARED["items"]
+            t0 = time.time()
+            for s in STATE.streams:
+                if s.open:
+                    s.queue.put(PREPARED["response"])
+            return {"t0": t0}
         if c == "end-stream":
             n = 0
             for s in STATE.streams:

@@ -317,8 +317,10 @@ static int cmd_agent_dump(const struct args *a)
 	struct km_sync_client cl;
 	km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep;
 	Kmesh__Ipc__AgentDumpRequest d = KMESH__IPC__AGENT_DUMP_REQUEST__INIT;
+	const char *items = getenv("KM_DUMP_ITEMS"); /* lists kept short when polling */
 	int err;
 
+	d.max_items = items ? (uint32_t)atoi(items) : 0;
 	if (connect_as(&cl, a->socket, KMESH__IPC__ROLE__ROLE_ADMIN))
 		return 1;
 	req.body_case = KMESH__IPC__ENVELOPE__BODY_AGENT_DUMP;

@@ -1,0 +1,96 @@
+/* decode_bench.c — the baseline for the xDS push benchmark: on the very bytes istiod pushed,
+ * how long does merely decoding take (protobuf unpack + validating every resource), and how long
+ * decoding plus building the model and its table operations (no map writer). Prints one JSON
+ * line with min/median/max over the repetitions.
+ *   decode_bench RESPONSE_FILE [REPETITIONS] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "services/xds-agent/file_source.h"
+#include "services/xds-agent/resource_pb.h"
+#include "services/xds-agent/xds_apply.h"
+#include "shared/latency.h"
+#include "shared/log.h"
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double decode_only(const uint8_t *buf, size_t len)
+{
+	uint64_t t0 = km_now_us();
+	Kmesh__Xds__DeltaDiscoveryResponse *r = kmesh__xds__delta_discovery_response__unpack(NULL, len, buf);
+
+	for (size_t i = 0; r && i < r->n_resources; i++) {
+		struct km_service_res *s;
+		struct km_workload_res *w;
+		char *name, err[256];
+		const ProtobufCBinaryData *v = &r->resources[i]->resource->value;
+
+		if (km_pb_address(v->data, v->len, &s, &w, &name, err, sizeof(err)) == 0) {
+			km_service_res_free(s);
+			km_workload_res_free(w);
+		}
+		free(name);
+	}
+	kmesh__xds__delta_discovery_response__free_unpacked(r, NULL);
+	return (double)(km_now_us() - t0) / 1000.0;
+}
+
+static double decode_and_model(const uint8_t *buf, size_t len, size_t *ops)
+{
+	uint64_t t0 = km_now_us();
+	Kmesh__Xds__DeltaDiscoveryResponse *r = kmesh__xds__delta_discovery_response__unpack(NULL, len, buf);
+	struct km_oplist l;
+	struct km_model m;
+	struct km_xds_result res;
+	uint8_t *accepted = calloc(r ? r->n_resources + 1 : 1, 1);
+	double ms;
+
+	km_oplist_init(&l);
+	km_model_init(&m, &l, NULL);
+	if (r)
+		km_xds_apply_address(&m, r, accepted, &res);
+	ms = (double)(km_now_us() - t0) / 1000.0;
+	*ops = l.n;
+	km_model_free(&m);
+	km_oplist_free(&l);
+	free(accepted);
+	kmesh__xds__delta_discovery_response__free_unpacked(r, NULL);
+	return ms;
+}
+
+int main(int argc, char **argv)
+{
+	int reps = argc > 2 ? atoi(argv[2]) : 5;
+	double dec[64], mod[64];
+	size_t len, ops = 0;
+	char err[256];
+	uint8_t *buf;
+
+	if (argc < 2 || reps < 1 || reps > 64) {
+		fprintf(stderr, "usage: decode_bench RESPONSE_FILE [REPETITIONS<=64]\n");
+		return 2;
+	}
+	km_log_set_level(KM_LOG_ERROR);
+	buf = (uint8_t *)km_file_read_all(argv[1], 1u << 30, &len, err, sizeof(err));
+	if (!buf) {
+		fprintf(stderr, "decode_bench: %s\n", err);
+		return 1;
+	}
+	for (int i = 0; i < reps; i++) {
+		dec[i] = decode_only(buf, len);
+		mod[i] = decode_and_model(buf, len, &ops);
+	}
+	qsort(dec, (size_t)reps, sizeof(double), cmp);
+	qsort(mod, (size_t)reps, sizeof(double), cmp);
+	printf("{\"bytes\": %zu, \"ops\": %zu, \"decode_ms\": [%.1f, %.1f, %.1f], "
+	       "\"decode_model_ms\": [%.1f, %.1f, %.1f]}\n",
+	       len, ops, dec[0], dec[reps / 2], dec[reps - 1], mod[0], mod[reps / 2], mod[reps - 1]);
+	free(buf);
+	return 0;
+}
