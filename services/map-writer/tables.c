@@ -60,18 +60,76 @@ static Kmesh__Ipc__Code fail(Kmesh__Ipc__Code code, char *err, size_t errlen, co
 	return code;
 }
 
-static int present(int fd, const void *key)
+/*
+ * Rows written or deleted by the batch being applied, so that a reference to a row written
+ * earlier in the same batch (the usual case: backend, then its endpoint, then the count) is
+ * checked in memory instead of with a bpf() lookup. Open addressing, sized for the batch.
+ */
+#define ROW_KEY 20
+
+struct row_slot {
+	uint8_t used, present;
+	uint16_t fd;
+	uint8_t key[ROW_KEY];
+};
+
+struct km_batch_rows {
+	struct row_slot *slots;
+	size_t mask;
+};
+
+static struct row_slot *row_find(struct km_batch_rows *b, int fd, const void *key, size_t len)
+{
+	uint8_t k[ROW_KEY] = { 0 };
+	uint32_t h = 2166136261u ^ (uint32_t)fd;
+
+	memcpy(k, key, len);
+	for (size_t i = 0; i < ROW_KEY; i++)
+		h = (h ^ k[i]) * 16777619u;
+	for (size_t i = h & b->mask;; i = (i + 1) & b->mask) {
+		struct row_slot *s = &b->slots[i];
+
+		if (!s->used || (s->fd == (uint16_t)fd && memcmp(s->key, k, ROW_KEY) == 0)) {
+			if (!s->used) {
+				s->fd = (uint16_t)fd;
+				memcpy(s->key, k, ROW_KEY);
+			}
+			return s;
+		}
+	}
+}
+
+static void row_note(struct km_tables *t, int fd, const void *key, size_t len, int present)
+{
+	struct row_slot *s;
+
+	if (!t->batch || len > ROW_KEY)
+		return;
+	s = row_find(t->batch, fd, key, len);
+	s->used = 1;
+	s->present = (uint8_t)present;
+}
+
+static int present(struct km_tables *t, int fd, const void *key, size_t len)
 {
 	uint8_t value[KM_TABLES_ROW_BUF];
 
+	if (t->batch && len <= ROW_KEY) {
+		struct row_slot *s = row_find(t->batch, fd, key, len);
+
+		if (s->used)
+			return s->present;
+	}
 	return bpf_map_lookup_elem(fd, key, value) == 0;
 }
 
 static Kmesh__Ipc__Code write_row(struct km_tables *t, int fd, const char *table, const void *key,
-				  const void *value, char *err, size_t errlen)
+				  size_t key_len, const void *value, char *err, size_t errlen)
 {
-	if (bpf_map_update_elem(fd, key, value, BPF_ANY) == 0)
+	if (bpf_map_update_elem(fd, key, value, BPF_ANY) == 0) {
+		row_note(t, fd, key, key_len, 1);
 		return OK;
+	}
 	if (errno == E2BIG || errno == ENOMEM) {
 		t->table_full++;
 		return fail(FULL, err, errlen, "%s is full (%s); raise its size flag", table,
@@ -80,12 +138,14 @@ static Kmesh__Ipc__Code write_row(struct km_tables *t, int fd, const char *table
 	return fail(INTERNAL, err, errlen, "writing %s: %s", table, strerror(errno));
 }
 
-static Kmesh__Ipc__Code delete_row(int fd, const char *table, const void *key, char *err,
-				   size_t errlen)
+static Kmesh__Ipc__Code delete_row(struct km_tables *t, int fd, const char *table, const void *key,
+				   size_t key_len, char *err, size_t errlen)
 {
 	/* Deleting an absent row is not an error: deletes are idempotent. */
-	if (bpf_map_delete_elem(fd, key) == 0 || errno == ENOENT)
+	if (bpf_map_delete_elem(fd, key) == 0 || errno == ENOENT) {
+		row_note(t, fd, key, key_len, 0);
 		return OK;
+	}
 	return fail(INTERNAL, err, errlen, "deleting from %s: %s", table, strerror(errno));
 }
 
@@ -147,7 +207,7 @@ static Kmesh__Ipc__Code apply_frontend(struct km_tables *t, const Kmesh__Ipc__Ta
 	if (c != OK)
 		return c;
 	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
-		return delete_row(t->fd_frontend, "km_frontend", &k, err, errlen);
+		return delete_row(t, t->fd_frontend, "km_frontend", &k, sizeof(k), err, errlen);
 	if (r->upstream_id == 0)
 		return fail(BAD, err, errlen, "frontend upstream id 0 is reserved");
 	if (r->flags & ~(uint32_t)KM_FE_F_PORT_OVERRIDES)
@@ -159,7 +219,7 @@ static Kmesh__Ipc__Code apply_frontend(struct km_tables *t, const Kmesh__Ipc__Ta
 			return fail(BAD, err, errlen,
 				    "service frontend needs port and target port in 1..65535 (got %u -> %u)",
 				    r->port, r->target_port);
-		if (!present(t->fd_service, &sk))
+		if (!present(t, t->fd_service, &sk, sizeof(sk)))
 			return fail(MISSING, err, errlen,
 				    "frontend references service %u, which is not in km_service "
 				    "(write the service row first)", r->upstream_id);
@@ -172,7 +232,7 @@ static Kmesh__Ipc__Code apply_frontend(struct km_tables *t, const Kmesh__Ipc__Ta
 		if (r->port != 0 || r->target_port != 0 || r->flags)
 			return fail(BAD, err, errlen,
 				    "workload frontend must have port 0, no target port and no flags");
-		if (!present(t->fd_backend, &bk))
+		if (!present(t, t->fd_backend, &bk, sizeof(bk)))
 			return fail(MISSING, err, errlen,
 				    "frontend references workload %u, which is not in km_backend "
 				    "(write the backend row first)", r->upstream_id);
@@ -181,7 +241,7 @@ static Kmesh__Ipc__Code apply_frontend(struct km_tables *t, const Kmesh__Ipc__Ta
 		return fail(BAD, err, errlen, "frontend kind %d unknown", r->kind);
 	}
 	v.upstream_id = r->upstream_id;
-	return write_row(t, t->fd_frontend, "km_frontend", &k, &v, err, errlen);
+	return write_row(t, t->fd_frontend, "km_frontend", &k, sizeof(k), &v, err, errlen);
 }
 
 static Kmesh__Ipc__Code apply_service(struct km_tables *t, const Kmesh__Ipc__TableOp *op,
@@ -194,7 +254,7 @@ static Kmesh__Ipc__Code apply_service(struct km_tables *t, const Kmesh__Ipc__Tab
 	if (r->id == 0)
 		return fail(BAD, err, errlen, "service id 0 is reserved");
 	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
-		return delete_row(t->fd_service, "km_service", &k, err, errlen);
+		return delete_row(t, t->fd_service, "km_service", &k, sizeof(k), err, errlen);
 	if (r->n_endpoint_count > KM_PRIO_COUNT)
 		return fail(BAD, err, errlen, "service %u: %zu priorities, at most %d", r->id,
 			    r->n_endpoint_count, KM_PRIO_COUNT);
@@ -217,14 +277,14 @@ static Kmesh__Ipc__Code apply_service(struct km_tables *t, const Kmesh__Ipc__Tab
 			return fail(BAD, err, errlen, "service %u: %u endpoints at priority %zu exceed "
 				    "km_endpoint's size %u", r->id, n, p, t->sizes.endpoint);
 		/* A count may only expose endpoints already written (endpoint rows come first). */
-		if (n > 0 && !present(t->fd_endpoint, &ek))
+		if (n > 0 && !present(t, t->fd_endpoint, &ek, sizeof(ek)))
 			return fail(MISSING, err, errlen,
 				    "service %u: count %u at priority %zu exposes endpoint index %u, "
 				    "which is not in km_endpoint (write endpoints first)",
 				    r->id, n, p, n - 1);
 		v.endpoint_count[p] = n;
 	}
-	return write_row(t, t->fd_service, "km_service", &k, &v, err, errlen);
+	return write_row(t, t->fd_service, "km_service", &k, sizeof(k), &v, err, errlen);
 }
 
 static Kmesh__Ipc__Code apply_endpoint(struct km_tables *t, const Kmesh__Ipc__TableOp *op,
@@ -244,14 +304,14 @@ static Kmesh__Ipc__Code apply_endpoint(struct km_tables *t, const Kmesh__Ipc__Ta
 		return fail(BAD, err, errlen, "endpoint index %u beyond km_endpoint's size %u",
 			    r->index, t->sizes.endpoint);
 	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
-		return delete_row(t->fd_endpoint, "km_endpoint", &k, err, errlen);
+		return delete_row(t, t->fd_endpoint, "km_endpoint", &k, sizeof(k), err, errlen);
 	if (r->backend_id == 0)
 		return fail(BAD, err, errlen, "endpoint backend id 0 is reserved");
-	if (!present(t->fd_backend, &bk))
+	if (!present(t, t->fd_backend, &bk, sizeof(bk)))
 		return fail(MISSING, err, errlen,
 			    "endpoint references backend %u, which is not in km_backend "
 			    "(write the backend row first)", r->backend_id);
-	return write_row(t, t->fd_endpoint, "km_endpoint", &k, &v, err, errlen);
+	return write_row(t, t->fd_endpoint, "km_endpoint", &k, sizeof(k), &v, err, errlen);
 }
 
 static Kmesh__Ipc__Code apply_backend(struct km_tables *t, const Kmesh__Ipc__TableOp *op,
@@ -265,7 +325,7 @@ static Kmesh__Ipc__Code apply_backend(struct km_tables *t, const Kmesh__Ipc__Tab
 	if (r->id == 0)
 		return fail(BAD, err, errlen, "backend id 0 is reserved");
 	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
-		return delete_row(t->fd_backend, "km_backend", &k, err, errlen);
+		return delete_row(t, t->fd_backend, "km_backend", &k, sizeof(k), err, errlen);
 	if (r->n_addresses == 0 || r->n_addresses > 2)
 		return fail(BAD, err, errlen, "backend %u: needs one or two addresses, got %zu", r->id,
 			    r->n_addresses);
@@ -292,7 +352,7 @@ static Kmesh__Ipc__Code apply_backend(struct km_tables *t, const Kmesh__Ipc__Tab
 			return c;
 	}
 	v.weight = r->weight ? r->weight : 1;
-	return write_row(t, t->fd_backend, "km_backend", &k, &v, err, errlen);
+	return write_row(t, t->fd_backend, "km_backend", &k, sizeof(k), &v, err, errlen);
 }
 
 static Kmesh__Ipc__Code apply_port_override(struct km_tables *t, const Kmesh__Ipc__TableOp *op,
@@ -309,16 +369,16 @@ static Kmesh__Ipc__Code apply_port_override(struct km_tables *t, const Kmesh__Ip
 		return fail(BAD, err, errlen, "port override port %u out of range", r->port);
 	k.port = htons((uint16_t)r->port);
 	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
-		return delete_row(t->fd_port_override, "km_port_ovr", &k, err, errlen);
+		return delete_row(t, t->fd_port_override, "km_port_ovr", &k, sizeof(k), err, errlen);
 	if (r->target_port == 0 || r->target_port > 65535)
 		return fail(BAD, err, errlen, "port override target port %u out of range",
 			    r->target_port);
-	if (!present(t->fd_backend, &bk))
+	if (!present(t, t->fd_backend, &bk, sizeof(bk)))
 		return fail(MISSING, err, errlen,
 			    "port override references backend %u, which is not in km_backend",
 			    r->backend_id);
 	v.target_port = htons((uint16_t)r->target_port);
-	return write_row(t, t->fd_port_override, "km_port_ovr", &k, &v, err, errlen);
+	return write_row(t, t->fd_port_override, "km_port_ovr", &k, sizeof(k), &v, err, errlen);
 }
 
 Kmesh__Ipc__Code km_tables_apply(struct km_tables *t, const Kmesh__Ipc__TableOp *op, char *err,
@@ -352,19 +412,30 @@ Kmesh__Ipc__Code km_tables_apply(struct km_tables *t, const Kmesh__Ipc__TableOp 
 Kmesh__Ipc__Code km_tables_apply_batch(struct km_tables *t, const Kmesh__Ipc__TableBatch *b,
 				       uint32_t *applied, char *err, size_t errlen)
 {
+	struct km_batch_rows rows;
+	size_t cap = 64;
+	Kmesh__Ipc__Code c = OK;
+
 	*applied = 0;
 	err[0] = '\0';
+	while (cap < b->n_ops * 2)
+		cap *= 2;
+	rows.slots = calloc(cap, sizeof(*rows.slots));
+	rows.mask = cap - 1;
+	t->batch = rows.slots ? &rows : NULL; /* without memory, every check asks the kernel */
 	for (size_t i = 0; i < b->n_ops; i++) {
 		char why[384];
-		Kmesh__Ipc__Code c = km_tables_apply(t, b->ops[i], why, sizeof(why));
 
+		c = km_tables_apply(t, b->ops[i], why, sizeof(why));
 		if (c != OK) {
 			snprintf(err, errlen, "op %zu: %s", i, why);
-			return c;
+			break;
 		}
 		(*applied)++;
 	}
-	return OK;
+	t->batch = NULL;
+	free(rows.slots);
+	return c;
 }
 
 Kmesh__Ipc__Code km_tables_enroll(struct km_tables *t, const Kmesh__Ipc__Enroll *e, char *err,
@@ -386,7 +457,7 @@ Kmesh__Ipc__Code km_tables_enroll(struct km_tables *t, const Kmesh__Ipc__Enroll 
 		if (c != OK)
 			return c;
 	}
-	return write_row(t, t->fd_manage, "km_manage", &k, &v, err, errlen);
+	return write_row(t, t->fd_manage, "km_manage", &k, sizeof(k), &v, err, errlen);
 }
 
 Kmesh__Ipc__Code km_tables_unenroll(struct km_tables *t, const Kmesh__Ipc__Unenroll *u, char *err,
@@ -397,5 +468,5 @@ Kmesh__Ipc__Code km_tables_unenroll(struct km_tables *t, const Kmesh__Ipc__Unenr
 	err[0] = '\0';
 	if (u->netns_cookie == 0)
 		return fail(BAD, err, errlen, "netns cookie 0 is not a network namespace");
-	return delete_row(t->fd_manage, "km_manage", &k, err, errlen);
+	return delete_row(t, t->fd_manage, "km_manage", &k, sizeof(k), err, errlen);
 }

@@ -14,6 +14,8 @@
  * in tables.c, so a growing layout cannot make the kernel write past a buffer). */
 #define KM_TABLES_ROW_BUF 64
 
+struct km_batch_rows; /* rows written by the batch being applied (tables.c) */
+
 struct km_tables {
 	int fd_manage, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
 	struct km_table_sizes sizes;
@@ -21,6 +23,7 @@ struct km_tables {
 	uint64_t ops_applied;
 	uint64_t ops_failed;
 	uint64_t table_full;
+	struct km_batch_rows *batch; /* set while a batch is applied */
 };
 
 void km_tables_init(struct km_tables *t, const struct km_dataplane *dp);

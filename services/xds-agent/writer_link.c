@@ -12,6 +12,7 @@ enum { LINK_IDLE, LINK_CONNECTING, LINK_HELLO, LINK_READY };
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
+#define IN_FLIGHT 4 /* batches sent before their replies: encoding overlaps with applying */
 
 struct km_batch {
 	struct km_batch *next;
@@ -34,6 +35,7 @@ static void drop_queue(struct km_writer_link *l)
 		free(b);
 	}
 	l->tail = NULL;
+	l->unsent = NULL;
 	l->inflight = 0;
 }
 
@@ -71,19 +73,23 @@ static void disconnect(struct km_writer_link *l, const char *why)
 	km_conn_close(&l->conn, conn_closed);
 }
 
+/* Send queued batches while fewer than IN_FLIGHT await their reply. */
 static void send_next(struct km_writer_link *l)
 {
-	int err;
+	while (l->unsent && l->inflight < IN_FLIGHT && l->state == LINK_READY) {
+		int err = km_conn_send(&l->conn, l->unsent->payload, l->unsent->len);
 
-	if (l->inflight || !l->head || l->state != LINK_READY)
-		return;
-	err = km_conn_send(&l->conn, l->head->payload, l->head->len);
-	if (err) {
-		disconnect(l, uv_strerror(err));
-		return;
+		if (err) {
+			disconnect(l, uv_strerror(err));
+			return;
+		}
+		/* the bytes are copied into the write request: the payload is no longer needed */
+		free(l->unsent->payload);
+		l->unsent->payload = NULL;
+		l->unsent = l->unsent->next;
+		l->inflight++;
+		l->batches_sent++;
 	}
-	l->inflight = 1;
-	l->batches_sent++;
 }
 
 static void on_reply(struct km_writer_link *l, const km_envelope *env)
@@ -111,7 +117,7 @@ static void on_reply(struct km_writer_link *l, const km_envelope *env)
 	{
 		struct km_batch *b = l->head;
 
-		l->inflight = 0;
+		l->inflight--;
 		l->head = b->next;
 		if (!l->head)
 			l->tail = NULL;
@@ -248,6 +254,8 @@ void km_writer_link_submit(struct km_writer_link *l, const struct km_oplist *ops
 		else
 			l->head = b;
 		l->tail = b;
+		if (!l->unsent)
+			l->unsent = b;
 		l->ops_queued += n;
 	}
 	send_next(l);

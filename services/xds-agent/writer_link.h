@@ -1,6 +1,6 @@
 /* writer_link.h — the xDS agent's connection to the map writer: connects (and reconnects with
- * backoff), says hello as the xds role, and sends table operations as batches, one in flight at
- * a time, in submission order. When the connection is (re)established the owner is asked to
+ * backoff), says hello as the xds role, and sends table operations as batches, a few in flight
+ * (replies come back in order), in submission order. When the connection is (re)established the owner is asked to
  * replay its whole state; while it is down, submitted ops are dropped (the replay covers them). */
 #ifndef KM_XDS_WRITER_LINK_H
 #define KM_XDS_WRITER_LINK_H
@@ -34,7 +34,8 @@ struct km_writer_link {
 	uint64_t hello_id;
 	uint64_t backoff_ms;
 	size_t batch_ops;
-	struct km_batch *head, *tail; /* head is in flight once sent */
+	struct km_batch *head, *tail; /* oldest first; the first `inflight` are sent */
+	struct km_batch *unsent;      /* first batch not sent yet */
 	int inflight;
 	struct km_writer_link_cbs cbs;
 	void *arg;
