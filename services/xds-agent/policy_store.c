@@ -1,7 +1,7 @@
 /* policy_store.c — Authorization resources by name (see policy_store.h). */
+#include "shared/errbuf.h"
 #include "services/xds-agent/policy_store.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,29 +16,18 @@ struct km_policy {
 	UT_hash_handle hh;
 };
 
-static int bad(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 static int check_addrs(Kmesh__Security__Address *const *a, size_t n, const char *field, char *err,
 		       size_t errlen)
 {
 	if (n > MAX_ITEMS)
-		return bad(err, errlen, "%s: %zu entries, at most %d", field, n, MAX_ITEMS);
+		return km_errf(err, errlen, "%s: %zu entries, at most %d", field, n, MAX_ITEMS);
 	for (size_t i = 0; i < n; i++) {
 		size_t len = a[i]->address.len;
 
 		if (len != 4 && len != 16)
-			return bad(err, errlen, "%s[%zu]: address must be 4 or 16 bytes", field, i);
+			return km_errf(err, errlen, "%s[%zu]: address must be 4 or 16 bytes", field, i);
 		if (a[i]->length > len * 8)
-			return bad(err, errlen, "%s[%zu]: prefix length %u too long for the address",
+			return km_errf(err, errlen, "%s[%zu]: prefix length %u too long for the address",
 				   field, i, a[i]->length);
 	}
 	return 0;
@@ -47,10 +36,10 @@ static int check_addrs(Kmesh__Security__Address *const *a, size_t n, const char 
 static int check_ports(const uint32_t *p, size_t n, const char *field, char *err, size_t errlen)
 {
 	if (n > MAX_ITEMS)
-		return bad(err, errlen, "%s: %zu entries, at most %d", field, n, MAX_ITEMS);
+		return km_errf(err, errlen, "%s: %zu entries, at most %d", field, n, MAX_ITEMS);
 	for (size_t i = 0; i < n; i++)
 		if (p[i] > 65535)
-			return bad(err, errlen, "%s[%zu]: port %u out of range", field, i, p[i]);
+			return km_errf(err, errlen, "%s[%zu]: port %u out of range", field, i, p[i]);
 	return 0;
 }
 
@@ -58,34 +47,34 @@ static int check_strings(Kmesh__Security__StringMatch *const *s, size_t n, const
 			 char *err, size_t errlen)
 {
 	if (n > MAX_ITEMS)
-		return bad(err, errlen, "%s: %zu entries, at most %d", field, n, MAX_ITEMS);
+		return km_errf(err, errlen, "%s: %zu entries, at most %d", field, n, MAX_ITEMS);
 	for (size_t i = 0; i < n; i++)
 		if (s[i]->match_type_case == KMESH__SECURITY__STRING_MATCH__MATCH_TYPE__NOT_SET)
-			return bad(err, errlen, "%s[%zu]: no exact, prefix, suffix or presence", field, i);
+			return km_errf(err, errlen, "%s[%zu]: no exact, prefix, suffix or presence", field, i);
 	return 0;
 }
 
 static int validate(const Kmesh__Security__Authorization *a, char *err, size_t errlen)
 {
 	if (!a->name || !*a->name || strlen(a->name) > MAX_NAME)
-		return bad(err, errlen, "'name' is required (at most %d bytes)", MAX_NAME);
+		return km_errf(err, errlen, "'name' is required (at most %d bytes)", MAX_NAME);
 	if (a->namespace_ && strlen(a->namespace_) > MAX_NAME)
-		return bad(err, errlen, "'namespace' is too long");
+		return km_errf(err, errlen, "'namespace' is too long");
 	if ((unsigned)a->scope > KMESH__SECURITY__SCOPE__WORKLOAD_SELECTOR ||
 	    (unsigned)a->action > KMESH__SECURITY__ACTION__DENY)
-		return bad(err, errlen, "unknown scope %d or action %d", a->scope, a->action);
+		return km_errf(err, errlen, "unknown scope %d or action %d", a->scope, a->action);
 	if (a->n_rules > MAX_ITEMS)
-		return bad(err, errlen, "%zu rules, at most %d", a->n_rules, MAX_ITEMS);
+		return km_errf(err, errlen, "%zu rules, at most %d", a->n_rules, MAX_ITEMS);
 	for (size_t r = 0; r < a->n_rules; r++) {
 		const Kmesh__Security__Rule *rule = a->rules[r];
 
 		if (rule->n_clauses > MAX_ITEMS)
-			return bad(err, errlen, "rule %zu: too many clauses", r);
+			return km_errf(err, errlen, "rule %zu: too many clauses", r);
 		for (size_t c = 0; c < rule->n_clauses; c++) {
 			const Kmesh__Security__Clause *cl = rule->clauses[c];
 
 			if (cl->n_matches > MAX_ITEMS)
-				return bad(err, errlen, "rule %zu clause %zu: too many matches", r, c);
+				return km_errf(err, errlen, "rule %zu clause %zu: too many matches", r, c);
 			for (size_t m = 0; m < cl->n_matches; m++) {
 				const Kmesh__Security__Match *x = cl->matches[m];
 
@@ -138,7 +127,7 @@ int km_policy_store_put(struct km_policy_store *ps, const uint8_t *data, size_t 
 
 	*name = NULL;
 	if (!a)
-		return bad(err, errlen, "not a valid istio.security.Authorization message");
+		return km_errf(err, errlen, "not a valid istio.security.Authorization message");
 	if (a->name && *a->name && strlen(a->name) <= MAX_NAME && strlen(a->namespace_) <= MAX_NAME) {
 		n = strlen(a->namespace_) + strlen(a->name) + 2;
 		if ((*name = malloc(n)))
@@ -146,7 +135,7 @@ int km_policy_store_put(struct km_policy_store *ps, const uint8_t *data, size_t 
 	}
 	if (validate(a, err, errlen) != 0 || !*name) {
 		if (!*name)
-			bad(err, errlen, "out of memory");
+			km_errf(err, errlen, "out of memory");
 		kmesh__security__authorization__free_unpacked(a, NULL);
 		return -1;
 	}
@@ -154,7 +143,7 @@ int km_policy_store_put(struct km_policy_store *ps, const uint8_t *data, size_t 
 	if (!p || !(p->name = strdup(*name))) {
 		free(p);
 		kmesh__security__authorization__free_unpacked(a, NULL);
-		return bad(err, errlen, "out of memory");
+		return km_errf(err, errlen, "out of memory");
 	}
 	p->msg = a;
 	HASH_FIND_STR(ps->by_name, p->name, old);

@@ -1,23 +1,12 @@
 /* resource_pb.c — validate workload-API messages into resources (see resource_pb.h). */
+#include "shared/errbuf.h"
 #include "services/xds-agent/resource_pb.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "shared/addr.h"
-
-static int bad(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 /* Copy a string field, bounded. Empty strings become NULL unless required (then an error). */
 static int copy_str(const char *in, size_t max, int required, const char *field, char **out,
@@ -27,20 +16,20 @@ static int copy_str(const char *in, size_t max, int required, const char *field,
 
 	*out = NULL;
 	if (n == 0)
-		return required ? bad(err, errlen, "'%s' is required", field) : 0;
+		return required ? km_errf(err, errlen, "'%s' is required", field) : 0;
 	if (n > max)
-		return bad(err, errlen, "'%s' is longer than %zu bytes", field, max);
+		return km_errf(err, errlen, "'%s' is longer than %zu bytes", field, max);
 	*out = strdup(in);
-	return *out ? 0 : bad(err, errlen, "out of memory");
+	return *out ? 0 : km_errf(err, errlen, "out of memory");
 }
 
 static int copy_addr(ProtobufCBinaryData b, const char *field, struct km_addr *out, char *err,
 		     size_t errlen)
 {
 	if (km_addr_from_bytes(b.data, b.len, out) != 0)
-		return bad(err, errlen, "%s must be 4 or 16 bytes, got %zu", field, b.len);
+		return km_errf(err, errlen, "%s must be 4 or 16 bytes, got %zu", field, b.len);
 	if (km_addr_is_unspecified(out))
-		return bad(err, errlen, "%s is the unspecified address", field);
+		return km_errf(err, errlen, "%s is the unspecified address", field);
 	return 0;
 }
 
@@ -52,19 +41,19 @@ static int copy_ports(Kmesh__Workload__Port *const *in, size_t n, int need_servi
 	if (n == 0)
 		return 0;
 	if (n > KM_RES_MAX_PORTS)
-		return bad(err, errlen, "%s has %zu ports, at most %d", field, n, KM_RES_MAX_PORTS);
+		return km_errf(err, errlen, "%s has %zu ports, at most %d", field, n, KM_RES_MAX_PORTS);
 	*out = calloc(n, sizeof(**out));
 	if (!*out)
-		return bad(err, errlen, "out of memory");
+		return km_errf(err, errlen, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		uint32_t sp = in[i]->service_port, tp = in[i]->target_port;
 
 		if (sp > 65535 || tp > 65535 || (need_service_port && sp == 0))
-			return bad(err, errlen, "%s[%zu]: ports must be 1..65535 (got %u -> %u)", field,
+			return km_errf(err, errlen, "%s[%zu]: ports must be 1..65535 (got %u -> %u)", field,
 				   i, sp, tp);
 		for (size_t j = 0; j < i; j++)
 			if ((*out)[j].service_port == sp)
-				return bad(err, errlen, "%s: service port %u is listed twice", field, sp);
+				return km_errf(err, errlen, "%s: service port %u is listed twice", field, sp);
 		(*out)[i].service_port = sp;
 		(*out)[i].target_port = tp;
 		(*n_out)++;
@@ -79,7 +68,7 @@ static int copy_waypoint(const Kmesh__Workload__GatewayAddress *g, struct km_way
 	if (!g)
 		return 0;
 	if (g->hbone_mtls_port == 0 || g->hbone_mtls_port > 65535)
-		return bad(err, errlen, "waypoint needs an hbone_mtls_port in 1..65535");
+		return km_errf(err, errlen, "waypoint needs an hbone_mtls_port in 1..65535");
 	out->hbone_port = g->hbone_mtls_port;
 	switch (g->destination_case) {
 	case KMESH__WORKLOAD__GATEWAY_ADDRESS__DESTINATION_ADDRESS:
@@ -91,16 +80,16 @@ static int copy_waypoint(const Kmesh__Workload__GatewayAddress *g, struct km_way
 		size_t lh = h->hostname ? strlen(h->hostname) : 0;
 
 		if (!ln || !lh || ln > KM_RES_MAX_NAME || lh > KM_RES_MAX_NAME)
-			return bad(err, errlen, "waypoint hostname needs a namespace and a hostname");
+			return km_errf(err, errlen, "waypoint hostname needs a namespace and a hostname");
 		out->kind = KM_WAYPOINT_HOSTNAME;
 		out->service = malloc(ln + lh + 2);
 		if (!out->service)
-			return bad(err, errlen, "out of memory");
+			return km_errf(err, errlen, "out of memory");
 		snprintf(out->service, ln + lh + 2, "%s/%s", h->namespace_, h->hostname);
 		return 0;
 	}
 	default:
-		return bad(err, errlen, "waypoint has neither an address nor a hostname");
+		return km_errf(err, errlen, "waypoint has neither an address nor a hostname");
 	}
 }
 
@@ -112,7 +101,7 @@ int km_pb_service(const Kmesh__Workload__Service *m, struct km_service_res **out
 
 	*out = NULL;
 	if (!s)
-		return bad(err, errlen, "out of memory");
+		return km_errf(err, errlen, "out of memory");
 	if (copy_str(m->namespace_, KM_RES_MAX_NAME, 1, "namespace", &s->namespace, err, errlen) ||
 	    copy_str(m->hostname, KM_RES_MAX_NAME, 1, "hostname", &s->hostname, err, errlen) ||
 	    copy_str(m->name, KM_RES_MAX_NAME, 0, "name", &s->svc_name, err, errlen))
@@ -120,17 +109,17 @@ int km_pb_service(const Kmesh__Workload__Service *m, struct km_service_res **out
 	ln = strlen(s->namespace);
 	lh = strlen(s->hostname);
 	if (!(s->name = malloc(ln + lh + 2))) {
-		bad(err, errlen, "out of memory");
+		km_errf(err, errlen, "out of memory");
 		goto fail;
 	}
 	snprintf(s->name, ln + lh + 2, "%s/%s", s->namespace, s->hostname);
 	if (m->n_addresses > KM_RES_MAX_VIPS) {
-		bad(err, errlen, "%zu addresses, at most %d", m->n_addresses, KM_RES_MAX_VIPS);
+		km_errf(err, errlen, "%zu addresses, at most %d", m->n_addresses, KM_RES_MAX_VIPS);
 		goto fail;
 	}
 	s->vips = calloc(m->n_addresses + 1, sizeof(*s->vips));
 	if (!s->vips) {
-		bad(err, errlen, "out of memory");
+		km_errf(err, errlen, "out of memory");
 		goto fail;
 	}
 	for (size_t i = 0; i < m->n_addresses; i++) {
@@ -151,11 +140,11 @@ int km_pb_service(const Kmesh__Workload__Service *m, struct km_service_res **out
 		const Kmesh__Workload__LoadBalancing *lb = m->load_balancing;
 
 		if ((uint32_t)lb->mode > KM_LB_PASSTHROUGH) {
-			bad(err, errlen, "load-balancing mode %d unknown", lb->mode);
+			km_errf(err, errlen, "load-balancing mode %d unknown", lb->mode);
 			goto fail;
 		}
 		if (lb->n_routing_preference > KM_RES_MAX_SCOPES) {
-			bad(err, errlen, "%zu routing preferences, at most %d", lb->n_routing_preference,
+			km_errf(err, errlen, "%zu routing preferences, at most %d", lb->n_routing_preference,
 			    KM_RES_MAX_SCOPES);
 			goto fail;
 		}
@@ -163,7 +152,7 @@ int km_pb_service(const Kmesh__Workload__Service *m, struct km_service_res **out
 			uint32_t sc = (uint32_t)lb->routing_preference[i];
 
 			if (sc < KM_SCOPE_REGION || sc > KM_SCOPE_NETWORK) {
-				bad(err, errlen, "routing preference %u unknown", sc);
+				km_errf(err, errlen, "routing preference %u unknown", sc);
 				goto fail;
 			}
 			s->scopes[s->n_scopes++] = sc;
@@ -195,7 +184,7 @@ int km_pb_workload(const Kmesh__Workload__Workload *m, struct km_workload_res **
 
 	*out = NULL;
 	if (!w)
-		return bad(err, errlen, "out of memory");
+		return km_errf(err, errlen, "out of memory");
 	if (copy_str(m->uid, KM_RES_MAX_STRING, 1, "uid", &w->uid, err, errlen) ||
 	    copy_str(m->name, KM_RES_MAX_NAME, 0, "name", &w->name, err, errlen) ||
 	    copy_str(m->namespace_, KM_RES_MAX_NAME, 0, "namespace", &w->namespace, err, errlen) ||
@@ -210,32 +199,32 @@ int km_pb_workload(const Kmesh__Workload__Workload *m, struct km_workload_res **
 	    copy_waypoint(m->waypoint, &w->waypoint, err, errlen))
 		goto fail;
 	if (m->n_addresses > KM_RES_MAX_ADDRESSES) {
-		bad(err, errlen, "%zu addresses, at most %d", m->n_addresses, KM_RES_MAX_ADDRESSES);
+		km_errf(err, errlen, "%zu addresses, at most %d", m->n_addresses, KM_RES_MAX_ADDRESSES);
 		goto fail;
 	}
 	w->addrs = calloc(m->n_addresses + 1, sizeof(*w->addrs));
 	if (!w->addrs) {
-		bad(err, errlen, "out of memory");
+		km_errf(err, errlen, "out of memory");
 		goto fail;
 	}
 	for (size_t i = 0; i < m->n_addresses; i++, w->n_addrs++)
 		if (copy_addr(m->addresses[i], "address", &w->addrs[i], err, errlen))
 			goto fail;
 	if ((uint32_t)m->status > KM_WORKLOAD_UNHEALTHY) {
-		bad(err, errlen, "status %d unknown", m->status);
+		km_errf(err, errlen, "status %d unknown", m->status);
 		goto fail;
 	}
 	w->status = (uint32_t)m->status;
 	w->host_network = m->network_mode == KMESH__WORKLOAD__NETWORK_MODE__HOST_NETWORK;
 	w->capacity = m->capacity ? m->capacity->value : 1;
 	if (m->n_services > KM_RES_MAX_SERVICES_PER_WORKLOAD) {
-		bad(err, errlen, "%zu services, at most %d", m->n_services,
+		km_errf(err, errlen, "%zu services, at most %d", m->n_services,
 		    KM_RES_MAX_SERVICES_PER_WORKLOAD);
 		goto fail;
 	}
 	w->services = calloc(m->n_services + 1, sizeof(*w->services));
 	if (!w->services) {
-		bad(err, errlen, "out of memory");
+		km_errf(err, errlen, "out of memory");
 		goto fail;
 	}
 	for (size_t i = 0; i < m->n_services; i++) {
@@ -244,11 +233,11 @@ int km_pb_workload(const Kmesh__Workload__Workload *m, struct km_workload_res **
 		const char *key = e->key ? e->key : "";
 
 		if (!strchr(key, '/') || strlen(key) > 2 * KM_RES_MAX_NAME + 1) {
-			bad(err, errlen, "services key '%.64s' is not \"<namespace>/<hostname>\"", key);
+			km_errf(err, errlen, "services key '%.64s' is not \"<namespace>/<hostname>\"", key);
 			goto fail;
 		}
 		if (!(ms->service = strdup(key))) {
-			bad(err, errlen, "out of memory");
+			km_errf(err, errlen, "out of memory");
 			goto fail;
 		}
 		w->n_services++; /* counted at once, so a failure below still frees it */
@@ -257,17 +246,17 @@ int km_pb_workload(const Kmesh__Workload__Workload *m, struct km_workload_res **
 			goto fail;
 	}
 	if (km_workload_res_normalize(w) != 0) {
-		bad(err, errlen, "a service is listed twice in 'services'");
+		km_errf(err, errlen, "a service is listed twice in 'services'");
 		goto fail;
 	}
 	if (m->n_authorization_policies > KM_RES_MAX_POLICIES) {
-		bad(err, errlen, "%zu authorization policies, at most %d", m->n_authorization_policies,
+		km_errf(err, errlen, "%zu authorization policies, at most %d", m->n_authorization_policies,
 		    KM_RES_MAX_POLICIES);
 		goto fail;
 	}
 	w->policies = calloc(m->n_authorization_policies + 1, sizeof(*w->policies));
 	if (!w->policies) {
-		bad(err, errlen, "out of memory");
+		km_errf(err, errlen, "out of memory");
 		goto fail;
 	}
 	for (size_t i = 0; i < m->n_authorization_policies; i++, w->n_policies++)
@@ -291,7 +280,7 @@ int km_pb_address(const uint8_t *data, size_t len, struct km_service_res **svc,
 	*wl = NULL;
 	*name = NULL;
 	if (!a)
-		return bad(err, errlen, "not a valid istio.workload.Address message");
+		return km_errf(err, errlen, "not a valid istio.workload.Address message");
 	if (a->type_case == KMESH__WORKLOAD__ADDRESS__TYPE_SERVICE) {
 		const Kmesh__Workload__Service *s = a->service;
 
@@ -310,7 +299,7 @@ int km_pb_address(const uint8_t *data, size_t len, struct km_service_res **svc,
 			*name = strdup(uid);
 		rc = km_pb_workload(a->workload, wl, err, errlen);
 	} else {
-		bad(err, errlen, "Address holds neither a workload nor a service");
+		km_errf(err, errlen, "Address holds neither a workload nor a service");
 	}
 	kmesh__workload__address__free_unpacked(a, NULL);
 	return rc;

@@ -25,13 +25,6 @@ config() { # config "b1 b2 ..." [unhealthy-backend]: the service and the listed 
 	} | km_write_config
 }
 
-dump_logs() {
-	echo "---- map writer log"
-	tail -n 30 "$KM_DIR/map-writer.log" 2>/dev/null
-	echo "---- xds agent log"
-	tail -n 30 "$KM_DIR/xds-agent.log" 2>/dev/null
-}
-
 PREFIX=kmt$$
 trap 'km_env_cleanup' EXIT
 km_env_setup "$PREFIX"
@@ -124,7 +117,7 @@ kill -TERM "$KM_MW_PID"
 wait "$KM_MW_PID"
 check "map writer exits 0 on SIGTERM" test $? -eq 0
 check "--detach-on-exit unpins every map and link" test ! -e "$bpffs"
-[ $KM_FAIL -eq 0 ] || dump_logs
+[ $KM_FAIL -eq 0 ] || km_dump_logs map-writer xds-agent
 cg=$KM_CGROUP
 node=$KM_NODE
 dir=$KM_DIR

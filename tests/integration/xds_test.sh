@@ -22,13 +22,6 @@ set_state() { # set_state RESOURCE...: the fake istiod's whole Address state
 	km_istiod send "{\"cmd\": \"set\", \"resources\": [$*]}" >/dev/null
 }
 
-dump_logs() {
-	for f in map-writer xds-agent istiod; do
-		echo "---- $f log"
-		tail -n 25 "$KM_DIR/$f.log" 2>/dev/null
-	done
-}
-
 trap 'km_env_cleanup' EXIT
 km_env_setup kmx$$
 km_pod_add client "$KM_SUBNET.10"
@@ -124,6 +117,6 @@ kill "$wrong" 2>/dev/null
 check "TLS to a certificate for another name fails with a clear error" \
 	grep -q "certificate is not for this name" "$KM_DIR/wrong-name.log"
 
-[ $KM_FAIL -eq 0 ] || dump_logs
-[ -n "${KM_SHOW_LOGS:-}" ] && dump_logs
+[ $KM_FAIL -eq 0 ] || km_dump_logs map-writer xds-agent istiod
+[ -n "${KM_SHOW_LOGS:-}" ] && km_dump_logs map-writer xds-agent istiod
 km_check_summary xds

@@ -205,6 +205,14 @@ km_wait_rows() {
 	return 1
 }
 
+km_dump_logs() { # km_dump_logs NAME...: the last lines of $KM_DIR/NAME.log, for a failing test
+	local f
+	for f in "$@"; do
+		echo "---- $f log"
+		tail -n 30 "$KM_DIR/$f.log" 2>/dev/null
+	done
+}
+
 km_env_cleanup() {
 	local pid ns
 	set +e
