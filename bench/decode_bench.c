@@ -1,6 +1,7 @@
 /* decode_bench.c — the baseline for the xDS push benchmark: on the very bytes istiod pushed,
  * how long does merely decoding take (protobuf unpack + validating every resource), and how long
- * decoding plus building the model and its table operations (no map writer). Prints one JSON
+ * decoding plus building the model and its table operations (no map writer), both reading the
+ * response in place and one resource at a time as the agent does. Prints one JSON
  * line with min/median/max over the repetitions.
  *   decode_bench RESPONSE_FILE [REPETITIONS] */
 #include <stdio.h>
@@ -23,44 +24,48 @@ static int cmp(const void *a, const void *b)
 static double decode_only(const uint8_t *buf, size_t len)
 {
 	uint64_t t0 = km_now_us();
-	Kmesh__Xds__DeltaDiscoveryResponse *r = kmesh__xds__delta_discovery_response__unpack(NULL, len, buf);
+	struct km_response_view v;
+	Kmesh__Xds__Resource *r;
 
-	for (size_t i = 0; r && i < r->n_resources; i++) {
+	if (km_response_view_init(&v, buf, len) != 0)
+		return 0;
+	while (km_response_view_next(&v, &r)) {
 		struct km_service_res *s;
 		struct km_workload_res *w;
 		char *name, err[256];
-		const ProtobufCBinaryData *v = &r->resources[i]->resource->value;
 
-		if (km_pb_address(v->data, v->len, &s, &w, &name, err, sizeof(err)) == 0) {
+		if (r && r->resource &&
+		    km_pb_address(r->resource->value.data, r->resource->value.len, &s, &w, &name, err,
+				  sizeof(err)) == 0) {
 			km_service_res_free(s);
 			km_workload_res_free(w);
+			free(name);
 		}
-		free(name);
+		kmesh__xds__resource__free_unpacked(r, NULL);
 	}
-	kmesh__xds__delta_discovery_response__free_unpacked(r, NULL);
+	km_response_view_free(&v);
 	return (double)(km_now_us() - t0) / 1000.0;
 }
 
 static double decode_and_model(const uint8_t *buf, size_t len, size_t *ops)
 {
 	uint64_t t0 = km_now_us();
-	Kmesh__Xds__DeltaDiscoveryResponse *r = kmesh__xds__delta_discovery_response__unpack(NULL, len, buf);
+	struct km_response_view v;
 	struct km_oplist l;
 	struct km_model m;
 	struct km_xds_result res;
-	uint8_t *accepted = calloc(r ? r->n_resources + 1 : 1, 1);
 	double ms;
 
 	km_oplist_init(&l);
 	km_model_init(&m, &l, NULL);
-	if (r)
-		km_xds_apply_address(&m, r, accepted, &res);
+	if (km_response_view_init(&v, buf, len) == 0) {
+		km_xds_apply_address(&m, &v, NULL, NULL, &res);
+		km_response_view_free(&v);
+	}
 	ms = (double)(km_now_us() - t0) / 1000.0;
 	*ops = l.n;
 	km_model_free(&m);
 	km_oplist_free(&l);
-	free(accepted);
-	kmesh__xds__delta_discovery_response__free_unpacked(r, NULL);
 	return ms;
 }
 

@@ -247,65 +247,52 @@ static void on_end(struct km_grpc_stream *g, int status, const char *message, in
 	km_grpc_stream_close(g);
 }
 
-static void record_versions(struct km_ads_type *t, const Kmesh__Xds__DeltaDiscoveryResponse *r,
-			    const uint8_t *accepted)
+static void on_accepted(void *arg, const char *name, const char *version)
 {
-	for (size_t i = 0; i < r->n_resources; i++)
-		if (accepted[i] && r->resources[i]->name && *r->resources[i]->name)
-			version_set(t, r->resources[i]->name, r->resources[i]->version);
-	for (size_t i = 0; i < r->n_removed_resources; i++)
-		version_del(t, r->removed_resources[i]);
+	if (name && *name)
+		version_set(arg, name, version);
 }
 
 static void on_message(struct km_grpc_stream *g, const uint8_t *msg, size_t len)
 {
 	struct km_ads_client *c = g->data;
-	Kmesh__Xds__DeltaDiscoveryResponse *r;
-
-	c->last_response_us = km_now_us();
-	r = kmesh__xds__delta_discovery_response__unpack(NULL, len, msg);
+	struct km_response_view v;
 	struct km_xds_result res;
 	struct km_ads_type *t;
-	uint8_t *accepted;
 
-	if (!r) {
+	c->last_response_us = km_now_us();
+	if (km_response_view_init(&v, msg, len) != 0) {
 		km_error("istiod sent %zu bytes that are not a DeltaDiscoveryResponse; reconnecting", len);
 		km_grpc_stream_close(g);
 		return;
 	}
-	t = strcmp(r->type_url, KM_TYPE_ADDRESS) == 0	       ? &c->address
-	    : strcmp(r->type_url, KM_TYPE_AUTHORIZATION) == 0 ? &c->authz
-							       : NULL;
+	t = strcmp(v.type_url, KM_TYPE_ADDRESS) == 0	      ? &c->address
+	    : strcmp(v.type_url, KM_TYPE_AUTHORIZATION) == 0 ? &c->authz
+							      : NULL;
 	if (!t) {
-		km_warn("istiod sent an unsubscribed type %.200s; NACKing it", r->type_url);
-		{
-			struct km_ads_type other = { .type_url = r->type_url };
+		struct km_ads_type other = { .type_url = v.type_url };
 
-			send_request(c, &other, 0, r->nonce, "type not subscribed");
-		}
-		kmesh__xds__delta_discovery_response__free_unpacked(r, NULL);
+		km_warn("istiod sent an unsubscribed type %.200s; NACKing it", v.type_url);
+		send_request(c, &other, 0, v.nonce, "type not subscribed");
+		km_response_view_free(&v);
 		return;
 	}
-	accepted = calloc(r->n_resources + 1, 1);
-	if (!accepted) {
-		kmesh__xds__delta_discovery_response__free_unpacked(r, NULL);
-		km_grpc_stream_close(g);
-		return;
-	}
+	/* resources are decoded and applied one at a time; accepted ones record their version */
 	if (t == &c->address)
-		km_xds_apply_address(c->model, r, accepted, &res);
+		km_xds_apply_address(c->model, &v, on_accepted, t, &res);
 	else
-		km_xds_apply_authorization(c->policies, r, accepted, &res);
-	record_versions(t, r, accepted);
+		km_xds_apply_authorization(c->policies, &v, on_accepted, t, &res);
+	for (size_t i = 0; i < v.n_removed; i++)
+		version_del(t, v.removed[i]);
 	t->responses++;
-	snprintf(t->last_nonce, sizeof(t->last_nonce), "%s", r->nonce);
+	snprintf(t->last_nonce, sizeof(t->last_nonce), "%s", v.nonce);
 	if (res.rejected) {
 		t->nacks++;
 		snprintf(t->last_nack, sizeof(t->last_nack), "%s", res.error);
-		send_request(c, t, 0, r->nonce, res.error);
+		send_request(c, t, 0, v.nonce, res.error);
 	} else {
 		t->acks++;
-		send_request(c, t, 0, r->nonce, NULL);
+		send_request(c, t, 0, v.nonce, NULL);
 	}
 	if (!t->synced)
 		km_info("first %s response on this stream: %zu applied, %zu rejected, %zu removed",
@@ -313,12 +300,11 @@ static void on_message(struct km_grpc_stream *g, const uint8_t *msg, size_t len)
 			res.removed);
 	else
 		km_debug("%s response %s: %zu applied, %zu rejected, %zu removed",
-			 t == &c->address ? "Address" : "Authorization", r->nonce, res.applied,
+			 t == &c->address ? "Address" : "Authorization", v.nonce, res.applied,
 			 res.rejected, res.removed);
 	t->synced = 1;
 	c->backoff_ms = BACKOFF_MIN_MS; /* a working stream resets the backoff */
-	free(accepted);
-	kmesh__xds__delta_discovery_response__free_unpacked(r, NULL);
+	km_response_view_free(&v);
 	if (t == &c->address && c->on_applied)
 		c->on_applied(c->arg);
 }

@@ -39,6 +39,7 @@ struct agent {
 		uint64_t recv_us;
 	} pending[1024];
 	size_t pending_head, pending_n;
+	uint64_t ops_seen; /* link.ops_queued as of the last response */
 	char source[512];
 	struct km_signals signals;
 	uv_timer_t resync;
@@ -124,20 +125,28 @@ static void on_file_applied(struct km_file_source *fs, void *arg)
 	submit(arg);
 }
 
+/* The model's op list reached its chunk size during a large update: send what is there. */
+static void on_ops_chunk(struct km_oplist *l, void *arg)
+{
+	(void)l;
+	submit(arg);
+}
+
 static void on_xds_applied(void *arg)
 {
 	struct agent *a = arg;
-	uint64_t before = a->link.ops_queued;
 
 	submit(a);
-	/* measured from when the response was complete, so decoding counts too */
-	if (a->link.ops_queued > before && a->pending_n < 1024) {
+	/* measured from when the response was complete, so decoding counts too; chunks sent while
+	 * the response was being applied count towards it */
+	if (a->link.ops_queued > a->ops_seen && a->pending_n < 1024) {
 		size_t tail = (a->pending_head + a->pending_n) % 1024;
 
 		a->pending[tail].ops_end = a->link.ops_queued;
 		a->pending[tail].recv_us = a->ads.last_response_us;
 		a->pending_n++;
 	}
+	a->ops_seen = a->link.ops_queued;
 }
 
 /* "host:port" (or "[v6]:port") into its parts. */
@@ -259,6 +268,9 @@ int main(int argc, char **argv)
 		return rc > 0 ? 0 : 2;
 	srand((unsigned)time(NULL) ^ (unsigned)getpid());
 	km_oplist_init(&a.ops);
+	a.ops.drain = on_ops_chunk;
+	a.ops.drain_arg = &a;
+	a.ops.drain_at = (size_t)batch_ops * 2;
 	km_model_init(&a.model, &a.ops, NULL);
 	km_policy_store_init(&a.policies);
 	km_model_set_local_node(&a.model, node.node_name);

@@ -17,7 +17,9 @@ void km_oplist_init(struct km_oplist *l)
 void km_oplist_free(struct km_oplist *l)
 {
 	free(l->ops);
-	km_oplist_init(l);
+	l->ops = NULL;
+	l->n = l->cap = 0;
+	l->oom = 0;
 }
 
 void km_oplist_clear(struct km_oplist *l)
@@ -30,6 +32,8 @@ struct km_op *km_oplist_add(struct km_oplist *l, enum km_op_table table, int del
 {
 	struct km_op *op;
 
+	if (l->drain && l->n >= l->drain_at && !l->oom)
+		l->drain(l, l->drain_arg);
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 256;
 		struct km_op *p = realloc(l->ops, cap * sizeof(*p));

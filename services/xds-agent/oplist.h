@@ -67,6 +67,12 @@ struct km_oplist {
 	struct km_op *ops;
 	size_t n, cap;
 	int oom; /* an append failed: the list is incomplete and must not be sent */
+	/* Optional: called when the list holds drain_at ops, to hand them on (and clear the list)
+	 * while a large update is still being turned into ops. Ops are final once emitted, so
+	 * sending a prefix early keeps the order. */
+	void (*drain)(struct km_oplist *l, void *arg);
+	void *drain_arg;
+	size_t drain_at;
 };
 
 void km_oplist_init(struct km_oplist *l);

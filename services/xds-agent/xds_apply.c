@@ -34,48 +34,48 @@ static const ProtobufCBinaryData *payload(const Kmesh__Xds__Resource *r, const c
 	return &r->resource->value;
 }
 
-void km_xds_apply_address(struct km_model *m, const Kmesh__Xds__DeltaDiscoveryResponse *r,
-			  uint8_t *accepted, struct km_xds_result *res)
+void km_xds_apply_address(struct km_model *m, struct km_response_view *v, km_xds_accepted_cb cb,
+			  void *arg, struct km_xds_result *res)
 {
+	Kmesh__Xds__Resource *r;
+
 	memset(res, 0, sizeof(*res));
-	for (size_t i = 0; i < r->n_resources; i++) {
+	while (km_response_view_next(v, &r)) {
 		const char *why = NULL;
-		const ProtobufCBinaryData *p = payload(r->resources[i], KM_TYPE_ADDRESS, &why);
+		const ProtobufCBinaryData *p = r ? payload(r, KM_TYPE_ADDRESS, &why) : NULL;
 		struct km_service_res *svc;
 		struct km_workload_res *wl;
 		char *name = NULL, err[256];
 
-		accepted[i] = 0;
+		if (!r) {
+			reject(res, NULL, "not a valid Resource message");
+			continue;
+		}
 		if (!p) {
-			reject(res, r->resources[i]->name, why);
-			continue;
-		}
-		if (km_pb_address(p->data, p->len, &svc, &wl, &name, err, sizeof(err)) != 0) {
-			reject(res, name ? name : r->resources[i]->name, err);
-			free(name);
-			continue;
-		}
-		if (r->resources[i]->name && *r->resources[i]->name &&
-		    strcmp(r->resources[i]->name, name) != 0) {
+			reject(res, r->name, why);
+		} else if (km_pb_address(p->data, p->len, &svc, &wl, &name, err, sizeof(err)) != 0) {
+			reject(res, name ? name : r->name, err);
+		} else if (r->name && *r->name && strcmp(r->name, name) != 0) {
 			snprintf(err, sizeof(err), "resource name does not match its payload (%.100s)", name);
-			reject(res, r->resources[i]->name, err);
+			reject(res, r->name, err);
 			km_service_res_free(svc);
 			km_workload_res_free(wl);
-			free(name);
-			continue;
+		} else {
+			if (svc)
+				km_model_upsert_service(m, svc);
+			else
+				km_model_upsert_workload(m, wl);
+			res->applied++;
+			if (cb)
+				cb(arg, name, r->version);
 		}
-		if (svc)
-			km_model_upsert_service(m, svc);
-		else
-			km_model_upsert_workload(m, wl);
-		accepted[i] = 1;
-		res->applied++;
 		free(name);
+		kmesh__xds__resource__free_unpacked(r, NULL);
 	}
 	/* A removed name is a workload uid or a service "<ns>/<hostname>"; look it up rather than
 	 * guess from its shape. Names never sent are ignored. */
-	for (size_t i = 0; i < r->n_removed_resources; i++) {
-		const char *name = r->removed_resources[i];
+	for (size_t i = 0; i < v->n_removed; i++) {
+		const char *name = v->removed[i];
 
 		if (km_model_find_workload(m, name)) {
 			km_model_remove_workload(m, name);
@@ -88,29 +88,33 @@ void km_xds_apply_address(struct km_model *m, const Kmesh__Xds__DeltaDiscoveryRe
 	km_model_flush(m);
 }
 
-void km_xds_apply_authorization(struct km_policy_store *ps, const Kmesh__Xds__DeltaDiscoveryResponse *r,
-				uint8_t *accepted, struct km_xds_result *res)
+void km_xds_apply_authorization(struct km_policy_store *ps, struct km_response_view *v,
+				km_xds_accepted_cb cb, void *arg, struct km_xds_result *res)
 {
+	Kmesh__Xds__Resource *r;
+
 	memset(res, 0, sizeof(*res));
-	for (size_t i = 0; i < r->n_resources; i++) {
+	while (km_response_view_next(v, &r)) {
 		const char *why = NULL;
-		const ProtobufCBinaryData *p = payload(r->resources[i], KM_TYPE_AUTHORIZATION, &why);
+		const ProtobufCBinaryData *p = r ? payload(r, KM_TYPE_AUTHORIZATION, &why) : NULL;
 		char *name = NULL, err[256];
 
-		accepted[i] = 0;
+		if (!r) {
+			reject(res, NULL, "not a valid Resource message");
+			continue;
+		}
 		if (!p) {
-			reject(res, r->resources[i]->name, why);
-			continue;
+			reject(res, r->name, why);
+		} else if (km_policy_store_put(ps, p->data, p->len, &name, err, sizeof(err)) != 0) {
+			reject(res, name ? name : r->name, err);
+		} else {
+			res->applied++;
+			if (cb)
+				cb(arg, r->name && *r->name ? r->name : name, r->version);
 		}
-		if (km_policy_store_put(ps, p->data, p->len, &name, err, sizeof(err)) != 0) {
-			reject(res, name ? name : r->resources[i]->name, err);
-			free(name);
-			continue;
-		}
-		accepted[i] = 1;
-		res->applied++;
 		free(name);
+		kmesh__xds__resource__free_unpacked(r, NULL);
 	}
-	for (size_t i = 0; i < r->n_removed_resources; i++)
-		res->removed += (size_t)km_policy_store_remove(ps, r->removed_resources[i]);
+	for (size_t i = 0; i < v->n_removed; i++)
+		res->removed += (size_t)km_policy_store_remove(ps, v->removed[i]);
 }

@@ -10,7 +10,7 @@
 
 #include "services/xds-agent/model.h"
 #include "services/xds-agent/policy_store.h"
-#include "xds.pb-c.h"
+#include "services/xds-agent/response_view.h"
 
 #define KM_TYPE_ADDRESS "type.googleapis.com/istio.workload.Address"
 #define KM_TYPE_AUTHORIZATION "type.googleapis.com/istio.security.Authorization"
@@ -22,10 +22,12 @@ struct km_xds_result {
 	char error[1024]; /* the first rejections, for error_detail and the log */
 };
 
-/* accepted[i] is set to 1 for each resource i that was applied (the caller records its version). */
-void km_xds_apply_address(struct km_model *m, const Kmesh__Xds__DeltaDiscoveryResponse *r,
-			  uint8_t *accepted, struct km_xds_result *res);
-void km_xds_apply_authorization(struct km_policy_store *ps, const Kmesh__Xds__DeltaDiscoveryResponse *r,
-				uint8_t *accepted, struct km_xds_result *res);
+/* Called for each resource applied, with its name and version (the caller records it). */
+typedef void (*km_xds_accepted_cb)(void *arg, const char *name, const char *version);
+
+void km_xds_apply_address(struct km_model *m, struct km_response_view *v, km_xds_accepted_cb cb,
+			  void *arg, struct km_xds_result *res);
+void km_xds_apply_authorization(struct km_policy_store *ps, struct km_response_view *v,
+				km_xds_accepted_cb cb, void *arg, struct km_xds_result *res);
 
 #endif

@@ -99,6 +99,34 @@ struct resp {
 	uint8_t *payload[4];
 };
 
+/* The response as bytes on the wire, read through a view (as the ADS client does). */
+static uint8_t *wire;
+
+static struct km_response_view *view_of(struct resp *p)
+{
+	static struct km_response_view v;
+	size_t len = kmesh__xds__delta_discovery_response__get_packed_size(&p->r);
+
+	free(wire);
+	wire = malloc(len + 1);
+	kmesh__xds__delta_discovery_response__pack(&p->r, wire);
+	assert_int_equal(km_response_view_init(&v, wire, len), 0);
+	return &v;
+}
+
+struct accepted_log {
+	char names[4][64];
+	size_t n;
+};
+
+static void note_accepted(void *arg, const char *name, const char *version)
+{
+	struct accepted_log *a = arg;
+
+	assert_string_equal(version, "v1");
+	snprintf(a->names[a->n++], sizeof(a->names[0]), "%s", name);
+}
+
 static void add(struct resp *p, const char *name, const char *type, const ProtobufCMessage *m)
 {
 	size_t i = p->r.n_resources;
@@ -123,7 +151,8 @@ static void test_apply_address_partial(void **state)
 	struct km_model m;
 	struct resp p = { 0 };
 	struct km_xds_result res;
-	uint8_t accepted[4];
+	struct accepted_log acc = { 0 };
+	struct km_response_view *v;
 	Kmesh__Workload__Workload good = KMESH__WORKLOAD__WORKLOAD__INIT, bad = KMESH__WORKLOAD__WORKLOAD__INIT;
 	Kmesh__Workload__Address ag = KMESH__WORKLOAD__ADDRESS__INIT, ab = KMESH__WORKLOAD__ADDRESS__INIT;
 	uint8_t ip[4] = { 10, 0, 0, 1 }, ip3[3] = { 1, 2, 3 };
@@ -150,10 +179,15 @@ static void test_apply_address_partial(void **state)
 	add(&p, "Kubernetes//Pod/ns/bad", KM_TYPE_ADDRESS, &ab.base);
 	add(&p, "Kubernetes//Pod/ns/wrongtype", KM_TYPE_AUTHORIZATION, &ag.base);
 	add(&p, "Kubernetes//Pod/ns/other", KM_TYPE_ADDRESS, &ag.base); /* name != payload */
-	km_xds_apply_address(&m, &p.r, accepted, &res);
+	v = view_of(&p);
+	assert_string_equal(v->type_url, KM_TYPE_ADDRESS);
+	assert_int_equal(v->n_resources, 4);
+	km_xds_apply_address(&m, v, note_accepted, &acc, &res);
+	km_response_view_free(v);
 	assert_int_equal(res.applied, 1);
 	assert_int_equal(res.rejected, 3);
-	assert_memory_equal(accepted, ((uint8_t[]){ 1, 0, 0, 0 }), 4);
+	assert_int_equal(acc.n, 1);
+	assert_string_equal(acc.names[0], "Kubernetes//Pod/ns/good");
 	assert_non_null(strstr(res.error, "Kubernetes//Pod/ns/bad: address must be 4 or 16 bytes"));
 	assert_non_null(strstr(res.error, "payload type"));
 	assert_non_null(km_model_find_workload(&m, "Kubernetes//Pod/ns/good"));
@@ -163,7 +197,10 @@ static void test_apply_address_partial(void **state)
 	p.r.n_resources = 0;
 	p.r.removed_resources = removed;
 	p.r.n_removed_resources = 2;
-	km_xds_apply_address(&m, &p.r, accepted, &res);
+	v = view_of(&p);
+	assert_int_equal(v->n_removed, 2);
+	km_xds_apply_address(&m, v, NULL, NULL, &res);
+	km_response_view_free(v);
 	assert_int_equal(res.removed, 1);
 	assert_null(km_model_find_workload(&m, "Kubernetes//Pod/ns/good"));
 	for (int i = 0; i < 4; i++)
@@ -171,6 +208,8 @@ static void test_apply_address_partial(void **state)
 	km_model_free(&m);
 	km_oplist_free(&ops);
 	km_log_set_level(KM_LOG_INFO);
+	free(wire);
+	wire = NULL;
 }
 
 static void test_apply_authorization(void **state)
@@ -178,7 +217,7 @@ static void test_apply_authorization(void **state)
 	struct km_policy_store ps;
 	struct resp p = { 0 };
 	struct km_xds_result res;
-	uint8_t accepted[4];
+	struct km_response_view *v;
 	Kmesh__Security__Authorization a = KMESH__SECURITY__AUTHORIZATION__INIT, noname = KMESH__SECURITY__AUTHORIZATION__INIT;
 	char *removed[] = { "demo/p1" };
 
@@ -192,7 +231,9 @@ static void test_apply_authorization(void **state)
 	a.action = KMESH__SECURITY__ACTION__DENY;
 	add(&p, "demo/p1", KM_TYPE_AUTHORIZATION, &a.base);
 	add(&p, "demo/", KM_TYPE_AUTHORIZATION, &noname.base);
-	km_xds_apply_authorization(&ps, &p.r, accepted, &res);
+	v = view_of(&p);
+	km_xds_apply_authorization(&ps, v, NULL, NULL, &res);
+	km_response_view_free(v);
 	assert_int_equal(res.applied, 1);
 	assert_int_equal(res.rejected, 1);
 	assert_int_equal(ps.count, 1);
@@ -200,12 +241,29 @@ static void test_apply_authorization(void **state)
 	p.r.n_resources = 0;
 	p.r.removed_resources = removed;
 	p.r.n_removed_resources = 1;
-	km_xds_apply_authorization(&ps, &p.r, accepted, &res);
+	v = view_of(&p);
+	km_xds_apply_authorization(&ps, v, NULL, NULL, &res);
+	km_response_view_free(v);
 	assert_int_equal(ps.count, 0);
 	for (int i = 0; i < 2; i++)
 		free(p.payload[i]);
 	km_policy_store_free(&ps);
 	km_log_set_level(KM_LOG_INFO);
+}
+
+static void test_view_rejects_malformed_bytes(void **state)
+{
+	struct km_response_view v;
+	const uint8_t truncated[] = { 0x12, 0x05, 0x0a }; /* resources field claims 5 bytes, has 1 */
+	const uint8_t bad_wire[] = { 0x0b };                /* wire type 3 (groups) */
+	const uint8_t empty[] = { 0 };
+
+	(void)state;
+	assert_int_equal(km_response_view_init(&v, truncated, sizeof(truncated)), -1);
+	assert_int_equal(km_response_view_init(&v, bad_wire, sizeof(bad_wire)), -1);
+	assert_int_equal(km_response_view_init(&v, empty, 0), 0); /* an empty message is valid */
+	assert_string_equal(v.type_url, "");
+	km_response_view_free(&v);
 }
 
 int main(void)
@@ -215,6 +273,7 @@ int main(void)
 		cmocka_unit_test(test_node_id_and_initial_request),
 		cmocka_unit_test(test_apply_address_partial),
 		cmocka_unit_test(test_apply_authorization),
+		cmocka_unit_test(test_view_rejects_malformed_bytes),
 	};
 
 	return cmocka_run_group_tests_name("xds", tests, NULL, NULL);
