@@ -1,0 +1,123 @@
+/* model_emit.c — the model's table operations: one function per row kind (see model.h for the
+ * order they are emitted in). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "services/xds-agent/model_internal.h"
+#include "shared/addr.h"
+
+/* ---- op emitters --------------------------------------------------------------------------- */
+
+void mdl_emit_service(struct km_model *m, const struct km_model_svc *s)
+{
+	struct km_op *op = km_oplist_add(m->out, KM_OP_SERVICE, 0);
+
+	if (!op)
+		return;
+	op->svc.id = s->id;
+	op->svc.lb_mode = s->res->lb_mode;
+	for (int p = 0; p < KM_PRIO_COUNT; p++)
+		op->svc.count[p] = (uint32_t)s->n_eps[p];
+	mdl_service_waypoint(m, s, &op->svc.waypoint);
+}
+
+void mdl_emit_endpoint(struct km_model *m, const struct km_model_svc *s, uint32_t prio,
+			  uint32_t index, int del)
+{
+	struct km_op *op = km_oplist_add(m->out, KM_OP_ENDPOINT, del);
+
+	if (!op)
+		return;
+	op->ep.service_id = s->id;
+	op->ep.prio = prio;
+	op->ep.index = index;
+	op->ep.backend_id = del ? 0 : s->eps[prio][index];
+}
+
+void mdl_emit_service_frontend(struct km_model *m, const struct km_model_svc *s,
+				  const struct km_addr *vip, const struct km_port *port, int del)
+{
+	struct km_op *op = km_oplist_add(m->out, KM_OP_FRONTEND, del);
+
+	if (!op)
+		return;
+	op->fe.addr = *vip;
+	op->fe.port = (uint16_t)port->service_port;
+	op->fe.kind = KM_FRONTEND_SERVICE;
+	if (del)
+		return;
+	op->fe.upstream_id = s->id;
+	op->fe.target_port = (uint16_t)(port->target_port ? port->target_port : port->service_port);
+	op->fe.flags = s->fe_flag_written ? KM_FE_F_PORT_OVERRIDES : 0;
+}
+
+void mdl_emit_service_frontends(struct km_model *m, const struct km_model_svc *s, int del)
+{
+	for (size_t v = 0; v < s->res->n_vips; v++)
+		for (size_t p = 0; p < s->res->n_ports; p++)
+			mdl_emit_service_frontend(m, s, &s->res->vips[v], &s->res->ports[p], del);
+}
+
+void mdl_emit_workload_frontend(struct km_model *m, const struct km_model_wl *w,
+				   const struct km_addr *addr, int del)
+{
+	struct km_op *op = km_oplist_add(m->out, KM_OP_FRONTEND, del);
+
+	if (!op)
+		return;
+	op->fe.addr = *addr;
+	op->fe.kind = KM_FRONTEND_WORKLOAD;
+	op->fe.upstream_id = del ? 0 : w->id;
+}
+
+void mdl_emit_override(struct km_model *m, const struct km_model_svc *s, const struct override *o,
+			  int del)
+{
+	struct km_op *op = km_oplist_add(m->out, KM_OP_PORT_OVERRIDE, del);
+
+	if (!op)
+		return;
+	op->po.service_id = s->id;
+	op->po.backend_id = o->backend_id;
+	op->po.port = o->port;
+	op->po.target_port = del ? 0 : o->target;
+}
+
+/* The backend row a workload should have now (addresses: the first of each family). */
+void mdl_backend_row(struct km_model *m, const struct km_model_wl *w, struct km_op *op)
+{
+	const struct km_workload_res *r = w->res;
+
+	memset(op, 0, sizeof(*op));
+	op->table = KM_OP_BACKEND;
+	op->be.id = w->id;
+	for (size_t i = 0; i < r->n_addrs; i++) {
+		int v4 = km_addr_is_v4(&r->addrs[i]);
+
+		if (v4 && !op->be.has4) {
+			op->be.addr4 = r->addrs[i];
+			op->be.has4 = 1;
+		} else if (!v4 && !op->be.has6) {
+			op->be.addr6 = r->addrs[i];
+			op->be.has6 = 1;
+		}
+	}
+	mdl_resolve_waypoint(m, &r->waypoint, &op->be.waypoint);
+	op->be.weight = r->capacity ? r->capacity : 1;
+}
+
+void mdl_emit_backend(struct km_model *m, struct km_model_wl *w)
+{
+	struct km_op *op = km_oplist_add(m->out, KM_OP_BACKEND, 0);
+
+	if (op)
+		*op = w->last_backend;
+}
+
+void mdl_emit_backend_delete(struct km_model *m, const struct km_model_wl *w)
+{
+	struct km_op *op = km_oplist_add(m->out, KM_OP_BACKEND, 1);
+
+	if (op)
+		op->be.id = w->id;
+}

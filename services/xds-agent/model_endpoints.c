@@ -1,0 +1,186 @@
+/* model_endpoints.c — which workload is an endpoint of which service, in which priority group and
+ * slot, with which own target ports (see model.h for the ordering rules kept here). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "services/xds-agent/model_internal.h"
+#include "shared/addr.h"
+
+/* ---- locality ------------------------------------------------------------------------------ */
+
+static int mdl_scope_matches(const struct km_model_local *l, const struct km_workload_res *w, uint32_t scope)
+{
+	switch (scope) {
+	case KM_SCOPE_REGION:
+		return mdl_str_eq(l->region, w->region);
+	case KM_SCOPE_ZONE:
+		return mdl_str_eq(l->zone, w->zone);
+	case KM_SCOPE_SUBZONE:
+		return mdl_str_eq(l->subzone, w->subzone);
+	case KM_SCOPE_NODE:
+		return mdl_str_eq(l->node, w->node);
+	case KM_SCOPE_CLUSTER:
+		return mdl_str_eq(l->cluster_id, w->cluster_id);
+	case KM_SCOPE_NETWORK:
+		return mdl_str_eq(l->network, w->network);
+	default:
+		return 0;
+	}
+}
+
+/* Priority group of a workload in a service: for STRICT and FAILOVER, the number of
+ * routing-preference scopes minus how many of them, from the first, the workload shares with
+ * this node (0 = shares all). Everything else, and an unknown local locality, is group 0. */
+uint32_t mdl_endpoint_prio(const struct km_model *m, const struct km_model_svc *s,
+			      const struct km_model_wl *w)
+{
+	const struct km_service_res *r = s->res;
+	uint32_t rank = 0;
+
+	if (!r || (r->lb_mode != KM_LB_STRICT && r->lb_mode != KM_LB_FAILOVER) || !m->local.known)
+		return 0;
+	while (rank < r->n_scopes && mdl_scope_matches(&m->local, w->res, r->scopes[rank]))
+		rank++;
+	return (uint32_t)r->n_scopes - rank;
+}
+
+/* ---- endpoint slots ------------------------------------------------------------------------ */
+
+int mdl_find_slot(const struct km_model_svc *s, uint32_t backend_id, uint32_t *prio, size_t *idx)
+{
+	for (uint32_t p = 0; p < KM_PRIO_COUNT; p++)
+		for (size_t i = 0; i < s->n_eps[p]; i++)
+			if (s->eps[p][i] == backend_id) {
+				*prio = p;
+				*idx = i;
+				return 1;
+			}
+	return 0;
+}
+
+/* Append without emitting the count: the service row follows at flush (or, for a new service,
+ * right after its endpoints). */
+void mdl_endpoint_append(struct km_model *m, struct km_model_svc *s, uint32_t prio,
+			    uint32_t backend_id)
+{
+	if (mdl_grow((void **)&s->eps[prio], &s->cap_eps[prio], s->n_eps[prio] + 1,
+		 sizeof(*s->eps[prio])) != 0) {
+		m->out->oom = 1;
+		return;
+	}
+	s->eps[prio][s->n_eps[prio]++] = backend_id;
+	mdl_emit_endpoint(m, s, prio, (uint32_t)s->n_eps[prio] - 1, 0);
+}
+
+/* Remove slot i: move the last slot into it, shrink the count, then delete the old last slot.
+ * BPF sees at every step only slots that hold a live backend. */
+void mdl_endpoint_remove(struct km_model *m, struct km_model_svc *s, uint32_t prio, size_t i)
+{
+	size_t last = s->n_eps[prio] - 1;
+
+	if (i != last) {
+		s->eps[prio][i] = s->eps[prio][last];
+		mdl_emit_endpoint(m, s, prio, (uint32_t)i, 0);
+	}
+	s->n_eps[prio]--;
+	mdl_emit_service(m, s);
+	mdl_emit_endpoint(m, s, prio, (uint32_t)last, 1);
+}
+
+/* ---- per-workload target ports ------------------------------------------------------------- */
+
+/* After override rows changed: the service's frontends say whether to look them up. */
+void mdl_update_frontend_flag(struct km_model *m, struct km_model_svc *s)
+{
+	int want = s->n_ovr > 0;
+
+	if (!s->res || want == s->fe_flag_written)
+		return;
+	s->fe_flag_written = want;
+	if (s->svc_written) /* a new service writes its frontends, with the flag, after its row */
+		mdl_emit_service_frontends(m, s, 0);
+}
+
+/* Make the override rows of (service, workload) what the workload's port list says; with
+ * want == 0, remove them all. */
+void mdl_sync_overrides(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w, int want)
+{
+	const struct km_membership *ms = want ? km_workload_membership(w->res, s->name) : NULL;
+
+	/* drop rows that are no longer right */
+	for (size_t i = 0; i < s->n_ovr;) {
+		struct override *o = &s->ovr[i];
+		uint32_t t = ms ? km_target_port(s->res, ms, o->port) : 0;
+
+		if (o->backend_id == w->id && (!ms || t == km_target_port(s->res, NULL, o->port) ||
+					       t != o->target)) {
+			mdl_emit_override(m, s, o, 1);
+			s->ovr[i] = s->ovr[--s->n_ovr];
+			continue;
+		}
+		i++;
+	}
+	/* add what is missing */
+	for (size_t p = 0; ms && p < s->res->n_ports; p++) {
+		uint32_t port = s->res->ports[p].service_port;
+		uint32_t t = km_target_port(s->res, ms, port);
+		int have = 0;
+
+		if (t == km_target_port(s->res, NULL, port))
+			continue;
+		for (size_t i = 0; i < s->n_ovr && !have; i++)
+			have = s->ovr[i].backend_id == w->id && s->ovr[i].port == port;
+		if (have)
+			continue;
+		if (mdl_grow((void **)&s->ovr, &s->cap_ovr, s->n_ovr + 1, sizeof(*s->ovr)) != 0) {
+			m->out->oom = 1;
+			return;
+		}
+		s->ovr[s->n_ovr] = (struct override){ w->id, (uint16_t)port, (uint16_t)t };
+		mdl_emit_override(m, s, &s->ovr[s->n_ovr], 0);
+		s->n_ovr++;
+	}
+	mdl_update_frontend_flag(m, s);
+}
+
+/* ---- membership -> endpoint ---------------------------------------------------------------- */
+
+int mdl_eligible(const struct km_model_svc *s, const struct km_model_wl *w)
+{
+	return w->backend_written &&
+	       (w->res->status == KM_WORKLOAD_HEALTHY || (s->res && s->res->allow_unhealthy));
+}
+
+/* Make the workload an endpoint of the service (in the right priority, with the right port
+ * overrides) iff it should be one. Overrides are written before the endpoint is exposed and
+ * removed after it is gone. */
+void mdl_sync_endpoint(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w)
+{
+	uint32_t prio = 0, want_prio;
+	size_t idx = 0;
+	int have;
+
+	if (!s->res)
+		return;
+	have = mdl_find_slot(s, w->id, &prio, &idx);
+	if (!mdl_eligible(s, w)) {
+		if (have)
+			mdl_endpoint_remove(m, s, prio, idx);
+		mdl_sync_overrides(m, s, w, 0);
+		return;
+	}
+	mdl_sync_overrides(m, s, w, 1);
+	want_prio = mdl_endpoint_prio(m, s, w);
+	if (have && prio == want_prio)
+		return;
+	mdl_endpoint_append(m, s, want_prio, w->id); /* new group first ... */
+	mdl_mark_dirty(m, s, 1);
+	if (have)
+		mdl_endpoint_remove(m, s, prio, idx); /* ... then out of the old one */
+}
+
+void mdl_sync_all_endpoints(struct km_model *m, struct km_model_svc *s)
+{
+	for (size_t i = 0; i < s->n_members; i++)
+		mdl_sync_endpoint(m, s, s->members[i]);
+}

@@ -1,0 +1,98 @@
+/* model_internal.h — what the model's files share and nothing outside them sees: the entries
+ * behind a service and a workload name, and the helpers each file provides to the others.
+ *   model.c           services, workloads, flush, replay, queries (the public API)
+ *   model_emit.c      turning entries into table operations
+ *   model_endpoints.c endpoint slots, priorities, per-workload target ports
+ *   model_waypoint.c  waypoint resolution and the objects that depend on a waypoint service */
+#ifndef KM_XDS_MODEL_INTERNAL_H
+#define KM_XDS_MODEL_INTERNAL_H
+
+#include <uthash.h>
+
+#include "services/xds-agent/model.h"
+
+/* A port-override row written for (this service, backend, service port). */
+struct override {
+	uint32_t backend_id;
+	uint16_t port;
+	uint16_t target;
+};
+
+struct km_model_svc {
+	char *name;
+	uint32_t id; /* 0 while no resource is known */
+	struct km_service_res *res;
+	uint32_t *eps[KM_PRIO_COUNT]; /* backend ids in slot order, per priority */
+	size_t n_eps[KM_PRIO_COUNT], cap_eps[KM_PRIO_COUNT];
+	struct km_model_wl **members; /* workloads that list this service */
+	size_t n_members, cap_members;
+	struct override *ovr;
+	size_t n_ovr, cap_ovr;
+	int svc_written;     /* its service row exists: frontends may be written */
+	int fe_flag_written; /* KM_FE_F_PORT_OVERRIDES as last written in its frontends */
+	/* waypoints: the waypoint service this one names (hostname form), and the objects that
+	 * name this one, with the address they were last given */
+	struct km_model_svc *wp_of;
+	struct km_model_svc **wp_svcs;
+	size_t n_wp_svcs, cap_wp_svcs;
+	struct km_model_wl **wp_wls;
+	size_t n_wp_wls, cap_wp_wls;
+	struct km_addr published_vip;
+	int published;
+	int in_dirty;    /* in m->dirty (pointer kept until flush) */
+	int count_dirty; /* the service row must be re-emitted at flush */
+	UT_hash_handle hh;
+};
+
+struct km_model_wl {
+	char *uid;
+	uint32_t id;
+	struct km_workload_res *res;
+	int backend_written;
+	struct km_op last_backend; /* the backend row as last written */
+	struct km_model_svc *wp_of;
+	UT_hash_handle hh;
+};
+
+/* model.c */
+int mdl_grow(void **arr, size_t *cap, size_t need, size_t elem);
+void mdl_parr_add(struct km_model *m, void ***arr, size_t *n, size_t *cap, void *p);
+void mdl_parr_del(void **arr, size_t *n, void *p);
+int mdl_str_eq(const char *a, const char *b);
+void mdl_mark_dirty(struct km_model *m, struct km_model_svc *s, int count);
+struct km_model_svc *mdl_svc_get(struct km_model *m, const char *name, int create);
+
+/* model_emit.c */
+void mdl_emit_service(struct km_model *m, const struct km_model_svc *s);
+void mdl_emit_endpoint(struct km_model *m, const struct km_model_svc *s, uint32_t prio, uint32_t index,
+		   int del);
+void mdl_emit_service_frontend(struct km_model *m, const struct km_model_svc *s,
+			   const struct km_addr *vip, const struct km_port *port, int del);
+void mdl_emit_service_frontends(struct km_model *m, const struct km_model_svc *s, int del);
+void mdl_emit_workload_frontend(struct km_model *m, const struct km_model_wl *w,
+			    const struct km_addr *addr, int del);
+void mdl_emit_override(struct km_model *m, const struct km_model_svc *s, const struct override *o,
+		   int del);
+void mdl_backend_row(struct km_model *m, const struct km_model_wl *w, struct km_op *op);
+void mdl_emit_backend(struct km_model *m, struct km_model_wl *w);
+void mdl_emit_backend_delete(struct km_model *m, const struct km_model_wl *w);
+
+/* model_endpoints.c */
+uint32_t mdl_endpoint_prio(const struct km_model *m, const struct km_model_svc *s,
+		       const struct km_model_wl *w);
+int mdl_find_slot(const struct km_model_svc *s, uint32_t backend_id, uint32_t *prio, size_t *idx);
+void mdl_endpoint_append(struct km_model *m, struct km_model_svc *s, uint32_t prio, uint32_t backend_id);
+void mdl_endpoint_remove(struct km_model *m, struct km_model_svc *s, uint32_t prio, size_t i);
+void mdl_sync_overrides(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w, int want);
+int mdl_eligible(const struct km_model_svc *s, const struct km_model_wl *w);
+void mdl_sync_endpoint(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w);
+void mdl_sync_all_endpoints(struct km_model *m, struct km_model_svc *s);
+
+/* model_waypoint.c */
+void mdl_resolve_waypoint(struct km_model *m, const struct km_waypoint *wp, struct km_op_waypoint *out);
+void mdl_service_waypoint(struct km_model *m, const struct km_model_svc *s, struct km_op_waypoint *out);
+void mdl_register_service_waypoint(struct km_model *m, struct km_model_svc *s);
+void mdl_register_workload_waypoint(struct km_model *m, struct km_model_wl *w);
+void mdl_publish_waypoint_address(struct km_model *m, struct km_model_svc *s);
+
+#endif
