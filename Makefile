@@ -1,7 +1,8 @@
 # Makefile — the one entry point. Each target first makes sure the Debian packages it needs are
 # installed (mk/deps.sh), then runs the real rules in mk/build.mk.
 #   make            build everything into build/ (binaries in build/bin/)
-#   make test       unit tests (ASan+UBSan), then the integration tests (root)
+#   make test       unit tests (ASan+UBSan), fuzz smoke, the integration tests (root) with the
+#                   daemons as shipped and again under ASan+UBSan
 #   make demo       the mesh end to end on one machine, from demo/mesh.json
 #   make fuzz       every libFuzzer target for a bounded time
 #   make bench      the benchmarks; rewrites docs/performance.md

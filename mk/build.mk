@@ -36,7 +36,7 @@ TEST_TOOLS := $(B)/tests/kmesh-testctl
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 
-.PHONY: all test unit integration demo fuzz fuzz-smoke bench
+.PHONY: all test unit integration integration-san demo fuzz fuzz-smoke bench
 .SECONDARY:
 .DELETE_ON_ERROR:
 
@@ -95,6 +95,15 @@ $(B)/tests/kmesh-testctl: $(call obj,tests/tools/kmesh-testctl.c $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(COMMON_LIBS)
 
+# ---- the daemons under ASan+UBSan, for the integration tests (make integration-san) ---------
+$(B)/san-bin/kmesh-map-writer: $(call san,services/map-writer/main.c $(MW_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(MW_LIBS)
+
+$(B)/san-bin/kmesh-xds-agent: $(call san,services/xds-agent/main.c $(XDS_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(XDS_LIBS)
+
 # ---- unit tests (cmocka, always under ASan+UBSan) ------------------------------------------------
 $(B)/tests/test_%: $(call san,tests/unit/test_%.c $(XDS_SRCS) $(MW_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
@@ -109,7 +118,10 @@ unit: $(UNIT_TESTS)
 integration: all
 	@bash tests/integration/run.sh
 
-test: unit fuzz-smoke integration
+integration-san: all $(B)/san-bin/kmesh-map-writer $(B)/san-bin/kmesh-xds-agent
+	@bash tests/integration/run.sh --sanitized
+
+test: unit fuzz-smoke integration integration-san
 
 demo: all
 	@bash demo/run.sh

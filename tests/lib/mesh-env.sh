@@ -7,7 +7,7 @@
 # Traffic only ever goes to addresses inside these namespaces.
 
 KM_ROOT=${KM_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-KM_BIN=$KM_ROOT/build/bin
+KM_BIN=${KM_BIN:-$KM_ROOT/build/bin} # build/san-bin: the daemons under ASan+UBSan
 KM_TESTCTL=$KM_ROOT/build/tests/kmesh-testctl
 KM_PY=/usr/bin/python3
 KM_NOBODY=65534
