@@ -44,7 +44,7 @@ static void dump_service(void *arg, const char *name)
 		json_array_append_new(counts, json_integer((json_int_t)km_model_endpoints(c->m, name, p, &eps)));
 	}
 	o = json_pack("{s:s, s:I, s:o, s:I, s:I, s:o}", "name", name, "id",
-		      (json_int_t)km_ids_find(&c->m->ids, name), "vips", addrs_json(s->vips, s->n_vips),
+		      (json_int_t)km_model_id_of(c->m, name), "vips", addrs_json(s->vips, s->n_vips),
 		      "ports", (json_int_t)s->n_ports, "lb_mode", (json_int_t)s->lb_mode,
 		      "endpoints_per_priority", counts);
 	if (s->waypoint.kind == KM_WAYPOINT_HOSTNAME)
@@ -66,7 +66,7 @@ static void dump_workload(void *arg, const char *uid)
 		json_array_append_new(svcs, json_string(w->services[i].service));
 	json_array_append_new(c->list,
 			      json_pack("{s:s, s:I, s:o, s:s, s:s, s:o}", "uid", uid, "id",
-					(json_int_t)km_ids_find(&c->m->ids, uid), "addresses",
+					(json_int_t)km_model_id_of(c->m, uid), "addresses",
 					addrs_json(w->addrs, w->n_addrs), "status",
 					w->status ? "UNHEALTHY" : "HEALTHY", "node", w->node ? w->node : "",
 					"services", svcs));

@@ -1,16 +1,9 @@
-/* ids.c — name <-> u32 id allocation (see ids.h). */
+/* ids.c — u32 id allocation (see ids.h): an open-addressing table of the ids in use, linear
+ * probing over slots, deletion by backward shift (no tombstones). */
 #include "services/xds-agent/ids.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
-
-struct km_ids_entry {
-	char *name;
-	uint32_t id;
-	UT_hash_handle hh_name;
-	UT_hash_handle hh_id;
-};
 
 uint32_t km_ids_fnv1a(const char *name)
 {
@@ -31,79 +24,105 @@ void km_ids_init(struct km_ids *ids, km_ids_hash_fn hash)
 
 void km_ids_free(struct km_ids *ids)
 {
-	struct km_ids_entry *e, *tmp;
+	free(ids->keys);
+	free(ids->owners);
+	ids->keys = NULL;
+	ids->owners = NULL;
+	ids->cap = ids->count = 0;
+}
 
-	HASH_ITER(hh_name, ids->by_name, e, tmp) {
-		HASH_DELETE(hh_name, ids->by_name, e);
-		HASH_DELETE(hh_id, ids->by_id, e);
-		free(e->name);
-		free(e);
+static size_t slot_of(const struct km_ids *ids, uint32_t id)
+{
+	return (size_t)(id * 2654435761u) & (ids->cap - 1); /* Fibonacci hashing of the id */
+}
+
+static size_t find(const struct km_ids *ids, uint32_t id)
+{
+	size_t i = slot_of(ids, id);
+
+	while (ids->keys[i] && ids->keys[i] != id)
+		i = (i + 1) & (ids->cap - 1);
+	return i;
+}
+
+static int resize(struct km_ids *ids, size_t cap)
+{
+	struct km_ids n = { .cap = cap, .hash = ids->hash, .count = ids->count };
+
+	n.keys = calloc(cap, sizeof(*n.keys));
+	n.owners = calloc(cap, sizeof(*n.owners));
+	if (!n.keys || !n.owners) {
+		free(n.keys);
+		free(n.owners);
+		return -1;
 	}
-	ids->count = 0;
+	for (size_t i = 0; i < ids->cap; i++) {
+		if (ids->keys[i]) {
+			size_t j = find(&n, ids->keys[i]);
+
+			n.keys[j] = ids->keys[i];
+			n.owners[j] = ids->owners[i];
+		}
+	}
+	free(ids->keys);
+	free(ids->owners);
+	*ids = n;
+	return 0;
 }
 
-static struct km_ids_entry *find_name(const struct km_ids *ids, const char *name)
+void *km_ids_owner(const struct km_ids *ids, uint32_t id)
 {
-	struct km_ids_entry *e;
+	size_t i;
 
-	HASH_FIND(hh_name, ids->by_name, name, strlen(name), e);
-	return e;
+	if (!ids->cap || id == 0)
+		return NULL;
+	i = find(ids, id);
+	return ids->keys[i] ? ids->owners[i] : NULL;
 }
 
-uint32_t km_ids_find(const struct km_ids *ids, const char *name)
+uint32_t km_ids_alloc(struct km_ids *ids, const char *name, void *owner)
 {
-	struct km_ids_entry *e = find_name(ids, name);
-
-	return e ? e->id : 0;
-}
-
-const char *km_ids_name(const struct km_ids *ids, uint32_t id)
-{
-	struct km_ids_entry *e;
-
-	HASH_FIND(hh_id, ids->by_id, &id, sizeof(id), e);
-	return e ? e->name : NULL;
-}
-
-uint32_t km_ids_get(struct km_ids *ids, const char *name)
-{
-	struct km_ids_entry *e = find_name(ids, name);
 	uint32_t id;
+	size_t i;
 
-	if (e)
-		return e->id;
-	e = calloc(1, sizeof(*e));
-	if (!e || !(e->name = strdup(name))) {
-		free(e);
+	if ((ids->count + 1) * 2 > ids->cap && resize(ids, ids->cap ? ids->cap * 2 : 64) != 0)
 		return 0;
-	}
-	/* Linear probing over the whole u32 ring, skipping 0; terminates while fewer than 2^32-1
-	 * ids are in use. */
+	/* Probe the u32 ring from the name's hash, skipping 0 and ids in use. */
 	for (id = ids->hash(name);; id++) {
-		struct km_ids_entry *other;
-
 		if (id == 0)
 			continue;
-		HASH_FIND(hh_id, ids->by_id, &id, sizeof(id), other);
-		if (!other)
+		i = find(ids, id);
+		if (!ids->keys[i])
 			break;
 	}
-	e->id = id;
-	HASH_ADD_KEYPTR(hh_name, ids->by_name, e->name, strlen(e->name), e);
-	HASH_ADD(hh_id, ids->by_id, id, sizeof(e->id), e);
+	ids->keys[i] = id;
+	ids->owners[i] = owner;
 	ids->count++;
 	return id;
 }
 
-void km_ids_release(struct km_ids *ids, const char *name)
+void km_ids_release(struct km_ids *ids, uint32_t id)
 {
-	struct km_ids_entry *e = find_name(ids, name);
+	size_t i, j;
 
-	if (!e)
+	if (!ids->cap || id == 0)
 		return;
-	HASH_DELETE(hh_name, ids->by_name, e);
-	HASH_DELETE(hh_id, ids->by_id, e);
-	free(e->name);
-	free(e);
+	i = find(ids, id);
+	if (!ids->keys[i])
+		return;
+	ids->keys[i] = 0;
+	ids->owners[i] = NULL;
 	ids->count--;
+	/* Backward shift: move later entries of the run into the hole when their home allows. */
+	for (j = (i + 1) & (ids->cap - 1); ids->keys[j]; j = (j + 1) & (ids->cap - 1)) {
+		size_t home = slot_of(ids, ids->keys[j]);
+
+		if (((j - home) & (ids->cap - 1)) >= ((j - i) & (ids->cap - 1))) {
+			ids->keys[i] = ids->keys[j];
+			ids->owners[i] = ids->owners[j];
+			ids->keys[j] = 0;
+			ids->owners[j] = NULL;
+			i = j;
+		}
+	}
 }

@@ -2,12 +2,16 @@
  * and queries (see model.h; the pieces it is built from are listed in model_internal.h). */
 #include "services/xds-agent/model.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "services/xds-agent/model_internal.h"
 #include "shared/addr.h"
 #include "shared/log.h"
+
+/* Id owners are entries; a workload's pointer carries this tag in its lowest bit. */
+#define OWNER_WORKLOAD 1u
 
 /* ---- small helpers ------------------------------------------------------------------------- */
 
@@ -130,7 +134,7 @@ void km_model_upsert_service(struct km_model *m, struct km_service_res *res)
 		return;
 	}
 	if (!s->res) {
-		s->id = km_ids_get(&m->ids, res->name);
+		s->id = km_ids_alloc(&m->ids, s->name, s);
 		s->res = res;
 		m->n_services++;
 		mdl_register_service_waypoint(m, s);
@@ -195,7 +199,7 @@ void km_model_remove_service(struct km_model *m, const char *name)
 	s->n_ovr = 0;
 	s->fe_flag_written = 0;
 	s->svc_written = 0;
-	km_ids_release(&m->ids, name);
+	km_ids_release(&m->ids, s->id);
 	km_service_res_free(s->res);
 	s->res = NULL;
 	mdl_register_service_waypoint(m, s);
@@ -271,7 +275,8 @@ void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res)
 	HASH_FIND_STR(m->workloads, res->uid, w);
 	if (!w) {
 		w = calloc(1, sizeof(*w));
-		if (!w || !(w->uid = strdup(res->uid)) || !(w->id = km_ids_get(&m->ids, res->uid))) {
+		if (!w || !(w->uid = strdup(res->uid)) ||
+		    !(w->id = km_ids_alloc(&m->ids, w->uid, (void *)((uintptr_t)w | OWNER_WORKLOAD)))) {
 			if (w)
 				free(w->uid);
 			free(w);
@@ -361,7 +366,7 @@ void km_model_remove_workload(struct km_model *m, const char *uid)
 	km_workload_res_free(w->res);
 	w->res = NULL;
 	mdl_register_workload_waypoint(m, w);
-	km_ids_release(&m->ids, uid);
+	km_ids_release(&m->ids, w->id);
 	HASH_DEL(m->workloads, w);
 	free(w->uid);
 	free(w);
@@ -500,6 +505,29 @@ size_t km_model_endpoints(const struct km_model *m, const char *service, uint32_
 	}
 	*backend_ids = s->eps[prio];
 	return s->n_eps[prio];
+}
+
+uint32_t km_model_id_of(const struct km_model *m, const char *name)
+{
+	struct km_model_svc *s;
+	struct km_model_wl *w;
+
+	HASH_FIND_STR(m->workloads, name, w);
+	if (w)
+		return w->id;
+	HASH_FIND_STR(m->services, name, s);
+	return s ? s->id : 0;
+}
+
+const char *km_model_name_of(const struct km_model *m, uint32_t id)
+{
+	uintptr_t owner = (uintptr_t)km_ids_owner(&m->ids, id);
+
+	if (!owner)
+		return NULL;
+	if (owner & OWNER_WORKLOAD)
+		return ((const struct km_model_wl *)(owner & ~(uintptr_t)OWNER_WORKLOAD))->uid;
+	return ((const struct km_model_svc *)owner)->name;
 }
 
 void km_model_stats(const struct km_model *m, struct km_model_stats *st)

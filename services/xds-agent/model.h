@@ -64,6 +64,10 @@ typedef void (*km_model_name_cb)(void *arg, const char *name);
 void km_model_each_service(const struct km_model *m, km_model_name_cb cb, void *arg);
 void km_model_each_workload(const struct km_model *m, km_model_name_cb cb, void *arg);
 
+/* The id of a service or workload by name (0 if unknown), and the name behind an id (NULL). */
+uint32_t km_model_id_of(const struct km_model *m, const char *name);
+const char *km_model_name_of(const struct km_model *m, uint32_t id);
+
 /* Counters for dumps and tests. */
 struct km_model_stats {
 	size_t services, workloads, endpoints, port_overrides, pending_waypoints;

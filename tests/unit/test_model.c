@@ -64,7 +64,7 @@ static struct km_workload_res *wl(const char *uid, const char *ip, uint32_t stat
 /* A compact text form of an op: "BE+ 5", "EP+ s/0/1=w", "SVC+ s 2", "FE- 10.0.0.1:80" ... */
 static const char *name_of(const struct km_model *m, uint32_t id)
 {
-	const char *n = km_ids_name(&m->ids, id);
+	const char *n = km_model_name_of(m, id);
 
 	return n ? n : "?"; /* released ids (rows being deleted) */
 }
@@ -211,8 +211,8 @@ static void test_remove_swaps_last_into_hole(void **state)
 	 * last slot goes after the count; the backend row goes last */
 	EXPECT(&f->m, &f->l, "FE- 10.0.0.1:0", "EP+ 0=w3", "SVC+ demo/web 2", "EP- 2=", "BE- ?");
 	assert_int_equal(km_model_endpoints(&f->m, SVC, 0, &eps), 2);
-	assert_int_equal(eps[0], km_ids_find(&f->m.ids, "w3"));
-	assert_int_equal(eps[1], km_ids_find(&f->m.ids, "w2"));
+	assert_int_equal(eps[0], km_model_id_of(&f->m, "w3"));
+	assert_int_equal(eps[1], km_model_id_of(&f->m, "w2"));
 
 	/* removing the last slot needs no move */
 	km_model_remove_workload(&f->m, "w2");
@@ -297,7 +297,7 @@ static struct km_service_res *with_mode(struct km_service_res *s, uint32_t mode,
 
 static uint32_t prio_of(struct fx *f, const char *uid)
 {
-	uint32_t id = km_ids_find(&f->m.ids, uid);
+	uint32_t id = km_model_id_of(&f->m, uid);
 
 	for (uint32_t p = 0; p < KM_PRIO_COUNT; p++) {
 		const uint32_t *eps;
@@ -373,7 +373,7 @@ static void test_waypoint_resolution_order(void **state)
 		for (size_t i = 0; i < f->l.n; i++) {
 			const struct km_op *o = &f->l.ops[i];
 
-			if (o->table == KM_OP_SERVICE && o->svc.id == km_ids_find(&f->m.ids, SVC)) {
+			if (o->table == KM_OP_SERVICE && o->svc.id == km_model_id_of(&f->m, SVC)) {
 				assert_true(o->svc.waypoint.has_addr);
 				assert_string_equal(km_addr_format(&o->svc.waypoint.addr, buf), "10.96.9.9");
 				svc_rows++;
