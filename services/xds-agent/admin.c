@@ -88,7 +88,7 @@ static json_t *type_json(const struct km_ads_type *t)
 {
 	return json_pack("{s:s, s:I, s:I, s:I, s:I, s:s, s:b}", "last_nonce", t->last_nonce,
 			 "responses", (json_int_t)t->responses, "acks", (json_int_t)t->acks, "nacks",
-			 (json_int_t)t->nacks, "versions_held", (json_int_t)t->n_versions, "last_nack",
+			 (json_int_t)t->nacks, "versions_held", (json_int_t)km_ads_versions_held(t), "last_nack",
 			 t->last_nack, "synced", t->synced);
 }
 

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
 
 #include "services/xds-agent/xds_apply.h"
 #include "shared/latency.h"
@@ -14,63 +13,49 @@
 #define BACKOFF_MAX_MS 15000
 #define FAST_RECONNECT_MS 10
 
-struct km_version {
-	char *name;
-	char *version;
-	UT_hash_handle hh;
+/* ---- versions: kept on the model's and the policy store's entries ------------------------- */
+
+static void model_set_version(void *store, const char *name, const char *version)
+{
+	km_model_set_version(store, name, version);
+}
+
+static size_t model_each_version(const void *store, km_version_cb cb, void *arg)
+{
+	return km_model_each_version(store, cb, arg);
+}
+
+static void policy_set_version(void *store, const char *name, const char *version)
+{
+	km_policy_store_set_version(store, name, version);
+}
+
+static size_t policy_each_version(const void *store, km_version_cb cb, void *arg)
+{
+	return km_policy_store_each_version(store, cb, arg);
+}
+
+size_t km_ads_versions_held(const struct km_ads_type *t)
+{
+	return t->each_version ? t->each_version(t->store, NULL, NULL) : 0;
+}
+
+struct version_list {
+	Kmesh__Xds__DeltaDiscoveryRequest__InitialResourceVersionsEntry *entries, **ptrs;
+	size_t n, cap;
 };
 
-/* ---- versions ------------------------------------------------------------------------------ */
-
-static void version_set(struct km_ads_type *t, const char *name, const char *version)
+static void collect_version(void *arg, const char *name, const char *version)
 {
-	struct km_version *v;
-	char *copy = strdup(version ? version : "");
+	struct version_list *l = arg;
 
-	if (!copy)
-		return;
-	HASH_FIND_STR(t->versions, name, v);
-	if (v) {
-		free(v->version);
-		v->version = copy;
-		return;
-	}
-	v = calloc(1, sizeof(*v));
-	if (!v || !(v->name = strdup(name))) {
-		free(v);
-		free(copy);
-		return;
-	}
-	v->version = copy;
-	HASH_ADD_KEYPTR(hh, t->versions, v->name, strlen(v->name), v);
-	t->n_versions++;
-}
-
-static void version_del(struct km_ads_type *t, const char *name)
-{
-	struct km_version *v;
-
-	HASH_FIND_STR(t->versions, name, v);
-	if (!v)
-		return;
-	HASH_DEL(t->versions, v);
-	free(v->name);
-	free(v->version);
-	free(v);
-	t->n_versions--;
-}
-
-static void versions_free(struct km_ads_type *t)
-{
-	struct km_version *v, *tmp;
-
-	HASH_ITER(hh, t->versions, v, tmp) {
-		HASH_DEL(t->versions, v);
-		free(v->name);
-		free(v->version);
-		free(v);
-	}
-	t->n_versions = 0;
+	if (l->n == l->cap)
+		return; /* counted beforehand; nothing changes in between */
+	kmesh__xds__delta_discovery_request__initial_resource_versions_entry__init(&l->entries[l->n]);
+	l->entries[l->n].key = (char *)name;
+	l->entries[l->n].value = (char *)version;
+	l->ptrs[l->n] = &l->entries[l->n];
+	l->n++;
 }
 
 /* ---- requests ------------------------------------------------------------------------------ */
@@ -111,15 +96,12 @@ uint8_t *km_ads_build_request(struct km_ads_client *c, struct km_ads_type *t, in
 	Kmesh__Xds__DeltaDiscoveryRequest req = KMESH__XDS__DELTA_DISCOVERY_REQUEST__INIT;
 	Kmesh__Xds__Node node = KMESH__XDS__NODE__INIT;
 	Kmesh__Xds__Status status = KMESH__XDS__STATUS__INIT;
-	Kmesh__Xds__DeltaDiscoveryRequest__InitialResourceVersionsEntry *entries = NULL, **ptrs = NULL;
+	struct version_list versions = { 0 };
 	struct meta meta;
 	uint8_t *buf;
 
 	req.type_url = (char *)t->type_url;
 	if (initial) {
-		struct km_version *v, *tmp;
-		size_t i = 0;
-
 		kmesh__xds__struct__init(&meta.s);
 		meta.s.fields = meta.ptrs;
 		meta_add(&meta, "NAME", c->node.pod_name);
@@ -136,22 +118,18 @@ uint8_t *km_ads_build_request(struct km_ads_client *c, struct km_ads_type *t, in
 		req.node = &node;
 		/* Everything held, with its version, so istiod skips what is unchanged and names
 		 * what went away while we were disconnected. */
-		entries = calloc(t->n_versions + 1, sizeof(*entries));
-		ptrs = calloc(t->n_versions + 1, sizeof(*ptrs));
-		if (!entries || !ptrs) {
-			free(entries);
-			free(ptrs);
+		versions.cap = km_ads_versions_held(t);
+		versions.entries = calloc(versions.cap + 1, sizeof(*versions.entries));
+		versions.ptrs = calloc(versions.cap + 1, sizeof(*versions.ptrs));
+		if (!versions.entries || !versions.ptrs) {
+			free(versions.entries);
+			free(versions.ptrs);
 			return NULL;
 		}
-		HASH_ITER(hh, t->versions, v, tmp) {
-			kmesh__xds__delta_discovery_request__initial_resource_versions_entry__init(&entries[i]);
-			entries[i].key = v->name;
-			entries[i].value = v->version;
-			ptrs[i] = &entries[i];
-			i++;
-		}
-		req.n_initial_resource_versions = i;
-		req.initial_resource_versions = ptrs;
+		if (t->each_version)
+			t->each_version(t->store, collect_version, &versions);
+		req.n_initial_resource_versions = versions.n;
+		req.initial_resource_versions = versions.ptrs;
 	}
 	if (nonce)
 		req.response_nonce = (char *)nonce;
@@ -164,8 +142,8 @@ uint8_t *km_ads_build_request(struct km_ads_client *c, struct km_ads_type *t, in
 	buf = malloc(*len ? *len : 1);
 	if (buf)
 		kmesh__xds__delta_discovery_request__pack(&req, buf);
-	free(entries);
-	free(ptrs);
+	free(versions.entries);
+	free(versions.ptrs);
 	return buf;
 }
 
@@ -225,7 +203,7 @@ static void on_open(struct km_grpc_stream *g)
 	c->connects++;
 	c->address.synced = c->authz.synced = 0;
 	km_info("ADS stream open; subscribing with %zu Address and %zu Authorization versions held",
-		c->address.n_versions, c->authz.n_versions);
+		km_ads_versions_held(&c->address), km_ads_versions_held(&c->authz));
 	if (send_request(c, &c->address, 1, NULL, NULL) != 0 ||
 	    send_request(c, &c->authz, 1, NULL, NULL) != 0)
 		km_grpc_stream_close(g);
@@ -249,8 +227,10 @@ static void on_end(struct km_grpc_stream *g, int status, const char *message, in
 
 static void on_accepted(void *arg, const char *name, const char *version)
 {
+	struct km_ads_type *t = arg;
+
 	if (name && *name)
-		version_set(arg, name, version);
+		t->set_version(t->store, name, version);
 }
 
 static void on_message(struct km_grpc_stream *g, const uint8_t *msg, size_t len)
@@ -282,8 +262,6 @@ static void on_message(struct km_grpc_stream *g, const uint8_t *msg, size_t len)
 		km_xds_apply_address(c->model, &v, on_accepted, t, &res);
 	else
 		km_xds_apply_authorization(c->policies, &v, on_accepted, t, &res);
-	for (size_t i = 0; i < v.n_removed; i++)
-		version_del(t, v.removed[i]);
 	t->responses++;
 	snprintf(t->last_nonce, sizeof(t->last_nonce), "%s", v.nonce);
 	if (res.rejected) {
@@ -336,7 +314,13 @@ int km_ads_client_start(struct km_ads_client *c, uv_loop_t *loop,
 	c->arg = arg;
 	c->backoff_ms = BACKOFF_MIN_MS;
 	c->address.type_url = KM_TYPE_ADDRESS;
+	c->address.set_version = model_set_version;
+	c->address.each_version = model_each_version;
+	c->address.store = model;
 	c->authz.type_url = KM_TYPE_AUTHORIZATION;
+	c->authz.set_version = policy_set_version;
+	c->authz.each_version = policy_each_version;
+	c->authz.store = policies;
 	km_ads_node_id(node, c->node_id, sizeof(c->node_id));
 	uv_timer_init(loop, &c->retry);
 	c->retry.data = c;
@@ -351,6 +335,4 @@ void km_ads_client_stop(struct km_ads_client *c)
 	uv_close((uv_handle_t *)&c->retry, NULL);
 	if (c->stream_open)
 		km_grpc_stream_close(&c->stream);
-	versions_free(&c->address);
-	versions_free(&c->authz);
 }

@@ -15,8 +15,6 @@
 #include "services/xds-agent/model.h"
 #include "services/xds-agent/policy_store.h"
 
-struct km_version;
-
 /* What istiod needs to know about this node (istio-wire §4.1-4.2). */
 struct km_ads_node {
 	const char *instance_ip;
@@ -31,8 +29,10 @@ struct km_ads_node {
 
 struct km_ads_type {
 	const char *type_url;
-	struct km_version *versions; /* accepted resource name -> version */
-	size_t n_versions;
+	/* where the versions of accepted resources are kept: on the entries holding them */
+	void (*set_version)(void *store, const char *name, const char *version);
+	size_t (*each_version)(const void *store, km_version_cb cb, void *arg);
+	void *store;
 	char last_nonce[128];
 	uint64_t responses, acks, nacks;
 	char last_nack[1024];
@@ -68,6 +68,8 @@ int km_ads_client_start(struct km_ads_client *c, uv_loop_t *loop,
 void km_ads_client_stop(struct km_ads_client *c);
 /* The node id sent to istiod: ztunnel~<ip>~<pod>.<ns>~<ns>.svc.cluster.local */
 void km_ads_node_id(const struct km_ads_node *n, char *out, size_t len);
+/* How many resources of the type are held with a version. */
+size_t km_ads_versions_held(const struct km_ads_type *t);
 /* Build a request (the initial one of a type when initial != 0) — exposed for tests. */
 uint8_t *km_ads_build_request(struct km_ads_client *c, struct km_ads_type *t, int initial,
 			      const char *nonce, const char *error, size_t *len);

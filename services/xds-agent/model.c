@@ -103,6 +103,7 @@ static void svc_free(struct km_model_svc *s)
 	free(s->wp_svcs);
 	free(s->wp_wls);
 	km_service_res_free(s->res);
+	free(s->version);
 	free(s->name);
 	free(s);
 }
@@ -202,6 +203,8 @@ void km_model_remove_service(struct km_model *m, const char *name)
 	km_ids_release(&m->ids, s->id);
 	km_service_res_free(s->res);
 	s->res = NULL;
+	free(s->version);
+	s->version = NULL;
 	mdl_register_service_waypoint(m, s);
 	mdl_publish_waypoint_address(m, s); /* dependents fall back to "pending" */
 	s->id = 0;
@@ -368,6 +371,7 @@ void km_model_remove_workload(struct km_model *m, const char *uid)
 	mdl_register_workload_waypoint(m, w);
 	km_ids_release(&m->ids, w->id);
 	HASH_DEL(m->workloads, w);
+	free(w->version);
 	free(w->uid);
 	free(w);
 	m->n_workloads--;
@@ -446,6 +450,7 @@ void km_model_free(struct km_model *m)
 	HASH_ITER(hh, m->workloads, w, wtmp) {
 		HASH_DEL(m->workloads, w);
 		km_workload_res_free(w->res);
+		free(w->version);
 		free(w->uid);
 		free(w);
 	}
@@ -505,6 +510,49 @@ size_t km_model_endpoints(const struct km_model *m, const char *service, uint32_
 	}
 	*backend_ids = s->eps[prio];
 	return s->n_eps[prio];
+}
+
+void km_model_set_version(struct km_model *m, const char *name, const char *version)
+{
+	struct km_model_wl *w;
+	struct km_model_svc *s;
+	char **slot = NULL, *copy;
+
+	HASH_FIND_STR(m->workloads, name, w);
+	if (w) {
+		slot = &w->version;
+	} else {
+		HASH_FIND_STR(m->services, name, s);
+		if (s && s->res)
+			slot = &s->version;
+	}
+	if (!slot || !(copy = strdup(version ? version : "")))
+		return;
+	free(*slot);
+	*slot = copy;
+}
+
+size_t km_model_each_version(const struct km_model *m, km_version_cb cb, void *arg)
+{
+	struct km_model_wl *w, *wtmp;
+	struct km_model_svc *s, *stmp;
+	size_t n = 0;
+
+	HASH_ITER(hh, m->workloads, w, wtmp) {
+		if (!w->version)
+			continue;
+		if (cb)
+			cb(arg, w->uid, w->version);
+		n++;
+	}
+	HASH_ITER(hh, m->services, s, stmp) {
+		if (!s->res || !s->version)
+			continue;
+		if (cb)
+			cb(arg, s->name, s->version);
+		n++;
+	}
+	return n;
 }
 
 uint32_t km_model_id_of(const struct km_model *m, const char *name)

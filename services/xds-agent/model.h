@@ -64,6 +64,11 @@ typedef void (*km_model_name_cb)(void *arg, const char *name);
 void km_model_each_service(const struct km_model *m, km_model_name_cb cb, void *arg);
 void km_model_each_workload(const struct km_model *m, km_model_name_cb cb, void *arg);
 
+/* istiod's version of a resource, kept on its entry for initial_resource_versions; it goes when
+ * the resource goes. each_version returns how many resources have one (cb may be NULL). */
+void km_model_set_version(struct km_model *m, const char *name, const char *version);
+size_t km_model_each_version(const struct km_model *m, km_version_cb cb, void *arg);
+
 /* The id of a service or workload by name (0 if unknown), and the name behind an id (NULL). */
 uint32_t km_model_id_of(const struct km_model *m, const char *name);
 const char *km_model_name_of(const struct km_model *m, uint32_t id);

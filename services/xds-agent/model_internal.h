@@ -39,6 +39,7 @@ struct km_model_svc {
 	size_t n_wp_wls, cap_wp_wls;
 	struct km_addr published_vip;
 	int published;
+	char *version;   /* istiod's version of the resource, if any */
 	int in_dirty;    /* in m->dirty (pointer kept until flush) */
 	int count_dirty; /* the service row must be re-emitted at flush */
 	UT_hash_handle hh;
@@ -51,6 +52,7 @@ struct km_model_wl {
 	int backend_written;
 	struct km_op last_backend; /* the backend row as last written */
 	struct km_model_svc *wp_of;
+	char *version; /* istiod's version of the resource, if any */
 	UT_hash_handle hh;
 };
 

@@ -12,6 +12,7 @@
 
 struct km_policy {
 	char *name;
+	char *version;
 	Kmesh__Security__Authorization *msg;
 	UT_hash_handle hh;
 };
@@ -103,6 +104,7 @@ void km_policy_store_init(struct km_policy_store *ps)
 static void policy_free(struct km_policy *p)
 {
 	kmesh__security__authorization__free_unpacked(p->msg, NULL);
+	free(p->version);
 	free(p->name);
 	free(p);
 }
@@ -177,6 +179,33 @@ const Kmesh__Security__Authorization *km_policy_store_find(const struct km_polic
 
 	HASH_FIND_STR(ps->by_name, name, p);
 	return p ? p->msg : NULL;
+}
+
+void km_policy_store_set_version(struct km_policy_store *ps, const char *name, const char *version)
+{
+	struct km_policy *p;
+	char *copy;
+
+	HASH_FIND_STR(ps->by_name, name, p);
+	if (!p || !(copy = strdup(version ? version : "")))
+		return;
+	free(p->version);
+	p->version = copy;
+}
+
+size_t km_policy_store_each_version(const struct km_policy_store *ps, km_version_cb cb, void *arg)
+{
+	struct km_policy *p, *tmp;
+	size_t n = 0;
+
+	HASH_ITER(hh, ps->by_name, p, tmp) {
+		if (!p->version)
+			continue;
+		if (cb)
+			cb(arg, p->name, p->version);
+		n++;
+	}
+	return n;
 }
 
 void km_policy_store_each(const struct km_policy_store *ps, km_policy_cb cb, void *arg)

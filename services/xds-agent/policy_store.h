@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "authorization.pb-c.h"
+#include "services/xds-agent/resources.h"
 
 struct km_policy;
 
@@ -27,6 +28,9 @@ int km_policy_store_put(struct km_policy_store *ps, const uint8_t *data, size_t 
 int km_policy_store_remove(struct km_policy_store *ps, const char *name);
 const Kmesh__Security__Authorization *km_policy_store_find(const struct km_policy_store *ps,
 							   const char *name);
+/* istiod's version of a policy (kept for initial_resource_versions; goes with the policy). */
+void km_policy_store_set_version(struct km_policy_store *ps, const char *name, const char *version);
+size_t km_policy_store_each_version(const struct km_policy_store *ps, km_version_cb cb, void *arg);
 typedef void (*km_policy_cb)(void *arg, const char *name, const Kmesh__Security__Authorization *p);
 void km_policy_store_each(const struct km_policy_store *ps, km_policy_cb cb, void *arg);
 

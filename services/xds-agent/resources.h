@@ -98,6 +98,9 @@ struct km_workload_res {
 	struct km_waypoint waypoint;
 };
 
+/* Visiting (name, xDS version) pairs of the resources a store holds. */
+typedef void (*km_version_cb)(void *arg, const char *name, const char *version);
+
 void km_service_res_free(struct km_service_res *s);
 void km_workload_res_free(struct km_workload_res *w);
 /* Field-by-field equality of everything the model uses. */
