@@ -149,7 +149,7 @@ void km_model_upsert_service(struct km_model *m, struct km_service_res *res)
 			}
 		}
 		s->fe_flag_written = s->n_ovr > 0;
-		mdl_emit_service(m, s);
+		mdl_emit_service(m, s, 0);
 		s->svc_written = 1;
 		mdl_emit_service_frontends(m, s, 0);
 		mdl_publish_waypoint_address(m, s);
@@ -170,7 +170,7 @@ void km_model_upsert_service(struct km_model *m, struct km_service_res *res)
 	 * at flush) */
 	mdl_sync_all_endpoints(m, s);
 	if (old->lb_mode != res->lb_mode || !km_waypoint_equal(&old->waypoint, &res->waypoint))
-		mdl_emit_service(m, s);
+		mdl_emit_service(m, s, 0);
 	for (size_t v = 0; v < res->n_vips; v++)
 		for (size_t p = 0; p < res->n_ports; p++)
 			if (!frontend_in(old, &res->vips[v], &res->ports[p], 1))
@@ -192,7 +192,7 @@ void km_model_remove_service(struct km_model *m, const char *name)
 		op->svc.id = s->id;
 	for (uint32_t p = 0; p < KM_PRIO_COUNT; p++) {
 		for (size_t i = 0; i < s->n_eps[p]; i++)
-			mdl_emit_endpoint(m, s, p, (uint32_t)i, 1);
+			mdl_emit_endpoint(m, s, p, (uint32_t)i, 1, 0);
 		s->n_eps[p] = 0;
 	}
 	for (size_t i = 0; i < s->n_ovr; i++)
@@ -385,7 +385,7 @@ void km_model_flush(struct km_model *m)
 		struct km_model_svc *s = m->dirty[i];
 
 		if (s->res && s->count_dirty)
-			mdl_emit_service(m, s);
+			mdl_emit_service(m, s, 0);
 		s->count_dirty = 0;
 		s->in_dirty = 0;
 		if (!s->res && s->n_members == 0 && s->n_wp_svcs == 0 && s->n_wp_wls == 0) {
@@ -394,6 +394,7 @@ void km_model_flush(struct km_model *m)
 		}
 	}
 	m->n_dirty = 0;
+	km_oplist_settle(m->out);
 }
 
 void km_model_replay(struct km_model *m)
@@ -412,8 +413,8 @@ void km_model_replay(struct km_model *m)
 			mdl_emit_override(m, s, &s->ovr[i], 0);
 		for (uint32_t p = 0; p < KM_PRIO_COUNT; p++)
 			for (size_t i = 0; i < s->n_eps[p]; i++)
-				mdl_emit_endpoint(m, s, p, (uint32_t)i, 0);
-		mdl_emit_service(m, s);
+				mdl_emit_endpoint(m, s, p, (uint32_t)i, 0, 0);
+		mdl_emit_service(m, s, 0);
 		mdl_emit_service_frontends(m, s, 0);
 	}
 	HASH_ITER(hh, m->workloads, w, wtmp) {
@@ -423,6 +424,7 @@ void km_model_replay(struct km_model *m)
 		for (size_t i = 0; i < n; i++)
 			mdl_emit_workload_frontend(m, w, &fe[i], 0);
 	}
+	km_oplist_settle(m->out);
 }
 
 void km_model_init(struct km_model *m, struct km_oplist *out, km_ids_hash_fn hash)

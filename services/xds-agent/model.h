@@ -6,6 +6,8 @@
  *   - a service row before its frontend rows;
  *   - removals in the reverse order (frontends, then service, then endpoints, then backend).
  * Endpoint slots are dense per (service, priority); removal moves the last slot into the hole.
+ * Additive upserts are grouped by table when the op list is settled (oplist.h), so a bulk load
+ * reaches the map writer as long runs of one table.
  *
  * Ownership: upsert functions take ownership of the resource passed in. Changes are buffered
  * per service; km_model_flush() emits the final counts and trailing deletes. Call it after each

@@ -8,9 +8,14 @@
 
 /* ---- op emitters --------------------------------------------------------------------------- */
 
-void mdl_emit_service(struct km_model *m, const struct km_model_svc *s)
+static struct km_op *add(struct km_model *m, enum km_op_table table, int del, int now)
 {
-	struct km_op *op = km_oplist_add(m->out, KM_OP_SERVICE, 0);
+	return now ? km_oplist_add_now(m->out, table, del) : km_oplist_add(m->out, table, del);
+}
+
+void mdl_emit_service(struct km_model *m, const struct km_model_svc *s, int now)
+{
+	struct km_op *op = add(m, KM_OP_SERVICE, 0, now);
 
 	if (!op)
 		return;
@@ -22,9 +27,9 @@ void mdl_emit_service(struct km_model *m, const struct km_model_svc *s)
 }
 
 void mdl_emit_endpoint(struct km_model *m, const struct km_model_svc *s, uint32_t prio,
-			  uint32_t index, int del)
+			  uint32_t index, int del, int now)
 {
-	struct km_op *op = km_oplist_add(m->out, KM_OP_ENDPOINT, del);
+	struct km_op *op = add(m, KM_OP_ENDPOINT, del, now);
 
 	if (!op)
 		return;

@@ -69,7 +69,7 @@ void mdl_endpoint_append(struct km_model *m, struct km_model_svc *s, uint32_t pr
 		return;
 	}
 	s->eps[prio][s->n_eps[prio]++] = backend_id;
-	mdl_emit_endpoint(m, s, prio, (uint32_t)s->n_eps[prio] - 1, 0);
+	mdl_emit_endpoint(m, s, prio, (uint32_t)s->n_eps[prio] - 1, 0, 0); /* a new slot: additive */
 }
 
 /* Remove slot i: move the last slot into it, shrink the count, then delete the old last slot.
@@ -80,11 +80,11 @@ void mdl_endpoint_remove(struct km_model *m, struct km_model_svc *s, uint32_t pr
 
 	if (i != last) {
 		s->eps[prio][i] = s->eps[prio][last];
-		mdl_emit_endpoint(m, s, prio, (uint32_t)i, 0);
+		mdl_emit_endpoint(m, s, prio, (uint32_t)i, 0, 1); /* overwrites a live slot: now */
 	}
 	s->n_eps[prio]--;
-	mdl_emit_service(m, s);
-	mdl_emit_endpoint(m, s, prio, (uint32_t)last, 1);
+	mdl_emit_service(m, s, 1);
+	mdl_emit_endpoint(m, s, prio, (uint32_t)last, 1, 1);
 }
 
 /* ---- per-workload target ports ------------------------------------------------------------- */
@@ -97,8 +97,16 @@ void mdl_update_frontend_flag(struct km_model *m, struct km_model_svc *s)
 	if (!s->res || want == s->fe_flag_written)
 		return;
 	s->fe_flag_written = want;
-	if (s->svc_written) /* a new service writes its frontends, with the flag, after its row */
-		mdl_emit_service_frontends(m, s, 0);
+	if (!s->svc_written) /* a new service writes its frontends, with the flag, after its row */
+		return;
+	/* Turning the lookup on must reach BPF before any endpoint that needs it is exposed: emit
+	 * it in place (after what is queued, and not regrouped behind later endpoints and counts).
+	 * Turning it off follows the removal of the rows, so it may wait. */
+	if (want)
+		km_oplist_settle(m->out);
+	mdl_emit_service_frontends(m, s, 0);
+	if (want)
+		km_oplist_settle(m->out);
 }
 
 /* Make the override rows of (service, workload) what the workload's port list says; with

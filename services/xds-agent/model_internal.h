@@ -65,9 +65,10 @@ void mdl_mark_dirty(struct km_model *m, struct km_model_svc *s, int count);
 struct km_model_svc *mdl_svc_get(struct km_model *m, const char *name, int create);
 
 /* model_emit.c */
-void mdl_emit_service(struct km_model *m, const struct km_model_svc *s);
+/* now: ordering-sensitive (emitted after everything queued), else additive (oplist.h) */
+void mdl_emit_service(struct km_model *m, const struct km_model_svc *s, int now);
 void mdl_emit_endpoint(struct km_model *m, const struct km_model_svc *s, uint32_t prio, uint32_t index,
-		   int del);
+		   int del, int now);
 void mdl_emit_service_frontend(struct km_model *m, const struct km_model_svc *s,
 			   const struct km_addr *vip, const struct km_port *port, int del);
 void mdl_emit_service_frontends(struct km_model *m, const struct km_model_svc *s, int del);

@@ -99,7 +99,7 @@ void mdl_publish_waypoint_address(struct km_model *m, struct km_model_svc *s)
 	s->published_vip = vip;
 	for (size_t i = 0; i < s->n_wp_svcs; i++)
 		if (s->wp_svcs[i]->res)
-			mdl_emit_service(m, s->wp_svcs[i]);
+			mdl_emit_service(m, s->wp_svcs[i], 0);
 	for (size_t i = 0; i < s->n_wp_wls; i++) {
 		struct km_model_wl *w = s->wp_wls[i];
 

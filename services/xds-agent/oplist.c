@@ -24,16 +24,56 @@ void km_oplist_free(struct km_oplist *l)
 
 void km_oplist_clear(struct km_oplist *l)
 {
-	l->n = 0;
+	l->n = l->settled = 0;
 	l->oom = 0;
 }
 
-struct km_op *km_oplist_add(struct km_oplist *l, enum km_op_table table, int del)
+/* Phase of an additive upsert: what it refers to comes in an earlier phase. */
+static int phase(const struct km_op *o)
+{
+	switch (o->table) {
+	case KM_OP_BACKEND:
+		return 0;
+	case KM_OP_PORT_OVERRIDE:
+		return 1;
+	case KM_OP_ENDPOINT:
+		return 2;
+	case KM_OP_SERVICE:
+		return 3;
+	default:
+		return 4; /* frontends */
+	}
+}
+
+void km_oplist_settle(struct km_oplist *l)
+{
+	size_t pending = l->n - l->settled, start[6] = { 0 };
+	struct km_op *tmp;
+
+	if (pending > 1 && (tmp = malloc(pending * sizeof(*tmp)))) {
+		/* stable counting sort of the waiting ops by phase */
+		for (size_t i = l->settled; i < l->n; i++)
+			start[phase(&l->ops[i]) + 1]++;
+		for (int p = 1; p < 6; p++)
+			start[p] += start[p - 1];
+		for (size_t i = l->settled; i < l->n; i++)
+			tmp[start[phase(&l->ops[i])]++] = l->ops[i];
+		memcpy(l->ops + l->settled, tmp, pending * sizeof(*tmp));
+		free(tmp);
+	} /* without memory the emission order stands: it is valid too, only less grouped */
+	l->settled = l->n;
+}
+
+static struct km_op *append(struct km_oplist *l, enum km_op_table table, int del, int now)
 {
 	struct km_op *op;
 
-	if (l->drain && l->n >= l->drain_at && !l->oom)
+	if (now)
+		km_oplist_settle(l);
+	if (l->drain && l->n >= l->drain_at && !l->oom) {
+		km_oplist_settle(l);
 		l->drain(l, l->drain_arg);
+	}
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 256;
 		struct km_op *p = realloc(l->ops, cap * sizeof(*p));
@@ -49,7 +89,19 @@ struct km_op *km_oplist_add(struct km_oplist *l, enum km_op_table table, int del
 	memset(op, 0, sizeof(*op));
 	op->table = (uint8_t)table;
 	op->del = (uint8_t)del;
+	if (now)
+		l->settled = l->n;
 	return op;
+}
+
+struct km_op *km_oplist_add(struct km_oplist *l, enum km_op_table table, int del)
+{
+	return append(l, table, del, del);
+}
+
+struct km_op *km_oplist_add_now(struct km_oplist *l, enum km_op_table table, int del)
+{
+	return append(l, table, del, 1);
 }
 
 /* Protobuf views of one op; all memory comes from this struct, so encoding allocates once. */

@@ -63,9 +63,18 @@ struct km_op {
 	};
 };
 
+/*
+ * Grouping. An upsert is "additive" unless it is emitted with km_oplist_add_now: it only adds or
+ * refreshes a row whose references are written by upserts of earlier phases (backends, then
+ * port overrides, endpoints, service rows, frontends). Additive upserts wait in the list and are
+ * put in phase order when the list is settled; anything else (every delete, and the overwrite
+ * of a live endpoint slot with its count) settles the list first. So the order stays valid while
+ * a bulk load becomes long runs of one table (which the map writer applies in one bpf() call).
+ */
 struct km_oplist {
 	struct km_op *ops;
 	size_t n, cap;
+	size_t settled; /* ops[0..settled) are in their final order */
 	int oom; /* an append failed: the list is incomplete and must not be sent */
 	/* Optional: called when the list holds drain_at ops, to hand them on (and clear the list)
 	 * while a large update is still being turned into ops. Ops are final once emitted, so
@@ -78,8 +87,13 @@ struct km_oplist {
 void km_oplist_init(struct km_oplist *l);
 void km_oplist_free(struct km_oplist *l);
 void km_oplist_clear(struct km_oplist *l);
-/* Append a zeroed op and return it (NULL and l->oom set on allocation failure). */
+/* Append a zeroed op and return it (NULL and l->oom set on allocation failure). Deletes settle
+ * the list first; upserts are additive. */
 struct km_op *km_oplist_add(struct km_oplist *l, enum km_op_table table, int del);
+/* Append after settling the list, whatever the op (ordering-sensitive upserts). */
+struct km_op *km_oplist_add_now(struct km_oplist *l, enum km_op_table table, int del);
+/* Put the waiting additive upserts in phase order; every consumer calls this before sending. */
+void km_oplist_settle(struct km_oplist *l);
 
 /* Encode ops[0..n) as one Envelope{batch} frame payload (malloc'd). */
 uint8_t *km_oplist_encode(const struct km_op *ops, size_t n, uint64_t request_id, size_t *len);

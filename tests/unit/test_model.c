@@ -176,8 +176,8 @@ static void test_new_service_then_workloads(void **state)
 	km_model_upsert_workload(&f->m, wl("w2", "10.0.0.2", KM_WORKLOAD_HEALTHY, 1, SVC));
 	km_model_flush(&f->m);
 	/* backend before endpoint before the count; one count row for the whole group */
-	EXPECT(&f->m, &f->l, "BE+ w1", "EP+ 0=w1", "FE+ 10.0.0.1:0", "BE+ w2", "EP+ 1=w2", "FE+ 10.0.0.2:0",
-	       "SVC+ demo/web 2");
+	EXPECT(&f->m, &f->l, "BE+ w1", "BE+ w2", "EP+ 0=w1", "EP+ 1=w2", "SVC+ demo/web 2",
+	       "FE+ 10.0.0.1:0", "FE+ 10.0.0.2:0");
 
 	/* an identical update emits nothing */
 	km_model_upsert_workload(&f->m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
@@ -356,9 +356,12 @@ static void test_waypoint_resolution_order(void **state)
 	km_model_upsert_workload(&f->m, w);
 	km_model_flush(&f->m);
 	/* the waypoint service is not known yet: pending (port, no address) */
-	assert_int_equal(f->l.ops[0].table, KM_OP_SERVICE);
-	assert_int_equal(f->l.ops[0].svc.waypoint.port, 15008);
-	assert_false(f->l.ops[0].svc.waypoint.has_addr);
+	for (size_t i = 0; i < f->l.n; i++) {
+		if (f->l.ops[i].table != KM_OP_SERVICE)
+			continue;
+		assert_int_equal(f->l.ops[i].svc.waypoint.port, 15008);
+		assert_false(f->l.ops[i].svc.waypoint.has_addr);
+	}
 	km_model_stats(&f->m, &st);
 	assert_int_equal(st.pending_waypoints, 2);
 	km_oplist_clear(&f->l);
@@ -426,8 +429,8 @@ static void test_port_override_order(void **state)
 	km_model_upsert_workload(&f->m, w);
 	km_model_flush(&f->m);
 	/* the override row, then the frontend saying "look overrides up", then the endpoint */
-	EXPECT(&f->m, &f->l, "BE+ w2", "PO+ 80=9090", "FE+ 10.96.0.1:80", "EP+ 1=w2", "FE+ 10.0.0.2:0",
-	       "SVC+ demo/web 2");
+	EXPECT(&f->m, &f->l, "BE+ w2", "PO+ 80=9090", "FE+ 10.96.0.1:80", "EP+ 1=w2",
+	       "SVC+ demo/web 2", "FE+ 10.0.0.2:0");
 	km_model_remove_workload(&f->m, "w2");
 	km_model_flush(&f->m);
 	/* gone from the endpoints first, then its override, then the flag cleared */
@@ -504,6 +507,8 @@ static int backend_live(const struct sim *s, uint32_t id)
 	return 0;
 }
 
+static void sim_check_exposed(const struct sim *s, int svc, uint32_t backend_id);
+
 /* Frontend keys are per (service, vip): VIP 10.96.<variant>.<service>. */
 static void sim_apply(struct sim *s, const struct km_op *o)
 {
@@ -530,6 +535,9 @@ static void sim_apply(struct sim *s, const struct km_op *o)
 				if (!s->ep[i][p][k])
 					fail_msg("service %d prio %d count %u exposes missing slot %u", i, p,
 						 o->svc.count[p], k);
+		for (int p = 0; p < KM_PRIO_COUNT; p++)
+			for (uint32_t k = s->svc_row[i] ? s->svc_count[i][p] : 0; k < o->svc.count[p]; k++)
+				sim_check_exposed(s, i, s->ep[i][p][k]);
 		s->svc_row[i] = (int)o->svc.id;
 		memcpy(s->svc_count[i], o->svc.count, sizeof(s->svc_count[i]));
 		return;
@@ -541,6 +549,8 @@ static void sim_apply(struct sim *s, const struct km_op *o)
 		if (!o->del && !backend_live(s, o->ep.backend_id))
 			fail_msg("endpoint names backend %u, which has no row", o->ep.backend_id);
 		s->ep[i][o->ep.prio][o->ep.index] = o->del ? 0 : o->ep.backend_id;
+		if (!o->del && s->svc_row[i] && o->ep.index < s->svc_count[i][o->ep.prio])
+			sim_check_exposed(s, i, o->ep.backend_id);
 		return;
 	}
 	case KM_OP_PORT_OVERRIDE: {
@@ -588,6 +598,19 @@ static void sim_invariants(const struct sim *s)
 	for (int w = 0; w < SIM_WLS; w++)
 		if (s->fe_wl[w] && !s->be_row[w])
 			fail_msg("pod frontend %d without backend row", w);
+}
+
+/* A backend newly exposed (by a count increase or a slot overwrite) that has its own target port
+ * must only be reachable through frontends that say to look the override up; otherwise its
+ * first connections would go to the service's port. */
+static void sim_check_exposed(const struct sim *s, int svc, uint32_t backend_id)
+{
+	int w = wl_index(backend_id);
+
+	for (int v = 0; w >= 0 && s->ovr[svc][w] && v < 4; v++)
+		if (s->fe_svc[svc][v] && !s->fe_flag[svc][v])
+			fail_msg("service %d exposes backend %d, which has its own port, through a "
+				 "frontend without the override flag", svc, w);
 }
 
 /* After a flush the tables hold exactly the model's intent, derived here from the resources. */
