@@ -110,6 +110,86 @@ static void row_note(struct km_tables *t, int fd, const void *key, size_t len, i
 	s->present = (uint8_t)present;
 }
 
+/*
+ * Runs: while a batch is applied, validated upserts of one table are queued and written with one
+ * BPF_MAP_UPDATE_BATCH call when the table changes, a delete comes, or the batch ends. No row
+ * refers to a row of its own table, and a run is written before the next op of another table is
+ * validated, so every reference is checked against rows already in the maps (or the batch set).
+ */
+struct km_row_run {
+	int fd;
+	const char *table;
+	size_t key_len, value_len;
+	size_t n, cap;
+	size_t first_op;   /* batch index of the run's first row */
+	size_t op_index;   /* batch index of the op being applied */
+	size_t failed_op;  /* set by a failed write: which op failed */
+	uint8_t *keys, *values;
+	int no_batch_op;   /* the kernel has no batch update: write rows one by one */
+};
+
+static Kmesh__Ipc__Code run_commit(struct km_tables *t, char *err, size_t errlen)
+{
+	struct km_row_run *r = t->run;
+	__u32 count = (__u32)r->n;
+	int rc = -1;
+
+	if (!r->n)
+		return OK;
+	if (!r->no_batch_op) {
+		LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = BPF_ANY);
+
+		rc = bpf_map_update_batch(r->fd, r->keys, r->values, &count, &opts);
+		if (rc != 0 && (errno == EINVAL || errno == ENOTSUP || errno == EOPNOTSUPP) && count == 0)
+			r->no_batch_op = 1; /* older kernel or map type: fall back below */
+		else
+			t->batch_calls++;
+	}
+	if (r->no_batch_op) {
+		for (count = 0; count < r->n; count++)
+			if (bpf_map_update_elem(r->fd, r->keys + count * r->key_len,
+						r->values + count * r->value_len, BPF_ANY) != 0)
+				break;
+		rc = count == r->n ? 0 : -1;
+	}
+	r->n = 0;
+	if (rc == 0)
+		return OK;
+	r->failed_op = r->first_op + count; /* the first row not written */
+	if (errno == E2BIG || errno == ENOMEM) {
+		t->table_full++;
+		return fail(FULL, err, errlen, "%s is full (%s); raise its size flag", r->table,
+			    strerror(errno));
+	}
+	return fail(INTERNAL, err, errlen, "writing %s: %s", r->table, strerror(errno));
+}
+
+/* Queue a validated upsert; a run of another table is written first. */
+static Kmesh__Ipc__Code run_add(struct km_tables *t, int fd, const char *table, const void *key,
+				size_t key_len, const void *value, size_t value_len, char *err,
+				size_t errlen)
+{
+	struct km_row_run *r = t->run;
+
+	if (r->n && r->fd != fd) {
+		Kmesh__Ipc__Code c = run_commit(t, err, errlen);
+
+		if (c != OK)
+			return c;
+	}
+	if (!r->n) {
+		r->fd = fd;
+		r->table = table;
+		r->key_len = key_len;
+		r->value_len = value_len;
+		r->first_op = r->op_index;
+	}
+	memcpy(r->keys + r->n * key_len, key, key_len); /* packed, as the batch call reads them */
+	memcpy(r->values + r->n * value_len, value, value_len);
+	r->n++;
+	return OK;
+}
+
 static int present(struct km_tables *t, int fd, const void *key, size_t len)
 {
 	uint8_t value[KM_TABLES_ROW_BUF];
@@ -124,8 +204,16 @@ static int present(struct km_tables *t, int fd, const void *key, size_t len)
 }
 
 static Kmesh__Ipc__Code write_row(struct km_tables *t, int fd, const char *table, const void *key,
-				  size_t key_len, const void *value, char *err, size_t errlen)
+				  size_t key_len, const void *value, size_t value_len, char *err,
+				  size_t errlen)
 {
+	if (t->run) {
+		Kmesh__Ipc__Code c = run_add(t, fd, table, key, key_len, value, value_len, err, errlen);
+
+		if (c == OK)
+			row_note(t, fd, key, key_len, 1);
+		return c;
+	}
 	if (bpf_map_update_elem(fd, key, value, BPF_ANY) == 0) {
 		row_note(t, fd, key, key_len, 1);
 		return OK;
@@ -141,6 +229,12 @@ static Kmesh__Ipc__Code write_row(struct km_tables *t, int fd, const char *table
 static Kmesh__Ipc__Code delete_row(struct km_tables *t, int fd, const char *table, const void *key,
 				   size_t key_len, char *err, size_t errlen)
 {
+	if (t->run) { /* queued rows first: they may be the ones deleted */
+		Kmesh__Ipc__Code c = run_commit(t, err, errlen);
+
+		if (c != OK)
+			return c;
+	}
 	/* Deleting an absent row is not an error: deletes are idempotent. */
 	if (bpf_map_delete_elem(fd, key) == 0 || errno == ENOENT) {
 		row_note(t, fd, key, key_len, 0);
@@ -241,7 +335,7 @@ static Kmesh__Ipc__Code apply_frontend(struct km_tables *t, const Kmesh__Ipc__Ta
 		return fail(BAD, err, errlen, "frontend kind %d unknown", r->kind);
 	}
 	v.upstream_id = r->upstream_id;
-	return write_row(t, t->fd_frontend, "km_frontend", &k, sizeof(k), &v, err, errlen);
+	return write_row(t, t->fd_frontend, "km_frontend", &k, sizeof(k), &v, sizeof(v), err, errlen);
 }
 
 static Kmesh__Ipc__Code apply_service(struct km_tables *t, const Kmesh__Ipc__TableOp *op,
@@ -284,7 +378,7 @@ static Kmesh__Ipc__Code apply_service(struct km_tables *t, const Kmesh__Ipc__Tab
 				    r->id, n, p, n - 1);
 		v.endpoint_count[p] = n;
 	}
-	return write_row(t, t->fd_service, "km_service", &k, sizeof(k), &v, err, errlen);
+	return write_row(t, t->fd_service, "km_service", &k, sizeof(k), &v, sizeof(v), err, errlen);
 }
 
 static Kmesh__Ipc__Code apply_endpoint(struct km_tables *t, const Kmesh__Ipc__TableOp *op,
@@ -311,7 +405,7 @@ static Kmesh__Ipc__Code apply_endpoint(struct km_tables *t, const Kmesh__Ipc__Ta
 		return fail(MISSING, err, errlen,
 			    "endpoint references backend %u, which is not in km_backend "
 			    "(write the backend row first)", r->backend_id);
-	return write_row(t, t->fd_endpoint, "km_endpoint", &k, sizeof(k), &v, err, errlen);
+	return write_row(t, t->fd_endpoint, "km_endpoint", &k, sizeof(k), &v, sizeof(v), err, errlen);
 }
 
 static Kmesh__Ipc__Code apply_backend(struct km_tables *t, const Kmesh__Ipc__TableOp *op,
@@ -352,7 +446,7 @@ static Kmesh__Ipc__Code apply_backend(struct km_tables *t, const Kmesh__Ipc__Tab
 			return c;
 	}
 	v.weight = r->weight ? r->weight : 1;
-	return write_row(t, t->fd_backend, "km_backend", &k, sizeof(k), &v, err, errlen);
+	return write_row(t, t->fd_backend, "km_backend", &k, sizeof(k), &v, sizeof(v), err, errlen);
 }
 
 static Kmesh__Ipc__Code apply_port_override(struct km_tables *t, const Kmesh__Ipc__TableOp *op,
@@ -378,7 +472,7 @@ static Kmesh__Ipc__Code apply_port_override(struct km_tables *t, const Kmesh__Ip
 			    "port override references backend %u, which is not in km_backend",
 			    r->backend_id);
 	v.target_port = htons((uint16_t)r->target_port);
-	return write_row(t, t->fd_port_override, "km_port_ovr", &k, sizeof(k), &v, err, errlen);
+	return write_row(t, t->fd_port_override, "km_port_ovr", &k, sizeof(k), &v, sizeof(v), err, errlen);
 }
 
 Kmesh__Ipc__Code km_tables_apply(struct km_tables *t, const Kmesh__Ipc__TableOp *op, char *err,
@@ -413,8 +507,10 @@ Kmesh__Ipc__Code km_tables_apply_batch(struct km_tables *t, const Kmesh__Ipc__Ta
 				       uint32_t *applied, char *err, size_t errlen)
 {
 	struct km_batch_rows rows;
+	struct km_row_run run = { 0 };
 	size_t cap = 64;
 	Kmesh__Ipc__Code c = OK;
+	char why[384];
 
 	*applied = 0;
 	err[0] = '\0';
@@ -422,19 +518,37 @@ Kmesh__Ipc__Code km_tables_apply_batch(struct km_tables *t, const Kmesh__Ipc__Ta
 		cap *= 2;
 	rows.slots = calloc(cap, sizeof(*rows.slots));
 	rows.mask = cap - 1;
-	t->batch = rows.slots ? &rows : NULL; /* without memory, every check asks the kernel */
-	for (size_t i = 0; i < b->n_ops; i++) {
-		char why[384];
-
+	run.keys = malloc(b->n_ops * KM_TABLES_ROW_BUF + 1);
+	run.values = malloc(b->n_ops * KM_TABLES_ROW_BUF + 1);
+	/* without memory for either, every row is checked and written on its own */
+	t->batch = rows.slots ? &rows : NULL;
+	t->run = run.keys && run.values && t->batch ? &run : NULL;
+	run.failed_op = SIZE_MAX;
+	for (size_t i = 0; i < b->n_ops && c == OK; i++) {
+		run.op_index = i;
 		c = km_tables_apply(t, b->ops[i], why, sizeof(why));
-		if (c != OK) {
-			snprintf(err, errlen, "op %zu: %s", i, why);
-			break;
-		}
-		(*applied)++;
+		if (c != OK && run.failed_op == SIZE_MAX)
+			run.failed_op = i; /* the op itself was refused */
 	}
+	if (t->run) {
+		/* rows queued before a refused op are still written: they come before the failure */
+		char why_run[384];
+		Kmesh__Ipc__Code rc = run_commit(t, why_run, sizeof(why_run));
+
+		if (rc != OK) { /* a failed write belongs to an earlier op than any refusal */
+			c = rc;
+			memcpy(why, why_run, sizeof(why));
+		}
+	}
+	/* applied = ops before the first failure; a failed write may belong to an earlier op */
+	*applied = c == OK ? (uint32_t)b->n_ops : (uint32_t)run.failed_op;
+	if (c != OK)
+		snprintf(err, errlen, "op %u: %s", *applied, why);
 	t->batch = NULL;
+	t->run = NULL;
 	free(rows.slots);
+	free(run.keys);
+	free(run.values);
 	return c;
 }
 
@@ -457,7 +571,7 @@ Kmesh__Ipc__Code km_tables_enroll(struct km_tables *t, const Kmesh__Ipc__Enroll 
 		if (c != OK)
 			return c;
 	}
-	return write_row(t, t->fd_manage, "km_manage", &k, sizeof(k), &v, err, errlen);
+	return write_row(t, t->fd_manage, "km_manage", &k, sizeof(k), &v, sizeof(v), err, errlen);
 }
 
 Kmesh__Ipc__Code km_tables_unenroll(struct km_tables *t, const Kmesh__Ipc__Unenroll *u, char *err,

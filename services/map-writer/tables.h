@@ -15,6 +15,7 @@
 #define KM_TABLES_ROW_BUF 64
 
 struct km_batch_rows; /* rows written by the batch being applied (tables.c) */
+struct km_row_run;    /* validated upserts of one table waiting for one bpf() call (tables.c) */
 
 struct km_tables {
 	int fd_manage, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
@@ -24,6 +25,8 @@ struct km_tables {
 	uint64_t ops_failed;
 	uint64_t table_full;
 	struct km_batch_rows *batch; /* set while a batch is applied */
+	struct km_row_run *run;      /* likewise */
+	uint64_t batch_calls;        /* bpf() batch updates made (runs of upserts) */
 };
 
 void km_tables_init(struct km_tables *t, const struct km_dataplane *dp);

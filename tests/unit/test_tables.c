@@ -256,8 +256,11 @@ static void test_batch_stops_at_first_failure(void **state)
 	assert_non_null(strstr(err, "op 1:"));
 	{
 		struct km_backend_key bk = { .backend_id = 9 };
+		struct km_backend_key bk8 = { .backend_id = 8 };
 		struct km_backend_value bv;
 
+		/* the op before the refusal is written, the one after is not */
+		assert_int_equal(bpf_map_lookup_elem(t->fd_backend, &bk8, &bv), 0);
 		assert_int_not_equal(bpf_map_lookup_elem(t->fd_backend, &bk, &bv), 0);
 	}
 }
@@ -322,7 +325,7 @@ static void test_enroll_and_dump(void **state)
 	assert_int_equal(km_tables_unenroll(t, &u, err, sizeof(err)), OK);
 
 	assert_int_equal(km_tables_dump(t, KMESH__IPC__TABLE__TABLE_BACKEND, 0, &d, err, sizeof(err)), OK);
-	assert_int_equal(d.n_rows, 2); /* backends 7 and 8 */
+	assert_int_equal(d.n_rows, 5); /* backends 7, 8 and 20..22 of the earlier cases */
 	km_tables_dump_free(&d);
 	assert_int_equal(km_tables_dump(t, KMESH__IPC__TABLE__TABLE_BACKEND, 1, &d, err, sizeof(err)), OK);
 	assert_int_equal(d.n_rows, 1);
@@ -331,12 +334,49 @@ static void test_enroll_and_dump(void **state)
 	assert_int_equal(km_tables_dump(t, (Kmesh__Ipc__Table)42, 0, &d, err, sizeof(err)), BAD);
 }
 
+/* A batch that references rows written earlier in the same batch, across several runs of one
+ * table each: written as runs (one bpf() call each) and all present afterwards. */
+static void test_runs_of_one_table(void **state)
+{
+	struct km_tables *t = *state;
+	struct rows r[12];
+	Kmesh__Ipc__TableOp *ops[12];
+	Kmesh__Ipc__TableBatch b = KMESH__IPC__TABLE_BATCH__INIT;
+	uint8_t a[4][4] = { { 10, 0, 1, 1 }, { 10, 0, 1, 2 }, { 10, 0, 1, 3 }, { 10, 0, 1, 4 } };
+	uint32_t applied;
+	uint64_t calls = t->batch_calls;
+	char err[256];
+	size_t n = 0;
+
+	if (!maps_available(t))
+		skip();
+	for (int i = 0; i < 3; i++) /* backends 20..22 */
+		ops[n] = backend(&r[n], 20 + (uint32_t)i, a[i], 4), n++;
+	for (int i = 0; i < 3; i++) /* endpoints of service 400 */
+		ops[n] = endpoint(&r[n], 400, 0, (uint32_t)i, 20 + (uint32_t)i), n++;
+	ops[n] = service(&r[n], 400, 3, 0), n++;
+	ops[n] = frontend(&r[n], a[3], 4, 80, SVC_KIND, 400, 8080), n++;
+	b.ops = ops;
+	b.n_ops = n;
+	assert_int_equal(km_tables_apply_batch(t, &b, &applied, err, sizeof(err)), OK);
+	assert_int_equal(applied, n);
+	assert_true(t->batch_calls - calls >= 3); /* backends, endpoints, service, frontend */
+	for (uint32_t i = 0; i < 3; i++) {
+		struct km_endpoint_key ek = { .service_id = 400, .prio = 0, .index = i };
+		struct km_endpoint_value ev;
+
+		assert_int_equal(bpf_map_lookup_elem(t->fd_endpoint, &ek, &ev), 0);
+		assert_int_equal(ev.backend_id, 20 + i);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_valid_rows_in_order),
 		cmocka_unit_test(test_invalid_rows_refused),
 		cmocka_unit_test(test_batch_stops_at_first_failure),
+		cmocka_unit_test(test_runs_of_one_table),
 		cmocka_unit_test(test_full_table_and_deletes),
 		cmocka_unit_test(test_enroll_and_dump),
 	};
