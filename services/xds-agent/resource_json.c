@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -469,61 +470,104 @@ static char *name_of(const pb_service *s, const pb_workload *w)
 	return n;
 }
 
+/* The two kinds of Address, as decode_one handles them: the message to map the JSON onto, the
+ * converter into a resource, and where accepted resources go in the set. */
+struct kind {
+	const char *field; /* "service" or "workload" */
+	const ProtobufCMessageDescriptor *desc;
+	int (*map)(const json_t *o, void *msg, const char *path, char *err);
+	int (*convert)(const void *msg, void **res, char *err, size_t errlen);
+	void (*free_res)(void *res);
+	char *(*name)(const void *msg);
+	size_t list, count, cap; /* offsets into struct km_resource_set */
+};
+
+static int map_service(const json_t *o, void *msg, const char *path, char *err)
+{
+	return j_service(o, msg, path, err);
+}
+
+static int map_workload(const json_t *o, void *msg, const char *path, char *err)
+{
+	return j_workload(o, msg, path, err);
+}
+
+static int convert_service(const void *msg, void **res, char *err, size_t errlen)
+{
+	return km_pb_service(msg, (struct km_service_res **)res, err, errlen);
+}
+
+static int convert_workload(const void *msg, void **res, char *err, size_t errlen)
+{
+	return km_pb_workload(msg, (struct km_workload_res **)res, err, errlen);
+}
+
+static void free_service(void *res)
+{
+	km_service_res_free(res);
+}
+
+static void free_workload(void *res)
+{
+	km_workload_res_free(res);
+}
+
+static char *service_name(const void *msg)
+{
+	return name_of(msg, NULL);
+}
+
+static char *workload_name(const void *msg)
+{
+	return name_of(NULL, msg);
+}
+
+static const struct kind kinds[] = {
+	{ "service", &kmesh__workload__service__descriptor, map_service, convert_service,
+	  free_service, service_name, offsetof(struct km_resource_set, services),
+	  offsetof(struct km_resource_set, n_services), offsetof(struct km_resource_set, cap_services) },
+	{ "workload", &kmesh__workload__workload__descriptor, map_workload, convert_workload,
+	  free_workload, workload_name, offsetof(struct km_resource_set, workloads),
+	  offsetof(struct km_resource_set, n_workloads),
+	  offsetof(struct km_resource_set, cap_workloads) },
+};
+
 static void decode_one(const json_t *item, size_t i, struct km_resource_set *out)
 {
 	char path[64], err[320], pb_err[256];
 	json_t *svc = json_is_object(item) ? field(item, "service", NULL) : NULL;
 	json_t *wl = json_is_object(item) ? field(item, "workload", NULL) : NULL;
+	const struct kind *k = &kinds[svc ? 0 : 1];
+	char *set = (char *)out;
+	ProtobufCMessage *msg;
+	void *res = NULL;
 	int rc;
 
-	snprintf(path, sizeof(path), "resources[%zu]", i);
+	snprintf(path, sizeof(path), "resources[%zu].%s", i, k->field);
 	if ((!svc) == (!wl)) {
+		snprintf(path, sizeof(path), "resources[%zu]", i);
 		bad(err, path, "must hold exactly one of 'service' or 'workload'");
 		record_failure(out, NULL, err);
 		return;
 	}
-	/* The message is heap-allocated: protobuf-c frees it with every field it holds. */
-	if (svc) {
-		pb_service *ms = malloc(sizeof(*ms));
-		struct km_service_res *s = NULL;
-
-		if (!ms) {
-			record_failure(out, NULL, "out of memory");
-			return;
-		}
-		kmesh__workload__service__init(ms);
-		strncat(path, ".service", sizeof(path) - strlen(path) - 1);
-		rc = j_service(svc, ms, path, err);
-		if (rc == 0 && (rc = km_pb_service(ms, &s, pb_err, sizeof(pb_err))) != 0)
-			bad(err, path, "%s", pb_err);
-		if (rc == 0 && push((void ***)&out->services, &out->n_services, &out->cap_services, s)) {
-			km_service_res_free(s);
-			rc = bad(err, path, "out of memory");
-		}
-		if (rc != 0)
-			record_failure(out, name_of(ms, NULL), err);
-		protobuf_c_message_free_unpacked(&ms->base, NULL);
-	} else {
-		pb_workload *mw = malloc(sizeof(*mw));
-		struct km_workload_res *w = NULL;
-
-		if (!mw) {
-			record_failure(out, NULL, "out of memory");
-			return;
-		}
-		kmesh__workload__workload__init(mw);
-		strncat(path, ".workload", sizeof(path) - strlen(path) - 1);
-		rc = j_workload(wl, mw, path, err);
-		if (rc == 0 && (rc = km_pb_workload(mw, &w, pb_err, sizeof(pb_err))) != 0)
-			bad(err, path, "%s", pb_err);
-		if (rc == 0 && push((void ***)&out->workloads, &out->n_workloads, &out->cap_workloads, w)) {
-			km_workload_res_free(w);
-			rc = bad(err, path, "out of memory");
-		}
-		if (rc != 0)
-			record_failure(out, name_of(NULL, mw), err);
-		protobuf_c_message_free_unpacked(&mw->base, NULL);
+	/* heap-allocated: protobuf-c frees the message with every field it holds */
+	msg = malloc(k->desc->sizeof_message);
+	if (!msg) {
+		record_failure(out, NULL, "out of memory");
+		return;
 	}
+	k->desc->message_init(msg);
+	rc = k->map(svc ? svc : wl, msg, path, err);
+	if (rc == 0 && (rc = k->convert(msg, &res, pb_err, sizeof(pb_err))) != 0)
+		bad(err, path, "%s", pb_err);
+	if (rc == 0 && push((void ***)(set + k->list), (size_t *)(set + k->count),
+			    (size_t *)(set + k->cap), res)) {
+		k->free_res(res);
+		rc = bad(err, path, "out of memory");
+	}
+	if (rc != 0)
+		record_failure(out, k->name(msg), err);
+	protobuf_c_message_free_unpacked(msg, NULL);
 }
 
 int km_json_decode_document(const char *text, size_t len, struct km_resource_set *out, char *err,
