@@ -131,7 +131,11 @@ $(B)/bench/decode_bench: $(call obj,bench/decode_bench.c $(XDS_SRCS) $(COMMON_SR
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(XDS_LIBS)
 
-bench: all $(B)/bench/decode_bench
+$(B)/bench/map_update_bench: $(call obj,bench/map_update_bench.c shared/latency.c)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS)
+
+bench: all $(B)/bench/decode_bench $(B)/bench/map_update_bench
 	@bash bench/run.sh
 
 # ---- fuzzing (clang libFuzzer) -------------------------------------------------------------------
