@@ -12,6 +12,8 @@
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 15000
 #define FAST_RECONNECT_MS 10
+#define SLICE_RESOURCES 1024 /* resources applied per loop iteration (~2 ms) */
+#define QUEUE_MAX_BYTES (64u << 20) /* received responses waiting beyond this apply at once */
 
 /* ---- versions: kept on the model's and the policy store's entries ------------------------- */
 
@@ -164,6 +166,7 @@ static int send_request(struct km_ads_client *c, struct km_ads_type *t, int init
 /* ---- stream lifecycle ---------------------------------------------------------------------- */
 
 static void connect_now(struct km_ads_client *c);
+static void work_abandon_queue(struct km_ads_client *c);
 
 static void on_retry(uv_timer_t *t)
 {
@@ -217,6 +220,7 @@ static void on_end(struct km_grpc_stream *g, int status, const char *message, in
 	if (c->connected)
 		c->disconnects++;
 	c->connected = 0;
+	work_abandon_queue(c);
 	/* Connection-age rotation (GOAWAY) and ordinary server-side ends are not failures. */
 	c->fast_reconnect = goaway || status == KM_GRPC_OK;
 	if (!c->stopping)
@@ -233,58 +237,187 @@ static void on_accepted(void *arg, const char *name, const char *version)
 		t->set_version(t->store, name, version);
 }
 
-static void on_message(struct km_grpc_stream *g, const uint8_t *msg, size_t len)
+static void pending_free(struct km_ads_pending *p)
 {
-	struct km_ads_client *c = g->data;
-	struct km_response_view v;
-	struct km_xds_result res;
-	struct km_ads_type *t;
-
-	c->last_response_us = km_now_us();
-	if (km_response_view_init(&v, msg, len) != 0) {
-		km_error("istiod sent %zu bytes that are not a DeltaDiscoveryResponse; reconnecting", len);
-		km_grpc_stream_close(g);
-		return;
+	if (p) {
+		free(p->msg);
+		free(p);
 	}
-	t = strcmp(v.type_url, KM_TYPE_ADDRESS) == 0	      ? &c->address
-	    : strcmp(v.type_url, KM_TYPE_AUTHORIZATION) == 0 ? &c->authz
-							      : NULL;
-	if (!t) {
-		struct km_ads_type other = { .type_url = v.type_url };
+}
 
-		km_warn("istiod sent an unsubscribed type %.200s; NACKing it", v.type_url);
-		send_request(c, &other, 0, v.nonce, "type not subscribed");
-		km_response_view_free(&v);
-		return;
-	}
-	/* resources are decoded and applied one at a time; accepted ones record their version */
-	if (t == &c->address)
-		km_xds_apply_address(c->model, &v, on_accepted, t, &res);
-	else
-		km_xds_apply_authorization(c->policies, &v, on_accepted, t, &res);
+/* The job's response is applied: removals, flush, then ACK or NACK on the stream it came on. */
+static void job_finish(struct km_ads_client *c)
+{
+	struct km_ads_job *j = &c->job;
+	struct km_ads_type *t = &c->address;
+
+	km_xds_apply_address_end(c->model, &j->v, &j->res);
 	t->responses++;
-	snprintf(t->last_nonce, sizeof(t->last_nonce), "%s", v.nonce);
+	snprintf(t->last_nonce, sizeof(t->last_nonce), "%s", j->v.nonce);
+	if (j->res.rejected) {
+		t->nacks++;
+		snprintf(t->last_nack, sizeof(t->last_nack), "%s", j->res.error);
+	} else {
+		t->acks++;
+	}
+	/* a response whose stream has ended is applied but not answered: the new stream's
+	 * initial_resource_versions tell istiod what is held */
+	if (c->connected)
+		send_request(c, t, 0, j->v.nonce, j->res.rejected ? j->res.error : NULL);
+	if (!t->synced)
+		km_info("first Address response on this stream: %zu applied, %zu rejected, %zu removed",
+			j->res.applied, j->res.rejected, j->res.removed);
+	else
+		km_debug("Address response %s: %zu applied, %zu rejected, %zu removed", j->v.nonce,
+			 j->res.applied, j->res.rejected, j->res.removed);
+	t->synced = 1;
+	c->backoff_ms = BACKOFF_MIN_MS; /* a working stream resets the backoff */
+	c->last_response_us = j->p->received_us;
+	km_response_view_free(&j->v);
+	pending_free(j->p);
+	memset(j, 0, sizeof(*j));
+	if (c->on_applied)
+		c->on_applied(c->arg);
+}
+
+/* An Authorization response (small: applied at once) or an unsubscribed type. */
+static void apply_other(struct km_ads_client *c, struct km_response_view *v)
+{
+	struct km_ads_type *t = &c->authz;
+	struct km_xds_result res;
+
+	if (strcmp(v->type_url, KM_TYPE_AUTHORIZATION) != 0) {
+		struct km_ads_type other = { .type_url = v->type_url };
+
+		km_warn("istiod sent an unsubscribed type %.200s; NACKing it", v->type_url);
+		if (c->connected)
+			send_request(c, &other, 0, v->nonce, "type not subscribed");
+		return;
+	}
+	km_xds_apply_authorization(c->policies, v, on_accepted, t, &res);
+	t->responses++;
+	snprintf(t->last_nonce, sizeof(t->last_nonce), "%s", v->nonce);
 	if (res.rejected) {
 		t->nacks++;
 		snprintf(t->last_nack, sizeof(t->last_nack), "%s", res.error);
-		send_request(c, t, 0, v.nonce, res.error);
 	} else {
 		t->acks++;
-		send_request(c, t, 0, v.nonce, NULL);
 	}
-	if (!t->synced)
-		km_info("first %s response on this stream: %zu applied, %zu rejected, %zu removed",
-			t == &c->address ? "Address" : "Authorization", res.applied, res.rejected,
-			res.removed);
-	else
-		km_debug("%s response %s: %zu applied, %zu rejected, %zu removed",
-			 t == &c->address ? "Address" : "Authorization", v.nonce, res.applied,
-			 res.rejected, res.removed);
+	if (c->connected)
+		send_request(c, t, 0, v->nonce, res.rejected ? res.error : NULL);
+	km_log(t->synced ? KM_LOG_DEBUG : KM_LOG_INFO,
+	       "Authorization response %s: %zu applied, %zu rejected, %zu removed", v->nonce,
+	       res.applied, res.rejected, res.removed);
 	t->synced = 1;
-	c->backoff_ms = BACKOFF_MIN_MS; /* a working stream resets the backoff */
-	km_response_view_free(&v);
-	if (t == &c->address && c->on_applied)
-		c->on_applied(c->arg);
+}
+
+/* Take queued responses until one is an Address response to apply in slices. */
+static void job_start_next(struct km_ads_client *c)
+{
+	while (!c->job.active && c->queue_head) {
+		struct km_ads_pending *p = c->queue_head;
+		struct km_response_view v;
+
+		c->queue_head = p->next;
+		if (!c->queue_head)
+			c->queue_tail = NULL;
+		c->queued_bytes -= p->len;
+		if (km_response_view_init(&v, p->msg, p->len) != 0) {
+			km_error("istiod sent %zu bytes that are not a DeltaDiscoveryResponse; reconnecting",
+				 p->len);
+			pending_free(p);
+			if (c->stream_open)
+				km_grpc_stream_close(&c->stream);
+			continue;
+		}
+		if (strcmp(v.type_url, KM_TYPE_ADDRESS) != 0) {
+			apply_other(c, &v);
+			km_response_view_free(&v);
+			pending_free(p);
+			continue;
+		}
+		c->job.active = 1;
+		c->job.p = p;
+		c->job.v = v;
+		memset(&c->job.res, 0, sizeof(c->job.res));
+	}
+}
+
+/* One slice of the job; the next response when it is done. Returns 1 while work remains. */
+static int job_step(struct km_ads_client *c, size_t max)
+{
+	job_start_next(c);
+	if (!c->job.active)
+		return 0;
+	if (!km_xds_apply_address_some(c->model, &c->job.v, max, on_accepted, &c->address,
+				       &c->job.res))
+		job_finish(c);
+	job_start_next(c);
+	return c->job.active;
+}
+
+static void on_work(uv_idle_t *h)
+{
+	struct km_ads_client *c = h->data;
+
+	if (!job_step(c, c->slice))
+		uv_idle_stop(h);
+}
+
+/* Apply everything received now (the stream ended, or too much is waiting). */
+static void work_drain(struct km_ads_client *c)
+{
+	while (job_step(c, SIZE_MAX))
+		;
+	uv_idle_stop(&c->work);
+}
+
+static void on_message(struct km_grpc_stream *g, uint8_t *msg, size_t len)
+{
+	struct km_ads_client *c = g->data;
+	struct km_ads_pending *p = calloc(1, sizeof(*p));
+
+	if (!p) {
+		km_error("out of memory for a response of %zu bytes; reconnecting", len);
+		free(msg);
+		km_grpc_stream_close(g);
+		return;
+	}
+	p->msg = msg;
+	p->len = len;
+	p->received_us = km_now_us();
+	if (c->queue_tail)
+		c->queue_tail->next = p;
+	else
+		c->queue_head = p;
+	c->queue_tail = p;
+	c->queued_bytes += len;
+	/* istiod does not wait for ACKs: past this much waiting, apply at once (backpressure) */
+	if (c->queued_bytes > QUEUE_MAX_BYTES)
+		work_drain(c);
+	else
+		uv_idle_start(&c->work, on_work);
+}
+
+/* The stream is gone: finish the response being applied (the next stream's
+ * initial_resource_versions must describe a whole state) and drop the ones not started (istiod
+ * sends them again, as it learns what is held). */
+static void work_abandon_queue(struct km_ads_client *c)
+{
+	if (c->job.active) {
+		km_xds_apply_address_some(c->model, &c->job.v, SIZE_MAX, on_accepted, &c->address,
+					  &c->job.res);
+		job_finish(c);
+	}
+	while (c->queue_head) {
+		struct km_ads_pending *p = c->queue_head;
+
+		c->queue_head = p->next;
+		pending_free(p);
+	}
+	c->queue_tail = NULL;
+	c->queued_bytes = 0;
+	uv_idle_stop(&c->work);
 }
 
 static void connect_now(struct km_ads_client *c)
@@ -324,6 +457,9 @@ int km_ads_client_start(struct km_ads_client *c, uv_loop_t *loop,
 	km_ads_node_id(node, c->node_id, sizeof(c->node_id));
 	uv_timer_init(loop, &c->retry);
 	c->retry.data = c;
+	uv_idle_init(loop, &c->work);
+	c->work.data = c;
+	c->slice = SLICE_RESOURCES;
 	km_info("connecting to istiod at %s:%u as %s", grpc->conn.host, grpc->conn.port, c->node_id);
 	connect_now(c);
 	return 0;
@@ -332,7 +468,14 @@ int km_ads_client_start(struct km_ads_client *c, uv_loop_t *loop,
 void km_ads_client_stop(struct km_ads_client *c)
 {
 	c->stopping = 1;
+	if (c->job.active) { /* shutting down: nothing more is applied */
+		km_response_view_free(&c->job.v);
+		pending_free(c->job.p);
+		memset(&c->job, 0, sizeof(c->job));
+	}
+	work_abandon_queue(c);
 	uv_close((uv_handle_t *)&c->retry, NULL);
+	uv_close((uv_handle_t *)&c->work, NULL);
 	if (c->stream_open)
 		km_grpc_stream_close(&c->stream);
 }

@@ -14,6 +14,7 @@
 #include "services/xds-agent/grpc_stream.h"
 #include "services/xds-agent/model.h"
 #include "services/xds-agent/policy_store.h"
+#include "services/xds-agent/xds_apply.h"
 
 /* What istiod needs to know about this node (istio-wire §4.1-4.2). */
 struct km_ads_node {
@@ -39,6 +40,24 @@ struct km_ads_type {
 	int synced; /* a response was received on the current stream */
 };
 
+/* A received response waiting to be applied (responses apply one after another, in order). */
+struct km_ads_pending {
+	struct km_ads_pending *next;
+	uint8_t *msg;
+	size_t len;
+	uint64_t received_us;
+};
+
+/* The Address response being applied, a slice of resources per loop iteration, so a push of the
+ * whole mesh neither holds the event loop (pings, the map writer's replies, the admin socket)
+ * nor keeps the map writer waiting until the last resource is decoded. */
+struct km_ads_job {
+	int active;
+	struct km_ads_pending *p;
+	struct km_response_view v;
+	struct km_xds_result res;
+};
+
 struct km_ads_client {
 	uv_loop_t *loop;
 	struct km_grpc_stream_config grpc_cfg;
@@ -58,6 +77,11 @@ struct km_ads_client {
 	void *arg;
 	uint64_t connects, disconnects;
 	uint64_t last_response_us; /* monotonic time the last response was complete */
+	struct km_ads_pending *queue_head, *queue_tail;
+	size_t queued_bytes;
+	struct km_ads_job job;
+	uv_idle_t work; /* runs the job's slices */
+	size_t slice; /* resources per slice */
 	char last_error[256];
 };
 

@@ -149,7 +149,6 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t stream_id, c
 			g->msg = NULL;
 			g->hdr_have = 0;
 			g->cbs.on_message(g, m, g->msg_len);
-			free(m);
 		}
 	}
 	return 0;

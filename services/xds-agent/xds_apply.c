@@ -1,6 +1,7 @@
 /* xds_apply.c — one Delta xDS response into the model or the policy store (see xds_apply.h). */
 #include "services/xds-agent/xds_apply.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,13 +35,14 @@ static const ProtobufCBinaryData *payload(const Kmesh__Xds__Resource *r, const c
 	return &r->resource->value;
 }
 
-void km_xds_apply_address(struct km_model *m, struct km_response_view *v, km_xds_accepted_cb cb,
-			  void *arg, struct km_xds_result *res)
+int km_xds_apply_address_some(struct km_model *m, struct km_response_view *v, size_t max,
+			      km_xds_accepted_cb cb, void *arg, struct km_xds_result *res)
 {
 	Kmesh__Xds__Resource *r;
 
-	memset(res, 0, sizeof(*res));
-	while (km_response_view_next(v, &r)) {
+	for (size_t done = 0; done < max; done++) {
+		if (!km_response_view_next(v, &r))
+			return 0;
 		const char *why = NULL;
 		const ProtobufCBinaryData *p = r ? payload(r, KM_TYPE_ADDRESS, &why) : NULL;
 		struct km_service_res *svc;
@@ -72,6 +74,12 @@ void km_xds_apply_address(struct km_model *m, struct km_response_view *v, km_xds
 		free(name);
 		kmesh__xds__resource__free_unpacked(r, NULL);
 	}
+	return v->next_off < v->len;
+}
+
+void km_xds_apply_address_end(struct km_model *m, struct km_response_view *v,
+			      struct km_xds_result *res)
+{
 	/* A removed name is a workload uid or a service "<ns>/<hostname>"; look it up rather than
 	 * guess from its shape. Names never sent are ignored. */
 	for (size_t i = 0; i < v->n_removed; i++) {
@@ -86,6 +94,14 @@ void km_xds_apply_address(struct km_model *m, struct km_response_view *v, km_xds
 		}
 	}
 	km_model_flush(m);
+}
+
+void km_xds_apply_address(struct km_model *m, struct km_response_view *v, km_xds_accepted_cb cb,
+			  void *arg, struct km_xds_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	km_xds_apply_address_some(m, v, SIZE_MAX, cb, arg, res);
+	km_xds_apply_address_end(m, v, res);
 }
 
 void km_xds_apply_authorization(struct km_policy_store *ps, struct km_response_view *v,

@@ -27,6 +27,13 @@ typedef void (*km_xds_accepted_cb)(void *arg, const char *name, const char *vers
 
 void km_xds_apply_address(struct km_model *m, struct km_response_view *v, km_xds_accepted_cb cb,
 			  void *arg, struct km_xds_result *res);
+/* The same in steps, so a large response does not hold the event loop: zero res, call
+ * km_xds_apply_address_some (at most max resources each) until it returns 0, then
+ * km_xds_apply_address_end (removals and the flush). Ops emitted in between are final. */
+int km_xds_apply_address_some(struct km_model *m, struct km_response_view *v, size_t max,
+			      km_xds_accepted_cb cb, void *arg, struct km_xds_result *res);
+void km_xds_apply_address_end(struct km_model *m, struct km_response_view *v,
+			      struct km_xds_result *res);
 void km_xds_apply_authorization(struct km_policy_store *ps, struct km_response_view *v,
 				km_xds_accepted_cb cb, void *arg, struct km_xds_result *res);
 
