@@ -161,7 +161,12 @@ int main(int argc, char **argv)
 		km_dataplane_close(&w.dp, 0);
 		return 1;
 	}
-	km_tables_init(&w.tables, &w.dp);
+	if (km_tables_init(&w.tables, &w.dp) != 0) {
+		km_error("out of memory reading the rows already in the maps");
+		km_tables_free(&w.tables);
+		km_dataplane_close(&w.dp, 0);
+		return 1;
+	}
 
 	w.loop = uv_default_loop();
 	scfg.path = socket_path;
@@ -173,12 +178,14 @@ int main(int argc, char **argv)
 	w.requests.access = &w.access;
 	if (km_signals_init(w.loop, &w.signals, on_shutdown, &w) != 0 ||
 	    km_ipc_server_start(&w.server, w.loop, &scfg, &ops, &w.requests) != 0) {
+		km_tables_free(&w.tables);
 		km_dataplane_close(&w.dp, 0);
 		return 1;
 	}
 	uv_run(w.loop, UV_RUN_DEFAULT);
 	km_info("stopped after %llu ops applied, %llu refused",
 		(unsigned long long)w.tables.ops_applied, (unsigned long long)w.tables.ops_failed);
+	km_tables_free(&w.tables);
 	km_dataplane_close(&w.dp, w.detach_on_exit);
 	uv_loop_close(w.loop);
 	return 0;

@@ -36,7 +36,7 @@ FITS(struct km_backend_value);
 FITS(struct km_port_override_key);
 FITS(struct km_port_override_value);
 
-void km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
+int km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
 {
 	memset(t, 0, sizeof(*t));
 	t->fd_manage = dp->fd_manage;
@@ -46,6 +46,7 @@ void km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
 	t->fd_backend = dp->fd_backend;
 	t->fd_port_override = dp->fd_port_override;
 	t->sizes = dp->sizes;
+	return km_tables_load_present(t);
 }
 
 static Kmesh__Ipc__Code fail(Kmesh__Ipc__Code code, char *err, size_t errlen, const char *fmt, ...)
@@ -60,61 +61,66 @@ static Kmesh__Ipc__Code fail(Kmesh__Ipc__Code code, char *err, size_t errlen, co
 	return code;
 }
 
-/*
- * Rows written or deleted by the batch being applied, so that a reference to a row written
- * earlier in the same batch (the usual case: backend, then its endpoint, then the count) is
- * checked in memory instead of with a bpf() lookup. Open addressing, sized for the batch.
- */
-#define ROW_KEY 20
-
-struct row_slot {
-	uint8_t used, present;
-	uint16_t fd;
-	uint8_t key[ROW_KEY];
-};
-
-struct km_batch_rows {
-	struct row_slot *slots;
-	size_t mask;
-};
-
-static struct row_slot *row_find(struct km_batch_rows *b, int fd, const void *key, size_t len)
+/* The key set of a table whose rows other rows reference, or NULL for the others. */
+static struct km_keyset *present_set(struct km_tables *t, int fd)
 {
-	uint8_t k[ROW_KEY] = { 0 };
-	uint32_t h = 2166136261u ^ (uint32_t)fd;
-
-	memcpy(k, key, len);
-	for (size_t i = 0; i < ROW_KEY; i++)
-		h = (h ^ k[i]) * 16777619u;
-	for (size_t i = h & b->mask;; i = (i + 1) & b->mask) {
-		struct row_slot *s = &b->slots[i];
-
-		if (!s->used || (s->fd == (uint16_t)fd && memcmp(s->key, k, ROW_KEY) == 0)) {
-			if (!s->used) {
-				s->fd = (uint16_t)fd;
-				memcpy(s->key, k, ROW_KEY);
-			}
-			return s;
-		}
-	}
+	return fd == t->fd_service ? &t->present_service
+	       : fd == t->fd_endpoint ? &t->present_endpoint
+	       : fd == t->fd_backend ? &t->present_backend
+				      : NULL;
 }
 
-static void row_note(struct km_tables *t, int fd, const void *key, size_t len, int present)
+static void note_row(struct km_tables *t, int fd, const void *key, int written)
 {
-	struct row_slot *s;
+	struct km_keyset *s = present_set(t, fd);
 
-	if (!t->batch || len > ROW_KEY)
+	if (!s)
 		return;
-	s = row_find(t->batch, fd, key, len);
-	s->used = 1;
-	s->present = (uint8_t)present;
+	if (!written)
+		km_keyset_del(s, key);
+	else if (km_keyset_add(s, key) != 0)
+		t->present_incomplete = 1; /* from now on an absent key is asked of the kernel */
+}
+
+int km_tables_load_present(struct km_tables *t)
+{
+	const int fds[] = { t->fd_service, t->fd_endpoint, t->fd_backend };
+	const size_t lens[] = { sizeof(struct km_service_key), sizeof(struct km_endpoint_key),
+				sizeof(struct km_backend_key) };
+
+	km_keyset_init(&t->present_service, lens[0]);
+	km_keyset_init(&t->present_endpoint, lens[1]);
+	km_keyset_init(&t->present_backend, lens[2]);
+	t->present_incomplete = 0;
+	for (int i = 0; i < 3; i++) {
+		uint8_t key[KM_KEYSET_MAX_KEY], next[KM_KEYSET_MAX_KEY];
+		struct km_keyset *s = present_set(t, fds[i]);
+		const void *prev = NULL;
+
+		if (fds[i] < 0)
+			continue;
+		while (bpf_map_get_next_key(fds[i], prev, next) == 0) {
+			if (km_keyset_add(s, next) != 0)
+				return -1;
+			memcpy(key, next, lens[i]);
+			prev = key;
+		}
+	}
+	return 0;
+}
+
+void km_tables_free(struct km_tables *t)
+{
+	km_keyset_free(&t->present_service);
+	km_keyset_free(&t->present_endpoint);
+	km_keyset_free(&t->present_backend);
 }
 
 /*
  * Runs: while a batch is applied, validated upserts of one table are queued and written with one
- * BPF_MAP_UPDATE_BATCH call when the table changes, a delete comes, or the batch ends. No row
- * refers to a row of its own table, and a run is written before the next op of another table is
- * validated, so every reference is checked against rows already in the maps (or the batch set).
+ * BPF_MAP_UPDATE_BATCH call when an op of another table comes (before it is checked), a delete
+ * comes, or the batch ends. No row refers to a row of its own table, so every reference is
+ * checked against rows already in the maps (their keys are in the present sets).
  */
 struct km_row_run {
 	int fd;
@@ -132,7 +138,7 @@ static Kmesh__Ipc__Code run_commit(struct km_tables *t, char *err, size_t errlen
 {
 	struct km_row_run *r = t->run;
 	__u32 count = (__u32)r->n;
-	int rc = -1;
+	int rc = -1, e = 0;
 
 	if (!r->n)
 		return OK;
@@ -152,16 +158,19 @@ static Kmesh__Ipc__Code run_commit(struct km_tables *t, char *err, size_t errlen
 				break;
 		rc = count == r->n ? 0 : -1;
 	}
+	e = errno; /* recording the keys may allocate */
+	for (__u32 i = 0; i < (rc == 0 ? (__u32)r->n : count); i++)
+		note_row(t, r->fd, r->keys + i * r->key_len, 1);
 	r->n = 0;
 	if (rc == 0)
 		return OK;
 	r->failed_op = r->first_op + count; /* the first row not written */
-	if (errno == E2BIG || errno == ENOMEM) {
+	if (e == E2BIG || e == ENOMEM) {
 		t->table_full++;
 		return fail(FULL, err, errlen, "%s is full (%s); raise its size flag", r->table,
-			    strerror(errno));
+			    strerror(e));
 	}
-	return fail(INTERNAL, err, errlen, "writing %s: %s", r->table, strerror(errno));
+	return fail(INTERNAL, err, errlen, "writing %s: %s", r->table, strerror(e));
 }
 
 /* Queue a validated upsert; a run of another table is written first. */
@@ -190,17 +199,15 @@ static Kmesh__Ipc__Code run_add(struct km_tables *t, int fd, const char *table, 
 	return OK;
 }
 
-static int present(struct km_tables *t, int fd, const void *key, size_t len)
+/* Whether a referenced row is in its table: rows queued in the current run are not (a run is
+ * written before any other table's row is checked, and no row references its own table). */
+static int present(struct km_tables *t, int fd, const void *key)
 {
 	uint8_t value[KM_TABLES_ROW_BUF];
 
-	if (t->batch && len <= ROW_KEY) {
-		struct row_slot *s = row_find(t->batch, fd, key, len);
-
-		if (s->used)
-			return s->present;
-	}
-	return bpf_map_lookup_elem(fd, key, value) == 0;
+	if (km_keyset_has(present_set(t, fd), key))
+		return 1;
+	return t->present_incomplete && bpf_map_lookup_elem(fd, key, value) == 0;
 }
 
 static Kmesh__Ipc__Code write_row(struct km_tables *t, int fd, const char *table, const void *key,
@@ -208,14 +215,10 @@ static Kmesh__Ipc__Code write_row(struct km_tables *t, int fd, const char *table
 				  size_t errlen)
 {
 	if (t->run) {
-		Kmesh__Ipc__Code c = run_add(t, fd, table, key, key_len, value, value_len, err, errlen);
-
-		if (c == OK)
-			row_note(t, fd, key, key_len, 1);
-		return c;
+		return run_add(t, fd, table, key, key_len, value, value_len, err, errlen);
 	}
 	if (bpf_map_update_elem(fd, key, value, BPF_ANY) == 0) {
-		row_note(t, fd, key, key_len, 1);
+		note_row(t, fd, key, 1);
 		return OK;
 	}
 	if (errno == E2BIG || errno == ENOMEM) {
@@ -227,7 +230,7 @@ static Kmesh__Ipc__Code write_row(struct km_tables *t, int fd, const char *table
 }
 
 static Kmesh__Ipc__Code delete_row(struct km_tables *t, int fd, const char *table, const void *key,
-				   size_t key_len, char *err, size_t errlen)
+				   char *err, size_t errlen)
 {
 	if (t->run) { /* queued rows first: they may be the ones deleted */
 		Kmesh__Ipc__Code c = run_commit(t, err, errlen);
@@ -237,7 +240,7 @@ static Kmesh__Ipc__Code delete_row(struct km_tables *t, int fd, const char *tabl
 	}
 	/* Deleting an absent row is not an error: deletes are idempotent. */
 	if (bpf_map_delete_elem(fd, key) == 0 || errno == ENOENT) {
-		row_note(t, fd, key, key_len, 0);
+		note_row(t, fd, key, 0);
 		return OK;
 	}
 	return fail(INTERNAL, err, errlen, "deleting from %s: %s", table, strerror(errno));
@@ -301,7 +304,7 @@ static Kmesh__Ipc__Code apply_frontend(struct km_tables *t, const Kmesh__Ipc__Ta
 	if (c != OK)
 		return c;
 	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
-		return delete_row(t, t->fd_frontend, "km_frontend", &k, sizeof(k), err, errlen);
+		return delete_row(t, t->fd_frontend, "km_frontend", &k, err, errlen);
 	if (r->upstream_id == 0)
 		return fail(BAD, err, errlen, "frontend upstream id 0 is reserved");
 	if (r->flags & ~(uint32_t)KM_FE_F_PORT_OVERRIDES)
@@ -313,7 +316,7 @@ static Kmesh__Ipc__Code apply_frontend(struct km_tables *t, const Kmesh__Ipc__Ta
 			return fail(BAD, err, errlen,
 				    "service frontend needs port and target port in 1..65535 (got %u -> %u)",
 				    r->port, r->target_port);
-		if (!present(t, t->fd_service, &sk, sizeof(sk)))
+		if (!present(t, t->fd_service, &sk))
 			return fail(MISSING, err, errlen,
 				    "frontend references service %u, which is not in km_service "
 				    "(write the service row first)", r->upstream_id);
@@ -326,7 +329,7 @@ static Kmesh__Ipc__Code apply_frontend(struct km_tables *t, const Kmesh__Ipc__Ta
 		if (r->port != 0 || r->target_port != 0 || r->flags)
 			return fail(BAD, err, errlen,
 				    "workload frontend must have port 0, no target port and no flags");
-		if (!present(t, t->fd_backend, &bk, sizeof(bk)))
+		if (!present(t, t->fd_backend, &bk))
 			return fail(MISSING, err, errlen,
 				    "frontend references workload %u, which is not in km_backend "
 				    "(write the backend row first)", r->upstream_id);
@@ -348,7 +351,7 @@ static Kmesh__Ipc__Code apply_service(struct km_tables *t, const Kmesh__Ipc__Tab
 	if (r->id == 0)
 		return fail(BAD, err, errlen, "service id 0 is reserved");
 	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
-		return delete_row(t, t->fd_service, "km_service", &k, sizeof(k), err, errlen);
+		return delete_row(t, t->fd_service, "km_service", &k, err, errlen);
 	if (r->n_endpoint_count > KM_PRIO_COUNT)
 		return fail(BAD, err, errlen, "service %u: %zu priorities, at most %d", r->id,
 			    r->n_endpoint_count, KM_PRIO_COUNT);
@@ -371,7 +374,7 @@ static Kmesh__Ipc__Code apply_service(struct km_tables *t, const Kmesh__Ipc__Tab
 			return fail(BAD, err, errlen, "service %u: %u endpoints at priority %zu exceed "
 				    "km_endpoint's size %u", r->id, n, p, t->sizes.endpoint);
 		/* A count may only expose endpoints already written (endpoint rows come first). */
-		if (n > 0 && !present(t, t->fd_endpoint, &ek, sizeof(ek)))
+		if (n > 0 && !present(t, t->fd_endpoint, &ek))
 			return fail(MISSING, err, errlen,
 				    "service %u: count %u at priority %zu exposes endpoint index %u, "
 				    "which is not in km_endpoint (write endpoints first)",
@@ -398,10 +401,10 @@ static Kmesh__Ipc__Code apply_endpoint(struct km_tables *t, const Kmesh__Ipc__Ta
 		return fail(BAD, err, errlen, "endpoint index %u beyond km_endpoint's size %u",
 			    r->index, t->sizes.endpoint);
 	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
-		return delete_row(t, t->fd_endpoint, "km_endpoint", &k, sizeof(k), err, errlen);
+		return delete_row(t, t->fd_endpoint, "km_endpoint", &k, err, errlen);
 	if (r->backend_id == 0)
 		return fail(BAD, err, errlen, "endpoint backend id 0 is reserved");
-	if (!present(t, t->fd_backend, &bk, sizeof(bk)))
+	if (!present(t, t->fd_backend, &bk))
 		return fail(MISSING, err, errlen,
 			    "endpoint references backend %u, which is not in km_backend "
 			    "(write the backend row first)", r->backend_id);
@@ -419,7 +422,7 @@ static Kmesh__Ipc__Code apply_backend(struct km_tables *t, const Kmesh__Ipc__Tab
 	if (r->id == 0)
 		return fail(BAD, err, errlen, "backend id 0 is reserved");
 	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
-		return delete_row(t, t->fd_backend, "km_backend", &k, sizeof(k), err, errlen);
+		return delete_row(t, t->fd_backend, "km_backend", &k, err, errlen);
 	if (r->n_addresses == 0 || r->n_addresses > 2)
 		return fail(BAD, err, errlen, "backend %u: needs one or two addresses, got %zu", r->id,
 			    r->n_addresses);
@@ -463,16 +466,28 @@ static Kmesh__Ipc__Code apply_port_override(struct km_tables *t, const Kmesh__Ip
 		return fail(BAD, err, errlen, "port override port %u out of range", r->port);
 	k.port = htons((uint16_t)r->port);
 	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
-		return delete_row(t, t->fd_port_override, "km_port_ovr", &k, sizeof(k), err, errlen);
+		return delete_row(t, t->fd_port_override, "km_port_ovr", &k, err, errlen);
 	if (r->target_port == 0 || r->target_port > 65535)
 		return fail(BAD, err, errlen, "port override target port %u out of range",
 			    r->target_port);
-	if (!present(t, t->fd_backend, &bk, sizeof(bk)))
+	if (!present(t, t->fd_backend, &bk))
 		return fail(MISSING, err, errlen,
 			    "port override references backend %u, which is not in km_backend",
 			    r->backend_id);
 	v.target_port = htons((uint16_t)r->target_port);
 	return write_row(t, t->fd_port_override, "km_port_ovr", &k, sizeof(k), &v, sizeof(v), err, errlen);
+}
+
+static int op_table_fd(const struct km_tables *t, const Kmesh__Ipc__TableOp *op)
+{
+	switch (op->row_case) {
+	case KMESH__IPC__TABLE_OP__ROW_FRONTEND: return t->fd_frontend;
+	case KMESH__IPC__TABLE_OP__ROW_SERVICE: return t->fd_service;
+	case KMESH__IPC__TABLE_OP__ROW_ENDPOINT: return t->fd_endpoint;
+	case KMESH__IPC__TABLE_OP__ROW_BACKEND: return t->fd_backend;
+	case KMESH__IPC__TABLE_OP__ROW_PORT_OVERRIDE: return t->fd_port_override;
+	default: return -1;
+	}
 }
 
 Kmesh__Ipc__Code km_tables_apply(struct km_tables *t, const Kmesh__Ipc__TableOp *op, char *err,
@@ -481,6 +496,12 @@ Kmesh__Ipc__Code km_tables_apply(struct km_tables *t, const Kmesh__Ipc__TableOp 
 	Kmesh__Ipc__Code c;
 
 	err[0] = '\0';
+	/* rows queued for another table are written before this op is checked: it may refer to them */
+	if (t->run && t->run->n && t->run->fd != op_table_fd(t, op) &&
+	    (c = run_commit(t, err, errlen)) != OK) {
+		t->ops_failed++;
+		return c;
+	}
 	if (op->kind != KMESH__IPC__TABLE_OP__KIND__UPSERT &&
 	    op->kind != KMESH__IPC__TABLE_OP__KIND__DELETE)
 		c = fail(BAD, err, errlen, "op kind %d is neither UPSERT nor DELETE", op->kind);
@@ -506,23 +527,16 @@ Kmesh__Ipc__Code km_tables_apply(struct km_tables *t, const Kmesh__Ipc__TableOp 
 Kmesh__Ipc__Code km_tables_apply_batch(struct km_tables *t, const Kmesh__Ipc__TableBatch *b,
 				       uint32_t *applied, char *err, size_t errlen)
 {
-	struct km_batch_rows rows;
 	struct km_row_run run = { 0 };
-	size_t cap = 64;
 	Kmesh__Ipc__Code c = OK;
 	char why[384];
 
 	*applied = 0;
 	err[0] = '\0';
-	while (cap < b->n_ops * 2)
-		cap *= 2;
-	rows.slots = calloc(cap, sizeof(*rows.slots));
-	rows.mask = cap - 1;
 	run.keys = malloc(b->n_ops * KM_TABLES_ROW_BUF + 1);
 	run.values = malloc(b->n_ops * KM_TABLES_ROW_BUF + 1);
-	/* without memory for either, every row is checked and written on its own */
-	t->batch = rows.slots ? &rows : NULL;
-	t->run = run.keys && run.values && t->batch ? &run : NULL;
+	/* without memory for the run, every row is written on its own */
+	t->run = run.keys && run.values ? &run : NULL;
 	run.failed_op = SIZE_MAX;
 	for (size_t i = 0; i < b->n_ops && c == OK; i++) {
 		run.op_index = i;
@@ -544,9 +558,7 @@ Kmesh__Ipc__Code km_tables_apply_batch(struct km_tables *t, const Kmesh__Ipc__Ta
 	*applied = c == OK ? (uint32_t)b->n_ops : (uint32_t)run.failed_op;
 	if (c != OK)
 		snprintf(err, errlen, "op %u: %s", *applied, why);
-	t->batch = NULL;
 	t->run = NULL;
-	free(rows.slots);
 	free(run.keys);
 	free(run.values);
 	return c;
@@ -582,5 +594,5 @@ Kmesh__Ipc__Code km_tables_unenroll(struct km_tables *t, const Kmesh__Ipc__Unenr
 	err[0] = '\0';
 	if (u->netns_cookie == 0)
 		return fail(BAD, err, errlen, "netns cookie 0 is not a network namespace");
-	return delete_row(t, t->fd_manage, "km_manage", &k, sizeof(k), err, errlen);
+	return delete_row(t, t->fd_manage, "km_manage", &k, err, errlen);
 }

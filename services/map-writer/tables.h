@@ -9,12 +9,12 @@
 
 #include "kmesh_ipc.pb-c.h"
 #include "services/map-writer/dataplane.h"
+#include "services/map-writer/keyset.h"
 
 /* Rows are read into stack buffers of this size; every layout must fit (checked at compile time
  * in tables.c, so a growing layout cannot make the kernel write past a buffer). */
 #define KM_TABLES_ROW_BUF 64
 
-struct km_batch_rows; /* rows written by the batch being applied (tables.c) */
 struct km_row_run;    /* validated upserts of one table waiting for one bpf() call (tables.c) */
 
 struct km_tables {
@@ -24,12 +24,19 @@ struct km_tables {
 	uint64_t ops_applied;
 	uint64_t ops_failed;
 	uint64_t table_full;
-	struct km_batch_rows *batch; /* set while a batch is applied */
-	struct km_row_run *run;      /* likewise */
+	struct km_row_run *run;      /* set while a batch is applied */
 	uint64_t batch_calls;        /* bpf() batch updates made (runs of upserts) */
+	/* keys of the referenced tables' rows (this process is their only writer) */
+	struct km_keyset present_service, present_endpoint, present_backend;
+	int present_incomplete; /* a key could not be recorded: ask the kernel about absent ones */
 };
 
-void km_tables_init(struct km_tables *t, const struct km_dataplane *dp);
+/* Take the maps' fds and sizes and read the keys already present (adopted maps).
+ * Returns 0, or -1 when out of memory. */
+int km_tables_init(struct km_tables *t, const struct km_dataplane *dp);
+/* Read the present keys of the referenced tables (t's fds set). Returns 0 or -1 (no memory). */
+int km_tables_load_present(struct km_tables *t);
+void km_tables_free(struct km_tables *t);
 
 /* Apply one op. Returns KMESH__IPC__CODE__OK or an error code with err filled. */
 Kmesh__Ipc__Code km_tables_apply(struct km_tables *t, const Kmesh__Ipc__TableOp *op, char *err,

@@ -42,6 +42,7 @@ static int setup(void **state)
 	t.fd_port_override = make_map(sizeof(struct km_port_override_key),
 				      sizeof(struct km_port_override_value), 8);
 	t.sizes = (struct km_table_sizes){ 8, 4, 8, 64, 8, 8 };
+	assert_int_equal(km_tables_load_present(&t), 0);
 	*state = &t;
 	return 0;
 }
@@ -55,6 +56,7 @@ static int teardown(void **state)
 	for (int i = 0; i < 6; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
+	km_tables_free(t);
 	return 0;
 }
 
@@ -298,6 +300,36 @@ static void test_full_table_and_deletes(void **state)
 	assert_int_equal(apply(t, &r.op, err), OK);
 }
 
+/* References are checked against the keys the map writer holds: rows already in the maps when
+ * it starts (adopted maps, written by an earlier run) count, and a row it deleted no longer does. */
+static void test_present_rows_adopted_and_deleted(void **state)
+{
+	struct km_tables *t = *state;
+	struct km_backend_key bk = { .backend_id = 77 };
+	struct km_backend_value bv;
+	struct rows r;
+	char err[256];
+
+	if (!maps_available(t))
+		skip();
+	memset(&bv, 0, sizeof(bv));
+	bv.weight = 1;
+	/* written behind the map writer's back, as an earlier run would have */
+	assert_int_equal(bpf_map_update_elem(t->fd_backend, &bk, &bv, BPF_ANY), 0);
+	assert_int_equal(apply(t, endpoint(&r, 700, 0, 0, 77), err), MISSING);
+	km_tables_free(t);
+	assert_int_equal(km_tables_load_present(t), 0); /* a restart reads what is there */
+	assert_int_equal(apply(t, endpoint(&r, 700, 0, 0, 77), err), OK);
+	backend(&r, 77, NULL, 0);
+	r.op.kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
+	assert_int_equal(apply(t, &r.op, err), OK);
+	assert_int_equal(apply(t, endpoint(&r, 700, 0, 1, 77), err), MISSING);
+	assert_non_null(strstr(err, "backend 77"));
+	endpoint(&r, 700, 0, 0, 77);
+	r.op.kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
+	assert_int_equal(apply(t, &r.op, err), OK);
+}
+
 static void test_enroll_and_dump(void **state)
 {
 	struct km_tables *t = *state;
@@ -378,6 +410,7 @@ int main(void)
 		cmocka_unit_test(test_batch_stops_at_first_failure),
 		cmocka_unit_test(test_runs_of_one_table),
 		cmocka_unit_test(test_full_table_and_deletes),
+		cmocka_unit_test(test_present_rows_adopted_and_deleted),
 		cmocka_unit_test(test_enroll_and_dump),
 	};
 

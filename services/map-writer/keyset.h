@@ -1,0 +1,29 @@
+/* keyset.h — a set of fixed-size keys: which rows of a table are present. The map writer is the
+ * only writer of its tables, so it keeps their keys here and checks a row's references in memory
+ * instead of with a bpf() lookup per reference. Open addressing with linear probing, deletion by
+ * backward shift (no tombstones); keys up to KM_KEYSET_MAX_KEY bytes. */
+#ifndef KM_MW_KEYSET_H
+#define KM_MW_KEYSET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define KM_KEYSET_MAX_KEY 16
+
+struct km_keyset {
+	uint8_t *slots; /* cap slots of 1 used byte + key_len key bytes */
+	size_t key_len, slot_len;
+	size_t cap, count; /* cap: power of two (0 before the first insert) */
+};
+
+/* key_len in 1..KM_KEYSET_MAX_KEY. */
+void km_keyset_init(struct km_keyset *s, size_t key_len);
+void km_keyset_free(struct km_keyset *s);
+/* Returns 0, or -1 when out of memory (the set is unchanged). Adding a present key is a no-op. */
+int km_keyset_add(struct km_keyset *s, const void *key);
+void km_keyset_del(struct km_keyset *s, const void *key);
+int km_keyset_has(const struct km_keyset *s, const void *key);
+/* Forget every key, keeping the memory. */
+void km_keyset_clear(struct km_keyset *s);
+
+#endif
