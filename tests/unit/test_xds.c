@@ -182,7 +182,14 @@ static void test_apply_address_partial(void **state)
 	v = view_of(&p);
 	assert_string_equal(v->type_url, KM_TYPE_ADDRESS);
 	assert_int_equal(v->n_resources, 4);
-	km_xds_apply_address(&m, v, note_accepted, &acc, &res);
+	/* in slices, as the agent applies a large response: one resource, then the rest */
+	memset(&res, 0, sizeof(res));
+	assert_int_equal(km_xds_apply_address_some(&m, v, 1, note_accepted, &acc, &res), 1);
+	assert_int_equal(res.applied, 1);
+	assert_non_null(km_model_find_workload(&m, "Kubernetes//Pod/ns/good"));
+	while (km_xds_apply_address_some(&m, v, 1, note_accepted, &acc, &res))
+		;
+	km_xds_apply_address_end(&m, v, &res);
 	km_response_view_free(v);
 	assert_int_equal(res.applied, 1);
 	assert_int_equal(res.rejected, 3);
