@@ -4,6 +4,7 @@
  * response in place and one resource at a time as the agent does. Prints one JSON
  * line with min/median/max over the repetitions.
  *   decode_bench RESPONSE_FILE [REPETITIONS] */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,8 +48,15 @@ static double decode_only(const uint8_t *buf, size_t len)
 	return (double)(km_now_us() - t0) / 1000.0;
 }
 
-static double decode_and_model(const uint8_t *buf, size_t len, size_t *ops)
+/* Heap bytes in use (glibc), to measure what the model keeps. */
+static size_t heap_in_use(void)
 {
+	return mallinfo2().uordblks;
+}
+
+static double decode_and_model(const uint8_t *buf, size_t len, size_t *ops, size_t *model_bytes)
+{
+	size_t heap0 = heap_in_use();
 	uint64_t t0 = km_now_us();
 	struct km_response_view v;
 	struct km_oplist l;
@@ -64,6 +72,9 @@ static double decode_and_model(const uint8_t *buf, size_t len, size_t *ops)
 	}
 	ms = (double)(km_now_us() - t0) / 1000.0;
 	*ops = l.n;
+	km_oplist_free(&l); /* the agent hands ops on while it builds; only the model stays */
+	km_oplist_init(&l);
+	*model_bytes = heap_in_use() - heap0;
 	km_model_free(&m);
 	km_oplist_free(&l);
 	return ms;
@@ -73,7 +84,7 @@ int main(int argc, char **argv)
 {
 	int reps = argc > 2 ? atoi(argv[2]) : 5;
 	double dec[64], mod[64];
-	size_t len, ops = 0;
+	size_t len, ops = 0, model_bytes = 0;
 	char err[256];
 	uint8_t *buf;
 
@@ -89,13 +100,14 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < reps; i++) {
 		dec[i] = decode_only(buf, len);
-		mod[i] = decode_and_model(buf, len, &ops);
+		mod[i] = decode_and_model(buf, len, &ops, &model_bytes);
 	}
 	qsort(dec, (size_t)reps, sizeof(double), cmp);
 	qsort(mod, (size_t)reps, sizeof(double), cmp);
 	printf("{\"bytes\": %zu, \"ops\": %zu, \"decode_ms\": [%.1f, %.1f, %.1f], "
-	       "\"decode_model_ms\": [%.1f, %.1f, %.1f]}\n",
-	       len, ops, dec[0], dec[reps / 2], dec[reps - 1], mod[0], mod[reps / 2], mod[reps - 1]);
+	       "\"decode_model_ms\": [%.1f, %.1f, %.1f], \"model_bytes\": %zu}\n",
+	       len, ops, dec[0], dec[reps / 2], dec[reps - 1], mod[0], mod[reps / 2], mod[reps - 1],
+	       model_bytes);
 	free(buf);
 	return 0;
 }

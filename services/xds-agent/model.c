@@ -136,7 +136,7 @@ void km_model_upsert_service(struct km_model *m, struct km_service_res *res)
 	}
 	if (!s->res) {
 		s->id = km_ids_alloc(&m->ids, s->name, s);
-		s->res = res;
+		s->res = res = km_service_res_pack(res);
 		m->n_services++;
 		mdl_register_service_waypoint(m, s);
 		/* Back-fill: workloads that listed this service before it arrived. */
@@ -164,7 +164,7 @@ void km_model_upsert_service(struct km_model *m, struct km_service_res *res)
 		for (size_t p = 0; p < old->n_ports; p++)
 			if (!frontend_in(res, &old->vips[v], &old->ports[p], 0))
 				mdl_emit_service_frontend(m, s, &old->vips[v], &old->ports[p], 1);
-	s->res = res;
+	s->res = res = km_service_res_pack(res);
 	mdl_register_service_waypoint(m, s);
 	/* mode, priorities, health policy, port overrides: recompute every endpoint (counts follow
 	 * at flush) */
@@ -278,17 +278,13 @@ void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res)
 	HASH_FIND_STR(m->workloads, res->uid, w);
 	if (!w) {
 		w = calloc(1, sizeof(*w));
-		if (!w || !(w->uid = strdup(res->uid)) ||
-		    !(w->id = km_ids_alloc(&m->ids, w->uid, (void *)((uintptr_t)w | OWNER_WORKLOAD)))) {
-			if (w)
-				free(w->uid);
+		if (!w ||
+		    !(w->id = km_ids_alloc(&m->ids, res->uid, (void *)((uintptr_t)w | OWNER_WORKLOAD)))) {
 			free(w);
 			km_workload_res_free(res);
 			m->out->oom = 1;
 			return;
 		}
-		HASH_ADD_KEYPTR(hh, m->workloads, w->uid, strlen(w->uid), w);
-		m->n_workloads++;
 	}
 	old = w->res;
 	if (old && km_workload_res_equal(old, res)) {
@@ -297,16 +293,22 @@ void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res)
 	}
 	had_backend = w->backend_written;
 	n_old_fe = had_backend ? frontend_addrs(old, &old_fe) : 0;
-	w->res = res;
+	w->res = res = km_workload_res_pack(res);
+	/* the entry's name is its resource's uid */
+	if (!old) {
+		HASH_ADD_KEYPTR(hh, m->workloads, res->uid, strlen(res->uid), w);
+		m->n_workloads++;
+	} else {
+		w->hh.key = res->uid;
+	}
 	mdl_register_workload_waypoint(m, w);
 	mdl_backend_row(m, w, &row);
 	has_addr = row.be.has4 || row.be.has6;
 
 	/* 1. The backend row first, so every later row may name it. */
-	if (has_addr && (!had_backend || memcmp(&row, &w->last_backend, sizeof(row)) != 0)) {
-		w->last_backend = row;
+	if (has_addr && (!had_backend || mdl_row_sum(&row) != w->backend_sum)) {
 		w->backend_written = 1;
-		mdl_emit_backend(m, w);
+		mdl_emit_backend(m, w, &row);
 	}
 	if (!has_addr)
 		w->backend_written = 0;
@@ -366,13 +368,12 @@ void km_model_remove_workload(struct km_model *m, const char *uid)
 	}
 	if (w->backend_written)
 		mdl_emit_backend_delete(m, w);
+	HASH_DEL(m->workloads, w); /* before its key (the resource's uid) goes */
 	km_workload_res_free(w->res);
 	w->res = NULL;
 	mdl_register_workload_waypoint(m, w);
 	km_ids_release(&m->ids, w->id);
-	HASH_DEL(m->workloads, w);
 	free(w->version);
-	free(w->uid);
 	free(w);
 	m->n_workloads--;
 }
@@ -405,7 +406,7 @@ void km_model_replay(struct km_model *m)
 	km_model_flush(m);
 	HASH_ITER(hh, m->workloads, w, wtmp)
 		if (w->backend_written)
-			mdl_emit_backend(m, w);
+			mdl_emit_backend(m, w, NULL);
 	HASH_ITER(hh, m->services, s, stmp) {
 		if (!s->res)
 			continue;
@@ -453,7 +454,6 @@ void km_model_free(struct km_model *m)
 		HASH_DEL(m->workloads, w);
 		km_workload_res_free(w->res);
 		free(w->version);
-		free(w->uid);
 		free(w);
 	}
 	free(m->dirty);
@@ -497,7 +497,7 @@ void km_model_each_workload(const struct km_model *m, km_model_name_cb cb, void 
 	struct km_model_wl *w, *tmp;
 
 	HASH_ITER(hh, m->workloads, w, tmp)
-		cb(arg, w->uid);
+		cb(arg, w->res->uid);
 }
 
 size_t km_model_endpoints(const struct km_model *m, const char *service, uint32_t prio,
@@ -544,7 +544,7 @@ size_t km_model_each_version(const struct km_model *m, km_version_cb cb, void *a
 		if (!w->version)
 			continue;
 		if (cb)
-			cb(arg, w->uid, w->version);
+			cb(arg, w->res->uid, w->version);
 		n++;
 	}
 	HASH_ITER(hh, m->services, s, stmp) {
@@ -576,7 +576,7 @@ const char *km_model_name_of(const struct km_model *m, uint32_t id)
 	if (!owner)
 		return NULL;
 	if (owner & OWNER_WORKLOAD)
-		return ((const struct km_model_wl *)(owner & ~(uintptr_t)OWNER_WORKLOAD))->uid;
+		return ((const struct km_model_wl *)(owner & ~(uintptr_t)OWNER_WORKLOAD))->res->uid;
 	return ((const struct km_model_svc *)owner)->name;
 }
 

@@ -111,12 +111,28 @@ void mdl_backend_row(struct km_model *m, const struct km_model_wl *w, struct km_
 	op->be.weight = r->capacity ? r->capacity : 1;
 }
 
-void mdl_emit_backend(struct km_model *m, struct km_model_wl *w)
+uint64_t mdl_row_sum(const struct km_op *op)
 {
-	struct km_op *op = km_oplist_add(m->out, KM_OP_BACKEND, 0);
+	const uint8_t *p = (const uint8_t *)op;
+	uint64_t h = 14695981039346656037ull;
 
+	for (size_t i = 0; i < sizeof(*op); i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
+void mdl_emit_backend(struct km_model *m, struct km_model_wl *w, const struct km_op *row)
+{
+	struct km_op built, *op;
+
+	if (!row) {
+		mdl_backend_row(m, w, &built);
+		row = &built;
+	}
+	w->backend_sum = mdl_row_sum(row);
+	op = km_oplist_add(m->out, KM_OP_BACKEND, 0);
 	if (op)
-		*op = w->last_backend;
+		*op = *row;
 }
 
 void mdl_emit_backend_delete(struct km_model *m, const struct km_model_wl *w)

@@ -45,12 +45,12 @@ struct km_model_svc {
 	UT_hash_handle hh;
 };
 
+/* A workload: its name is res->uid (an entry always holds its resource). */
 struct km_model_wl {
-	char *uid;
 	uint32_t id;
 	struct km_workload_res *res;
 	int backend_written;
-	struct km_op last_backend; /* the backend row as last written */
+	uint64_t backend_sum; /* checksum of the backend row as last written (mdl_row_sum) */
 	struct km_model_svc *wp_of;
 	char *version; /* istiod's version of the resource, if any */
 	UT_hash_handle hh;
@@ -77,7 +77,10 @@ void mdl_emit_workload_frontend(struct km_model *m, const struct km_model_wl *w,
 void mdl_emit_override(struct km_model *m, const struct km_model_svc *s, const struct override *o,
 		   int del);
 void mdl_backend_row(struct km_model *m, const struct km_model_wl *w, struct km_op *op);
-void mdl_emit_backend(struct km_model *m, struct km_model_wl *w);
+/* A checksum of a row as built by the functions above (zeroed padding): FNV-1a-64 of its bytes. */
+uint64_t mdl_row_sum(const struct km_op *op);
+/* Emit the workload's backend row (row, or built now if NULL) and remember its checksum. */
+void mdl_emit_backend(struct km_model *m, struct km_model_wl *w, const struct km_op *row);
 void mdl_emit_backend_delete(struct km_model *m, const struct km_model_wl *w);
 
 /* model_endpoints.c */

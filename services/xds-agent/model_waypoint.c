@@ -103,9 +103,7 @@ void mdl_publish_waypoint_address(struct km_model *m, struct km_model_svc *s)
 	for (size_t i = 0; i < s->n_wp_wls; i++) {
 		struct km_model_wl *w = s->wp_wls[i];
 
-		if (w->backend_written) {
-			mdl_backend_row(m, w, &w->last_backend);
-			mdl_emit_backend(m, w);
-		}
+		if (w->backend_written)
+			mdl_emit_backend(m, w, NULL);
 	}
 }

@@ -23,8 +23,10 @@ int km_waypoint_equal(const struct km_waypoint *a, const struct km_waypoint *b)
 
 void km_service_res_free(struct km_service_res *s)
 {
-	if (!s)
+	if (!s || s->packed) {
+		free(s);
 		return;
+	}
 	free(s->name);
 	free(s->svc_name);
 	free(s->namespace);
@@ -37,8 +39,10 @@ void km_service_res_free(struct km_service_res *s)
 
 void km_workload_res_free(struct km_workload_res *w)
 {
-	if (!w)
+	if (!w || w->packed) {
+		free(w);
 		return;
+	}
 	free(w->uid);
 	free(w->name);
 	free(w->namespace);
@@ -63,6 +67,130 @@ void km_workload_res_free(struct km_workload_res *w)
 	free(w);
 }
 
+/* ---- packing: one allocation per kept resource --------------------------------------------- */
+
+/* Arrays first (8-byte aligned), then strings; sizes are counted with the same helpers. */
+struct pack {
+	uint8_t *base;
+	size_t off;
+};
+
+static size_t array_size(size_t n, size_t elem)
+{
+	return n ? n * elem + 7 : 0;
+}
+
+static size_t str_size(const char *s)
+{
+	return s ? strlen(s) + 1 : 0;
+}
+
+static void *put_array(struct pack *k, const void *src, size_t n, size_t elem)
+{
+	void *d;
+
+	if (!n)
+		return NULL;
+	k->off = (k->off + 7) & ~(size_t)7;
+	d = k->base + k->off;
+	memcpy(d, src, n * elem);
+	k->off += n * elem;
+	return d;
+}
+
+static char *put_str(struct pack *k, const char *s)
+{
+	size_t n = str_size(s);
+	char *d;
+
+	if (!n)
+		return NULL;
+	d = (char *)k->base + k->off;
+	memcpy(d, s, n);
+	k->off += n;
+	return d;
+}
+
+struct km_service_res *km_service_res_pack(struct km_service_res *r)
+{
+	size_t size = sizeof(*r) + array_size(r->n_vips, sizeof(*r->vips)) +
+		      array_size(r->n_ports, sizeof(*r->ports)) + str_size(r->name) +
+		      str_size(r->svc_name) + str_size(r->namespace) + str_size(r->hostname) +
+		      str_size(r->waypoint.service);
+	struct km_service_res *p;
+	struct pack k;
+
+	if (r->packed || !(p = malloc(size)))
+		return r;
+	k.base = (uint8_t *)p;
+	k.off = sizeof(*r);
+	*p = *r;
+	p->packed = 1;
+	p->vips = put_array(&k, r->vips, r->n_vips, sizeof(*r->vips));
+	p->ports = put_array(&k, r->ports, r->n_ports, sizeof(*r->ports));
+	p->name = put_str(&k, r->name);
+	p->svc_name = put_str(&k, r->svc_name);
+	p->namespace = put_str(&k, r->namespace);
+	p->hostname = put_str(&k, r->hostname);
+	p->waypoint.service = put_str(&k, r->waypoint.service);
+	km_service_res_free(r);
+	return p;
+}
+
+struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
+{
+	char **strs[] = { &r->uid, &r->name, &r->namespace, &r->node, &r->network, &r->cluster_id,
+			  &r->trust_domain, &r->service_account, &r->region, &r->zone, &r->subzone,
+			  &r->waypoint.service };
+	const size_t n_strs = sizeof(strs) / sizeof(strs[0]);
+	size_t size = sizeof(*r) + array_size(r->n_addrs, sizeof(*r->addrs)) +
+		      array_size(r->n_services, sizeof(*r->services)) +
+		      array_size(r->n_policies, sizeof(*r->policies));
+	struct km_workload_res *p;
+	struct pack k;
+
+	if (r->packed)
+		return r;
+	for (size_t i = 0; i < n_strs; i++)
+		size += str_size(*strs[i]);
+	for (size_t i = 0; i < r->n_services; i++)
+		size += array_size(r->services[i].n_ports, sizeof(struct km_port)) +
+			str_size(r->services[i].service);
+	for (size_t i = 0; i < r->n_policies; i++)
+		size += str_size(r->policies[i]);
+	k.base = malloc(size);
+	k.off = sizeof(*r);
+	if (!(p = (struct km_workload_res *)k.base))
+		return r;
+	*p = *r;
+	p->packed = 1;
+	p->addrs = put_array(&k, r->addrs, r->n_addrs, sizeof(*r->addrs));
+	p->services = put_array(&k, r->services, r->n_services, sizeof(*r->services));
+	p->policies = put_array(&k, r->policies, r->n_policies, sizeof(*r->policies));
+	for (size_t i = 0; i < r->n_services; i++)
+		p->services[i].ports = put_array(&k, r->services[i].ports, r->services[i].n_ports,
+						 sizeof(struct km_port));
+	/* strings last: no alignment needed */
+	p->uid = put_str(&k, r->uid);
+	p->name = put_str(&k, r->name);
+	p->namespace = put_str(&k, r->namespace);
+	p->node = put_str(&k, r->node);
+	p->network = put_str(&k, r->network);
+	p->cluster_id = put_str(&k, r->cluster_id);
+	p->trust_domain = put_str(&k, r->trust_domain);
+	p->service_account = put_str(&k, r->service_account);
+	p->region = put_str(&k, r->region);
+	p->zone = put_str(&k, r->zone);
+	p->subzone = put_str(&k, r->subzone);
+	p->waypoint.service = put_str(&k, r->waypoint.service);
+	for (size_t i = 0; i < r->n_services; i++)
+		p->services[i].service = put_str(&k, r->services[i].service);
+	for (size_t i = 0; i < r->n_policies; i++)
+		p->policies[i] = put_str(&k, r->policies[i]);
+	km_workload_res_free(r);
+	return p;
+}
+
 int km_service_res_equal(const struct km_service_res *a, const struct km_service_res *b)
 {
 	return str_eq(a->name, b->name) && a->lb_mode == b->lb_mode && a->n_vips == b->n_vips &&
@@ -76,7 +204,7 @@ int km_service_res_equal(const struct km_service_res *a, const struct km_service
 
 int km_workload_res_equal(const struct km_workload_res *a, const struct km_workload_res *b)
 {
-	if (!str_eq(a->uid, b->uid) || a->status != b->status || a->n_addrs != b->n_addrs ||
+	if (!str_eq(a->uid, b->uid) || !str_eq(a->name, b->name) || a->status != b->status || a->n_addrs != b->n_addrs ||
 	    a->n_services != b->n_services || a->n_policies != b->n_policies ||
 	    a->host_network != b->host_network || a->capacity != b->capacity ||
 	    !str_eq(a->node, b->node) || !str_eq(a->network, b->network) ||

@@ -62,6 +62,7 @@ struct km_service_res {
 	size_t n_scopes;
 	uint32_t allow_unhealthy;               /* health_policy ALLOW_ALL */
 	struct km_waypoint waypoint;
+	uint32_t packed; /* everything in this one allocation (km_service_res_pack) */
 };
 
 enum km_workload_status {
@@ -96,6 +97,7 @@ struct km_workload_res {
 	uint32_t host_network; /* NetworkMode HOST_NETWORK: not looked up by IP */
 	uint32_t capacity;     /* relative weight, default 1 */
 	struct km_waypoint waypoint;
+	uint32_t packed; /* everything in this one allocation (km_workload_res_pack) */
 };
 
 /* Visiting (name, xDS version) pairs of the resources a store holds. */
@@ -103,6 +105,11 @@ typedef void (*km_version_cb)(void *arg, const char *name, const char *version);
 
 void km_service_res_free(struct km_service_res *s);
 void km_workload_res_free(struct km_workload_res *w);
+/* The same resource in one allocation (its strings and arrays after the struct), for keeping:
+ * a resource is otherwise a dozen small allocations. Consumes r; on allocation failure r is
+ * returned as it was. */
+struct km_service_res *km_service_res_pack(struct km_service_res *r);
+struct km_workload_res *km_workload_res_pack(struct km_workload_res *r);
 /* Field-by-field equality of everything the model uses. */
 int km_service_res_equal(const struct km_service_res *a, const struct km_service_res *b);
 int km_workload_res_equal(const struct km_workload_res *a, const struct km_workload_res *b);

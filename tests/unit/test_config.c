@@ -62,6 +62,52 @@ static void test_decode_both_spellings(void **state)
 	km_resource_set_free(&set);
 }
 
+/* A resource kept by the model is packed into one allocation: every field survives (ASan
+ * checks the block is sized exactly), and packing twice is a no-op. */
+static void test_pack_keeps_every_field(void **state)
+{
+	struct km_resource_set a, b;
+	char err[256];
+	const char *doc =
+		"[{\"service\": {\"name\": \"web\", \"namespace\": \"ns\", \"hostname\": \"web.ns\","
+		"  \"addresses\": [{\"address\": \"10.96.0.1\"}, {\"address\": \"fd00::10\"}],"
+		"  \"ports\": [{\"servicePort\": 80, \"targetPort\": 8080}, {\"servicePort\": 443}],"
+		"  \"waypoint\": {\"hostname\": {\"namespace\": \"ns\", \"hostname\": \"wp\"}, \"hboneMtlsPort\": 15008},"
+		"  \"loadBalancing\": {\"mode\": \"FAILOVER\", \"routingPreference\": [\"ZONE\", \"NODE\"]}}},"
+		" {\"workload\": {\"uid\": \"u1\", \"name\": \"p\", \"namespace\": \"ns\", \"node\": \"n1\","
+		"  \"network\": \"net\", \"clusterId\": \"c\", \"trustDomain\": \"td\", \"serviceAccount\": \"sa\","
+		"  \"locality\": {\"region\": \"r\", \"zone\": \"z\", \"subzone\": \"s\"},"
+		"  \"addresses\": [\"10.0.0.1\", \"fd00::1\"], \"authorizationPolicies\": [\"ns/p1\", \"ns/p2\"],"
+		"  \"waypoint\": {\"address\": {\"address\": \"10.0.0.9\"}, \"hboneMtlsPort\": 15008},"
+		"  \"services\": {\"ns/b\": {\"ports\": [{\"servicePort\": 80, \"targetPort\": 9090}]}, \"ns/a\": {}}}}]";
+	struct km_workload_res *w;
+	struct km_service_res *sv;
+
+	(void)state;
+	assert_int_equal(decode(doc, &a, err), 0);
+	assert_int_equal(decode(doc, &b, err), 0);
+	assert_int_equal(a.n_errors + b.n_errors, 0);
+	sv = km_service_res_pack(a.services[0]);
+	a.services[0] = sv;
+	assert_true(sv->packed);
+	assert_true(km_service_res_pack(sv) == sv);
+	assert_true(km_service_res_equal(sv, b.services[0]));
+	assert_string_equal(sv->svc_name, "web");
+	assert_string_equal(sv->waypoint.service, "ns/wp");
+	w = km_workload_res_pack(a.workloads[0]);
+	a.workloads[0] = w;
+	assert_true(w->packed);
+	assert_true(km_workload_res_equal(w, b.workloads[0]));
+	assert_string_equal(w->name, "p");
+	assert_string_equal(w->subzone, "s");
+	assert_string_equal(w->policies[1], "ns/p2");
+	assert_string_equal(w->services[1].service, "ns/b");
+	assert_int_equal(w->services[1].ports[0].target_port, 9090);
+	assert_non_null(km_workload_membership(w, "ns/a"));
+	km_resource_set_free(&a);
+	km_resource_set_free(&b);
+}
+
 static void expect_rejected(const char *resource, const char *why)
 {
 	struct km_resource_set set;
@@ -208,6 +254,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decode_both_spellings),
+		cmocka_unit_test(test_pack_keeps_every_field),
 		cmocka_unit_test(test_bad_resources_rejected),
 		cmocka_unit_test(test_bad_documents),
 		cmocka_unit_test(test_base64),
