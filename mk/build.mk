@@ -19,7 +19,7 @@ LDLIBS      := $(MW_LIBS) $(XDS_LIBS)
 SANFLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 IPC_SRCS    := ipc/frame.c ipc/conn.c ipc/message.c ipc/client_sync.c ipc/server.c $(GEN)/kmesh_ipc.pb-c.c
-SHARED_SRCS := shared/log.c shared/options.c shared/signals.c shared/addr.c shared/base64.c shared/latency.c shared/errbuf.c
+SHARED_SRCS := $(wildcard shared/*.c)
 MW_SRCS     := $(filter-out %/main.c,$(wildcard services/map-writer/*.c))
 WIRE_PROTOS := $(wildcard proto/*.proto)
 WIRE_SRCS   := $(patsubst proto/%.proto,$(GEN)/%.pb-c.c,$(WIRE_PROTOS))

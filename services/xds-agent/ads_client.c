@@ -8,12 +8,14 @@
 #include "services/xds-agent/xds_apply.h"
 #include "shared/latency.h"
 #include "shared/log.h"
+#include "shared/msgbuf.h"
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 15000
 #define FAST_RECONNECT_MS 10
 #define SLICE_RESOURCES 1024 /* resources applied per loop iteration (~2 ms) */
 #define QUEUE_MAX_BYTES (64u << 20) /* received responses waiting beyond this apply at once */
+#define BACKLOG_RECHECK_MS 50 /* a paused job looks again this often */
 
 /* ---- versions: kept on the model's and the policy store's entries ------------------------- */
 
@@ -167,6 +169,7 @@ static int send_request(struct km_ads_client *c, struct km_ads_type *t, int init
 
 static void connect_now(struct km_ads_client *c);
 static void work_abandon_queue(struct km_ads_client *c);
+static void on_recheck(uv_timer_t *t);
 
 static void on_retry(uv_timer_t *t)
 {
@@ -240,7 +243,7 @@ static void on_accepted(void *arg, const char *name, const char *version)
 static void pending_free(struct km_ads_pending *p)
 {
 	if (p) {
-		free(p->msg);
+		km_msgbuf_free(p->msg, p->len);
 		free(p);
 	}
 }
@@ -352,6 +355,8 @@ static int job_step(struct km_ads_client *c, size_t max)
 	if (!km_xds_apply_address_some(c->model, &c->job.v, max, on_accepted, &c->address,
 				       &c->job.res))
 		job_finish(c);
+	else /* the bytes applied are not read again */
+		km_msgbuf_release(c->job.p->msg, c->job.p->len, c->job.v.next_off);
 	job_start_next(c);
 	return c->job.active;
 }
@@ -360,8 +365,27 @@ static void on_work(uv_idle_t *h)
 {
 	struct km_ads_client *c = h->data;
 
+	if (c->backlogged && c->backlogged(c->arg)) {
+		uv_idle_stop(h); /* resumed by km_ads_client_resume, or by the re-check */
+		uv_timer_start(&c->recheck, on_recheck, BACKLOG_RECHECK_MS, 0);
+		return;
+	}
 	if (!job_step(c, c->slice))
 		uv_idle_stop(h);
+}
+
+void km_ads_client_resume(struct km_ads_client *c)
+{
+	if (!c->stopping && (c->job.active || c->queue_head) &&
+	    !uv_is_active((uv_handle_t *)&c->work)) {
+		uv_timer_stop(&c->recheck);
+		uv_idle_start(&c->work, on_work);
+	}
+}
+
+static void on_recheck(uv_timer_t *t)
+{
+	km_ads_client_resume(t->data);
 }
 
 /* Apply everything received now (the stream ended, or too much is waiting). */
@@ -379,7 +403,7 @@ static void on_message(struct km_grpc_stream *g, uint8_t *msg, size_t len)
 
 	if (!p) {
 		km_error("out of memory for a response of %zu bytes; reconnecting", len);
-		free(msg);
+		km_msgbuf_free(msg, len);
 		km_grpc_stream_close(g);
 		return;
 	}
@@ -395,7 +419,7 @@ static void on_message(struct km_grpc_stream *g, uint8_t *msg, size_t len)
 	/* istiod does not wait for ACKs: past this much waiting, apply at once (backpressure) */
 	if (c->queued_bytes > QUEUE_MAX_BYTES)
 		work_drain(c);
-	else
+	else if (!uv_is_active((uv_handle_t *)&c->recheck)) /* not paused for the backlog */
 		uv_idle_start(&c->work, on_work);
 }
 
@@ -418,6 +442,7 @@ static void work_abandon_queue(struct km_ads_client *c)
 	c->queue_tail = NULL;
 	c->queued_bytes = 0;
 	uv_idle_stop(&c->work);
+	uv_timer_stop(&c->recheck);
 }
 
 static void connect_now(struct km_ads_client *c)
@@ -459,6 +484,8 @@ int km_ads_client_start(struct km_ads_client *c, uv_loop_t *loop,
 	c->retry.data = c;
 	uv_idle_init(loop, &c->work);
 	c->work.data = c;
+	uv_timer_init(loop, &c->recheck);
+	c->recheck.data = c;
 	c->slice = SLICE_RESOURCES;
 	km_info("connecting to istiod at %s:%u as %s", grpc->conn.host, grpc->conn.port, c->node_id);
 	connect_now(c);
@@ -476,6 +503,7 @@ void km_ads_client_stop(struct km_ads_client *c)
 	work_abandon_queue(c);
 	uv_close((uv_handle_t *)&c->retry, NULL);
 	uv_close((uv_handle_t *)&c->work, NULL);
+	uv_close((uv_handle_t *)&c->recheck, NULL);
 	if (c->stream_open)
 		km_grpc_stream_close(&c->stream);
 }

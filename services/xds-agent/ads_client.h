@@ -82,6 +82,11 @@ struct km_ads_client {
 	struct km_ads_job job;
 	uv_idle_t work; /* runs the job's slices */
 	size_t slice; /* resources per slice */
+	/* Optional: while it returns 1 (ops waiting for the map writer pile up), slices wait, so a
+	 * bulk push holds its ops as a bounded queue rather than all of them at once. Call
+	 * km_ads_client_resume when the backlog shrinks; a timer re-checks in any case. */
+	int (*backlogged)(void *arg);
+	uv_timer_t recheck;
 	char last_error[256];
 };
 
@@ -90,6 +95,8 @@ int km_ads_client_start(struct km_ads_client *c, uv_loop_t *loop,
 			struct km_model *model, struct km_policy_store *policies,
 			void (*on_applied)(void *arg), void *arg);
 void km_ads_client_stop(struct km_ads_client *c);
+/* Continue applying after a backlog pause (see backlogged). */
+void km_ads_client_resume(struct km_ads_client *c);
 /* The node id sent to istiod: ztunnel~<ip>~<pod>.<ns>~<ns>.svc.cluster.local */
 void km_ads_node_id(const struct km_ads_node *n, char *out, size_t len);
 /* How many resources of the type are held with a version. */

@@ -12,6 +12,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include "shared/log.h"
+#include "shared/msgbuf.h"
 
 #define GRPC_HDR 5
 
@@ -128,7 +129,7 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t stream_id, c
 				end_call(g, KM_GRPC_RESOURCE_EXHAUSTED, "message larger than the limit");
 				return 0;
 			}
-			g->msg = malloc(g->msg_len ? g->msg_len : 1);
+			g->msg = km_msgbuf_alloc(g->msg_len);
 			g->msg_have = 0;
 			if (!g->msg) {
 				end_call(g, KM_GRPC_RESOURCE_EXHAUSTED, "out of memory for a message");
@@ -336,7 +337,7 @@ static void maybe_closed(struct km_grpc_stream *g)
 	nghttp2_session_del(g->session);
 	g->session = NULL;
 	free(g->out);
-	free(g->msg);
+	km_msgbuf_free(g->msg, g->msg_len);
 	g->out = g->msg = NULL;
 	if (g->cbs.on_closed)
 		g->cbs.on_closed(g);

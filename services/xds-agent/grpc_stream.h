@@ -26,7 +26,8 @@ struct km_grpc_stream;
 
 struct km_grpc_stream_cbs {
 	void (*on_open)(struct km_grpc_stream *g);  /* the call is open: send the first messages */
-	/* One whole message; msg is the callee's to free() (it may outlive this call). */
+	/* One whole message; msg is the callee's to release with km_msgbuf_free(msg, len)
+	 * (shared/msgbuf.h; it may outlive this call). */
 	void (*on_message)(struct km_grpc_stream *g, uint8_t *msg, size_t len);
 	/* The call ended (once). goaway: the server is rotating the connection (reconnect at once). */
 	void (*on_end)(struct km_grpc_stream *g, int status, const char *message, int goaway);

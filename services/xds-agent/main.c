@@ -88,11 +88,25 @@ static void on_synced(void *arg)
 		 (unsigned long long)a->link.ops_acked);
 }
 
+/* Ops handed to the link and not yet answered, beyond which istiod's responses wait. */
+#define BACKLOG_BATCHES 8
+
+static int writer_backlogged(void *arg)
+{
+	struct agent *a = arg;
+
+	return km_writer_link_ready(&a->link) &&
+	       a->link.ops_queued - a->link.ops_done > (uint64_t)a->link.batch_ops * BACKLOG_BATCHES;
+}
+
 /* A batch was answered: every response whose ops are all done has reached the tables. */
 static void on_progress(void *arg)
 {
 	struct agent *a = arg;
 	uint64_t now = km_now_us();
+
+	if (a->use_xds && !writer_backlogged(a))
+		km_ads_client_resume(&a->ads);
 
 	while (a->pending_n && a->pending[a->pending_head].ops_end <= a->link.ops_done) {
 		km_latency_add(&a->update_latency, now - a->pending[a->pending_head].recv_us);
@@ -328,6 +342,7 @@ int main(int argc, char **argv)
 		};
 
 		km_ads_client_start(&a.ads, a.loop, &g, &node, &a.model, &a.policies, on_xds_applied, &a);
+		a.ads.backlogged = writer_backlogged;
 	} else if (km_file_source_watch(&a.file, a.loop, on_file_applied, &a) != 0) {
 		return 1;
 	}
