@@ -70,6 +70,13 @@ static int resize(struct km_ids *ids, size_t cap)
 	return 0;
 }
 
+uint32_t km_ids_home(const struct km_ids *ids, const char *name)
+{
+	uint32_t id = ids->hash(name);
+
+	return id ? id : 1;
+}
+
 void *km_ids_owner(const struct km_ids *ids, uint32_t id)
 {
 	size_t i;

@@ -28,5 +28,8 @@ void km_ids_release(struct km_ids *ids, uint32_t id);
 /* The owner of id, or NULL if the id is not in use. */
 void *km_ids_owner(const struct km_ids *ids, uint32_t id);
 uint32_t km_ids_fnv1a(const char *name);
+/* The id name gets unless it is taken (the first probed): an object whose id differs was
+ * displaced by a collision. */
+uint32_t km_ids_home(const struct km_ids *ids, const char *name);
 
 #endif

@@ -92,6 +92,85 @@ struct km_model_svc *mdl_svc_get(struct km_model *m, const char *name, int creat
 	return s;
 }
 
+/* ---- the workload index: the id table ---------------------------------------------------- */
+
+static struct km_model_wl *wl_of_owner(uintptr_t owner)
+{
+	return owner & OWNER_WORKLOAD ? (struct km_model_wl *)(owner & ~(uintptr_t)OWNER_WORKLOAD)
+				      : NULL;
+}
+
+/* The workload in slot i of the id table, or NULL (free slot or a service). */
+static struct km_model_wl *wl_at(const struct km_model *m, size_t i)
+{
+	return m->ids.keys[i] ? wl_of_owner((uintptr_t)m->ids.owners[i]) : NULL;
+}
+
+static struct km_model_wl *wl_find(const struct km_model *m, const char *uid)
+{
+	struct km_model_wl *w = wl_of_owner((uintptr_t)km_ids_owner(&m->ids, km_ids_home(&m->ids, uid)));
+	struct mdl_displaced *d;
+
+	if (w && strcmp(w->res->uid, uid) == 0)
+		return w;
+	HASH_FIND_STR(m->displaced, uid, d);
+	return d ? d->w : NULL;
+}
+
+static void wl_drop_version(struct km_model_wl *w)
+{
+	if (w->version != w->version_short)
+		free(w->version);
+	w->version = NULL;
+}
+
+static void wl_set_version(struct km_model_wl *w, const char *version)
+{
+	size_t n = strlen(version);
+	char *copy = w->version_short;
+
+	if (n >= sizeof(w->version_short) && !(copy = strdup(version)))
+		return; /* without memory the old version stays: istiod resends, nothing is lost */
+	wl_drop_version(w);
+	if (copy == w->version_short)
+		memcpy(copy, version, n + 1);
+	w->version = copy;
+}
+
+/* A new workload: its id, and its displaced entry if the id is not the home one. */
+static int wl_add(struct km_model *m, struct km_model_wl *w, const char *uid)
+{
+	struct mdl_displaced *d;
+
+	if (!(w->id = km_ids_alloc(&m->ids, uid, (void *)((uintptr_t)w | OWNER_WORKLOAD))))
+		return -1;
+	if (w->id == km_ids_home(&m->ids, uid))
+		return 0;
+	if (!(d = calloc(1, sizeof(*d))) || !(d->uid = strdup(uid))) {
+		free(d);
+		km_ids_release(&m->ids, w->id);
+		return -1;
+	}
+	d->w = w;
+	HASH_ADD_KEYPTR(hh, m->displaced, d->uid, strlen(d->uid), d);
+	return 0;
+}
+
+static void wl_del(struct km_model *m, struct km_model_wl *w)
+{
+	struct mdl_displaced *d;
+
+	if (w->id != km_ids_home(&m->ids, w->res->uid)) {
+		HASH_FIND_STR(m->displaced, w->res->uid, d);
+		if (d) {
+			HASH_DEL(m->displaced, d);
+			free(d->uid);
+			free(d);
+		}
+	}
+	km_ids_release(&m->ids, w->id);
+}
+
 /* ---- services ------------------------------------------------------------------------------ */
 
 static void svc_free(struct km_model_svc *s)
@@ -275,16 +354,16 @@ void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res)
 	struct km_op row;
 	int had_backend, has_addr;
 
-	HASH_FIND_STR(m->workloads, res->uid, w);
+	w = wl_find(m, res->uid);
 	if (!w) {
 		w = calloc(1, sizeof(*w));
-		if (!w ||
-		    !(w->id = km_ids_alloc(&m->ids, res->uid, (void *)((uintptr_t)w | OWNER_WORKLOAD)))) {
+		if (!w || wl_add(m, w, res->uid) != 0) {
 			free(w);
 			km_workload_res_free(res);
 			m->out->oom = 1;
 			return;
 		}
+		m->n_workloads++;
 	}
 	old = w->res;
 	if (old && km_workload_res_equal(old, res)) {
@@ -294,13 +373,6 @@ void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res)
 	had_backend = w->backend_written;
 	n_old_fe = had_backend ? frontend_addrs(old, &old_fe) : 0;
 	w->res = res = km_workload_res_pack(res);
-	/* the entry's name is its resource's uid */
-	if (!old) {
-		HASH_ADD_KEYPTR(hh, m->workloads, res->uid, strlen(res->uid), w);
-		m->n_workloads++;
-	} else {
-		w->hh.key = res->uid;
-	}
 	mdl_register_workload_waypoint(m, w);
 	mdl_backend_row(m, w, &row);
 	has_addr = row.be.has4 || row.be.has6;
@@ -354,7 +426,7 @@ void km_model_remove_workload(struct km_model *m, const char *uid)
 	const struct km_addr *fe;
 	size_t n_fe;
 
-	HASH_FIND_STR(m->workloads, uid, w);
+	w = wl_find(m, uid);
 	if (!w)
 		return;
 	n_fe = w->backend_written ? frontend_addrs(w->res, &fe) : 0;
@@ -368,12 +440,11 @@ void km_model_remove_workload(struct km_model *m, const char *uid)
 	}
 	if (w->backend_written)
 		mdl_emit_backend_delete(m, w);
-	HASH_DEL(m->workloads, w); /* before its key (the resource's uid) goes */
+	wl_del(m, w);
 	km_workload_res_free(w->res);
 	w->res = NULL;
 	mdl_register_workload_waypoint(m, w);
-	km_ids_release(&m->ids, w->id);
-	free(w->version);
+	wl_drop_version(w);
 	free(w);
 	m->n_workloads--;
 }
@@ -401,11 +472,11 @@ void km_model_flush(struct km_model *m)
 void km_model_replay(struct km_model *m)
 {
 	struct km_model_svc *s, *stmp;
-	struct km_model_wl *w, *wtmp;
+	struct km_model_wl *w;
 
 	km_model_flush(m);
-	HASH_ITER(hh, m->workloads, w, wtmp)
-		if (w->backend_written)
+	for (size_t i = 0; i < m->ids.cap; i++)
+		if ((w = wl_at(m, i)) && w->backend_written)
 			mdl_emit_backend(m, w, NULL);
 	HASH_ITER(hh, m->services, s, stmp) {
 		if (!s->res)
@@ -418,10 +489,13 @@ void km_model_replay(struct km_model *m)
 		mdl_emit_service(m, s, 0);
 		mdl_emit_service_frontends(m, s, 0);
 	}
-	HASH_ITER(hh, m->workloads, w, wtmp) {
+	for (size_t j = 0; j < m->ids.cap; j++) {
 		const struct km_addr *fe;
-		size_t n = w->backend_written ? frontend_addrs(w->res, &fe) : 0;
+		size_t n;
 
+		if (!(w = wl_at(m, j)))
+			continue;
+		n = w->backend_written ? frontend_addrs(w->res, &fe) : 0;
 		for (size_t i = 0; i < n; i++)
 			mdl_emit_workload_frontend(m, w, &fe[i], 0);
 	}
@@ -444,17 +518,24 @@ void km_model_set_local_node(struct km_model *m, const char *node)
 void km_model_free(struct km_model *m)
 {
 	struct km_model_svc *s, *stmp;
-	struct km_model_wl *w, *wtmp;
+	struct mdl_displaced *d, *dtmp;
+	struct km_model_wl *w;
 
 	HASH_ITER(hh, m->services, s, stmp) {
 		HASH_DEL(m->services, s);
 		svc_free(s);
 	}
-	HASH_ITER(hh, m->workloads, w, wtmp) {
-		HASH_DEL(m->workloads, w);
-		km_workload_res_free(w->res);
-		free(w->version);
-		free(w);
+	for (size_t i = 0; i < m->ids.cap; i++) {
+		if ((w = wl_at(m, i))) {
+			km_workload_res_free(w->res);
+			wl_drop_version(w);
+			free(w);
+		}
+	}
+	HASH_ITER(hh, m->displaced, d, dtmp) {
+		HASH_DEL(m->displaced, d);
+		free(d->uid);
+		free(d);
 	}
 	free(m->dirty);
 	free(m->local.node);
@@ -477,9 +558,8 @@ const struct km_service_res *km_model_find_service(const struct km_model *m, con
 
 const struct km_workload_res *km_model_find_workload(const struct km_model *m, const char *uid)
 {
-	struct km_model_wl *w;
+	struct km_model_wl *w = wl_find(m, uid);
 
-	HASH_FIND_STR(m->workloads, uid, w);
 	return w ? w->res : NULL;
 }
 
@@ -494,10 +574,11 @@ void km_model_each_service(const struct km_model *m, km_model_name_cb cb, void *
 
 void km_model_each_workload(const struct km_model *m, km_model_name_cb cb, void *arg)
 {
-	struct km_model_wl *w, *tmp;
+	struct km_model_wl *w;
 
-	HASH_ITER(hh, m->workloads, w, tmp)
-		cb(arg, w->res->uid);
+	for (size_t i = 0; i < m->ids.cap; i++)
+		if ((w = wl_at(m, i)))
+			cb(arg, w->res->uid);
 }
 
 size_t km_model_endpoints(const struct km_model *m, const char *service, uint32_t prio,
@@ -520,14 +601,14 @@ void km_model_set_version(struct km_model *m, const char *name, const char *vers
 	struct km_model_svc *s;
 	char **slot = NULL, *copy;
 
-	HASH_FIND_STR(m->workloads, name, w);
+	w = wl_find(m, name);
 	if (w) {
-		slot = &w->version;
-	} else {
-		HASH_FIND_STR(m->services, name, s);
-		if (s && s->res)
-			slot = &s->version;
+		wl_set_version(w, version ? version : "");
+		return;
 	}
+	HASH_FIND_STR(m->services, name, s);
+	if (s && s->res)
+		slot = &s->version;
 	if (!slot || !(copy = strdup(version ? version : "")))
 		return;
 	free(*slot);
@@ -536,12 +617,12 @@ void km_model_set_version(struct km_model *m, const char *name, const char *vers
 
 size_t km_model_each_version(const struct km_model *m, km_version_cb cb, void *arg)
 {
-	struct km_model_wl *w, *wtmp;
 	struct km_model_svc *s, *stmp;
+	struct km_model_wl *w;
 	size_t n = 0;
 
-	HASH_ITER(hh, m->workloads, w, wtmp) {
-		if (!w->version)
+	for (size_t i = 0; i < m->ids.cap; i++) {
+		if (!(w = wl_at(m, i)) || !w->version)
 			continue;
 		if (cb)
 			cb(arg, w->res->uid, w->version);
@@ -559,10 +640,9 @@ size_t km_model_each_version(const struct km_model *m, km_version_cb cb, void *a
 
 uint32_t km_model_id_of(const struct km_model *m, const char *name)
 {
+	struct km_model_wl *w = wl_find(m, name);
 	struct km_model_svc *s;
-	struct km_model_wl *w;
 
-	HASH_FIND_STR(m->workloads, name, w);
 	if (w)
 		return w->id;
 	HASH_FIND_STR(m->services, name, s);
@@ -576,14 +656,14 @@ const char *km_model_name_of(const struct km_model *m, uint32_t id)
 	if (!owner)
 		return NULL;
 	if (owner & OWNER_WORKLOAD)
-		return ((const struct km_model_wl *)(owner & ~(uintptr_t)OWNER_WORKLOAD))->res->uid;
+		return wl_of_owner(owner)->res->uid;
 	return ((const struct km_model_svc *)owner)->name;
 }
 
 void km_model_stats(const struct km_model *m, struct km_model_stats *st)
 {
 	struct km_model_svc *s, *stmp;
-	struct km_model_wl *w, *wtmp;
+	struct km_model_wl *w;
 
 	memset(st, 0, sizeof(*st));
 	st->services = m->n_services;
@@ -596,8 +676,8 @@ void km_model_stats(const struct km_model *m, struct km_model_stats *st)
 		    !(s->wp_of && s->wp_of->res && s->wp_of->res->n_vips))
 			st->pending_waypoints++;
 	}
-	HASH_ITER(hh, m->workloads, w, wtmp)
-		if (w->res->waypoint.kind == KM_WAYPOINT_HOSTNAME &&
+	for (size_t i = 0; i < m->ids.cap; i++)
+		if ((w = wl_at(m, i)) && w->res->waypoint.kind == KM_WAYPOINT_HOSTNAME &&
 		    !(w->wp_of && w->wp_of->res && w->wp_of->res->n_vips))
 			st->pending_waypoints++;
 }

@@ -23,6 +23,7 @@
 
 struct km_model_svc;
 struct km_model_wl;
+struct mdl_displaced;
 
 /* Where this node is: the reference for locality priorities. The node name is configured; the
  * rest is learnt from the first workload seen on this node. */
@@ -36,7 +37,9 @@ struct km_model {
 	struct km_ids ids;
 	struct km_model_local local;
 	struct km_model_svc *services; /* by name; includes names only referenced by workloads */
-	struct km_model_wl *workloads; /* by uid */
+	/* Workloads are found by uid through the id table (their id is the uid's home id), or,
+	 * for the few displaced by an id collision, here; no per-workload index entry. */
+	struct mdl_displaced *displaced;
 	struct km_model_svc **dirty;   /* services whose count row must be re-emitted at flush */
 	size_t n_dirty, cap_dirty;
 	size_t n_services; /* with a resource */

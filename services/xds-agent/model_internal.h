@@ -52,7 +52,16 @@ struct km_model_wl {
 	int backend_written;
 	uint64_t backend_sum; /* checksum of the backend row as last written (mdl_row_sum) */
 	struct km_model_svc *wp_of;
-	char *version; /* istiod's version of the resource, if any */
+	/* istiod's version of the resource, if any: in version_short when it fits (istiod's
+	 * content hashes do), else malloc'd */
+	char *version;
+	char version_short[24];
+};
+
+/* A workload whose id is not its uid's home id (rare: a 32-bit hash collision). */
+struct mdl_displaced {
+	char *uid; /* a copy: the workload's resource is replaced on updates */
+	struct km_model_wl *w;
 	UT_hash_handle hh;
 };
 

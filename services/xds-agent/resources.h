@@ -33,9 +33,9 @@ enum km_waypoint_kind {
 
 struct km_waypoint {
 	uint32_t kind; /* enum km_waypoint_kind */
+	uint32_t hbone_port;
 	struct km_addr addr;
 	char *service; /* hostname form: the waypoint service's resource name */
-	uint32_t hbone_port;
 };
 
 /* Istio LoadBalancing.Scope values (routing preference). */
@@ -88,11 +88,9 @@ struct km_workload_res {
 	char *service_account;
 	char *region, *zone, *subzone;
 	struct km_addr *addrs;
-	size_t n_addrs;
 	struct km_membership *services; /* sorted by service, unique */
-	size_t n_services;
 	char **policies; /* authorization_policies */
-	size_t n_policies;
+	uint32_t n_addrs, n_services, n_policies; /* bounded by KM_RES_MAX_* */
 	uint32_t status;       /* enum km_workload_status */
 	uint32_t host_network; /* NetworkMode HOST_NETWORK: not looked up by IP */
 	uint32_t capacity;     /* relative weight, default 1 */

@@ -198,6 +198,79 @@ static void test_workload_before_service_is_back_filled(void **state)
 	EXPECT(&f->m, &f->l, "EP+ 0=w1", "SVC+ demo/web 1", "FE+ 10.96.0.1:80");
 }
 
+/* A hash with three values: nearly every workload is displaced from its home id by a collision
+ * and must still be found, named, listed, versioned, replayed and removed by its uid. */
+static uint32_t crowded_hash(const char *name)
+{
+	return 1000u + (uint32_t)(strlen(name) % 3);
+}
+
+static void count_name(void *arg, const char *name)
+{
+	(void)name;
+	(*(size_t *)arg)++;
+}
+
+#define LONG_VERSION "a-version-longer-than-the-inline-buffer-0123456789"
+
+static void check_versions(void *arg, const char *name, const char *version)
+{
+	(void)arg;
+	assert_string_equal(version, strcmp(name, "Kubernetes//Pod/ns/w1") == 0 ? LONG_VERSION : "v1");
+}
+
+static void test_workloads_found_despite_id_collisions(void **state)
+{
+	enum { N = 40 };
+	struct km_oplist l;
+	struct km_model m;
+	char uid[N][48], ip[32];
+	uint32_t ids[N];
+	size_t listed = 0, backends = 0;
+
+	(void)state;
+	km_oplist_init(&l);
+	km_model_init(&m, &l, crowded_hash);
+	for (int i = 0; i < N; i++) {
+		snprintf(uid[i], sizeof(uid[i]), "Kubernetes//Pod/ns/w%d", i);
+		snprintf(ip, sizeof(ip), "10.0.1.%d", i + 1);
+		km_model_upsert_workload(&m, wl(uid[i], ip, KM_WORKLOAD_HEALTHY, 0));
+	}
+	for (int i = 0; i < N; i++) {
+		ids[i] = km_model_id_of(&m, uid[i]);
+		assert_true(ids[i] != 0);
+		assert_non_null(km_model_find_workload(&m, uid[i]));
+		assert_string_equal(km_model_name_of(&m, ids[i]), uid[i]);
+		for (int j = 0; j < i; j++)
+			assert_true(ids[i] != ids[j]);
+	}
+	/* an update keeps the id; removals leave the others findable */
+	km_model_upsert_workload(&m, wl(uid[5], "10.0.2.5", KM_WORKLOAD_HEALTHY, 0));
+	assert_int_equal(km_model_id_of(&m, uid[5]), ids[5]);
+	for (int i = 0; i < N; i += 3)
+		km_model_remove_workload(&m, uid[i]);
+	for (int i = 0; i < N; i++) {
+		assert_true((km_model_find_workload(&m, uid[i]) == NULL) == (i % 3 == 0));
+		if (i % 3)
+			km_model_set_version(&m, uid[i], "v1");
+	}
+	km_model_set_version(&m, uid[1], LONG_VERSION); /* replaces a short one */
+	km_model_set_version(&m, uid[2], LONG_VERSION);
+	km_model_set_version(&m, uid[2], "v1"); /* and back */
+	km_model_each_version(&m, check_versions, NULL);
+	km_model_each_workload(&m, count_name, &listed);
+	assert_int_equal(listed, N - (N + 2) / 3);
+	assert_int_equal(km_model_each_version(&m, NULL, NULL), listed);
+	km_model_flush(&m);
+	km_oplist_clear(&l);
+	km_model_replay(&m);
+	for (size_t k = 0; k < l.n; k++)
+		backends += l.ops[k].table == KM_OP_BACKEND && !l.ops[k].del;
+	assert_int_equal(backends, listed);
+	km_model_free(&m);
+	km_oplist_free(&l);
+}
+
 static void test_remove_swaps_last_into_hole(void **state)
 {
 	struct fx *f = *state;
@@ -745,6 +818,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_port_override_order, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_host_network_health_policy_capacity, fx_setup, fx_teardown),
 		cmocka_unit_test(test_random_sequences_keep_invariants),
+		cmocka_unit_test(test_workloads_found_despite_id_collisions),
 	};
 
 	return cmocka_run_group_tests_name("model", tests, NULL, NULL);
