@@ -1,8 +1,8 @@
 /* decode_bench.c — the baseline for the xDS push benchmark: on the very bytes istiod pushed,
  * how long does merely decoding take (protobuf unpack + validating every resource), and how long
- * decoding plus building the model and its table operations (no map writer), both reading the
- * response in place and one resource at a time as the agent does. Prints one JSON
- * line with min/median/max over the repetitions.
+ * decoding plus building the model and its table operations (no map writer), and the heap the
+ * model then keeps; both reading the response in place and one resource at a time as the agent
+ * does. Prints one JSON line with min/median/max over the repetitions.
  *   decode_bench RESPONSE_FILE [REPETITIONS] */
 #include <malloc.h>
 #include <stdio.h>
@@ -54,14 +54,15 @@ static size_t heap_in_use(void)
 	return mallinfo2().uordblks;
 }
 
-static double decode_and_model(const uint8_t *buf, size_t len, size_t *ops, size_t *model_bytes)
+static double decode_and_model(const uint8_t *buf, size_t len, size_t *ops, size_t *model_bytes,
+			       size_t *resources)
 {
 	size_t heap0 = heap_in_use();
 	uint64_t t0 = km_now_us();
 	struct km_response_view v;
 	struct km_oplist l;
 	struct km_model m;
-	struct km_xds_result res;
+	struct km_xds_result res = { 0 };
 	double ms;
 
 	km_oplist_init(&l);
@@ -72,6 +73,7 @@ static double decode_and_model(const uint8_t *buf, size_t len, size_t *ops, size
 	}
 	ms = (double)(km_now_us() - t0) / 1000.0;
 	*ops = l.n;
+	*resources = res.applied;
 	km_oplist_free(&l); /* the agent hands ops on while it builds; only the model stays */
 	km_oplist_init(&l);
 	*model_bytes = heap_in_use() - heap0;
@@ -84,7 +86,7 @@ int main(int argc, char **argv)
 {
 	int reps = argc > 2 ? atoi(argv[2]) : 5;
 	double dec[64], mod[64];
-	size_t len, ops = 0, model_bytes = 0;
+	size_t len, ops = 0, model_bytes = 0, resources = 0;
 	char err[256];
 	uint8_t *buf;
 
@@ -100,14 +102,14 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < reps; i++) {
 		dec[i] = decode_only(buf, len);
-		mod[i] = decode_and_model(buf, len, &ops, &model_bytes);
+		mod[i] = decode_and_model(buf, len, &ops, &model_bytes, &resources);
 	}
 	qsort(dec, (size_t)reps, sizeof(double), cmp);
 	qsort(mod, (size_t)reps, sizeof(double), cmp);
 	printf("{\"bytes\": %zu, \"ops\": %zu, \"decode_ms\": [%.1f, %.1f, %.1f], "
-	       "\"decode_model_ms\": [%.1f, %.1f, %.1f], \"model_bytes\": %zu}\n",
+	       "\"decode_model_ms\": [%.1f, %.1f, %.1f], \"model_bytes\": %zu, \"resources\": %zu}\n",
 	       len, ops, dec[0], dec[reps / 2], dec[reps - 1], mod[0], mod[reps / 2], mod[reps - 1],
-	       model_bytes);
+	       model_bytes, resources);
 	free(buf);
 	return 0;
 }
