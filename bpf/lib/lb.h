@@ -44,10 +44,15 @@ static __always_inline __u32 km_pick_backend(__u32 service_id, const struct km_s
 	return 0;
 }
 
+/* km_resolve's answer when the connection must fail instead: a STRICT service with no endpoint
+ * in its best locality. Sending it to the VIP would quietly break the locality guarantee. */
+#define KM_RESOLVE_REFUSE 1
+
 /*
- * Resolve a destination. Returns 0 and fills *out when the connection must be rewritten; a
- * negative value when it is left untouched (not a service frontend, PASSTHROUGH, no endpoint,
- * or a backend without an address of the wanted family).
+ * Resolve a destination. Returns 0 and fills *out when the connection must be rewritten;
+ * KM_RESOLVE_REFUSE when it must be refused; a negative value when it is left untouched (not a
+ * service frontend, PASSTHROUGH, no endpoint, or a backend without an address of the wanted
+ * family).
  * want_v6: the socket is IPv6 and not talking to a v4-mapped destination.
  */
 static __always_inline int km_resolve(const struct km_addr *dst, __u16 port_nbo, __u8 proto,
@@ -73,6 +78,8 @@ static __always_inline int km_resolve(const struct km_addr *dst, __u16 port_nbo,
 	if (sv->lb_mode == KM_LB_PASSTHROUGH)
 		return -6; /* the original destination, by definition */
 	bk.backend_id = km_pick_backend(sk.service_id, sv);
+	if (bk.backend_id == 0 && sv->lb_mode == KM_LB_STRICT)
+		return KM_RESOLVE_REFUSE;
 	if (bk.backend_id == 0)
 		return -3; /* no endpoint: the connection goes to the VIP unchanged */
 	bv = bpf_map_lookup_elem(&km_backend, &bk);

@@ -202,6 +202,7 @@ km_wait_rows() {
 		sleep 0.1
 	done
 	echo "table $1: $n rows match '$2', expected $3" >&2
+	"$KM_TESTCTL" dump --socket "$KM_SOCKET" --table "$1" >&2 2>/dev/null
 	return 1
 }
 
