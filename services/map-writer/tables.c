@@ -35,6 +35,10 @@ FITS(struct km_backend_key);
 FITS(struct km_backend_value);
 FITS(struct km_port_override_key);
 FITS(struct km_port_override_value);
+#define KEYSET_FITS(t) _Static_assert(sizeof(t) <= KM_KEYSET_MAX_KEY, #t " outgrew KM_KEYSET_MAX_KEY")
+KEYSET_FITS(struct km_service_key);
+KEYSET_FITS(struct km_endpoint_key);
+KEYSET_FITS(struct km_backend_key);
 
 int km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
 {
@@ -173,19 +177,13 @@ static Kmesh__Ipc__Code run_commit(struct km_tables *t, char *err, size_t errlen
 	return fail(INTERNAL, err, errlen, "writing %s: %s", r->table, strerror(e));
 }
 
-/* Queue a validated upsert; a run of another table is written first. */
-static Kmesh__Ipc__Code run_add(struct km_tables *t, int fd, const char *table, const void *key,
-				size_t key_len, const void *value, size_t value_len, char *err,
-				size_t errlen)
+/* Queue a validated upsert. The run is of this table: km_tables_apply writes a run of another
+ * table before it checks an op. */
+static void run_add(struct km_tables *t, int fd, const char *table, const void *key,
+		    size_t key_len, const void *value, size_t value_len)
 {
 	struct km_row_run *r = t->run;
 
-	if (r->n && r->fd != fd) {
-		Kmesh__Ipc__Code c = run_commit(t, err, errlen);
-
-		if (c != OK)
-			return c;
-	}
 	if (!r->n) {
 		r->fd = fd;
 		r->table = table;
@@ -196,7 +194,6 @@ static Kmesh__Ipc__Code run_add(struct km_tables *t, int fd, const char *table, 
 	memcpy(r->keys + r->n * key_len, key, key_len); /* packed, as the batch call reads them */
 	memcpy(r->values + r->n * value_len, value, value_len);
 	r->n++;
-	return OK;
 }
 
 /* Whether a referenced row is in its table: rows queued in the current run are not (a run is
@@ -215,7 +212,8 @@ static Kmesh__Ipc__Code write_row(struct km_tables *t, int fd, const char *table
 				  size_t errlen)
 {
 	if (t->run) {
-		return run_add(t, fd, table, key, key_len, value, value_len, err, errlen);
+		run_add(t, fd, table, key, key_len, value, value_len);
+		return OK;
 	}
 	if (bpf_map_update_elem(fd, key, value, BPF_ANY) == 0) {
 		note_row(t, fd, key, 1);
