@@ -1,6 +1,7 @@
 /* resources.c — resource ownership and comparison (see resources.h). */
 #include "services/xds-agent/resources.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,12 +138,22 @@ struct km_service_res *km_service_res_pack(struct km_service_res *r)
 	return p;
 }
 
+/* The workload's string fields, by offset: sized and copied from one list. */
+#define WL_STR(f) offsetof(struct km_workload_res, f)
+static const size_t wl_strings[] = {
+	WL_STR(uid), WL_STR(name), WL_STR(namespace), WL_STR(node), WL_STR(network),
+	WL_STR(cluster_id), WL_STR(trust_domain), WL_STR(service_account), WL_STR(region),
+	WL_STR(zone), WL_STR(subzone), WL_STR(waypoint.service),
+};
+
+static char **wl_str(struct km_workload_res *w, size_t i)
+{
+	return (char **)((uint8_t *)w + wl_strings[i]);
+}
+
 struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 {
-	char **strs[] = { &r->uid, &r->name, &r->namespace, &r->node, &r->network, &r->cluster_id,
-			  &r->trust_domain, &r->service_account, &r->region, &r->zone, &r->subzone,
-			  &r->waypoint.service };
-	const size_t n_strs = sizeof(strs) / sizeof(strs[0]);
+	const size_t n_strs = sizeof(wl_strings) / sizeof(wl_strings[0]);
 	size_t size = sizeof(*r) + array_size(r->n_addrs, sizeof(*r->addrs)) +
 		      array_size(r->n_services, sizeof(*r->services)) +
 		      array_size(r->n_policies, sizeof(*r->policies));
@@ -152,7 +163,7 @@ struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 	if (r->packed)
 		return r;
 	for (size_t i = 0; i < n_strs; i++)
-		size += str_size(*strs[i]);
+		size += str_size(*wl_str(r, i));
 	for (size_t i = 0; i < r->n_services; i++)
 		size += array_size(r->services[i].n_ports, sizeof(struct km_port)) +
 			str_size(r->services[i].service);
@@ -171,18 +182,8 @@ struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 		p->services[i].ports = put_array(&k, r->services[i].ports, r->services[i].n_ports,
 						 sizeof(struct km_port));
 	/* strings last: no alignment needed */
-	p->uid = put_str(&k, r->uid);
-	p->name = put_str(&k, r->name);
-	p->namespace = put_str(&k, r->namespace);
-	p->node = put_str(&k, r->node);
-	p->network = put_str(&k, r->network);
-	p->cluster_id = put_str(&k, r->cluster_id);
-	p->trust_domain = put_str(&k, r->trust_domain);
-	p->service_account = put_str(&k, r->service_account);
-	p->region = put_str(&k, r->region);
-	p->zone = put_str(&k, r->zone);
-	p->subzone = put_str(&k, r->subzone);
-	p->waypoint.service = put_str(&k, r->waypoint.service);
+	for (size_t i = 0; i < n_strs; i++)
+		*wl_str(p, i) = put_str(&k, *wl_str(r, i));
 	for (size_t i = 0; i < r->n_services; i++)
 		p->services[i].service = put_str(&k, r->services[i].service);
 	for (size_t i = 0; i < r->n_policies; i++)
