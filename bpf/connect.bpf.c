@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* connect.bpf.c — cgroup/connect4 and cgroup/connect6 entry programs: rewrite an enrolled pod's
- * TCP connect() to a Service VIP:port into a chosen backend. Logic lives in lib/. */
+/* connect.bpf.c — cgroup/connect4 and cgroup/connect6: an enrolled pod's connect() to a Service
+ * VIP:port goes to a chosen backend (or through a waypoint), its DNS to the node-local resolver.
+ * Logic lives in lib/. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
@@ -8,12 +9,42 @@
 #include "lib/maps.h"
 #include "lib/addr.h"
 #include "lib/manage.h"
-#include "lib/lb.h"
+#include "lib/resolve.h"
+#include "lib/dns.h"
+#include "lib/sock_state.h"
 
-#define KM_IPPROTO_TCP 6
+#define KM_IPPROTO_UDP 17
 #define KM_SOCK_ALLOW 1
 #define KM_SOCK_REJECT 0
 #define KM_ECONNREFUSED 111
+
+/* What to do with a managed socket's connect(). */
+enum km_verdict { KM_KEEP, KM_REWRITE, KM_REFUSE };
+
+static __always_inline enum km_verdict km_connect_decide(struct bpf_sock_addr *ctx,
+							 const struct km_addr *dst, int want_v6,
+							 struct km_target *t)
+{
+	__u16 port = (__u16)ctx->user_port;
+	int rc;
+
+	if ((ctx->protocol == KM_IPPROTO_TCP || ctx->protocol == KM_IPPROTO_UDP) &&
+	    km_dns_redirect(ctx->sk, dst, port, &t->addr, &t->port))
+		return KM_REWRITE;
+	if (ctx->protocol != KM_IPPROTO_TCP)
+		return KM_KEEP;
+	rc = km_resolve(dst, port, want_v6, t);
+	if (rc == KM_RESOLVE_REFUSE)
+		return KM_REFUSE;
+	if (rc != KM_RESOLVE_REWRITE)
+		return KM_KEEP;
+	/* A waypoint must get the original destination: without a record it could not, so such a
+	 * connection fails rather than reaching the waypoint without it. */
+	if (km_sock_record(ctx->sk, dst, port, t->waypoint ? KM_SOCK_F_VIA_WAYPOINT : 0,
+			   t->backend_id) != 0 && t->waypoint)
+		return KM_REFUSE;
+	return KM_REWRITE;
+}
 
 /* Fail the connect() with ECONNREFUSED (a rejected cgroup hook otherwise reports EPERM, which
  * reads like a permission problem). */
@@ -26,49 +57,50 @@ static __always_inline int km_refuse(void)
 SEC("cgroup/connect4")
 int km_connect4(struct bpf_sock_addr *ctx)
 {
-	struct km_target t;
+	struct km_target t = {};
 	struct km_addr dst;
-	int rc;
 
-	if (ctx->protocol != KM_IPPROTO_TCP || !km_netns_managed(ctx))
+	if (!km_netns_managed(ctx))
 		return KM_SOCK_ALLOW;
 	km_addr_from_v4(&dst, ctx->user_ip4);
-	rc = km_resolve(&dst, (__u16)ctx->user_port, KM_IPPROTO_TCP, 0, &t);
-	if (rc == KM_RESOLVE_REFUSE)
+	switch (km_connect_decide(ctx, &dst, 0, &t)) {
+	case KM_REFUSE:
 		return km_refuse();
-	if (rc == 0) {
+	case KM_REWRITE:
 		ctx->user_ip4 = t.addr.words[3];
 		ctx->user_port = t.port;
+		return KM_SOCK_ALLOW;
+	default:
+		return KM_SOCK_ALLOW;
 	}
-	return KM_SOCK_ALLOW;
 }
 
 SEC("cgroup/connect6")
 int km_connect6(struct bpf_sock_addr *ctx)
 {
-	struct km_target t;
+	struct km_target t = {};
 	struct km_addr dst;
-	int want_v6, rc;
 
-	if (ctx->protocol != KM_IPPROTO_TCP || !km_netns_managed(ctx))
+	if (!km_netns_managed(ctx))
 		return KM_SOCK_ALLOW;
 	dst.words[0] = ctx->user_ip6[0];
 	dst.words[1] = ctx->user_ip6[1];
 	dst.words[2] = ctx->user_ip6[2];
 	dst.words[3] = ctx->user_ip6[3];
 	/* A v4-mapped destination keeps a v4-mapped result (the backend's IPv4 address). */
-	want_v6 = !km_addr_is_v4mapped(&dst);
-	rc = km_resolve(&dst, (__u16)ctx->user_port, KM_IPPROTO_TCP, want_v6, &t);
-	if (rc == KM_RESOLVE_REFUSE)
+	switch (km_connect_decide(ctx, &dst, !km_addr_is_v4mapped(&dst), &t)) {
+	case KM_REFUSE:
 		return km_refuse();
-	if (rc == 0) {
+	case KM_REWRITE:
 		ctx->user_ip6[0] = t.addr.words[0];
 		ctx->user_ip6[1] = t.addr.words[1];
 		ctx->user_ip6[2] = t.addr.words[2];
 		ctx->user_ip6[3] = t.addr.words[3];
 		ctx->user_port = t.port;
+		return KM_SOCK_ALLOW;
+	default:
+		return KM_SOCK_ALLOW;
 	}
-	return KM_SOCK_ALLOW;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

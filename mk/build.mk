@@ -26,7 +26,7 @@ WIRE_SRCS   := $(patsubst proto/%.proto,$(GEN)/%.pb-c.c,$(WIRE_PROTOS))
 XDS_SRCS    := $(filter-out %/main.c,$(wildcard services/xds-agent/*.c)) $(WIRE_SRCS)
 COMMON_SRCS := $(IPC_SRCS) $(SHARED_SRCS)
 
-GEN_HDRS := $(GEN)/kmesh_ipc.pb-c.h $(GEN)/connect.skel.h $(WIRE_SRCS:.c=.h)
+GEN_HDRS := $(GEN)/kmesh_ipc.pb-c.h $(GEN)/kmesh.skel.h $(WIRE_SRCS:.c=.h)
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(patsubst $(B)/%,%,$(1)))
 san = $(patsubst %.c,$(B)/san/%.o,$(patsubst $(B)/%,%,$(1)))
@@ -63,8 +63,14 @@ $(B)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/lib/*.h) bpf/include/kmesh_maps.h $
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-$(GEN)/%.skel.h: $(B)/bpf/%.bpf.o
-	$(BPFTOOL) gen skeleton $< name kmesh_$* > $@
+# One entry file per hook family, statically linked into one object (maps are declared __weak in
+# bpf/lib/maps.h and merged), so the map writer loads one skeleton.
+BPF_ENTRIES := $(patsubst bpf/%.bpf.c,$(B)/bpf/%.bpf.o,$(wildcard bpf/*.bpf.c))
+$(B)/bpf/kmesh.o: $(BPF_ENTRIES)
+	$(BPFTOOL) gen object $@ $^
+
+$(GEN)/kmesh.skel.h: $(B)/bpf/kmesh.o
+	$(BPFTOOL) gen skeleton $< name kmesh > $@
 
 # ---- C objects (normal and sanitized) ------------------------------------------------------------
 $(B)/obj/%.o: %.c | $(GEN_HDRS)

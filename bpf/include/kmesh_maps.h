@@ -21,7 +21,7 @@
 
 /* Bumped whenever a layout below changes; the map writer refuses to adopt pinned maps of another
  * layout version (they would be misread), and the xDS agent checks it at hello. */
-#define KM_LAYOUT_VERSION 2
+#define KM_LAYOUT_VERSION 3
 
 /* Locality priority groups 0..6 (0 = best); Istio allows at most 6 routing-preference scopes. */
 #define KM_PRIO_COUNT 7
@@ -75,13 +75,19 @@ struct km_frontend_value {
 	__u16 flags;       /* KM_FE_F_* */
 };
 
-/* A waypoint (L7 proxy) that traffic must traverse: address and HBONE port. port != 0 with an
- * all-zero address means "waypoint named but not resolved yet": such traffic must not bypass it. */
+/* A waypoint (L7 proxy) that traffic must traverse. (addr, port) is the waypoint as xDS names it
+ * (its service VIP or its own address, and the HBONE port); a VIP is resolved to a waypoint pod in
+ * the same connect(). data_port is the port dialled on that pod (Kmesh's waypoint listens for the
+ * original-destination TLV on 15019). port != 0 with an all-zero address means "named but not
+ * resolved yet": such traffic is refused, never sent around the waypoint. */
 struct km_waypoint_ref {
 	struct km_addr addr;
-	__u16 port; /* network byte order; 0 = no waypoint */
-	__u16 pad;
+	__u16 port;      /* network byte order; 0 = no waypoint */
+	__u16 data_port; /* network byte order */
 };
+
+/* km_service_value.flags */
+#define KM_SVC_F_P2C 0x1 /* pick the less loaded of two endpoints (live connections per weight) */
 
 /* km_service: per-service load-balancing state. */
 struct km_service_key {
@@ -91,6 +97,10 @@ struct km_service_value {
 	__u32 endpoint_count[KM_PRIO_COUNT]; /* endpoints per priority, indices 0..count-1 */
 	__u32 lb_mode;                        /* enum km_lb_mode */
 	struct km_waypoint_ref waypoint;      /* service-level waypoint */
+	__u32 flags;                          /* KM_SVC_F_* */
+	/* Sum of the endpoints' weights per priority. Equal to the count when every weight is 1 (the
+	 * pick is then uniform, one lookup); otherwise a binary search over cum_weight. */
+	__u64 weight_total[KM_PRIO_COUNT];
 };
 
 /* km_endpoint: (service, priority, dense 0-based index) -> backend. */
@@ -101,6 +111,8 @@ struct km_endpoint_key {
 };
 struct km_endpoint_value {
 	__u32 backend_id;
+	__u32 pad;
+	__u64 cum_weight; /* weights of the slots 0..index, inclusive (index + 1 when all are 1) */
 };
 
 /* km_backend: a workload's addresses, one per family (all-zero = none of that family). */
@@ -127,6 +139,48 @@ struct km_port_override_value {
 	__u16 pad;
 };
 
+/* km_sock: socket storage of a managed socket whose destination was rewritten. */
+#define KM_SOCK_F_VIA_WAYPOINT 0x1 /* sent to a waypoint: the TLV goes first */
+#define KM_SOCK_F_TLV_SENT 0x2     /* the TLV was prepended (exactly once) */
+#define KM_SOCK_F_COUNTED 0x4      /* counted in km_conn_count[backend_id] until it closes */
+#define KM_SOCK_F_DNS 0x8          /* DNS sent to the node-local resolver: replies get orig_addr */
+struct km_sock_state {
+	struct km_addr orig_addr; /* the destination the application asked for (v4-mapped for IPv4) */
+	__u16 orig_port;          /* network byte order */
+	__u16 flags;              /* KM_SOCK_F_* */
+	__u32 backend_id;         /* the backend (workload) chosen, 0 = none */
+};
+
+/* km_conn_count: live (established, not yet closed) connections per backend, kept by sockops;
+ * read by the power-of-two-choices pick. Rows are created by BPF. */
+struct km_conn_count_key {
+	__u32 backend_id;
+};
+struct km_conn_count_value {
+	__u64 active;
+};
+
+/* km_sockhash: sockets that still owe their waypoint the TLV, keyed by socket cookie; the sk_msg
+ * program is attached to it. */
+struct km_sockhash_key {
+	__u64 cookie;
+};
+
+/* km_config: one row (key 0) of node settings, written by the map writer from its flags. */
+struct km_config_value {
+	struct km_addr dns4; /* node-local resolver for IPv4 DNS (v4-mapped); zero = no redirect */
+	struct km_addr dns6; /* ... for IPv6 DNS; zero = no redirect */
+	__u16 dns_port;      /* the resolver's port, network byte order */
+	__u16 pad;
+};
+
+/* km_meta: one row (key 0) saying which layout the pinned maps hold, so an upgraded map writer
+ * knows what to migrate from. This value's layout never changes. */
+struct km_meta_value {
+	__u32 layout_version;
+	__u32 pad;
+};
+
 /* Pinned names (BPF object names are limited to 15 characters). */
 #define KM_MAP_MANAGE "km_manage"
 #define KM_MAP_FRONTEND "km_frontend"
@@ -134,5 +188,10 @@ struct km_port_override_value {
 #define KM_MAP_ENDPOINT "km_endpoint"
 #define KM_MAP_BACKEND "km_backend"
 #define KM_MAP_PORT_OVERRIDE "km_port_ovr"
+#define KM_MAP_SOCK "km_sock"
+#define KM_MAP_CONN_COUNT "km_conn_count"
+#define KM_MAP_SOCKHASH "km_sockhash"
+#define KM_MAP_CONFIG "km_config"
+#define KM_MAP_META "km_meta"
 
 #endif /* KMESH_MAPS_H */

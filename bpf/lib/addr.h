@@ -26,4 +26,10 @@ static __always_inline int km_addr_is_zero(const struct km_addr *a)
 	return (a->words[0] | a->words[1] | a->words[2] | a->words[3]) == 0;
 }
 
+static __always_inline int km_addr_eq(const struct km_addr *a, const struct km_addr *b)
+{
+	return a->words[0] == b->words[0] && a->words[1] == b->words[1] &&
+	       a->words[2] == b->words[2] && a->words[3] == b->words[3];
+}
+
 #endif

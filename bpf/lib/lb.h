@@ -1,29 +1,83 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* lb.h — service resolution: frontend (VIP:port) -> service -> endpoint -> backend, by the
- * service's load-balancing mode, with per-backend target-port overrides. */
+/* lb.h — choosing a service's backend: the priority group by load-balancing mode, then a slot in
+ * it uniformly, by weight (binary search over cumulative weights), or by power of two choices on
+ * live connection counts. */
 #ifndef KM_BPF_LB_H
 #define KM_BPF_LB_H
 
 #include "maps.h"
-#include "addr.h"
 
-/* Where a connection is sent. */
-struct km_target {
-	struct km_addr addr;
-	__u16 port; /* network byte order */
-};
+static __always_inline __u32 km_endpoint_backend(__u32 service_id, __u32 prio, __u32 index)
+{
+	struct km_endpoint_key ek = { .service_id = service_id, .prio = prio, .index = index };
+	struct km_endpoint_value *ev = bpf_map_lookup_elem(&km_endpoint, &ek);
 
-/* A random endpoint of one priority group; 0 when the group is empty. */
-static __always_inline __u32 km_pick_in_prio(__u32 service_id, __u32 prio, __u32 count)
+	return ev ? ev->backend_id : 0;
+}
+
+/* The slot whose weight range holds a random point of [0, total): the smallest index whose
+ * cumulative weight exceeds it. Rows being rewritten may be briefly inconsistent; the search
+ * still ends on a slot in 0..count-1, which always holds a live backend. */
+static __noinline __u32 km_weighted_slot(__u32 service_id, __u32 prio, __u32 count, __u64 total)
 {
 	struct km_endpoint_key ek = { .service_id = service_id, .prio = prio };
-	struct km_endpoint_value *ev;
+	__u64 r = (((__u64)bpf_get_prandom_u32() << 32) | bpf_get_prandom_u32()) % total;
+	__u32 lo = 0, hi = count - 1;
 
-	if (count == 0)
-		return 0;
-	ek.index = bpf_get_prandom_u32() % count;
-	ev = bpf_map_lookup_elem(&km_endpoint, &ek);
-	return ev ? ev->backend_id : 0;
+	for (int i = 0; i < 32 && lo < hi; i++) {
+		__u32 mid = lo + (hi - lo) / 2;
+		struct km_endpoint_value *ev;
+
+		ek.index = mid;
+		ev = bpf_map_lookup_elem(&km_endpoint, &ek);
+		if (!ev)
+			break;
+		if (ev->cum_weight > r)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+static __always_inline __u64 km_active_connections(__u32 backend_id)
+{
+	struct km_conn_count_key k = { .backend_id = backend_id };
+	struct km_conn_count_value *v = bpf_map_lookup_elem(&km_conn_count, &k);
+
+	return v ? v->active : 0;
+}
+
+static __always_inline __u64 km_backend_weight(__u32 backend_id)
+{
+	struct km_backend_key k = { .backend_id = backend_id };
+	struct km_backend_value *v = bpf_map_lookup_elem(&km_backend, &k);
+
+	return v && v->weight ? v->weight : 1;
+}
+
+/* Power of two choices: two distinct slots drawn uniformly; the one with fewer live connections
+ * per unit of weight wins; a tie goes to either in proportion to their weights. */
+static __noinline __u32 km_pick_p2c(__u32 service_id, __u32 prio, __u32 count)
+{
+	__u32 i, j, a, b;
+	__u64 ca, cb, wa, wb;
+
+	if (count < 2)
+		return km_endpoint_backend(service_id, prio, 0);
+	i = bpf_get_prandom_u32() % count;
+	j = (i + 1 + bpf_get_prandom_u32() % (count - 1)) % count;
+	a = km_endpoint_backend(service_id, prio, i);
+	b = km_endpoint_backend(service_id, prio, j);
+	if (!a || !b)
+		return a ? a : b;
+	ca = km_active_connections(a);
+	cb = km_active_connections(b);
+	wa = km_backend_weight(a);
+	wb = km_backend_weight(b);
+	if (ca * wb != cb * wa)
+		return ca * wb < cb * wa ? a : b;
+	return bpf_get_prandom_u32() % (wa + wb) < wa ? a : b;
 }
 
 /*
@@ -31,75 +85,29 @@ static __always_inline __u32 km_pick_in_prio(__u32 service_id, __u32 prio, __u32
  *   RANDOM   — group 0 (the agent puts every endpoint there);
  *   STRICT   — group 0 only: the endpoints matching every routing-preference scope;
  *   FAILOVER — the first non-empty group, best locality first.
+ * Inside the group: by weight, or by power of two choices (KM_SVC_F_P2C).
  * Returns 0 when there is no endpoint.
  */
-static __always_inline __u32 km_pick_backend(__u32 service_id, const struct km_service_value *svc)
+static __noinline __u32 km_pick_backend(__u32 service_id, const struct km_service_value *svc)
 {
-	if (svc->lb_mode != KM_LB_FAILOVER)
-		return km_pick_in_prio(service_id, 0, svc->endpoint_count[0]);
-#pragma unroll
-	for (__u32 p = 0; p < KM_PRIO_COUNT; p++)
-		if (svc->endpoint_count[p])
-			return km_pick_in_prio(service_id, p, svc->endpoint_count[p]);
-	return 0;
-}
+	__u32 prio = 0, count;
+	__u64 total;
 
-/* km_resolve's answer when the connection must fail instead: a STRICT service with no endpoint
- * in its best locality. Sending it to the VIP would quietly break the locality guarantee. */
-#define KM_RESOLVE_REFUSE 1
-
-/*
- * Resolve a destination. Returns 0 and fills *out when the connection must be rewritten;
- * KM_RESOLVE_REFUSE when it must be refused; a negative value when it is left untouched (not a
- * service frontend, PASSTHROUGH, no endpoint, or a backend without an address of the wanted
- * family).
- * want_v6: the socket is IPv6 and not talking to a v4-mapped destination.
- */
-static __always_inline int km_resolve(const struct km_addr *dst, __u16 port_nbo, __u8 proto,
-				      int want_v6, struct km_target *out)
-{
-	struct km_frontend_key fk = { .port = port_nbo, .proto = proto };
-	struct km_frontend_value *fv;
-	struct km_service_value *sv;
-	struct km_backend_value *bv;
-	struct km_service_key sk;
-	struct km_backend_key bk;
-	const struct km_addr *pick;
-
-	__builtin_memcpy(&fk.addr, dst, sizeof(fk.addr));
-	fv = bpf_map_lookup_elem(&km_frontend, &fk);
-	if (!fv || fv->kind != KM_FRONTEND_SERVICE)
-		return -1; /* pod IPs (port 0 rows) need no rewrite until waypoints arrive */
-
-	sk.service_id = fv->upstream_id;
-	sv = bpf_map_lookup_elem(&km_service, &sk);
-	if (!sv)
-		return -2;
-	if (sv->lb_mode == KM_LB_PASSTHROUGH)
-		return -6; /* the original destination, by definition */
-	bk.backend_id = km_pick_backend(sk.service_id, sv);
-	if (bk.backend_id == 0 && sv->lb_mode == KM_LB_STRICT)
-		return KM_RESOLVE_REFUSE;
-	if (bk.backend_id == 0)
-		return -3; /* no endpoint: the connection goes to the VIP unchanged */
-	bv = bpf_map_lookup_elem(&km_backend, &bk);
-	if (!bv)
-		return -4;
-	pick = want_v6 ? &bv->addr6 : &bv->addr4;
-	if (km_addr_is_zero(pick))
-		return -5;
-	__builtin_memcpy(&out->addr, pick, sizeof(out->addr));
-	out->port = fv->target_port;
-	if (fv->flags & KM_FE_F_PORT_OVERRIDES) {
-		struct km_port_override_key ok = {
-			.service_id = sk.service_id, .backend_id = bk.backend_id, .port = port_nbo
-		};
-		struct km_port_override_value *ov = bpf_map_lookup_elem(&km_port_ovr, &ok);
-
-		if (ov)
-			out->port = ov->target_port;
-	}
-	return 0;
+	if (svc->lb_mode == KM_LB_FAILOVER)
+		while (prio < KM_PRIO_COUNT - 1 && svc->endpoint_count[prio] == 0)
+			prio++;
+	if (prio >= KM_PRIO_COUNT)
+		return 0;
+	count = svc->endpoint_count[prio];
+	total = svc->weight_total[prio];
+	if (count == 0)
+		return 0;
+	if (svc->flags & KM_SVC_F_P2C)
+		return km_pick_p2c(service_id, prio, count);
+	if (total <= count) /* every weight is 1 */
+		return km_endpoint_backend(service_id, prio, bpf_get_prandom_u32() % count);
+	return km_endpoint_backend(service_id, prio,
+				   km_weighted_slot(service_id, prio, count, total));
 }
 
 #endif

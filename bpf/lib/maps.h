@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* maps.h — BPF-side declarations of the tables defined in kmesh_maps.h.
+ * Every entry file includes this header; the declarations are __weak so that the static linker
+ * (bpftool gen object) merges them into one map each in the linked object.
  * max_entries here are placeholders: the map writer sets every size from its flags before load. */
 #ifndef KM_BPF_MAPS_H
 #define KM_BPF_MAPS_H
@@ -13,7 +15,15 @@
 		__type(value, _value);                                                             \
 		__uint(max_entries, 1);                                                            \
 		__uint(map_flags, BPF_F_NO_PREALLOC);                                              \
-	} _name SEC(".maps")
+	} _name SEC(".maps") __weak
+
+#define KM_DECLARE_ONE_ROW(_name, _value)                                                         \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                                                  \
+		__type(key, __u32);                                                                \
+		__type(value, _value);                                                             \
+		__uint(max_entries, 1);                                                            \
+	} _name SEC(".maps") __weak
 
 KM_DECLARE_HASH(km_manage, struct km_manage_key, struct km_manage_value);
 KM_DECLARE_HASH(km_frontend, struct km_frontend_key, struct km_frontend_value);
@@ -21,5 +31,22 @@ KM_DECLARE_HASH(km_service, struct km_service_key, struct km_service_value);
 KM_DECLARE_HASH(km_endpoint, struct km_endpoint_key, struct km_endpoint_value);
 KM_DECLARE_HASH(km_backend, struct km_backend_key, struct km_backend_value);
 KM_DECLARE_HASH(km_port_ovr, struct km_port_override_key, struct km_port_override_value);
+KM_DECLARE_HASH(km_conn_count, struct km_conn_count_key, struct km_conn_count_value);
+KM_DECLARE_ONE_ROW(km_config, struct km_config_value);
+KM_DECLARE_ONE_ROW(km_meta, struct km_meta_value);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct km_sock_state);
+} km_sock SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__type(key, struct km_sockhash_key);
+	__type(value, __u64);
+	__uint(max_entries, 1);
+} km_sockhash SEC(".maps") __weak;
 
 #endif

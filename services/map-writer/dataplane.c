@@ -2,6 +2,7 @@
 #include "services/map-writer/dataplane.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,7 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "connect.skel.h"
+#include "kmesh.skel.h"
 #include "kmesh_maps.h"
 #include "shared/log.h"
 
@@ -106,6 +107,8 @@ static int setup_maps(struct km_dataplane *dp)
 		{ dp->skel->maps.km_endpoint, dp->sizes.endpoint },
 		{ dp->skel->maps.km_backend, dp->sizes.backend },
 		{ dp->skel->maps.km_port_ovr, dp->sizes.port_override },
+		{ dp->skel->maps.km_conn_count, dp->sizes.backend },
+		{ dp->skel->maps.km_sockhash, dp->sizes.waypoint_sockets },
 	};
 
 	for (size_t i = 0; i < sizeof(sized) / sizeof(sized[0]); i++) {
@@ -169,6 +172,56 @@ static int attach_link(struct km_dataplane *dp, struct bpf_program *prog, const 
 	return 0;
 }
 
+/* Every cgroup hook as a pinned link, and the TLV program on the sockhash. The sk_msg program is
+ * attached to the map itself (bpf_link for sockmaps needs kernel 6.13 and a newer libbpf); a
+ * second attach replaces the program in place, the map and its sockets stay. */
+static int attach_all(struct km_dataplane *dp)
+{
+	struct {
+		struct bpf_program *prog;
+		const char *name;
+	} hooks[KM_HOOK_COUNT] = {
+		[KM_HOOK_CONNECT4] = { dp->skel->progs.km_connect4, "connect4" },
+		[KM_HOOK_CONNECT6] = { dp->skel->progs.km_connect6, "connect6" },
+		[KM_HOOK_SENDMSG4] = { dp->skel->progs.km_sendmsg4, "sendmsg4" },
+		[KM_HOOK_SENDMSG6] = { dp->skel->progs.km_sendmsg6, "sendmsg6" },
+		[KM_HOOK_RECVMSG4] = { dp->skel->progs.km_recvmsg4, "recvmsg4" },
+		[KM_HOOK_RECVMSG6] = { dp->skel->progs.km_recvmsg6, "recvmsg6" },
+		[KM_HOOK_SOCKOPS] = { dp->skel->progs.km_sockops, "sockops" },
+	};
+	int err;
+
+	for (int i = 0; i < KM_HOOK_COUNT; i++)
+		if ((err = attach_link(dp, hooks[i].prog, hooks[i].name, &dp->links[i])))
+			return err;
+	if (bpf_prog_attach(bpf_program__fd(dp->skel->progs.km_waypoint_tlv),
+			    bpf_map__fd(dp->skel->maps.km_sockhash), BPF_SK_MSG_VERDICT, 0) != 0) {
+		err = -errno;
+		km_error("cannot attach the waypoint TLV program to km_sockhash: %s", strerror(-err));
+		return err;
+	}
+	dp->sk_msg_attached = 1;
+	return 0;
+}
+
+/* km_config from the flags (rewritten at every start), km_meta with this build's layout. */
+static int write_node_config(struct km_dataplane *dp, const struct km_node_config *node)
+{
+	struct km_config_value cfg = { .dns4 = node->dns4, .dns6 = node->dns6,
+				       .dns_port = htons(node->dns_port) };
+	struct km_meta_value meta = { .layout_version = KM_LAYOUT_VERSION };
+	__u32 key = 0;
+
+	if (bpf_map_update_elem(bpf_map__fd(dp->skel->maps.km_config), &key, &cfg, BPF_ANY) != 0 ||
+	    bpf_map_update_elem(bpf_map__fd(dp->skel->maps.km_meta), &key, &meta, BPF_ANY) != 0) {
+		int err = -errno;
+
+		km_error("cannot write km_config/km_meta: %s", strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
 static int check_bpffs(const char *dir)
 {
 	struct statfs st;
@@ -189,6 +242,7 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 
 	memset(dp, 0, sizeof(*dp));
 	dp->lock_fd = dp->cgroup_fd = -1;
+	dp->fd_conn_count = -1;
 	dp->sizes = cfg->sizes;
 	libbpf_set_print(libbpf_print);
 	snprintf(dp->dir, sizeof(dp->dir), "%s", cfg->bpffs_dir);
@@ -223,7 +277,7 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 		}
 	}
 
-	dp->skel = kmesh_connect__open();
+	dp->skel = kmesh__open();
 	if (!dp->skel) {
 		err = -errno;
 		km_error("cannot open the BPF object: %s", strerror(-err));
@@ -231,7 +285,7 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	}
 	if ((err = setup_maps(dp)))
 		return err;
-	err = kmesh_connect__load(dp->skel);
+	err = kmesh__load(dp->skel);
 	if (err) {
 		km_error("cannot load the BPF programs: %s (is this process missing CAP_BPF or "
 			 "CAP_SYS_ADMIN?)", strerror(-err));
@@ -243,6 +297,7 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	dp->fd_endpoint = bpf_map__fd(dp->skel->maps.km_endpoint);
 	dp->fd_backend = bpf_map__fd(dp->skel->maps.km_backend);
 	dp->fd_port_override = bpf_map__fd(dp->skel->maps.km_port_ovr);
+	dp->fd_conn_count = bpf_map__fd(dp->skel->maps.km_conn_count);
 	/* Record the sizes actually in force (adopted maps keep theirs). */
 	dp->sizes.manage = bpf_map__max_entries(dp->skel->maps.km_manage);
 	dp->sizes.frontend = bpf_map__max_entries(dp->skel->maps.km_frontend);
@@ -250,10 +305,9 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	dp->sizes.endpoint = bpf_map__max_entries(dp->skel->maps.km_endpoint);
 	dp->sizes.backend = bpf_map__max_entries(dp->skel->maps.km_backend);
 	dp->sizes.port_override = bpf_map__max_entries(dp->skel->maps.km_port_ovr);
+	dp->sizes.waypoint_sockets = bpf_map__max_entries(dp->skel->maps.km_sockhash);
 
-	if ((err = attach_link(dp, dp->skel->progs.km_connect4, "connect4", &dp->link_connect4)))
-		return err;
-	if ((err = attach_link(dp, dp->skel->progs.km_connect6, "connect6", &dp->link_connect6)))
+	if ((err = write_node_config(dp, &cfg->node)) || (err = attach_all(dp)))
 		return err;
 	km_info("data plane ready: %s (maps %s, links %s), attached to %s", dp->dir,
 		dp->adopted_maps ? "adopted" : "new", dp->adopted_links ? "updated in place" : "new",
@@ -263,16 +317,18 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 
 void km_dataplane_close(struct km_dataplane *dp, int detach)
 {
-	struct bpf_link *links[] = { dp->link_connect4, dp->link_connect6 };
-
-	for (size_t i = 0; i < 2; i++) {
-		if (!links[i])
+	for (size_t i = 0; i < KM_HOOK_COUNT; i++) {
+		if (!dp->links[i])
 			continue;
 		if (detach)
-			bpf_link__unpin(links[i]);
-		bpf_link__destroy(links[i]); /* detaches only if no pin holds it */
+			bpf_link__unpin(dp->links[i]);
+		bpf_link__destroy(dp->links[i]); /* detaches only if no pin holds it */
+		dp->links[i] = NULL;
 	}
-	dp->link_connect4 = dp->link_connect6 = NULL;
+	if (dp->skel && dp->sk_msg_attached && detach)
+		bpf_prog_detach2(bpf_program__fd(dp->skel->progs.km_waypoint_tlv),
+				 bpf_map__fd(dp->skel->maps.km_sockhash), BPF_SK_MSG_VERDICT);
+	dp->sk_msg_attached = 0;
 	if (dp->skel) {
 		if (detach) {
 			struct bpf_map *map;
@@ -281,7 +337,7 @@ void km_dataplane_close(struct km_dataplane *dp, int detach)
 				if (!bpf_map__is_internal(map))
 					bpf_map__unpin(map, NULL);
 		}
-		kmesh_connect__destroy(dp->skel);
+		kmesh__destroy(dp->skel);
 		dp->skel = NULL;
 	}
 	if (detach && dp->dir[0]) {

@@ -6,7 +6,9 @@
 
 #include <stdint.h>
 
-struct kmesh_connect;
+#include "kmesh_maps.h"
+
+struct kmesh;
 struct bpf_link;
 
 struct km_table_sizes {
@@ -16,22 +18,44 @@ struct km_table_sizes {
 	uint32_t endpoint;
 	uint32_t backend;
 	uint32_t port_override;
+	uint32_t waypoint_sockets; /* km_sockhash: sockets still owing their waypoint the TLV */
+};
+
+/* Node settings the programs read from km_config. */
+struct km_node_config {
+	struct km_addr dns4;  /* node-local resolver for IPv4 DNS; zero = no redirect */
+	struct km_addr dns6;  /* ... for IPv6 DNS */
+	uint16_t dns_port;    /* host order */
 };
 
 struct km_dataplane_config {
 	const char *bpffs_dir;   /* e.g. /sys/fs/bpf/kmesh; must be on a bpf filesystem */
 	const char *cgroup_path; /* cgroup-v2 directory the programs attach to */
 	struct km_table_sizes sizes;
+	struct km_node_config node;
+};
+
+/* The cgroup hooks, each one pinned bpf_link. */
+enum km_dp_hook {
+	KM_HOOK_CONNECT4,
+	KM_HOOK_CONNECT6,
+	KM_HOOK_SENDMSG4,
+	KM_HOOK_SENDMSG6,
+	KM_HOOK_RECVMSG4,
+	KM_HOOK_RECVMSG6,
+	KM_HOOK_SOCKOPS,
+	KM_HOOK_COUNT
 };
 
 struct km_dataplane {
-	struct kmesh_connect *skel;
-	struct bpf_link *link_connect4;
-	struct bpf_link *link_connect6;
+	struct kmesh *skel;
+	struct bpf_link *links[KM_HOOK_COUNT];
+	int sk_msg_attached; /* the TLV program is attached to km_sockhash */
 	int lock_fd; /* flock on the pin directory: one map writer per directory */
 	int cgroup_fd;
 	/* map fds, owned by skel */
 	int fd_manage, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
+	int fd_conn_count;
 	struct km_table_sizes sizes;
 	char maps_dir[512];
 	char links_dir[512];

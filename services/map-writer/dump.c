@@ -25,6 +25,7 @@ struct dump_row {
 		Kmesh__Ipc__PortOverrideRow port_override;
 	} row;
 	uint32_t counts[KM_PRIO_COUNT];
+	uint64_t totals[KM_PRIO_COUNT];
 	ProtobufCBinaryData addrs[2];
 	uint8_t bytes[3][16];
 };
@@ -37,9 +38,10 @@ static ProtobufCBinaryData addr_bytes(const struct km_addr *a, uint8_t *buf)
 }
 
 static void waypoint_out(const struct km_waypoint_ref *w, uint8_t *buf, ProtobufCBinaryData *addr,
-			 uint32_t *port)
+			 uint32_t *port, uint32_t *data_port)
 {
 	*port = ntohs(w->port);
+	*data_port = ntohs(w->data_port);
 	if (!km_addr_is_unspecified(&w->addr))
 		*addr = addr_bytes(&w->addr, buf);
 }
@@ -78,7 +80,11 @@ static void fill_row(struct dump_row *d, Kmesh__Ipc__Table table, const void *ke
 		d->row.service.endpoint_count = d->counts;
 		d->row.service.lb_mode = v->lb_mode;
 		waypoint_out(&v->waypoint, d->bytes[2], &d->row.service.waypoint_address,
-			     &d->row.service.waypoint_port);
+			     &d->row.service.waypoint_port, &d->row.service.waypoint_data_port);
+		d->row.service.flags = v->flags;
+		memcpy(d->totals, v->weight_total, sizeof(d->totals));
+		d->row.service.n_weight_total = KM_PRIO_COUNT;
+		d->row.service.weight_total = d->totals;
 		d->op.row_case = KMESH__IPC__TABLE_OP__ROW_SERVICE;
 		d->op.service = &d->row.service;
 		break;
@@ -92,6 +98,7 @@ static void fill_row(struct dump_row *d, Kmesh__Ipc__Table table, const void *ke
 		d->row.endpoint.priority = k->prio;
 		d->row.endpoint.index = k->index;
 		d->row.endpoint.backend_id = v->backend_id;
+		d->row.endpoint.cum_weight = v->cum_weight;
 		d->op.row_case = KMESH__IPC__TABLE_OP__ROW_ENDPOINT;
 		d->op.endpoint = &d->row.endpoint;
 		break;
@@ -121,7 +128,7 @@ static void fill_row(struct dump_row *d, Kmesh__Ipc__Table table, const void *ke
 			d->addrs[d->row.backend.n_addresses++] = addr_bytes(&v->addr6, d->bytes[1]);
 		d->row.backend.addresses = d->addrs;
 		waypoint_out(&v->waypoint, d->bytes[2], &d->row.backend.waypoint_address,
-			     &d->row.backend.waypoint_port);
+			     &d->row.backend.waypoint_port, &d->row.backend.waypoint_data_port);
 		d->row.backend.weight = v->weight;
 		d->op.row_case = KMESH__IPC__TABLE_OP__ROW_BACKEND;
 		d->op.backend = &d->row.backend;

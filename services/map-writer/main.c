@@ -16,6 +16,7 @@
 #include "ipc/server.h"
 #include "services/map-writer/requests.h"
 #include "services/map-writer/tables.h"
+#include "shared/addr.h"
 #include "shared/log.h"
 #include "shared/options.h"
 #include "shared/signals.h"
@@ -68,6 +69,23 @@ static int parse_group(const char *arg, void *target, char *err, size_t errlen)
 	return 0;
 }
 
+/* --dns-resolver ADDR, once per family: the node-local resolver a pod's DNS is sent to. */
+static int parse_resolver(const char *arg, void *target, char *err, size_t errlen)
+{
+	struct km_node_config *node = target;
+	struct km_addr a;
+
+	if (km_addr_parse(arg, &a) != 0 || km_addr_is_unspecified(&a)) {
+		snprintf(err, errlen, "'%s' is not an IPv4 or IPv6 address", arg);
+		return -1;
+	}
+	if (km_addr_is_v4(&a))
+		node->dns4 = a;
+	else
+		node->dns6 = a;
+	return 0;
+}
+
 static void on_server_stopped(struct km_ipc_server *srv)
 {
 	struct writer *w = (struct writer *)((char *)srv - offsetof(struct writer, server));
@@ -92,7 +110,8 @@ int main(int argc, char **argv)
 	const char *level = NULL;
 	uint64_t max_manage = 16384, max_frontend = 262144, max_service = 65536,
 		 max_endpoint = 262144, max_backend = 131072, max_override = 65536,
-		 max_frame = KM_FRAME_MAX_DEFAULT;
+		 max_waypoint_sockets = 65536, dns_port = 53, max_frame = KM_FRAME_MAX_DEFAULT;
+	struct km_node_config node = { 0 };
 	mode_t socket_mode = 0660;
 	gid_t socket_gid = (gid_t)-1;
 	const uint64_t table_min = 16, table_max = 1u << 24;
@@ -126,6 +145,14 @@ int main(int argc, char **argv)
 		{ "max-port-overrides", KM_OPT_UINT, &max_override, "N",
 		  "size of km_port_ovr (backends with their own target port)",
 		  "KMESH_MAX_PORT_OVERRIDES", table_min, table_max },
+		{ "max-waypoint-sockets", KM_OPT_UINT, &max_waypoint_sockets, "N",
+		  "size of km_sockhash (connections to a waypoint not yet past their first send)",
+		  "KMESH_MAX_WAYPOINT_SOCKETS", table_min, table_max },
+		{ "dns-resolver", KM_OPT_FUNC, &node, "ADDR",
+		  "send enrolled pods' DNS (port 53) to this node-local resolver; once per family "
+		  "(IPv4, IPv6); default: no redirect", NULL, 0, 0, parse_resolver },
+		{ "dns-port", KM_OPT_UINT, &dns_port, "PORT", "the resolver's port (default 53)",
+		  "KMESH_DNS_PORT", 1, 65535 },
 		{ "max-frame", KM_OPT_UINT, &max_frame, "BYTES", "largest message accepted",
 		  "KMESH_MAX_FRAME", 4096, KM_FRAME_MAX_LIMIT },
 		{ "detach-on-exit", KM_OPT_BOOL, &w.detach_on_exit, NULL,
@@ -157,6 +184,9 @@ int main(int argc, char **argv)
 	dcfg.sizes.endpoint = (uint32_t)max_endpoint;
 	dcfg.sizes.backend = (uint32_t)max_backend;
 	dcfg.sizes.port_override = (uint32_t)max_override;
+	dcfg.sizes.waypoint_sockets = (uint32_t)max_waypoint_sockets;
+	dcfg.node = node;
+	dcfg.node.dns_port = (uint16_t)dns_port;
 	if (km_dataplane_open(&w.dp, &dcfg) != 0) {
 		km_dataplane_close(&w.dp, 0);
 		return 1;

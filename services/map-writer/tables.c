@@ -49,6 +49,7 @@ int km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
 	t->fd_endpoint = dp->fd_endpoint;
 	t->fd_backend = dp->fd_backend;
 	t->fd_port_override = dp->fd_port_override;
+	t->fd_conn_count = dp->fd_conn_count;
 	t->sizes = dp->sizes;
 	return km_tables_load_present(t);
 }
@@ -255,19 +256,22 @@ static Kmesh__Ipc__Code parse_addr(ProtobufCBinaryData b, struct km_addr *out, c
 }
 
 /* A waypoint reference: no port = none; a port and no address = named but not resolved yet. */
-static Kmesh__Ipc__Code parse_waypoint(ProtobufCBinaryData addr, uint32_t port,
+static Kmesh__Ipc__Code parse_waypoint(ProtobufCBinaryData addr, uint32_t port, uint32_t data_port,
 				       struct km_waypoint_ref *out, const char *what, char *err,
 				       size_t errlen)
 {
 	memset(out, 0, sizeof(*out));
 	if (port == 0) {
-		if (addr.len)
-			return fail(BAD, err, errlen, "%s: waypoint address without a port", what);
+		if (addr.len || data_port)
+			return fail(BAD, err, errlen, "%s: waypoint address or data port without a port",
+				    what);
 		return OK;
 	}
-	if (port > 65535)
-		return fail(BAD, err, errlen, "%s: waypoint port %u out of range", what, port);
+	if (port > 65535 || data_port > 65535)
+		return fail(BAD, err, errlen, "%s: waypoint port %u / data port %u out of range", what,
+			    port, data_port);
 	out->port = htons((uint16_t)port);
+	out->data_port = htons((uint16_t)(data_port ? data_port : port));
 	if (addr.len == 0)
 		return OK; /* pending */
 	return parse_addr(addr, &out->addr, what, err, errlen);
@@ -356,10 +360,17 @@ static Kmesh__Ipc__Code apply_service(struct km_tables *t, const Kmesh__Ipc__Tab
 	if (r->lb_mode > KM_LB_PASSTHROUGH)
 		return fail(BAD, err, errlen, "service %u: load-balancing mode %u unknown", r->id,
 			    r->lb_mode);
+	if (r->flags & ~(uint32_t)KM_SVC_F_P2C)
+		return fail(BAD, err, errlen, "service %u: flags 0x%x unknown", r->id, r->flags);
+	if (r->n_weight_total > KM_PRIO_COUNT)
+		return fail(BAD, err, errlen, "service %u: %zu weight totals, at most %d", r->id,
+			    r->n_weight_total, KM_PRIO_COUNT);
 	v.lb_mode = r->lb_mode;
+	v.flags = r->flags;
 	{
-		Kmesh__Ipc__Code c = parse_waypoint(r->waypoint_address, r->waypoint_port, &v.waypoint,
-						    "service", err, errlen);
+		Kmesh__Ipc__Code c = parse_waypoint(r->waypoint_address, r->waypoint_port,
+						    r->waypoint_data_port, &v.waypoint, "service",
+						    err, errlen);
 
 		if (c != OK)
 			return c;
@@ -378,6 +389,8 @@ static Kmesh__Ipc__Code apply_service(struct km_tables *t, const Kmesh__Ipc__Tab
 				    "which is not in km_endpoint (write endpoints first)",
 				    r->id, n, p, n - 1);
 		v.endpoint_count[p] = n;
+		/* every weight is at least 1: a total below the count reads as "all 1" */
+		v.weight_total[p] = p < r->n_weight_total && r->weight_total[p] > n ? r->weight_total[p] : n;
 	}
 	return write_row(t, t->fd_service, "km_service", &k, sizeof(k), &v, sizeof(v), err, errlen);
 }
@@ -387,7 +400,8 @@ static Kmesh__Ipc__Code apply_endpoint(struct km_tables *t, const Kmesh__Ipc__Ta
 {
 	const Kmesh__Ipc__EndpointRow *r = op->endpoint;
 	struct km_endpoint_key k = { .service_id = r->service_id, .prio = r->priority, .index = r->index };
-	struct km_endpoint_value v = { .backend_id = r->backend_id };
+	struct km_endpoint_value v = { .backend_id = r->backend_id,
+					.cum_weight = r->cum_weight ? r->cum_weight : (uint64_t)r->index + 1 };
 	struct km_backend_key bk = { .backend_id = r->backend_id };
 
 	if (r->service_id == 0)
@@ -419,8 +433,14 @@ static Kmesh__Ipc__Code apply_backend(struct km_tables *t, const Kmesh__Ipc__Tab
 	memset(&v, 0, sizeof(v));
 	if (r->id == 0)
 		return fail(BAD, err, errlen, "backend id 0 is reserved");
-	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
+	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE) {
+		/* its live-connection count goes with it (BPF makes a new one if the id comes back) */
+		struct km_conn_count_key ck = { .backend_id = r->id };
+
+		if (t->fd_conn_count >= 0)
+			bpf_map_delete_elem(t->fd_conn_count, &ck);
 		return delete_row(t, t->fd_backend, "km_backend", &k, err, errlen);
+	}
 	if (r->n_addresses == 0 || r->n_addresses > 2)
 		return fail(BAD, err, errlen, "backend %u: needs one or two addresses, got %zu", r->id,
 			    r->n_addresses);
@@ -440,8 +460,9 @@ static Kmesh__Ipc__Code apply_backend(struct km_tables *t, const Kmesh__Ipc__Tab
 			v.addr6 = a;
 	}
 	{
-		Kmesh__Ipc__Code c = parse_waypoint(r->waypoint_address, r->waypoint_port, &v.waypoint,
-						    "backend", err, errlen);
+		Kmesh__Ipc__Code c = parse_waypoint(r->waypoint_address, r->waypoint_port,
+						    r->waypoint_data_port, &v.waypoint, "backend",
+						    err, errlen);
 
 		if (c != OK)
 			return c;

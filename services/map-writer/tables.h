@@ -13,12 +13,13 @@
 
 /* Rows are read into stack buffers of this size; every layout must fit (checked at compile time
  * in tables.c, so a growing layout cannot make the kernel write past a buffer). */
-#define KM_TABLES_ROW_BUF 64
+#define KM_TABLES_ROW_BUF 128
 
 struct km_row_run;    /* validated upserts of one table waiting for one bpf() call (tables.c) */
 
 struct km_tables {
 	int fd_manage, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
+	int fd_conn_count; /* rows made by BPF; removed here with their backend (-1: none) */
 	struct km_table_sizes sizes;
 	/* counters, shown in dumps and logs */
 	uint64_t ops_applied;

@@ -218,7 +218,8 @@ int main(int argc, char **argv)
 				    .mesh_id = "cluster.local" };
 	int insecure = 0;
 	uint64_t max_config = 64u << 20, batch_ops = 4096, max_message = 256u << 20;
-	uint64_t keepalive_s = 30;
+	uint64_t keepalive_s = 30, waypoint_data_port = 15019;
+	const char *p2c = "none";
 	const struct km_option opts[] = {
 		{ "xds-address", KM_OPT_STRING, &xds_address, "HOST:PORT", "istiod's xDS address",
 		  "XDS_ADDRESS" },
@@ -264,6 +265,13 @@ int main(int argc, char **argv)
 		  "largest configuration file accepted", "KMESH_MAX_CONFIG_BYTES", 1024, 1u << 30 },
 		{ "batch-ops", KM_OPT_UINT, &batch_ops, "N",
 		  "table operations per message to the map writer", "KMESH_BATCH_OPS", 1, 65536 },
+		{ "p2c-services", KM_OPT_STRING, &p2c, "all|none|NS/HOST,...",
+		  "services whose endpoints are picked by power of two choices on live connections "
+		  "(the less loaded of two); others by weight at random (default none)",
+		  "KMESH_P2C_SERVICES" },
+		{ "waypoint-data-port", KM_OPT_UINT, &waypoint_data_port, "PORT",
+		  "port dialled on waypoint pods, where they read the original-destination TLV",
+		  "KMESH_WAYPOINT_DATA_PORT", 1, 65535 },
 		{ "log-level", KM_OPT_FUNC, &level, "LEVEL", "error, warn, info (default) or debug",
 		  "KMESH_LOG_LEVEL", 0, 0, km_option_log_level },
 		{ 0 },
@@ -288,6 +296,12 @@ int main(int argc, char **argv)
 	km_model_init(&a.model, &a.ops, NULL);
 	km_policy_store_init(&a.policies);
 	km_model_set_local_node(&a.model, node.node_name);
+	km_model_set_waypoint_data_port(&a.model, (uint16_t)waypoint_data_port);
+	if (km_model_set_p2c(&a.model, p2c) != 0) {
+		fprintf(stderr, "%s: --p2c-services '%s' is not all, none or a list of "
+			"namespace/hostname\n", argv[0], p2c);
+		return 2;
+	}
 	a.use_xds = config == NULL;
 	if (a.use_xds && split_address(xds_address, host, sizeof(host), &port) != 0) {
 		fprintf(stderr, "%s: --xds-address '%s' is not HOST:PORT\n", argv[0], xds_address);

@@ -175,8 +175,10 @@ static void wl_del(struct km_model *m, struct km_model_wl *w)
 
 static void svc_free(struct km_model_svc *s)
 {
-	for (int p = 0; p < KM_PRIO_COUNT; p++)
+	for (int p = 0; p < KM_PRIO_COUNT; p++) {
 		free(s->eps[p]);
+		free(s->cum[p]);
+	}
 	free(s->members);
 	free(s->ovr);
 	free(s->wp_svcs);
@@ -224,7 +226,7 @@ void km_model_upsert_service(struct km_model *m, struct km_service_res *res)
 
 			if (mdl_eligible(s, w)) {
 				mdl_sync_overrides(m, s, w, 1);
-				mdl_endpoint_append(m, s, mdl_endpoint_prio(m, s, w), w->id);
+				mdl_endpoint_append(m, s, mdl_endpoint_prio(m, s, w), w);
 			}
 		}
 		s->fe_flag_written = s->n_ovr > 0;
@@ -515,8 +517,71 @@ void km_model_set_local_node(struct km_model *m, const char *node)
 	m->local.node = node && *node ? strdup(node) : NULL;
 }
 
+void km_model_set_waypoint_data_port(struct km_model *m, uint16_t port)
+{
+	m->waypoint_data_port = port;
+}
+
+static void p2c_clear(struct km_model *m)
+{
+	for (size_t i = 0; i < m->n_p2c_names; i++)
+		free(m->p2c_names[i]);
+	free(m->p2c_names);
+	m->p2c_names = NULL;
+	m->n_p2c_names = 0;
+	m->p2c_all = 0;
+}
+
+int km_model_set_p2c(struct km_model *m, const char *spec)
+{
+	char **names = NULL;
+	size_t n = 0;
+	const char *p = spec;
+
+	if (!strcmp(spec, "none") || !strcmp(spec, "all")) {
+		p2c_clear(m);
+		m->p2c_all = !strcmp(spec, "all");
+		return 0;
+	}
+	while (*p) {
+		size_t len = strcspn(p, ",");
+		char **grown;
+
+		if (!len || !memchr(p, '/', len))
+			goto bad;
+		grown = realloc(names, (n + 1) * sizeof(*names));
+		if (!grown)
+			goto bad;
+		names = grown;
+		if (!(names[n] = strndup(p, len)))
+			goto bad;
+		n++;
+		p += len + (p[len] == ',');
+	}
+	p2c_clear(m);
+	m->p2c_names = names;
+	m->n_p2c_names = n;
+	return 0;
+bad:
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return -1;
+}
+
+int mdl_service_p2c(const struct km_model *m, const struct km_model_svc *s)
+{
+	if (m->p2c_all)
+		return 1;
+	for (size_t i = 0; i < m->n_p2c_names; i++)
+		if (!strcmp(m->p2c_names[i], s->name))
+			return 1;
+	return 0;
+}
+
 void km_model_free(struct km_model *m)
 {
+	p2c_clear(m);
 	struct km_model_svc *s, *stmp;
 	struct mdl_displaced *d, *dtmp;
 	struct km_model_wl *w;

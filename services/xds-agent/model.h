@@ -45,11 +45,20 @@ struct km_model {
 	size_t n_services; /* with a resource */
 	size_t n_workloads;
 	struct km_oplist *out;
+	uint16_t waypoint_data_port; /* port dialled on waypoint pods (0 = their HBONE port) */
+	int p2c_all;                 /* every service by power of two choices ... */
+	char **p2c_names;            /* ... or these (service names, namespace/hostname) */
+	size_t n_p2c_names;
 };
 
 void km_model_init(struct km_model *m, struct km_oplist *out, km_ids_hash_fn hash);
 /* This node's name (locality priorities compare workloads against it). */
 void km_model_set_local_node(struct km_model *m, const char *node);
+/* The port waypoint pods are dialled on (Kmesh's waypoints read the TLV on 15019). */
+void km_model_set_waypoint_data_port(struct km_model *m, uint16_t port);
+/* Which services pick endpoints by power of two choices on live connections: "none", "all", or
+ * a comma-separated list of namespace/hostname. Returns -1 (model unchanged) on a bad list. */
+int km_model_set_p2c(struct km_model *m, const char *spec);
 void km_model_free(struct km_model *m);
 
 void km_model_upsert_service(struct km_model *m, struct km_service_res *res);

@@ -21,8 +21,11 @@ void mdl_emit_service(struct km_model *m, const struct km_model_svc *s, int now)
 		return;
 	op->svc.id = s->id;
 	op->svc.lb_mode = s->res->lb_mode;
-	for (int p = 0; p < KM_PRIO_COUNT; p++)
+	for (int p = 0; p < KM_PRIO_COUNT; p++) {
 		op->svc.count[p] = (uint32_t)s->n_eps[p];
+		op->svc.weight_total[p] = mdl_group_total(s, (uint32_t)p);
+	}
+	op->svc.flags = mdl_service_p2c(m, s) ? KM_SVC_F_P2C : 0;
 	mdl_service_waypoint(m, s, &op->svc.waypoint);
 }
 
@@ -36,7 +39,10 @@ void mdl_emit_endpoint(struct km_model *m, const struct km_model_svc *s, uint32_
 	op->ep.service_id = s->id;
 	op->ep.prio = prio;
 	op->ep.index = index;
-	op->ep.backend_id = del ? 0 : s->eps[prio][index];
+	if (del)
+		return;
+	op->ep.backend_id = s->eps[prio][index];
+	op->ep.cum_weight = mdl_slot_cum(s, prio, index);
 }
 
 void mdl_emit_service_frontend(struct km_model *m, const struct km_model_svc *s,

@@ -58,29 +58,116 @@ int mdl_find_slot(const struct km_model_svc *s, uint32_t backend_id, uint32_t *p
 	return 0;
 }
 
-/* Append without emitting the count: the service row follows at flush (or, for a new service,
- * right after its endpoints). */
-void mdl_endpoint_append(struct km_model *m, struct km_model_svc *s, uint32_t prio,
-			    uint32_t backend_id)
+/* ---- weights ------------------------------------------------------------------------------- */
+
+/* A workload's weight as an endpoint: Workload.capacity, at least 1. */
+static uint64_t wl_weight(const struct km_model_wl *w)
 {
-	if (mdl_grow((void **)&s->eps[prio], &s->cap_eps[prio], s->n_eps[prio] + 1,
-		 sizeof(*s->eps[prio])) != 0) {
+	return w->res->capacity ? w->res->capacity : 1;
+}
+
+uint64_t mdl_slot_cum(const struct km_model_svc *s, uint32_t prio, size_t i)
+{
+	return s->cum[prio] ? s->cum[prio][i] : (uint64_t)i + 1;
+}
+
+uint64_t mdl_group_total(const struct km_model_svc *s, uint32_t prio)
+{
+	return s->n_eps[prio] ? mdl_slot_cum(s, prio, s->n_eps[prio] - 1) : 0;
+}
+
+static uint64_t slot_weight(const struct km_model_svc *s, uint32_t prio, size_t i)
+{
+	return mdl_slot_cum(s, prio, i) - (i ? mdl_slot_cum(s, prio, i - 1) : 0);
+}
+
+/* Room for cumulative weights of n slots; the first time, every existing slot weighs 1. */
+static int cum_reserve(struct km_model_svc *s, uint32_t prio, size_t n)
+{
+	int fresh = s->cum[prio] == NULL;
+
+	if (mdl_grow((void **)&s->cum[prio], &s->cap_cum[prio], n, sizeof(*s->cum[prio])) != 0)
+		return -1;
+	for (size_t i = 0; fresh && i < s->n_eps[prio]; i++)
+		s->cum[prio][i] = (uint64_t)i + 1;
+	return 0;
+}
+
+/* Re-emit slots from..n-1 after their cumulative weights changed (each holds the same live
+ * backend, so the overwrite is safe at any moment). */
+static void emit_cum_from(struct km_model *m, struct km_model_svc *s, uint32_t prio, size_t from)
+{
+	for (size_t i = from; i < s->n_eps[prio]; i++)
+		mdl_emit_endpoint(m, s, prio, (uint32_t)i, 0, 1);
+}
+
+/* The workload's weight changed (same slot): shift the cumulative weights from its slot on. */
+static void endpoint_reweigh(struct km_model *m, struct km_model_svc *s, uint32_t prio, size_t i,
+			     uint64_t weight)
+{
+	uint64_t old = slot_weight(s, prio, i);
+
+	if (old == weight)
+		return;
+	if (cum_reserve(s, prio, s->n_eps[prio]) != 0) {
 		m->out->oom = 1;
 		return;
 	}
-	s->eps[prio][s->n_eps[prio]++] = backend_id;
-	mdl_emit_endpoint(m, s, prio, (uint32_t)s->n_eps[prio] - 1, 0, 0); /* a new slot: additive */
+	for (size_t j = i; j < s->n_eps[prio]; j++)
+		s->cum[prio][j] = s->cum[prio][j] - old + weight;
+	emit_cum_from(m, s, prio, i);
+	mdl_mark_dirty(m, s, 1); /* the total */
+}
+
+/* ---- endpoint slots (continued) ------------------------------------------------------------ */
+
+/* Append without emitting the count: the service row follows at flush (or, for a new service,
+ * right after its endpoints). */
+void mdl_endpoint_append(struct km_model *m, struct km_model_svc *s, uint32_t prio,
+			 const struct km_model_wl *w)
+{
+	size_t n = s->n_eps[prio];
+	uint64_t weight = wl_weight(w);
+
+	if (mdl_grow((void **)&s->eps[prio], &s->cap_eps[prio], n + 1, sizeof(*s->eps[prio])) != 0 ||
+	    ((weight != 1 || s->cum[prio]) && cum_reserve(s, prio, n + 1) != 0)) {
+		m->out->oom = 1;
+		return;
+	}
+	if (s->cum[prio])
+		s->cum[prio][n] = (n ? s->cum[prio][n - 1] : 0) + weight;
+	s->eps[prio][n] = w->id;
+	s->n_eps[prio]++;
+	mdl_emit_endpoint(m, s, prio, (uint32_t)n, 0, 0); /* a new slot: additive */
 }
 
 /* Remove slot i: move the last slot into it, shrink the count, then delete the old last slot.
- * BPF sees at every step only slots that hold a live backend. */
+ * BPF sees at every step only slots that hold a live backend. With weights, the slots after i
+ * get their new cumulative weights before the count (and total) shrink. */
 void mdl_endpoint_remove(struct km_model *m, struct km_model_svc *s, uint32_t prio, size_t i)
 {
 	size_t last = s->n_eps[prio] - 1;
 
 	if (i != last) {
 		s->eps[prio][i] = s->eps[prio][last];
+		if (s->cum[prio]) {
+			uint64_t moved = slot_weight(s, prio, last);
+			uint64_t prev_old = i ? s->cum[prio][i - 1] : 0, prev_new = prev_old;
+
+			for (size_t j = i; j < last; j++) {
+				uint64_t w = j == i ? moved : s->cum[prio][j] - prev_old;
+
+				prev_old = s->cum[prio][j];
+				prev_new += w;
+				s->cum[prio][j] = prev_new;
+			}
+		}
 		mdl_emit_endpoint(m, s, prio, (uint32_t)i, 0, 1); /* overwrites a live slot: now */
+		if (s->cum[prio]) {
+			s->n_eps[prio]--; /* the last slot is gone from the weights' point of view */
+			emit_cum_from(m, s, prio, i + 1);
+			s->n_eps[prio]++;
+		}
 	}
 	s->n_eps[prio]--;
 	mdl_emit_service(m, s, 1);
@@ -179,9 +266,11 @@ void mdl_sync_endpoint(struct km_model *m, struct km_model_svc *s, struct km_mod
 	}
 	mdl_sync_overrides(m, s, w, 1);
 	want_prio = mdl_endpoint_prio(m, s, w);
-	if (have && prio == want_prio)
+	if (have && prio == want_prio) {
+		endpoint_reweigh(m, s, prio, idx, wl_weight(w));
 		return;
-	mdl_endpoint_append(m, s, want_prio, w->id); /* new group first ... */
+	}
+	mdl_endpoint_append(m, s, want_prio, w); /* new group first ... */
 	mdl_mark_dirty(m, s, 1);
 	if (have)
 		mdl_endpoint_remove(m, s, prio, idx); /* ... then out of the old one */

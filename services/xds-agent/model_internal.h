@@ -24,6 +24,10 @@ struct km_model_svc {
 	struct km_service_res *res;
 	uint32_t *eps[KM_PRIO_COUNT]; /* backend ids in slot order, per priority */
 	size_t n_eps[KM_PRIO_COUNT], cap_eps[KM_PRIO_COUNT];
+	/* Cumulative weights per slot, allocated only once a group holds a weight other than 1
+	 * (until then slot i's cumulative weight is i + 1). */
+	uint64_t *cum[KM_PRIO_COUNT];
+	size_t cap_cum[KM_PRIO_COUNT];
 	struct km_model_wl **members; /* workloads that list this service */
 	size_t n_members, cap_members;
 	struct override *ovr;
@@ -96,7 +100,11 @@ void mdl_emit_backend_delete(struct km_model *m, const struct km_model_wl *w);
 uint32_t mdl_endpoint_prio(const struct km_model *m, const struct km_model_svc *s,
 		       const struct km_model_wl *w);
 int mdl_find_slot(const struct km_model_svc *s, uint32_t backend_id, uint32_t *prio, size_t *idx);
-void mdl_endpoint_append(struct km_model *m, struct km_model_svc *s, uint32_t prio, uint32_t backend_id);
+uint64_t mdl_slot_cum(const struct km_model_svc *s, uint32_t prio, size_t i);
+uint64_t mdl_group_total(const struct km_model_svc *s, uint32_t prio);
+int mdl_service_p2c(const struct km_model *m, const struct km_model_svc *s);
+void mdl_endpoint_append(struct km_model *m, struct km_model_svc *s, uint32_t prio,
+			 const struct km_model_wl *w);
 void mdl_endpoint_remove(struct km_model *m, struct km_model_svc *s, uint32_t prio, size_t i);
 void mdl_sync_overrides(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w, int want);
 int mdl_eligible(const struct km_model_svc *s, const struct km_model_wl *w);

@@ -17,6 +17,7 @@ void mdl_resolve_waypoint(struct km_model *m, const struct km_waypoint *wp, stru
 	if (wp->kind == KM_WAYPOINT_NONE)
 		return;
 	out->port = (uint16_t)wp->hbone_port;
+	out->data_port = m->waypoint_data_port ? m->waypoint_data_port : out->port;
 	if (wp->kind == KM_WAYPOINT_ADDRESS) {
 		out->addr = wp->addr;
 		out->has_addr = 1;

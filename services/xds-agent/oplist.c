@@ -117,12 +117,14 @@ struct pb_op {
 	ProtobufCBinaryData addrs[2];
 	uint8_t bytes[3][16];
 	uint32_t counts[KM_PRIO_COUNT];
+	uint64_t totals[KM_PRIO_COUNT];
 };
 
 static void waypoint_to_pb(const struct km_op_waypoint *w, uint8_t *buf, ProtobufCBinaryData *addr,
-			   uint32_t *port)
+			   uint32_t *port, uint32_t *data_port)
 {
 	*port = w->port;
+	*data_port = w->port ? w->data_port : 0;
 	if (w->port && w->has_addr) {
 		addr->len = km_addr_to_bytes(&w->addr, buf);
 		addr->data = buf;
@@ -155,7 +157,11 @@ static void to_pb(const struct km_op *o, struct pb_op *p)
 		p->row.svc.endpoint_count = p->counts;
 		p->row.svc.lb_mode = o->svc.lb_mode;
 		waypoint_to_pb(&o->svc.waypoint, p->bytes[2], &p->row.svc.waypoint_address,
-			       &p->row.svc.waypoint_port);
+			       &p->row.svc.waypoint_port, &p->row.svc.waypoint_data_port);
+		p->row.svc.flags = o->svc.flags;
+		memcpy(p->totals, o->svc.weight_total, sizeof(p->totals));
+		p->row.svc.n_weight_total = o->del ? 0 : KM_PRIO_COUNT;
+		p->row.svc.weight_total = p->totals;
 		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_SERVICE;
 		p->op.service = &p->row.svc;
 		break;
@@ -165,6 +171,7 @@ static void to_pb(const struct km_op *o, struct pb_op *p)
 		p->row.ep.priority = o->ep.prio;
 		p->row.ep.index = o->ep.index;
 		p->row.ep.backend_id = o->ep.backend_id;
+		p->row.ep.cum_weight = o->ep.cum_weight;
 		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_ENDPOINT;
 		p->op.endpoint = &p->row.ep;
 		break;
@@ -190,7 +197,7 @@ static void to_pb(const struct km_op *o, struct pb_op *p)
 		}
 		p->row.be.addresses = p->addrs;
 		waypoint_to_pb(&o->be.waypoint, p->bytes[2], &p->row.be.waypoint_address,
-			       &p->row.be.waypoint_port);
+			       &p->row.be.waypoint_port, &p->row.be.waypoint_data_port);
 		p->row.be.weight = o->be.weight;
 		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_BACKEND;
 		p->op.backend = &p->row.be;

@@ -19,7 +19,8 @@ enum km_op_table {
 /* A waypoint as the tables carry it: port 0 = none; port with has_addr 0 = pending. */
 struct km_op_waypoint {
 	struct km_addr addr;
-	uint16_t port;
+	uint16_t port;      /* HBONE port as named */
+	uint16_t data_port; /* port dialled on the waypoint pod */
 	uint8_t has_addr;
 };
 
@@ -39,13 +40,16 @@ struct km_op {
 			uint32_t id;
 			uint32_t count[KM_PRIO_COUNT];
 			uint32_t lb_mode;
+			uint32_t flags; /* KM_SVC_F_* */
 			struct km_op_waypoint waypoint;
+			uint64_t weight_total[KM_PRIO_COUNT];
 		} svc;
 		struct {
 			uint32_t service_id;
 			uint32_t prio;
 			uint32_t index;
 			uint32_t backend_id;
+			uint64_t cum_weight;
 		} ep;
 		struct {
 			uint32_t id;

@@ -15,8 +15,8 @@ check() { # check DESCRIPTION COMMAND...
 	fi
 }
 
-count_of() { # count_of NAME < client.py output
-	awk -v n="$1" '$2 == n {c = $1} END {print c + 0}'
+count_of() { # count_of ANSWER < client.py output (the whole answer, spaces included)
+	awk -v n="$1" '{a = $0; sub(/^[0-9]+ /, "", a)} a == n {c = $1} END {print c + 0}'
 }
 
 within() { # within VALUE LOW HIGH

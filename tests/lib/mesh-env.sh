@@ -12,6 +12,7 @@ KM_TESTCTL=$KM_ROOT/build/tests/kmesh-testctl
 KM_PY=/usr/bin/python3
 KM_NOBODY=65534
 KM_SUBNET=10.123.0
+KM_SUBNET6=fd00:7b::
 
 km_log() { echo "[$(date +%T)] $*"; }
 
@@ -40,21 +41,23 @@ km_env_setup() {
 	ip -n "$KM_NODE" link set lo up
 	ip -n "$KM_NODE" link add br0 type bridge
 	ip -n "$KM_NODE" addr add "$KM_SUBNET.1/24" dev br0
+	ip -n "$KM_NODE" addr add "${KM_SUBNET6}1/64" dev br0 nodad
 	ip -n "$KM_NODE" link set br0 up
 	KM_SOCKET=$KM_DIR/map-writer.sock
 	KM_CONFIG=$KM_DIR/mesh.json
 }
 
-# km_pod_add NAME IP: a pod network namespace on the node bridge. Only the pod subnet is
+# km_pod_add NAME IP [IP6]: a pod network namespace on the node bridge. Only the pod subnets are
 # routed, so a connect() that BPF did not rewrite to a pod fails at once (ENETUNREACH).
 km_pod_add() {
-	local name=$1 ip=$2 ns=$KM_PREFIX-$1 idx=${#KM_PODS[@]}
+	local name=$1 ip=$2 ip6=${3:-} ns=$KM_PREFIX-$1 idx=${#KM_PODS[@]}
 	ip netns add "$ns"
 	KM_PODS+=("$ns") # tracked at once, so a failure below is still cleaned up
 	ip -n "$ns" link set lo up
 	ip link add "km${idx}p$$" netns "$ns" type veth peer name "km${idx}n$$" netns "$KM_NODE"
 	ip -n "$ns" link set "km${idx}p$$" name eth0
 	ip -n "$ns" addr add "$ip/24" dev eth0
+	[ -n "$ip6" ] && ip -n "$ns" addr add "$ip6/64" dev eth0 nodad
 	ip -n "$ns" link set eth0 up
 	ip -n "$KM_NODE" link set "km${idx}n$$" master br0 up
 }
@@ -75,11 +78,19 @@ km_backend_start() {
 	KM_PIDS+=($!)
 }
 
-# km_wait_listen NAME PORT: until the backend listens (2 s at most).
+# km_server_start NAME SCRIPT ARGS...: another test server (tests/lib/SCRIPT) in a pod.
+km_server_start() {
+	local pod=$1 script=$2
+	shift 2
+	km_in_pod "$pod" "$KM_PY" "$KM_ROOT/tests/lib/$script" "$@" &
+	KM_PIDS+=($!)
+}
+
+# km_wait_listen NAME PORT [-u]: until the backend listens (2 s at most); -u: a UDP socket.
 km_wait_listen() {
 	local i
 	for i in $(seq 1 40); do
-		ip netns exec "$KM_PREFIX-$1" ss -Htln "sport = :$2" | grep -q . && return 0
+		ip netns exec "$KM_PREFIX-$1" ss -Hln "${3:--t}" "sport = :$2" | grep -q . && return 0
 		sleep 0.05
 	done
 	echo "backend $1 did not start listening on $2" >&2

@@ -176,14 +176,22 @@ static void print_row(const Kmesh__Ipc__TableOp *op)
 		       op->frontend->upstream_id, op->frontend->target_port, op->frontend->flags);
 		break;
 	case KMESH__IPC__TABLE_OP__ROW_SERVICE:
-		printf("service %u mode %u count", op->service->id, op->service->lb_mode);
+		printf("service %u mode %u flags %u count", op->service->id, op->service->lb_mode,
+		       op->service->flags);
 		for (size_t p = 0; p < op->service->n_endpoint_count; p++)
 			printf(" %u", op->service->endpoint_count[p]);
+		printf(" totals");
+		for (size_t p = 0; p < op->service->n_weight_total; p++)
+			printf(" %llu", (unsigned long long)op->service->weight_total[p]);
+		if (op->service->waypoint_port)
+			printf(" waypoint port %u data %u", op->service->waypoint_port,
+			       op->service->waypoint_data_port);
 		printf("\n");
 		break;
 	case KMESH__IPC__TABLE_OP__ROW_ENDPOINT:
-		printf("endpoint service %u prio %u index %u backend %u\n", op->endpoint->service_id,
-		       op->endpoint->priority, op->endpoint->index, op->endpoint->backend_id);
+		printf("endpoint service %u prio %u index %u backend %u cum %llu\n",
+		       op->endpoint->service_id, op->endpoint->priority, op->endpoint->index,
+		       op->endpoint->backend_id, (unsigned long long)op->endpoint->cum_weight);
 		break;
 	case KMESH__IPC__TABLE_OP__ROW_BACKEND:
 		printf("backend %u", op->backend->id);

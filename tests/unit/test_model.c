@@ -545,6 +545,8 @@ struct sim {
 	int svc_row[SIM_SVCS];
 	uint32_t svc_count[SIM_SVCS][KM_PRIO_COUNT];
 	uint32_t ep[SIM_SVCS][KM_PRIO_COUNT][SIM_SLOTS]; /* backend id, 0 = no row */
+	uint64_t cum[SIM_SVCS][KM_PRIO_COUNT][SIM_SLOTS]; /* cumulative weight of the slot */
+	uint64_t total[SIM_SVCS][KM_PRIO_COUNT];
 	int be_row[SIM_WLS];
 	int fe_svc[SIM_SVCS][4];      /* (service, vip variant) frontend present */
 	int fe_flag[SIM_SVCS][4];     /* ... with KM_FE_F_PORT_OVERRIDES */
@@ -613,6 +615,7 @@ static void sim_apply(struct sim *s, const struct km_op *o)
 				sim_check_exposed(s, i, s->ep[i][p][k]);
 		s->svc_row[i] = (int)o->svc.id;
 		memcpy(s->svc_count[i], o->svc.count, sizeof(s->svc_count[i]));
+		memcpy(s->total[i], o->svc.weight_total, sizeof(s->total[i]));
 		return;
 	}
 	case KM_OP_ENDPOINT: {
@@ -622,6 +625,7 @@ static void sim_apply(struct sim *s, const struct km_op *o)
 		if (!o->del && !backend_live(s, o->ep.backend_id))
 			fail_msg("endpoint names backend %u, which has no row", o->ep.backend_id);
 		s->ep[i][o->ep.prio][o->ep.index] = o->del ? 0 : o->ep.backend_id;
+		s->cum[i][o->ep.prio][o->ep.index] = o->del ? 0 : o->ep.cum_weight;
 		if (!o->del && s->svc_row[i] && o->ep.index < s->svc_count[i][o->ep.prio])
 			sim_check_exposed(s, i, o->ep.backend_id);
 		return;
@@ -714,9 +718,21 @@ static void sim_matches_model(const struct sim *s, const struct km_model *m)
 			const uint32_t *eps;
 			size_t n = km_model_endpoints(m, sim_names[i], (uint32_t)p, &eps);
 
+			uint64_t sum = 0;
+
 			assert_int_equal(s->svc_count[i][p], sr ? n : 0);
 			for (size_t k = 0; k < SIM_SLOTS; k++)
 				assert_int_equal(s->ep[i][p][k], sr && k < n ? eps[k] : 0);
+			/* weights: each slot's cumulative weight sums the capacities up to it */
+			for (size_t k = 0; sr && k < n; k++) {
+				const struct km_workload_res *r =
+					km_model_find_workload(m, sim_names[SIM_SVCS + wl_index(eps[k])]);
+
+				sum += r->capacity ? r->capacity : 1;
+				assert_int_equal(s->cum[i][p][k], sum);
+			}
+			if (sr)
+				assert_int_equal(s->total[i][p], sum);
 		}
 		for (int v = 0; v < 4; v++)
 			if (s->fe_svc[i][v])
@@ -767,6 +783,7 @@ static void test_random_sequences_keep_invariants(void **state)
 			res = wl(sim_names[SIM_SVCS + w], rand() % 8 ? ip : NULL,
 				 rand() % 4 ? KM_WORKLOAD_HEALTHY : KM_WORKLOAD_UNHEALTHY, 0);
 			res->node = strdup(nodes[rand() % SIM_NODES]);
+			res->capacity = rand() % 3 ? 1 : (uint32_t)(rand() % 4); /* 0 reads as 1 */
 			for (int i = 0; i < SIM_SVCS; i++) {
 				struct km_membership *ms;
 

@@ -41,7 +41,9 @@ static int setup(void **state)
 	t.fd_backend = make_map(sizeof(struct km_backend_key), sizeof(struct km_backend_value), 8);
 	t.fd_port_override = make_map(sizeof(struct km_port_override_key),
 				      sizeof(struct km_port_override_value), 8);
-	t.sizes = (struct km_table_sizes){ 8, 4, 8, 64, 8, 8 };
+	t.fd_conn_count = make_map(sizeof(struct km_conn_count_key),
+				   sizeof(struct km_conn_count_value), 8);
+	t.sizes = (struct km_table_sizes){ 8, 4, 8, 64, 8, 8, 8 };
 	assert_int_equal(km_tables_load_present(&t), 0);
 	*state = &t;
 	return 0;
@@ -51,9 +53,9 @@ static int teardown(void **state)
 {
 	struct km_tables *t = *state;
 	int fds[] = { t->fd_manage, t->fd_frontend, t->fd_service, t->fd_endpoint, t->fd_backend,
-		      t->fd_port_override };
+		      t->fd_port_override, t->fd_conn_count };
 
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 7; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	km_tables_free(t);
@@ -402,6 +404,69 @@ static void test_runs_of_one_table(void **state)
 	}
 }
 
+/* Weights, power of two choices and waypoints as stored for BPF; a backend takes its live
+ * connection count with it. */
+static void test_weights_flags_waypoints(void **state)
+{
+	struct km_tables *t = *state;
+	struct rows r;
+	char err[256];
+	uint64_t totals[KM_PRIO_COUNT] = { 4 };
+	struct km_service_key sk = { .service_id = 100 };
+	struct km_endpoint_key ek = { .service_id = 100, .prio = 0, .index = 1 };
+	struct km_conn_count_key ck = { .backend_id = 7 };
+	struct km_conn_count_value cv = { .active = 3 };
+	struct km_service_value sv;
+	struct km_endpoint_value ev;
+
+	if (!maps_available(t))
+		skip();
+	assert_int_equal(apply(t, backend(&r, 7, v4, 4), err), OK);
+	assert_int_equal(apply(t, endpoint(&r, 100, 0, 0, 7), err), OK);
+	endpoint(&r, 100, 0, 1, 7);
+	r.ep.cum_weight = 4;
+	assert_int_equal(apply(t, &r.op, err), OK);
+	assert_int_equal(bpf_map_lookup_elem(t->fd_endpoint, &ek, &ev), 0);
+	assert_int_equal(ev.cum_weight, 4);
+	ek.index = 0; /* no weight sent: slot i weighs 1, cumulative i + 1 */
+	assert_int_equal(bpf_map_lookup_elem(t->fd_endpoint, &ek, &ev), 0);
+	assert_int_equal(ev.cum_weight, 1);
+
+	service(&r, 100, 2, KM_LB_RANDOM);
+	r.svc.flags = KM_SVC_F_P2C;
+	r.svc.weight_total = totals;
+	r.svc.n_weight_total = KM_PRIO_COUNT;
+	r.svc.waypoint_port = 15008;
+	r.svc.waypoint_data_port = 15019;
+	r.svc.waypoint_address = (ProtobufCBinaryData){ .len = 4, .data = vip };
+	assert_int_equal(apply(t, &r.op, err), OK);
+	assert_int_equal(bpf_map_lookup_elem(t->fd_service, &sk, &sv), 0);
+	assert_int_equal(sv.flags, KM_SVC_F_P2C);
+	assert_int_equal(sv.weight_total[0], 4);
+	assert_int_equal(sv.weight_total[1], 0);
+	assert_int_equal(sv.waypoint.port, htons(15008));
+	assert_int_equal(sv.waypoint.data_port, htons(15019));
+
+	/* a total below the count (or none) reads as "every weight 1" */
+	totals[0] = 1;
+	assert_int_equal(apply(t, &r.op, err), OK);
+	assert_int_equal(bpf_map_lookup_elem(t->fd_service, &sk, &sv), 0);
+	assert_int_equal(sv.weight_total[0], 2);
+
+	r.svc.flags = 0x80;
+	expect(t, &r.op, BAD, "flags 0x80 unknown");
+	r.svc.flags = 0;
+	r.svc.waypoint_port = 0;
+	expect(t, &r.op, BAD, "without a port");
+
+	/* deleting the backend removes the count BPF kept for it */
+	assert_int_equal(bpf_map_update_elem(t->fd_conn_count, &ck, &cv, BPF_ANY), 0);
+	backend(&r, 7, NULL, 0);
+	r.op.kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
+	assert_int_equal(apply(t, &r.op, err), OK);
+	assert_int_not_equal(bpf_map_lookup_elem(t->fd_conn_count, &ck, &cv), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -412,6 +477,7 @@ int main(void)
 		cmocka_unit_test(test_full_table_and_deletes),
 		cmocka_unit_test(test_present_rows_adopted_and_deleted),
 		cmocka_unit_test(test_enroll_and_dump),
+		cmocka_unit_test(test_weights_flags_waypoints),
 	};
 
 	/* One group: the cases build on each other's rows, in this order. */

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* resolve.h — where a managed TCP connect() goes: frontend (VIP:port or pod IP) -> service ->
+ * backend by lb.h, with per-backend target ports, and service- or workload-level waypoints, whose
+ * own service is resolved to a waypoint pod in the same pass. */
+#ifndef KM_BPF_RESOLVE_H
+#define KM_BPF_RESOLVE_H
+
+#include "maps.h"
+#include "addr.h"
+#include "lb.h"
+
+#define KM_IPPROTO_TCP 6
+
+/* Where a connection is sent. */
+struct km_target {
+	struct km_addr addr;
+	__u16 port;       /* network byte order */
+	__u16 waypoint;   /* 1 = the target is a waypoint: the TLV must go first */
+	__u32 backend_id; /* the backend (or waypoint pod) chosen; 0 = an address, no backend */
+};
+
+/* km_resolve's answers. */
+#define KM_RESOLVE_REWRITE 0 /* send it to *out */
+#define KM_RESOLVE_REFUSE 1  /* fail the connect(): see the callers */
+#define KM_RESOLVE_KEEP 2    /* leave the destination alone */
+
+/* A backend's address of the family the socket can use: want_v6 prefers IPv6; an IPv6 socket
+ * may still reach an IPv4-only backend through its v4-mapped address only where the caller says
+ * so (allow_mapped). NULL when there is none. */
+static __always_inline const struct km_addr *km_backend_addr(const struct km_backend_value *bv,
+							     int want_v6, int allow_mapped)
+{
+	if (!want_v6)
+		return km_addr_is_zero(&bv->addr4) ? NULL : &bv->addr4;
+	if (!km_addr_is_zero(&bv->addr6))
+		return &bv->addr6;
+	return allow_mapped && !km_addr_is_zero(&bv->addr4) ? &bv->addr4 : NULL;
+}
+
+/* Send the connection to a waypoint. A waypoint that is a service frontend resolves to one of its
+ * pods; any other address is dialled as it is. Failing closed: a waypoint that is pending or
+ * cannot be resolved refuses the connection rather than letting it bypass the waypoint. */
+static __noinline int km_to_waypoint(const struct km_waypoint_ref *wp, int want_v6,
+				     struct km_target *out)
+{
+	struct km_frontend_key fk = { .port = wp->port, .proto = KM_IPPROTO_TCP };
+	struct km_frontend_value *fv;
+	struct km_service_value *sv;
+	struct km_backend_value *bv;
+	struct km_service_key sk;
+	struct km_backend_key bk;
+	const struct km_addr *pick;
+
+	if (km_addr_is_zero(&wp->addr))
+		return KM_RESOLVE_REFUSE;
+	out->port = wp->data_port;
+	out->waypoint = 1;
+	out->backend_id = 0;
+	__builtin_memcpy(&fk.addr, &wp->addr, sizeof(fk.addr));
+	fv = bpf_map_lookup_elem(&km_frontend, &fk);
+	if (!fv || fv->kind != KM_FRONTEND_SERVICE) {
+		if (!want_v6 && !km_addr_is_v4mapped(&wp->addr))
+			return KM_RESOLVE_REFUSE; /* an IPv4 socket cannot reach an IPv6 waypoint */
+		__builtin_memcpy(&out->addr, &wp->addr, sizeof(out->addr));
+		return KM_RESOLVE_REWRITE;
+	}
+	sk.service_id = fv->upstream_id;
+	sv = bpf_map_lookup_elem(&km_service, &sk);
+	if (!sv)
+		return KM_RESOLVE_REFUSE;
+	bk.backend_id = km_pick_backend(sk.service_id, sv);
+	bv = bk.backend_id ? bpf_map_lookup_elem(&km_backend, &bk) : NULL;
+	pick = bv ? km_backend_addr(bv, want_v6, 1) : NULL;
+	if (!pick)
+		return KM_RESOLVE_REFUSE;
+	__builtin_memcpy(&out->addr, pick, sizeof(out->addr));
+	out->backend_id = bk.backend_id;
+	return KM_RESOLVE_REWRITE;
+}
+
+/* A connection to a pod IP: only a workload-level waypoint changes where it goes. */
+static __always_inline int km_resolve_workload(__u32 backend_id, int want_v6, struct km_target *out)
+{
+	struct km_backend_key bk = { .backend_id = backend_id };
+	struct km_backend_value *bv = bpf_map_lookup_elem(&km_backend, &bk);
+
+	if (!bv || !bv->waypoint.port)
+		return KM_RESOLVE_KEEP;
+	return km_to_waypoint(&bv->waypoint, want_v6, out);
+}
+
+/*
+ * Resolve a destination (want_v6: the socket is IPv6 and the destination not v4-mapped).
+ *   REWRITE — *out is where it goes;
+ *   REFUSE  — a STRICT service with no endpoint in its best locality (sending it to the VIP
+ *             would quietly break the locality guarantee), or a waypoint that cannot be reached;
+ *   KEEP    — not ours (no frontend), PASSTHROUGH, no endpoint, or no address of the family.
+ */
+static __noinline int km_resolve(const struct km_addr *dst, __u16 port_nbo, int want_v6,
+				 struct km_target *out)
+{
+	struct km_frontend_key fk = { .port = port_nbo, .proto = KM_IPPROTO_TCP };
+	struct km_frontend_value *fv;
+	struct km_service_value *sv;
+	struct km_backend_value *bv;
+	struct km_service_key sk;
+	struct km_backend_key bk;
+	const struct km_addr *pick;
+
+	__builtin_memcpy(&fk.addr, dst, sizeof(fk.addr));
+	fv = bpf_map_lookup_elem(&km_frontend, &fk);
+	if (!fv) {
+		fk.port = 0; /* a pod IP: one row for every port */
+		fv = bpf_map_lookup_elem(&km_frontend, &fk);
+		if (fv && fv->kind == KM_FRONTEND_WORKLOAD)
+			return km_resolve_workload(fv->upstream_id, want_v6, out);
+		return KM_RESOLVE_KEEP;
+	}
+	if (fv->kind != KM_FRONTEND_SERVICE)
+		return KM_RESOLVE_KEEP;
+	sk.service_id = fv->upstream_id;
+	sv = bpf_map_lookup_elem(&km_service, &sk);
+	if (!sv)
+		return KM_RESOLVE_KEEP;
+	if (sv->waypoint.port)
+		return km_to_waypoint(&sv->waypoint, want_v6, out);
+	if (sv->lb_mode == KM_LB_PASSTHROUGH)
+		return KM_RESOLVE_KEEP; /* the original destination, by definition */
+	bk.backend_id = km_pick_backend(sk.service_id, sv);
+	if (bk.backend_id == 0)
+		return sv->lb_mode == KM_LB_STRICT ? KM_RESOLVE_REFUSE : KM_RESOLVE_KEEP;
+	bv = bpf_map_lookup_elem(&km_backend, &bk);
+	if (!bv)
+		return KM_RESOLVE_KEEP;
+	if (bv->waypoint.port)
+		return km_to_waypoint(&bv->waypoint, want_v6, out);
+	pick = km_backend_addr(bv, want_v6, 0);
+	if (!pick)
+		return KM_RESOLVE_KEEP;
+	__builtin_memcpy(&out->addr, pick, sizeof(out->addr));
+	out->port = fv->target_port;
+	out->waypoint = 0;
+	out->backend_id = bk.backend_id;
+	if (fv->flags & KM_FE_F_PORT_OVERRIDES) {
+		struct km_port_override_key ok = {
+			.service_id = sk.service_id, .backend_id = bk.backend_id, .port = port_nbo
+		};
+		struct km_port_override_value *ov = bpf_map_lookup_elem(&km_port_ovr, &ok);
+
+		if (ov)
+			out->port = ov->target_port;
+	}
+	return KM_RESOLVE_REWRITE;
+}
+
+#endif

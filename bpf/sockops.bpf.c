@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* sockops.bpf.c — per-connection bookkeeping of sockets that connect.bpf.c rewrote: live
+ * connection counts per backend (established .. closed), for the power-of-two-choices pick, and
+ * the hand-over of waypoint sockets to the sk_msg program that prepends the TLV. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+#include "lib/maps.h"
+#include "lib/conn_count.h"
+
+#define KM_SOCKOPS_OK 1
+
+static __always_inline void km_on_established(struct bpf_sock_ops *skops)
+{
+	struct bpf_sock *sk = skops->sk;
+	struct km_sock_state *st;
+
+	if (!sk)
+		return;
+	st = bpf_sk_storage_get(&km_sock, sk, 0, 0);
+	if (!st)
+		return;
+	if (st->backend_id && !(st->flags & KM_SOCK_F_COUNTED)) {
+		km_conn_count_add(st->backend_id, 1);
+		st->flags |= KM_SOCK_F_COUNTED;
+		bpf_sock_ops_cb_flags_set(skops,
+					  skops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_STATE_CB_FLAG);
+	}
+	if ((st->flags & KM_SOCK_F_VIA_WAYPOINT) && !(st->flags & KM_SOCK_F_TLV_SENT)) {
+		struct km_sockhash_key key = { .cookie = bpf_get_socket_cookie(skops) };
+
+		bpf_sock_hash_update(skops, &km_sockhash, &key, BPF_NOEXIST);
+	}
+}
+
+static __always_inline void km_on_close(struct bpf_sock_ops *skops)
+{
+	struct bpf_sock *sk = skops->sk;
+	struct km_sock_state *st;
+
+	if (!sk)
+		return;
+	st = bpf_sk_storage_get(&km_sock, sk, 0, 0);
+	if (!st || !(st->flags & KM_SOCK_F_COUNTED))
+		return;
+	st->flags &= ~KM_SOCK_F_COUNTED;
+	km_conn_count_add(st->backend_id, -1);
+}
+
+SEC("sockops")
+int km_sockops(struct bpf_sock_ops *skops)
+{
+	switch (skops->op) {
+	case BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB:
+		km_on_established(skops);
+		break;
+	case BPF_SOCK_OPS_STATE_CB:
+		if (skops->args[1] == BPF_TCP_CLOSE)
+			km_on_close(skops);
+		break;
+	default:
+		break;
+	}
+	return KM_SOCKOPS_OK;
+}
