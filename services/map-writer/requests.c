@@ -41,6 +41,7 @@ static int role_may(const struct km_ipc_session *s, Kmesh__Ipc__Envelope__BodyCa
 {
 	switch (body) {
 	case KMESH__IPC__ENVELOPE__BODY_BATCH:
+	case KMESH__IPC__ENVELOPE__BODY_SYNC:
 		return s->role == KMESH__IPC__ROLE__ROLE_XDS;
 	case KMESH__IPC__ENVELOPE__BODY_ENROLL:
 	case KMESH__IPC__ENVELOPE__BODY_UNENROLL:
@@ -90,6 +91,19 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 		       (unsigned long long)env->unenroll->netns_cookie,
 		       env->unenroll->pod && *env->unenroll->pod ? env->unenroll->pod : "-",
 		       km_msg_code_name(code), *err ? ": " : "", err);
+		break;
+	case KMESH__IPC__ENVELOPE__BODY_SYNC:
+		if (env->sync->phase == KMESH__IPC__SYNC__PHASE__BEGIN) {
+			km_tables_sync_begin(t);
+			km_info("sync with the xDS agent (pid %d) begins", (int)s->pid);
+		} else if (env->sync->phase == KMESH__IPC__SYNC__PHASE__END) {
+			code = km_tables_sync_end(t, &applied, err, sizeof(err));
+			if (code != KMESH__IPC__CODE__OK)
+				km_warn("sync end from pid %d: %s", (int)s->pid, err);
+		} else {
+			code = KMESH__IPC__CODE__BAD_REQUEST;
+			snprintf(err, sizeof(err), "sync phase %d unknown", env->sync->phase);
+		}
 		break;
 	case KMESH__IPC__ENVELOPE__BODY_DUMP:
 		handle_dump(w, s, env);

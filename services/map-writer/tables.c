@@ -39,6 +39,8 @@ FITS(struct km_port_override_value);
 KEYSET_FITS(struct km_service_key);
 KEYSET_FITS(struct km_endpoint_key);
 KEYSET_FITS(struct km_backend_key);
+KEYSET_FITS(struct km_frontend_key);
+KEYSET_FITS(struct km_port_override_key);
 
 int km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
 {
@@ -79,6 +81,8 @@ static void note_row(struct km_tables *t, int fd, const void *key, int written)
 {
 	struct km_keyset *s = present_set(t, fd);
 
+	if (written && t->sync_active)
+		km_tables_sync_mark(t, fd, key);
 	if (!s)
 		return;
 	if (!written)
@@ -116,6 +120,8 @@ int km_tables_load_present(struct km_tables *t)
 
 void km_tables_free(struct km_tables *t)
 {
+	for (size_t i = 0; i < sizeof(t->seen) / sizeof(t->seen[0]); i++)
+		km_keyset_free(&t->seen[i]);
 	km_keyset_free(&t->present_service);
 	km_keyset_free(&t->present_endpoint);
 	km_keyset_free(&t->present_backend);
@@ -577,6 +583,8 @@ Kmesh__Ipc__Code km_tables_apply_batch(struct km_tables *t, const Kmesh__Ipc__Ta
 	*applied = c == OK ? (uint32_t)b->n_ops : (uint32_t)run.failed_op;
 	if (c != OK)
 		snprintf(err, errlen, "op %u: %s", *applied, why);
+	if (c != OK && t->sync_active)
+		t->sync_incomplete = 1; /* a refused row is unmarked, not unwanted: keep what is there */
 	t->run = NULL;
 	free(run.keys);
 	free(run.values);

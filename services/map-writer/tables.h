@@ -30,6 +30,11 @@ struct km_tables {
 	/* keys of the referenced tables' rows (this process is their only writer) */
 	struct km_keyset present_service, present_endpoint, present_backend;
 	int present_incomplete; /* a key could not be recorded: ask the kernel about absent ones */
+	/* mark and sweep (sync.c): rows written since the xDS agent's Sync BEGIN */
+	int sync_active;
+	int sync_incomplete; /* a row was refused or a key not recorded: the sweep is skipped */
+	struct km_keyset seen[5]; /* frontend, service, endpoint, backend, port override */
+	uint64_t rows_swept;
 };
 
 /* Take the maps' fds and sizes and read the keys already present (adopted maps).
@@ -38,6 +43,12 @@ int km_tables_init(struct km_tables *t, const struct km_dataplane *dp);
 /* Read the present keys of the referenced tables (t's fds set). Returns 0 or -1 (no memory). */
 int km_tables_load_present(struct km_tables *t);
 void km_tables_free(struct km_tables *t);
+
+/* Mark and sweep for a (re)connected xDS agent (see Sync in kmesh_ipc.proto), sync.c. */
+void km_tables_sync_begin(struct km_tables *t);
+Kmesh__Ipc__Code km_tables_sync_end(struct km_tables *t, uint32_t *removed, char *err, size_t errlen);
+/* Called for every routing row written (tables.c): marks it while a sync is open. */
+void km_tables_sync_mark(struct km_tables *t, int fd, const void *key);
 
 /* Apply one op. Returns KMESH__IPC__CODE__OK or an error code with err filled. */
 Kmesh__Ipc__Code km_tables_apply(struct km_tables *t, const Kmesh__Ipc__TableOp *op, char *err,

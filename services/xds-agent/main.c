@@ -41,6 +41,7 @@ struct agent {
 	size_t pending_head, pending_n;
 	uint64_t ops_seen; /* link.ops_queued as of the last response */
 	char source[512];
+	int sweep_pending; /* a Sync BEGIN was sent; END follows once the whole state is known */
 	struct km_signals signals;
 	uv_timer_t resync;
 };
@@ -69,9 +70,33 @@ static void replay(struct agent *a)
 	submit(a);
 }
 
+/* The model holds the whole configuration: the file was read, or istiod's first Address
+ * response has been applied. Before that, rows in the tables may be ones it is about to send. */
+static int state_complete(const struct agent *a)
+{
+	return !a->use_xds || a->ads.address.responses > 0;
+}
+
+/* Once the whole state has been written since the Sync BEGIN, rows not written are stale. */
+static void end_sweep_if_complete(struct agent *a)
+{
+	if (!a->sweep_pending || !state_complete(a) || !km_writer_link_ready(&a->link))
+		return;
+	a->sweep_pending = 0;
+	km_writer_link_sync(&a->link, 1);
+}
+
+/* (Re)connected to the map writer: its tables may hold rows this agent no longer wants (removed
+ * while either process was down, or written by an earlier agent). Mark, rewrite everything,
+ * then sweep. */
 static void on_ready(void *arg)
 {
-	replay(arg);
+	struct agent *a = arg;
+
+	km_writer_link_sync(&a->link, 0);
+	a->sweep_pending = 1;
+	replay(a);
+	end_sweep_if_complete(a);
 }
 
 static void on_synced(void *arg)
@@ -151,6 +176,7 @@ static void on_xds_applied(void *arg)
 	struct agent *a = arg;
 
 	submit(a);
+	end_sweep_if_complete(a);
 	/* measured from when the response was complete, so decoding counts too; chunks sent while
 	 * the response was being applied count towards it */
 	if (a->link.ops_queued > a->ops_seen && a->pending_n < 1024) {

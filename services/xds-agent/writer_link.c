@@ -18,6 +18,7 @@ struct km_batch {
 	struct km_batch *next;
 	uint64_t id;
 	size_t n_ops;
+	int sync; /* a Sync request (its phase), not ops */
 	size_t len;
 	uint8_t *payload;
 };
@@ -121,14 +122,21 @@ static void on_reply(struct km_writer_link *l, const km_envelope *env)
 		l->head = b->next;
 		if (!l->head)
 			l->tail = NULL;
-		l->ops_acked += r->applied;
-		l->ops_done += b->n_ops;
-		if (r->code != KMESH__IPC__CODE__OK) {
-			l->ops_refused += b->n_ops - r->applied;
-			km_error("the map writer applied %u of %zu ops, then refused: %s: %s", r->applied,
-				 b->n_ops, km_msg_code_name(r->code), r->message);
-			if (l->cbs.on_refused)
-				l->cbs.on_refused(l->arg);
+		if (b->sync) {
+			if (b->sync == KMESH__IPC__SYNC__PHASE__END && r->code == KMESH__IPC__CODE__OK)
+				km_info("in sync with the map writer: %u stale rows removed", r->applied);
+			else if (r->code != KMESH__IPC__CODE__OK)
+				km_warn("the map writer could not sync: %s", r->message);
+		} else {
+			l->ops_acked += r->applied;
+			l->ops_done += b->n_ops;
+			if (r->code != KMESH__IPC__CODE__OK) {
+				l->ops_refused += b->n_ops - r->applied;
+				km_error("the map writer applied %u of %zu ops, then refused: %s: %s",
+					 r->applied, b->n_ops, km_msg_code_name(r->code), r->message);
+				if (l->cbs.on_refused)
+					l->cbs.on_refused(l->arg);
+			}
 		}
 		free(b->payload);
 		free(b);
@@ -231,6 +239,17 @@ int km_writer_link_ready(const struct km_writer_link *l)
 	return l->state == LINK_READY;
 }
 
+static void enqueue(struct km_writer_link *l, struct km_batch *b)
+{
+	if (l->tail)
+		l->tail->next = b;
+	else
+		l->head = b;
+	l->tail = b;
+	if (!l->unsent)
+		l->unsent = b;
+}
+
 void km_writer_link_submit(struct km_writer_link *l, const struct km_oplist *ops)
 {
 	if (l->state != LINK_READY || ops->n == 0)
@@ -249,15 +268,35 @@ void km_writer_link_submit(struct km_writer_link *l, const struct km_oplist *ops
 			disconnect(l, "out of memory encoding a batch");
 			return;
 		}
-		if (l->tail)
-			l->tail->next = b;
-		else
-			l->head = b;
-		l->tail = b;
-		if (!l->unsent)
-			l->unsent = b;
+		enqueue(l, b);
 		l->ops_queued += n;
 	}
+	send_next(l);
+}
+
+void km_writer_link_sync(struct km_writer_link *l, int end)
+{
+	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__Sync sync = KMESH__IPC__SYNC__INIT;
+	struct km_batch *b;
+
+	if (l->state != LINK_READY)
+		return;
+	b = calloc(1, sizeof(*b));
+	sync.phase = end ? KMESH__IPC__SYNC__PHASE__END : KMESH__IPC__SYNC__PHASE__BEGIN;
+	env.body_case = KMESH__IPC__ENVELOPE__BODY_SYNC;
+	env.sync = &sync;
+	if (b) {
+		b->id = env.request_id = l->next_id++;
+		b->sync = sync.phase;
+		b->payload = km_msg_pack(&env, &b->len);
+	}
+	if (!b || !b->payload) {
+		free(b);
+		disconnect(l, "out of memory encoding a sync request");
+		return;
+	}
+	enqueue(l, b);
 	send_next(l);
 }
 

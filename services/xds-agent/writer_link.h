@@ -49,6 +49,10 @@ int km_writer_link_start(struct km_writer_link *l, uv_loop_t *loop, const char *
 int km_writer_link_ready(const struct km_writer_link *l);
 /* Queue ops (copied, split into batches of at most batch_ops). Dropped if not ready. */
 void km_writer_link_submit(struct km_writer_link *l, const struct km_oplist *ops);
+/* Queue a Sync BEGIN (end == 0) or END, in order with the batches: after BEGIN the map writer
+ * marks the rows written; END removes the routing rows not written since (see kmesh_ipc.proto).
+ * Dropped if not ready (the next connection begins again). */
+void km_writer_link_sync(struct km_writer_link *l, int end);
 /* Close everything; the loop ends once the handles are closed. */
 void km_writer_link_stop(struct km_writer_link *l);
 

@@ -467,6 +467,50 @@ static void test_weights_flags_waypoints(void **state)
 	assert_int_not_equal(bpf_map_lookup_elem(t->fd_conn_count, &ck, &cv), 0);
 }
 
+/* Mark and sweep: rows not written between BEGIN and END go, referencing rows first; a refused
+ * row during the sync keeps everything. */
+static void test_sync_sweeps_unwritten_rows(void **state)
+{
+	struct km_tables *t = *state;
+	struct rows r;
+	char err[256];
+	uint32_t removed;
+	uint8_t v4b[4] = { 10, 0, 0, 2 };
+	struct km_backend_key k8 = { .backend_id = 8 }, k9 = { .backend_id = 9 };
+	struct km_backend_value bv;
+
+	if (!maps_available(t))
+		skip();
+	assert_int_equal(apply(t, backend(&r, 8, v4, 4), err), OK);
+	assert_int_equal(apply(t, backend(&r, 9, v4b, 4), err), OK);
+	assert_int_equal(apply(t, endpoint(&r, 200, 0, 0, 9), err), OK);
+	assert_int_equal(km_tables_sync_end(t, &removed, err, sizeof(err)), BAD);
+
+	km_tables_sync_begin(t);
+	assert_int_equal(apply(t, backend(&r, 8, v4, 4), err), OK);
+	assert_int_equal(km_tables_sync_end(t, &removed, err, sizeof(err)), OK);
+	assert_true(removed >= 2); /* endpoint (200,0,0) and backend 9, and earlier cases' rows */
+	assert_int_equal(bpf_map_lookup_elem(t->fd_backend, &k8, &bv), 0);
+	assert_int_not_equal(bpf_map_lookup_elem(t->fd_backend, &k9, &bv), 0);
+	/* the present sets follow: an endpoint naming backend 9 is refused now */
+	expect(t, endpoint(&r, 200, 0, 0, 9), MISSING, "backend 9");
+
+	assert_int_equal(apply(t, backend(&r, 9, v4b, 4), err), OK);
+	km_tables_sync_begin(t);
+	{
+		Kmesh__Ipc__TableBatch b = KMESH__IPC__TABLE_BATCH__INIT;
+		Kmesh__Ipc__TableOp *ops[1] = { endpoint(&r, 200, 0, 0, 77) }; /* no backend 77 */
+		uint32_t applied;
+
+		b.n_ops = 1;
+		b.ops = ops;
+		assert_int_equal(km_tables_apply_batch(t, &b, &applied, err, sizeof(err)), MISSING);
+	}
+	assert_int_equal(km_tables_sync_end(t, &removed, err, sizeof(err)), KMESH__IPC__CODE__INTERNAL);
+	assert_int_equal(removed, 0);
+	assert_int_equal(bpf_map_lookup_elem(t->fd_backend, &k9, &bv), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -478,6 +522,7 @@ int main(void)
 		cmocka_unit_test(test_present_rows_adopted_and_deleted),
 		cmocka_unit_test(test_enroll_and_dump),
 		cmocka_unit_test(test_weights_flags_waypoints),
+		cmocka_unit_test(test_sync_sweeps_unwritten_rows),
 	};
 
 	/* One group: the cases build on each other's rows, in this order. */

@@ -1,0 +1,127 @@
+/* sync.c — mark and sweep of the routing tables for a (re)connected xDS agent. Part of the tables
+ * module (declared in tables.h). After BEGIN every routing row written is marked; at END the rows
+ * not marked are what the agent no longer wants (removed while it or this process was down, or
+ * left by an earlier agent) and are deleted: frontends, services, endpoints, port overrides,
+ * then backends, so no remaining row ever names a missing one. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+
+#include "kmesh_maps.h"
+#include "services/map-writer/tables.h"
+#include "shared/log.h"
+
+enum { SEEN_FRONTEND, SEEN_SERVICE, SEEN_ENDPOINT, SEEN_BACKEND, SEEN_PORT_OVERRIDE, SEEN_COUNT };
+
+static int seen_index(const struct km_tables *t, int fd)
+{
+	return fd == t->fd_frontend ? SEEN_FRONTEND
+	       : fd == t->fd_service ? SEEN_SERVICE
+	       : fd == t->fd_endpoint ? SEEN_ENDPOINT
+	       : fd == t->fd_backend ? SEEN_BACKEND
+	       : fd == t->fd_port_override ? SEEN_PORT_OVERRIDE
+					     : -1;
+}
+
+void km_tables_sync_begin(struct km_tables *t)
+{
+	static const size_t lens[SEEN_COUNT] = {
+		sizeof(struct km_frontend_key), sizeof(struct km_service_key),
+		sizeof(struct km_endpoint_key), sizeof(struct km_backend_key),
+		sizeof(struct km_port_override_key),
+	};
+
+	for (int i = 0; i < SEEN_COUNT; i++) {
+		if (t->seen[i].key_len)
+			km_keyset_clear(&t->seen[i]);
+		else
+			km_keyset_init(&t->seen[i], lens[i]);
+	}
+	t->sync_active = 1;
+	t->sync_incomplete = 0;
+}
+
+void km_tables_sync_mark(struct km_tables *t, int fd, const void *key)
+{
+	int i = seen_index(t, fd);
+
+	if (i >= 0 && km_keyset_add(&t->seen[i], key) != 0)
+		t->sync_incomplete = 1;
+}
+
+/* Delete the rows of one table that were not written since BEGIN. Keys are collected first:
+ * deleting while walking would restart the walk. */
+static int sweep(struct km_tables *t, int fd, int seen, uint32_t *removed)
+{
+	size_t len = t->seen[seen].key_len, n = 0, cap = 0;
+	uint8_t key[KM_KEYSET_MAX_KEY], next[KM_KEYSET_MAX_KEY], *stale = NULL;
+	const void *prev = NULL;
+
+	while (bpf_map_get_next_key(fd, prev, next) == 0) {
+		memcpy(key, next, len);
+		prev = key;
+		if (km_keyset_has(&t->seen[seen], key))
+			continue;
+		if (n == cap) {
+			uint8_t *grown = realloc(stale, (cap = cap ? cap * 2 : 256) * len);
+
+			if (!grown) {
+				free(stale);
+				return -1;
+			}
+			stale = grown;
+		}
+		memcpy(stale + n++ * len, key, len);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *k = stale + i * len;
+
+		if (seen == SEEN_BACKEND && t->fd_conn_count >= 0)
+			bpf_map_delete_elem(t->fd_conn_count, k); /* a backend id is its count's key */
+		if (bpf_map_delete_elem(fd, k) == 0) {
+			(*removed)++;
+			if (seen == SEEN_SERVICE)
+				km_keyset_del(&t->present_service, k);
+			else if (seen == SEEN_ENDPOINT)
+				km_keyset_del(&t->present_endpoint, k);
+			else if (seen == SEEN_BACKEND)
+				km_keyset_del(&t->present_backend, k);
+		}
+	}
+	free(stale);
+	return 0;
+}
+
+Kmesh__Ipc__Code km_tables_sync_end(struct km_tables *t, uint32_t *removed, char *err, size_t errlen)
+{
+	const int order[] = { SEEN_FRONTEND, SEEN_SERVICE, SEEN_ENDPOINT, SEEN_PORT_OVERRIDE,
+			      SEEN_BACKEND };
+	const int fds[SEEN_COUNT] = { t->fd_frontend, t->fd_service, t->fd_endpoint, t->fd_backend,
+				      t->fd_port_override };
+
+	*removed = 0;
+	err[0] = '\0';
+	if (!t->sync_active) {
+		snprintf(err, errlen, "sync END without BEGIN");
+		return KMESH__IPC__CODE__BAD_REQUEST;
+	}
+	t->sync_active = 0;
+	if (t->sync_incomplete) {
+		snprintf(err, errlen, "rows were refused or could not be marked since BEGIN: stale "
+			 "rows are kept");
+		return KMESH__IPC__CODE__INTERNAL;
+	}
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+		if (sweep(t, fds[order[i]], order[i], removed) != 0) {
+			snprintf(err, errlen, "out of memory sweeping: some stale rows are kept");
+			return KMESH__IPC__CODE__INTERNAL;
+		}
+	t->rows_swept += *removed;
+	for (int i = 0; i < SEEN_COUNT; i++)
+		km_keyset_clear(&t->seen[i]);
+	km_info("sync with the xDS agent done: %u stale rows removed", *removed);
+	return KMESH__IPC__CODE__OK;
+}
