@@ -8,7 +8,9 @@ BPFTOOL ?= bpftool
 PROTOC_C ?= protoc-c
 
 PKGS     := libbpf libuv libprotobuf-c jansson libnghttp2 wolfssl
-CPPFLAGS := -D_GNU_SOURCE -I. -Ibpf/include -I$(GEN)
+# LAYOUT_FLAGS=-DKM_LAYOUT_TEST_NEXT builds the test's next table layout (see next-map-writer).
+LAYOUT_FLAGS ?=
+CPPFLAGS := -D_GNU_SOURCE -I. -Ibpf/include -I$(GEN) $(LAYOUT_FLAGS)
 CFLAGS   := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-missing-field-initializers \
             -fno-strict-aliasing $(shell pkg-config --cflags $(PKGS))
 # Each binary links only what it uses: the agent has no libbpf.
@@ -57,7 +59,7 @@ $(GEN)/%.pb-c.c $(GEN)/%.pb-c.h: proto/%.proto
 
 # ---- BPF objects and skeletons -------------------------------------------------------------------
 BPF_CFLAGS := -g -O2 -target bpf -D__KMESH_BPF__ -D__TARGET_ARCH_x86 -Wall -Werror \
-              -I$(GEN) -Ibpf -Ibpf/include
+              -I$(GEN) -Ibpf -Ibpf/include $(LAYOUT_FLAGS)
 
 $(B)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/lib/*.h) bpf/include/kmesh_maps.h $(GEN)/vmlinux.h
 	@mkdir -p $(@D)
@@ -121,10 +123,17 @@ unit: $(UNIT_TESTS)
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 $$t; \
 	done
 
-integration: all
+# A map writer (and its BPF object) with the test's next table layout, in its own build tree:
+# tests/integration/upgrade_test.sh upgrades a running data plane to it.
+.PHONY: next-map-writer
+next-map-writer:
+	@$(MAKE) --no-print-directory -f mk/build.mk B=$(B)/next LAYOUT_FLAGS=-DKM_LAYOUT_TEST_NEXT \
+		$(B)/next/bin/kmesh-map-writer
+
+integration: all next-map-writer
 	@bash tests/integration/run.sh
 
-integration-san: all $(B)/san-bin/kmesh-map-writer $(B)/san-bin/kmesh-xds-agent
+integration-san: all next-map-writer $(B)/san-bin/kmesh-map-writer $(B)/san-bin/kmesh-xds-agent
 	@bash tests/integration/run.sh --sanitized
 
 test: unit fuzz-smoke integration integration-san

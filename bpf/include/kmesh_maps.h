@@ -21,7 +21,13 @@
 
 /* Bumped whenever a layout below changes; the map writer refuses to adopt pinned maps of another
  * layout version (they would be misread), and the xDS agent checks it at hello. */
+#ifndef KM_LAYOUT_TEST_NEXT
 #define KM_LAYOUT_VERSION 3
+#else
+/* Test builds only (tests/integration/upgrade_test.sh): layout 3 with one more backend field,
+ * so an upgrade that changes a value layout is exercised on every run. */
+#define KM_LAYOUT_VERSION 0x10003
+#endif
 
 /* Locality priority groups 0..6 (0 = best); Istio allows at most 6 routing-preference scopes. */
 #define KM_PRIO_COUNT 7
@@ -124,6 +130,9 @@ struct km_backend_value {
 	struct km_addr addr6;
 	struct km_waypoint_ref waypoint; /* workload-level waypoint */
 	__u32 weight;                    /* Workload.capacity, 1 by default */
+#ifdef KM_LAYOUT_TEST_NEXT
+	__u32 test_next; /* the field the test's next layout adds */
+#endif
 };
 
 /* km_port_override: a backend whose target port for a service port differs from the service's

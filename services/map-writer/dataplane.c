@@ -16,6 +16,8 @@
 
 #include "kmesh.skel.h"
 #include "kmesh_maps.h"
+#include "services/map-writer/migrate.h"
+#include "services/map-writer/probe.h"
 #include "shared/log.h"
 
 #ifndef BPF_FS_MAGIC
@@ -94,8 +96,93 @@ static int check_pinned_map(struct bpf_map *map, const char *path, int *adopted)
 	return 0;
 }
 
+/* The layout the pinned maps hold: km_meta says; pins without it are layout 2 (before km_meta);
+ * 0 when nothing is pinned. */
+static uint32_t pinned_layout(const char *maps_dir)
+{
+	struct km_meta_value meta = { 0 };
+	char path[640];
+	__u32 key = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", maps_dir, KM_MAP_META);
+	fd = bpf_obj_get(path);
+	if (fd < 0) {
+		snprintf(path, sizeof(path), "%s/%s", maps_dir, KM_MAP_FRONTEND);
+		return access(path, F_OK) == 0 ? 2 : 0;
+	}
+	bpf_map_lookup_elem(fd, &key, &meta);
+	close(fd);
+	return meta.layout_version;
+}
+
+/* Copy the pinned entries of each migrating map, converted, into its new map. */
+static int migrate_entries(struct km_dataplane *dp)
+{
+	for (int i = 0; i < dp->n_migrating; i++) {
+		const struct km_map_migration *mig = dp->migrating[i].mig;
+		struct bpf_map_info info = { 0 };
+		__u32 len = sizeof(info);
+		uint8_t key[256], next[256], value[256], nkey[256], nvalue[256];
+		int old = bpf_obj_get(dp->migrating[i].path), nfd = bpf_map__fd(dp->migrating[i].map);
+		const void *prev = NULL;
+		uint64_t n = 0;
+
+		if (old < 0)
+			continue; /* not pinned before: starts empty */
+		if (bpf_obj_get_info_by_fd(old, &info, &len) != 0 || info.key_size != mig->old_key ||
+		    info.value_size != mig->old_value || mig->old_key > sizeof(key) ||
+		    mig->old_value > sizeof(value)) {
+			km_error("pinned %s has key %u B value %u B, not the %zu/%zu B of layout %u",
+				 dp->migrating[i].path, info.key_size, info.value_size, mig->old_key,
+				 mig->old_value, dp->from_layout);
+			close(old);
+			return -EINVAL;
+		}
+		while (bpf_map_get_next_key(old, prev, next) == 0) {
+			memcpy(key, next, mig->old_key);
+			prev = key;
+			if (bpf_map_lookup_elem(old, key, value) != 0)
+				continue;
+			memset(nkey, 0, sizeof(nkey));
+			memset(nvalue, 0, sizeof(nvalue));
+			mig->convert(key, value, nkey, nvalue);
+			if (bpf_map_update_elem(nfd, nkey, nvalue, BPF_ANY) != 0) {
+				int err = -errno;
+
+				km_error("migrating %s: %s (is the new table smaller?)", mig->map,
+					 strerror(-err));
+				close(old);
+				return err;
+			}
+			n++;
+		}
+		close(old);
+		dp->migrated_entries += n;
+		km_info("migrated %llu entries of %s from layout %u to %u", (unsigned long long)n,
+			mig->map, dp->from_layout, KM_LAYOUT_VERSION);
+	}
+	return 0;
+}
+
+/* The new programs are in the links: the migrated maps take over the pins. */
+static int repin_migrated(struct km_dataplane *dp)
+{
+	for (int i = 0; i < dp->n_migrating; i++) {
+		int err;
+
+		unlink(dp->migrating[i].path);
+		if ((err = bpf_map__pin(dp->migrating[i].map, dp->migrating[i].path))) {
+			km_error("cannot pin %s: %s", dp->migrating[i].path, strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
 static int setup_maps(struct km_dataplane *dp)
 {
+	const struct km_map_migration *migration = NULL;
 	struct bpf_map *map;
 	struct {
 		struct bpf_map *map;
@@ -117,13 +204,36 @@ static int setup_maps(struct km_dataplane *dp)
 		if (err)
 			return err;
 	}
+	dp->from_layout = pinned_layout(dp->maps_dir);
+	if (dp->from_layout && dp->from_layout != KM_LAYOUT_VERSION) {
+		migration = km_migration_from(dp->from_layout);
+		if (!migration) {
+			km_error("the maps pinned in %s have table layout %u; this build (layout %u) "
+				 "cannot migrate them. Remove the directory to start empty.",
+				 dp->maps_dir, dp->from_layout, KM_LAYOUT_VERSION);
+			return -EEXIST;
+		}
+		km_info("upgrading the tables from layout %u to %u", dp->from_layout,
+			KM_LAYOUT_VERSION);
+	}
 	bpf_object__for_each_map(map, dp->skel->obj) {
+		const struct km_map_migration *mig = km_migration_for(migration, bpf_map__name(map));
 		char path[640];
 		int err;
 
 		if (bpf_map__is_internal(map))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dp->maps_dir, bpf_map__name(map));
+		if (mig) { /* a new map now; it takes the pin after the entries are copied */
+			int i = dp->n_migrating++;
+
+			if (i >= (int)(sizeof(dp->migrating) / sizeof(dp->migrating[0])))
+				return -E2BIG;
+			dp->migrating[i].map = map;
+			dp->migrating[i].mig = mig;
+			snprintf(dp->migrating[i].path, sizeof(dp->migrating[i].path), "%s", path);
+			continue;
+		}
 		err = check_pinned_map(map, path, &dp->adopted_maps);
 		if (err)
 			return err;
@@ -204,19 +314,32 @@ static int attach_all(struct km_dataplane *dp)
 	return 0;
 }
 
-/* km_config from the flags (rewritten at every start), km_meta with this build's layout. */
+/* km_config from the flags (rewritten at every start). */
 static int write_node_config(struct km_dataplane *dp, const struct km_node_config *node)
 {
 	struct km_config_value cfg = { .dns4 = node->dns4, .dns6 = node->dns6,
 				       .dns_port = htons(node->dns_port) };
+	__u32 key = 0;
+
+	if (bpf_map_update_elem(bpf_map__fd(dp->skel->maps.km_config), &key, &cfg, BPF_ANY) != 0) {
+		int err = -errno;
+
+		km_error("cannot write km_config: %s", strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+/* km_meta: this build's layout, written once every map in the pins has it. */
+static int write_layout(struct km_dataplane *dp)
+{
 	struct km_meta_value meta = { .layout_version = KM_LAYOUT_VERSION };
 	__u32 key = 0;
 
-	if (bpf_map_update_elem(bpf_map__fd(dp->skel->maps.km_config), &key, &cfg, BPF_ANY) != 0 ||
-	    bpf_map_update_elem(bpf_map__fd(dp->skel->maps.km_meta), &key, &meta, BPF_ANY) != 0) {
+	if (bpf_map_update_elem(bpf_map__fd(dp->skel->maps.km_meta), &key, &meta, BPF_ANY) != 0) {
 		int err = -errno;
 
-		km_error("cannot write km_config/km_meta: %s", strerror(-err));
+		km_error("cannot write km_meta: %s", strerror(-err));
 		return err;
 	}
 	return 0;
@@ -277,6 +400,8 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 		}
 	}
 
+	if ((err = km_probe_kernel()))
+		return err;
 	dp->skel = kmesh__open();
 	if (!dp->skel) {
 		err = -errno;
@@ -307,10 +432,11 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	dp->sizes.port_override = bpf_map__max_entries(dp->skel->maps.km_port_ovr);
 	dp->sizes.waypoint_sockets = bpf_map__max_entries(dp->skel->maps.km_sockhash);
 
-	if ((err = write_node_config(dp, &cfg->node)) || (err = attach_all(dp)))
+	if ((err = migrate_entries(dp)) || (err = write_node_config(dp, &cfg->node)) ||
+	    (err = attach_all(dp)) || (err = repin_migrated(dp)) || (err = write_layout(dp)))
 		return err;
 	km_info("data plane ready: %s (maps %s, links %s), attached to %s", dp->dir,
-		dp->adopted_maps ? "adopted" : "new", dp->adopted_links ? "updated in place" : "new",
+		dp->n_migrating ? "migrated" : dp->adopted_maps ? "adopted" : "new", dp->adopted_links ? "updated in place" : "new",
 		cfg->cgroup_path);
 	return 0;
 }

@@ -10,6 +10,8 @@
 
 struct kmesh;
 struct bpf_link;
+struct bpf_map;
+struct km_map_migration;
 
 struct km_table_sizes {
 	uint32_t manage;
@@ -60,6 +62,16 @@ struct km_dataplane {
 	char maps_dir[512];
 	char links_dir[512];
 	char dir[512];
+	/* an upgrade: maps whose layout changed get new maps, filled from the pinned ones, and
+	 * take their pins once the new programs are in the links */
+	uint32_t from_layout; /* layout of the pinned maps (0: none pinned) */
+	struct {
+		struct bpf_map *map;
+		const struct km_map_migration *mig;
+		char path[640];
+	} migrating[8];
+	int n_migrating;
+	uint64_t migrated_entries;
 	int adopted_maps;  /* maps found pinned and reused */
 	int adopted_links; /* links found pinned and updated in place */
 };

@@ -188,7 +188,7 @@ static void on_connect(uv_connect_t *req, int status)
 	km_conn_start(&l->conn, on_frame, on_error);
 	hello.role = KMESH__IPC__ROLE__ROLE_XDS;
 	hello.protocol_version = KM_IPC_PROTOCOL_VERSION;
-	hello.layout_version = KM_LAYOUT_VERSION;
+	hello.layout_version = 0; /* rows travel as protobuf: the kernel layout is the map writer's own */
 	hello.process = "kmesh-xds-agent";
 	env.request_id = l->hello_id = l->next_id++;
 	env.body_case = KMESH__IPC__ENVELOPE__BODY_HELLO;

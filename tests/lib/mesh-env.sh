@@ -105,6 +105,7 @@ km_connect() {
 }
 
 km_map_writer_start() {
+	rm -f "$KM_SOCKET" # a killed one leaves its socket file: wait for the new one's
 	"$KM_BIN/kmesh-map-writer" --bpffs-dir "$KM_DIR/bpffs/kmesh" --cgroup "$KM_CGROUP" \
 		--socket "$KM_SOCKET" --socket-group "$KM_NOBODY" --allow "xds:uid=$KM_NOBODY" \
 		--max-pods 1024 --max-frontends 4096 --max-services 1024 --max-endpoints 4096 \

@@ -1,0 +1,122 @@
+/* migrate.c — the converters between table layouts (see migrate.h). Each older layout's changed
+ * structs are kept here, frozen, next to the function that reads them. */
+#include "services/map-writer/migrate.h"
+
+#include <string.h>
+
+#include "kmesh_maps.h"
+
+#ifndef KM_LAYOUT_TEST_NEXT
+/* ---- layout 2 -> 3 (weights, power of two choices, waypoint data port) -------------------- */
+
+struct v2_waypoint_ref {
+	struct km_addr addr;
+	__u16 port;
+	__u16 pad;
+};
+struct v2_service_value {
+	__u32 endpoint_count[KM_PRIO_COUNT];
+	__u32 lb_mode;
+	struct v2_waypoint_ref waypoint;
+};
+struct v2_endpoint_value {
+	__u32 backend_id;
+};
+struct v2_backend_value {
+	struct km_addr addr4, addr6;
+	struct v2_waypoint_ref waypoint;
+	__u32 weight;
+};
+
+/* Layout 2 dialled the waypoint on its HBONE port. */
+static void waypoint_2_to_3(const struct v2_waypoint_ref *o, struct km_waypoint_ref *n)
+{
+	n->addr = o->addr;
+	n->port = o->port;
+	n->data_port = o->port;
+}
+
+static void service_2_to_3(const void *ok, const void *ov, void *nk, void *nv)
+{
+	const struct v2_service_value *o = ov;
+	struct km_service_value *n = nv;
+
+	memcpy(nk, ok, sizeof(struct km_service_key));
+	memcpy(n->endpoint_count, o->endpoint_count, sizeof(n->endpoint_count));
+	n->lb_mode = o->lb_mode;
+	waypoint_2_to_3(&o->waypoint, &n->waypoint);
+	for (int p = 0; p < KM_PRIO_COUNT; p++)
+		n->weight_total[p] = o->endpoint_count[p]; /* layout 2 had no weights */
+}
+
+static void endpoint_2_to_3(const void *ok, const void *ov, void *nk, void *nv)
+{
+	const struct km_endpoint_key *k = ok;
+	struct km_endpoint_value *n = nv;
+
+	memcpy(nk, ok, sizeof(*k));
+	n->backend_id = ((const struct v2_endpoint_value *)ov)->backend_id;
+	n->cum_weight = (__u64)k->index + 1;
+}
+
+static void backend_2_to_3(const void *ok, const void *ov, void *nk, void *nv)
+{
+	const struct v2_backend_value *o = ov;
+	struct km_backend_value *n = nv;
+
+	memcpy(nk, ok, sizeof(struct km_backend_key));
+	n->addr4 = o->addr4;
+	n->addr6 = o->addr6;
+	waypoint_2_to_3(&o->waypoint, &n->waypoint);
+	n->weight = o->weight;
+}
+
+static const struct km_map_migration from_2[] = {
+	{ KM_MAP_SERVICE, sizeof(struct km_service_key), sizeof(struct v2_service_value),
+	  service_2_to_3 },
+	{ KM_MAP_ENDPOINT, sizeof(struct km_endpoint_key), sizeof(struct v2_endpoint_value),
+	  endpoint_2_to_3 },
+	{ KM_MAP_BACKEND, sizeof(struct km_backend_key), sizeof(struct v2_backend_value),
+	  backend_2_to_3 },
+	{ 0 },
+};
+#else
+/* ---- layout 3 -> the test's next layout (one more backend field) ---------------------------- */
+
+#define TEST_NEXT_MARK 0x7e57
+
+static void backend_3_to_next(const void *ok, const void *ov, void *nk, void *nv)
+{
+	struct km_backend_value *n = nv;
+
+	memcpy(nk, ok, sizeof(struct km_backend_key));
+	memcpy(n, ov, offsetof(struct km_backend_value, test_next));
+	n->test_next = TEST_NEXT_MARK;
+}
+
+static const struct km_map_migration from_3[] = {
+	{ KM_MAP_BACKEND, sizeof(struct km_backend_key), offsetof(struct km_backend_value, test_next),
+	  backend_3_to_next },
+	{ 0 },
+};
+#endif
+
+const struct km_map_migration *km_migration_from(uint32_t from)
+{
+#ifdef KM_LAYOUT_TEST_NEXT
+	if (from == 3)
+		return from_3;
+#else
+	if (from == 2)
+		return from_2;
+#endif
+	return NULL;
+}
+
+const struct km_map_migration *km_migration_for(const struct km_map_migration *m, const char *map)
+{
+	for (; m && m->map; m++)
+		if (!strcmp(m->map, map))
+			return m;
+	return NULL;
+}

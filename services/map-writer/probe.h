@@ -1,0 +1,9 @@
+/* probe.h — the kernel features the programs need, probed at start (libbpf feature probes), so a
+ * kernel that lacks one is named in one clear message instead of a verifier log. */
+#ifndef KM_MW_PROBE_H
+#define KM_MW_PROBE_H
+
+/* Returns 0, or -ENOTSUP after logging every missing feature. */
+int km_probe_kernel(void);
+
+#endif

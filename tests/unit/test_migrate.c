@@ -1,0 +1,89 @@
+/* test_migrate.c — the layout converters: entries pinned by an older map writer, as raw bytes of
+ * that layout, come out as this layout's rows. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kmesh_maps.h"
+#include "services/map-writer/migrate.h"
+
+/* Layout 2 byte offsets: service value = counts[7] @0, lb_mode @28, waypoint addr @32, port @48
+ * (52 B); endpoint value = backend_id (4 B); backend value = addr4 @0, addr6 @16, waypoint addr
+ * @32, port @48, weight @52 (56 B). */
+static void test_layout_2_to_3(void **state)
+{
+	const struct km_map_migration *m = km_migration_from(2), *svc, *ep, *be;
+	uint8_t old[64] = { 0 };
+	struct km_service_key sk = { .service_id = 5 }, nsk = { 0 };
+	struct km_service_value sv;
+	struct km_endpoint_key ek = { .service_id = 5, .prio = 1, .index = 6 }, nek;
+	struct km_endpoint_value ev;
+	struct km_backend_key bk = { .backend_id = 9 }, nbk;
+	struct km_backend_value bv;
+	uint32_t u;
+	uint16_t port = 0x983a; /* 15000 in network order on a little-endian host */
+
+	(void)state;
+	assert_non_null(m);
+	assert_null(km_migration_from(1));
+	assert_null(km_migration_for(m, KM_MAP_FRONTEND)); /* unchanged: adopted */
+	svc = km_migration_for(m, KM_MAP_SERVICE);
+	ep = km_migration_for(m, KM_MAP_ENDPOINT);
+	be = km_migration_for(m, KM_MAP_BACKEND);
+	assert_non_null(svc);
+	assert_int_equal(svc->old_value, 52);
+	assert_int_equal(ep->old_value, 4);
+	assert_int_equal(be->old_value, 56);
+
+	u = 3;
+	memcpy(old + 4, &u, 4); /* 3 endpoints at priority 1 */
+	u = KM_LB_FAILOVER;
+	memcpy(old + 28, &u, 4);
+	old[32 + 10] = old[32 + 11] = 0xff;
+	old[32 + 12] = 10;
+	memcpy(old + 48, &port, 2);
+	memset(&sv, 0, sizeof(sv));
+	svc->convert(&sk, old, &nsk, &sv);
+	assert_int_equal(nsk.service_id, 5);
+	assert_int_equal(sv.endpoint_count[1], 3);
+	assert_int_equal(sv.weight_total[1], 3); /* no weights before: total = count */
+	assert_int_equal(sv.lb_mode, KM_LB_FAILOVER);
+	assert_int_equal(sv.waypoint.port, port);
+	assert_int_equal(sv.waypoint.data_port, port); /* layout 2 dialled the HBONE port */
+	assert_int_equal(sv.waypoint.addr.bytes[12], 10);
+
+	memset(old, 0, sizeof(old));
+	u = 9;
+	memcpy(old, &u, 4);
+	memset(&ev, 0, sizeof(ev));
+	ep->convert(&ek, old, &nek, &ev);
+	assert_int_equal(nek.index, 6);
+	assert_int_equal(ev.backend_id, 9);
+	assert_int_equal(ev.cum_weight, 7); /* slot 6 of weight-1 slots */
+
+	memset(old, 0, sizeof(old));
+	old[10] = old[11] = 0xff;
+	old[12] = 10;
+	old[15] = 7;
+	u = 4;
+	memcpy(old + 52, &u, 4);
+	memset(&bv, 0, sizeof(bv));
+	be->convert(&bk, old, &nbk, &bv);
+	assert_int_equal(nbk.backend_id, 9);
+	assert_int_equal(bv.addr4.bytes[15], 7);
+	assert_int_equal(bv.weight, 4);
+	assert_int_equal(bv.waypoint.port, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_layout_2_to_3),
+	};
+
+	return cmocka_run_group_tests_name("migrate", tests, NULL, NULL);
+}
