@@ -83,19 +83,13 @@ int km_connect6(struct bpf_sock_addr *ctx)
 
 	if (!km_netns_managed(ctx))
 		return KM_SOCK_ALLOW;
-	dst.words[0] = ctx->user_ip6[0];
-	dst.words[1] = ctx->user_ip6[1];
-	dst.words[2] = ctx->user_ip6[2];
-	dst.words[3] = ctx->user_ip6[3];
+	km_addr_from_ctx6(&dst, ctx);
 	/* A v4-mapped destination keeps a v4-mapped result (the backend's IPv4 address). */
 	switch (km_connect_decide(ctx, &dst, !km_addr_is_v4mapped(&dst), &t)) {
 	case KM_REFUSE:
 		return km_refuse();
 	case KM_REWRITE:
-		ctx->user_ip6[0] = t.addr.words[0];
-		ctx->user_ip6[1] = t.addr.words[1];
-		ctx->user_ip6[2] = t.addr.words[2];
-		ctx->user_ip6[3] = t.addr.words[3];
+		km_addr_to_ctx6(ctx, &t.addr);
 		ctx->user_port = t.port;
 		return KM_SOCK_ALLOW;
 	default:

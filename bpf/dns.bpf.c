@@ -37,15 +37,9 @@ int km_sendmsg6(struct bpf_sock_addr *ctx)
 
 	if (!km_netns_managed(ctx))
 		return KM_SOCK_ALLOW;
-	dst.words[0] = ctx->user_ip6[0];
-	dst.words[1] = ctx->user_ip6[1];
-	dst.words[2] = ctx->user_ip6[2];
-	dst.words[3] = ctx->user_ip6[3];
+	km_addr_from_ctx6(&dst, ctx);
 	if (km_dns_redirect(ctx->sk, &dst, (__u16)ctx->user_port, &to, &to_port)) {
-		ctx->user_ip6[0] = to.words[0];
-		ctx->user_ip6[1] = to.words[1];
-		ctx->user_ip6[2] = to.words[2];
-		ctx->user_ip6[3] = to.words[3];
+		km_addr_to_ctx6(ctx, &to);
 		ctx->user_port = to_port;
 	}
 	return KM_SOCK_ALLOW;
@@ -71,15 +65,9 @@ int km_recvmsg6(struct bpf_sock_addr *ctx)
 	struct km_addr src;
 	__u16 port = (__u16)ctx->user_port;
 
-	src.words[0] = ctx->user_ip6[0];
-	src.words[1] = ctx->user_ip6[1];
-	src.words[2] = ctx->user_ip6[2];
-	src.words[3] = ctx->user_ip6[3];
+	km_addr_from_ctx6(&src, ctx);
 	if (km_dns_restore(ctx->sk, &src, &port)) {
-		ctx->user_ip6[0] = src.words[0];
-		ctx->user_ip6[1] = src.words[1];
-		ctx->user_ip6[2] = src.words[2];
-		ctx->user_ip6[3] = src.words[3];
+		km_addr_to_ctx6(ctx, &src);
 		ctx->user_port = port;
 	}
 	return KM_SOCK_ALLOW;

@@ -32,4 +32,22 @@ static __always_inline int km_addr_eq(const struct km_addr *a, const struct km_a
 	       a->words[2] == b->words[2] && a->words[3] == b->words[3];
 }
 
+/* The IPv6 address of a socket-address hook (user_ip6), and writing one back. Inlined, so every
+ * context access keeps the constant offset the verifier requires. */
+static __always_inline void km_addr_from_ctx6(struct km_addr *a, const struct bpf_sock_addr *ctx)
+{
+	a->words[0] = ctx->user_ip6[0];
+	a->words[1] = ctx->user_ip6[1];
+	a->words[2] = ctx->user_ip6[2];
+	a->words[3] = ctx->user_ip6[3];
+}
+
+static __always_inline void km_addr_to_ctx6(struct bpf_sock_addr *ctx, const struct km_addr *a)
+{
+	ctx->user_ip6[0] = a->words[0];
+	ctx->user_ip6[1] = a->words[1];
+	ctx->user_ip6[2] = a->words[2];
+	ctx->user_ip6[3] = a->words[3];
+}
+
 #endif

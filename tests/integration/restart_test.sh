@@ -34,9 +34,7 @@ km_agent_start
 "$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path client)" >/dev/null
 check "converged: 3 endpoints" km_wait_rows endpoint "^endpoint" 3
 
-steady=$KM_DIR/steady.out
-km_in_pod client "$KM_PY" "$KM_ROOT/tests/lib/steady_client.py" 10.96.7.1 80 --rate 300 \
-	--out "$steady" &
+km_steady_start client 10.96.7.1 80
 sleep 1
 for i in 1 2 3 4 5; do
 	kill -9 "$KM_MW_PID"
@@ -55,10 +53,8 @@ for i in 1 2 3 4 5; do
 	sleep 0.5
 done
 sleep 1
-pkill -TERM -f "steady_client.py .*--out $steady"
-for _ in $(seq 1 50); do [ -s "$steady" ] && break; sleep 0.1; done
-read -r _ ok _ failed _ seconds detail <"$steady"
-km_log "steady client: $ok ok, $failed failed in $seconds s $detail"
+km_steady_stop
+ok=$KM_STEADY_OK failed=$KM_STEADY_FAILED seconds=$KM_STEADY_SECONDS
 check "no connection failed across 10 restarts ($ok ok, $failed failed)" \
 	eval "[ $failed -eq 0 ] && [ $ok -ge $((200 * ${seconds%.*})) ]"
 check "every restarted agent swept nothing (nothing was stale)" \

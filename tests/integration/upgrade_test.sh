@@ -30,9 +30,7 @@ check "converged: 2 endpoints" km_wait_rows endpoint "^endpoint" 2
 value_size() { bpftool map show pinned "$KM_DIR/bpffs/kmesh/maps/km_backend" | grep -o 'value [0-9]*B'; }
 before=$(value_size)
 
-steady=$KM_DIR/steady.out
-km_in_pod client "$KM_PY" "$KM_ROOT/tests/lib/steady_client.py" 10.96.8.1 80 --rate 300 \
-	--out "$steady" &
+km_steady_start client 10.96.8.1 80
 sleep 1
 kill -9 "$KM_MW_PID" # the old version goes away without detaching anything
 wait "$KM_MW_PID" 2>/dev/null
@@ -44,10 +42,8 @@ check "km_backend is now a map of the new layout ($before -> $(value_size))" \
 check "the agent reconnects and its rows stay (2 endpoints, 2 backends)" \
 	eval 'km_wait_rows endpoint "^endpoint" 2 && km_wait_rows backend "^backend" 2'
 sleep 1
-pkill -TERM -f "steady_client.py .*--out $steady"
-for _ in $(seq 1 50); do [ -s "$steady" ] && break; sleep 0.1; done
-read -r _ ok _ failed _ seconds detail <"$steady"
-km_log "steady client: $ok ok, $failed failed in $seconds s $detail"
+km_steady_stop
+ok=$KM_STEADY_OK failed=$KM_STEADY_FAILED seconds=$KM_STEADY_SECONDS
 check "no connection failed during the upgrade ($ok ok, $failed failed)" \
 	eval "[ $failed -eq 0 ] && [ $ok -ge 200 ]"
 out=$(km_connect client 10.96.8.1 80 --count 40)

@@ -86,6 +86,22 @@ km_server_start() {
 	KM_PIDS+=($!)
 }
 
+# km_steady_start POD HOST PORT: new connections at 300/s from POD until km_steady_stop.
+km_steady_start() {
+	KM_STEADY_OUT=$KM_DIR/steady.out
+	km_in_pod "$1" "$KM_PY" "$KM_ROOT/tests/lib/steady_client.py" "$2" "$3" --rate 300 \
+		--out "$KM_STEADY_OUT" &
+}
+
+# km_steady_stop: stops it; sets KM_STEADY_OK, KM_STEADY_FAILED, KM_STEADY_SECONDS.
+km_steady_stop() {
+	local detail
+	pkill -TERM -f "steady_client.py .*--out $KM_STEADY_OUT"
+	for _ in $(seq 1 50); do [ -s "$KM_STEADY_OUT" ] && break; sleep 0.1; done
+	read -r _ KM_STEADY_OK _ KM_STEADY_FAILED _ KM_STEADY_SECONDS detail <"$KM_STEADY_OUT"
+	km_log "steady client: $KM_STEADY_OK ok, $KM_STEADY_FAILED failed in $KM_STEADY_SECONDS s $detail"
+}
+
 # km_wait_listen NAME PORT [-u]: until the backend listens (2 s at most); -u: a UDP socket.
 km_wait_listen() {
 	local i
