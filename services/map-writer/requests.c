@@ -19,12 +19,19 @@ static void handle_dump(struct km_mw_requests *w, struct km_ipc_session *s, cons
 	km_envelope out = KMESH__IPC__ENVELOPE__INIT;
 	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
 	Kmesh__Ipc__DumpReply dump;
+	Kmesh__Ipc__TableStats stats = KMESH__IPC__TABLE_STATS__INIT;
 	char err[256];
 
 	reply.code = km_tables_dump(w->tables, env->dump->table, env->dump->max_rows, &dump,
 				    err, sizeof(err));
 	reply.message = err;
+	stats.ops_applied = w->tables->ops_applied;
+	stats.ops_refused = w->tables->ops_failed;
+	stats.table_full = w->tables->table_full;
+	stats.rows_swept = w->tables->rows_swept;
+	stats.migrated_entries = w->tables->migrated_entries;
 	if (reply.code == KMESH__IPC__CODE__OK) {
+		dump.stats = &stats;
 		reply.body_case = KMESH__IPC__REPLY__BODY_DUMP;
 		reply.dump = &dump;
 	}

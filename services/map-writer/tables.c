@@ -52,6 +52,7 @@ int km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
 	t->fd_backend = dp->fd_backend;
 	t->fd_port_override = dp->fd_port_override;
 	t->fd_conn_count = dp->fd_conn_count;
+	t->migrated_entries = dp->migrated_entries;
 	t->sizes = dp->sizes;
 	return km_tables_load_present(t);
 }

@@ -35,6 +35,7 @@ struct km_tables {
 	int sync_incomplete; /* a row was refused or a key not recorded: the sweep is skipped */
 	struct km_keyset seen[5]; /* frontend, service, endpoint, backend, port override */
 	uint64_t rows_swept;
+	uint64_t migrated_entries; /* by the data plane at start (for dumps) */
 };
 
 /* Take the maps' fds and sizes and read the keys already present (adopted maps).

@@ -242,6 +242,15 @@ static int cmd_dump(const struct args *a)
 			       (unsigned long long)rep->reply->dump->manage[i]->netns_cookie);
 		for (size_t i = 0; i < rep->reply->dump->n_rows; i++)
 			print_row(rep->reply->dump->rows[i]);
+		if (rep->reply->dump->stats) {
+			const Kmesh__Ipc__TableStats *st = rep->reply->dump->stats;
+
+			printf("stats ops_applied %llu ops_refused %llu table_full %llu rows_swept %llu "
+			       "migrated_entries %llu\n",
+			       (unsigned long long)st->ops_applied, (unsigned long long)st->ops_refused,
+			       (unsigned long long)st->table_full, (unsigned long long)st->rows_swept,
+			       (unsigned long long)st->migrated_entries);
+		}
 	}
 	return reply_status(rep, "dump");
 }
