@@ -96,8 +96,6 @@ static __noinline __u32 km_pick_backend(__u32 service_id, const struct km_servic
 	if (svc->lb_mode == KM_LB_FAILOVER)
 		while (prio < KM_PRIO_COUNT - 1 && svc->endpoint_count[prio] == 0)
 			prio++;
-	if (prio >= KM_PRIO_COUNT)
-		return 0;
 	count = svc->endpoint_count[prio];
 	total = svc->weight_total[prio];
 	if (count == 0)

@@ -3,7 +3,6 @@
  * not marked are what the agent no longer wants (removed while it or this process was down, or
  * left by an earlier agent) and are deleted: frontends, services, endpoints, port overrides,
  * then backends, so no remaining row ever names a missing one. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,21 +75,9 @@ static int sweep(struct km_tables *t, int fd, int seen, uint32_t *removed)
 		}
 		memcpy(stale + n++ * len, key, len);
 	}
-	for (size_t i = 0; i < n; i++) {
-		const uint8_t *k = stale + i * len;
-
-		if (seen == SEEN_BACKEND && t->fd_conn_count >= 0)
-			bpf_map_delete_elem(t->fd_conn_count, k); /* a backend id is its count's key */
-		if (bpf_map_delete_elem(fd, k) == 0) {
+	for (size_t i = 0; i < n; i++)
+		if (km_tables_delete_key(t, fd, stale + i * len) == 0)
 			(*removed)++;
-			if (seen == SEEN_SERVICE)
-				km_keyset_del(&t->present_service, k);
-			else if (seen == SEEN_ENDPOINT)
-				km_keyset_del(&t->present_endpoint, k);
-			else if (seen == SEEN_BACKEND)
-				km_keyset_del(&t->present_backend, k);
-		}
-	}
 	free(stale);
 	return 0;
 }

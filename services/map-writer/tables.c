@@ -35,6 +35,8 @@ FITS(struct km_backend_key);
 FITS(struct km_backend_value);
 FITS(struct km_port_override_key);
 FITS(struct km_port_override_value);
+_Static_assert(sizeof(struct km_conn_count_key) == sizeof(struct km_backend_key),
+	       "a backend's key must be its connection count's key");
 #define KEYSET_FITS(t) _Static_assert(sizeof(t) <= KM_KEYSET_MAX_KEY, #t " outgrew KM_KEYSET_MAX_KEY")
 KEYSET_FITS(struct km_service_key);
 KEYSET_FITS(struct km_endpoint_key);
@@ -235,9 +237,21 @@ static Kmesh__Ipc__Code write_row(struct km_tables *t, int fd, const char *table
 	return fail(INTERNAL, err, errlen, "writing %s: %s", table, strerror(errno));
 }
 
+int km_tables_delete_key(struct km_tables *t, int fd, const void *key)
+{
+	if (fd == t->fd_backend && t->fd_conn_count >= 0) /* a backend id is its count's key */
+		bpf_map_delete_elem(t->fd_conn_count, key);
+	if (bpf_map_delete_elem(fd, key) != 0 && errno != ENOENT)
+		return -errno;
+	note_row(t, fd, key, 0);
+	return 0;
+}
+
 static Kmesh__Ipc__Code delete_row(struct km_tables *t, int fd, const char *table, const void *key,
 				   char *err, size_t errlen)
 {
+	int rc;
+
 	if (t->run) { /* queued rows first: they may be the ones deleted */
 		Kmesh__Ipc__Code c = run_commit(t, err, errlen);
 
@@ -245,11 +259,9 @@ static Kmesh__Ipc__Code delete_row(struct km_tables *t, int fd, const char *tabl
 			return c;
 	}
 	/* Deleting an absent row is not an error: deletes are idempotent. */
-	if (bpf_map_delete_elem(fd, key) == 0 || errno == ENOENT) {
-		note_row(t, fd, key, 0);
+	if ((rc = km_tables_delete_key(t, fd, key)) == 0)
 		return OK;
-	}
-	return fail(INTERNAL, err, errlen, "deleting from %s: %s", table, strerror(errno));
+	return fail(INTERNAL, err, errlen, "deleting from %s: %s", table, strerror(-rc));
 }
 
 static Kmesh__Ipc__Code parse_addr(ProtobufCBinaryData b, struct km_addr *out, const char *what,
@@ -440,14 +452,8 @@ static Kmesh__Ipc__Code apply_backend(struct km_tables *t, const Kmesh__Ipc__Tab
 	memset(&v, 0, sizeof(v));
 	if (r->id == 0)
 		return fail(BAD, err, errlen, "backend id 0 is reserved");
-	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE) {
-		/* its live-connection count goes with it (BPF makes a new one if the id comes back) */
-		struct km_conn_count_key ck = { .backend_id = r->id };
-
-		if (t->fd_conn_count >= 0)
-			bpf_map_delete_elem(t->fd_conn_count, &ck);
+	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
 		return delete_row(t, t->fd_backend, "km_backend", &k, err, errlen);
-	}
 	if (r->n_addresses == 0 || r->n_addresses > 2)
 		return fail(BAD, err, errlen, "backend %u: needs one or two addresses, got %zu", r->id,
 			    r->n_addresses);

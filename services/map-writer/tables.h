@@ -44,6 +44,9 @@ int km_tables_init(struct km_tables *t, const struct km_dataplane *dp);
 /* Read the present keys of the referenced tables (t's fds set). Returns 0 or -1 (no memory). */
 int km_tables_load_present(struct km_tables *t);
 void km_tables_free(struct km_tables *t);
+/* Delete one row by key (absent is fine) and forget it; a backend's live-connection count goes
+ * with it (BPF makes a new one if the id comes back). Returns 0 or -errno. */
+int km_tables_delete_key(struct km_tables *t, int fd, const void *key);
 
 /* Mark and sweep for a (re)connected xDS agent (see Sync in kmesh_ipc.proto), sync.c. */
 void km_tables_sync_begin(struct km_tables *t);

@@ -93,11 +93,12 @@ static int cum_reserve(struct km_model_svc *s, uint32_t prio, size_t n)
 	return 0;
 }
 
-/* Re-emit slots from..n-1 after their cumulative weights changed (each holds the same live
+/* Re-emit slots from..end-1 after their cumulative weights changed (each holds the same live
  * backend, so the overwrite is safe at any moment). */
-static void emit_cum_from(struct km_model *m, struct km_model_svc *s, uint32_t prio, size_t from)
+static void emit_cum(struct km_model *m, struct km_model_svc *s, uint32_t prio, size_t from,
+		     size_t end)
 {
-	for (size_t i = from; i < s->n_eps[prio]; i++)
+	for (size_t i = from; i < end; i++)
 		mdl_emit_endpoint(m, s, prio, (uint32_t)i, 0, 1);
 }
 
@@ -115,7 +116,7 @@ static void endpoint_reweigh(struct km_model *m, struct km_model_svc *s, uint32_
 	}
 	for (size_t j = i; j < s->n_eps[prio]; j++)
 		s->cum[prio][j] = s->cum[prio][j] - old + weight;
-	emit_cum_from(m, s, prio, i);
+	emit_cum(m, s, prio, i, s->n_eps[prio]);
 	mdl_mark_dirty(m, s, 1); /* the total */
 }
 
@@ -163,11 +164,8 @@ void mdl_endpoint_remove(struct km_model *m, struct km_model_svc *s, uint32_t pr
 			}
 		}
 		mdl_emit_endpoint(m, s, prio, (uint32_t)i, 0, 1); /* overwrites a live slot: now */
-		if (s->cum[prio]) {
-			s->n_eps[prio]--; /* the last slot is gone from the weights' point of view */
-			emit_cum_from(m, s, prio, i + 1);
-			s->n_eps[prio]++;
-		}
+		if (s->cum[prio])
+			emit_cum(m, s, prio, i + 1, last); /* the slots after it weigh the same, sit lower */
 	}
 	s->n_eps[prio]--;
 	mdl_emit_service(m, s, 1);

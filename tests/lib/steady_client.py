@@ -4,10 +4,11 @@ SIGTERM (or DURATION passes), reading each answer, and prints "ok N failed M" pl
 failures. Used to show that restarting kmesh processes fails no connection."""
 import argparse
 import collections
-import errno
 import signal
 import socket
 import time
+
+from client import error_name
 
 stop = False
 
@@ -39,7 +40,7 @@ def main():
             else:
                 failures["EMPTY"] += 1
         except OSError as e:
-            failures[errno.errorcode.get(e.errno, "TIMEOUT") if e.errno else "TIMEOUT"] += 1
+            failures[error_name(e)[len("error:"):]] += 1
         finally:
             s.close()
         n += 1
