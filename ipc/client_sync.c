@@ -68,16 +68,14 @@ static int read_all(int fd, uint8_t *p, size_t len, int timeout_ms)
 	return 0;
 }
 
-int km_sync_call(struct km_sync_client *cl, km_envelope *req, km_envelope **reply)
+int km_sync_send(struct km_sync_client *cl, km_envelope *req)
 {
 	uint8_t hdr[KM_FRAME_HEADER];
 	uint8_t *buf;
 	size_t len;
-	uint64_t id = cl->next_id++;
 	int err;
 
-	*reply = NULL;
-	req->request_id = id;
+	req->request_id = cl->next_id++;
 	buf = km_msg_pack(req, &len);
 	if (!buf)
 		return -ENOMEM;
@@ -86,9 +84,23 @@ int km_sync_call(struct km_sync_client *cl, km_envelope *req, km_envelope **repl
 	if (!err)
 		err = write_all(cl->fd, buf, len, cl->timeout_ms);
 	free(buf);
-	if (err)
-		return err;
+	return err;
+}
 
+int km_sync_send_packed(struct km_sync_client *cl, const uint8_t *frame, size_t len)
+{
+	cl->next_id++;
+	return write_all(cl->fd, frame, len, cl->timeout_ms);
+}
+
+int km_sync_recv(struct km_sync_client *cl, uint64_t request_id, km_envelope **reply)
+{
+	uint8_t hdr[KM_FRAME_HEADER];
+	uint8_t *buf;
+	size_t len;
+	int err;
+
+	*reply = NULL;
 	err = read_all(cl->fd, hdr, sizeof(hdr), cl->timeout_ms);
 	if (err)
 		return err;
@@ -101,7 +113,7 @@ int km_sync_call(struct km_sync_client *cl, km_envelope *req, km_envelope **repl
 	err = read_all(cl->fd, buf, len, cl->timeout_ms);
 	if (!err) {
 		*reply = km_msg_unpack(buf, len);
-		if (!*reply || (*reply)->request_id != id ||
+		if (!*reply || (*reply)->request_id != request_id ||
 		    (*reply)->body_case != KMESH__IPC__ENVELOPE__BODY_REPLY) {
 			km_msg_free(*reply);
 			*reply = NULL;
@@ -110,6 +122,14 @@ int km_sync_call(struct km_sync_client *cl, km_envelope *req, km_envelope **repl
 	}
 	free(buf);
 	return err;
+}
+
+int km_sync_call(struct km_sync_client *cl, km_envelope *req, km_envelope **reply)
+{
+	int err = km_sync_send(cl, req);
+
+	*reply = NULL;
+	return err ? err : km_sync_recv(cl, req->request_id, reply);
 }
 
 int km_sync_connect(struct km_sync_client *cl, const char *path, Kmesh__Ipc__Role role,

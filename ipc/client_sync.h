@@ -1,5 +1,6 @@
 /* client_sync.h — a blocking request/reply client for one-shot programs (CNI plugin, tools).
- * Daemons use the libuv km_conn instead. One request in flight at a time. */
+ * Daemons use the libuv km_conn instead. Requests may be pipelined (send several, then receive
+ * their replies in order: the server answers in order); km_sync_call is one of each. */
 #ifndef KM_IPC_CLIENT_SYNC_H
 #define KM_IPC_CLIENT_SYNC_H
 
@@ -20,6 +21,12 @@ int km_sync_connect(struct km_sync_client *cl, const char *path, Kmesh__Ipc__Rol
 /* Send req (its request_id is set here) and wait for the reply envelope (caller frees with
  * km_msg_free). Returns 0 or -errno (-ETIMEDOUT, -EPROTO for a malformed reply). */
 int km_sync_call(struct km_sync_client *cl, km_envelope *req, km_envelope **reply);
+/* Send req without waiting; its request_id is set here (ids count up from 1, hello first). */
+int km_sync_send(struct km_sync_client *cl, km_envelope *req);
+/* Send a frame packed beforehand (header included) that carries the next request id. */
+int km_sync_send_packed(struct km_sync_client *cl, const uint8_t *frame, size_t len);
+/* Wait for the next reply, which must answer request_id. */
+int km_sync_recv(struct km_sync_client *cl, uint64_t request_id, km_envelope **reply);
 void km_sync_close(struct km_sync_client *cl);
 
 #endif
