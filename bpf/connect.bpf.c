@@ -38,9 +38,12 @@ static __always_inline enum km_verdict km_connect_decide(struct bpf_sock_addr *c
 		return KM_REFUSE;
 	if (rc != KM_RESOLVE_REWRITE)
 		return KM_KEEP;
-	/* A waypoint must get the original destination: without a record it could not, so such a
+	/* Socket storage only where something reads it later (an allocation per socket is the
+	 * largest cost of this program): the TLV for a waypoint, the count for a P2C service.
+	 * A waypoint must get the original destination: without a record it could not, so such a
 	 * connection fails rather than reaching the waypoint without it. */
-	if (km_sock_record(ctx->sk, dst, port, t->waypoint ? KM_SOCK_F_VIA_WAYPOINT : 0,
+	if ((t->waypoint || t->backend_id) &&
+	    km_sock_record(ctx->sk, dst, port, t->waypoint ? KM_SOCK_F_VIA_WAYPOINT : 0,
 			   t->backend_id) != 0 && t->waypoint)
 		return KM_REFUSE;
 	return KM_REWRITE;

@@ -58,7 +58,7 @@ $(GEN)/%.pb-c.c $(GEN)/%.pb-c.h: proto/%.proto
 	$(PROTOC_C) --proto_path=proto --c_out=$(GEN) $<
 
 # ---- BPF objects and skeletons -------------------------------------------------------------------
-BPF_CFLAGS := -g -O2 -target bpf -D__KMESH_BPF__ -D__TARGET_ARCH_x86 -Wall -Werror \
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__KMESH_BPF__ -D__TARGET_ARCH_x86 -Wall -Werror \
               -I$(GEN) -Ibpf -Ibpf/include $(LAYOUT_FLAGS)
 
 $(B)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/lib/*.h) bpf/include/kmesh_maps.h $(GEN)/vmlinux.h
@@ -150,7 +150,16 @@ $(B)/bench/map_update_bench: $(call obj,bench/map_update_bench.c shared/latency.
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS)
 
-bench: all $(B)/bench/decode_bench $(B)/bench/map_update_bench
+$(B)/bench/table_ops_bench: $(call obj,bench/table_ops_bench.c $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS)
+
+$(B)/bench/connect_bench: $(call obj,bench/connect_bench.c)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS) -lpthread
+
+BENCHES := $(addprefix $(B)/bench/,decode_bench map_update_bench table_ops_bench connect_bench)
+bench: all $(BENCHES)
 	@bash bench/run.sh
 
 # ---- fuzzing (clang libFuzzer) -------------------------------------------------------------------

@@ -16,7 +16,8 @@ struct km_target {
 	struct km_addr addr;
 	__u16 port;       /* network byte order */
 	__u16 waypoint;   /* 1 = the target is a waypoint: the TLV must go first */
-	__u32 backend_id; /* the backend (or waypoint pod) chosen; 0 = an address, no backend */
+	__u32 backend_id; /* the backend (or waypoint pod) whose live connections this one counts:
+			   * picked by a P2C service; 0 = not counted (other services, addresses) */
 };
 
 /* km_resolve's answers. */
@@ -74,7 +75,7 @@ static __noinline int km_to_waypoint(const struct km_waypoint_ref *wp, int want_
 	if (!pick)
 		return KM_RESOLVE_REFUSE;
 	__builtin_memcpy(&out->addr, pick, sizeof(out->addr));
-	out->backend_id = bk.backend_id;
+	out->backend_id = sv->flags & KM_SVC_F_P2C ? bk.backend_id : 0;
 	return KM_RESOLVE_REWRITE;
 }
 
@@ -140,7 +141,7 @@ static __noinline int km_resolve(const struct km_addr *dst, __u16 port_nbo, int 
 	__builtin_memcpy(&out->addr, pick, sizeof(out->addr));
 	out->port = fv->target_port;
 	out->waypoint = 0;
-	out->backend_id = bk.backend_id;
+	out->backend_id = sv->flags & KM_SVC_F_P2C ? bk.backend_id : 0;
 	if (fv->flags & KM_FE_F_PORT_OVERRIDES) {
 		struct km_port_override_key ok = {
 			.service_id = sk.service_id, .backend_id = bk.backend_id, .port = port_nbo

@@ -86,6 +86,11 @@ static int check_pinned_map(struct bpf_map *map, const char *path, int *adopted)
 			 bpf_map__key_size(map), bpf_map__value_size(map), KM_LAYOUT_VERSION);
 		return -EEXIST;
 	}
+	if ((info.map_flags ^ bpf_map__map_flags(map)) & BPF_F_NO_PREALLOC) {
+		km_warn("pinned map %s is %spreallocated; keeping that (changing it needs an empty pin "
+			 "directory)", path, info.map_flags & BPF_F_NO_PREALLOC ? "not " : "");
+		bpf_map__set_map_flags(map, info.map_flags);
+	}
 	if (info.max_entries != bpf_map__max_entries(map)) {
 		km_warn("pinned map %s holds up to %u entries; keeping that size (flag asks for %u; "
 			 "resizing needs a migration)",
@@ -180,7 +185,7 @@ static int repin_migrated(struct km_dataplane *dp)
 	return 0;
 }
 
-static int setup_maps(struct km_dataplane *dp)
+static int setup_maps(struct km_dataplane *dp, const struct km_dataplane_config *cfg)
 {
 	const struct km_map_migration *migration = NULL;
 	struct bpf_map *map;
@@ -202,6 +207,12 @@ static int setup_maps(struct km_dataplane *dp)
 		int err = bpf_map__set_max_entries(sized[i].map, sized[i].size);
 
 		if (err)
+			return err;
+		/* the routing tables; counts and sockets are made by BPF and stay on demand */
+		if (cfg->preallocate && bpf_map__type(sized[i].map) == BPF_MAP_TYPE_HASH &&
+		    sized[i].map != dp->skel->maps.km_conn_count &&
+		    (err = bpf_map__set_map_flags(sized[i].map,
+						  bpf_map__map_flags(sized[i].map) & ~BPF_F_NO_PREALLOC)))
 			return err;
 	}
 	dp->from_layout = pinned_layout(dp->maps_dir);
@@ -365,7 +376,6 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 
 	memset(dp, 0, sizeof(*dp));
 	dp->lock_fd = dp->cgroup_fd = -1;
-	dp->fd_conn_count = -1;
 	dp->sizes = cfg->sizes;
 	libbpf_set_print(libbpf_print);
 	snprintf(dp->dir, sizeof(dp->dir), "%s", cfg->bpffs_dir);
@@ -408,7 +418,7 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 		km_error("cannot open the BPF object: %s", strerror(-err));
 		return err;
 	}
-	if ((err = setup_maps(dp)))
+	if ((err = setup_maps(dp, cfg)))
 		return err;
 	err = kmesh__load(dp->skel);
 	if (err) {
@@ -422,7 +432,6 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	dp->fd_endpoint = bpf_map__fd(dp->skel->maps.km_endpoint);
 	dp->fd_backend = bpf_map__fd(dp->skel->maps.km_backend);
 	dp->fd_port_override = bpf_map__fd(dp->skel->maps.km_port_ovr);
-	dp->fd_conn_count = bpf_map__fd(dp->skel->maps.km_conn_count);
 	/* Record the sizes actually in force (adopted maps keep theirs). */
 	dp->sizes.manage = bpf_map__max_entries(dp->skel->maps.km_manage);
 	dp->sizes.frontend = bpf_map__max_entries(dp->skel->maps.km_frontend);

@@ -34,6 +34,7 @@ struct km_dataplane_config {
 	const char *bpffs_dir;   /* e.g. /sys/fs/bpf/kmesh; must be on a bpf filesystem */
 	const char *cgroup_path; /* cgroup-v2 directory the programs attach to */
 	struct km_table_sizes sizes;
+	int preallocate; /* routing tables without BPF_F_NO_PREALLOC (maps created from now on) */
 	struct km_node_config node;
 };
 
@@ -57,7 +58,6 @@ struct km_dataplane {
 	int cgroup_fd;
 	/* map fds, owned by skel */
 	int fd_manage, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
-	int fd_conn_count;
 	struct km_table_sizes sizes;
 	char maps_dir[512];
 	char links_dir[512];

@@ -113,6 +113,7 @@ int main(int argc, char **argv)
 		 max_waypoint_sockets = 65536, dns_port = 53, max_frame = KM_FRAME_MAX_DEFAULT;
 	struct km_node_config node = { 0 };
 	mode_t socket_mode = 0660;
+	int preallocate = 0;
 	gid_t socket_gid = (gid_t)-1;
 	const uint64_t table_min = 16, table_max = 1u << 24;
 	const struct km_option opts[] = {
@@ -155,6 +156,10 @@ int main(int argc, char **argv)
 		  "KMESH_DNS_PORT", 1, 65535 },
 		{ "max-frame", KM_OPT_UINT, &max_frame, "BYTES", "largest message accepted",
 		  "KMESH_MAX_FRAME", 4096, KM_FRAME_MAX_LIMIT },
+		{ "preallocate-tables", KM_OPT_BOOL, &preallocate, NULL,
+		  "allocate every routing-table entry at start (kernel memory for the full sizes, "
+		  "see docs/performance.md): about 1.5x the table write rate and no allocation at "
+		  "update time; applies to maps created from now on", "KMESH_PREALLOCATE_TABLES" },
 		{ "detach-on-exit", KM_OPT_BOOL, &w.detach_on_exit, NULL,
 		  "on shutdown detach the programs and unpin every map (uninstall); by default they "
 		  "stay so traffic keeps flowing", "KMESH_DETACH_ON_EXIT" },
@@ -185,6 +190,7 @@ int main(int argc, char **argv)
 	dcfg.sizes.backend = (uint32_t)max_backend;
 	dcfg.sizes.port_override = (uint32_t)max_override;
 	dcfg.sizes.waypoint_sockets = (uint32_t)max_waypoint_sockets;
+	dcfg.preallocate = preallocate;
 	dcfg.node = node;
 	dcfg.node.dns_port = (uint16_t)dns_port;
 	if (km_dataplane_open(&w.dp, &dcfg) != 0) {

@@ -97,8 +97,7 @@ Kmesh__Ipc__Code km_tables_sync_end(struct km_tables *t, uint32_t *removed, char
 	}
 	t->sync_active = 0;
 	if (t->sync_incomplete) {
-		snprintf(err, errlen, "rows were refused or could not be marked since BEGIN: stale "
-			 "rows are kept");
+		snprintf(err, errlen, "out of memory marking rows since BEGIN: stale rows are kept");
 		return KMESH__IPC__CODE__INTERNAL;
 	}
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)

@@ -35,8 +35,6 @@ FITS(struct km_backend_key);
 FITS(struct km_backend_value);
 FITS(struct km_port_override_key);
 FITS(struct km_port_override_value);
-_Static_assert(sizeof(struct km_conn_count_key) == sizeof(struct km_backend_key),
-	       "a backend's key must be its connection count's key");
 #define KEYSET_FITS(t) _Static_assert(sizeof(t) <= KM_KEYSET_MAX_KEY, #t " outgrew KM_KEYSET_MAX_KEY")
 KEYSET_FITS(struct km_service_key);
 KEYSET_FITS(struct km_endpoint_key);
@@ -53,7 +51,6 @@ int km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
 	t->fd_endpoint = dp->fd_endpoint;
 	t->fd_backend = dp->fd_backend;
 	t->fd_port_override = dp->fd_port_override;
-	t->fd_conn_count = dp->fd_conn_count;
 	t->migrated_entries = dp->migrated_entries;
 	t->sizes = dp->sizes;
 	return km_tables_load_present(t);
@@ -71,6 +68,14 @@ static Kmesh__Ipc__Code fail(Kmesh__Ipc__Code code, char *err, size_t errlen, co
 	return code;
 }
 
+/* During a sync, every upserted key is marked, written or refused: a refused update keeps the
+ * row's earlier version through the sweep rather than removing a row others may name. */
+static void mark_upsert(struct km_tables *t, int fd, const void *key)
+{
+	if (t->sync_active)
+		km_tables_sync_mark(t, fd, key);
+}
+
 /* The key set of a table whose rows other rows reference, or NULL for the others. */
 static struct km_keyset *present_set(struct km_tables *t, int fd)
 {
@@ -84,8 +89,6 @@ static void note_row(struct km_tables *t, int fd, const void *key, int written)
 {
 	struct km_keyset *s = present_set(t, fd);
 
-	if (written && t->sync_active)
-		km_tables_sync_mark(t, fd, key);
 	if (!s)
 		return;
 	if (!written)
@@ -132,63 +135,135 @@ void km_tables_free(struct km_tables *t)
 
 /*
  * Runs: while a batch is applied, validated upserts of one table are queued and written with one
- * BPF_MAP_UPDATE_BATCH call when an op of another table comes (before it is checked), a delete
- * comes, or the batch ends. No row refers to a row of its own table, so every reference is
- * checked against rows already in the maps (their keys are in the present sets).
+ * BPF_MAP_UPDATE_BATCH call, and validated deletes with one BPF_MAP_DELETE_BATCH, when an op of
+ * another table or of the other kind comes (before it is checked) or the batch ends. No row
+ * refers to a row of its own table, so every reference is checked against rows already in the
+ * maps (their keys are in the present sets).
  */
 struct km_row_run {
 	int fd;
+	int del;           /* a run of deletes (values unused) */
 	const char *table;
 	size_t key_len, value_len;
 	size_t n, cap;
-	size_t first_op;   /* batch index of the run's first row */
 	size_t op_index;   /* batch index of the op being applied */
-	size_t failed_op;  /* set by a failed write: which op failed */
+	uint32_t *op_of;   /* batch index of each queued row */
 	uint8_t *keys, *values;
 	int no_batch_op;   /* the kernel has no batch update: write rows one by one */
+	/* the batch's refusals so far, ops and rows alike */
+	size_t refused;
+	size_t first_failed; /* lowest batch index refused (SIZE_MAX: none) */
+	Kmesh__Ipc__Code first_code;
+	char first_why[384];
 };
 
-static Kmesh__Ipc__Code run_commit(struct km_tables *t, char *err, size_t errlen)
+/* Record a refusal of op i (the batch goes on: each op stands or falls on its own). */
+static void run_refused(struct km_row_run *r, size_t i, Kmesh__Ipc__Code code, const char *why)
 {
-	struct km_row_run *r = t->run;
-	__u32 count = (__u32)r->n;
-	int rc = -1, e = 0;
-
-	if (!r->n)
-		return OK;
-	if (!r->no_batch_op) {
-		LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = BPF_ANY);
-
-		rc = bpf_map_update_batch(r->fd, r->keys, r->values, &count, &opts);
-		if (rc != 0 && (errno == EINVAL || errno == ENOTSUP || errno == EOPNOTSUPP) && count == 0)
-			r->no_batch_op = 1; /* older kernel or map type: fall back below */
-		else
-			t->batch_calls++;
+	r->refused++;
+	if (i < r->first_failed) {
+		r->first_failed = i;
+		r->first_code = code;
+		snprintf(r->first_why, sizeof(r->first_why), "%s", why);
 	}
-	if (r->no_batch_op) {
-		for (count = 0; count < r->n; count++)
-			if (bpf_map_update_elem(r->fd, r->keys + count * r->key_len,
-						r->values + count * r->value_len, BPF_ANY) != 0)
-				break;
-		rc = count == r->n ? 0 : -1;
-	}
-	e = errno; /* recording the keys may allocate */
-	for (__u32 i = 0; i < (rc == 0 ? (__u32)r->n : count); i++)
-		note_row(t, r->fd, r->keys + i * r->key_len, 1);
-	r->n = 0;
-	if (rc == 0)
-		return OK;
-	r->failed_op = r->first_op + count; /* the first row not written */
-	if (e == E2BIG || e == ENOMEM) {
-		t->table_full++;
-		return fail(FULL, err, errlen, "%s is full (%s); raise its size flag", r->table,
-			    strerror(e));
-	}
-	return fail(INTERNAL, err, errlen, "writing %s: %s", r->table, strerror(e));
 }
 
-/* Queue a validated upsert. The run is of this table: km_tables_apply writes a run of another
- * table before it checks an op. */
+/* Delete keys[0..n) from fd, absent keys included (deletes are idempotent). Returns how many
+ * keys were dealt with: n, or fewer after an error other than ENOENT (errno set). */
+static __u32 delete_keys(int fd, const uint8_t *keys, size_t key_len, __u32 n, int *no_batch_op)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	__u32 done = 0;
+
+	while (done < n) {
+		__u32 count = n - done;
+
+		if (!*no_batch_op) {
+			if (bpf_map_delete_batch(fd, keys + done * key_len, &count, &opts) == 0) {
+				done += count;
+				continue;
+			}
+			if ((errno == EINVAL || errno == ENOTSUP || errno == EOPNOTSUPP) && count == 0) {
+				*no_batch_op = 1; /* older kernel or map type: one by one below */
+				continue;
+			}
+			done += count; /* the keys before the one that failed are gone */
+		} else if (bpf_map_delete_elem(fd, keys + done * key_len) == 0) {
+			done++;
+			continue;
+		}
+		if (errno != ENOENT)
+			return done;
+		done++; /* absent already */
+	}
+	return done;
+}
+
+/* Why a row could not be written. */
+static Kmesh__Ipc__Code write_failure(struct km_tables *t, const char *table, int del, int e,
+				      char *err, size_t errlen)
+{
+	if (!del && (e == E2BIG || e == ENOMEM)) {
+		t->table_full++;
+		return fail(FULL, err, errlen, "%s is full (%s); raise its size flag", table,
+			    strerror(e));
+	}
+	return fail(INTERNAL, err, errlen, "%s %s: %s", del ? "deleting from" : "writing", table,
+		    strerror(e));
+}
+
+/* Write the queued rows. A row that cannot be written (a full table refuses new keys, still
+ * updates present ones) is refused on its own; the rest are written. */
+static void run_commit(struct km_tables *t)
+{
+	struct km_row_run *r = t->run;
+	__u32 done = 0;
+
+	if (!r->n)
+		return;
+	while (done < r->n) {
+		__u32 count = (__u32)r->n - done;
+		int rc, e;
+
+		if (r->del) {
+			count = delete_keys(r->fd, r->keys + done * r->key_len, r->key_len, count,
+					    &r->no_batch_op);
+			rc = done + count == r->n ? 0 : -1;
+		} else if (!r->no_batch_op) {
+			LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = BPF_ANY);
+
+			rc = bpf_map_update_batch(r->fd, r->keys + done * r->key_len,
+						  r->values + done * r->value_len, &count, &opts);
+			if (rc != 0 && (errno == EINVAL || errno == ENOTSUP || errno == EOPNOTSUPP) &&
+			    count == 0) {
+				r->no_batch_op = 1; /* older kernel or map type: one by one */
+				continue;
+			}
+		} else {
+			rc = bpf_map_update_elem(r->fd, r->keys + done * r->key_len,
+						 r->values + done * r->value_len, BPF_ANY);
+			count = rc == 0;
+		}
+		t->batch_calls++;
+		e = errno; /* recording the keys may allocate */
+		for (__u32 i = done; i < done + count; i++)
+			note_row(t, r->fd, r->keys + i * r->key_len, !r->del);
+		done += count;
+		if (rc != 0) { /* row `done` failed: refuse it, go on after it */
+			char why[256];
+			Kmesh__Ipc__Code c = write_failure(t, r->table, r->del, e, why, sizeof(why));
+
+			run_refused(r, r->op_of[done], c, why);
+			t->ops_applied--; /* counted when it was queued */
+			t->ops_failed++;
+			done++;
+		}
+	}
+	r->n = 0;
+}
+
+/* Queue a validated upsert, or a delete (value NULL). The run is of this table and kind:
+ * km_tables_apply writes a run of another table or kind before it checks an op. */
 static void run_add(struct km_tables *t, int fd, const char *table, const void *key,
 		    size_t key_len, const void *value, size_t value_len)
 {
@@ -196,13 +271,15 @@ static void run_add(struct km_tables *t, int fd, const char *table, const void *
 
 	if (!r->n) {
 		r->fd = fd;
+		r->del = value == NULL;
 		r->table = table;
 		r->key_len = key_len;
 		r->value_len = value_len;
-		r->first_op = r->op_index;
 	}
+	r->op_of[r->n] = (uint32_t)r->op_index;
 	memcpy(r->keys + r->n * key_len, key, key_len); /* packed, as the batch call reads them */
-	memcpy(r->values + r->n * value_len, value, value_len);
+	if (value)
+		memcpy(r->values + r->n * value_len, value, value_len);
 	r->n++;
 }
 
@@ -229,18 +306,11 @@ static Kmesh__Ipc__Code write_row(struct km_tables *t, int fd, const char *table
 		note_row(t, fd, key, 1);
 		return OK;
 	}
-	if (errno == E2BIG || errno == ENOMEM) {
-		t->table_full++;
-		return fail(FULL, err, errlen, "%s is full (%s); raise its size flag", table,
-			    strerror(errno));
-	}
-	return fail(INTERNAL, err, errlen, "writing %s: %s", table, strerror(errno));
+	return write_failure(t, table, 0, errno, err, errlen);
 }
 
 int km_tables_delete_key(struct km_tables *t, int fd, const void *key)
 {
-	if (fd == t->fd_backend && t->fd_conn_count >= 0) /* a backend id is its count's key */
-		bpf_map_delete_elem(t->fd_conn_count, key);
 	if (bpf_map_delete_elem(fd, key) != 0 && errno != ENOENT)
 		return -errno;
 	note_row(t, fd, key, 0);
@@ -248,15 +318,13 @@ int km_tables_delete_key(struct km_tables *t, int fd, const void *key)
 }
 
 static Kmesh__Ipc__Code delete_row(struct km_tables *t, int fd, const char *table, const void *key,
-				   char *err, size_t errlen)
+				   size_t key_len, char *err, size_t errlen)
 {
 	int rc;
 
-	if (t->run) { /* queued rows first: they may be the ones deleted */
-		Kmesh__Ipc__Code c = run_commit(t, err, errlen);
-
-		if (c != OK)
-			return c;
+	if (t->run) {
+		run_add(t, fd, table, key, key_len, NULL, 0);
+		return OK;
 	}
 	/* Deleting an absent row is not an error: deletes are idempotent. */
 	if ((rc = km_tables_delete_key(t, fd, key)) == 0)
@@ -325,7 +393,8 @@ static Kmesh__Ipc__Code apply_frontend(struct km_tables *t, const Kmesh__Ipc__Ta
 	if (c != OK)
 		return c;
 	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
-		return delete_row(t, t->fd_frontend, "km_frontend", &k, err, errlen);
+		return delete_row(t, t->fd_frontend, "km_frontend", &k, sizeof(k), err, errlen);
+	mark_upsert(t, t->fd_frontend, &k);
 	if (r->upstream_id == 0)
 		return fail(BAD, err, errlen, "frontend upstream id 0 is reserved");
 	if (r->flags & ~(uint32_t)KM_FE_F_PORT_OVERRIDES)
@@ -372,7 +441,8 @@ static Kmesh__Ipc__Code apply_service(struct km_tables *t, const Kmesh__Ipc__Tab
 	if (r->id == 0)
 		return fail(BAD, err, errlen, "service id 0 is reserved");
 	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
-		return delete_row(t, t->fd_service, "km_service", &k, err, errlen);
+		return delete_row(t, t->fd_service, "km_service", &k, sizeof(k), err, errlen);
+	mark_upsert(t, t->fd_service, &k);
 	if (r->n_endpoint_count > KM_PRIO_COUNT)
 		return fail(BAD, err, errlen, "service %u: %zu priorities, at most %d", r->id,
 			    r->n_endpoint_count, KM_PRIO_COUNT);
@@ -432,7 +502,8 @@ static Kmesh__Ipc__Code apply_endpoint(struct km_tables *t, const Kmesh__Ipc__Ta
 		return fail(BAD, err, errlen, "endpoint index %u beyond km_endpoint's size %u",
 			    r->index, t->sizes.endpoint);
 	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
-		return delete_row(t, t->fd_endpoint, "km_endpoint", &k, err, errlen);
+		return delete_row(t, t->fd_endpoint, "km_endpoint", &k, sizeof(k), err, errlen);
+	mark_upsert(t, t->fd_endpoint, &k);
 	if (r->backend_id == 0)
 		return fail(BAD, err, errlen, "endpoint backend id 0 is reserved");
 	if (!present(t, t->fd_backend, &bk))
@@ -453,7 +524,8 @@ static Kmesh__Ipc__Code apply_backend(struct km_tables *t, const Kmesh__Ipc__Tab
 	if (r->id == 0)
 		return fail(BAD, err, errlen, "backend id 0 is reserved");
 	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
-		return delete_row(t, t->fd_backend, "km_backend", &k, err, errlen);
+		return delete_row(t, t->fd_backend, "km_backend", &k, sizeof(k), err, errlen);
+	mark_upsert(t, t->fd_backend, &k);
 	if (r->n_addresses == 0 || r->n_addresses > 2)
 		return fail(BAD, err, errlen, "backend %u: needs one or two addresses, got %zu", r->id,
 			    r->n_addresses);
@@ -498,7 +570,8 @@ static Kmesh__Ipc__Code apply_port_override(struct km_tables *t, const Kmesh__Ip
 		return fail(BAD, err, errlen, "port override port %u out of range", r->port);
 	k.port = htons((uint16_t)r->port);
 	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
-		return delete_row(t, t->fd_port_override, "km_port_ovr", &k, err, errlen);
+		return delete_row(t, t->fd_port_override, "km_port_ovr", &k, sizeof(k), err, errlen);
+	mark_upsert(t, t->fd_port_override, &k);
 	if (r->target_port == 0 || r->target_port > 65535)
 		return fail(BAD, err, errlen, "port override target port %u out of range",
 			    r->target_port);
@@ -528,12 +601,12 @@ Kmesh__Ipc__Code km_tables_apply(struct km_tables *t, const Kmesh__Ipc__TableOp 
 	Kmesh__Ipc__Code c;
 
 	err[0] = '\0';
-	/* rows queued for another table are written before this op is checked: it may refer to them */
-	if (t->run && t->run->n && t->run->fd != op_table_fd(t, op) &&
-	    (c = run_commit(t, err, errlen)) != OK) {
-		t->ops_failed++;
-		return c;
-	}
+	/* rows queued for another table or of the other kind are written before this op is
+	 * checked: it may refer to them, or write a row the queue deletes */
+	if (t->run && t->run->n &&
+	    (t->run->fd != op_table_fd(t, op) ||
+	     t->run->del != (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)))
+		run_commit(t);
 	if (op->kind != KMESH__IPC__TABLE_OP__KIND__UPSERT &&
 	    op->kind != KMESH__IPC__TABLE_OP__KIND__DELETE)
 		c = fail(BAD, err, errlen, "op kind %d is neither UPSERT nor DELETE", op->kind);
@@ -559,43 +632,36 @@ Kmesh__Ipc__Code km_tables_apply(struct km_tables *t, const Kmesh__Ipc__TableOp 
 Kmesh__Ipc__Code km_tables_apply_batch(struct km_tables *t, const Kmesh__Ipc__TableBatch *b,
 				       uint32_t *applied, char *err, size_t errlen)
 {
-	struct km_row_run run = { 0 };
-	Kmesh__Ipc__Code c = OK;
+	struct km_row_run run = { .first_failed = SIZE_MAX };
 	char why[384];
 
 	*applied = 0;
 	err[0] = '\0';
 	run.keys = malloc(b->n_ops * KM_TABLES_ROW_BUF + 1);
 	run.values = malloc(b->n_ops * KM_TABLES_ROW_BUF + 1);
+	run.op_of = malloc(b->n_ops * sizeof(*run.op_of) + 1);
 	/* without memory for the run, every row is written on its own */
-	t->run = run.keys && run.values ? &run : NULL;
-	run.failed_op = SIZE_MAX;
-	for (size_t i = 0; i < b->n_ops && c == OK; i++) {
+	t->run = run.keys && run.values && run.op_of ? &run : NULL;
+	for (size_t i = 0; i < b->n_ops; i++) {
+		Kmesh__Ipc__Code c;
+
 		run.op_index = i;
 		c = km_tables_apply(t, b->ops[i], why, sizeof(why));
-		if (c != OK && run.failed_op == SIZE_MAX)
-			run.failed_op = i; /* the op itself was refused */
+		if (c != OK)
+			run_refused(&run, i, c, why);
 	}
-	if (t->run) {
-		/* rows queued before a refused op are still written: they come before the failure */
-		char why_run[384];
-		Kmesh__Ipc__Code rc = run_commit(t, why_run, sizeof(why_run));
-
-		if (rc != OK) { /* a failed write belongs to an earlier op than any refusal */
-			c = rc;
-			memcpy(why, why_run, sizeof(why));
-		}
-	}
-	/* applied = ops before the first failure; a failed write may belong to an earlier op */
-	*applied = c == OK ? (uint32_t)b->n_ops : (uint32_t)run.failed_op;
-	if (c != OK)
-		snprintf(err, errlen, "op %u: %s", *applied, why);
-	if (c != OK && t->sync_active)
-		t->sync_incomplete = 1; /* a refused row is unmarked, not unwanted: keep what is there */
+	if (t->run)
+		run_commit(t);
 	t->run = NULL;
 	free(run.keys);
 	free(run.values);
-	return c;
+	free(run.op_of);
+	*applied = (uint32_t)(b->n_ops - run.refused);
+	if (!run.refused)
+		return OK;
+	snprintf(err, errlen, "%zu of %zu ops refused; the first, op %zu: %s", run.refused, b->n_ops,
+		 run.first_failed, run.first_why);
+	return run.first_code;
 }
 
 Kmesh__Ipc__Code km_tables_enroll(struct km_tables *t, const Kmesh__Ipc__Enroll *e, char *err,
@@ -628,5 +694,5 @@ Kmesh__Ipc__Code km_tables_unenroll(struct km_tables *t, const Kmesh__Ipc__Unenr
 	err[0] = '\0';
 	if (u->netns_cookie == 0)
 		return fail(BAD, err, errlen, "netns cookie 0 is not a network namespace");
-	return delete_row(t, t->fd_manage, "km_manage", &k, err, errlen);
+	return delete_row(t, t->fd_manage, "km_manage", &k, sizeof(k), err, errlen);
 }

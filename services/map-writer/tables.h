@@ -15,24 +15,23 @@
  * in tables.c, so a growing layout cannot make the kernel write past a buffer). */
 #define KM_TABLES_ROW_BUF 128
 
-struct km_row_run;    /* validated upserts of one table waiting for one bpf() call (tables.c) */
+struct km_row_run;    /* validated rows of one table and kind waiting for one bpf() call (tables.c) */
 
 struct km_tables {
 	int fd_manage, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
-	int fd_conn_count; /* rows made by BPF; removed here with their backend (-1: none) */
 	struct km_table_sizes sizes;
 	/* counters, shown in dumps and logs */
 	uint64_t ops_applied;
 	uint64_t ops_failed;
 	uint64_t table_full;
 	struct km_row_run *run;      /* set while a batch is applied */
-	uint64_t batch_calls;        /* bpf() batch updates made (runs of upserts) */
+	uint64_t batch_calls;        /* bpf() batch calls made (runs of upserts or deletes) */
 	/* keys of the referenced tables' rows (this process is their only writer) */
 	struct km_keyset present_service, present_endpoint, present_backend;
 	int present_incomplete; /* a key could not be recorded: ask the kernel about absent ones */
 	/* mark and sweep (sync.c): rows written since the xDS agent's Sync BEGIN */
 	int sync_active;
-	int sync_incomplete; /* a row was refused or a key not recorded: the sweep is skipped */
+	int sync_incomplete; /* a key could not be marked (memory): the sweep is skipped */
 	struct km_keyset seen[5]; /* frontend, service, endpoint, backend, port override */
 	uint64_t rows_swept;
 	uint64_t migrated_entries; /* by the data plane at start (for dumps) */
@@ -57,7 +56,9 @@ void km_tables_sync_mark(struct km_tables *t, int fd, const void *key);
 /* Apply one op. Returns KMESH__IPC__CODE__OK or an error code with err filled. */
 Kmesh__Ipc__Code km_tables_apply(struct km_tables *t, const Kmesh__Ipc__TableOp *op, char *err,
 				 size_t errlen);
-/* Apply ops in order, stopping at the first failure. *applied = number applied. */
+/* Apply ops in order; a refused op (or a row that cannot be written) does not stop the others.
+ * *applied = number applied; on any refusal returns the first refused op's code, with err
+ * naming it and how many were refused. */
 Kmesh__Ipc__Code km_tables_apply_batch(struct km_tables *t, const Kmesh__Ipc__TableBatch *b,
 				       uint32_t *applied, char *err, size_t errlen);
 

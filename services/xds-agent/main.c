@@ -89,14 +89,19 @@ static void end_sweep_if_complete(struct agent *a)
 /* (Re)connected to the map writer: its tables may hold rows this agent no longer wants (removed
  * while either process was down, or written by an earlier agent). Mark, rewrite everything,
  * then sweep. */
-static void on_ready(void *arg)
+/* Mark and sweep: write the whole model between Sync BEGIN and END, so rows it no longer holds
+ * go (after a reconnect, or after a refusal that left some of its changes unwritten). */
+static void sync_all(struct agent *a)
 {
-	struct agent *a = arg;
-
 	km_writer_link_sync(&a->link, 0);
 	a->sweep_pending = 1;
 	replay(a);
 	end_sweep_if_complete(a);
+}
+
+static void on_ready(void *arg)
+{
+	sync_all(arg);
 }
 
 static void on_synced(void *arg)
@@ -145,15 +150,15 @@ static void on_resync_timer(uv_timer_t *t)
 	struct agent *a = t->data;
 
 	if (km_writer_link_ready(&a->link))
-		replay(a);
+		sync_all(a);
 }
 
 static void on_refused(void *arg)
 {
 	struct agent *a = arg;
 
-	/* Rows after a refused op were not written; rewrite everything once the cause may have
-	 * gone (e.g. a table was enlarged). Upserts are idempotent. */
+	/* Refused rows (and deletes that came with them) may be missing; write everything again,
+	 * with a sweep, once the cause may have gone (e.g. rows removed, a table enlarged). */
 	if (!uv_is_active((uv_handle_t *)&a->resync))
 		uv_timer_start(&a->resync, on_resync_timer, RESYNC_AFTER_REFUSAL_MS, 0);
 }

@@ -50,7 +50,7 @@ wl() { # wl NAME IP IP6 SERVICES [extra JSON]
 	echo ']}'
 } | km_write_config
 km_map_writer_start --dns-resolver "$S.53" --dns-resolver "${S6}53" || exit 1
-km_agent_start --node-name node-a --p2c-services t/p2c.t
+km_agent_start --node-name node-a --p2c-services t/p2c.t,t/only1.t
 "$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path client)" >/dev/null
 # weighted 2 + p2c 2 + only1 1 + waypoint 1
 check "every service converges (6 endpoints)" km_wait_rows endpoint "^endpoint" 6
@@ -63,9 +63,17 @@ check "weights: b3 (capacity 3) takes ~3/4 of 400 ($b3, bounds 255..345)" \
 check "the service row carries the weight total (4)" km_wait_rows service "totals 4 " 1
 
 # ---- power of two choices: 10 live connections on b1 send new ones to b2 --------------------
+# Connections are counted when a P2C service picked them: only1 (b1 alone) is one too.
+conn_rows() { bpftool -j map dump pinned "$KM_DIR/bpffs/kmesh/maps/km_conn_count" | "$KM_PY" -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
+km_connect client 10.96.6.1 80 --count 5 --hold 3 >"$KM_DIR/held-plain" &
+held=$!
+for _ in $(seq 1 50); do [ -s "$KM_DIR/held-plain" ] && break; sleep 0.1; done
+check "connections of a service without P2C are not counted (no count rows)" test "$(conn_rows)" -eq 0
+wait $held
 km_connect client 10.96.6.3 80 --count 10 --hold 5 >"$KM_DIR/held" &
 held=$!
 for _ in $(seq 1 50); do grep -q "10 b1" "$KM_DIR/held" && break; sleep 0.1; done
+check "10 held connections through a P2C service: b1's count row" test "$(conn_rows)" -eq 1
 out=$(km_connect client 10.96.6.2 80 --count 40)
 check "P2C: with 10 live connections on b1, all 40 new ones go to b2" \
 	test "$(count_of b2 <<<"$out")" -eq 40
@@ -73,6 +81,7 @@ wait $held # the held sockets close: their counts must come back down
 out=$(km_connect client 10.96.6.2 80 --count 60)
 check "P2C: once they close, both backends are used again" \
 	eval "[ $(count_of b1 <<<"$out") -gt 10 ] && [ $(count_of b2 <<<"$out") -gt 10 ]"
+check "a backend's count row goes with its last connection (none left)" test "$(conn_rows)" -eq 0
 
 # ---- waypoints ------------------------------------------------------------------------------
 tlv4=01000000060a6006040050fe00000000

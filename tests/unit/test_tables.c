@@ -15,6 +15,7 @@
 #include <bpf/bpf.h>
 
 #include "kmesh_maps.h"
+#include "shared/addr.h"
 #include "services/map-writer/tables.h"
 
 #define OK KMESH__IPC__CODE__OK
@@ -41,8 +42,6 @@ static int setup(void **state)
 	t.fd_backend = make_map(sizeof(struct km_backend_key), sizeof(struct km_backend_value), 8);
 	t.fd_port_override = make_map(sizeof(struct km_port_override_key),
 				      sizeof(struct km_port_override_value), 8);
-	t.fd_conn_count = make_map(sizeof(struct km_conn_count_key),
-				   sizeof(struct km_conn_count_value), 8);
 	t.sizes = (struct km_table_sizes){ 8, 4, 8, 64, 8, 8, 8 };
 	assert_int_equal(km_tables_load_present(&t), 0);
 	*state = &t;
@@ -53,9 +52,9 @@ static int teardown(void **state)
 {
 	struct km_tables *t = *state;
 	int fds[] = { t->fd_manage, t->fd_frontend, t->fd_service, t->fd_endpoint, t->fd_backend,
-		      t->fd_port_override, t->fd_conn_count };
+		      t->fd_port_override };
 
-	for (int i = 0; i < 7; i++)
+	for (int i = 0; i < 6; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	km_tables_free(t);
@@ -238,35 +237,40 @@ static void test_invalid_rows_refused(void **state)
 	}
 }
 
-static void test_batch_stops_at_first_failure(void **state)
+static Kmesh__Ipc__TableOp *deleted(Kmesh__Ipc__TableOp *op)
+{
+	op->kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
+	return op;
+}
+
+/* A refused op does not stop the batch: the ops around it are applied, the reply counts the
+ * refusals and names the first. */
+static void test_batch_goes_on_past_a_refusal(void **state)
 {
 	struct km_tables *t = *state;
-	struct rows r1, r2, r3;
-	Kmesh__Ipc__TableOp *ops[3];
+	struct rows r1, r2, r3, r4;
+	Kmesh__Ipc__TableOp *ops[4];
 	Kmesh__Ipc__TableBatch b = KMESH__IPC__TABLE_BATCH__INIT;
 	uint32_t applied;
 	char err[256];
 	uint8_t a2[4] = { 10, 0, 0, 2 };
+	struct km_backend_key bk8 = { .backend_id = 8 }, bk9 = { .backend_id = 9 };
+	struct km_backend_value bv;
 
 	if (!maps_available(t))
 		skip();
 	ops[0] = backend(&r1, 8, a2, 4);
 	ops[1] = endpoint(&r2, 300, 0, 0, 4242); /* no such backend */
 	ops[2] = backend(&r3, 9, a2, 4);
+	ops[3] = backend(&r4, 0, a2, 4);         /* id 0 is reserved */
 	b.ops = ops;
-	b.n_ops = 3;
+	b.n_ops = 4;
 	assert_int_equal(km_tables_apply_batch(t, &b, &applied, err, sizeof(err)), MISSING);
-	assert_int_equal(applied, 1);
-	assert_non_null(strstr(err, "op 1:"));
-	{
-		struct km_backend_key bk = { .backend_id = 9 };
-		struct km_backend_key bk8 = { .backend_id = 8 };
-		struct km_backend_value bv;
-
-		/* the op before the refusal is written, the one after is not */
-		assert_int_equal(bpf_map_lookup_elem(t->fd_backend, &bk8, &bv), 0);
-		assert_int_not_equal(bpf_map_lookup_elem(t->fd_backend, &bk, &bv), 0);
-	}
+	assert_int_equal(applied, 2);
+	assert_non_null(strstr(err, "2 of 4 ops refused; the first, op 1:"));
+	assert_int_equal(bpf_map_lookup_elem(t->fd_backend, &bk8, &bv), 0);
+	assert_int_equal(bpf_map_lookup_elem(t->fd_backend, &bk9, &bv), 0);
+	assert_int_equal(apply(t, deleted(backend(&r3, 9, NULL, 0)), err), OK); /* the table is small */
 }
 
 static void test_full_table_and_deletes(void **state)
@@ -295,6 +299,25 @@ static void test_full_table_and_deletes(void **state)
 	}
 	assert_true(full);
 	assert_true(t->table_full >= 1);
+	{ /* in a batch, a row the full table refuses does not stop an update of a present row */
+		struct rows r2;
+		uint8_t fresh[4] = { 10, 96, 2, 1 };
+		Kmesh__Ipc__TableOp *ops[2] = { frontend(&r, fresh, 4, 80, SVC_KIND, 100, 80),
+						frontend(&r2, vips[0], 4, 80, SVC_KIND, 100, 81) };
+		Kmesh__Ipc__TableBatch b = KMESH__IPC__TABLE_BATCH__INIT;
+		struct km_frontend_key fk = { .port = htons(80), .proto = 6 };
+		struct km_frontend_value fv;
+		uint32_t applied;
+
+		b.n_ops = 2;
+		b.ops = ops;
+		assert_int_equal(km_tables_apply_batch(t, &b, &applied, err, sizeof(err)), FULL);
+		assert_int_equal(applied, 1);
+		assert_non_null(strstr(err, "op 0: km_frontend is full"));
+		km_addr_from_bytes(vips[0], 4, &fk.addr);
+		assert_int_equal(bpf_map_lookup_elem(t->fd_frontend, &fk, &fv), 0);
+		assert_int_equal(fv.target_port, htons(81));
+	}
 	/* deletes are idempotent */
 	frontend(&r, vips[0], 4, 80, SVC_KIND, 0, 0);
 	r.op.kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
@@ -404,8 +427,53 @@ static void test_runs_of_one_table(void **state)
 	}
 }
 
-/* Weights, power of two choices and waypoints as stored for BPF; a backend takes its live
- * connection count with it. */
+/* Deletes are queued in runs too: a delete then an upsert of one key leaves the row, an upsert
+ * then a delete removes it, absent keys are no error, and a row that references a row deleted
+ * earlier in the batch is refused (the deletes are written before it is checked). */
+static void test_runs_of_deletes(void **state)
+{
+	struct km_tables *t = *state;
+	struct rows r[8];
+	Kmesh__Ipc__TableOp *ops[8];
+	Kmesh__Ipc__TableBatch b = KMESH__IPC__TABLE_BATCH__INIT;
+	uint8_t a[2][4] = { { 10, 0, 2, 1 }, { 10, 0, 2, 2 } };
+	struct km_backend_key k30 = { .backend_id = 30 }, k31 = { .backend_id = 31 };
+	struct km_backend_value v;
+	uint32_t applied;
+	char err[256];
+	size_t n = 0;
+
+	if (!maps_available(t))
+		skip();
+	assert_int_equal(apply(t, backend(&r[0], 30, a[0], 4), err), OK);
+	assert_int_equal(apply(t, backend(&r[0], 31, a[1], 4), err), OK);
+	ops[n] = deleted(backend(&r[n], 30, NULL, 0)), n++;
+	ops[n] = deleted(backend(&r[n], 99, NULL, 0)), n++; /* absent: fine */
+	ops[n] = backend(&r[n], 30, a[1], 4), n++;          /* back, with a new address */
+	ops[n] = backend(&r[n], 32, a[0], 4), n++;
+	ops[n] = deleted(backend(&r[n], 32, NULL, 0)), n++; /* and gone again */
+	ops[n] = deleted(backend(&r[n], 31, NULL, 0)), n++;
+	b.ops = ops;
+	b.n_ops = n;
+	assert_int_equal(km_tables_apply_batch(t, &b, &applied, err, sizeof(err)), OK);
+	assert_int_equal(applied, n);
+	assert_int_equal(bpf_map_lookup_elem(t->fd_backend, &k30, &v), 0);
+	assert_memory_equal(&v.addr4.bytes[12], a[1], 4);
+	k30.backend_id = 32;
+	assert_int_not_equal(bpf_map_lookup_elem(t->fd_backend, &k30, &v), 0);
+	assert_int_not_equal(bpf_map_lookup_elem(t->fd_backend, &k31, &v), 0);
+
+	n = 0; /* delete 30, then an endpoint naming it: refused, and the delete stays done */
+	ops[n] = deleted(backend(&r[n], 30, NULL, 0)), n++;
+	ops[n] = endpoint(&r[n], 401, 0, 0, 30), n++;
+	b.n_ops = n;
+	assert_int_equal(km_tables_apply_batch(t, &b, &applied, err, sizeof(err)), MISSING);
+	assert_int_equal(applied, 1);
+	k30.backend_id = 30;
+	assert_int_not_equal(bpf_map_lookup_elem(t->fd_backend, &k30, &v), 0);
+}
+
+/* Weights, power of two choices and waypoints as stored for BPF. */
 static void test_weights_flags_waypoints(void **state)
 {
 	struct km_tables *t = *state;
@@ -414,8 +482,6 @@ static void test_weights_flags_waypoints(void **state)
 	uint64_t totals[KM_PRIO_COUNT] = { 4 };
 	struct km_service_key sk = { .service_id = 100 };
 	struct km_endpoint_key ek = { .service_id = 100, .prio = 0, .index = 1 };
-	struct km_conn_count_key ck = { .backend_id = 7 };
-	struct km_conn_count_value cv = { .active = 3 };
 	struct km_service_value sv;
 	struct km_endpoint_value ev;
 
@@ -459,12 +525,6 @@ static void test_weights_flags_waypoints(void **state)
 	r.svc.waypoint_port = 0;
 	expect(t, &r.op, BAD, "without a port");
 
-	/* deleting the backend removes the count BPF kept for it */
-	assert_int_equal(bpf_map_update_elem(t->fd_conn_count, &ck, &cv, BPF_ANY), 0);
-	backend(&r, 7, NULL, 0);
-	r.op.kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
-	assert_int_equal(apply(t, &r.op, err), OK);
-	assert_int_not_equal(bpf_map_lookup_elem(t->fd_conn_count, &ck, &cv), 0);
 }
 
 /* Mark and sweep: rows not written between BEGIN and END go, referencing rows first; a refused
@@ -495,20 +555,32 @@ static void test_sync_sweeps_unwritten_rows(void **state)
 	/* the present sets follow: an endpoint naming backend 9 is refused now */
 	expect(t, endpoint(&r, 200, 0, 0, 9), MISSING, "backend 9");
 
+	/* A refused update keeps the row's earlier version through the sweep (its key is marked),
+	 * and a refusal no longer holds the sweep back: unwritten rows still go. */
 	assert_int_equal(apply(t, backend(&r, 9, v4b, 4), err), OK);
+	assert_int_equal(apply(t, endpoint(&r, 200, 0, 0, 9), err), OK);
+	assert_int_equal(apply(t, backend(&r, 10, v4b, 4), err), OK);
 	km_tables_sync_begin(t);
 	{
+		struct rows r2, r3;
 		Kmesh__Ipc__TableBatch b = KMESH__IPC__TABLE_BATCH__INIT;
-		Kmesh__Ipc__TableOp *ops[1] = { endpoint(&r, 200, 0, 0, 77) }; /* no backend 77 */
+		Kmesh__Ipc__TableOp *ops[3] = { backend(&r, 9, v4b, 4), backend(&r3, 8, v4, 4),
+						endpoint(&r2, 200, 0, 0, 77) }; /* no backend 77 */
+		struct km_endpoint_key ek = { .service_id = 200, .prio = 0, .index = 0 };
+		struct km_endpoint_value ev;
+		struct km_backend_key k10 = { .backend_id = 10 };
 		uint32_t applied;
 
-		b.n_ops = 1;
+		b.n_ops = 3;
 		b.ops = ops;
 		assert_int_equal(km_tables_apply_batch(t, &b, &applied, err, sizeof(err)), MISSING);
+		assert_int_equal(applied, 2);
+		assert_int_equal(km_tables_sync_end(t, &removed, err, sizeof(err)), OK);
+		assert_int_equal(removed, 1); /* backend 10 */
+		assert_int_not_equal(bpf_map_lookup_elem(t->fd_backend, &k10, &bv), 0);
+		assert_int_equal(bpf_map_lookup_elem(t->fd_endpoint, &ek, &ev), 0);
+		assert_int_equal(ev.backend_id, 9); /* the earlier version */
 	}
-	assert_int_equal(km_tables_sync_end(t, &removed, err, sizeof(err)), KMESH__IPC__CODE__INTERNAL);
-	assert_int_equal(removed, 0);
-	assert_int_equal(bpf_map_lookup_elem(t->fd_backend, &k9, &bv), 0);
 }
 
 int main(void)
@@ -516,8 +588,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_valid_rows_in_order),
 		cmocka_unit_test(test_invalid_rows_refused),
-		cmocka_unit_test(test_batch_stops_at_first_failure),
+		cmocka_unit_test(test_batch_goes_on_past_a_refusal),
 		cmocka_unit_test(test_runs_of_one_table),
+		cmocka_unit_test(test_runs_of_deletes),
 		cmocka_unit_test(test_full_table_and_deletes),
 		cmocka_unit_test(test_present_rows_adopted_and_deleted),
 		cmocka_unit_test(test_enroll_and_dump),
