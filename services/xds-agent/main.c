@@ -119,7 +119,7 @@ static void on_synced(void *arg)
 }
 
 /* Ops handed to the link and not yet answered, beyond which istiod's responses wait. */
-#define BACKLOG_BATCHES 8
+#define BACKLOG_BATCHES 6
 
 static int writer_backlogged(void *arg)
 {
@@ -323,7 +323,7 @@ int main(int argc, char **argv)
 	km_oplist_init(&a.ops);
 	a.ops.drain = on_ops_chunk;
 	a.ops.drain_arg = &a;
-	a.ops.drain_at = (size_t)batch_ops * 2;
+	a.ops.drain_at = (size_t)batch_ops;
 	km_model_init(&a.model, &a.ops, NULL);
 	km_policy_store_init(&a.policies);
 	km_model_set_local_node(&a.model, node.node_name);

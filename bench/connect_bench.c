@@ -1,0 +1,351 @@
+/* connect_bench.c — the cost the data plane adds to connect(): TCP connects to a service VIP
+ * from a cgroup with the kmesh programs attached (BPF picks one of the service's endpoints)
+ * against direct connects to those same endpoint addresses from a sibling cgroup with no program
+ * attached, interleaved in rounds in one process. Then, with the kernel's BPF run-time
+ * statistics on, the programs' own time per connect.
+ *
+ * It runs in the test's network namespace (--netns), where every endpoint address is local
+ * (a "local" route over lo) and one listener answers them all; it moves itself between the two
+ * cgroups (--mesh-cgroup, --plain-cgroup) between rounds: a socket belongs to the cgroup of the
+ * process that made it. Connections are closed with a reset (no TIME_WAIT). Only connect() is
+ * timed. Prints one markdown section. Needs root. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#define SERVER_PORT 8080
+
+struct opts {
+	const char *netns, *mesh_cgroup, *plain_cgroup, *links_dir, *vip;
+	unsigned vip_port, endpoints, rounds, per_round, stats_connects;
+	struct in_addr first_endpoint;
+};
+
+static void die(const char *what)
+{
+	fprintf(stderr, "connect_bench: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint32_t next_rand(void) /* xorshift64: the direct variant's destinations */
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng >> 32);
+}
+
+static void *accept_loop(void *arg)
+{
+	int lfd = *(int *)arg;
+
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (fd >= 0)
+			close(fd);
+	}
+	return NULL;
+}
+
+static void join_cgroup(int procs_fd)
+{
+	char pid[32];
+	int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+
+	if (pwrite(procs_fd, pid, (size_t)n, 0) != n)
+		die("moving into a cgroup");
+}
+
+static int open_procs(const char *cgroup)
+{
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup);
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0)
+		die(path);
+	return fd;
+}
+
+/* One connect to dst, timed; the connection is then reset. Returns ns, or 0 on failure. */
+static uint64_t timed_connect(const struct sockaddr_in *dst)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	uint64_t t0, t1;
+	int rc;
+
+	if (fd < 0)
+		die("socket");
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	t0 = now_ns();
+	rc = connect(fd, (const struct sockaddr *)dst, sizeof(*dst));
+	t1 = now_ns();
+	close(fd);
+	return rc == 0 ? t1 - t0 : 0;
+}
+
+/* ---- the programs' own run time (BPF_ENABLE_STATS) ------------------------------------------ */
+
+struct prog_stats {
+	uint64_t run_ns, runs;
+};
+
+static struct prog_stats link_prog_stats(const char *links_dir, const char *name)
+{
+	struct bpf_link_info li = { 0 };
+	struct bpf_prog_info pi = { 0 };
+	__u32 len = sizeof(li);
+	char path[512];
+	int lfd, pfd;
+
+	snprintf(path, sizeof(path), "%s/%s", links_dir, name);
+	if ((lfd = bpf_obj_get(path)) < 0)
+		die(path);
+	if (bpf_obj_get_info_by_fd(lfd, &li, &len) != 0)
+		die("reading a link");
+	if ((pfd = bpf_prog_get_fd_by_id(li.prog_id)) < 0)
+		die("opening a program");
+	len = sizeof(pi);
+	if (bpf_obj_get_info_by_fd(pfd, &pi, &len) != 0)
+		die("reading a program");
+	close(pfd);
+	close(lfd);
+	return (struct prog_stats){ pi.run_time_ns, pi.run_cnt };
+}
+
+/* ---- figures -------------------------------------------------------------------------------- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t pct(uint64_t *v, size_t n, double p) /* v sorted */
+{
+	size_t i = (size_t)(p * (double)(n - 1) + 0.5);
+
+	return v[i < n ? i : n - 1];
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: connect_bench --netns PATH --mesh-cgroup DIR --plain-cgroup DIR --links-dir DIR\n"
+		"                     --vip ADDR --endpoints N --first-endpoint ADDR [--vip-port P]\n"
+		"                     [--rounds R] [--per-round M] [--stats-connects K]\n"
+		"connect() through a VIP with the kmesh programs vs. direct with none; prints markdown.\n");
+}
+
+static void parse(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+		{ "netns", 1, 0, 'n' },		 { "mesh-cgroup", 1, 0, 'm' },
+		{ "plain-cgroup", 1, 0, 'p' },	 { "links-dir", 1, 0, 'l' },
+		{ "vip", 1, 0, 'v' },		 { "vip-port", 1, 0, 'P' },
+		{ "endpoints", 1, 0, 'e' },	 { "first-endpoint", 1, 0, 'f' },
+		{ "rounds", 1, 0, 'r' },	 { "per-round", 1, 0, 'c' },
+		{ "stats-connects", 1, 0, 's' }, { "help", 0, 0, 'h' },
+		{ 0 },
+	};
+	const char *first = NULL;
+	int c;
+
+	*o = (struct opts){ .vip_port = 80, .rounds = 40, .per_round = 1000, .stats_connects = 20000 };
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'n': o->netns = optarg; break;
+		case 'm': o->mesh_cgroup = optarg; break;
+		case 'p': o->plain_cgroup = optarg; break;
+		case 'l': o->links_dir = optarg; break;
+		case 'v': o->vip = optarg; break;
+		case 'P': o->vip_port = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'e': o->endpoints = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'f': first = optarg; break;
+		case 'r': o->rounds = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'c': o->per_round = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 's': o->stats_connects = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); exit(2);
+		}
+	}
+	if (!o->netns || !o->mesh_cgroup || !o->plain_cgroup || !o->links_dir || !o->vip ||
+	    !first || !o->endpoints || !o->rounds || !o->per_round ||
+	    inet_pton(AF_INET, first, &o->first_endpoint) != 1) {
+		usage(stderr);
+		exit(2);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	struct sockaddr_in vip = { .sin_family = AF_INET }, any = { .sin_family = AF_INET };
+	size_t total;
+	uint64_t *lat[2], *round_med[2], failed[2] = { 0, 0 };
+	struct prog_stats before[2], after[2];
+	uint64_t run_ns[2][2], runs[2][2], stats_failed = 0;
+	static const char *const progs[2] = { "connect4", "sockops" };
+	pthread_t th;
+	int mesh, plain, lfd, nsfd, stats_fd, one = 1;
+
+	parse(argc, argv, &o);
+	if (inet_pton(AF_INET, o.vip, &vip.sin_addr) != 1) {
+		usage(stderr);
+		return 2;
+	}
+	vip.sin_port = htons((uint16_t)o.vip_port);
+	mesh = open_procs(o.mesh_cgroup); /* before setns: the netns may hide the cgroup mount */
+	plain = open_procs(o.plain_cgroup);
+	if ((nsfd = open(o.netns, O_RDONLY | O_CLOEXEC)) < 0 || setns(nsfd, CLONE_NEWNET) != 0)
+		die(o.netns);
+	close(nsfd);
+
+	join_cgroup(plain); /* the listener (and so every accepted socket) runs no program */
+	any.sin_port = htons(SERVER_PORT);
+	if ((lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+	    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+	    bind(lfd, (struct sockaddr *)&any, sizeof(any)) != 0 || listen(lfd, 4096) != 0)
+		die("listening on :8080");
+	if (pthread_create(&th, NULL, accept_loop, &lfd) != 0)
+		die("starting the accept thread");
+
+	total = (size_t)o.rounds * o.per_round;
+	for (int v = 0; v < 2; v++) {
+		lat[v] = calloc(total, sizeof(uint64_t));
+		round_med[v] = calloc(o.rounds, sizeof(uint64_t));
+		if (!lat[v] || !round_med[v])
+			die("allocating");
+	}
+	/* warm-up, then rounds: direct (0) from the plain cgroup, VIP (1) from the mesh cgroup */
+	for (unsigned r = 0; r <= o.rounds; r++) {
+		for (int v = 0; v < 2; v++) {
+			uint64_t *row = lat[v] + (r ? (size_t)(r - 1) * o.per_round : 0);
+
+			join_cgroup(v ? mesh : plain);
+			for (unsigned i = 0; i < o.per_round; i++) {
+				struct sockaddr_in dst = vip;
+				uint64_t ns;
+
+				if (!v) {
+					dst.sin_addr.s_addr = htonl(ntohl(o.first_endpoint.s_addr) +
+								    next_rand() % o.endpoints);
+					dst.sin_port = htons(SERVER_PORT);
+				}
+				ns = timed_connect(&dst);
+				if (!ns && r)
+					failed[v]++;
+				if (r)
+					row[i] = ns;
+			}
+			if (r) {
+				uint64_t *copy = malloc(o.per_round * sizeof(uint64_t));
+
+				if (!copy)
+					die("allocating");
+				memcpy(copy, row, o.per_round * sizeof(uint64_t));
+				qsort(copy, o.per_round, sizeof(uint64_t), cmp_u64);
+				round_med[v][r - 1] = pct(copy, o.per_round, 0.5);
+				free(copy);
+			}
+		}
+	}
+	if (failed[0] || failed[1]) {
+		fprintf(stderr, "connect_bench: %llu direct and %llu VIP connects failed\n",
+			(unsigned long long)failed[0], (unsigned long long)failed[1]);
+		return 1;
+	}
+
+	/* the programs' own time: run-time statistics on for separate runs of connects from the
+	 * enrolled cgroup, to the VIP (s = 0) and to endpoint addresses directly (s = 1) */
+	if ((stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME)) < 0)
+		die("BPF_ENABLE_STATS");
+	join_cgroup(mesh);
+	for (int s = 0; s < 2; s++) {
+		for (int p = 0; p < 2; p++)
+			before[p] = link_prog_stats(o.links_dir, progs[p]);
+		for (unsigned i = 0; i < o.stats_connects; i++) {
+			struct sockaddr_in dst = vip;
+
+			if (s) {
+				dst.sin_addr.s_addr = htonl(ntohl(o.first_endpoint.s_addr) +
+							    next_rand() % o.endpoints);
+				dst.sin_port = htons(SERVER_PORT);
+			}
+			if (!timed_connect(&dst))
+				stats_failed++;
+		}
+		for (int p = 0; p < 2; p++) {
+			after[p] = link_prog_stats(o.links_dir, progs[p]);
+			run_ns[s][p] = after[p].run_ns - before[p].run_ns;
+			runs[s][p] = after[p].runs - before[p].runs;
+		}
+	}
+	close(stats_fd);
+	join_cgroup(plain);
+
+	for (int v = 0; v < 2; v++) {
+		qsort(lat[v], total, sizeof(uint64_t), cmp_u64);
+		qsort(round_med[v], o.rounds, sizeof(uint64_t), cmp_u64);
+	}
+	printf("## connect() through a VIP with %u endpoints vs. direct with no program\n\n",
+	       o.endpoints);
+	printf("Command: `make bench` (runs `bench/connect.sh`; `ENDPOINTS=%u`, `ROUNDS=%u`,\n"
+	       "`PER_ROUND=%u` override). One service VIP (%s:%u) with %u endpoints loaded through\n"
+	       "the xDS agent; a test network namespace where every endpoint address is local and\n"
+	       "one listener answers. Rounds of %u connects alternate between the VIP from the\n"
+	       "enrolled cgroup (programs attached: the BPF pick rewrites the destination) and the\n"
+	       "endpoint addresses directly, picked at random, from a sibling cgroup with no program\n"
+	       "(the baseline). Only the connect() call is timed; each connection is then reset.\n\n",
+	       o.endpoints, o.rounds, o.per_round, o.vip, o.vip_port, o.endpoints, o.per_round);
+	printf("| variant | connects | p50 (us) | p90 (us) | p99 (us) | round medians min / max (us) | ratio (p50) |\n");
+	printf("|---|---|---|---|---|---|---|\n");
+	for (int v = 0; v < 2; v++)
+		printf("| %s | %zu | %.2f | %.2f | %.2f | %.2f / %.2f | %.3f |\n",
+		       v ? "through the VIP, programs attached" : "direct, no program (baseline)",
+		       total, pct(lat[v], total, 0.5) / 1e3, pct(lat[v], total, 0.9) / 1e3,
+		       pct(lat[v], total, 0.99) / 1e3, round_med[v][0] / 1e3,
+		       round_med[v][o.rounds - 1] / 1e3,
+		       (double)pct(lat[v], total, 0.5) / (double)pct(lat[0], total, 0.5));
+	printf("\nBPF run time per connect from the enrolled cgroup (`BPF_ENABLE_STATS`, %u more\n"
+	       "connects of each kind%s; the statistics add their own clock reads to every run):\n\n",
+	       o.stats_connects, stats_failed ? ", some failed" : "");
+	printf("| connect to | program | ns per connect | runs per connect | ns per run |\n"
+	       "|---|---|---|---|---|\n");
+	for (int s = 0; s < 2; s++)
+		for (int p = 0; p < 2; p++)
+			printf("| %s | `%s` | %.0f | %.2f | %.0f |\n",
+			       s ? "an endpoint address (pod IP)" : "the VIP", progs[p],
+			       (double)run_ns[s][p] / o.stats_connects,
+			       (double)runs[s][p] / o.stats_connects,
+			       runs[s][p] ? (double)run_ns[s][p] / (double)runs[s][p] : 0.0);
+	printf("\n");
+	printf("Goal: median through the VIP <= 1.01x the direct median.\n");
+	return 0;
+}
