@@ -80,7 +80,7 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 	case KMESH__IPC__ENVELOPE__BODY_BATCH:
 		code = km_tables_apply_batch(t, env->batch, &applied, err, sizeof(err));
 		if (code != KMESH__IPC__CODE__OK)
-			km_warn("batch from pid %d: applied %u of %zu, then %s: %s", (int)s->pid, applied,
+			km_warn("batch from pid %d: applied %u of %zu ops, %s: %s", (int)s->pid, applied,
 				env->batch->n_ops, km_msg_code_name(code), err);
 		else
 			km_debug("batch from pid %d: applied %u ops", (int)s->pid, applied);

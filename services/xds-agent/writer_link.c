@@ -132,7 +132,7 @@ static void on_reply(struct km_writer_link *l, const km_envelope *env)
 			l->ops_done += b->n_ops;
 			if (r->code != KMESH__IPC__CODE__OK) {
 				l->ops_refused += b->n_ops - r->applied;
-				km_error("the map writer applied %u of %zu ops, then refused: %s: %s",
+				km_error("the map writer applied %u of %zu ops and refused the rest: %s: %s",
 					 r->applied, b->n_ops, km_msg_code_name(r->code), r->message);
 				if (l->cbs.on_refused)
 					l->cbs.on_refused(l->arg);

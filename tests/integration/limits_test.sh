@@ -57,7 +57,7 @@ check "the refusal is counted in the map writer's dump (table_full >= 1)" \
 	eval '[ "$(stat_of table_full)" -ge 1 ]'
 check "the map writer names the full table and the flag to raise" \
 	grep -q "km_backend is full.*raise its size flag" "$KM_DIR/map-writer.log"
-check "the agent reports the refusal (TABLE_FULL)" grep -q "refused: TABLE_FULL" "$KM_DIR/xds-agent.log"
+check "the agent reports the refusal (TABLE_FULL)" grep -q "refused the rest: TABLE_FULL" "$KM_DIR/xds-agent.log"
 check "no endpoint row names a missing backend" endpoints_resolve
 
 config 10 # 12 workloads: the mesh fits again
