@@ -1,4 +1,4 @@
-/* base64.c — base64 decoding (see base64.h). */
+/* base64.c — base64 decoding and encoding (see base64.h). */
 #include "shared/base64.h"
 
 static int sextet(char c)
@@ -40,4 +40,27 @@ long km_base64_decode(const char *text, size_t len, uint8_t *out, size_t cap)
 		}
 	}
 	return (long)n;
+}
+
+size_t km_base64_encode(const uint8_t *data, size_t len, char *out)
+{
+	static const char alphabet[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t n = 0;
+
+	for (size_t i = 0; i < len; i += 3) {
+		uint32_t v = (uint32_t)data[i] << 16;
+		size_t left = len - i;
+
+		if (left > 1)
+			v |= (uint32_t)data[i + 1] << 8;
+		if (left > 2)
+			v |= data[i + 2];
+		out[n++] = alphabet[(v >> 18) & 63];
+		out[n++] = alphabet[(v >> 12) & 63];
+		out[n++] = left > 1 ? alphabet[(v >> 6) & 63] : '=';
+		out[n++] = left > 2 ? alphabet[v & 63] : '=';
+	}
+	out[n] = '\0';
+	return n;
 }

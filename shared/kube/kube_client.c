@@ -1,0 +1,202 @@
+/* kube_client.c — see kube_client.h. */
+#include "shared/kube/kube_client.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shared/errbuf.h"
+
+struct response {
+	char *data;
+	size_t len, cap;
+	int too_large;
+};
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+	struct response *r = arg;
+	size_t n = size * nmemb;
+
+	if (r->len + n > KM_KUBE_MAX_RESPONSE) {
+		r->too_large = 1;
+		return 0; /* aborts the transfer */
+	}
+	if (r->len + n + 1 > r->cap) {
+		size_t cap = r->cap ? r->cap : 16384;
+		char *nd;
+
+		while (cap < r->len + n + 1)
+			cap *= 2;
+		nd = realloc(r->data, cap);
+		if (!nd)
+			return 0;
+		r->data = nd;
+		r->cap = cap;
+	}
+	memcpy(r->data + r->len, ptr, n);
+	r->len += n;
+	r->data[r->len] = '\0';
+	return n;
+}
+
+int km_kube_open(struct km_kube_client *c, const char *kubeconfig_path, long timeout_ms,
+		 char *err, size_t errlen)
+{
+	CURL *h;
+	char auth[8192];
+
+	memset(c, 0, sizeof(*c));
+	c->timeout_ms = timeout_ms;
+	if (km_kubeconfig_load(kubeconfig_path, &c->kc, err, errlen) != 0)
+		return -1;
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || !(h = curl_easy_init())) {
+		km_kubeconfig_free(&c->kc);
+		return km_errf(err, errlen, "libcurl cannot start");
+	}
+	c->curl = h;
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https");
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	if (c->kc.ca_pem) {
+		struct curl_blob blob = { c->kc.ca_pem, c->kc.ca_pem_len, CURL_BLOB_COPY };
+
+		curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
+	} else if (c->kc.ca_file) {
+		curl_easy_setopt(h, CURLOPT_CAINFO, c->kc.ca_file);
+	}
+	if (c->kc.insecure) {
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	if (c->kc.cert_pem && c->kc.key_pem) {
+		struct curl_blob cert = { c->kc.cert_pem, c->kc.cert_pem_len, CURL_BLOB_COPY };
+		struct curl_blob key = { c->kc.key_pem, c->kc.key_pem_len, CURL_BLOB_COPY };
+
+		curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cert);
+		curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &key);
+	} else if (c->kc.cert_file && c->kc.key_file) {
+		curl_easy_setopt(h, CURLOPT_SSLCERT, c->kc.cert_file);
+		curl_easy_setopt(h, CURLOPT_SSLKEY, c->kc.key_file);
+	}
+	c->headers = curl_slist_append(NULL, "Accept: application/json");
+	if (c->kc.token) {
+		if (strlen(c->kc.token) > sizeof(auth) - 32 || strpbrk(c->kc.token, "\r\n")) {
+			km_kube_close(c);
+			return km_errf(err, errlen, "kubeconfig %s: the token is not a single line "
+				       "under 8 KiB", kubeconfig_path);
+		}
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", c->kc.token);
+		c->headers = curl_slist_append(c->headers, auth);
+	}
+	return 0;
+}
+
+/* The "message" of a Kubernetes Status answer, or the start of the body. */
+static void api_message(const struct response *r, long status, char *err, size_t errlen)
+{
+	json_t *j = r->data ? json_loadb(r->data, r->len, 0, NULL) : NULL;
+	const char *msg = json_string_value(json_object_get(j, "message"));
+
+	if (msg)
+		snprintf(err, errlen, "HTTP %ld: %s", status, msg);
+	else
+		snprintf(err, errlen, "HTTP %ld: %.200s", status, r->data ? r->data : "");
+	json_decref(j);
+}
+
+int km_kube_request(struct km_kube_client *c, const char *method, const char *path,
+		    const char *content_type, const char *body, json_t **out, char *err,
+		    size_t errlen)
+{
+	struct response r = { 0 };
+	struct curl_slist *headers = c->headers, *extra = NULL;
+	char url[2048], ct[128], cerr[CURL_ERROR_SIZE] = "";
+	CURL *h = c->curl;
+	json_error_t jerr;
+	CURLcode rc;
+	long status = 0;
+
+	if (out)
+		*out = NULL;
+	if (snprintf(url, sizeof(url), "%s%s", c->kc.server, path) >= (int)sizeof(url))
+		return km_errf(err, errlen, "URL too long");
+	if (content_type) {
+		/* one more header for this request only: a copy of the list, freed below */
+		for (struct curl_slist *s = c->headers; s; s = s->next)
+			extra = curl_slist_append(extra, s->data);
+		snprintf(ct, sizeof(ct), "Content-Type: %s", content_type);
+		extra = curl_slist_append(extra, ct);
+		headers = extra;
+	}
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &r);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
+	if (body) {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	} else {
+		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	}
+	rc = curl_easy_perform(h);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->headers);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+	curl_slist_free_all(extra);
+	if (rc != CURLE_OK) {
+		if (r.too_large)
+			km_errf(err, errlen, "%s %s: the answer is larger than %u bytes", method, url,
+				KM_KUBE_MAX_RESPONSE);
+		else
+			km_errf(err, errlen, "%s %s: %s", method, url,
+				*cerr ? cerr : curl_easy_strerror(rc));
+		free(r.data);
+		return -1;
+	}
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	if (status < 200 || status > 299) {
+		api_message(&r, status, err, errlen);
+	} else if (out) {
+		*out = r.data ? json_loadb(r.data, r.len, 0, &jerr) : NULL;
+		if (!*out || !json_is_object(*out)) {
+			json_decref(*out);
+			*out = NULL;
+			km_errf(err, errlen, "%s %s: the answer is not a JSON object", method, url);
+			status = -1;
+		}
+	}
+	free(r.data);
+	return (int)status;
+}
+
+void km_kube_close(struct km_kube_client *c)
+{
+	if (c->curl) {
+		curl_easy_cleanup(c->curl);
+		curl_global_cleanup();
+	}
+	curl_slist_free_all(c->headers);
+	km_kubeconfig_free(&c->kc);
+	memset(c, 0, sizeof(*c));
+}
+
+int km_kube_valid_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 253)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char ch = s[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.'))
+			return 0;
+	}
+	return s[0] != '-' && s[0] != '.' && s[n - 1] != '-' && s[n - 1] != '.';
+}

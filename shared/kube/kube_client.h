@@ -1,0 +1,39 @@
+/* kube_client.h — a small blocking Kubernetes API client on libcurl, for one-shot programs (the
+ * CNI plugin, kmeshctl): one connection reused across requests, TLS verified against the
+ * kubeconfig's CA, bearer token or client certificate, every request bounded in time and in
+ * response size. */
+#ifndef KM_SHARED_KUBE_CLIENT_H
+#define KM_SHARED_KUBE_CLIENT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "shared/kube/kubeconfig.h"
+
+#define KM_KUBE_MAX_RESPONSE (4u << 20)
+
+struct km_kube_client {
+	void *curl; /* CURL * */
+	struct curl_slist *headers;
+	struct km_kubeconfig kc;
+	long timeout_ms;
+};
+
+/* Load the kubeconfig and prepare the connection (nothing is sent yet). Returns 0, or -1 with
+ * err filled. */
+int km_kube_open(struct km_kube_client *c, const char *kubeconfig_path, long timeout_ms,
+		 char *err, size_t errlen);
+/* One request. path starts with "/" (e.g. "/api/v1/namespaces/default"); body and content_type
+ * may be NULL. Returns the HTTP status, or -1 when no answer came (err says why: connection
+ * refused, timeout, TLS). A 2xx JSON answer is parsed into *out (the caller decrefs); for
+ * other statuses err holds the API's message. */
+int km_kube_request(struct km_kube_client *c, const char *method, const char *path,
+		    const char *content_type, const char *body, json_t **out, char *err,
+		    size_t errlen);
+void km_kube_close(struct km_kube_client *c);
+
+/* 1 if s is a valid DNS-1123 subdomain (names of namespaces and pods), so it can be put into
+ * an API path as is. */
+int km_kube_valid_name(const char *s);
+
+#endif

@@ -1,0 +1,64 @@
+/* netns.c — see netns.h. */
+#include "shared/netns.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "shared/errbuf.h"
+
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71
+#endif
+
+int km_netns_cookie(const char *path, uint64_t *cookie, char *err, size_t errlen)
+{
+	socklen_t len = sizeof(*cookie);
+	int self, target, s, e;
+
+	target = open(path, O_RDONLY | O_CLOEXEC);
+	if (target < 0) {
+		e = errno;
+		km_errf(err, errlen, "cannot open network namespace %s: %s", path, strerror(e));
+		return e == ENOENT ? -ENOENT : -e;
+	}
+	self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (self < 0) {
+		e = errno;
+		close(target);
+		km_errf(err, errlen, "cannot open this thread's network namespace: %s", strerror(e));
+		return -e;
+	}
+	if (setns(target, CLONE_NEWNET) != 0) {
+		e = errno;
+		close(target);
+		close(self);
+		/* EINVAL: the file is not (or no longer) a network namespace */
+		km_errf(err, errlen, "cannot enter network namespace %s: %s", path, strerror(e));
+		return e == EINVAL ? -ENOENT : -e;
+	}
+	close(target);
+	s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	e = s < 0 ? errno : 0;
+	if (setns(self, CLONE_NEWNET) != 0) {
+		fprintf(stderr, "fatal: cannot return to the own network namespace: %s\n",
+			strerror(errno));
+		abort();
+	}
+	close(self);
+	if (s < 0)
+		return km_errf(err, errlen, "cannot create a socket in %s: %s", path, strerror(e)), -e;
+	if (getsockopt(s, SOL_SOCKET, SO_NETNS_COOKIE, cookie, &len) != 0) {
+		e = errno;
+		close(s);
+		km_errf(err, errlen, "SO_NETNS_COOKIE: %s (kernel 5.14 or later needed)", strerror(e));
+		return -e;
+	}
+	close(s);
+	return 0;
+}
