@@ -53,6 +53,8 @@ static int role_may(const struct km_ipc_session *s, Kmesh__Ipc__Envelope__BodyCa
 	case KMESH__IPC__ENVELOPE__BODY_ENROLL:
 	case KMESH__IPC__ENVELOPE__BODY_UNENROLL:
 		return s->role == KMESH__IPC__ROLE__ROLE_CNI;
+	case KMESH__IPC__ENVELOPE__BODY_ENROLL_QUERY:
+		return s->role == KMESH__IPC__ROLE__ROLE_CNI || s->role == KMESH__IPC__ROLE__ROLE_ADMIN;
 	case KMESH__IPC__ENVELOPE__BODY_DUMP:
 		return s->role == KMESH__IPC__ROLE__ROLE_ADMIN || s->role == KMESH__IPC__ROLE__ROLE_XDS;
 	case KMESH__IPC__ENVELOPE__BODY_SET_LOG_LEVEL:
@@ -98,6 +100,9 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 		       (unsigned long long)env->unenroll->netns_cookie,
 		       env->unenroll->pod && *env->unenroll->pod ? env->unenroll->pod : "-",
 		       km_msg_code_name(code), *err ? ": " : "", err);
+		break;
+	case KMESH__IPC__ENVELOPE__BODY_ENROLL_QUERY:
+		code = km_tables_enrolled(t, env->enroll_query->netns_cookie, err, sizeof(err));
 		break;
 	case KMESH__IPC__ENVELOPE__BODY_SYNC:
 		if (env->sync->phase == KMESH__IPC__SYNC__PHASE__BEGIN) {

@@ -686,6 +686,21 @@ Kmesh__Ipc__Code km_tables_enroll(struct km_tables *t, const Kmesh__Ipc__Enroll 
 	return write_row(t, t->fd_manage, "km_manage", &k, sizeof(k), &v, sizeof(v), err, errlen);
 }
 
+Kmesh__Ipc__Code km_tables_enrolled(struct km_tables *t, uint64_t netns_cookie, char *err,
+				    size_t errlen)
+{
+	struct km_manage_key k = { .netns_cookie = netns_cookie };
+	struct km_manage_value v;
+
+	err[0] = '\0';
+	if (bpf_map_lookup_elem(t->fd_manage, &k, &v) == 0)
+		return OK;
+	if (errno == ENOENT)
+		return fail(KMESH__IPC__CODE__NOT_FOUND, err, errlen, "netns cookie %llu is not enrolled",
+			    (unsigned long long)netns_cookie);
+	return fail(KMESH__IPC__CODE__INTERNAL, err, errlen, "km_manage lookup: %s", strerror(errno));
+}
+
 Kmesh__Ipc__Code km_tables_unenroll(struct km_tables *t, const Kmesh__Ipc__Unenroll *u, char *err,
 				    size_t errlen)
 {

@@ -64,6 +64,9 @@ Kmesh__Ipc__Code km_tables_apply_batch(struct km_tables *t, const Kmesh__Ipc__Ta
 
 Kmesh__Ipc__Code km_tables_enroll(struct km_tables *t, const Kmesh__Ipc__Enroll *e, char *err,
 				  size_t errlen);
+/* OK when the netns cookie is in km_manage, NOT_FOUND when not. */
+Kmesh__Ipc__Code km_tables_enrolled(struct km_tables *t, uint64_t netns_cookie, char *err,
+				    size_t errlen);
 Kmesh__Ipc__Code km_tables_unenroll(struct km_tables *t, const Kmesh__Ipc__Unenroll *u, char *err,
 				    size_t errlen);
 
