@@ -7,7 +7,7 @@ CLANG   ?= clang
 BPFTOOL ?= bpftool
 PROTOC_C ?= protoc-c
 
-PKGS     := libbpf libuv libprotobuf-c jansson libnghttp2 wolfssl
+PKGS     := libbpf libuv libprotobuf-c jansson libnghttp2 wolfssl libcurl yaml-0.1
 # LAYOUT_FLAGS=-DKM_LAYOUT_TEST_NEXT builds the test's next table layout (see next-map-writer).
 LAYOUT_FLAGS ?=
 CPPFLAGS := -D_GNU_SOURCE -I. -Ibpf/include -I$(GEN) $(LAYOUT_FLAGS)
@@ -17,7 +17,8 @@ CFLAGS   := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-missing-field-initializ
 COMMON_LIBS := $(shell pkg-config --libs libuv libprotobuf-c)
 MW_LIBS     := $(shell pkg-config --libs libbpf) -lelf -lz $(COMMON_LIBS)
 XDS_LIBS    := $(shell pkg-config --libs jansson libnghttp2 wolfssl) $(COMMON_LIBS)
-LDLIBS      := $(MW_LIBS) $(XDS_LIBS)
+CNI_LIBS    := $(shell pkg-config --libs jansson libcurl yaml-0.1) $(COMMON_LIBS)
+LDLIBS      := $(MW_LIBS) $(XDS_LIBS) $(CNI_LIBS)
 SANFLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 IPC_SRCS    := ipc/frame.c ipc/conn.c ipc/message.c ipc/client_sync.c ipc/server.c $(GEN)/kmesh_ipc.pb-c.c
@@ -26,6 +27,8 @@ MW_SRCS     := $(filter-out %/main.c,$(wildcard services/map-writer/*.c))
 WIRE_PROTOS := $(wildcard proto/*.proto)
 WIRE_SRCS   := $(patsubst proto/%.proto,$(GEN)/%.pb-c.c,$(WIRE_PROTOS))
 XDS_SRCS    := $(filter-out %/main.c,$(wildcard services/xds-agent/*.c)) $(WIRE_SRCS)
+KUBE_SRCS   := $(wildcard shared/kube/*.c)
+CNI_SRCS    := $(filter-out %/main.c,$(wildcard services/cni-plugin/*.c)) $(KUBE_SRCS)
 COMMON_SRCS := $(IPC_SRCS) $(SHARED_SRCS)
 
 GEN_HDRS := $(GEN)/kmesh_ipc.pb-c.h $(GEN)/kmesh.skel.h $(WIRE_SRCS:.c=.h)
@@ -33,7 +36,7 @@ GEN_HDRS := $(GEN)/kmesh_ipc.pb-c.h $(GEN)/kmesh.skel.h $(WIRE_SRCS:.c=.h)
 obj = $(patsubst %.c,$(B)/obj/%.o,$(patsubst $(B)/%,%,$(1)))
 san = $(patsubst %.c,$(B)/san/%.o,$(patsubst $(B)/%,%,$(1)))
 
-BINS := $(B)/bin/kmesh-map-writer $(B)/bin/kmesh-xds-agent
+BINS := $(B)/bin/kmesh-map-writer $(B)/bin/kmesh-xds-agent $(B)/bin/kmesh-cni
 TEST_TOOLS := $(B)/tests/kmesh-testctl
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
@@ -99,6 +102,10 @@ $(B)/bin/kmesh-xds-agent: $(call obj,services/xds-agent/main.c $(XDS_SRCS) $(COM
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(XDS_LIBS)
 
+$(B)/bin/kmesh-cni: $(call obj,services/cni-plugin/main.c $(CNI_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(CNI_LIBS)
+
 $(B)/tests/kmesh-testctl: $(call obj,tests/tools/kmesh-testctl.c $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(COMMON_LIBS)
@@ -112,8 +119,12 @@ $(B)/san-bin/kmesh-xds-agent: $(call san,services/xds-agent/main.c $(XDS_SRCS) $
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(XDS_LIBS)
 
+$(B)/san-bin/kmesh-cni: $(call san,services/cni-plugin/main.c $(CNI_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(CNI_LIBS)
+
 # ---- unit tests (cmocka, always under ASan+UBSan) ------------------------------------------------
-$(B)/tests/test_%: $(call san,tests/unit/test_%.c $(XDS_SRCS) $(MW_SRCS) $(COMMON_SRCS))
+$(B)/tests/test_%: $(call san,tests/unit/test_%.c $(XDS_SRCS) $(MW_SRCS) $(CNI_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
@@ -133,7 +144,8 @@ next-map-writer:
 integration: all next-map-writer
 	@bash tests/integration/run.sh
 
-integration-san: all next-map-writer $(B)/san-bin/kmesh-map-writer $(B)/san-bin/kmesh-xds-agent
+integration-san: all next-map-writer $(B)/san-bin/kmesh-map-writer $(B)/san-bin/kmesh-xds-agent \
+		$(B)/san-bin/kmesh-cni
 	@bash tests/integration/run.sh --sanitized
 
 test: unit fuzz-smoke integration integration-san
@@ -167,7 +179,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=
                $(shell pkg-config --cflags $(PKGS)) -Wno-unused-parameter
 FUZZ_SECONDS ?= 20
 
-$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(XDS_SRCS) $(COMMON_SRCS) | $(GEN_HDRS)
+$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(XDS_SRCS) $(CNI_SRCS) $(COMMON_SRCS) | $(GEN_HDRS)
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -1,0 +1,26 @@
+/* cni_state.h — what kmesh-cni keeps between calls, under its state directory (default
+ * /run/kmesh/cni, a tmpfs: netns cookies are only valid until reboot):
+ *   containers/<CNI_CONTAINERID>  the netns cookie an ADD enrolled, so a DEL can unenroll the
+ *                                 pod even when its network namespace is already gone;
+ *   metrics.prom                  counters in Prometheus text format, updated under a lock by
+ *                                 every call (kmesh_cni_requests_total{command,result},
+ *                                 kmesh_cni_fail_open_total{reason}). */
+#ifndef KM_CNI_STATE_H
+#define KM_CNI_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Create the state directory (mode 0700) and its containers/ subdirectory. */
+int km_cni_state_init(const char *dir, char *err, size_t errlen);
+int km_cni_state_save(const char *dir, const char *container_id, uint64_t cookie,
+		      const char *pod, char *err, size_t errlen);
+/* Returns 0, or -ENOENT when nothing is saved for this container. */
+int km_cni_state_load(const char *dir, const char *container_id, uint64_t *cookie);
+void km_cni_state_remove(const char *dir, const char *container_id);
+
+/* Add 1 to one counter series, e.g. kmesh_cni_fail_open_total{reason="map_writer"}. Failures
+ * are logged, never fatal. */
+void km_cni_metric_inc(const char *dir, const char *series);
+
+#endif

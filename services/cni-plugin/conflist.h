@@ -1,0 +1,33 @@
+/* conflist.h — the CNI configuration list kmesh-cni chains itself into: which file (the one
+ * named, or the first *.conflist by name that is valid), what counts as valid (a JSON object
+ * with a non-empty "plugins" list of objects with a string "type"), and the two edits: our
+ * entry last in "plugins", or no entry of ours. Pure functions on jansson trees, so the
+ * installer's file handling stays separate and the parser can be fuzzed. */
+#ifndef KM_CNI_CONFLIST_H
+#define KM_CNI_CONFLIST_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#define KM_CNI_PLUGIN_TYPE "kmesh-cni"
+#define KM_CONFLIST_MAX_BYTES (1u << 20)
+
+/* A valid conflist, or NULL with err filled. */
+json_t *km_conflist_parse(const char *text, size_t len, char *err, size_t errlen);
+/* A copy of conflist with entry as the last plugin and no other kmesh-cni entry; NULL when
+ * conflist already is so (nothing to write). */
+json_t *km_conflist_with_entry(const json_t *conflist, const json_t *entry);
+/* A copy without any kmesh-cni entry; NULL when there is none. */
+json_t *km_conflist_without_entry(const json_t *conflist);
+/* The text written for a conflist (2-space indent, key order kept, trailing newline); NULL if
+ * it would not parse back as a valid conflist. */
+char *km_conflist_dump(const json_t *conflist);
+
+/* The file to edit: dir/named when named is given (it must be valid), else the first valid
+ * *.conflist in dir by name. Returns 0 with path filled, -ENOENT when there is none yet, or
+ * -1 with err filled. *earlier_conf is set to the name of a *.conf or *.json file that sorts
+ * before it (a runtime would use that file instead; "" if none). */
+int km_conflist_find(const char *dir, const char *named, char *path, size_t pathlen,
+		     char *earlier_conf, size_t earlier_len, char *err, size_t errlen);
+
+#endif
