@@ -187,6 +187,36 @@ km_make_pki() {
 	chmod 644 "$d/ca.pem"
 }
 
+# km_make_cert NAME SAN: a server certificate signed by the test CA (km_make_pki first), in
+# $KM_DIR/pki/NAME.pem and NAME.key; SAN e.g. "IP:127.0.0.1".
+km_make_cert() {
+	local d=$KM_DIR/pki
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$1" \
+		-keyout "$d/$1.key" -out "$d/$1.csr" 2>/dev/null
+	printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\n' "$2" >"$d/$1.ext"
+	openssl x509 -req -in "$d/$1.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
+		-days 1 -extfile "$d/$1.ext" -out "$d/$1.pem" 2>/dev/null
+}
+
+# km_kube_api_start STATE TOKEN: the fake Kubernetes API (tests/lib/fake_kube_api.py) over TLS
+# on a free port of the node namespace's loopback, where the CNI plugin runs; objects from the
+# JSON file STATE; requests logged to $KM_DIR/kube-api.requests. Sets KM_KUBE_PORT.
+km_kube_api_start() {
+	km_make_cert kube-api IP:127.0.0.1
+	rm -f "$KM_DIR/kube-api.port"
+	ip netns exec "$KM_NODE" "$KM_PY" "$KM_ROOT/tests/lib/fake_kube_api.py" \
+		--cert "$KM_DIR/pki/kube-api.pem" --key "$KM_DIR/pki/kube-api.key" --state "$1" \
+		--token "$2" --log "$KM_DIR/kube-api.requests" --port-file "$KM_DIR/kube-api.port" \
+		>>"$KM_DIR/kube-api.log" 2>&1 &
+	KM_PIDS+=($!)
+	local i
+	for i in $(seq 1 100); do
+		[ -s "$KM_DIR/kube-api.port" ] && break
+		sleep 0.05
+	done
+	KM_KUBE_PORT=$(cat "$KM_DIR/kube-api.port")
+}
+
 # km_istiod_start [fake_istiod.py options]: the fake istiod over TLS on a free loopback port.
 km_istiod_start() {
 	mkdir -p "$KM_DIR/py"

@@ -1,0 +1,119 @@
+#!/usr/bin/python3
+"""A small fake Kubernetes API server over HTTPS, for the CNI tests and benchmark.
+
+It answers what kmesh-cni asks: GET /api/v1/namespaces/NS, GET /api/v1/namespaces/NS/pods/NAME
+and a JSON merge PATCH of a pod. Objects come from a JSON state file, re-read on every request so
+a test changes them by rewriting it:
+  {"namespaces": {"NS": {"labels": {...}}},
+   "pods": {"NS/NAME": {"labels": {...}, "annotations": {...}, "hostNetwork": false}},
+   "fail": {"PATCH": 500, "GET": 503}}          # optional: answer these methods with an error
+Patched annotations are kept in memory and show in later GETs. Every request is appended to the
+--log file as one JSON line (method, path, content_type, body, authorized). A request without
+the bearer token of --token gets 401."""
+import argparse
+import json
+import re
+import ssl
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+PATCHED = {}
+LOCK = threading.Lock()
+
+
+def status(code, reason, message):
+    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code,
+            "reason": reason, "message": message}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as the API server does
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, code, obj):
+        body = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def state(self):
+        with open(self.server.args.state) as f:
+            return json.load(f)
+
+    def record(self, body, authorized):
+        entry = {"method": self.command, "path": self.path,
+                 "content_type": self.headers.get("Content-Type"), "body": body,
+                 "authorized": authorized}
+        with LOCK, open(self.server.args.log, "a") as f:
+            f.write(json.dumps(entry) + "\n")
+
+    def handle_any(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length).decode() if length else None
+        authorized = self.headers.get("Authorization") == "Bearer " + self.server.args.token
+        self.record(body, authorized)
+        if not authorized:
+            return self.reply(401, status(401, "Unauthorized", "Unauthorized"))
+        st = self.state()
+        fail = st.get("fail", {}).get(self.command)
+        if fail:
+            return self.reply(fail, status(fail, "InternalError", "injected failure"))
+        m = re.fullmatch(r"/api/v1/namespaces/([^/]+)(?:/pods/([^/]+))?", self.path)
+        if not m:
+            return self.reply(404, status(404, "NotFound", "no such path " + self.path))
+        ns, pod = m.group(1), m.group(2)
+        if pod is None:
+            if self.command != "GET" or ns not in st.get("namespaces", {}):
+                return self.reply(404, status(404, "NotFound", 'namespaces "%s" not found' % ns))
+            n = st["namespaces"][ns]
+            return self.reply(200, {"kind": "Namespace", "apiVersion": "v1",
+                                    "metadata": {"name": ns, "labels": n.get("labels", {})}})
+        key = ns + "/" + pod
+        if key not in st.get("pods", {}):
+            return self.reply(404, status(404, "NotFound", 'pods "%s" not found' % pod))
+        p = st["pods"][key]
+        if self.command == "PATCH":
+            if self.headers.get("Content-Type") != "application/merge-patch+json":
+                return self.reply(415, status(415, "UnsupportedMediaType", "merge patch only"))
+            patch = json.loads(body)
+            with LOCK:
+                PATCHED.setdefault(key, {}).update(patch["metadata"]["annotations"])
+        annotations = dict(p.get("annotations", {}))
+        annotations.update(PATCHED.get(key, {}))
+        return self.reply(200, {
+            "kind": "Pod", "apiVersion": "v1",
+            "metadata": {"name": pod, "namespace": ns, "labels": p.get("labels", {}),
+                         "annotations": annotations},
+            "spec": {"hostNetwork": p.get("hostNetwork", False), "nodeName": "node-1"}})
+
+    do_GET = do_PATCH = do_POST = do_PUT = do_DELETE = handle_any
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cert", required=True)
+    ap.add_argument("--key", required=True)
+    ap.add_argument("--state", required=True)
+    ap.add_argument("--log", required=True)
+    ap.add_argument("--token", required=True)
+    ap.add_argument("--port-file", required=True)
+    args = ap.parse_args()
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    srv.args = args
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(args.cert, args.key)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    with open(args.port_file + ".tmp", "w") as f:
+        f.write(str(srv.server_address[1]))
+    import os
+    os.rename(args.port_file + ".tmp", args.port_file)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
