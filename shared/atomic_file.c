@@ -30,7 +30,7 @@ static int write_all(int fd, const void *data, size_t len)
 }
 
 int km_atomic_write(const char *path, const void *data, size_t len, mode_t mode, uid_t uid,
-		    gid_t gid, char *err, size_t errlen)
+		    gid_t gid, unsigned flags, char *err, size_t errlen)
 {
 	char dir[4096], base[256], tmp[4096 + 300];
 	int fd, dfd, e;
@@ -50,7 +50,7 @@ int km_atomic_write(const char *path, const void *data, size_t len, mode_t mode,
 			       strerror(errno));
 	if (write_all(fd, data, len) != 0 || fchmod(fd, mode) != 0 ||
 	    ((uid != (uid_t)-1 || gid != (gid_t)-1) && fchown(fd, uid, gid) != 0) ||
-	    fsync(fd) != 0) {
+	    (!(flags & KM_ATOMIC_NOSYNC) && fsync(fd) != 0)) {
 		e = errno;
 		close(fd);
 		unlink(tmp);
@@ -62,6 +62,8 @@ int km_atomic_write(const char *path, const void *data, size_t len, mode_t mode,
 		unlink(tmp);
 		return km_errf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(e));
 	}
+	if (flags & KM_ATOMIC_NOSYNC)
+		return 0;
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0) {
 		fsync(dfd);

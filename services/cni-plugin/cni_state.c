@@ -53,7 +53,8 @@ int km_cni_state_save(const char *dir, const char *container_id, uint64_t cookie
 	int n = snprintf(text, sizeof(text), "%" PRIu64 " %.500s\n", cookie, pod);
 
 	snprintf(path, sizeof(path), "%s/containers/%s", dir, container_id);
-	return km_atomic_write(path, text, (size_t)n, 0600, (uid_t)-1, (gid_t)-1, err, errlen);
+	return km_atomic_write(path, text, (size_t)n, 0600, (uid_t)-1, (gid_t)-1,
+			       KM_ATOMIC_NOSYNC, err, errlen); /* cookies mean nothing after a reboot */
 }
 
 int km_cni_state_load(const char *dir, const char *container_id, uint64_t *cookie)
@@ -152,7 +153,8 @@ void km_cni_metric_inc(const char *dir, const char *series)
 		len += (size_t)snprintf(out + len, cap - len, "%s %llu\n", rows[i].name,
 					rows[i].value);
 	}
-	if (out && km_atomic_write(path, out, len, 0644, (uid_t)-1, (gid_t)-1, why, sizeof(why)))
+	if (out && km_atomic_write(path, out, len, 0644, (uid_t)-1, (gid_t)-1, KM_ATOMIC_NOSYNC, why,
+				   sizeof(why)))
 		km_warn("metrics: %s", why);
 	free(out);
 	flock(fd, LOCK_UN);

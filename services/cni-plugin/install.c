@@ -47,7 +47,7 @@ static int write_if_changed(const char *path, const char *data, size_t len, mode
 	free(have);
 	if (same)
 		return 0;
-	if (km_atomic_write(path, data, len, mode, (uid_t)-1, (gid_t)-1, why, sizeof(why))) {
+	if (km_atomic_write(path, data, len, mode, (uid_t)-1, (gid_t)-1, 0, why, sizeof(why))) {
 		km_error("%s", why);
 		return -1;
 	}
@@ -166,7 +166,7 @@ static int edit_conflist(const char *path, const json_t *entry, char *why, size_
 		goto out;
 	}
 	if (km_atomic_write(path, out, strlen(out), before.st_mode & 07777, before.st_uid,
-			    before.st_gid, why, whylen) == 0)
+			    before.st_gid, 0, why, whylen) == 0)
 		rc = 1;
 out:
 	free(text);

@@ -250,25 +250,18 @@ static int cmd_add(struct call *c)
 	return pass_through(c);
 }
 
+/* Unenrolls exactly what the ADD enrolled, by the saved cookie: no API call and no netns
+ * needed, so it works after either is gone, and twice. */
 static int cmd_del(struct call *c)
 {
-	uint64_t cookie = 0, saved = 0;
+	uint64_t saved = 0;
 	char why[768];
-	int have_netns = 0, have_saved, rc;
+	int rc;
 
-	have_saved = km_cni_state_load(c->nc->state_dir, c->inv->container_id, &saved) == 0;
-	if (!have_saved) {
-		/* never enrolled by an ADD of ours (or already removed): nothing to undo */
+	if (km_cni_state_load(c->nc->state_dir, c->inv->container_id, &saved) != 0) {
 		km_debug("DEL %s (%s): nothing enrolled", c->pod, c->inv->container_id);
 		count(c, "not_enrolled");
 		return 0;
-	}
-	if (c->inv->netns && *c->inv->netns)
-		have_netns = km_netns_cookie(c->inv->netns, &cookie, why, sizeof(why)) == 0;
-	if (have_netns && cookie != saved) {
-		rc = unenroll(c, cookie, why, sizeof(why));
-		if (rc != KMESH__IPC__CODE__OK)
-			return unavailable(c, "map_writer", KM_CNI_E_MAP_WRITER, "unenroll: %s", why);
 	}
 	rc = unenroll(c, saved, why, sizeof(why));
 	if (rc != KMESH__IPC__CODE__OK)
@@ -276,8 +269,7 @@ static int cmd_del(struct call *c)
 				   "unenroll netns cookie %" PRIu64 ": %s (its row stays; DEL again "
 				   "removes it)", saved, why);
 	km_cni_state_remove(c->nc->state_dir, c->inv->container_id);
-	km_info("DEL %s: unenrolled netns cookie %" PRIu64 "%s", c->pod, saved,
-		have_netns ? "" : " (the network namespace was already gone)");
+	km_info("DEL %s: unenrolled netns cookie %" PRIu64, c->pod, saved);
 	count(c, "unenrolled");
 	return 0;
 }
@@ -324,7 +316,10 @@ int km_cni_run(const struct km_cni_invocation *inv, const struct km_cni_netconf 
 	struct call c = { .inv = inv, .nc = nc, .out = out, .e = e };
 	int rc;
 
-	snprintf(c.pod, sizeof(c.pod), "%s/%s", inv->pod_namespace, inv->pod_name);
+	if (inv->pod_name[0] && inv->pod_namespace[0])
+		snprintf(c.pod, sizeof(c.pod), "%s/%s", inv->pod_namespace, inv->pod_name);
+	else
+		snprintf(c.pod, sizeof(c.pod), "container %.300s", inv->container_id);
 	if (inv->command != KM_CNI_DEL && !nc->prev_result)
 		return km_cni_fail(e, KM_CNI_E_CONFIG, "kmesh-cni cannot be used on its own",
 				   "no prevResult: kmesh-cni is a chained plugin and must come "
@@ -339,7 +334,7 @@ int km_cni_run(const struct km_cni_invocation *inv, const struct km_cni_netconf 
 			nc->ips_dropped);
 	if (inv->command != KM_CNI_DEL && (!inv->pod_name[0] || !inv->pod_namespace[0])) {
 		km_info("%s %s: CNI_ARGS names no Kubernetes pod; passed through",
-			km_cni_command_name(inv->command), inv->container_id);
+			km_cni_command_name(inv->command), c.pod);
 		count(&c, "not_a_pod");
 		return pass_through(&c);
 	}

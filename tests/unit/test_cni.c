@@ -311,8 +311,8 @@ static void test_conflist_find(void **state)
 					  err, sizeof(err)), -2 /* -ENOENT */);
 #define PUT(name, text)                                                                            \
 	snprintf(f, sizeof(f), "%s/%s", dir, name);                                                \
-	assert_int_equal(km_atomic_write(f, text, strlen(text), 0644, (uid_t)-1, (gid_t)-1, err,   \
-					 sizeof(err)), 0)
+	assert_int_equal(km_atomic_write(f, text, strlen(text), 0644, (uid_t)-1, (gid_t)-1, 0,    \
+					 err, sizeof(err)), 0)
 	PUT("05-broken.conflist", "{");
 	PUT("07-old.conf", "{\"type\": \"bridge\"}");
 	PUT("10-calico.conflist", "{\"plugins\": [{\"type\": \"calico\"}]}");
