@@ -170,7 +170,12 @@ $(B)/bench/connect_bench: $(call obj,bench/connect_bench.c)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS) -lpthread
 
-BENCHES := $(addprefix $(B)/bench/,decode_bench map_update_bench table_ops_bench connect_bench)
+$(B)/bench/cni_add_bench: $(call obj,bench/cni_add_bench.c)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^
+
+BENCHES := $(addprefix $(B)/bench/,decode_bench map_update_bench table_ops_bench connect_bench \
+	cni_add_bench)
 bench: all $(BENCHES)
 	@bash bench/run.sh
 

@@ -13,6 +13,7 @@ the bearer token of --token gets 401."""
 import argparse
 import json
 import re
+import socket
 import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,6 +29,11 @@ def status(code, reason, message):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as the API server does
+    wbufsize = 65536  # headers and body leave in one write (no Nagle/delayed-ACK stall)
+
+    def setup(self):
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, *args):
         pass
