@@ -55,43 +55,45 @@ json_t *km_conflist_parse(const char *text, size_t len, char *err, size_t errlen
 	return root;
 }
 
-json_t *km_conflist_with_entry(const json_t *conflist, const json_t *entry)
+static size_t count_ours(const json_t *conflist)
 {
-	const json_t *plugins = json_object_get(conflist, "plugins");
-	size_t n = json_array_size(plugins), ours = 0, i;
-	json_t *copy, *list, *p;
+	size_t i, n = 0;
+	json_t *p;
 
-	json_array_foreach(plugins, i, p)
-		ours += is_ours(p);
-	if (ours == 1 && json_equal(json_array_get(plugins, n - 1), (json_t *)entry))
-		return NULL;
-	copy = json_deep_copy(conflist);
-	list = json_array();
+	json_array_foreach(json_object_get(conflist, "plugins"), i, p)
+		n += is_ours(p);
+	return n;
+}
+
+/* A deep copy of conflist whose plugins are the primary's only. */
+static json_t *copy_without_ours(const json_t *conflist)
+{
+	json_t *copy = json_deep_copy(conflist), *list = json_array(), *p;
+	size_t i;
+
 	json_array_foreach(json_object_get(copy, "plugins"), i, p)
 		if (!is_ours(p))
 			json_array_append(list, p);
-	json_array_append_new(list, json_deep_copy(entry));
 	json_object_set_new(copy, "plugins", list);
+	return copy;
+}
+
+json_t *km_conflist_with_entry(const json_t *conflist, const json_t *entry)
+{
+	const json_t *plugins = json_object_get(conflist, "plugins");
+	json_t *copy;
+
+	if (count_ours(conflist) == 1 &&
+	    json_equal(json_array_get(plugins, json_array_size(plugins) - 1), (json_t *)entry))
+		return NULL;
+	copy = copy_without_ours(conflist);
+	json_array_append_new(json_object_get(copy, "plugins"), json_deep_copy(entry));
 	return copy;
 }
 
 json_t *km_conflist_without_entry(const json_t *conflist)
 {
-	const json_t *plugins = json_object_get(conflist, "plugins");
-	json_t *copy, *list, *p;
-	size_t i, ours = 0;
-
-	json_array_foreach(plugins, i, p)
-		ours += is_ours(p);
-	if (!ours)
-		return NULL;
-	copy = json_deep_copy(conflist);
-	list = json_array();
-	json_array_foreach(json_object_get(copy, "plugins"), i, p)
-		if (!is_ours(p))
-			json_array_append(list, p);
-	json_object_set_new(copy, "plugins", list);
-	return copy;
+	return count_ours(conflist) ? copy_without_ours(conflist) : NULL;
 }
 
 char *km_conflist_dump(const json_t *conflist)

@@ -187,6 +187,16 @@ km_make_pki() {
 	chmod 644 "$d/ca.pem"
 }
 
+# km_port_file FILE: the port a test server wrote into FILE once listening (5 s at most).
+km_port_file() {
+	local i
+	for i in $(seq 1 100); do
+		[ -s "$1" ] && break
+		sleep 0.05
+	done
+	cat "$1"
+}
+
 # km_make_cert NAME SAN: a server certificate signed by the test CA (km_make_pki first), in
 # $KM_DIR/pki/NAME.pem and NAME.key; SAN e.g. "IP:127.0.0.1".
 km_make_cert() {
@@ -209,12 +219,7 @@ km_kube_api_start() {
 		--token "$2" --log "$KM_DIR/kube-api.requests" --port-file "$KM_DIR/kube-api.port" \
 		>>"$KM_DIR/kube-api.log" 2>&1 &
 	KM_PIDS+=($!)
-	local i
-	for i in $(seq 1 100); do
-		[ -s "$KM_DIR/kube-api.port" ] && break
-		sleep 0.05
-	done
-	KM_KUBE_PORT=$(cat "$KM_DIR/kube-api.port")
+	KM_KUBE_PORT=$(km_port_file "$KM_DIR/kube-api.port")
 }
 
 # km_istiod_start [fake_istiod.py options]: the fake istiod over TLS on a free loopback port.
@@ -226,12 +231,7 @@ km_istiod_start() {
 		--port-file "$KM_DIR/istiod.port" --cert "$KM_DIR/pki/istiod.pem" \
 		--key "$KM_DIR/pki/istiod.key" "$@" >>"$KM_DIR/istiod.log" 2>&1 &
 	KM_PIDS+=($!)
-	local i
-	for i in $(seq 1 100); do
-		[ -s "$KM_DIR/istiod.port" ] && break
-		sleep 0.05
-	done
-	KM_ISTIOD_PORT=$(cat "$KM_DIR/istiod.port")
+	KM_ISTIOD_PORT=$(km_port_file "$KM_DIR/istiod.port")
 }
 
 km_istiod() { # km_istiod send|query|wait ARG...
