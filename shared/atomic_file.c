@@ -32,6 +32,14 @@ static int write_all(int fd, const void *data, size_t len)
 int km_atomic_write(const char *path, const void *data, size_t len, mode_t mode, uid_t uid,
 		    gid_t gid, unsigned flags, char *err, size_t errlen)
 {
+	return km_atomic_write_checked(path, data, len, mode, uid, gid, flags, NULL, NULL, err,
+				       errlen);
+}
+
+int km_atomic_write_checked(const char *path, const void *data, size_t len, mode_t mode,
+			    uid_t uid, gid_t gid, unsigned flags, int (*still_ok)(void *arg),
+			    void *arg, char *err, size_t errlen)
+{
 	char dir[4096], base[256], tmp[4096 + 300];
 	int fd, dfd, e;
 
@@ -57,6 +65,11 @@ int km_atomic_write(const char *path, const void *data, size_t len, mode_t mode,
 		return km_errf(err, errlen, "cannot write %s: %s", tmp, strerror(e));
 	}
 	close(fd);
+	if (still_ok && !still_ok(arg)) {
+		unlink(tmp);
+		errno = EAGAIN;
+		return km_errf(err, errlen, "%s changed meanwhile; not replaced", path);
+	}
 	if (rename(tmp, path) != 0) {
 		e = errno;
 		unlink(tmp);

@@ -17,6 +17,12 @@
  * creating process's. Returns 0, or -1 with err filled (the target is then untouched). */
 int km_atomic_write(const char *path, const void *data, size_t len, mode_t mode, uid_t uid,
 		    gid_t gid, unsigned flags, char *err, size_t errlen);
+/* The same, but just before the rename still_ok(arg) is asked whether to go on (e.g. the
+ * target did not change while the new content was prepared and synced); 0 abandons the write
+ * (errno EAGAIN). */
+int km_atomic_write_checked(const char *path, const void *data, size_t len, mode_t mode,
+			    uid_t uid, gid_t gid, unsigned flags, int (*still_ok)(void *arg),
+			    void *arg, char *err, size_t errlen);
 /* Read all of path (at most max bytes) into a malloc'ed NUL-terminated buffer. Returns the
  * length, or -1 with errno set (EFBIG when larger than max) and err filled. */
 long km_read_file(const char *path, size_t max, char **out, char *err, size_t errlen);

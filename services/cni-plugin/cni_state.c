@@ -64,8 +64,8 @@ int km_cni_state_load(const char *dir, const char *container_id, uint64_t *cooki
 
 	snprintf(path, sizeof(path), "%s/containers/%s", dir, container_id);
 	if (km_read_file(path, 4096, &text, why, sizeof(why)) < 0)
-		return -ENOENT;
-	rc = sscanf(text, "%" SCNu64, cookie) == 1 ? 0 : -ENOENT;
+		return errno == ENOENT ? -ENOENT : -(errno ? errno : EIO);
+	rc = sscanf(text, "%" SCNu64, cookie) == 1 ? 0 : -EBADMSG;
 	free(text);
 	return rc;
 }

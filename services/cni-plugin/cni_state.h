@@ -15,7 +15,8 @@
 int km_cni_state_init(const char *dir, char *err, size_t errlen);
 int km_cni_state_save(const char *dir, const char *container_id, uint64_t cookie,
 		      const char *pod, char *err, size_t errlen);
-/* Returns 0, or -ENOENT when nothing is saved for this container. */
+/* Returns 0, -ENOENT when nothing is saved for this container, or another -errno when the
+ * file cannot be read or parsed. */
 int km_cni_state_load(const char *dir, const char *container_id, uint64_t *cookie);
 void km_cni_state_remove(const char *dir, const char *container_id);
 

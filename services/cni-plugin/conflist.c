@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "services/cni-plugin/cni_output.h"
 #include "shared/atomic_file.h"
 #include "shared/errbuf.h"
 
@@ -21,6 +22,7 @@ json_t *km_conflist_parse(const char *text, size_t len, char *err, size_t errlen
 {
 	json_error_t jerr;
 	json_t *root, *plugins, *p;
+	const char *version;
 	size_t i, primary = 0;
 
 	if (len == 0) {
@@ -33,6 +35,14 @@ json_t *km_conflist_parse(const char *text, size_t len, char *err, size_t errlen
 		return NULL;
 	}
 	plugins = json_object_get(root, "plugins");
+	version = json_string_value(json_object_get(root, "cniVersion"));
+	if (version && !km_cni_version_supported(version)) {
+		/* the runtime hands every plugin the list's version: ours would refuse each ADD */
+		km_errf(err, errlen, "cniVersion %.32s is not one kmesh-cni supports (0.3.0, 0.3.1, "
+			"0.4.0, 1.0.0)", version);
+		json_decref(root);
+		return NULL;
+	}
 	if (!json_is_object(root) || !json_is_array(plugins) || json_array_size(plugins) == 0) {
 		km_errf(err, errlen, "not a conflist: no non-empty \"plugins\" list");
 		json_decref(root);
@@ -134,11 +144,11 @@ static int by_name(const struct dirent **a, const struct dirent **b)
 	return strcmp((*a)->d_name, (*b)->d_name);
 }
 
-static int valid_file(const char *path)
+static int valid_file(const char *path, char *why, size_t whylen)
 {
-	char why[256], *text;
-	long n = km_read_file(path, KM_CONFLIST_MAX_BYTES, &text, why, sizeof(why));
-	json_t *c = n >= 0 ? km_conflist_parse(text, (size_t)n, why, sizeof(why)) : NULL;
+	char *text;
+	long n = km_read_file(path, KM_CONFLIST_MAX_BYTES, &text, why, whylen);
+	json_t *c = n >= 0 ? km_conflist_parse(text, (size_t)n, why, whylen) : NULL;
 
 	free(text);
 	json_decref(c);
@@ -149,12 +159,17 @@ int km_conflist_find(const char *dir, const char *named, char *path, size_t path
 		     char *earlier_conf, size_t earlier_len, char *err, size_t errlen)
 {
 	struct dirent **names;
+	char why[300];
 	int n, rc = -ENOENT;
 
 	earlier_conf[0] = '\0';
+	err[0] = '\0';
 	if (named) {
 		snprintf(path, pathlen, "%s/%s", dir, named);
-		return valid_file(path) ? 0 : -ENOENT;
+		if (valid_file(path, why, sizeof(why)))
+			return 0;
+		km_errf(err, errlen, "%s: %s", named, why);
+		return -ENOENT;
 	}
 	n = scandir(dir, &names, NULL, by_name);
 	if (n < 0)
@@ -167,8 +182,10 @@ int km_conflist_find(const char *dir, const char *named, char *path, size_t path
 			snprintf(earlier_conf, earlier_len, "%s", name);
 		if (rc == -ENOENT && name[0] != '.' && has_suffix(name, ".conflist")) {
 			snprintf(path, pathlen, "%s/%s", dir, name);
-			if (valid_file(path))
+			if (valid_file(path, why, sizeof(why)))
 				rc = 0;
+			else if (!err[0])
+				km_errf(err, errlen, "%s: %s", name, why);
 		}
 		free(names[i]);
 	}

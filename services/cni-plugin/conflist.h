@@ -12,7 +12,8 @@
 #define KM_CNI_PLUGIN_TYPE "kmesh-cni"
 #define KM_CONFLIST_MAX_BYTES (1u << 20)
 
-/* A valid conflist, or NULL with err filled. */
+/* A valid conflist (its cniVersion, if given, one kmesh-cni supports), or NULL with err
+ * filled. */
 json_t *km_conflist_parse(const char *text, size_t len, char *err, size_t errlen);
 /* A copy of conflist with entry as the last plugin and no other kmesh-cni entry; NULL when
  * conflist already is so (nothing to write). */
@@ -25,7 +26,8 @@ char *km_conflist_dump(const json_t *conflist);
 
 /* The file to edit: dir/named when named is given (it must be valid), else the first valid
  * *.conflist in dir by name. Returns 0 with path filled, -ENOENT when there is none yet, or
- * -1 with err filled. *earlier_conf is set to the name of a *.conf or *.json file that sorts
+ * -1 with err filled; with -ENOENT, err says why the first *.conflist (if any) was not taken.
+ * *earlier_conf is set to the name of a *.conf or *.json file that sorts
  * before it (a runtime would use that file instead; "" if none). */
 int km_conflist_find(const char *dir, const char *named, char *path, size_t pathlen,
 		     char *earlier_conf, size_t earlier_len, char *err, size_t errlen);

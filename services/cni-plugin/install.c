@@ -20,6 +20,7 @@
 #define KM_BINARY_MAX_BYTES (256u << 20)
 #define KM_SA_FILE_MAX_BYTES (256u << 10)
 #define KM_DEBOUNCE_MS 100
+#define KM_DEBOUNCE_MAX_MS 500 /* a stream of events delays the check at most this long */
 #define KUBECONFIG_NAME "kmesh-cni-kubeconfig"
 
 struct installer {
@@ -29,6 +30,7 @@ struct installer {
 	uv_timer_t debounce, resync;
 	struct km_signals signals;
 	int sa_watching, exit_code;
+	uint64_t pending_since; /* uv_now of the first event not yet checked; 0: none */
 	json_t *entry;
 	char kubeconfig_path[4096];
 	char waiting_for[4200]; /* the last "waiting" message, logged once */
@@ -112,7 +114,7 @@ static int install_kubeconfig(struct installer *in)
 	text = km_kubeconfig_render(server, ca, (size_t)ca_len, token);
 	if (!text)
 		goto out;
-	rc = write_if_changed(in->kubeconfig_path, text, strlen(text), 0600, KM_SA_FILE_MAX_BYTES);
+	rc = write_if_changed(in->kubeconfig_path, text, strlen(text), 0600, KM_KUBECONFIG_MAX_BYTES);
 	if (rc > 0)
 		km_info("wrote the plugin's kubeconfig %s (server %s)", in->kubeconfig_path, server);
 	rc = rc < 0 ? -1 : 0;
@@ -131,11 +133,32 @@ static void waiting(struct installer *in, const char *msg)
 	}
 }
 
-/* Apply edit (with or without our entry) to one conflist file; only if it did not change
- * since it was read. Returns 1 written, 0 nothing to do, -1 not now (invalid or changing). */
+static int same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+struct unchanged_arg {
+	const char *path;
+	const struct stat *before;
+};
+
+static int unchanged_since_read(void *arg)
+{
+	const struct unchanged_arg *u = arg;
+	struct stat now;
+
+	return stat(u->path, &now) == 0 && same_file(&now, u->before);
+}
+
+/* Put our entry into (entry) or take it out of (NULL) one conflist file, only if the file did
+ * not change from when it was read to just before the rename (the primary CNI may be writing
+ * it). Returns 1 written, 0 nothing to do, -1 not now (why says: invalid, changing, I/O). */
 static int edit_conflist(const char *path, const json_t *entry, char *why, size_t whylen)
 {
-	struct stat before, after;
+	struct stat before;
+	struct unchanged_arg u = { path, &before };
 	char *text = NULL, *out = NULL;
 	json_t *list = NULL, *edited = NULL;
 	long n;
@@ -146,7 +169,12 @@ static int edit_conflist(const char *path, const json_t *entry, char *why, size_
 		return -1;
 	}
 	n = km_read_file(path, KM_CONFLIST_MAX_BYTES, &text, why, whylen);
-	if (n < 0 || !(list = km_conflist_parse(text, (size_t)n, why, whylen)))
+	if (n < 0 || (long)before.st_size != n) {
+		if (n >= 0)
+			snprintf(why, whylen, "%s changed while it was read", path);
+		goto out;
+	}
+	if (!(list = km_conflist_parse(text, (size_t)n, why, whylen)))
 		goto out;
 	edited = entry ? km_conflist_with_entry(list, entry) : km_conflist_without_entry(list);
 	if (!edited) {
@@ -158,15 +186,8 @@ static int edit_conflist(const char *path, const json_t *entry, char *why, size_
 		snprintf(why, whylen, "%s: the edited list would not be valid", path);
 		goto out;
 	}
-	/* the primary CNI may have rewritten the file meanwhile: then read it again later */
-	if (stat(path, &after) != 0 || after.st_ino != before.st_ino ||
-	    after.st_size != before.st_size || after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
-	    after.st_mtim.tv_nsec != before.st_mtim.tv_nsec || (long)before.st_size != n) {
-		snprintf(why, whylen, "%s changed while it was read", path);
-		goto out;
-	}
-	if (km_atomic_write(path, out, strlen(out), before.st_mode & 07777, before.st_uid,
-			    before.st_gid, 0, why, whylen) == 0)
+	if (km_atomic_write_checked(path, out, strlen(out), before.st_mode & 07777, before.st_uid,
+				    before.st_gid, 0, unchanged_since_read, &u, why, whylen) == 0)
 		rc = 1;
 out:
 	free(text);
@@ -176,6 +197,60 @@ out:
 	return rc;
 }
 
+/* Whether a file names our plugin type at all (files that do not are never touched). */
+static int mentions_us(const char *path)
+{
+	char why[256], *text;
+	int yes = km_read_file(path, KM_CONFLIST_MAX_BYTES, &text, why, sizeof(why)) >= 0 &&
+		  strstr(text, "\"" KM_CNI_PLUGIN_TYPE "\"") != NULL;
+
+	free(text);
+	return yes;
+}
+
+/* Our entry out of every *.conflist in dir but keep (NULL: all), and out of named (a file that
+ * may not end in .conflist). A file that is changing is retried for up to a second. Returns
+ * how many files may still hold an entry of ours. */
+static int remove_entries(const char *dir, const char *keep, const char *named)
+{
+	struct dirent **names;
+	char path[4200], why[768];
+	int n = scandir(dir, &names, NULL, alphasort), left = 0;
+
+	if (n < 0) {
+		km_error("cannot list %s: %s", dir, strerror(errno));
+		return 1;
+	}
+	for (int i = 0; i < n; i++) {
+		const char *name = names[i]->d_name;
+		size_t len = strlen(name);
+		int r = 0;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		if (name[0] != '.' && (!keep || strcmp(path, keep)) &&
+		    ((len > 9 && !strcmp(name + len - 9, ".conflist")) || (named && !strcmp(name, named))) &&
+		    mentions_us(path)) {
+			for (int attempt = 0; attempt < 10; attempt++) {
+				r = edit_conflist(path, NULL, why, sizeof(why));
+				if (r >= 0 || !strstr(why, "changed"))
+					break;
+				usleep(100 * 1000);
+			}
+			if (r > 0)
+				km_info("removed kmesh-cni from %s", path);
+			/* an invalid file or one with only our entry: nothing a runtime would run */
+			else if (r < 0 && !strstr(why, "no plugin other than") &&
+				 !strstr(why, "not JSON") && !strstr(why, "empty file")) {
+				km_error("kmesh-cni may still be in %s: %s", path, why);
+				left++;
+			}
+		}
+		free(names[i]);
+	}
+	free(names);
+	return left;
+}
+
 static void install_entry(struct installer *in)
 {
 	char path[4200], earlier[256], why[768];
@@ -183,10 +258,12 @@ static void install_entry(struct installer *in)
 				  earlier, sizeof(earlier), why, sizeof(why));
 
 	if (rc == -ENOENT) {
-		snprintf(why, sizeof(why), "waiting for the primary CNI: no valid %s in %s yet",
+		char msg[1200];
+
+		snprintf(msg, sizeof(msg), "waiting for the primary CNI: no valid %s in %s yet%s%s",
 			 in->cfg->conflist_name ? in->cfg->conflist_name : "*.conflist",
-			 in->cfg->conf_dir);
-		waiting(in, why);
+			 in->cfg->conf_dir, why[0] ? "; " : "", why);
+		waiting(in, msg);
 		return;
 	}
 	if (rc < 0) {
@@ -199,6 +276,8 @@ static void install_entry(struct installer *in)
 		return;
 	}
 	in->waiting_for[0] = '\0';
+	/* an entry left in another list (chosen while this one was briefly invalid) goes */
+	remove_entries(in->cfg->conf_dir, path, NULL);
 	if (rc > 0) {
 		km_info("kmesh-cni is the last plugin of %s", path);
 		if (earlier[0])
@@ -217,7 +296,10 @@ static void reconcile(struct installer *in)
 
 static void on_debounce(uv_timer_t *t)
 {
-	reconcile(t->data);
+	struct installer *in = t->data;
+
+	in->pending_since = 0;
+	reconcile(in);
 }
 
 static void on_change(uv_fs_event_t *h, const char *name, int events, int status)
@@ -232,37 +314,10 @@ static void on_change(uv_fs_event_t *h, const char *name, int events, int status
 	/* our own temporary files come and go too; the debounce folds them into one check */
 	km_debug("change in %s: %s", h == &in->conf_watch ? in->cfg->conf_dir : in->cfg->sa_dir,
 		 name ? name : "?");
-	uv_timer_start(&in->debounce, on_debounce, KM_DEBOUNCE_MS, 0);
-}
-
-static int remove_entries(const char *conf_dir)
-{
-	struct dirent **names;
-	char path[4200], why[768];
-	int n = scandir(conf_dir, &names, NULL, alphasort), rc = 0;
-
-	if (n < 0) {
-		km_error("cannot list %s: %s", conf_dir, strerror(errno));
-		return -1;
-	}
-	for (int i = 0; i < n; i++) {
-		const char *name = names[i]->d_name;
-		size_t len = strlen(name);
-
-		if (name[0] != '.' && len > 9 && !strcmp(name + len - 9, ".conflist")) {
-			int r;
-
-			snprintf(path, sizeof(path), "%s/%s", conf_dir, name);
-			r = edit_conflist(path, NULL, why, sizeof(why));
-			if (r > 0)
-				km_info("removed kmesh-cni from %s", path);
-			else if (r < 0 && !strstr(why, "no plugin other than"))
-				km_debug("%s", why);
-		}
-		free(names[i]);
-	}
-	free(names);
-	return rc;
+	if (!in->pending_since)
+		in->pending_since = uv_now(in->loop);
+	if (uv_now(in->loop) - in->pending_since < KM_DEBOUNCE_MAX_MS)
+		uv_timer_start(&in->debounce, on_debounce, KM_DEBOUNCE_MS, 0);
 }
 
 static void kubeconfig_path(const struct km_cni_install_config *cfg, char *out, size_t len)
@@ -278,8 +333,12 @@ int km_cni_uninstall(const struct km_cni_install_config *cfg)
 	char path[4200];
 	int rc = 0;
 
-	if (remove_entries(cfg->conf_dir) != 0)
-		rc = 1;
+	if (remove_entries(cfg->conf_dir, NULL, cfg->conflist_name) != 0) {
+		/* a list naming a missing binary fails every pod's setup: keep it all */
+		km_error("uninstall incomplete: an entry may remain, so the binary and the "
+			 "kubeconfig stay; run kmesh-cni uninstall again");
+		return 1;
+	}
 	if (!cfg->kubeconfig) {
 		kubeconfig_path(cfg, path, sizeof(path));
 		if (unlink(path) != 0 && errno != ENOENT) {
@@ -292,7 +351,8 @@ int km_cni_uninstall(const struct km_cni_install_config *cfg)
 		km_error("cannot remove %s: %s", path, strerror(errno));
 		rc = 1;
 	}
-	km_info("uninstalled: no kmesh-cni entry, binary or kubeconfig left");
+	if (!rc)
+		km_info("uninstalled: no kmesh-cni entry, binary or kubeconfig left");
 	return rc;
 }
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -75,15 +76,26 @@ static void open_log(const struct km_cni_netconf *nc)
 		return;
 	if (km_cni_state_init(nc->state_dir, why, sizeof(why)) != 0)
 		km_warn("%s", why);
-	if (stat(nc->log_file, &st) == 0 && st.st_size > KM_CNI_LOG_ROTATE_BYTES) {
-		snprintf(old, sizeof(old), "%s.1", nc->log_file);
-		rename(nc->log_file, old);
-	}
 	fd = open(nc->log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		km_warn("cannot open the log file %s: %s; logging to stderr", nc->log_file,
 			strerror(errno));
 		return;
+	}
+	/* rotate under a lock on the file itself, and only if the name still means this file:
+	 * two plugins running at once rotate once, never over the older .1 */
+	if (fstat(fd, &st) == 0 && st.st_size > KM_CNI_LOG_ROTATE_BYTES && flock(fd, LOCK_EX) == 0) {
+		struct stat now;
+
+		if (stat(nc->log_file, &now) == 0 && now.st_ino == st.st_ino) {
+			snprintf(old, sizeof(old), "%s.1", nc->log_file);
+			rename(nc->log_file, old);
+		}
+		flock(fd, LOCK_UN);
+		close(fd);
+		fd = open(nc->log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return;
 	}
 	dup2(fd, 2);
 	close(fd);

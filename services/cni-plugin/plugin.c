@@ -73,8 +73,11 @@ static int unavailable(struct call *c, const char *reason, int code, const char 
 	return pass_through(c);
 }
 
-/* One request to the map writer as the CNI role. Returns the reply code, or -1 when it could
- * not be reached (why says how). */
+#define MW_UNREACHED (-1) /* not connected: the request was never sent */
+#define MW_UNKNOWN (-2)   /* sent, but no reply: it may or may not have been applied */
+
+/* One request to the map writer as the CNI role. Returns the reply code, or MW_UNREACHED /
+ * MW_UNKNOWN (why says how). */
 static int map_writer_call(struct call *c, km_envelope *req, char *why, size_t whylen)
 {
 	struct km_sync_client cl;
@@ -88,13 +91,14 @@ static int map_writer_call(struct call *c, km_envelope *req, char *why, size_t w
 	if (rc) {
 		snprintf(why, whylen, "map writer at %s: %s%s%s", c->nc->map_writer_socket,
 			 strerror(-rc), *msg ? ": " : "", msg);
-		return -1;
+		return MW_UNREACHED;
 	}
 	rc = km_sync_call(&cl, req, &rep);
 	km_sync_close(&cl);
 	if (rc) {
-		snprintf(why, whylen, "map writer at %s: %s", c->nc->map_writer_socket, strerror(-rc));
-		return -1;
+		snprintf(why, whylen, "map writer at %s: %s (the request may have been applied)",
+			 c->nc->map_writer_socket, strerror(-rc));
+		return MW_UNKNOWN;
 	}
 	code = rep->reply->code;
 	snprintf(why, whylen, "map writer: %s%s%s", km_msg_code_name(code),
@@ -220,6 +224,15 @@ static int cmd_add(struct call *c)
 		return km_cni_fail(c->e, KM_CNI_E_IO, "cannot save the enrollment state", "%s", why);
 	}
 	rc = enroll(c, cookie, why, sizeof(why));
+	if (rc == MW_UNKNOWN && unenroll(c, cookie, undo, sizeof(undo)) != KMESH__IPC__CODE__OK) {
+		/* the enroll may have been applied and cannot be undone now: fail, keeping the
+		 * state, so the runtime's DEL removes whatever is there */
+		json_decref(pod);
+		count(c, "failed");
+		return km_cni_fail(c->e, KM_CNI_E_MAP_WRITER, "the kmesh map writer did not answer",
+				   "enroll netns cookie %" PRIu64 ": %s; undoing it failed: %s",
+				   cookie, why, undo);
+	}
 	if (rc != KMESH__IPC__CODE__OK) {
 		json_decref(pod);
 		km_cni_state_remove(c->nc->state_dir, c->inv->container_id);
@@ -229,13 +242,13 @@ static int cmd_add(struct call *c)
 	if (annotate(c, pod, why, sizeof(why)) != 0) {
 		json_decref(pod);
 		if (unenroll(c, cookie, undo, sizeof(undo)) != KMESH__IPC__CODE__OK) {
-			/* the pod stays enrolled without its annotation: say so loudly and keep
-			 * the state, so DEL still removes it */
+			/* enrolled without its annotation and the undo failed: fail whatever the
+			 * policy, keeping the state, so the runtime's DEL removes it */
 			km_error("ADD %s: annotating failed and undoing the enroll failed too (%s); "
 				 "the pod's netns cookie %" PRIu64 " stays in km_manage until DEL",
 				 c->pod, undo, cookie);
 			count(c, "failed");
-			return km_cni_fail(c->e, KM_CNI_E_KUBE_API, "cannot annotate the pod",
+			return km_cni_fail(c->e, KM_CNI_E_MAP_WRITER, "cannot annotate the pod",
 					   "%s; undoing the enroll failed: %s", why, undo);
 		}
 		km_cni_state_remove(c->nc->state_dir, c->inv->container_id);
@@ -258,10 +271,16 @@ static int cmd_del(struct call *c)
 	char why[768];
 	int rc;
 
-	if (km_cni_state_load(c->nc->state_dir, c->inv->container_id, &saved) != 0) {
+	rc = km_cni_state_load(c->nc->state_dir, c->inv->container_id, &saved);
+	if (rc == -ENOENT) {
 		km_debug("DEL %s (%s): nothing enrolled", c->pod, c->inv->container_id);
 		count(c, "not_enrolled");
 		return 0;
+	}
+	if (rc) {
+		count(c, "failed");
+		return km_cni_fail(c->e, KM_CNI_E_IO, "cannot read the enrollment state",
+				   "container %s: %s", c->inv->container_id, strerror(-rc));
 	}
 	rc = unenroll(c, saved, why, sizeof(why));
 	if (rc != KMESH__IPC__CODE__OK)

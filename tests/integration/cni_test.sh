@@ -231,12 +231,18 @@ wait_plugins bridge,kmesh-cni 10
 check "the primary rewrites its conflist: the entry is back within a second (${WAITED:-?}00 ms)" \
 	test -n "$WAITED"
 check "... and the file keeps its mode 0640" test "$(mode_of "$CONFLIST")" = 640
+OTHER=$CNI/net.d/20-other.conflist
+sed 's/"kmtest"/"other"/' "$KM_DIR/primary.conflist" >"$OTHER"
 printf '{"cniVersion": "1.0.0", "plugins": [' >"$CONFLIST"
 sleep 0.5
 check "a half-written (invalid) conflist is left alone: never rewritten while invalid" \
 	test "$(cat "$CONFLIST")" = '{"cniVersion": "1.0.0", "plugins": ['
+check "... meanwhile the next valid conflist carries the entry" \
+	test "$(plugins_of "$OTHER")" = bridge,kmesh-cni
 cat "$KM_DIR/primary.conflist" >"$CONFLIST"
 check "once it is valid again, the entry comes back" wait_plugins bridge,kmesh-cni 10
+check "... and leaves the other conflist" test "$(plugins_of "$OTHER")" = bridge
+rm -f "$OTHER"
 for i in $(seq 1 20); do cat "$KM_DIR/primary.conflist" >"$CONFLIST"; sleep 0.02; done
 check "20 rewrites in a row: the entry is back after the last" wait_plugins bridge,kmesh-cni 10
 

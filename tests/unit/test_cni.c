@@ -288,6 +288,8 @@ static void test_conflist_invalid(void **state)
 		"", "{", "[]", "{\"plugins\": []}", "{\"plugins\": {}}",
 		"{\"plugins\": [{\"name\": \"no type\"}]}",
 		"{\"plugins\": [{\"type\": \"kmesh-cni\"}]}", /* nothing to chain after */
+		/* a runtime would hand us this version, which we refuse: every ADD would fail */
+		"{\"cniVersion\": \"1.1.0\", \"plugins\": [{\"type\": \"calico\"}]}",
 	};
 	char err[256];
 
@@ -314,6 +316,7 @@ static void test_conflist_find(void **state)
 	assert_int_equal(km_atomic_write(f, text, strlen(text), 0644, (uid_t)-1, (gid_t)-1, 0,    \
 					 err, sizeof(err)), 0)
 	PUT("05-broken.conflist", "{");
+	PUT("06-newer.conflist", "{\"cniVersion\": \"1.1.0\", \"plugins\": [{\"type\": \"x\"}]}");
 	PUT("07-old.conf", "{\"type\": \"bridge\"}");
 	PUT("10-calico.conflist", "{\"plugins\": [{\"type\": \"calico\"}]}");
 	PUT("20-other.conflist", "{\"plugins\": [{\"type\": \"other\"}]}");
@@ -327,6 +330,10 @@ static void test_conflist_find(void **state)
 	assert_non_null(strstr(path, "/20-other.conflist"));
 	assert_int_equal(km_conflist_find(dir, "05-broken.conflist", path, sizeof(path), earlier,
 					  sizeof(earlier), err, sizeof(err)), -2);
+	assert_non_null(strstr(err, "05-broken.conflist: not JSON")); /* says why */
+	assert_int_equal(km_conflist_find(dir, "06-newer.conflist", path, sizeof(path), earlier,
+					  sizeof(earlier), err, sizeof(err)), -2);
+	assert_non_null(strstr(err, "cniVersion 1.1.0"));
 #undef PUT
 	snprintf(f, sizeof(f), "rm -rf %s", dir);
 	assert_int_equal(system(f), 0);
