@@ -218,6 +218,20 @@ check "annotation refused: the enroll is undone (never half-enrolled), the pod s
 	      grep -q "enroll undone" "$CNI/state/kmesh-cni.log"'
 "$KM_PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); d.pop("fail")
 json.dump(d, open(sys.argv[1], "w"))' "$KM_DIR/kube.json"
+# a map writer that takes the request and never answers: the outcome is unknown
+mkdir -p "$KM_DIR/py"
+protoc --proto_path="$KM_ROOT/ipc" --python_out="$KM_DIR/py" "$KM_ROOT/ipc/kmesh_ipc.proto"
+"$KM_PY" "$KM_ROOT/tests/lib/silent_map_writer.py" "$KM_DIR/silent.sock" "$KM_DIR/py" &
+KM_PIDS+=($!)
+for _ in $(seq 1 50); do [ -S "$KM_DIR/silent.sock" ] && break; sleep 0.1; done
+sed -i 's/"failPolicy"/"timeoutMs": 300, "failPolicy"/' "$(conf "$KCFG" "$KM_DIR/silent.sock" open)"
+check "map writer silent after the request: ADD fails (101) even fail-open, its state kept" \
+	eval '[ "$(plugin "$KM_DIR/in.json")" != 0 ] && code_is 101 && grep -q "did not answer" "$KM_DIR/out" &&
+	      [ -e "$CNI/state/containers/ctr-c4" ]'
+check "... and the runtime's DEL of the failed sandbox clears the state on the real map writer" \
+	eval 'ip netns exec "$KM_NODE" env CNI_COMMAND=DEL CNI_CONTAINERID=ctr-c4 CNI_IFNAME=eth0 \
+		"$CNI/bin/kmesh-cni" <"$(conf "$KCFG" "$KM_SOCKET" closed)" &&
+	      [ ! -e "$CNI/state/containers/ctr-c4" ] && [ "$(manage_rows)" -eq 1 ]'
 check "with the API healthy again the same ADD enrolls the pod" \
 	eval '[ "$(plugin "$(conf "$KCFG" "$KM_SOCKET" closed)")" = 0 ] && [ "$(manage_rows)" -eq 2 ]'
 check "the counters file is Prometheus text with one TYPE line per metric" \
