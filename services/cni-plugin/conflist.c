@@ -22,8 +22,7 @@ json_t *km_conflist_parse(const char *text, size_t len, char *err, size_t errlen
 {
 	json_error_t jerr;
 	json_t *root, *plugins, *p;
-	const char *version;
-	size_t i, primary = 0;
+	size_t i;
 
 	if (len == 0) {
 		km_errf(err, errlen, "empty file");
@@ -35,14 +34,6 @@ json_t *km_conflist_parse(const char *text, size_t len, char *err, size_t errlen
 		return NULL;
 	}
 	plugins = json_object_get(root, "plugins");
-	version = json_string_value(json_object_get(root, "cniVersion"));
-	if (version && !km_cni_version_supported(version)) {
-		/* the runtime hands every plugin the list's version: ours would refuse each ADD */
-		km_errf(err, errlen, "cniVersion %.32s is not one kmesh-cni supports (0.3.0, 0.3.1, "
-			"0.4.0, 1.0.0)", version);
-		json_decref(root);
-		return NULL;
-	}
 	if (!json_is_object(root) || !json_is_array(plugins) || json_array_size(plugins) == 0) {
 		km_errf(err, errlen, "not a conflist: no non-empty \"plugins\" list");
 		json_decref(root);
@@ -54,15 +45,30 @@ json_t *km_conflist_parse(const char *text, size_t len, char *err, size_t errlen
 			json_decref(root);
 			return NULL;
 		}
-		primary += !is_ours(p);
 	}
+	return root;
+}
+
+int km_conflist_usable(const json_t *conflist, char *err, size_t errlen)
+{
+	const char *version = json_string_value(json_object_get(conflist, "cniVersion"));
+	json_t *p;
+	size_t i, primary = 0;
+
+	if (version && !km_cni_version_supported(version)) {
+		/* the runtime hands every plugin the list's version: ours would refuse each ADD */
+		km_errf(err, errlen, "cniVersion %.32s is not one kmesh-cni supports (0.3.0, 0.3.1, "
+			"0.4.0, 1.0.0)", version);
+		return 0;
+	}
+	json_array_foreach(json_object_get(conflist, "plugins"), i, p)
+		primary += !is_ours(p);
 	if (!primary) {
 		/* kmesh-cni only chains after a primary plugin */
 		km_errf(err, errlen, "no plugin other than " KM_CNI_PLUGIN_TYPE);
-		json_decref(root);
-		return NULL;
+		return 0;
 	}
-	return root;
+	return 1;
 }
 
 static size_t count_ours(const json_t *conflist)
@@ -149,10 +155,11 @@ static int valid_file(const char *path, char *why, size_t whylen)
 	char *text;
 	long n = km_read_file(path, KM_CONFLIST_MAX_BYTES, &text, why, whylen);
 	json_t *c = n >= 0 ? km_conflist_parse(text, (size_t)n, why, whylen) : NULL;
+	int ok = c && km_conflist_usable(c, why, whylen);
 
 	free(text);
 	json_decref(c);
-	return c != NULL;
+	return ok;
 }
 
 int km_conflist_find(const char *dir, const char *named, char *path, size_t pathlen,

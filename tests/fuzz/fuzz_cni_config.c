@@ -37,7 +37,8 @@ static void conflist(const uint8_t *data, size_t size)
 	if (!list)
 		return;
 	entry = json_pack("{s:s, s:s}", "type", KM_CNI_PLUGIN_TYPE, "kubeconfig", "/k");
-	with = km_conflist_with_entry(list, entry);
+	/* the installer only chains into a usable list; removal takes any */
+	with = km_conflist_usable(list, err, sizeof(err)) ? km_conflist_with_entry(list, entry) : NULL;
 	text = km_conflist_dump(with ? with : list);
 	if (!text)
 		abort(); /* a valid list, edited, must dump to a valid list */

@@ -287,20 +287,41 @@ static void test_conflist_invalid(void **state)
 	static const char *const bad[] = {
 		"", "{", "[]", "{\"plugins\": []}", "{\"plugins\": {}}",
 		"{\"plugins\": [{\"name\": \"no type\"}]}",
+	};
+	/* conflists, but not ones to chain into */
+	static const char *const unusable[] = {
 		"{\"plugins\": [{\"type\": \"kmesh-cni\"}]}", /* nothing to chain after */
 		/* a runtime would hand us this version, which we refuse: every ADD would fail */
 		"{\"cniVersion\": \"1.1.0\", \"plugins\": [{\"type\": \"calico\"}]}",
 	};
+	const char *stale = "{\"cniVersion\": \"1.1.0\", \"plugins\": [{\"type\": \"calico\"},"
+			    " {\"type\": \"kmesh-cni\"}]}";
 	char err[256];
+	json_t *j, *without;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		json_t *j = km_conflist_parse(bad[i], strlen(bad[i]), err, sizeof(err));
-
+		err[0] = '\0';
+		j = km_conflist_parse(bad[i], strlen(bad[i]), err, sizeof(err));
 		if (j)
 			fail_msg("case %zu parsed", i);
 		assert_true(err[0] != '\0');
 	}
+	for (size_t i = 0; i < sizeof(unusable) / sizeof(unusable[0]); i++) {
+		j = km_conflist_parse(unusable[i], strlen(unusable[i]), err, sizeof(err));
+		assert_non_null(j);
+		err[0] = '\0';
+		if (km_conflist_usable(j, err, sizeof(err)))
+			fail_msg("case %zu usable", i);
+		assert_true(err[0] != '\0');
+		json_decref(j);
+	}
+	/* our entry still comes out of a list we would not chain into (uninstall) */
+	j = km_conflist_parse(stale, strlen(stale), err, sizeof(err));
+	without = km_conflist_without_entry(j);
+	assert_string_equal(types(without), "calico");
+	json_decref(without);
+	json_decref(j);
 }
 
 static void test_conflist_find(void **state)
