@@ -154,7 +154,9 @@ static int unchanged_since_read(void *arg)
 
 /* Put our entry into (entry) or take it out of (NULL) one conflist file, only if the file did
  * not change from when it was read to just before the rename (the primary CNI may be writing
- * it). Returns 1 written, 0 nothing to do, -1 not now (why says: invalid, changing, I/O). */
+ * it). Returns 1 written, 0 nothing to do; -EAGAIN it is changing, try again; -EINVAL it is not
+ * a conflist (or, to put our entry in, not a usable one); -EIO it cannot be read or written.
+ * why says which. */
 static int edit_conflist(const char *path, const json_t *entry, char *why, size_t whylen)
 {
 	struct stat before;
@@ -162,33 +164,40 @@ static int edit_conflist(const char *path, const json_t *entry, char *why, size_
 	char *text = NULL, *out = NULL;
 	json_t *list = NULL, *edited = NULL;
 	long n;
-	int rc = -1;
+	int rc = -EIO;
 
 	if (stat(path, &before) != 0) {
 		snprintf(why, whylen, "%s: %s", path, strerror(errno));
-		return -1;
+		return -EIO;
 	}
 	n = km_read_file(path, KM_CONFLIST_MAX_BYTES, &text, why, whylen);
-	if (n < 0 || (long)before.st_size != n) {
-		if (n >= 0)
-			snprintf(why, whylen, "%s changed while it was read", path);
+	if (n < 0)
+		goto out;
+	rc = -EAGAIN;
+	if ((long)before.st_size != n) {
+		snprintf(why, whylen, "%s changed while it was read", path);
 		goto out;
 	}
-	if (!(list = km_conflist_parse(text, (size_t)n, why, whylen)))
+	rc = -EINVAL;
+	if (!(list = km_conflist_parse(text, (size_t)n, why, whylen)) ||
+	    (entry && !km_conflist_usable(list, why, whylen)))
 		goto out;
 	edited = entry ? km_conflist_with_entry(list, entry) : km_conflist_without_entry(list);
 	if (!edited) {
 		rc = 0;
 		goto out;
 	}
+	/* NULL when nothing valid is left (a list of our entry alone): not ours to fix */
 	out = km_conflist_dump(edited);
 	if (!out) {
-		snprintf(why, whylen, "%s: the edited list would not be valid", path);
+		snprintf(why, whylen, "%s: the edited list would not be a conflist", path);
 		goto out;
 	}
 	if (km_atomic_write_checked(path, out, strlen(out), before.st_mode & 07777, before.st_uid,
 				    before.st_gid, 0, unchanged_since_read, &u, why, whylen) == 0)
 		rc = 1;
+	else
+		rc = errno == EAGAIN ? -EAGAIN : -EIO;
 out:
 	free(text);
 	free(out);
@@ -232,15 +241,15 @@ static int remove_entries(const char *dir, const char *keep, const char *named)
 		    mentions_us(path)) {
 			for (int attempt = 0; attempt < 10; attempt++) {
 				r = edit_conflist(path, NULL, why, sizeof(why));
-				if (r >= 0 || !strstr(why, "changed"))
+				if (r != -EAGAIN)
 					break;
-				usleep(100 * 1000);
+				usleep(100 * 1000); /* shutdown path only; nothing else waits */
 			}
 			if (r > 0)
 				km_info("removed kmesh-cni from %s", path);
-			/* an invalid file or one with only our entry: nothing a runtime would run */
-			else if (r < 0 && !strstr(why, "no plugin other than") &&
-				 !strstr(why, "not JSON") && !strstr(why, "empty file")) {
+			else if (r == -EINVAL) /* not a conflist a runtime could run */
+				km_debug("left alone: %s", why);
+			else if (r < 0) {
 				km_error("kmesh-cni may still be in %s: %s", path, why);
 				left++;
 			}
@@ -271,8 +280,12 @@ static void install_entry(struct installer *in)
 		return;
 	}
 	rc = edit_conflist(path, in->entry, why, sizeof(why));
-	if (rc < 0) {
+	if (rc == -EAGAIN || rc == -EINVAL) {
 		km_debug("conflist not edited now: %s", why); /* the next event tries again */
+		return;
+	}
+	if (rc < 0) {
+		waiting(in, why);
 		return;
 	}
 	in->waiting_for[0] = '\0';
@@ -287,19 +300,24 @@ static void install_entry(struct installer *in)
 	}
 }
 
-static void reconcile(struct installer *in)
-{
-	install_binary(in);
-	install_kubeconfig(in);
-	install_entry(in);
-}
-
+/* A change in the watched dirs: the kubeconfig (the token, or the file itself) and the entry.
+ * The binary (hundreds of KB to read and compare) is left to the periodic resync. */
 static void on_debounce(uv_timer_t *t)
 {
 	struct installer *in = t->data;
 
 	in->pending_since = 0;
-	reconcile(in);
+	install_kubeconfig(in);
+	install_entry(in);
+}
+
+static void on_resync(uv_timer_t *t)
+{
+	struct installer *in = t->data;
+
+	install_binary(in);
+	install_kubeconfig(in);
+	install_entry(in);
 }
 
 static void on_change(uv_fs_event_t *h, const char *name, int events, int status)
@@ -424,7 +442,7 @@ int km_cni_install_run(const struct km_cni_install_config *cfg)
 	in.debounce.data = &in;
 	uv_timer_init(in.loop, &in.resync);
 	in.resync.data = &in;
-	uv_timer_start(&in.resync, on_debounce, (uint64_t)cfg->resync_seconds * 1000,
+	uv_timer_start(&in.resync, on_resync, (uint64_t)cfg->resync_seconds * 1000,
 		       (uint64_t)cfg->resync_seconds * 1000);
 	km_signals_init(in.loop, &in.signals, on_shutdown, &in);
 	install_entry(&in);

@@ -3,11 +3,11 @@
  *   - the plugin binary is in the CNI bin dir (copied atomically, only when it differs);
  *   - a 0600 kubeconfig for the plugin exists, made from the service account's token and CA
  *     (rewritten when the token rotates), unless an existing kubeconfig is named;
- *   - the kmesh-cni entry is the last plugin of the first valid *.conflist (or a named one),
+ *   - the kmesh-cni entry is the last plugin of the first usable *.conflist (or a named one),
  *     written atomically with the file's mode and owner kept.
- * It watches the CNI config dir and the service-account dir and re-checks within 100 ms of a
- * change (a primary CNI rewriting its file drops our entry; it comes back), plus a periodic
- * resync. It only ever writes a conflist it parsed as valid, and never one that changed since
+ * It watches the CNI config dir and the service-account dir and re-checks the kubeconfig and
+ * the entry within 100 ms of a change (a primary CNI rewriting its file drops our entry; it
+ * comes back); the periodic resync checks the binary too. It only ever writes a conflist it parsed as valid, and never one that changed since
  * it was read. On SIGTERM/SIGINT it uninstalls (entry, binary, kubeconfig) unless told to keep. */
 #ifndef KM_CNI_INSTALL_H
 #define KM_CNI_INSTALL_H
