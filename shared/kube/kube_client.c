@@ -145,8 +145,7 @@ int km_kube_request(struct km_kube_client *c, const char *method, const char *pa
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
 	} else {
-		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L); /* no body left from an earlier request */
 	}
 	rc = curl_easy_perform(h);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->headers);
