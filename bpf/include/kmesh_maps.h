@@ -190,6 +190,128 @@ struct km_meta_value {
 	__u32 pad;
 };
 
+/* ---- L4 authorization (authz.bpf.c, bpf/lib/authz.h; compiled by the xDS agent's authz_compile.c)
+ * A new inbound TCP connection to an enrolled pod is decided on its SYN. Names are interned as u32
+ * ids by the agent; string matches (exact, prefix, suffix, presence) are expanded into the ids of
+ * the identities the agent knows, so BPF only ever tests set membership. */
+
+/* The twelve lists of an istio.security.Match, in this order in km_authz_match_value.set. */
+enum km_authz_field {
+	KM_AF_NAMESPACES,
+	KM_AF_NOT_NAMESPACES,
+	KM_AF_PRINCIPALS,
+	KM_AF_NOT_PRINCIPALS,
+	KM_AF_SERVICE_ACCOUNTS,
+	KM_AF_NOT_SERVICE_ACCOUNTS,
+	KM_AF_SOURCE_IPS,
+	KM_AF_NOT_SOURCE_IPS,
+	KM_AF_DESTINATION_IPS,
+	KM_AF_NOT_DESTINATION_IPS,
+	KM_AF_DESTINATION_PORTS,
+	KM_AF_NOT_DESTINATION_PORTS,
+	KM_AF_COUNT
+};
+
+/* km_authz_ident: address -> identity of the workload holding it in this node's network (the
+ * source of a connection, and its destination). An address not here is "no identity": its
+ * namespace is "" (id 0) and no principal or service account matches it. */
+struct km_authz_ident_key {
+	struct km_addr addr;
+};
+struct km_authz_ident_value {
+	__u32 workload_id;  /* owner of the workload's own policy list (KM_AUTHZ_OWNER_WORKLOAD) */
+	__u32 ns_id;        /* namespace; 0 = "" */
+	__u32 sa_id;        /* (namespace, service account) pair */
+	__u32 principal_id; /* "<trust domain>/ns/<ns>/sa/<sa>" (the SPIFFE id without spiffe://) */
+};
+
+/* km_authz_list: the policies that apply to a destination, per scope owner. Each list has a head
+ * row (index KM_AUTHZ_HEAD) naming its generation, and entries at (generation bit | position):
+ * enforced DENY policies first, then enforced ALLOW, then dry-run. A list is replaced by writing
+ * the other generation's entries and then the head, so BPF never sees half of an update. */
+enum km_authz_owner_kind {
+	KM_AUTHZ_OWNER_GLOBAL = 1,    /* owner 0: Scope GLOBAL */
+	KM_AUTHZ_OWNER_NAMESPACE = 2, /* owner = ns_id: Scope NAMESPACE */
+	KM_AUTHZ_OWNER_WORKLOAD = 3,  /* owner = workload_id: Workload.authorization_policies */
+};
+#define KM_AUTHZ_HEAD 0xffffffffu
+#define KM_AUTHZ_GEN_BIT 0x80000000u
+#define KM_AUTHZ_LIST_MAX 0x10000 /* entries per list */
+struct km_authz_list_key {
+	__u32 kind;  /* enum km_authz_owner_kind */
+	__u32 owner;
+	__u32 index; /* KM_AUTHZ_HEAD, or position | (generation ? KM_AUTHZ_GEN_BIT : 0) */
+};
+#define KM_AUTHZ_P_DENY 0x1    /* action DENY (else ALLOW) */
+#define KM_AUTHZ_P_DRY_RUN 0x2 /* counted, never enforced */
+struct km_authz_list_value {
+	union {
+		struct { /* an entry */
+			__u32 policy_id; /* rows (policy_id, 0..n_matches-1) in km_authz_match */
+			__u32 stat_id;   /* its counters in km_authz_stats (stable across versions) */
+			__u32 flags;     /* KM_AUTHZ_P_* */
+			__u32 n_matches; /* 0: the policy matches nothing */
+		};
+		struct { /* the head */
+			__u32 n_deny;
+			__u32 n_allow;
+			__u32 n_dry_run;
+			__u32 gen; /* 0 or 1: which generation's entries are live */
+		};
+	};
+};
+
+/* km_authz_match: a policy compiled to a sequence of matches. The policy matches when, for some
+ * rule, every clause has a matching match (istio-wire.md 2.2); rows carry where clauses and rules
+ * end. Empty matches, clauses and rules are resolved by the compiler: a rule that always holds is
+ * one row with every set 0. */
+#define KM_AUTHZ_M_END_CLAUSE 0x1
+#define KM_AUTHZ_M_END_RULE 0x2
+#define KM_AUTHZ_MATCHES_MAX 0x10000 /* rows per policy */
+struct km_authz_match_key {
+	__u32 policy_id;
+	__u32 index;
+};
+struct km_authz_match_value {
+	__u32 flags;             /* KM_AUTHZ_M_* */
+	__u32 set[KM_AF_COUNT];  /* per field: 0 = the list is empty, else the set that holds it */
+};
+
+/* km_authz_set: membership of an id (namespace, principal or service-account id) or a port (host
+ * order) in a set. */
+struct km_authz_set_key {
+	__u32 set_id;
+	__u32 value;
+};
+struct km_authz_set_value {
+	__u32 pad; /* 0 */
+};
+
+/* km_authz_cidr (LPM trie): the CIDRs of a set. prefixlen = 64 + CIDR length; family 4 holds the
+ * IPv4 address in addr[0..3], family 6 the IPv6 address. An IPv4 connection (or a v4-mapped
+ * address) is looked up as family 4, so a v6 CIDR never matches it (as ztunnel). */
+struct km_authz_cidr_key {
+	__u32 prefixlen;
+	__u32 set_id;
+	__u32 family; /* 4 or 6 */
+	__u8 addr[16];
+};
+struct km_authz_cidr_value {
+	__u32 pad; /* 0 */
+};
+
+/* km_authz_stats: connections decided, per policy (stat_id), written by BPF. For a dry-run
+ * policy the counts are what it would have decided. stat_id KM_AUTHZ_STAT_DEFAULT counts the
+ * connections decided by no policy: allowed (no ALLOW policy applies) or denied (none matched). */
+#define KM_AUTHZ_STAT_DEFAULT 0
+struct km_authz_stats_key {
+	__u32 stat_id;
+};
+struct km_authz_stats_value {
+	__u64 allowed;
+	__u64 denied;
+};
+
 /* Pinned names (BPF object names are limited to 15 characters). */
 #define KM_MAP_MANAGE "km_manage"
 #define KM_MAP_FRONTEND "km_frontend"
@@ -202,5 +324,11 @@ struct km_meta_value {
 #define KM_MAP_SOCKHASH "km_sockhash"
 #define KM_MAP_CONFIG "km_config"
 #define KM_MAP_META "km_meta"
+#define KM_MAP_AUTHZ_IDENT "km_authz_ident"
+#define KM_MAP_AUTHZ_LIST "km_authz_list"
+#define KM_MAP_AUTHZ_MATCH "km_authz_match"
+#define KM_MAP_AUTHZ_SET "km_authz_set"
+#define KM_MAP_AUTHZ_CIDR "km_authz_cidr"
+#define KM_MAP_AUTHZ_STATS "km_authz_stats"
 
 #endif /* KMESH_MAPS_H */

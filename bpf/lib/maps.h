@@ -32,6 +32,11 @@ KM_DECLARE_HASH(km_endpoint, struct km_endpoint_key, struct km_endpoint_value);
 KM_DECLARE_HASH(km_backend, struct km_backend_key, struct km_backend_value);
 KM_DECLARE_HASH(km_port_ovr, struct km_port_override_key, struct km_port_override_value);
 KM_DECLARE_HASH(km_conn_count, struct km_conn_count_key, struct km_conn_count_value);
+KM_DECLARE_HASH(km_authz_ident, struct km_authz_ident_key, struct km_authz_ident_value);
+KM_DECLARE_HASH(km_authz_list, struct km_authz_list_key, struct km_authz_list_value);
+KM_DECLARE_HASH(km_authz_match, struct km_authz_match_key, struct km_authz_match_value);
+KM_DECLARE_HASH(km_authz_set, struct km_authz_set_key, struct km_authz_set_value);
+KM_DECLARE_HASH(km_authz_stats, struct km_authz_stats_key, struct km_authz_stats_value);
 KM_DECLARE_ONE_ROW(km_config, struct km_config_value);
 KM_DECLARE_ONE_ROW(km_meta, struct km_meta_value);
 
@@ -48,5 +53,13 @@ struct {
 	__type(value, __u64);
 	__uint(max_entries, 1);
 } km_sockhash SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__type(key, struct km_authz_cidr_key);
+	__type(value, struct km_authz_cidr_value);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} km_authz_cidr SEC(".maps") __weak;
 
 #endif

@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* authz.h — the L4 authorization decision for one connection, over the km_authz_* tables
+ * (layouts and their meaning in kmesh_maps.h). Istio's order (istio-wire.md 2.3): a matching
+ * enforced DENY policy denies; else, with no enforced ALLOW policy, allow; else a matching ALLOW
+ * policy allows; else deny. Dry-run policies are evaluated and counted, never enforced.
+ * Bounded: lists and policies are walked with bpf_loop (at most KM_AUTHZ_LIST_MAX entries per
+ * list and KM_AUTHZ_MATCHES_MAX rows per policy), each row costs at most twelve lookups. */
+#ifndef KM_BPF_AUTHZ_H
+#define KM_BPF_AUTHZ_H
+
+#include "maps.h"
+#include "addr.h"
+
+/* A connection as the decision sees it. */
+struct km_authz_conn {
+	struct km_addr src, dst; /* v4-mapped for IPv4 */
+	__u32 dport;             /* host order */
+	__u32 src_known;         /* src_id is valid: the source is a known workload */
+	__u32 dst_known;
+	__u32 pad;
+	struct km_authz_ident_value src_id;
+	struct km_authz_ident_value dst_id;
+};
+
+struct km_authz_result {
+	__u32 deny;
+	__u32 stat_id; /* the deciding policy's, or KM_AUTHZ_STAT_DEFAULT */
+};
+
+/* Look up both ends' identities in this node's network. */
+static __always_inline void km_authz_identify(struct km_authz_conn *c)
+{
+	struct km_authz_ident_value *v;
+
+	v = bpf_map_lookup_elem(&km_authz_ident, &c->src);
+	if (v) {
+		c->src_id = *v;
+		c->src_known = 1;
+	}
+	v = bpf_map_lookup_elem(&km_authz_ident, &c->dst);
+	if (v) {
+		c->dst_id = *v;
+		c->dst_known = 1;
+	}
+}
+
+static __always_inline int az_in_set(__u32 set, __u32 value)
+{
+	struct km_authz_set_key k = { .set_id = set, .value = value };
+
+	return bpf_map_lookup_elem(&km_authz_set, &k) != NULL;
+}
+
+static __always_inline int az_in_cidr(__u32 set, const struct km_addr *a)
+{
+	struct km_authz_cidr_key k = { .set_id = set };
+
+	if (km_addr_is_v4mapped(a)) {
+		k.prefixlen = 64 + 32;
+		k.family = 4;
+		__builtin_memcpy(k.addr, &a->words[3], 4);
+	} else {
+		k.prefixlen = 64 + 128;
+		k.family = 6;
+		__builtin_memcpy(k.addr, a->bytes, 16);
+	}
+	return bpf_map_lookup_elem(&km_authz_cidr, &k) != NULL;
+}
+
+/* Is the connection's value for field f (either sense) in set? */
+static __always_inline int az_member(const struct km_authz_conn *c, __u32 f, __u32 set)
+{
+	__u32 kind = f >> 1, value;
+
+	if (kind == KM_AF_SOURCE_IPS >> 1)
+		return az_in_cidr(set, &c->src);
+	if (kind == KM_AF_DESTINATION_IPS >> 1)
+		return az_in_cidr(set, &c->dst);
+	if (kind == KM_AF_NAMESPACES >> 1) {
+		value = c->src_known ? c->src_id.ns_id : 0; /* no identity: "" (id 0) */
+	} else if (kind == KM_AF_DESTINATION_PORTS >> 1) {
+		value = c->dport;
+	} else {
+		if (!c->src_known) /* no identity: no principal or service account matches */
+			return 0;
+		value = kind == KM_AF_PRINCIPALS >> 1 ? c->src_id.principal_id : c->src_id.sa_id;
+	}
+	return az_in_set(set, value);
+}
+
+/* One Match is walked field by field (bpf_loop, so the verifier checks a field once, whatever
+ * its index): every non-empty list must hold (a positive list: some element matches; a not_
+ * list: none does). */
+struct az_row_walk {
+	const struct km_authz_conn *c;
+	__u32 set[KM_AF_COUNT];
+	__u32 failed;
+};
+
+static long az_field_cb(__u64 i, void *arg)
+{
+	struct az_row_walk *r = arg;
+	__u32 f = (__u32)i, set;
+
+	if (f >= KM_AF_COUNT)
+		return 1;
+	set = r->set[f];
+	if (!set)
+		return 0;
+	if (az_member(r->c, f, set) == (int)(f & 1)) {
+		r->failed = 1;
+		return 1;
+	}
+	return 0;
+}
+
+struct az_policy_walk {
+	const struct km_authz_conn *c;
+	__u32 policy_id;
+	__u32 clause_ok;
+	__u32 rule_ok;
+	__u32 matched;
+};
+
+static long az_row_cb(__u64 i, void *arg)
+{
+	struct az_policy_walk *p = arg;
+	struct km_authz_match_key k = { .policy_id = p->policy_id, .index = (__u32)i };
+	struct km_authz_match_value *m = bpf_map_lookup_elem(&km_authz_match, &k);
+	__u32 flags;
+
+	if (!m)
+		return 1; /* a missing row: the policy does not match */
+	flags = m->flags;
+	if (p->rule_ok && !p->clause_ok) {
+		struct az_row_walk r = { .c = p->c };
+
+		__builtin_memcpy(r.set, m->set, sizeof(r.set));
+		bpf_loop(KM_AF_COUNT, az_field_cb, &r, 0);
+		if (!r.failed)
+			p->clause_ok = 1;
+	}
+	if (flags & KM_AUTHZ_M_END_CLAUSE) {
+		p->rule_ok = p->rule_ok && p->clause_ok;
+		p->clause_ok = 0;
+	}
+	if (flags & KM_AUTHZ_M_END_RULE) {
+		if (p->rule_ok) {
+			p->matched = 1;
+			return 1;
+		}
+		p->rule_ok = 1;
+	}
+	return 0;
+}
+
+static __always_inline void az_count(__u32 stat_id, int deny)
+{
+	struct km_authz_stats_key k = { .stat_id = stat_id };
+	struct km_authz_stats_value *v = bpf_map_lookup_elem(&km_authz_stats, &k);
+
+	if (!v) {
+		struct km_authz_stats_value zero = {};
+
+		bpf_map_update_elem(&km_authz_stats, &k, &zero, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&km_authz_stats, &k);
+		if (!v)
+			return;
+	}
+	if (deny)
+		__sync_fetch_and_add(&v->denied, 1);
+	else
+		__sync_fetch_and_add(&v->allowed, 1);
+}
+
+enum az_segment { AZ_SEG_DENY, AZ_SEG_ALLOW, AZ_SEG_DRY_RUN };
+
+
+/* A walk over one segment of one list. */
+struct az_list_walk {
+	const struct km_authz_conn *c;
+	__u32 kind, owner, gen_bit, base;
+	__u32 segment; /* enum az_segment */
+	__u32 found;
+	__u32 stat_id;
+};
+
+static long az_entry_cb(__u64 i, void *arg)
+{
+	struct az_list_walk *l = arg;
+	struct km_authz_list_key k = { .kind = l->kind, .owner = l->owner,
+				       .index = (l->base + (__u32)i) | l->gen_bit };
+	struct km_authz_list_value *e = bpf_map_lookup_elem(&km_authz_list, &k);
+	struct az_policy_walk p = { .c = l->c, .rule_ok = 1 };
+	__u32 n;
+
+	if (!e)
+		return 0;
+	p.policy_id = e->policy_id;
+	n = e->n_matches;
+	if (n > KM_AUTHZ_MATCHES_MAX)
+		n = KM_AUTHZ_MATCHES_MAX;
+	if (n)
+		bpf_loop(n, az_row_cb, &p, 0);
+	if (!p.matched)
+		return 0;
+	if (l->segment == AZ_SEG_DRY_RUN) {
+		az_count(e->stat_id, e->flags & KM_AUTHZ_P_DENY);
+		return 0;
+	}
+	l->found = 1;
+	l->stat_id = e->stat_id;
+	return 1;
+}
+
+/* The whole decision is one walk of nine steps, segment-major: the DENY segments of the three
+ * lists (global, the destination's namespace, the destination's own), then their ALLOW segments,
+ * then their dry-run segments. One bpf_loop call site per level keeps verification small. */
+struct az_decide_walk {
+	const struct km_authz_conn *c;
+	struct km_authz_list_value head[3];
+	__u32 kind[3], owner[3], present[3];
+	__u32 n_allow; /* enforced ALLOW policies over the three lists */
+	__u32 decided, deny, stat_id;
+};
+
+static long az_step_cb(__u64 i, void *arg)
+{
+	struct az_decide_walk *d = arg;
+	__u32 seg = (__u32)i / 3, li = (__u32)i % 3, base, n;
+	const struct km_authz_list_value *h;
+	struct az_list_walk w = {}; /* here, not in *d: a callback may not store stack pointers
+				     * into its caller's frame */
+
+	asm volatile("" : "+r"(li)); /* keep the bound check below: the verifier needs it */
+	if (li >= 3 || seg > AZ_SEG_DRY_RUN)
+		return 1;
+	if (!d->present[li])
+		return 0;
+	if (seg != AZ_SEG_DRY_RUN && d->decided)
+		return 0;
+	h = &d->head[li];
+	if (seg == AZ_SEG_DENY) {
+		base = 0;
+		n = h->n_deny;
+	} else if (seg == AZ_SEG_ALLOW) {
+		base = h->n_deny;
+		n = h->n_allow;
+	} else {
+		base = h->n_deny + h->n_allow;
+		n = h->n_dry_run;
+	}
+	if (!n)
+		return 0;
+	if (n > KM_AUTHZ_LIST_MAX)
+		n = KM_AUTHZ_LIST_MAX;
+	w.c = d->c;
+	w.kind = d->kind[li];
+	w.owner = d->owner[li];
+	w.gen_bit = h->gen ? KM_AUTHZ_GEN_BIT : 0;
+	w.base = base;
+	w.segment = seg;
+	bpf_loop(n, az_entry_cb, &w, 0);
+	if (seg != AZ_SEG_DRY_RUN && w.found) {
+		d->decided = 1;
+		d->deny = seg == AZ_SEG_DENY;
+		d->stat_id = w.stat_id;
+	}
+	return 0;
+}
+
+/* Decide c (identities already looked up) and count the decision. */
+static __always_inline void km_authz_decide(const struct km_authz_conn *c,
+					    struct km_authz_result *r)
+{
+	struct az_decide_walk d = { .c = c };
+
+	d.kind[0] = KM_AUTHZ_OWNER_GLOBAL;
+	d.kind[1] = KM_AUTHZ_OWNER_NAMESPACE;
+	d.owner[1] = c->dst_id.ns_id;
+	d.kind[2] = KM_AUTHZ_OWNER_WORKLOAD;
+	d.owner[2] = c->dst_id.workload_id;
+	for (int i = 0; i < 3; i++) {
+		struct km_authz_list_key k = { .kind = d.kind[i], .owner = d.owner[i],
+					       .index = KM_AUTHZ_HEAD };
+		struct km_authz_list_value *h;
+
+		if (i > 0 && !c->dst_known)
+			break; /* an undescribed destination: only mesh-wide policies apply */
+		h = bpf_map_lookup_elem(&km_authz_list, &k);
+		if (!h)
+			continue;
+		d.head[i] = *h;
+		d.present[i] = 1;
+		d.n_allow += h->n_allow;
+	}
+	d.stat_id = KM_AUTHZ_STAT_DEFAULT;
+	if (d.present[0] | d.present[1] | d.present[2])
+		bpf_loop(9, az_step_cb, &d, 0);
+	if (!d.decided && d.n_allow)
+		d.deny = 1; /* ALLOW policies apply and none matched */
+	r->deny = d.deny;
+	r->stat_id = d.stat_id;
+	az_count(r->stat_id, r->deny);
+}
+
+#endif
