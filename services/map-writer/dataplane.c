@@ -201,6 +201,12 @@ static int setup_maps(struct km_dataplane *dp, const struct km_dataplane_config 
 		{ dp->skel->maps.km_port_ovr, dp->sizes.port_override },
 		{ dp->skel->maps.km_conn_count, dp->sizes.backend },
 		{ dp->skel->maps.km_sockhash, dp->sizes.waypoint_sockets },
+		{ dp->skel->maps.km_authz_ident, dp->sizes.authz_idents },
+		{ dp->skel->maps.km_authz_list, dp->sizes.authz_rows },
+		{ dp->skel->maps.km_authz_match, dp->sizes.authz_rows },
+		{ dp->skel->maps.km_authz_set, dp->sizes.authz_rows },
+		{ dp->skel->maps.km_authz_stats, dp->sizes.authz_rows },
+		{ dp->skel->maps.km_authz_cidr, dp->sizes.authz_cidrs },
 	};
 
 	for (size_t i = 0; i < sizeof(sized) / sizeof(sized[0]); i++) {
@@ -211,6 +217,7 @@ static int setup_maps(struct km_dataplane *dp, const struct km_dataplane_config 
 		/* the routing tables; counts and sockets are made by BPF and stay on demand */
 		if (cfg->preallocate && bpf_map__type(sized[i].map) == BPF_MAP_TYPE_HASH &&
 		    sized[i].map != dp->skel->maps.km_conn_count &&
+		    sized[i].map != dp->skel->maps.km_authz_stats &&
 		    (err = bpf_map__set_map_flags(sized[i].map,
 						  bpf_map__map_flags(sized[i].map) & ~BPF_F_NO_PREALLOC)))
 			return err;
@@ -309,6 +316,7 @@ static int attach_all(struct km_dataplane *dp)
 		[KM_HOOK_RECVMSG4] = { dp->skel->progs.km_recvmsg4, "recvmsg4" },
 		[KM_HOOK_RECVMSG6] = { dp->skel->progs.km_recvmsg6, "recvmsg6" },
 		[KM_HOOK_SOCKOPS] = { dp->skel->progs.km_sockops, "sockops" },
+		[KM_HOOK_AUTHZ_INGRESS] = { dp->skel->progs.km_authz_ingress, "authz_ingress" },
 	};
 	int err;
 
@@ -432,6 +440,12 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	dp->fd_endpoint = bpf_map__fd(dp->skel->maps.km_endpoint);
 	dp->fd_backend = bpf_map__fd(dp->skel->maps.km_backend);
 	dp->fd_port_override = bpf_map__fd(dp->skel->maps.km_port_ovr);
+	dp->fd_authz_ident = bpf_map__fd(dp->skel->maps.km_authz_ident);
+	dp->fd_authz_list = bpf_map__fd(dp->skel->maps.km_authz_list);
+	dp->fd_authz_match = bpf_map__fd(dp->skel->maps.km_authz_match);
+	dp->fd_authz_set = bpf_map__fd(dp->skel->maps.km_authz_set);
+	dp->fd_authz_cidr = bpf_map__fd(dp->skel->maps.km_authz_cidr);
+	dp->fd_authz_stats = bpf_map__fd(dp->skel->maps.km_authz_stats);
 	/* Record the sizes actually in force (adopted maps keep theirs). */
 	dp->sizes.manage = bpf_map__max_entries(dp->skel->maps.km_manage);
 	dp->sizes.frontend = bpf_map__max_entries(dp->skel->maps.km_frontend);
@@ -440,6 +454,9 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	dp->sizes.backend = bpf_map__max_entries(dp->skel->maps.km_backend);
 	dp->sizes.port_override = bpf_map__max_entries(dp->skel->maps.km_port_ovr);
 	dp->sizes.waypoint_sockets = bpf_map__max_entries(dp->skel->maps.km_sockhash);
+	dp->sizes.authz_idents = bpf_map__max_entries(dp->skel->maps.km_authz_ident);
+	dp->sizes.authz_rows = bpf_map__max_entries(dp->skel->maps.km_authz_list);
+	dp->sizes.authz_cidrs = bpf_map__max_entries(dp->skel->maps.km_authz_cidr);
 
 	if ((err = migrate_entries(dp)) || (err = write_node_config(dp, &cfg->node)) ||
 	    (err = attach_all(dp)) || (err = repin_migrated(dp)) || (err = write_layout(dp)))

@@ -21,6 +21,9 @@ struct km_table_sizes {
 	uint32_t backend;
 	uint32_t port_override;
 	uint32_t waypoint_sockets; /* km_sockhash: sockets still owing their waypoint the TLV */
+	uint32_t authz_idents;     /* km_authz_ident */
+	uint32_t authz_rows;       /* km_authz_list, _match, _set and _stats each */
+	uint32_t authz_cidrs;      /* km_authz_cidr */
 };
 
 /* Node settings the programs read from km_config. */
@@ -47,6 +50,7 @@ enum km_dp_hook {
 	KM_HOOK_RECVMSG4,
 	KM_HOOK_RECVMSG6,
 	KM_HOOK_SOCKOPS,
+	KM_HOOK_AUTHZ_INGRESS,
 	KM_HOOK_COUNT
 };
 
@@ -58,6 +62,7 @@ struct km_dataplane {
 	int cgroup_fd;
 	/* map fds, owned by skel */
 	int fd_manage, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
+	int fd_authz_ident, fd_authz_list, fd_authz_match, fd_authz_set, fd_authz_cidr, fd_authz_stats;
 	struct km_table_sizes sizes;
 	char maps_dir[512];
 	char links_dir[512];

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KM_KEYSET_MAX_KEY 20
+#define KM_KEYSET_MAX_KEY 28
 
 struct km_keyset {
 	uint8_t *slots; /* cap slots of 1 used byte + key_len key bytes */

@@ -110,6 +110,7 @@ int main(int argc, char **argv)
 	const char *level = NULL;
 	uint64_t max_manage = 16384, max_frontend = 262144, max_service = 65536,
 		 max_endpoint = 262144, max_backend = 131072, max_override = 65536,
+		 max_authz_idents = 131072, max_authz_rows = 131072, max_authz_cidrs = 32768,
 		 max_waypoint_sockets = 65536, dns_port = 53, max_frame = KM_FRAME_MAX_DEFAULT;
 	struct km_node_config node = { 0 };
 	mode_t socket_mode = 0660;
@@ -149,6 +150,15 @@ int main(int argc, char **argv)
 		{ "max-waypoint-sockets", KM_OPT_UINT, &max_waypoint_sockets, "N",
 		  "size of km_sockhash (connections to a waypoint not yet past their first send)",
 		  "KMESH_MAX_WAYPOINT_SOCKETS", table_min, table_max },
+		{ "max-authz-addresses", KM_OPT_UINT, &max_authz_idents, "N",
+		  "size of km_authz_ident (workload addresses whose identity authorization uses)",
+		  "KMESH_MAX_AUTHZ_ADDRESSES", table_min, table_max },
+		{ "max-authz-rows", KM_OPT_UINT, &max_authz_rows, "N",
+		  "size of each of km_authz_list, km_authz_match, km_authz_set and km_authz_stats "
+		  "(compiled authorization policies)", "KMESH_MAX_AUTHZ_ROWS", table_min, table_max },
+		{ "max-authz-cidrs", KM_OPT_UINT, &max_authz_cidrs, "N",
+		  "size of km_authz_cidr (CIDRs in authorization policies)", "KMESH_MAX_AUTHZ_CIDRS",
+		  table_min, table_max },
 		{ "dns-resolver", KM_OPT_FUNC, &node, "ADDR",
 		  "send enrolled pods' DNS (port 53) to this node-local resolver; once per family "
 		  "(IPv4, IPv6); default: no redirect", NULL, 0, 0, parse_resolver },
@@ -190,6 +200,9 @@ int main(int argc, char **argv)
 	dcfg.sizes.backend = (uint32_t)max_backend;
 	dcfg.sizes.port_override = (uint32_t)max_override;
 	dcfg.sizes.waypoint_sockets = (uint32_t)max_waypoint_sockets;
+	dcfg.sizes.authz_idents = (uint32_t)max_authz_idents;
+	dcfg.sizes.authz_rows = (uint32_t)max_authz_rows;
+	dcfg.sizes.authz_cidrs = (uint32_t)max_authz_cidrs;
 	dcfg.preallocate = preallocate;
 	dcfg.node = node;
 	dcfg.node.dns_port = (uint16_t)dns_port;

@@ -2,7 +2,7 @@
  * module (declared in tables.h). After BEGIN every routing row written is marked; at END the rows
  * not marked are what the agent no longer wants (removed while it or this process was down, or
  * left by an earlier agent) and are deleted: frontends, services, endpoints, port overrides,
- * then backends, so no remaining row ever names a missing one. */
+ * then backends, so no remaining row ever names a missing one; then the authorization rows. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +13,19 @@
 #include "services/map-writer/tables.h"
 #include "shared/log.h"
 
-enum { SEEN_FRONTEND, SEEN_SERVICE, SEEN_ENDPOINT, SEEN_BACKEND, SEEN_PORT_OVERRIDE, SEEN_COUNT };
+enum {
+	SEEN_FRONTEND,
+	SEEN_SERVICE,
+	SEEN_ENDPOINT,
+	SEEN_BACKEND,
+	SEEN_PORT_OVERRIDE,
+	SEEN_AUTHZ_IDENT,
+	SEEN_AUTHZ_LIST,
+	SEEN_AUTHZ_MATCH,
+	SEEN_AUTHZ_SET,
+	SEEN_AUTHZ_CIDR,
+	SEEN_COUNT
+};
 
 static int seen_index(const struct km_tables *t, int fd)
 {
@@ -22,6 +34,11 @@ static int seen_index(const struct km_tables *t, int fd)
 	       : fd == t->fd_endpoint ? SEEN_ENDPOINT
 	       : fd == t->fd_backend ? SEEN_BACKEND
 	       : fd == t->fd_port_override ? SEEN_PORT_OVERRIDE
+	       : fd == t->fd_authz_ident ? SEEN_AUTHZ_IDENT
+	       : fd == t->fd_authz_list ? SEEN_AUTHZ_LIST
+	       : fd == t->fd_authz_match ? SEEN_AUTHZ_MATCH
+	       : fd == t->fd_authz_set ? SEEN_AUTHZ_SET
+	       : fd == t->fd_authz_cidr ? SEEN_AUTHZ_CIDR
 					     : -1;
 }
 
@@ -30,7 +47,9 @@ void km_tables_sync_begin(struct km_tables *t)
 	static const size_t lens[SEEN_COUNT] = {
 		sizeof(struct km_frontend_key), sizeof(struct km_service_key),
 		sizeof(struct km_endpoint_key), sizeof(struct km_backend_key),
-		sizeof(struct km_port_override_key),
+		sizeof(struct km_port_override_key), sizeof(struct km_authz_ident_key),
+		sizeof(struct km_authz_list_key), sizeof(struct km_authz_match_key),
+		sizeof(struct km_authz_set_key), sizeof(struct km_authz_cidr_key),
 	};
 
 	for (int i = 0; i < SEEN_COUNT; i++) {
@@ -84,10 +103,13 @@ static int sweep(struct km_tables *t, int fd, int seen, uint32_t *removed)
 
 Kmesh__Ipc__Code km_tables_sync_end(struct km_tables *t, uint32_t *removed, char *err, size_t errlen)
 {
+	/* authz: lists before what they name, so a swept list never points at swept rows */
 	const int order[] = { SEEN_FRONTEND, SEEN_SERVICE, SEEN_ENDPOINT, SEEN_PORT_OVERRIDE,
-			      SEEN_BACKEND };
+			      SEEN_BACKEND, SEEN_AUTHZ_LIST, SEEN_AUTHZ_MATCH, SEEN_AUTHZ_SET,
+			      SEEN_AUTHZ_CIDR, SEEN_AUTHZ_IDENT };
 	const int fds[SEEN_COUNT] = { t->fd_frontend, t->fd_service, t->fd_endpoint, t->fd_backend,
-				      t->fd_port_override };
+				      t->fd_port_override, t->fd_authz_ident, t->fd_authz_list,
+				      t->fd_authz_match, t->fd_authz_set, t->fd_authz_cidr };
 
 	*removed = 0;
 	err[0] = '\0';

@@ -1,5 +1,6 @@
 /* tables.c — validate and apply table operations (see tables.h). */
 #include "services/map-writer/tables.h"
+#include "services/map-writer/tables_internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -35,12 +36,25 @@ FITS(struct km_backend_key);
 FITS(struct km_backend_value);
 FITS(struct km_port_override_key);
 FITS(struct km_port_override_value);
+FITS(struct km_authz_ident_key);
+FITS(struct km_authz_ident_value);
+FITS(struct km_authz_list_key);
+FITS(struct km_authz_list_value);
+FITS(struct km_authz_match_key);
+FITS(struct km_authz_match_value);
+FITS(struct km_authz_set_key);
+FITS(struct km_authz_cidr_key);
 #define KEYSET_FITS(t) _Static_assert(sizeof(t) <= KM_KEYSET_MAX_KEY, #t " outgrew KM_KEYSET_MAX_KEY")
 KEYSET_FITS(struct km_service_key);
 KEYSET_FITS(struct km_endpoint_key);
 KEYSET_FITS(struct km_backend_key);
 KEYSET_FITS(struct km_frontend_key);
 KEYSET_FITS(struct km_port_override_key);
+KEYSET_FITS(struct km_authz_ident_key);
+KEYSET_FITS(struct km_authz_list_key);
+KEYSET_FITS(struct km_authz_match_key);
+KEYSET_FITS(struct km_authz_set_key);
+KEYSET_FITS(struct km_authz_cidr_key);
 
 int km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
 {
@@ -51,14 +65,18 @@ int km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
 	t->fd_endpoint = dp->fd_endpoint;
 	t->fd_backend = dp->fd_backend;
 	t->fd_port_override = dp->fd_port_override;
+	t->fd_authz_ident = dp->fd_authz_ident;
+	t->fd_authz_list = dp->fd_authz_list;
+	t->fd_authz_match = dp->fd_authz_match;
+	t->fd_authz_set = dp->fd_authz_set;
+	t->fd_authz_cidr = dp->fd_authz_cidr;
+	t->fd_authz_stats = dp->fd_authz_stats;
 	t->migrated_entries = dp->migrated_entries;
 	t->sizes = dp->sizes;
 	return km_tables_load_present(t);
 }
 
-static Kmesh__Ipc__Code fail(Kmesh__Ipc__Code code, char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static Kmesh__Ipc__Code fail(Kmesh__Ipc__Code code, char *err, size_t errlen, const char *fmt, ...)
+Kmesh__Ipc__Code tbl_fail(Kmesh__Ipc__Code code, char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -70,7 +88,7 @@ static Kmesh__Ipc__Code fail(Kmesh__Ipc__Code code, char *err, size_t errlen, co
 
 /* During a sync, every upserted key is marked, written or refused: a refused update keeps the
  * row's earlier version through the sweep rather than removing a row others may name. */
-static void mark_upsert(struct km_tables *t, int fd, const void *key)
+void tbl_mark_upsert(struct km_tables *t, int fd, const void *key)
 {
 	if (t->sync_active)
 		km_tables_sync_mark(t, fd, key);
@@ -205,10 +223,10 @@ static Kmesh__Ipc__Code write_failure(struct km_tables *t, const char *table, in
 {
 	if (!del && (e == E2BIG || e == ENOMEM)) {
 		t->table_full++;
-		return fail(FULL, err, errlen, "%s is full (%s); raise its size flag", table,
+		return tbl_fail(FULL, err, errlen, "%s is full (%s); raise its size flag", table,
 			    strerror(e));
 	}
-	return fail(INTERNAL, err, errlen, "%s %s: %s", del ? "deleting from" : "writing", table,
+	return tbl_fail(INTERNAL, err, errlen, "%s %s: %s", del ? "deleting from" : "writing", table,
 		    strerror(e));
 }
 
@@ -294,7 +312,7 @@ static int present(struct km_tables *t, int fd, const void *key)
 	return t->present_incomplete && bpf_map_lookup_elem(fd, key, value) == 0;
 }
 
-static Kmesh__Ipc__Code write_row(struct km_tables *t, int fd, const char *table, const void *key,
+Kmesh__Ipc__Code tbl_write_row(struct km_tables *t, int fd, const char *table, const void *key,
 				  size_t key_len, const void *value, size_t value_len, char *err,
 				  size_t errlen)
 {
@@ -317,7 +335,7 @@ int km_tables_delete_key(struct km_tables *t, int fd, const void *key)
 	return 0;
 }
 
-static Kmesh__Ipc__Code delete_row(struct km_tables *t, int fd, const char *table, const void *key,
+Kmesh__Ipc__Code tbl_delete_row(struct km_tables *t, int fd, const char *table, const void *key,
 				   size_t key_len, char *err, size_t errlen)
 {
 	int rc;
@@ -329,16 +347,16 @@ static Kmesh__Ipc__Code delete_row(struct km_tables *t, int fd, const char *tabl
 	/* Deleting an absent row is not an error: deletes are idempotent. */
 	if ((rc = km_tables_delete_key(t, fd, key)) == 0)
 		return OK;
-	return fail(INTERNAL, err, errlen, "deleting from %s: %s", table, strerror(-rc));
+	return tbl_fail(INTERNAL, err, errlen, "deleting from %s: %s", table, strerror(-rc));
 }
 
 static Kmesh__Ipc__Code parse_addr(ProtobufCBinaryData b, struct km_addr *out, const char *what,
 				   char *err, size_t errlen)
 {
 	if (km_addr_from_bytes(b.data, b.len, out) != 0)
-		return fail(BAD, err, errlen, "%s: address must be 4 or 16 bytes, got %zu", what, b.len);
+		return tbl_fail(BAD, err, errlen, "%s: address must be 4 or 16 bytes, got %zu", what, b.len);
 	if (km_addr_is_unspecified(out))
-		return fail(BAD, err, errlen, "%s: unspecified address", what);
+		return tbl_fail(BAD, err, errlen, "%s: unspecified address", what);
 	return OK;
 }
 
@@ -350,12 +368,12 @@ static Kmesh__Ipc__Code parse_waypoint(ProtobufCBinaryData addr, uint32_t port, 
 	memset(out, 0, sizeof(*out));
 	if (port == 0) {
 		if (addr.len || data_port)
-			return fail(BAD, err, errlen, "%s: waypoint address or data port without a port",
+			return tbl_fail(BAD, err, errlen, "%s: waypoint address or data port without a port",
 				    what);
 		return OK;
 	}
 	if (port > 65535 || data_port > 65535)
-		return fail(BAD, err, errlen, "%s: waypoint port %u / data port %u out of range", what,
+		return tbl_fail(BAD, err, errlen, "%s: waypoint port %u / data port %u out of range", what,
 			    port, data_port);
 	out->port = htons((uint16_t)port);
 	out->data_port = htons((uint16_t)(data_port ? data_port : port));
@@ -373,9 +391,9 @@ static Kmesh__Ipc__Code frontend_key(const Kmesh__Ipc__FrontendRow *r, struct km
 	if ((c = parse_addr(r->address, &k->addr, "frontend", err, errlen)) != OK)
 		return c;
 	if (r->port > 65535)
-		return fail(BAD, err, errlen, "frontend port %u out of range", r->port);
+		return tbl_fail(BAD, err, errlen, "frontend port %u out of range", r->port);
 	if (r->protocol != KM_IPPROTO_TCP)
-		return fail(BAD, err, errlen, "frontend protocol %u not supported (only 6, TCP)",
+		return tbl_fail(BAD, err, errlen, "frontend protocol %u not supported (only 6, TCP)",
 			    r->protocol);
 	k->port = htons((uint16_t)r->port);
 	k->proto = (uint8_t)r->protocol;
@@ -393,21 +411,21 @@ static Kmesh__Ipc__Code apply_frontend(struct km_tables *t, const Kmesh__Ipc__Ta
 	if (c != OK)
 		return c;
 	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
-		return delete_row(t, t->fd_frontend, "km_frontend", &k, sizeof(k), err, errlen);
-	mark_upsert(t, t->fd_frontend, &k);
+		return tbl_delete_row(t, t->fd_frontend, "km_frontend", &k, sizeof(k), err, errlen);
+	tbl_mark_upsert(t, t->fd_frontend, &k);
 	if (r->upstream_id == 0)
-		return fail(BAD, err, errlen, "frontend upstream id 0 is reserved");
+		return tbl_fail(BAD, err, errlen, "frontend upstream id 0 is reserved");
 	if (r->flags & ~(uint32_t)KM_FE_F_PORT_OVERRIDES)
-		return fail(BAD, err, errlen, "frontend flags 0x%x unknown", r->flags);
+		return tbl_fail(BAD, err, errlen, "frontend flags 0x%x unknown", r->flags);
 	if (r->kind == KMESH__IPC__FRONTEND_KIND__FRONTEND_KIND_SERVICE) {
 		struct km_service_key sk = { .service_id = r->upstream_id };
 
 		if (r->port == 0 || r->target_port == 0 || r->target_port > 65535)
-			return fail(BAD, err, errlen,
+			return tbl_fail(BAD, err, errlen,
 				    "service frontend needs port and target port in 1..65535 (got %u -> %u)",
 				    r->port, r->target_port);
 		if (!present(t, t->fd_service, &sk))
-			return fail(MISSING, err, errlen,
+			return tbl_fail(MISSING, err, errlen,
 				    "frontend references service %u, which is not in km_service "
 				    "(write the service row first)", r->upstream_id);
 		v.kind = KM_FRONTEND_SERVICE;
@@ -417,18 +435,18 @@ static Kmesh__Ipc__Code apply_frontend(struct km_tables *t, const Kmesh__Ipc__Ta
 		struct km_backend_key bk = { .backend_id = r->upstream_id };
 
 		if (r->port != 0 || r->target_port != 0 || r->flags)
-			return fail(BAD, err, errlen,
+			return tbl_fail(BAD, err, errlen,
 				    "workload frontend must have port 0, no target port and no flags");
 		if (!present(t, t->fd_backend, &bk))
-			return fail(MISSING, err, errlen,
+			return tbl_fail(MISSING, err, errlen,
 				    "frontend references workload %u, which is not in km_backend "
 				    "(write the backend row first)", r->upstream_id);
 		v.kind = KM_FRONTEND_WORKLOAD;
 	} else {
-		return fail(BAD, err, errlen, "frontend kind %d unknown", r->kind);
+		return tbl_fail(BAD, err, errlen, "frontend kind %d unknown", r->kind);
 	}
 	v.upstream_id = r->upstream_id;
-	return write_row(t, t->fd_frontend, "km_frontend", &k, sizeof(k), &v, sizeof(v), err, errlen);
+	return tbl_write_row(t, t->fd_frontend, "km_frontend", &k, sizeof(k), &v, sizeof(v), err, errlen);
 }
 
 static Kmesh__Ipc__Code apply_service(struct km_tables *t, const Kmesh__Ipc__TableOp *op,
@@ -439,20 +457,20 @@ static Kmesh__Ipc__Code apply_service(struct km_tables *t, const Kmesh__Ipc__Tab
 	struct km_service_value v = { 0 };
 
 	if (r->id == 0)
-		return fail(BAD, err, errlen, "service id 0 is reserved");
+		return tbl_fail(BAD, err, errlen, "service id 0 is reserved");
 	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
-		return delete_row(t, t->fd_service, "km_service", &k, sizeof(k), err, errlen);
-	mark_upsert(t, t->fd_service, &k);
+		return tbl_delete_row(t, t->fd_service, "km_service", &k, sizeof(k), err, errlen);
+	tbl_mark_upsert(t, t->fd_service, &k);
 	if (r->n_endpoint_count > KM_PRIO_COUNT)
-		return fail(BAD, err, errlen, "service %u: %zu priorities, at most %d", r->id,
+		return tbl_fail(BAD, err, errlen, "service %u: %zu priorities, at most %d", r->id,
 			    r->n_endpoint_count, KM_PRIO_COUNT);
 	if (r->lb_mode > KM_LB_PASSTHROUGH)
-		return fail(BAD, err, errlen, "service %u: load-balancing mode %u unknown", r->id,
+		return tbl_fail(BAD, err, errlen, "service %u: load-balancing mode %u unknown", r->id,
 			    r->lb_mode);
 	if (r->flags & ~(uint32_t)KM_SVC_F_P2C)
-		return fail(BAD, err, errlen, "service %u: flags 0x%x unknown", r->id, r->flags);
+		return tbl_fail(BAD, err, errlen, "service %u: flags 0x%x unknown", r->id, r->flags);
 	if (r->n_weight_total > KM_PRIO_COUNT)
-		return fail(BAD, err, errlen, "service %u: %zu weight totals, at most %d", r->id,
+		return tbl_fail(BAD, err, errlen, "service %u: %zu weight totals, at most %d", r->id,
 			    r->n_weight_total, KM_PRIO_COUNT);
 	v.lb_mode = r->lb_mode;
 	v.flags = r->flags;
@@ -469,11 +487,11 @@ static Kmesh__Ipc__Code apply_service(struct km_tables *t, const Kmesh__Ipc__Tab
 		struct km_endpoint_key ek = { .service_id = r->id, .prio = (uint32_t)p, .index = n - 1 };
 
 		if (n > t->sizes.endpoint)
-			return fail(BAD, err, errlen, "service %u: %u endpoints at priority %zu exceed "
+			return tbl_fail(BAD, err, errlen, "service %u: %u endpoints at priority %zu exceed "
 				    "km_endpoint's size %u", r->id, n, p, t->sizes.endpoint);
 		/* A count may only expose endpoints already written (endpoint rows come first). */
 		if (n > 0 && !present(t, t->fd_endpoint, &ek))
-			return fail(MISSING, err, errlen,
+			return tbl_fail(MISSING, err, errlen,
 				    "service %u: count %u at priority %zu exposes endpoint index %u, "
 				    "which is not in km_endpoint (write endpoints first)",
 				    r->id, n, p, n - 1);
@@ -481,7 +499,7 @@ static Kmesh__Ipc__Code apply_service(struct km_tables *t, const Kmesh__Ipc__Tab
 		/* every weight is at least 1: a total below the count reads as "all 1" */
 		v.weight_total[p] = p < r->n_weight_total && r->weight_total[p] > n ? r->weight_total[p] : n;
 	}
-	return write_row(t, t->fd_service, "km_service", &k, sizeof(k), &v, sizeof(v), err, errlen);
+	return tbl_write_row(t, t->fd_service, "km_service", &k, sizeof(k), &v, sizeof(v), err, errlen);
 }
 
 static Kmesh__Ipc__Code apply_endpoint(struct km_tables *t, const Kmesh__Ipc__TableOp *op,
@@ -494,23 +512,23 @@ static Kmesh__Ipc__Code apply_endpoint(struct km_tables *t, const Kmesh__Ipc__Ta
 	struct km_backend_key bk = { .backend_id = r->backend_id };
 
 	if (r->service_id == 0)
-		return fail(BAD, err, errlen, "endpoint service id 0 is reserved");
+		return tbl_fail(BAD, err, errlen, "endpoint service id 0 is reserved");
 	if (r->priority >= KM_PRIO_COUNT)
-		return fail(BAD, err, errlen, "endpoint priority %u, at most %d", r->priority,
+		return tbl_fail(BAD, err, errlen, "endpoint priority %u, at most %d", r->priority,
 			    KM_PRIO_COUNT - 1);
 	if (r->index >= t->sizes.endpoint)
-		return fail(BAD, err, errlen, "endpoint index %u beyond km_endpoint's size %u",
+		return tbl_fail(BAD, err, errlen, "endpoint index %u beyond km_endpoint's size %u",
 			    r->index, t->sizes.endpoint);
 	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
-		return delete_row(t, t->fd_endpoint, "km_endpoint", &k, sizeof(k), err, errlen);
-	mark_upsert(t, t->fd_endpoint, &k);
+		return tbl_delete_row(t, t->fd_endpoint, "km_endpoint", &k, sizeof(k), err, errlen);
+	tbl_mark_upsert(t, t->fd_endpoint, &k);
 	if (r->backend_id == 0)
-		return fail(BAD, err, errlen, "endpoint backend id 0 is reserved");
+		return tbl_fail(BAD, err, errlen, "endpoint backend id 0 is reserved");
 	if (!present(t, t->fd_backend, &bk))
-		return fail(MISSING, err, errlen,
+		return tbl_fail(MISSING, err, errlen,
 			    "endpoint references backend %u, which is not in km_backend "
 			    "(write the backend row first)", r->backend_id);
-	return write_row(t, t->fd_endpoint, "km_endpoint", &k, sizeof(k), &v, sizeof(v), err, errlen);
+	return tbl_write_row(t, t->fd_endpoint, "km_endpoint", &k, sizeof(k), &v, sizeof(v), err, errlen);
 }
 
 static Kmesh__Ipc__Code apply_backend(struct km_tables *t, const Kmesh__Ipc__TableOp *op,
@@ -522,12 +540,12 @@ static Kmesh__Ipc__Code apply_backend(struct km_tables *t, const Kmesh__Ipc__Tab
 
 	memset(&v, 0, sizeof(v));
 	if (r->id == 0)
-		return fail(BAD, err, errlen, "backend id 0 is reserved");
+		return tbl_fail(BAD, err, errlen, "backend id 0 is reserved");
 	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
-		return delete_row(t, t->fd_backend, "km_backend", &k, sizeof(k), err, errlen);
-	mark_upsert(t, t->fd_backend, &k);
+		return tbl_delete_row(t, t->fd_backend, "km_backend", &k, sizeof(k), err, errlen);
+	tbl_mark_upsert(t, t->fd_backend, &k);
 	if (r->n_addresses == 0 || r->n_addresses > 2)
-		return fail(BAD, err, errlen, "backend %u: needs one or two addresses, got %zu", r->id,
+		return tbl_fail(BAD, err, errlen, "backend %u: needs one or two addresses, got %zu", r->id,
 			    r->n_addresses);
 	for (size_t i = 0, have4 = 0, have6 = 0; i < r->n_addresses; i++) {
 		struct km_addr a;
@@ -538,7 +556,7 @@ static Kmesh__Ipc__Code apply_backend(struct km_tables *t, const Kmesh__Ipc__Tab
 			return c;
 		have = km_addr_is_v4(&a) ? &have4 : &have6;
 		if ((*have)++)
-			return fail(BAD, err, errlen, "backend %u: two addresses of one family", r->id);
+			return tbl_fail(BAD, err, errlen, "backend %u: two addresses of one family", r->id);
 		if (km_addr_is_v4(&a))
 			v.addr4 = a;
 		else
@@ -553,7 +571,7 @@ static Kmesh__Ipc__Code apply_backend(struct km_tables *t, const Kmesh__Ipc__Tab
 			return c;
 	}
 	v.weight = r->weight ? r->weight : 1;
-	return write_row(t, t->fd_backend, "km_backend", &k, sizeof(k), &v, sizeof(v), err, errlen);
+	return tbl_write_row(t, t->fd_backend, "km_backend", &k, sizeof(k), &v, sizeof(v), err, errlen);
 }
 
 static Kmesh__Ipc__Code apply_port_override(struct km_tables *t, const Kmesh__Ipc__TableOp *op,
@@ -565,22 +583,22 @@ static Kmesh__Ipc__Code apply_port_override(struct km_tables *t, const Kmesh__Ip
 	struct km_backend_key bk = { .backend_id = r->backend_id };
 
 	if (r->service_id == 0 || r->backend_id == 0)
-		return fail(BAD, err, errlen, "port override ids 0 are reserved");
+		return tbl_fail(BAD, err, errlen, "port override ids 0 are reserved");
 	if (r->port == 0 || r->port > 65535)
-		return fail(BAD, err, errlen, "port override port %u out of range", r->port);
+		return tbl_fail(BAD, err, errlen, "port override port %u out of range", r->port);
 	k.port = htons((uint16_t)r->port);
 	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
-		return delete_row(t, t->fd_port_override, "km_port_ovr", &k, sizeof(k), err, errlen);
-	mark_upsert(t, t->fd_port_override, &k);
+		return tbl_delete_row(t, t->fd_port_override, "km_port_ovr", &k, sizeof(k), err, errlen);
+	tbl_mark_upsert(t, t->fd_port_override, &k);
 	if (r->target_port == 0 || r->target_port > 65535)
-		return fail(BAD, err, errlen, "port override target port %u out of range",
+		return tbl_fail(BAD, err, errlen, "port override target port %u out of range",
 			    r->target_port);
 	if (!present(t, t->fd_backend, &bk))
-		return fail(MISSING, err, errlen,
+		return tbl_fail(MISSING, err, errlen,
 			    "port override references backend %u, which is not in km_backend",
 			    r->backend_id);
 	v.target_port = htons((uint16_t)r->target_port);
-	return write_row(t, t->fd_port_override, "km_port_ovr", &k, sizeof(k), &v, sizeof(v), err, errlen);
+	return tbl_write_row(t, t->fd_port_override, "km_port_ovr", &k, sizeof(k), &v, sizeof(v), err, errlen);
 }
 
 static int op_table_fd(const struct km_tables *t, const Kmesh__Ipc__TableOp *op)
@@ -591,6 +609,11 @@ static int op_table_fd(const struct km_tables *t, const Kmesh__Ipc__TableOp *op)
 	case KMESH__IPC__TABLE_OP__ROW_ENDPOINT: return t->fd_endpoint;
 	case KMESH__IPC__TABLE_OP__ROW_BACKEND: return t->fd_backend;
 	case KMESH__IPC__TABLE_OP__ROW_PORT_OVERRIDE: return t->fd_port_override;
+	case KMESH__IPC__TABLE_OP__ROW_AUTHZ_IDENT: return t->fd_authz_ident;
+	case KMESH__IPC__TABLE_OP__ROW_AUTHZ_LIST: return t->fd_authz_list;
+	case KMESH__IPC__TABLE_OP__ROW_AUTHZ_MATCH: return t->fd_authz_match;
+	case KMESH__IPC__TABLE_OP__ROW_AUTHZ_SET: return t->fd_authz_set;
+	case KMESH__IPC__TABLE_OP__ROW_AUTHZ_CIDR: return t->fd_authz_cidr;
 	default: return -1;
 	}
 }
@@ -609,7 +632,7 @@ Kmesh__Ipc__Code km_tables_apply(struct km_tables *t, const Kmesh__Ipc__TableOp 
 		run_commit(t);
 	if (op->kind != KMESH__IPC__TABLE_OP__KIND__UPSERT &&
 	    op->kind != KMESH__IPC__TABLE_OP__KIND__DELETE)
-		c = fail(BAD, err, errlen, "op kind %d is neither UPSERT nor DELETE", op->kind);
+		c = tbl_fail(BAD, err, errlen, "op kind %d is neither UPSERT nor DELETE", op->kind);
 	else if (op->row_case == KMESH__IPC__TABLE_OP__ROW_FRONTEND)
 		c = apply_frontend(t, op, err, errlen);
 	else if (op->row_case == KMESH__IPC__TABLE_OP__ROW_SERVICE)
@@ -620,8 +643,10 @@ Kmesh__Ipc__Code km_tables_apply(struct km_tables *t, const Kmesh__Ipc__TableOp 
 		c = apply_backend(t, op, err, errlen);
 	else if (op->row_case == KMESH__IPC__TABLE_OP__ROW_PORT_OVERRIDE)
 		c = apply_port_override(t, op, err, errlen);
+	else if (km_authz_row(op))
+		c = km_authz_apply(t, op, err, errlen);
 	else
-		c = fail(BAD, err, errlen, "op carries no row");
+		c = tbl_fail(BAD, err, errlen, "op carries no row");
 	if (c == OK)
 		t->ops_applied++;
 	else
@@ -672,9 +697,9 @@ Kmesh__Ipc__Code km_tables_enroll(struct km_tables *t, const Kmesh__Ipc__Enroll 
 
 	err[0] = '\0';
 	if (e->netns_cookie == 0)
-		return fail(BAD, err, errlen, "netns cookie 0 is not a network namespace");
+		return tbl_fail(BAD, err, errlen, "netns cookie 0 is not a network namespace");
 	if (e->n_addresses > KM_MAX_ENROLL_ADDRESSES)
-		return fail(BAD, err, errlen, "%zu pod addresses, at most %d", e->n_addresses,
+		return tbl_fail(BAD, err, errlen, "%zu pod addresses, at most %d", e->n_addresses,
 			    KM_MAX_ENROLL_ADDRESSES);
 	for (size_t i = 0; i < e->n_addresses; i++) {
 		struct km_addr a;
@@ -683,7 +708,7 @@ Kmesh__Ipc__Code km_tables_enroll(struct km_tables *t, const Kmesh__Ipc__Enroll 
 		if (c != OK)
 			return c;
 	}
-	return write_row(t, t->fd_manage, "km_manage", &k, sizeof(k), &v, sizeof(v), err, errlen);
+	return tbl_write_row(t, t->fd_manage, "km_manage", &k, sizeof(k), &v, sizeof(v), err, errlen);
 }
 
 Kmesh__Ipc__Code km_tables_enrolled(struct km_tables *t, uint64_t netns_cookie, char *err,
@@ -696,9 +721,9 @@ Kmesh__Ipc__Code km_tables_enrolled(struct km_tables *t, uint64_t netns_cookie, 
 	if (bpf_map_lookup_elem(t->fd_manage, &k, &v) == 0)
 		return OK;
 	if (errno == ENOENT)
-		return fail(KMESH__IPC__CODE__NOT_FOUND, err, errlen, "netns cookie %llu is not enrolled",
+		return tbl_fail(KMESH__IPC__CODE__NOT_FOUND, err, errlen, "netns cookie %llu is not enrolled",
 			    (unsigned long long)netns_cookie);
-	return fail(KMESH__IPC__CODE__INTERNAL, err, errlen, "km_manage lookup: %s", strerror(errno));
+	return tbl_fail(KMESH__IPC__CODE__INTERNAL, err, errlen, "km_manage lookup: %s", strerror(errno));
 }
 
 Kmesh__Ipc__Code km_tables_unenroll(struct km_tables *t, const Kmesh__Ipc__Unenroll *u, char *err,
@@ -708,6 +733,6 @@ Kmesh__Ipc__Code km_tables_unenroll(struct km_tables *t, const Kmesh__Ipc__Unenr
 
 	err[0] = '\0';
 	if (u->netns_cookie == 0)
-		return fail(BAD, err, errlen, "netns cookie 0 is not a network namespace");
-	return delete_row(t, t->fd_manage, "km_manage", &k, sizeof(k), err, errlen);
+		return tbl_fail(BAD, err, errlen, "netns cookie 0 is not a network namespace");
+	return tbl_delete_row(t, t->fd_manage, "km_manage", &k, sizeof(k), err, errlen);
 }

@@ -19,6 +19,9 @@ struct km_row_run;    /* validated rows of one table and kind waiting for one bp
 
 struct km_tables {
 	int fd_manage, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
+	/* L4 authorization (authz_rows.c); stats is written by BPF and only read here */
+	int fd_authz_ident, fd_authz_list, fd_authz_match, fd_authz_set, fd_authz_cidr, fd_authz_stats;
+	uint64_t authz_writes; /* authz rows written or deleted (open connections are re-checked) */
 	struct km_table_sizes sizes;
 	/* counters, shown in dumps and logs */
 	uint64_t ops_applied;
@@ -32,7 +35,8 @@ struct km_tables {
 	/* mark and sweep (sync.c): rows written since the xDS agent's Sync BEGIN */
 	int sync_active;
 	int sync_incomplete; /* a key could not be marked (memory): the sweep is skipped */
-	struct km_keyset seen[5]; /* frontend, service, endpoint, backend, port override */
+	struct km_keyset seen[10]; /* frontend, service, endpoint, backend, port override, and the
+				    * authz ident, list, match, set and cidr tables */
 	uint64_t rows_swept;
 	uint64_t migrated_entries; /* by the data plane at start (for dumps) */
 };
