@@ -84,6 +84,37 @@ static void dump_policy(void *arg, const char *name, const Kmesh__Security__Auth
 						 "rules", (json_int_t)p->n_rules));
 }
 
+static void dump_compiled(void *arg, const struct km_authz_policy_info *i)
+{
+	static const char *const scopes[] = { "GLOBAL", "NAMESPACE", "WORKLOAD_SELECTOR" };
+	struct dump_ctx *c = arg;
+
+	if (!c->left)
+		return;
+	c->left--;
+	json_array_append_new(c->list,
+			      json_pack("{s:s, s:I, s:I, s:s, s:b, s:s, s:I, s:I}", "name", i->name,
+					"policy_id", (json_int_t)i->policy_id, "stat_id",
+					(json_int_t)i->stat_id, "action", i->deny ? "DENY" : "ALLOW",
+					"dry_run", i->dry_run, "scope",
+					i->scope < 3 ? scopes[i->scope] : "?", "rows", (json_int_t)i->rows,
+					"sets", (json_int_t)i->sets));
+}
+
+/* The compiled authorization state: what the BPF tables hold. */
+static json_t *authz_json(const struct km_authz *a, size_t max_items)
+{
+	struct km_authz_stats st;
+	struct dump_ctx c = { .list = json_array(), .left = max_items };
+
+	km_authz_stats(a, &st);
+	km_authz_each_policy(a, dump_compiled, &c);
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:b, s:o}", "policies", (json_int_t)st.policies,
+			 "lists", (json_int_t)st.lists, "identities", (json_int_t)st.identities,
+			 "strings", (json_int_t)st.strings, "set_members", (json_int_t)st.set_members,
+			 "incomplete", a->oom, "compiled", c.list);
+}
+
 static json_t *type_json(const struct km_ads_type *t)
 {
 	return json_pack("{s:s, s:I, s:I, s:I, s:I, s:s, s:b}", "last_nonce", t->last_nonce,
@@ -125,6 +156,8 @@ char *km_agent_dump_json(const struct km_agent_state *st, size_t max_items)
 			 (json_int_t)st->link->ops_acked, "ops_refused",
 			 (json_int_t)st->link->ops_refused, "last_synced_unix_us",
 			 (json_int_t)st->last_synced_unix_us);
+	if (st->authz)
+		json_object_set_new(root, "authz", authz_json(st->authz, max_items));
 	if (st->ads)
 		json_object_set_new(root, "istiod",
 				    json_pack("{s:b, s:s, s:I, s:I, s:s, s:o, s:o}", "connected",

@@ -7,6 +7,7 @@
 #include "ipc/server.h"
 #include "shared/latency.h"
 #include "services/xds-agent/ads_client.h"
+#include "services/xds-agent/authz_compile.h"
 #include "services/xds-agent/model.h"
 #include "services/xds-agent/policy_store.h"
 #include "services/xds-agent/writer_link.h"
@@ -14,6 +15,7 @@
 struct km_agent_state {
 	const struct km_model *model;
 	const struct km_policy_store *policies;
+	const struct km_authz *authz; /* the compiled policies (may be NULL) */
 	const struct km_ads_client *ads; /* NULL in file mode */
 	const struct km_writer_link *link;
 	const char *source; /* "istiod host:port" or "file PATH" */

@@ -312,6 +312,8 @@ static void apply_other(struct km_ads_client *c, struct km_response_view *v)
 	       "Authorization response %s: %zu applied, %zu rejected, %zu removed", v->nonce,
 	       res.applied, res.rejected, res.removed);
 	t->synced = 1;
+	if (c->on_applied)
+		c->on_applied(c->arg); /* the compiled policies go to the map writer */
 }
 
 /* Take queued responses until one is an Address response to apply in slices. */

@@ -17,6 +17,7 @@
 #include "services/xds-agent/oplist.h"
 #include "services/xds-agent/writer_link.h"
 #include "shared/log.h"
+#include "services/xds-agent/authz_compile.h"
 #include "shared/options.h"
 #include "shared/signals.h"
 
@@ -29,6 +30,7 @@ struct agent {
 	struct km_file_source file;
 	struct km_ads_client ads;
 	struct km_policy_store policies;
+	struct km_authz authz;
 	int use_xds;
 	struct km_writer_link link;
 	struct km_ipc_server admin;
@@ -326,6 +328,9 @@ int main(int argc, char **argv)
 	a.ops.drain_at = (size_t)batch_ops;
 	km_model_init(&a.model, &a.ops, NULL);
 	km_policy_store_init(&a.policies);
+	km_authz_init(&a.authz, &a.ops, node.network);
+	km_model_set_authz(&a.model, &a.authz);
+	a.policies.authz = &a.authz;
 	km_model_set_local_node(&a.model, node.node_name);
 	km_model_set_waypoint_data_port(&a.model, (uint16_t)waypoint_data_port);
 	if (km_model_set_p2c(&a.model, p2c) != 0) {
@@ -356,6 +361,7 @@ int main(int argc, char **argv)
 	}
 	a.state.model = &a.model;
 	a.state.policies = &a.policies;
+	a.state.authz = &a.authz;
 	a.state.link = &a.link;
 	a.state.ads = a.use_xds ? &a.ads : NULL;
 	snprintf(a.source, sizeof(a.source), "%s %s", a.use_xds ? "istiod" : "file",
@@ -395,6 +401,7 @@ int main(int argc, char **argv)
 	km_info("stopped");
 	km_model_free(&a.model);
 	km_policy_store_free(&a.policies);
+	km_authz_free(&a.authz);
 	km_oplist_free(&a.ops);
 	uv_loop_close(a.loop);
 	return 0;

@@ -1,6 +1,7 @@
 /* model.c — the workload model: services and workloads by name, their lifecycle, flush, replay
  * and queries (see model.h; the pieces it is built from are listed in model_internal.h). */
 #include "services/xds-agent/model.h"
+#include "services/xds-agent/authz_compile.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -420,6 +421,8 @@ void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res)
 		mdl_emit_backend_delete(m, w);
 	km_workload_res_free(old);
 	learn_local_locality(m, res);
+	if (m->authz)
+		km_authz_put_workload(m->authz, res, w->id);
 }
 
 void km_model_remove_workload(struct km_model *m, const char *uid)
@@ -431,6 +434,8 @@ void km_model_remove_workload(struct km_model *m, const char *uid)
 	w = wl_find(m, uid);
 	if (!w)
 		return;
+	if (m->authz)
+		km_authz_remove_workload(m->authz, uid);
 	n_fe = w->backend_written ? frontend_addrs(w->res, &fe) : 0;
 	for (size_t i = 0; i < n_fe; i++)
 		mdl_emit_workload_frontend(m, w, &fe[i], 1);
@@ -468,6 +473,8 @@ void km_model_flush(struct km_model *m)
 		}
 	}
 	m->n_dirty = 0;
+	if (m->authz)
+		km_authz_flush(m->authz);
 	km_oplist_settle(m->out);
 }
 
@@ -501,6 +508,8 @@ void km_model_replay(struct km_model *m)
 		for (size_t i = 0; i < n; i++)
 			mdl_emit_workload_frontend(m, w, &fe[i], 0);
 	}
+	if (m->authz)
+		km_authz_replay(m->authz);
 	km_oplist_settle(m->out);
 }
 
@@ -509,6 +518,11 @@ void km_model_init(struct km_model *m, struct km_oplist *out, km_ids_hash_fn has
 	memset(m, 0, sizeof(*m));
 	km_ids_init(&m->ids, hash);
 	m->out = out;
+}
+
+void km_model_set_authz(struct km_model *m, struct km_authz *authz)
+{
+	m->authz = authz;
 }
 
 void km_model_set_local_node(struct km_model *m, const char *node)

@@ -24,6 +24,7 @@
 struct km_model_svc;
 struct km_model_wl;
 struct mdl_displaced;
+struct km_authz;
 
 /* Where this node is: the reference for locality priorities. The node name is configured; the
  * rest is learnt from the first workload seen on this node. */
@@ -45,6 +46,7 @@ struct km_model {
 	size_t n_services; /* with a resource */
 	size_t n_workloads;
 	struct km_oplist *out;
+	struct km_authz *authz;      /* optional: workloads' identities go to the policy compiler */
 	uint16_t waypoint_data_port; /* port dialled on waypoint pods (0 = their HBONE port) */
 	int p2c_all;                 /* every service by power of two choices ... */
 	char **p2c_names;            /* ... or these (service names, namespace/hostname) */
@@ -52,6 +54,9 @@ struct km_model {
 };
 
 void km_model_init(struct km_model *m, struct km_oplist *out, km_ids_hash_fn hash);
+/* Feed workloads (identities, policy lists) to an authorization compiler writing to the same
+ * oplist; flushed and replayed with the model. */
+void km_model_set_authz(struct km_model *m, struct km_authz *authz);
 /* This node's name (locality priorities compare workloads against it). */
 void km_model_set_local_node(struct km_model *m, const char *node);
 /* The port waypoint pods are dialled on (Kmesh's waypoints read the TLV on 15019). */

@@ -40,21 +40,27 @@ static int phase(const struct km_op *o)
 		return 2;
 	case KM_OP_SERVICE:
 		return 3;
+	case KM_OP_FRONTEND:
+		return 4;
+	case KM_OP_AUTHZ_IDENT:
+	case KM_OP_AUTHZ_SET:
+	case KM_OP_AUTHZ_CIDR:
+		return 5;
 	default:
-		return 4; /* frontends */
+		return 6; /* authz matches (list entries and heads: emitted "now") */
 	}
 }
 
 void km_oplist_settle(struct km_oplist *l)
 {
-	size_t pending = l->n - l->settled, start[6] = { 0 };
+	size_t pending = l->n - l->settled, start[8] = { 0 };
 	struct km_op *tmp;
 
 	if (pending > 1 && (tmp = malloc(pending * sizeof(*tmp)))) {
 		/* stable counting sort of the waiting ops by phase */
 		for (size_t i = l->settled; i < l->n; i++)
 			start[phase(&l->ops[i]) + 1]++;
-		for (int p = 1; p < 6; p++)
+		for (int p = 1; p < 8; p++)
 			start[p] += start[p - 1];
 		for (size_t i = l->settled; i < l->n; i++)
 			tmp[start[phase(&l->ops[i])]++] = l->ops[i];
@@ -113,7 +119,13 @@ struct pb_op {
 		Kmesh__Ipc__EndpointRow ep;
 		Kmesh__Ipc__BackendRow be;
 		Kmesh__Ipc__PortOverrideRow po;
+		Kmesh__Ipc__AuthzIdentRow ident;
+		Kmesh__Ipc__AuthzSetRow set;
+		Kmesh__Ipc__AuthzCidrRow cidr;
+		Kmesh__Ipc__AuthzMatchRow match;
+		Kmesh__Ipc__AuthzListRow list;
 	} row;
+	uint32_t sets[KM_AF_COUNT];
 	ProtobufCBinaryData addrs[2];
 	uint8_t bytes[3][16];
 	uint32_t counts[KM_PRIO_COUNT];
@@ -183,6 +195,61 @@ static void to_pb(const struct km_op *o, struct pb_op *p)
 		p->row.po.target_port = o->po.target_port;
 		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_PORT_OVERRIDE;
 		p->op.port_override = &p->row.po;
+		break;
+	case KM_OP_AUTHZ_IDENT:
+		kmesh__ipc__authz_ident_row__init(&p->row.ident);
+		p->row.ident.address.len = km_addr_to_bytes(&o->ident.addr, p->bytes[0]);
+		p->row.ident.address.data = p->bytes[0];
+		p->row.ident.workload_id = o->ident.workload_id;
+		p->row.ident.namespace_id = o->ident.ns_id;
+		p->row.ident.service_account_id = o->ident.sa_id;
+		p->row.ident.principal_id = o->ident.principal_id;
+		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_AUTHZ_IDENT;
+		p->op.authz_ident = &p->row.ident;
+		break;
+	case KM_OP_AUTHZ_SET:
+		kmesh__ipc__authz_set_row__init(&p->row.set);
+		p->row.set.set_id = o->set.set_id;
+		p->row.set.value = o->set.value;
+		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_AUTHZ_SET;
+		p->op.authz_set = &p->row.set;
+		break;
+	case KM_OP_AUTHZ_CIDR:
+		kmesh__ipc__authz_cidr_row__init(&p->row.cidr);
+		p->row.cidr.set_id = o->cidr.set_id;
+		memcpy(p->bytes[0], o->cidr.addr, sizeof(o->cidr.addr));
+		p->row.cidr.address.len = o->cidr.addr_len;
+		p->row.cidr.address.data = p->bytes[0];
+		p->row.cidr.length = o->cidr.length;
+		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_AUTHZ_CIDR;
+		p->op.authz_cidr = &p->row.cidr;
+		break;
+	case KM_OP_AUTHZ_MATCH:
+		kmesh__ipc__authz_match_row__init(&p->row.match);
+		p->row.match.policy_id = o->match.policy_id;
+		p->row.match.index = o->match.index;
+		p->row.match.flags = o->match.flags;
+		memcpy(p->sets, o->match.sets, sizeof(p->sets));
+		p->row.match.n_sets = o->del ? 0 : KM_AF_COUNT;
+		p->row.match.sets = p->sets;
+		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_AUTHZ_MATCH;
+		p->op.authz_match = &p->row.match;
+		break;
+	case KM_OP_AUTHZ_LIST:
+		kmesh__ipc__authz_list_row__init(&p->row.list);
+		p->row.list.kind = o->list.kind;
+		p->row.list.owner = o->list.owner;
+		p->row.list.index = o->list.index;
+		p->row.list.policy_id = o->list.policy_id;
+		p->row.list.stat_id = o->list.stat_id;
+		p->row.list.flags = o->list.flags;
+		p->row.list.n_matches = o->list.n_matches;
+		p->row.list.n_deny = o->list.n_deny;
+		p->row.list.n_allow = o->list.n_allow;
+		p->row.list.n_dry_run = o->list.n_dry_run;
+		p->row.list.gen = o->list.gen;
+		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_AUTHZ_LIST;
+		p->op.authz_list = &p->row.list;
 		break;
 	default:
 		kmesh__ipc__backend_row__init(&p->row.be);

@@ -14,6 +14,12 @@ enum km_op_table {
 	KM_OP_ENDPOINT = 3,
 	KM_OP_BACKEND = 4,
 	KM_OP_PORT_OVERRIDE = 5,
+	/* L4 authorization (authz_compile.c); layouts in kmesh_maps.h */
+	KM_OP_AUTHZ_IDENT = 6,
+	KM_OP_AUTHZ_SET = 7,
+	KM_OP_AUTHZ_CIDR = 8,
+	KM_OP_AUTHZ_MATCH = 9,
+	KM_OP_AUTHZ_LIST = 10,
 };
 
 /* A waypoint as the tables carry it: port 0 = none; port with has_addr 0 = pending. */
@@ -64,6 +70,29 @@ struct km_op {
 			uint16_t port;
 			uint16_t target_port;
 		} po;
+		struct {
+			struct km_addr addr;
+			uint32_t workload_id, ns_id, sa_id, principal_id;
+		} ident;
+		struct {
+			uint32_t set_id;
+			uint32_t value;
+		} set;
+		struct {
+			uint32_t set_id;
+			uint8_t addr[16];
+			uint8_t addr_len; /* 4 or 16 */
+			uint8_t length;   /* prefix length */
+		} cidr;
+		struct {
+			uint32_t policy_id, index, flags;
+			uint32_t sets[KM_AF_COUNT];
+		} match;
+		struct {
+			uint32_t kind, owner, index;
+			uint32_t policy_id, stat_id, flags, n_matches; /* an entry */
+			uint32_t n_deny, n_allow, n_dry_run, gen;      /* the head */
+		} list;
 	};
 };
 

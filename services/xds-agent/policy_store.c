@@ -1,6 +1,7 @@
 /* policy_store.c — Authorization resources by name (see policy_store.h). */
 #include "shared/errbuf.h"
 #include "services/xds-agent/policy_store.h"
+#include "services/xds-agent/authz_compile.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,8 @@ static int validate(const Kmesh__Security__Authorization *a, char *err, size_t e
 	if ((unsigned)a->scope > KMESH__SECURITY__SCOPE__WORKLOAD_SELECTOR ||
 	    (unsigned)a->action > KMESH__SECURITY__ACTION__DENY)
 		return km_errf(err, errlen, "unknown scope %d or action %d", a->scope, a->action);
+	size_t rows = 0;
+
 	if (a->n_rules > MAX_ITEMS)
 		return km_errf(err, errlen, "%zu rules, at most %d", a->n_rules, MAX_ITEMS);
 	for (size_t r = 0; r < a->n_rules; r++) {
@@ -76,6 +79,9 @@ static int validate(const Kmesh__Security__Authorization *a, char *err, size_t e
 
 			if (cl->n_matches > MAX_ITEMS)
 				return km_errf(err, errlen, "rule %zu clause %zu: too many matches", r, c);
+			/* each match is one compiled row (kmesh_maps.h km_authz_match) */
+			if ((rows += cl->n_matches) > KM_AUTHZ_MATCHES_MAX)
+				return km_errf(err, errlen, "more than %d matches in all", KM_AUTHZ_MATCHES_MAX);
 			for (size_t m = 0; m < cl->n_matches; m++) {
 				const Kmesh__Security__Match *x = cl->matches[m];
 
@@ -156,6 +162,8 @@ int km_policy_store_put(struct km_policy_store *ps, const uint8_t *data, size_t 
 	}
 	HASH_ADD_KEYPTR(hh, ps->by_name, p->name, strlen(p->name), p);
 	ps->count++;
+	if (ps->authz)
+		km_authz_put_policy(ps->authz, p->name, p->msg);
 	return 0;
 }
 
@@ -166,6 +174,8 @@ int km_policy_store_remove(struct km_policy_store *ps, const char *name)
 	HASH_FIND_STR(ps->by_name, name, p);
 	if (!p)
 		return 0;
+	if (ps->authz)
+		km_authz_remove_policy(ps->authz, name);
 	HASH_DEL(ps->by_name, p);
 	policy_free(p);
 	ps->count--;

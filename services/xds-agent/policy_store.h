@@ -1,6 +1,6 @@
 /* policy_store.h — istio.security.Authorization resources by name ("<ns>/<name>"), validated and
- * kept as decoded messages. Enforcement compiles them later; today they are held, counted and
- * dumped. */
+ * kept as decoded messages, and handed to the authorization compiler (authz_compile.h) when one
+ * is attached. */
 #ifndef KM_XDS_POLICY_STORE_H
 #define KM_XDS_POLICY_STORE_H
 
@@ -11,10 +11,12 @@
 #include "services/xds-agent/resources.h"
 
 struct km_policy;
+struct km_authz;
 
 struct km_policy_store {
 	struct km_policy *by_name;
 	size_t count;
+	struct km_authz *authz; /* optional: every change is compiled (the caller flushes it) */
 };
 
 void km_policy_store_init(struct km_policy_store *ps);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "services/xds-agent/authz_compile.h"
 #include "services/xds-agent/resource_pb.h"
 #include "shared/log.h"
 
@@ -133,4 +134,8 @@ void km_xds_apply_authorization(struct km_policy_store *ps, struct km_response_v
 	}
 	for (size_t i = 0; i < v->n_removed; i++)
 		res->removed += (size_t)km_policy_store_remove(ps, v->removed[i]);
+	if (ps->authz) {
+		km_authz_flush(ps->authz);
+		km_oplist_settle(ps->authz->out);
+	}
 }
