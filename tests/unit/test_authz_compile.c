@@ -1,0 +1,249 @@
+/* test_authz_compile.c — the authorization compiler's table operations: identities only for this
+ * network's pod workloads, string matches expanded to known identities and re-expanded when one
+ * appears or goes, a replaced policy written beside the old one and switched in by its list's
+ * head before the old rows go, and the reference evaluator's string and CIDR rules. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kmesh_maps.h"
+#include "services/xds-agent/authz_compile.h"
+#include "services/xds-agent/authz_eval.h"
+#include "shared/addr.h"
+
+static struct km_oplist ops;
+static struct km_authz az;
+
+static int setup(void **state)
+{
+	(void)state;
+	km_oplist_init(&ops);
+	km_authz_init(&az, &ops, "net-a");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	km_authz_free(&az);
+	km_oplist_free(&ops);
+	return 0;
+}
+
+static struct km_addr addr_of(const char *text)
+{
+	struct km_addr a;
+
+	assert_int_equal(km_addr_parse(text, &a), 0);
+	return a;
+}
+
+static void put_wl(const char *uid, const char *ns, const char *network, struct km_addr *a,
+		   uint32_t id, int host)
+{
+	struct km_workload_res w;
+
+	memset(&w, 0, sizeof(w));
+	w.uid = (char *)uid;
+	w.namespace = (char *)ns;
+	w.network = (char *)network;
+	w.service_account = "web";
+	w.addrs = a;
+	w.n_addrs = 1;
+	w.host_network = (uint32_t)host;
+	km_authz_put_workload(&az, &w, id);
+}
+
+/* A policy: ALLOW namespaces [match] on NAMESPACE scope "web". */
+static void put_ns_policy(const char *name, int prefix, const char *text)
+{
+	Kmesh__Security__Authorization p = KMESH__SECURITY__AUTHORIZATION__INIT;
+	Kmesh__Security__Rule r = KMESH__SECURITY__RULE__INIT, *rp = &r;
+	Kmesh__Security__Clause c = KMESH__SECURITY__CLAUSE__INIT, *cp = &c;
+	Kmesh__Security__Match m = KMESH__SECURITY__MATCH__INIT, *mp = &m;
+	Kmesh__Security__StringMatch s = KMESH__SECURITY__STRING_MATCH__INIT, *sp = &s;
+
+	s.match_type_case = prefix ? KMESH__SECURITY__STRING_MATCH__MATCH_TYPE_PREFIX
+				   : KMESH__SECURITY__STRING_MATCH__MATCH_TYPE_EXACT;
+	s.prefix = (char *)text;
+	m.n_namespaces = 1;
+	m.namespaces = &sp;
+	c.n_matches = 1;
+	c.matches = &mp;
+	r.n_clauses = 1;
+	r.clauses = &cp;
+	p.name = (char *)name;
+	p.namespace_ = "web";
+	p.scope = KMESH__SECURITY__SCOPE__NAMESPACE;
+	p.n_rules = 1;
+	p.rules = &rp;
+	km_authz_put_policy(&az, name, &p);
+}
+
+static size_t count(enum km_op_table table, int del)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < ops.n; i++)
+		n += ops.ops[i].table == table && ops.ops[i].del == del;
+	return n;
+}
+
+static const struct km_op *find(enum km_op_table table, int del, size_t nth)
+{
+	for (size_t i = 0; i < ops.n; i++)
+		if (ops.ops[i].table == table && ops.ops[i].del == del && nth-- == 0)
+			return &ops.ops[i];
+	return NULL;
+}
+
+static void identities_of_this_network_only(void **state)
+{
+	struct km_addr a = addr_of("10.0.0.1"), b = addr_of("10.0.0.1"), c = addr_of("10.0.0.3");
+	const struct km_op *op;
+
+	(void)state;
+	put_wl("w1", "prod", "net-a", &a, 11, 0);
+	put_wl("w2", "prod", "net-b", &b, 12, 0); /* same address, another network */
+	put_wl("w3", "prod", "net-a", &c, 13, 1); /* host network */
+	assert_int_equal(count(KM_OP_AUTHZ_IDENT, 0), 1);
+	op = find(KM_OP_AUTHZ_IDENT, 0, 0);
+	assert_int_equal(op->ident.workload_id, 11);
+	assert_true(op->ident.ns_id && op->ident.sa_id && op->ident.principal_id);
+	km_oplist_clear(&ops);
+	km_authz_remove_workload(&az, "w1");
+	assert_int_equal(count(KM_OP_AUTHZ_IDENT, 1), 1);
+}
+
+static void expansion_and_reexpansion(void **state)
+{
+	struct km_addr a = addr_of("10.0.0.1"), b = addr_of("10.0.0.2"), c = addr_of("10.0.0.3");
+	uint32_t prod_id, set_id;
+	const struct km_op *op;
+
+	(void)state;
+	put_wl("w1", "prod", "net-a", &a, 11, 0);
+	prod_id = find(KM_OP_AUTHZ_IDENT, 0, 0)->ident.ns_id;
+	km_oplist_clear(&ops);
+
+	/* expansion: prefix "pr" holds the known namespace prod */
+	put_ns_policy("web/p", 1, "pr");
+	km_authz_flush(&az);
+	assert_int_equal(count(KM_OP_AUTHZ_SET, 0), 1);
+	op = find(KM_OP_AUTHZ_SET, 0, 0);
+	assert_int_equal(op->set.value, prod_id);
+	set_id = op->set.set_id;
+	assert_int_equal(count(KM_OP_AUTHZ_MATCH, 0), 1);
+	assert_int_equal(find(KM_OP_AUTHZ_MATCH, 0, 0)->match.sets[KM_AF_NAMESPACES], set_id);
+	assert_int_equal(find(KM_OP_AUTHZ_MATCH, 0, 0)->match.flags,
+			 KM_AUTHZ_M_END_CLAUSE | KM_AUTHZ_M_END_RULE);
+	/* the namespace list: one entry, then its head */
+	assert_int_equal(count(KM_OP_AUTHZ_LIST, 0), 2);
+	assert_int_equal(ops.ops[ops.n - 1].list.index, KM_AUTHZ_HEAD);
+	assert_int_equal(ops.ops[ops.n - 1].list.n_allow, 1);
+	km_oplist_clear(&ops);
+
+	/* re-expansion: a workload in prod-eu appears (matches), one in dev (does not) */
+	put_wl("w2", "prod-eu", "net-a", &b, 12, 0);
+	put_wl("w3", "dev", "net-a", &c, 13, 0);
+	assert_int_equal(count(KM_OP_AUTHZ_SET, 0), 1);
+	op = find(KM_OP_AUTHZ_SET, 0, 0);
+	assert_int_equal(op->set.set_id, set_id);
+	assert_int_equal(op->set.value, find(KM_OP_AUTHZ_IDENT, 0, 0)->ident.ns_id);
+	km_oplist_clear(&ops);
+
+	/* the last prod-eu workload goes: its namespace leaves the set */
+	km_authz_remove_workload(&az, "w2");
+	assert_int_equal(count(KM_OP_AUTHZ_SET, 1), 1);
+	assert_int_equal(find(KM_OP_AUTHZ_SET, 1, 0)->set.set_id, set_id);
+}
+
+static void replaced_policy_switches_generation(void **state)
+{
+	uint32_t old_id, new_id;
+	size_t head_at = 0, first_delete = 0;
+
+	(void)state;
+	put_ns_policy("web/p", 0, "prod");
+	km_authz_flush(&az);
+	old_id = find(KM_OP_AUTHZ_MATCH, 0, 0)->match.policy_id;
+	assert_int_equal(ops.ops[ops.n - 1].list.gen, 0);
+	km_oplist_clear(&ops);
+
+	put_ns_policy("web/p", 0, "dev");
+	km_authz_flush(&az);
+	km_oplist_settle(&ops);
+	new_id = find(KM_OP_AUTHZ_MATCH, 0, 0)->match.policy_id;
+	assert_int_not_equal(old_id, new_id);
+	for (size_t i = 0; i < ops.n; i++) {
+		if (ops.ops[i].table == KM_OP_AUTHZ_LIST && !ops.ops[i].del &&
+		    ops.ops[i].list.index == KM_AUTHZ_HEAD) {
+			head_at = i;
+			assert_int_equal(ops.ops[i].list.gen, 1);
+		}
+		if (ops.ops[i].del && !first_delete)
+			first_delete = i;
+	}
+	/* the old generation's entry and the old policy's rows go only after the switch */
+	assert_true(head_at > 0 && first_delete > head_at);
+	assert_int_equal(find(KM_OP_AUTHZ_MATCH, 1, 0)->match.policy_id, old_id);
+	/* same content again: nothing to write */
+	km_oplist_clear(&ops);
+	put_ns_policy("web/p", 0, "dev");
+	km_authz_flush(&az);
+	assert_int_equal(ops.n, 0);
+	/* removed: the head goes */
+	km_authz_remove_policy(&az, "web/p");
+	km_authz_flush(&az);
+	assert_non_null(find(KM_OP_AUTHZ_LIST, 1, 0));
+	assert_int_equal(find(KM_OP_AUTHZ_LIST, 1, 0)->list.index, KM_AUTHZ_HEAD);
+}
+
+static void reference_rules(void **state)
+{
+	Kmesh__Security__StringMatch m = KMESH__SECURITY__STRING_MATCH__INIT;
+	Kmesh__Security__Address c = KMESH__SECURITY__ADDRESS__INIT;
+	uint8_t net4[4] = { 10, 1, 0, 0 }, net6[16] = { 0 };
+	struct km_addr a4 = addr_of("10.1.0.77"), a6 = addr_of("::1");
+
+	(void)state;
+	m.match_type_case = KMESH__SECURITY__STRING_MATCH__MATCH_TYPE_SUFFIX;
+	m.suffix = "/sa/web";
+	assert_true(km_authz_string_matches(&m, "cluster.local/ns/a/sa/web"));
+	assert_false(km_authz_string_matches(&m, "sa/web"));
+	m.match_type_case = KMESH__SECURITY__STRING_MATCH__MATCH_TYPE_PRESENCE;
+	assert_false(km_authz_string_matches(&m, ""));
+	assert_true(km_authz_string_matches(&m, "x"));
+	c.address.data = net4;
+	c.address.len = 4;
+	c.length = 25;
+	assert_true(km_authz_cidr_contains(&c, &a4));
+	c.length = 26; /* 10.1.0.64/26: .64 to .127 */
+	net4[3] = 64;
+	assert_true(km_authz_cidr_contains(&c, &a4));
+	net4[3] = 128;
+	c.length = 25;
+	assert_false(km_authz_cidr_contains(&c, &a4));
+	/* ::/0 holds every IPv6 address and no IPv4 one (as ztunnel) */
+	c.address.data = net6;
+	c.address.len = 16;
+	c.length = 0;
+	assert_true(km_authz_cidr_contains(&c, &a6));
+	assert_false(km_authz_cidr_contains(&c, &a4));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(identities_of_this_network_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(expansion_and_reexpansion, setup, teardown),
+		cmocka_unit_test_setup_teardown(replaced_policy_switches_generation, setup, teardown),
+		cmocka_unit_test_setup_teardown(reference_rules, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
