@@ -514,18 +514,26 @@ static struct az_set *new_set(struct km_authz *a, struct az_policy *p, int type)
 	return s;
 }
 
-static uint32_t string_set(struct km_authz *a, struct az_policy *p, int type,
-			   Kmesh__Security__StringMatch *const *l, size_t n)
+/* A set of n string patterns (filled by the caller, then set_fill), or NULL. */
+static struct az_set *pattern_set(struct km_authz *a, struct az_policy *p, int type, size_t n)
 {
 	struct az_set *s;
 
 	if (!n || !(s = new_set(a, p, type)))
-		return 0;
-	if (!(s->pats = calloc(n, sizeof(*s->pats)))) {
+		return NULL;
+	if (!(s->pats = calloc(n, sizeof(*s->pats))))
 		a->oom = 1;
-		return s->id;
-	}
 	s->all_exact = 1;
+	return s;
+}
+
+static uint32_t string_set(struct km_authz *a, struct az_policy *p, int type,
+			   Kmesh__Security__StringMatch *const *l, size_t n)
+{
+	struct az_set *s = pattern_set(a, p, type, n);
+
+	if (!s || !s->pats)
+		return s ? s->id : 0;
 	for (size_t i = 0; i < n; i++) {
 		Kmesh__Security__StringMatch *m = &s->pats[s->n_pats];
 
@@ -547,15 +555,10 @@ static uint32_t string_set(struct km_authz *a, struct az_policy *p, int type,
 static uint32_t sa_set(struct km_authz *a, struct az_policy *p,
 		       Kmesh__Security__ServiceAccountMatch *const *l, size_t n)
 {
-	struct az_set *s;
+	struct az_set *s = pattern_set(a, p, AZ_SA, n);
 
-	if (!n || !(s = new_set(a, p, AZ_SA)))
-		return 0;
-	if (!(s->pats = calloc(n, sizeof(*s->pats)))) {
-		a->oom = 1;
-		return s->id;
-	}
-	s->all_exact = 1;
+	if (!s || !s->pats)
+		return s ? s->id : 0;
 	for (size_t i = 0; i < n; i++) {
 		char key[2 * KM_RES_MAX_STRING + 32];
 		Kmesh__Security__StringMatch *m = &s->pats[s->n_pats];
