@@ -9,6 +9,7 @@
 
 #include "services/xds-agent/model_internal.h"
 #include "shared/addr.h"
+#include "shared/grow.h"
 #include "shared/log.h"
 
 /* Id owners are entries; a workload's pointer carries this tag in its lowest bit. */
@@ -16,30 +17,12 @@
 
 /* ---- small helpers ------------------------------------------------------------------------- */
 
-int mdl_grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 8;
-	while (ncap < need)
-		ncap *= 2;
-	p = realloc(*arr, ncap * elem);
-	if (!p)
-		return -1;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
-
 void mdl_parr_add(struct km_model *m, void ***arr, size_t *n, size_t *cap, void *p)
 {
 	for (size_t i = 0; i < *n; i++)
 		if ((*arr)[i] == p)
 			return;
-	if (mdl_grow((void **)arr, cap, *n + 1, sizeof(void *)) != 0) {
+	if (km_grow((void **)arr, cap, *n + 1, sizeof(void *)) != 0) {
 		m->out->oom = 1;
 		return;
 	}
@@ -67,7 +50,7 @@ void mdl_mark_dirty(struct km_model *m, struct km_model_svc *s, int count)
 		s->count_dirty = 1;
 	if (s->in_dirty)
 		return;
-	if (mdl_grow((void **)&m->dirty, &m->cap_dirty, m->n_dirty + 1, sizeof(*m->dirty)) != 0) {
+	if (km_grow((void **)&m->dirty, &m->cap_dirty, m->n_dirty + 1, sizeof(*m->dirty)) != 0) {
 		m->out->oom = 1;
 		return;
 	}

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "services/xds-agent/model_internal.h"
+#include "shared/grow.h"
 #include "shared/addr.h"
 
 /* ---- locality ------------------------------------------------------------------------------ */
@@ -86,7 +87,7 @@ static int cum_reserve(struct km_model_svc *s, uint32_t prio, size_t n)
 {
 	int fresh = s->cum[prio] == NULL;
 
-	if (mdl_grow((void **)&s->cum[prio], &s->cap_cum[prio], n, sizeof(*s->cum[prio])) != 0)
+	if (km_grow((void **)&s->cum[prio], &s->cap_cum[prio], n, sizeof(*s->cum[prio])) != 0)
 		return -1;
 	for (size_t i = 0; fresh && i < s->n_eps[prio]; i++)
 		s->cum[prio][i] = (uint64_t)i + 1;
@@ -130,7 +131,7 @@ void mdl_endpoint_append(struct km_model *m, struct km_model_svc *s, uint32_t pr
 	size_t n = s->n_eps[prio];
 	uint64_t weight = wl_weight(w);
 
-	if (mdl_grow((void **)&s->eps[prio], &s->cap_eps[prio], n + 1, sizeof(*s->eps[prio])) != 0 ||
+	if (km_grow((void **)&s->eps[prio], &s->cap_eps[prio], n + 1, sizeof(*s->eps[prio])) != 0 ||
 	    ((weight != 1 || s->cum[prio]) && cum_reserve(s, prio, n + 1) != 0)) {
 		m->out->oom = 1;
 		return;
@@ -225,7 +226,7 @@ void mdl_sync_overrides(struct km_model *m, struct km_model_svc *s, struct km_mo
 			have = s->ovr[i].backend_id == w->id && s->ovr[i].port == port;
 		if (have)
 			continue;
-		if (mdl_grow((void **)&s->ovr, &s->cap_ovr, s->n_ovr + 1, sizeof(*s->ovr)) != 0) {
+		if (km_grow((void **)&s->ovr, &s->cap_ovr, s->n_ovr + 1, sizeof(*s->ovr)) != 0) {
 			m->out->oom = 1;
 			return;
 		}

@@ -70,7 +70,6 @@ struct mdl_displaced {
 };
 
 /* model.c */
-int mdl_grow(void **arr, size_t *cap, size_t need, size_t elem);
 void mdl_parr_add(struct km_model *m, void ***arr, size_t *n, size_t *cap, void *p);
 void mdl_parr_del(void **arr, size_t *n, void *p);
 int mdl_str_eq(const char *a, const char *b);
