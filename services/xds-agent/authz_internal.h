@@ -1,0 +1,122 @@
+/* authz_internal.h — what the authorization compiler's files share and nothing outside them
+ * sees: the entries behind interned strings, sets, policies, lists and workloads, and the helpers
+ * each file provides to the others.
+ *   authz_compile.c  policies, workloads, flush, replay, dumps (the public API, authz_compile.h)
+ *   authz_sets.c     interned identity strings and the sets of ids, ports and CIDRs over them
+ *   authz_lists.c    the per-owner policy lists and their generation switch */
+#ifndef KM_XDS_AUTHZ_INTERNAL_H
+#define KM_XDS_AUTHZ_INTERNAL_H
+
+#include <uthash.h>
+
+#include "services/xds-agent/authz_compile.h"
+#include "shared/grow.h"
+
+/* Kinds of interned identity strings (and of the sets expanded over them). */
+enum az_kind { AZ_NS = 0, AZ_SA = 1, AZ_PRINCIPAL = 2, AZ_STRING_KINDS = 3 };
+/* Sets: the three string kinds, then ports and CIDRs. */
+enum { AZ_SET_PORT = 3, AZ_SET_CIDR = 4 };
+
+struct az_str {
+	char *key; /* kind letter, '/', text: the hash key and the id's name */
+	int kind;
+	uint32_t id;
+	uint32_t wl_refs;  /* workloads with this identity: it is "known", sets hold it */
+	uint32_t pol_refs; /* NAMESPACE-scoped policies naming it (their list's owner id) */
+	UT_hash_handle hh;
+};
+
+struct az_cidr {
+	uint8_t addr[16];
+	uint8_t len; /* 4 or 16 */
+	uint8_t length;
+};
+
+struct az_set {
+	uint32_t id;
+	int type;
+	Kmesh__Security__StringMatch *pats; /* string kinds (SA: exact pair keys) */
+	size_t n_pats;
+	int all_exact;
+	uint32_t *values; /* written members: string ids, or ports */
+	size_t n_values, cap_values;
+	struct az_cidr *cidrs;
+	size_t n_cidrs;
+};
+
+struct az_policy {
+	char *name;
+	uint64_t hash;
+	uint32_t id, stat_id;
+	int owns_stat;
+	uint32_t flags; /* KM_AUTHZ_P_* */
+	uint32_t scope;
+	struct az_str *ns; /* NAMESPACE scope, non-empty namespace */
+	uint32_t (*rows)[1 + KM_AF_COUNT]; /* [0] = KM_AUTHZ_M_* flags, then the set ids */
+	size_t n_rows, cap_rows;
+	struct az_set **sets;
+	size_t n_sets, cap_sets;
+	UT_hash_handle hh;
+};
+
+struct az_list {
+	uint64_t key; /* kind << 32 | owner */
+	uint32_t gen, n_written;
+	int head_written, dirty;
+	struct az_wl *wl; /* KM_AUTHZ_OWNER_WORKLOAD: its workload while it exists */
+	UT_hash_handle hh;
+};
+
+struct az_wl {
+	char *uid;
+	uint32_t id;
+	struct az_str *str[AZ_STRING_KINDS]; /* NULL: not an identity here (or namespace "") */
+	struct km_addr *addrs;
+	size_t n_addrs;
+	char **policies;
+	size_t n_policies;
+	struct az_list *list;
+	UT_hash_handle hh;
+};
+
+struct az_addr {
+	struct km_addr addr;
+	struct az_wl *owner;
+	UT_hash_handle hh;
+};
+
+/* Grow arr for need elements; on failure mark the compiler's output incomplete. True if room. */
+#define GROW(a, arr, cap, need) \
+	(km_grow((void **)&(arr), &(cap), (need), sizeof(*(arr))) == 0 || ((a)->oom = 1, 0))
+
+/* authz_compile.c */
+struct km_op *az_emit(struct km_authz *a, enum km_op_table table, int del, int now);
+
+/* authz_sets.c */
+struct az_str *az_str_get(struct km_authz *a, int kind, const char *text);
+void az_str_put(struct km_authz *a, struct az_str *s);
+void az_str_wl_ref(struct km_authz *a, struct az_str *s);
+void az_str_wl_unref(struct km_authz *a, struct az_str *s);
+/* The (namespace, service account) pair as one unambiguous string. */
+void az_sa_key(char *buf, size_t cap, const char *ns, const char *sa);
+/* Sets of a policy's list (0 when the list is empty): created, filled and written. */
+uint32_t az_string_set(struct km_authz *a, struct az_policy *p, int type,
+		       Kmesh__Security__StringMatch *const *l, size_t n);
+uint32_t az_sa_set(struct km_authz *a, struct az_policy *p,
+		   Kmesh__Security__ServiceAccountMatch *const *l, size_t n);
+uint32_t az_port_set(struct km_authz *a, struct az_policy *p, const uint32_t *l, size_t n);
+uint32_t az_cidr_set(struct km_authz *a, struct az_policy *p, Kmesh__Security__Address *const *l,
+		     size_t n);
+/* Write (del 0) or delete every row of a set. */
+void az_emit_set(struct km_authz *a, const struct az_set *s, int del);
+/* Forget a set (its rows are the caller's to delete). */
+void az_set_free(struct km_authz *a, struct az_set *s);
+
+/* authz_lists.c */
+struct az_list *az_list_get(struct km_authz *a, uint32_t kind, uint32_t owner, int create);
+/* Mark for rewriting the lists the policy named name sits in (p NULL: only the workloads'). */
+void az_mark_lists_of(struct km_authz *a, const struct az_policy *p, const char *name);
+/* Write the list again in its other generation and switch its head. */
+void az_list_rebuild(struct km_authz *a, struct az_list *l);
+
+#endif
