@@ -1,4 +1,5 @@
-/* dump.c — reading a table back as rows (admin dumps, and later the xDS agent's recovery).
+/* dump.c — reading a table back as rows (admin dumps, and later the xDS agent's recovery), and
+ * the authorization counters BPF keeps.
  * Part of the tables module (declared in tables.h); kept apart because it only reads. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include "kmesh_maps.h"
 #include "services/map-writer/tables.h"
 #include "shared/addr.h"
+#include "shared/grow.h"
 
 #define DUMP_DEFAULT_ROWS 100000u
 
@@ -137,6 +139,43 @@ static void fill_row(struct dump_row *d, Kmesh__Ipc__Table table, const void *ke
 	}
 }
 
+/* The decision counters BPF keeps per policy stat id (km_authz_stats), one row each. */
+static Kmesh__Ipc__Code dump_authz_stats(struct km_tables *t, uint32_t max_rows,
+					 Kmesh__Ipc__DumpReply *reply, char *err, size_t errlen)
+{
+	struct km_authz_stats_key key, next;
+	struct km_authz_stats_value v;
+	const void *prev = NULL;
+	size_t cap = 0;
+
+	while (bpf_map_get_next_key(t->fd_authz_stats, prev, &next) == 0) {
+		Kmesh__Ipc__AuthzStatRow *r;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(t->fd_authz_stats, &key, &v) != 0)
+			continue; /* deleted meanwhile */
+		if (reply->n_authz_stats == max_rows) {
+			reply->truncated = 1;
+			break;
+		}
+		if (km_grow((void **)&reply->authz_stats, &cap, reply->n_authz_stats + 1,
+			    sizeof(*reply->authz_stats)) != 0 ||
+		    !(r = malloc(sizeof(*r))))
+			goto nomem;
+		kmesh__ipc__authz_stat_row__init(r);
+		r->stat_id = key.stat_id;
+		r->allowed = v.allowed;
+		r->denied = v.denied;
+		reply->authz_stats[reply->n_authz_stats++] = r;
+	}
+	return KMESH__IPC__CODE__OK;
+nomem:
+	km_tables_dump_free(reply);
+	snprintf(err, errlen, "out of memory");
+	return KMESH__IPC__CODE__INTERNAL;
+}
+
 Kmesh__Ipc__Code km_tables_dump(struct km_tables *t, Kmesh__Ipc__Table table, uint32_t max_rows,
 				Kmesh__Ipc__DumpReply *reply, char *err, size_t errlen)
 {
@@ -150,6 +189,8 @@ Kmesh__Ipc__Code km_tables_dump(struct km_tables *t, Kmesh__Ipc__Table table, ui
 	if (max_rows == 0 || max_rows > DUMP_DEFAULT_ROWS)
 		max_rows = DUMP_DEFAULT_ROWS;
 	switch (table) {
+	case KMESH__IPC__TABLE__TABLE_AUTHZ_STATS:
+		return dump_authz_stats(t, max_rows, reply, err, errlen);
 	case KMESH__IPC__TABLE__TABLE_MANAGE: fd = t->fd_manage; break;
 	case KMESH__IPC__TABLE__TABLE_FRONTEND: fd = t->fd_frontend; break;
 	case KMESH__IPC__TABLE__TABLE_SERVICE: fd = t->fd_service; break;
@@ -216,7 +257,10 @@ void km_tables_dump_free(Kmesh__Ipc__DumpReply *reply)
 		free(reply->rows[i]);
 	for (size_t i = 0; i < reply->n_manage; i++)
 		free(reply->manage[i]);
+	for (size_t i = 0; i < reply->n_authz_stats; i++)
+		free(reply->authz_stats[i]);
 	free(reply->rows);
 	free(reply->manage);
+	free(reply->authz_stats);
 	kmesh__ipc__dump_reply__init(reply);
 }

@@ -19,16 +19,22 @@ policy() { # policy NAME NAMESPACE SCOPE ACTION MATCH [DRY_RUN]: one rule, one c
 	echo '{"name": "'$1'", "namespace": "'$2'", "scope": "'$3'", "action": "'$4'", "dryRun": '${6:-false}',
 	  "rules": [{"clauses": [{"matches": ['$5']}]}]}'
 }
-apply_policies() { # apply_policies N POLICY...: istiod sends them; wait until they are compiled
-	local n=$1 IFS=,
+apply_policies() { # apply_policies N POLICY...: istiod sends them; wait until the agent holds N
+	local n=$1 t0 IFS=,   # compiled policies and the map writer has applied every op since
 	shift
+	t0=$(date +%s%6N)
 	km_istiod send "{\"cmd\": \"set-authz\", \"policies\": [$*]}" >/dev/null
 	for _ in $(seq 1 100); do
-		[ "$(km_agent_json 'd["authz"]["policies"]' 2>/dev/null)" = "$n" ] &&
-			[ "$(km_agent_json 'd["map_writer"]["ops_refused"]' 2>/dev/null)" = 0 ] && break
+		[ "$(km_agent_json "d['authz']['policies'] == $n and d['map_writer']['last_synced_unix_us'] > $t0" 2>/dev/null)" = true ] && return 0
 		sleep 0.05
 	done
-	sleep 0.3 # the batch is in flight to the map writer
+	echo "policies not applied in 5 s" >&2
+}
+counter() { # counter POLICY allowed|denied: the map writer's decision counter of a policy
+	local id
+	id=$(km_agent_json "[p['stat_id'] for p in d['authz']['compiled'] if p['name'] == '$1'][0]")
+	"$KM_TESTCTL" dump --socket "$KM_SOCKET" --table authz_stats |
+		awk -v id="$id" -v f="$2" '$1 == "authz_stat" && $2 == id {print (f == "allowed" ? $4 : $6)}'
 }
 reach() { # reach CLIENT PORT: prints what the server answered, or error:TIMEOUT when denied
 	km_connect "$1" "$SRV_IP" "$2" --count 1 --timeout 1 | awk '{print $2}'
@@ -78,6 +84,8 @@ apply_policies 2 "$(policy allow-prod web NAMESPACE ALLOW '{"namespaces": [{"exa
 	"$(policy deny-8080 web NAMESPACE DENY '{"destinationPorts": [8080], "principals": [{"suffix": "/sa/cprod-sa"}]}')"
 check "DENY beats ALLOW: prod to 8080 denied" test "$(reach cprod 8080)" = error:TIMEOUT
 check "DENY beats ALLOW: prod to 9090 allowed" test "$(reach cprod 9090)" = srv
+check "the DENY policy counted its denial, the ALLOW policy its allowance" \
+	eval '[ "$(counter web/deny-8080 denied)" -ge 1 ] && [ "$(counter web/allow-prod allowed)" -ge 1 ]'
 
 apply_policies 1 "$(policy deny-dev "" GLOBAL DENY '{"namespaces": [{"prefix": "de"}]}')"
 check "deny by source namespace (mesh-wide): dev denied" test "$(reach cdev 8080)" = error:TIMEOUT
@@ -85,6 +93,7 @@ check "deny by source namespace: prod allowed (no ALLOW policy applies)" test "$
 
 apply_policies 1 "$(policy deny-all web NAMESPACE DENY '{"notNamespaces": [{"exact": "nowhere"}]}' true)"
 check "dry run: a matching DENY does not deny" test "$(reach cdev 8080)" = srv
+check "... but counts what it would have denied" test "$(counter web/deny-all denied)" -ge 1
 
 apply_policies 1 "$(policy only-9090 web WORKLOAD_SELECTOR ALLOW '{"destinationPorts": [9090]}')"
 check "a workload-selector policy applies to the workload naming it (8080 denied)" \

@@ -34,7 +34,7 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: kmesh-testctl enroll|unenroll --socket S --netns PATH [--pod NAME]\n"
-		"       kmesh-testctl dump --socket S --table manage|frontend|service|endpoint|backend|port_override\n"
+		"       kmesh-testctl dump --socket S --table manage|frontend|service|endpoint|backend|port_override|authz_stats\n"
 		"       kmesh-testctl hello --socket S --role xds|cni|admin\n"
 		"       kmesh-testctl abuse --socket S\n"
 		"       kmesh-testctl agent-dump --socket S\n");
@@ -215,13 +215,13 @@ static void print_row(const Kmesh__Ipc__TableOp *op)
 static int cmd_dump(const struct args *a)
 {
 	static const char *const names[] = { "", "manage", "frontend", "service", "endpoint", "backend",
-					     "port_override" };
+					     "port_override", "authz_stats" };
 	struct km_sync_client cl;
 	km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep;
 	Kmesh__Ipc__DumpRequest d = KMESH__IPC__DUMP_REQUEST__INIT;
 	int err;
 
-	for (int t = 1; t <= 6; t++)
+	for (int t = 1; t < (int)(sizeof(names) / sizeof(names[0])); t++)
 		if (!strcmp(a->table, names[t]))
 			d.table = (Kmesh__Ipc__Table)t;
 	if (!d.table)
@@ -240,6 +240,11 @@ static int cmd_dump(const struct args *a)
 		for (size_t i = 0; i < rep->reply->dump->n_manage; i++)
 			printf("manage cookie %llu\n",
 			       (unsigned long long)rep->reply->dump->manage[i]->netns_cookie);
+		for (size_t i = 0; i < rep->reply->dump->n_authz_stats; i++)
+			printf("authz_stat %u allowed %llu denied %llu\n",
+			       rep->reply->dump->authz_stats[i]->stat_id,
+			       (unsigned long long)rep->reply->dump->authz_stats[i]->allowed,
+			       (unsigned long long)rep->reply->dump->authz_stats[i]->denied);
 		for (size_t i = 0; i < rep->reply->dump->n_rows; i++)
 			print_row(rep->reply->dump->rows[i]);
 		if (rep->reply->dump->stats) {
