@@ -21,7 +21,6 @@ struct km_tables {
 	int fd_manage, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
 	/* L4 authorization (authz_rows.c); stats is written by BPF and only read here */
 	int fd_authz_ident, fd_authz_list, fd_authz_match, fd_authz_set, fd_authz_cidr, fd_authz_stats;
-	uint64_t authz_writes; /* authz rows written or deleted (open connections are re-checked) */
 	struct km_table_sizes sizes;
 	/* counters, shown in dumps and logs */
 	uint64_t ops_applied;
