@@ -16,10 +16,10 @@
 #define SO_NETNS_COOKIE 71
 #endif
 
-int km_netns_cookie(const char *path, uint64_t *cookie, char *err, size_t errlen)
+int km_netns_call(const char *path, int (*fn)(void *arg, char *err, size_t errlen), void *arg,
+		  char *err, size_t errlen)
 {
-	socklen_t len = sizeof(*cookie);
-	int self, target, s, e;
+	int self, target, e, rc;
 
 	target = open(path, O_RDONLY | O_CLOEXEC);
 	if (target < 0) {
@@ -43,16 +43,26 @@ int km_netns_cookie(const char *path, uint64_t *cookie, char *err, size_t errlen
 		return e == EINVAL ? -ENOENT : -e;
 	}
 	close(target);
-	s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	e = s < 0 ? errno : 0;
+	rc = fn(arg, err, errlen);
 	if (setns(self, CLONE_NEWNET) != 0) {
 		fprintf(stderr, "fatal: cannot return to the own network namespace: %s\n",
 			strerror(errno));
 		abort();
 	}
 	close(self);
-	if (s < 0)
-		return km_errf(err, errlen, "cannot create a socket in %s: %s", path, strerror(e)), -e;
+	return rc;
+}
+
+int km_netns_cookie_here(uint64_t *cookie, char *err, size_t errlen)
+{
+	socklen_t len = sizeof(*cookie);
+	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), e;
+
+	if (s < 0) {
+		e = errno;
+		km_errf(err, errlen, "cannot create a socket: %s", strerror(e));
+		return -e;
+	}
 	if (getsockopt(s, SOL_SOCKET, SO_NETNS_COOKIE, cookie, &len) != 0) {
 		e = errno;
 		close(s);
@@ -61,4 +71,14 @@ int km_netns_cookie(const char *path, uint64_t *cookie, char *err, size_t errlen
 	}
 	close(s);
 	return 0;
+}
+
+static int cookie_fn(void *arg, char *err, size_t errlen)
+{
+	return km_netns_cookie_here(arg, err, errlen);
+}
+
+int km_netns_cookie(const char *path, uint64_t *cookie, char *err, size_t errlen)
+{
+	return km_netns_call(path, cookie_fn, cookie, err, errlen);
 }

@@ -1,15 +1,24 @@
-/* netns.h — the cookie of a network namespace named by path (/run/netns/x, /proc/PID/ns/net):
- * a socket is created inside it (SO_NETNS_COOKIE) and the calling thread returns to its own
- * namespace before the call returns. Cookies are unique per boot and never reused. */
+/* netns.h — doing something inside a network namespace named by path (/run/netns/x,
+ * /proc/PID/ns/net): the calling thread enters it, runs a function, and returns to its own
+ * namespace before the call returns; and the namespace's cookie (SO_NETNS_COOKIE of a socket made
+ * inside). Cookies are unique per boot and never reused. */
 #ifndef KM_SHARED_NETNS_H
 #define KM_SHARED_NETNS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* Returns 0, -ENOENT when the namespace is gone (no such file, or not a network namespace any
- * more), or another -errno, with err filled. Aborts the process if it cannot return to its own
- * namespace: carrying on in a pod's namespace would be worse than failing. */
+/* Run fn(arg) inside the namespace at path; fn returns 0 or -errno and fills err itself. Returns
+ * fn's result, -ENOENT when the namespace is gone (no such file, or not a network namespace any
+ * more), or another -errno (EPERM: no CAP_SYS_ADMIN), with err filled. Aborts the process if it
+ * cannot return to its own namespace: carrying on in a pod's namespace would be worse. */
+int km_netns_call(const char *path, int (*fn)(void *arg, char *err, size_t errlen), void *arg,
+		  char *err, size_t errlen);
+
+/* The cookie of the current thread's network namespace. Returns 0 or -errno with err filled. */
+int km_netns_cookie_here(uint64_t *cookie, char *err, size_t errlen);
+
+/* The cookie of the namespace at path. Returns as km_netns_call. */
 int km_netns_cookie(const char *path, uint64_t *cookie, char *err, size_t errlen);
 
 #endif
