@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* sockops.bpf.c — per-connection bookkeeping of sockets that connect.bpf.c rewrote: live
  * connection counts per backend (established .. closed), for the power-of-two-choices pick, and
- * the hand-over of waypoint sockets to the sk_msg program that prepends the TLV. */
+ * the hand-over of waypoint sockets to the sk_msg program that prepends the TLV. Also marks the
+ * connections an enrolled pod accepts, which authz_recheck.bpf.c re-decides on policy changes. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 
 #include "lib/maps.h"
 #include "lib/conn_count.h"
+#include "lib/manage.h"
 
 #define KM_SOCKOPS_OK 1
 
@@ -33,6 +35,20 @@ static __always_inline void km_on_established(struct bpf_sock_ops *skops)
 	}
 }
 
+/* A connection an enrolled pod accepted: remember its direction, which the socket itself does not
+ * say, so a later policy change can find and close it if it becomes denied. */
+static __always_inline void km_on_passive_established(struct bpf_sock_ops *skops)
+{
+	struct bpf_sock *sk = skops->sk;
+	struct km_sock_state *st;
+
+	if (!sk || !km_netns_managed(skops))
+		return;
+	st = bpf_sk_storage_get(&km_sock, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (st)
+		st->flags |= KM_SOCK_F_INBOUND;
+}
+
 static __always_inline void km_on_close(struct bpf_sock_ops *skops)
 {
 	struct bpf_sock *sk = skops->sk;
@@ -53,6 +69,9 @@ int km_sockops(struct bpf_sock_ops *skops)
 	switch (skops->op) {
 	case BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB:
 		km_on_established(skops);
+		break;
+	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:
+		km_on_passive_established(skops);
 		break;
 	case BPF_SOCK_OPS_STATE_CB:
 		if (skops->args[1] == BPF_TCP_CLOSE)

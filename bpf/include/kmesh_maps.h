@@ -66,6 +66,14 @@ struct km_manage_value {
 	__u32 pad;
 };
 
+/* km_pod_netns: where each enrolled pod's network namespace is mounted (CNI_NETNS), by the same
+ * key as km_manage; read only by the map writer, which enters the namespace to re-check the open
+ * connections there when policies change. Pinned so a restarted map writer still knows. */
+#define KM_NETNS_PATH_MAX 128 /* with the terminating NUL */
+struct km_pod_netns_value {
+	char path[KM_NETNS_PATH_MAX];
+};
+
 /* km_frontend: (address, port, protocol) -> service or workload. A service has one row per
  * (VIP, service port); the port mapping lives in the row, so there is no per-service port cap. */
 struct km_frontend_key {
@@ -148,11 +156,13 @@ struct km_port_override_value {
 	__u16 pad;
 };
 
-/* km_sock: socket storage of a managed socket whose destination was rewritten. */
+/* km_sock: socket storage of a socket in an enrolled pod: one whose destination was rewritten,
+ * or one the pod accepted (KM_SOCK_F_INBOUND, so authorization can re-check it later). */
 #define KM_SOCK_F_VIA_WAYPOINT 0x1 /* sent to a waypoint: the TLV goes first */
 #define KM_SOCK_F_TLV_SENT 0x2     /* the TLV was prepended (exactly once) */
 #define KM_SOCK_F_COUNTED 0x4      /* counted in km_conn_count[backend_id] until it closes */
 #define KM_SOCK_F_DNS 0x8          /* DNS sent to the node-local resolver: replies get orig_addr */
+#define KM_SOCK_F_INBOUND 0x10     /* accepted by an enrolled pod: subject to its authz policies */
 struct km_sock_state {
 	struct km_addr orig_addr; /* the destination the application asked for (v4-mapped for IPv4) */
 	__u16 orig_port;          /* network byte order */
@@ -312,8 +322,19 @@ struct km_authz_stats_value {
 	__u64 denied;
 };
 
+/* What authz_recheck.bpf.c (iter/tcp) reports for each open connection a policy change denies:
+ * one record per socket it closed, written to the iterator's output. */
+struct km_authz_closed {
+	struct km_addr src, dst; /* the client and the pod's own address (v4-mapped for IPv4) */
+	__u16 sport, dport;      /* host byte order */
+	__u32 stat_id;           /* the policy that denies it (KM_AUTHZ_STAT_DEFAULT: none allows) */
+	__s32 err;               /* bpf_sock_destroy's result: 0 when closed */
+	__u32 pad;
+};
+
 /* Pinned names (BPF object names are limited to 15 characters). */
 #define KM_MAP_MANAGE "km_manage"
+#define KM_MAP_POD_NETNS "km_pod_netns"
 #define KM_MAP_FRONTEND "km_frontend"
 #define KM_MAP_SERVICE "km_service"
 #define KM_MAP_ENDPOINT "km_endpoint"

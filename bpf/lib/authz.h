@@ -17,7 +17,7 @@ struct km_authz_conn {
 	__u32 dport;             /* host order */
 	__u32 src_known;         /* src_id is valid: the source is a known workload */
 	__u32 dst_known;
-	__u32 pad;
+	__u32 recheck;           /* an open connection re-decided: dry runs skipped, nothing counted */
 	struct km_authz_ident_value src_id;
 	struct km_authz_ident_value dst_id;
 };
@@ -239,6 +239,8 @@ static long az_step_cb(__u64 i, void *arg)
 		return 0;
 	if (seg != AZ_SEG_DRY_RUN && d->decided)
 		return 0;
+	if (seg == AZ_SEG_DRY_RUN && d->c->recheck)
+		return 1;
 	h = &d->head[li];
 	if (seg == AZ_SEG_DENY) {
 		base = 0;
@@ -269,7 +271,7 @@ static long az_step_cb(__u64 i, void *arg)
 	return 0;
 }
 
-/* Decide c (identities already looked up) and count the decision. */
+/* Decide c (identities already looked up) and count the decision (unless c->recheck). */
 static __always_inline void km_authz_decide(const struct km_authz_conn *c,
 					    struct km_authz_result *r)
 {
@@ -301,7 +303,8 @@ static __always_inline void km_authz_decide(const struct km_authz_conn *c,
 		d.deny = 1; /* ALLOW policies apply and none matched */
 	r->deny = d.deny;
 	r->stat_id = d.stat_id;
-	az_count(r->stat_id, r->deny);
+	if (!c->recheck)
+		az_count(r->stat_id, r->deny);
 }
 
 #endif

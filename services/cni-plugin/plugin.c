@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ipc/client_sync.h"
+#include "kmesh_maps.h"
 #include "services/cni-plugin/cni_state.h"
 #include "services/cni-plugin/enroll_rule.h"
 #include "shared/kube/kube_client.h"
@@ -123,6 +124,12 @@ static int enroll(struct call *c, uint64_t cookie, char *why, size_t whylen)
 	en.n_addresses = c->nc->n_pod_ips;
 	en.addresses = bytes;
 	en.pod = c->pod;
+	/* lets the map writer close this pod's connections that a policy change denies */
+	if (strlen(c->inv->netns) < KM_NETNS_PATH_MAX)
+		en.netns_path = (char *)c->inv->netns;
+	else
+		km_warn("ADD %s: the netns path is longer than %d bytes; its open connections will "
+			"not be closed when policies deny them", c->pod, KM_NETNS_PATH_MAX - 1);
 	req.body_case = KMESH__IPC__ENVELOPE__BODY_ENROLL;
 	req.enroll = &en;
 	return map_writer_call(c, &req, why, whylen);

@@ -31,6 +31,7 @@ static Kmesh__Ipc__Code put(struct km_tables *t, const Kmesh__Ipc__TableOp *op, 
 			    const char *table, const void *k, size_t klen, const void *v, size_t vlen,
 			    char *err, size_t errlen)
 {
+	t->authz_changes++;
 	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
 		return tbl_delete_row(t, fd, table, k, klen, err, errlen);
 	tbl_mark_upsert(t, fd, k);

@@ -194,6 +194,7 @@ static int setup_maps(struct km_dataplane *dp, const struct km_dataplane_config 
 		uint32_t size;
 	} sized[] = {
 		{ dp->skel->maps.km_manage, dp->sizes.manage },
+		{ dp->skel->maps.km_pod_netns, dp->sizes.manage },
 		{ dp->skel->maps.km_frontend, dp->sizes.frontend },
 		{ dp->skel->maps.km_service, dp->sizes.service },
 		{ dp->skel->maps.km_endpoint, dp->sizes.endpoint },
@@ -330,6 +331,15 @@ static int attach_all(struct km_dataplane *dp)
 		return err;
 	}
 	dp->sk_msg_attached = 1;
+	/* an iterator link is not a hook: it runs only when the map writer reads it */
+	if (bpf_program__autoload(dp->skel->progs.km_authz_recheck)) {
+		dp->recheck_link = bpf_program__attach_iter(dp->skel->progs.km_authz_recheck, NULL);
+		if (!dp->recheck_link) {
+			err = -errno;
+			km_error("cannot create the authz re-check iterator: %s", strerror(-err));
+			return err;
+		}
+	}
 	return 0;
 }
 
@@ -428,6 +438,11 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	}
 	if ((err = setup_maps(dp, cfg)))
 		return err;
+	if (!km_probe_sock_destroy()) {
+		km_warn("this kernel lacks bpf_sock_destroy (Linux 6.5): connections already open when "
+			"a policy change denies them stay open; new ones are still decided");
+		bpf_program__set_autoload(dp->skel->progs.km_authz_recheck, false);
+	}
 	err = kmesh__load(dp->skel);
 	if (err) {
 		km_error("cannot load the BPF programs: %s (is this process missing CAP_BPF or "
@@ -435,6 +450,7 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 		return err;
 	}
 	dp->fd_manage = bpf_map__fd(dp->skel->maps.km_manage);
+	dp->fd_pod_netns = bpf_map__fd(dp->skel->maps.km_pod_netns);
 	dp->fd_frontend = bpf_map__fd(dp->skel->maps.km_frontend);
 	dp->fd_service = bpf_map__fd(dp->skel->maps.km_service);
 	dp->fd_endpoint = bpf_map__fd(dp->skel->maps.km_endpoint);
@@ -481,6 +497,8 @@ void km_dataplane_close(struct km_dataplane *dp, int detach)
 		bpf_prog_detach2(bpf_program__fd(dp->skel->progs.km_waypoint_tlv),
 				 bpf_map__fd(dp->skel->maps.km_sockhash), BPF_SK_MSG_VERDICT);
 	dp->sk_msg_attached = 0;
+	bpf_link__destroy(dp->recheck_link);
+	dp->recheck_link = NULL;
 	if (dp->skel) {
 		if (detach) {
 			struct bpf_map *map;

@@ -57,11 +57,12 @@ enum km_dp_hook {
 struct km_dataplane {
 	struct kmesh *skel;
 	struct bpf_link *links[KM_HOOK_COUNT];
+	struct bpf_link *recheck_link; /* the authz re-check iterator; NULL: kernel lacks it */
 	int sk_msg_attached; /* the TLV program is attached to km_sockhash */
 	int lock_fd; /* flock on the pin directory: one map writer per directory */
 	int cgroup_fd;
 	/* map fds, owned by skel */
-	int fd_manage, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
+	int fd_manage, fd_pod_netns, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
 	int fd_authz_ident, fd_authz_list, fd_authz_match, fd_authz_set, fd_authz_cidr, fd_authz_stats;
 	struct km_table_sizes sizes;
 	char maps_dir[512];

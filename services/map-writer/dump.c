@@ -16,6 +16,12 @@
 
 #define DUMP_DEFAULT_ROWS 100000u
 
+/* An enrolled pod: the row and the path string it points to. */
+struct dump_manage {
+	Kmesh__Ipc__ManageRow row;
+	struct km_pod_netns_value where;
+};
+
 /* One allocation per row holds the op, its row message and the address bytes it points to. */
 struct dump_row {
 	Kmesh__Ipc__TableOp op;
@@ -227,13 +233,16 @@ Kmesh__Ipc__Code km_tables_dump(struct km_tables *t, Kmesh__Ipc__Table table, ui
 			cap = ncap;
 		}
 		if (table == KMESH__IPC__TABLE__TABLE_MANAGE) {
-			Kmesh__Ipc__ManageRow *m = malloc(sizeof(*m));
+			struct dump_manage *m = calloc(1, sizeof(*m));
 
 			if (!m)
 				goto nomem;
-			kmesh__ipc__manage_row__init(m);
-			m->netns_cookie = ((struct km_manage_key *)key)->netns_cookie;
-			reply->manage[reply->n_manage++] = m;
+			kmesh__ipc__manage_row__init(&m->row);
+			m->row.netns_cookie = ((struct km_manage_key *)key)->netns_cookie;
+			bpf_map_lookup_elem(t->fd_pod_netns, key, &m->where); /* absent: stays "" */
+			m->where.path[sizeof(m->where.path) - 1] = '\0';
+			m->row.netns_path = m->where.path;
+			reply->manage[reply->n_manage++] = &m->row;
 		} else {
 			struct dump_row *d = calloc(1, sizeof(*d));
 
@@ -252,7 +261,8 @@ nomem:
 
 void km_tables_dump_free(Kmesh__Ipc__DumpReply *reply)
 {
-	/* op is the first member of dump_row, so the op pointer is the allocation. */
+	/* op and row are the first members of dump_row and dump_manage: the pointers are the
+	 * allocations */
 	for (size_t i = 0; i < reply->n_rows; i++)
 		free(reply->rows[i]);
 	for (size_t i = 0; i < reply->n_manage; i++)

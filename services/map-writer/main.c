@@ -9,9 +9,11 @@
 #include <sys/stat.h>
 
 #include <uv.h>
+#include <bpf/libbpf.h>
 
 #include "ipc/frame.h"
 #include "services/map-writer/access.h"
+#include "services/map-writer/authz_recheck.h"
 #include "services/map-writer/dataplane.h"
 #include "ipc/server.h"
 #include "services/map-writer/requests.h"
@@ -27,6 +29,7 @@ struct writer {
 	struct km_tables tables;
 	struct km_ipc_server server;
 	struct km_mw_requests requests;
+	struct km_authz_recheck recheck;
 	struct km_signals signals;
 	struct km_access access;
 	int detach_on_exit;
@@ -98,6 +101,7 @@ static void on_shutdown(void *arg, int signum)
 	struct writer *w = arg;
 
 	(void)signum;
+	km_authz_recheck_close(&w->recheck);
 	km_ipc_server_stop(&w->server, on_server_stopped);
 }
 
@@ -225,6 +229,10 @@ int main(int argc, char **argv)
 	scfg.name = "kmesh-map-writer";
 	w.requests.tables = &w.tables;
 	w.requests.access = &w.access;
+	w.requests.recheck = &w.recheck;
+	km_authz_recheck_init(&w.recheck, w.loop,
+			      w.dp.recheck_link ? bpf_link__fd(w.dp.recheck_link) : -1, w.dp.fd_manage,
+			      w.dp.fd_pod_netns);
 	if (km_signals_init(w.loop, &w.signals, on_shutdown, &w) != 0 ||
 	    km_ipc_server_start(&w.server, w.loop, &scfg, &ops, &w.requests) != 0) {
 		km_tables_free(&w.tables);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "shared/log.h"
@@ -63,4 +64,16 @@ int km_probe_kernel(void)
 	}
 	km_debug("kernel features: all present");
 	return 0;
+}
+
+int km_probe_sock_destroy(void)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	int found;
+
+	if (!vmlinux)
+		return 0;
+	found = btf__find_by_name_kind(vmlinux, "bpf_sock_destroy", BTF_KIND_FUNC) > 0;
+	btf__free(vmlinux);
+	return found;
 }

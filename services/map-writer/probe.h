@@ -5,5 +5,7 @@
 
 /* Returns 0, or -ENOTSUP after logging every missing feature. */
 int km_probe_kernel(void);
+/* Does the kernel have bpf_sock_destroy (6.5), for closing connections a policy change denies? */
+int km_probe_sock_destroy(void);
 
 #endif

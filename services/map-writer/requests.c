@@ -30,6 +30,8 @@ static void handle_dump(struct km_mw_requests *w, struct km_ipc_session *s, cons
 	stats.table_full = w->tables->table_full;
 	stats.rows_swept = w->tables->rows_swept;
 	stats.migrated_entries = w->tables->migrated_entries;
+	stats.authz_rechecks = w->recheck->passes;
+	stats.authz_closed = w->recheck->closed;
 	if (reply.code == KMESH__IPC__CODE__OK) {
 		dump.stats = &stats;
 		reply.body_case = KMESH__IPC__REPLY__BODY_DUMP;
@@ -68,6 +70,7 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 {
 	struct km_mw_requests *w = arg;
 	struct km_tables *t = w->tables;
+	uint64_t authz_changes = t->authz_changes;
 	Kmesh__Ipc__Code code = KMESH__IPC__CODE__OK;
 	uint32_t applied = 0;
 	char err[512] = "";
@@ -138,5 +141,7 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 		snprintf(err, sizeof(err), "the map writer does not take this message");
 		break;
 	}
+	if (t->authz_changes != authz_changes)
+		km_authz_recheck_request(w->recheck); /* open connections may be denied now */
 	km_msg_reply(&s->conn, env->request_id, code, err, applied);
 }

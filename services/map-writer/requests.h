@@ -5,11 +5,13 @@
 
 #include "ipc/server.h"
 #include "services/map-writer/access.h"
+#include "services/map-writer/authz_recheck.h"
 #include "services/map-writer/tables.h"
 
 struct km_mw_requests {
 	struct km_tables *tables;
 	const struct km_access *access;
+	struct km_authz_recheck *recheck; /* told when a request changed authz rows */
 };
 
 /* km_ipc_server_ops callbacks; arg is a struct km_mw_requests. */

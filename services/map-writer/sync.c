@@ -128,6 +128,7 @@ Kmesh__Ipc__Code km_tables_sync_end(struct km_tables *t, uint32_t *removed, char
 			return KMESH__IPC__CODE__INTERNAL;
 		}
 	t->rows_swept += *removed;
+	t->authz_changes += *removed; /* some may be authz rows: a spare re-check is harmless */
 	for (int i = 0; i < SEEN_COUNT; i++)
 		km_keyset_clear(&t->seen[i]);
 	km_info("sync with the xDS agent done: %u stale rows removed", *removed);

@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 
 #include "kmesh_maps.h"
+#include "shared/log.h"
 #include "shared/addr.h"
 
 #define OK KMESH__IPC__CODE__OK
@@ -60,6 +61,7 @@ int km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
 {
 	memset(t, 0, sizeof(*t));
 	t->fd_manage = dp->fd_manage;
+	t->fd_pod_netns = dp->fd_pod_netns;
 	t->fd_frontend = dp->fd_frontend;
 	t->fd_service = dp->fd_service;
 	t->fd_endpoint = dp->fd_endpoint;
@@ -694,6 +696,8 @@ Kmesh__Ipc__Code km_tables_enroll(struct km_tables *t, const Kmesh__Ipc__Enroll 
 {
 	struct km_manage_key k = { .netns_cookie = e->netns_cookie };
 	struct km_manage_value v = { 0 };
+	struct km_pod_netns_value where = { 0 };
+	Kmesh__Ipc__Code c;
 
 	err[0] = '\0';
 	if (e->netns_cookie == 0)
@@ -703,10 +707,25 @@ Kmesh__Ipc__Code km_tables_enroll(struct km_tables *t, const Kmesh__Ipc__Enroll 
 			    KM_MAX_ENROLL_ADDRESSES);
 	for (size_t i = 0; i < e->n_addresses; i++) {
 		struct km_addr a;
-		Kmesh__Ipc__Code c = parse_addr(e->addresses[i], &a, "pod", err, errlen);
-
+		c = parse_addr(e->addresses[i], &a, "pod", err, errlen);
 		if (c != OK)
 			return c;
+	}
+	if (e->netns_path && *e->netns_path) {
+		size_t n = strlen(e->netns_path);
+
+		if (n >= sizeof(where.path) || e->netns_path[0] != '/')
+			return tbl_fail(BAD, err, errlen, "netns path '%.40s%s' must be absolute and at "
+					"most %zu bytes", e->netns_path, n > 40 ? "..." : "",
+					sizeof(where.path) - 1);
+		memcpy(where.path, e->netns_path, n);
+		/* first where, then the enrollment: an enrolled pod's connections are never missed */
+		if ((c = tbl_write_row(t, t->fd_pod_netns, "km_pod_netns", &k, sizeof(k), &where,
+				       sizeof(where), err, errlen)) != OK)
+			return c;
+	} else if (bpf_map_delete_elem(t->fd_pod_netns, &k) != 0 && errno != ENOENT) {
+		km_warn("km_pod_netns: cannot forget netns cookie %llu: %s",
+			(unsigned long long)e->netns_cookie, strerror(errno));
 	}
 	return tbl_write_row(t, t->fd_manage, "km_manage", &k, sizeof(k), &v, sizeof(v), err, errlen);
 }
@@ -730,9 +749,13 @@ Kmesh__Ipc__Code km_tables_unenroll(struct km_tables *t, const Kmesh__Ipc__Unenr
 				    size_t errlen)
 {
 	struct km_manage_key k = { .netns_cookie = u->netns_cookie };
+	Kmesh__Ipc__Code c;
 
 	err[0] = '\0';
 	if (u->netns_cookie == 0)
 		return tbl_fail(BAD, err, errlen, "netns cookie 0 is not a network namespace");
-	return tbl_delete_row(t, t->fd_manage, "km_manage", &k, sizeof(k), err, errlen);
+	c = tbl_delete_row(t, t->fd_manage, "km_manage", &k, sizeof(k), err, errlen);
+	if (c == OK)
+		c = tbl_delete_row(t, t->fd_pod_netns, "km_pod_netns", &k, sizeof(k), err, errlen);
+	return c;
 }

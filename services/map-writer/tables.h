@@ -19,6 +19,7 @@ struct km_row_run;    /* validated rows of one table and kind waiting for one bp
 
 struct km_tables {
 	int fd_manage, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
+	int fd_pod_netns; /* where each enrolled pod's netns is mounted (beside km_manage) */
 	/* L4 authorization (authz_rows.c); stats is written by BPF and only read here */
 	int fd_authz_ident, fd_authz_list, fd_authz_match, fd_authz_set, fd_authz_cidr, fd_authz_stats;
 	struct km_table_sizes sizes;
@@ -37,6 +38,7 @@ struct km_tables {
 	struct km_keyset seen[10]; /* frontend, service, endpoint, backend, port override, and the
 				    * authz ident, list, match, set and cidr tables */
 	uint64_t rows_swept;
+	uint64_t authz_changes; /* authz rows written or swept: open connections need a re-check */
 	uint64_t migrated_entries; /* by the data plane at start (for dumps) */
 };
 

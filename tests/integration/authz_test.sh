@@ -6,7 +6,8 @@
 # namespace; ALLOW present but none matching denies; allow only a port; DENY beats ALLOW; deny by
 # source namespace; dry-run does not deny; a workload-selector policy; a pod of another network
 # with a colliding address is not taken for ours, and our non-empty network is not a reason to
-# deny (Kmesh denies every connection in multi-network meshes).
+# deny (Kmesh denies every connection in multi-network meshes); a policy change closes the open
+# connections it denies, within a second, and leaves the others open.
 set -uo pipefail
 source "$(dirname "$0")/../lib/mesh-env.sh"
 source "$(dirname "$0")/../lib/check.sh"
@@ -48,7 +49,8 @@ km_pod_add cprod "$KM_SUBNET.11"
 km_pod_add cdev "$KM_SUBNET.12"
 km_backend_start srv 8080
 km_backend_start srv 9090
-km_wait_listen srv 8080 && km_wait_listen srv 9090 || exit 1
+km_backend_start srv 7070 keep
+km_wait_listen srv 8080 && km_wait_listen srv 9090 && km_wait_listen srv 7070 || exit 1
 km_make_pki
 echo t1 >"$KM_DIR/token"
 chmod 644 "$KM_DIR/token"
@@ -102,6 +104,35 @@ check "... and allows what it matches (9090)" test "$(reach cprod 9090)" = srv
 
 apply_policies 0
 check "policies removed: allowed again" test "$(reach cdev 8080)" = srv
+# Open connections: one from dev and one from prod are held while a DENY for dev arrives.
+hold() { # hold CLIENT SECONDS: a connection to 7070 kept open, its end written to $KM_DIR/held-CLIENT
+	km_connect "$1" "$SRV_IP" 7070 --timeout 1 --watch "$2" >"$KM_DIR/held-$1" &
+	KM_PIDS+=($!)
+}
+wait_line() { # wait_line FILE REGEX SECONDS
+	for _ in $(seq 1 $(($3 * 20))); do
+		grep -q "$2" "$1" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+closed_within() { # closed_within FILE T0 SECONDS: the connection was reset at most SECONDS after T0
+	awk -v t0="$2" -v max="$3" '$1 == "end" && $2 == "error:ECONNRESET" {ok = ($3 - t0 <= max);
+		printf "reset %.3f s after the policy was sent\n", $3 - t0} END {exit !ok}' "$1"
+}
+hold cdev 10
+hold cprod 6
+check "two connections are open (dev and prod)" eval 'wait_line "$KM_DIR/held-cdev" "^1 srv" 3 && wait_line "$KM_DIR/held-cprod" "^1 srv" 3'
+T_SENT=$(date +%s.%N)
+apply_policies 1 "$(policy deny-dev "" GLOBAL DENY '{"namespaces": [{"exact": "dev"}]}')"
+check "a policy change closes the open connection it denies (the client sees a reset)" \
+	wait_line "$KM_DIR/held-cdev" "^end error:ECONNRESET" 3
+check "... within a second of the policy being sent" closed_within "$KM_DIR/held-cdev" "$T_SENT" 1
+check "the open connection it still allows stays open" wait_line "$KM_DIR/held-cprod" "^end open" 8
+check "the map writer counted one connection closed" \
+	km_wait_rows frontend "^stats .*authz_closed 1$" 1
+apply_policies 0
+
 check "the map writer refused none of the compiled rows" \
 	test "$(km_agent_json 'd["map_writer"]["ops_refused"]')" = 0
 

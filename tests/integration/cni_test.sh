@@ -107,6 +107,8 @@ check "ADD through the chain: every pod got an address from host-local" \
 	eval 'for p in b1 b2 c1 c2 side wp opt-in; do ip_of $p >/dev/null || exit 1; done'
 check "enrolled: c1 (namespace label) and opt-in (pod label) only, not none/sidecar/waypoint/plain" \
 	test "$(manage_rows)" -eq 2
+check "the map writer knows where each enrolled pod's netns is (CNI_NETNS, for closing connections)" \
+	eval '"$KM_TESTCTL" dump --socket "$KM_SOCKET" --table manage | grep -q "netns $(km_netns_path c1)\$"'
 check "the result is the primary's, passed through unchanged" \
 	"$KM_PY" -c 'import json, sys
 r = json.load(open(sys.argv[1])); assert r["ips"][0]["address"].startswith("10.124.0."), r

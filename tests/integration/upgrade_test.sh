@@ -40,7 +40,7 @@ check "the next build migrated the 2 backend rows into its layout" \
 check "km_backend is now a map of the new layout ($before -> $(value_size))" \
 	test "$(value_size)" = "value $((${before//[^0-9]/} + 4))B"
 check "the map writer's dump counts the migrated entries" \
-	km_wait_rows frontend "^stats .*migrated_entries 2$" 1
+	km_wait_rows frontend "^stats .*migrated_entries 2 " 1
 check "the agent reconnects and its rows stay (2 endpoints, 2 backends)" \
 	eval 'km_wait_rows endpoint "^endpoint" 2 && km_wait_rows backend "^backend" 2'
 sleep 1

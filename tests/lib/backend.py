@@ -1,11 +1,23 @@
 #!/usr/bin/python3
-"""A test backend "pod": answers every TCP connection with its name and closes it."""
+"""A test backend "pod": answers every TCP connection with its name and closes it; with a third
+argument "keep", it keeps each connection open until the client closes it (or it is reset)."""
 import socket
 import sys
+import threading
+
+
+def drain(conn):
+    try:
+        while conn.recv(512):
+            pass
+    except OSError:
+        pass
+    conn.close()
 
 
 def main():
     name, port = sys.argv[1], int(sys.argv[2])
+    keep = len(sys.argv) > 3 and sys.argv[3] == "keep"
     srv = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
@@ -18,7 +30,10 @@ def main():
             conn.sendall(reply)
         except OSError:
             pass
-        conn.close()
+        if keep:
+            threading.Thread(target=drain, args=(conn,), daemon=True).start()
+        else:
+            conn.close()
 
 
 if __name__ == "__main__":

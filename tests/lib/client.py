@@ -2,7 +2,9 @@
 """A test client "pod": connects COUNT times to HOST:PORT and prints one line per distinct answer,
 "<count> <answer>" or "<count> error:<ERRNO>", so a shell test can count where traffic went.
 --send TEXT sends TEXT first (the answer is whatever comes back); --hold SECONDS keeps every
-connection open that long after printing; --udp sends one datagram per count and the answer is
+connection open that long after printing; --watch SECONDS keeps the (one) connection open and
+then prints how it ended, "end error:<ERRNO> <unix time>" or "end eof <unix time>", or "end open"
+if it lasted SECONDS; --udp sends one datagram per count and the answer is
 "<reply> from <source address> <source port>" (the source as recvfrom reports it)."""
 import argparse
 import collections
@@ -24,7 +26,7 @@ def tcp_once(args, family, held):
         if args.send:
             s.sendall(args.send.encode() + b"\n")
         data = s.recv(512).decode().strip()
-        if args.hold:
+        if args.hold or args.watch:
             held.append(s)
             s = None
         return data or "error:EMPTY"
@@ -57,6 +59,8 @@ def main():
     ap.add_argument("--ipv6", action="store_true", help="use an AF_INET6 socket")
     ap.add_argument("--send", help="text sent after connecting (a newline is added)")
     ap.add_argument("--hold", type=float, default=0, help="keep connections open SECONDS")
+    ap.add_argument("--watch", type=float, default=0,
+                    help="after the answer, wait up to SECONDS for the connection to end")
     ap.add_argument("--udp", action="store_true")
     args = ap.parse_args()
     seen = collections.Counter()
@@ -69,6 +73,19 @@ def main():
     sys.stdout.flush()
     if args.hold:
         time.sleep(args.hold)
+    if args.watch:
+        print(watch_end(held[0], args.watch) if held else "end error:NOCONN")
+
+
+def watch_end(s, seconds):
+    s.settimeout(seconds)
+    try:
+        data = s.recv(512)
+        return "end %s %.3f" % ("eof" if not data else "data", time.time())
+    except socket.timeout:
+        return "end open"
+    except OSError as e:
+        return "%s %.3f" % ("end " + error_name(e), time.time())
 
 
 if __name__ == "__main__":

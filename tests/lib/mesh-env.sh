@@ -74,7 +74,7 @@ km_in_pod() {
 
 # km_backend_start NAME PORT: a backend pod answering with its name.
 km_backend_start() {
-	km_in_pod "$1" "$KM_PY" "$KM_ROOT/tests/lib/backend.py" "$1" "$2" &
+	km_in_pod "$1" "$KM_PY" "$KM_ROOT/tests/lib/backend.py" "$1" "${@:2}" &
 	KM_PIDS+=($!)
 }
 

@@ -140,6 +140,7 @@ static int cmd_enroll(const struct args *a, int enroll)
 		e.n_addresses = n;
 		e.addresses = bytes;
 		e.pod = (char *)(a->pod ? a->pod : a->netns);
+		e.netns_path = (char *)a->netns;
 		req.body_case = KMESH__IPC__ENVELOPE__BODY_ENROLL;
 		req.enroll = &e;
 	} else {
@@ -238,8 +239,10 @@ static int cmd_dump(const struct args *a)
 	}
 	if (rep->reply->code == KMESH__IPC__CODE__OK && rep->reply->dump) {
 		for (size_t i = 0; i < rep->reply->dump->n_manage; i++)
-			printf("manage cookie %llu\n",
-			       (unsigned long long)rep->reply->dump->manage[i]->netns_cookie);
+			printf("manage cookie %llu netns %s\n",
+			       (unsigned long long)rep->reply->dump->manage[i]->netns_cookie,
+			       *rep->reply->dump->manage[i]->netns_path
+				       ? rep->reply->dump->manage[i]->netns_path : "-");
 		for (size_t i = 0; i < rep->reply->dump->n_authz_stats; i++)
 			printf("authz_stat %u allowed %llu denied %llu\n",
 			       rep->reply->dump->authz_stats[i]->stat_id,
@@ -251,10 +254,11 @@ static int cmd_dump(const struct args *a)
 			const Kmesh__Ipc__TableStats *st = rep->reply->dump->stats;
 
 			printf("stats ops_applied %llu ops_refused %llu table_full %llu rows_swept %llu "
-			       "migrated_entries %llu\n",
+			       "migrated_entries %llu authz_rechecks %llu authz_closed %llu\n",
 			       (unsigned long long)st->ops_applied, (unsigned long long)st->ops_refused,
 			       (unsigned long long)st->table_full, (unsigned long long)st->rows_swept,
-			       (unsigned long long)st->migrated_entries);
+			       (unsigned long long)st->migrated_entries,
+			       (unsigned long long)st->authz_rechecks, (unsigned long long)st->authz_closed);
 		}
 	}
 	return reply_status(rep, "dump");

@@ -36,6 +36,7 @@ static int setup(void **state)
 
 	memset(&t, 0, sizeof(t));
 	t.fd_manage = make_map(sizeof(struct km_manage_key), sizeof(struct km_manage_value), 8);
+	t.fd_pod_netns = make_map(sizeof(struct km_manage_key), sizeof(struct km_pod_netns_value), 8);
 	t.fd_frontend = make_map(sizeof(struct km_frontend_key), sizeof(struct km_frontend_value), 4);
 	t.fd_service = make_map(sizeof(struct km_service_key), sizeof(struct km_service_value), 8);
 	t.fd_endpoint = make_map(sizeof(struct km_endpoint_key), sizeof(struct km_endpoint_value), 64);
@@ -54,9 +55,9 @@ static int teardown(void **state)
 {
 	struct km_tables *t = *state;
 	int fds[] = { t->fd_manage, t->fd_frontend, t->fd_service, t->fd_endpoint, t->fd_backend,
-		      t->fd_port_override };
+		      t->fd_port_override, t->fd_pod_netns };
 
-	for (int i = 0; i < 6; i++)
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	km_tables_free(t);
@@ -363,25 +364,50 @@ static void test_enroll_and_dump(void **state)
 	Kmesh__Ipc__Enroll e = KMESH__IPC__ENROLL__INIT;
 	Kmesh__Ipc__Unenroll u = KMESH__IPC__UNENROLL__INIT;
 	Kmesh__Ipc__DumpReply d;
+	char long_path[KM_NETNS_PATH_MAX + 1];
 	ProtobufCBinaryData bad = { 5, v4 };
 	char err[256];
 
 	if (!maps_available(t))
 		skip();
+	memset(long_path, 'a', sizeof(long_path) - 1);
+	long_path[0] = '/';
+	long_path[KM_NETNS_PATH_MAX] = '\0';
 	assert_int_equal(km_tables_enroll(t, &e, err, sizeof(err)), BAD); /* cookie 0 */
 	e.netns_cookie = 4096;
 	e.n_addresses = 1;
 	e.addresses = &bad;
 	assert_int_equal(km_tables_enroll(t, &e, err, sizeof(err)), BAD);
 	e.n_addresses = 0;
+	e.netns_path = "run/netns/relative";
+	assert_int_equal(km_tables_enroll(t, &e, err, sizeof(err)), BAD);
+	e.netns_path = long_path;
+	assert_int_equal(km_tables_enroll(t, &e, err, sizeof(err)), BAD);
+	assert_non_null(strstr(err, "at most 127 bytes"));
+	assert_int_equal(km_tables_enrolled(t, 4096, err, sizeof(err)), KMESH__IPC__CODE__NOT_FOUND);
+	e.netns_path = "/run/netns/cni-1";
 	assert_int_equal(km_tables_enroll(t, &e, err, sizeof(err)), OK);
 	assert_int_equal(km_tables_dump(t, KMESH__IPC__TABLE__TABLE_MANAGE, 0, &d, err, sizeof(err)), OK);
 	assert_int_equal(d.n_manage, 1);
 	assert_int_equal(d.manage[0]->netns_cookie, 4096);
+	assert_string_equal(d.manage[0]->netns_path, "/run/netns/cni-1");
 	km_tables_dump_free(&d);
+	e.netns_path = ""; /* enrolled again without a path: the old one is forgotten */
+	assert_int_equal(km_tables_enroll(t, &e, err, sizeof(err)), OK);
+	assert_int_equal(km_tables_dump(t, KMESH__IPC__TABLE__TABLE_MANAGE, 0, &d, err, sizeof(err)), OK);
+	assert_string_equal(d.manage[0]->netns_path, "");
+	km_tables_dump_free(&d);
+	e.netns_path = "/run/netns/cni-1";
+	assert_int_equal(km_tables_enroll(t, &e, err, sizeof(err)), OK);
 	u.netns_cookie = 4096;
 	assert_int_equal(km_tables_unenroll(t, &u, err, sizeof(err)), OK);
 	assert_int_equal(km_tables_unenroll(t, &u, err, sizeof(err)), OK);
+	{
+		struct km_manage_key k = { 4096 };
+		struct km_pod_netns_value v;
+
+		assert_int_not_equal(bpf_map_lookup_elem(t->fd_pod_netns, &k, &v), 0);
+	}
 
 	assert_int_equal(km_tables_dump(t, KMESH__IPC__TABLE__TABLE_BACKEND, 0, &d, err, sizeof(err)), OK);
 	assert_int_equal(d.n_rows, 5); /* backends 7, 8 and 20..22 of the earlier cases */

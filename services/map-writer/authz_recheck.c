@@ -1,0 +1,202 @@
+/* authz_recheck.c — see authz_recheck.h. */
+#include "services/map-writer/authz_recheck.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "shared/addr.h"
+#include "shared/log.h"
+#include "shared/netns.h"
+
+struct enter {
+	uint64_t cookie; /* the enrolled one */
+	int link_fd;
+	int iter_fd; /* out */
+};
+
+/* Inside the pod's namespace: the same namespace still (a path can be reused), then the iterator,
+ * which walks the sockets of the namespace it is created in. */
+static int open_iter_here(void *arg, char *err, size_t errlen)
+{
+	struct enter *e = arg;
+	uint64_t here;
+	int rc = km_netns_cookie_here(&here, err, errlen);
+
+	if (rc)
+		return rc;
+	if (here != e->cookie) {
+		snprintf(err, errlen, "now holds netns cookie %llu", (unsigned long long)here);
+		return -ENOENT; /* the enrolled namespace is gone */
+	}
+	e->iter_fd = bpf_iter_create(e->link_fd);
+	if (e->iter_fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot create the TCP iterator: %s", strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
+/* Run the iterator to its end; each record is a connection it closed. */
+static int read_iter(struct km_authz_recheck *r, int fd, uint64_t cookie, char *err, size_t errlen)
+{
+	struct km_authz_closed recs[64];
+	size_t have = 0;
+
+	for (;;) {
+		ssize_t n = read(fd, (char *)recs + have, sizeof(recs) - have);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+
+			snprintf(err, errlen, "reading the TCP iterator: %s", strerror(e));
+			return -e;
+		}
+		have += (size_t)n;
+		for (size_t i = 0; i < have / sizeof(recs[0]); i++) {
+			if (recs[i].err) {
+				r->pass_failed++;
+				continue;
+			}
+			r->pass_closed++;
+			if (r->n_logged < KM_AUTHZ_RECHECK_LOGGED) {
+				r->logged_cookie[r->n_logged] = cookie;
+				r->logged[r->n_logged++] = recs[i];
+			}
+		}
+		if (have % sizeof(recs[0]))
+			memmove(recs, (char *)recs + have - have % sizeof(recs[0]), have % sizeof(recs[0]));
+		have %= sizeof(recs[0]);
+		if (n == 0)
+			return 0;
+	}
+}
+
+static void run_pass(uv_work_t *req)
+{
+	struct km_authz_recheck *r = req->data;
+	struct km_manage_key key, next;
+	const void *prev = NULL;
+
+	while (bpf_map_get_next_key(r->fd_pod_netns, prev, &next) == 0) {
+		struct km_pod_netns_value where;
+		struct km_manage_value enrolled;
+		struct enter e = { .cookie = next.netns_cookie, .link_fd = r->link_fd, .iter_fd = -1 };
+		char err[200];
+		int rc;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(r->fd_pod_netns, &key, &where) != 0 ||
+		    bpf_map_lookup_elem(r->fd_manage, &key, &enrolled) != 0)
+			continue; /* unenrolled meanwhile (or left by an older map writer) */
+		where.path[sizeof(where.path) - 1] = '\0';
+		r->pass_pods++;
+		rc = km_netns_call(where.path, open_iter_here, &e, err, sizeof(err));
+		if (rc == 0) {
+			rc = read_iter(r, e.iter_fd, e.cookie, err, sizeof(err));
+			close(e.iter_fd);
+		}
+		if (rc == -ENOENT) {
+			r->pass_gone++; /* the pod went away; its CNI DEL removes the row */
+		} else if (rc) {
+			if (!r->pass_errors++)
+				snprintf(r->pass_error, sizeof(r->pass_error), "pod netns %s: %s%s",
+					 where.path, err,
+					 rc == -EPERM ? " (the map writer needs CAP_SYS_ADMIN to enter "
+							"pod network namespaces)" : "");
+		}
+	}
+}
+
+static void start_timer(struct km_authz_recheck *r);
+
+static void pass_done(uv_work_t *req, int status)
+{
+	struct km_authz_recheck *r = req->data;
+	char src[KM_ADDR_STRLEN], dst[KM_ADDR_STRLEN];
+
+	r->busy = 0;
+	if (status == UV_ECANCELED)
+		return;
+	r->passes++;
+	r->closed += r->pass_closed;
+	for (size_t i = 0; i < r->n_logged; i++) {
+		const struct km_authz_closed *c = &r->logged[i];
+
+		km_info("authz: closed %s:%u -> %s:%u in pod netns %llu: denied now (policy stat %u)",
+			km_addr_format(&c->src, src), c->sport, km_addr_format(&c->dst, dst), c->dport,
+			(unsigned long long)r->logged_cookie[i], c->stat_id);
+	}
+	if (r->pass_closed > r->n_logged)
+		km_info("authz: ... and %llu more connections closed",
+			(unsigned long long)(r->pass_closed - r->n_logged));
+	if (r->pass_failed)
+		km_warn("authz: %llu denied connections could not be closed (bpf_sock_destroy refused)",
+			(unsigned long long)r->pass_failed);
+	if (r->pass_errors)
+		km_warn("authz: open connections of %u of %u pods not re-checked; the first: %s",
+			r->pass_errors, r->pass_pods, r->pass_error);
+	km_debug("authz: re-check pass over %u pods (%u gone): %llu closed", r->pass_pods,
+		 r->pass_gone, (unsigned long long)r->pass_closed);
+	if (r->again && !r->closing) {
+		r->again = 0;
+		start_timer(r);
+	}
+}
+
+static void on_timer(uv_timer_t *t)
+{
+	struct km_authz_recheck *r = t->data;
+
+	r->n_logged = 0;
+	r->pass_closed = r->pass_failed = 0;
+	r->pass_pods = r->pass_gone = r->pass_errors = 0;
+	r->pass_error[0] = '\0';
+	r->work.data = r;
+	if (uv_queue_work(r->loop, &r->work, run_pass, pass_done) != 0) {
+		km_warn("authz: cannot queue the re-check of open connections");
+		return;
+	}
+	r->busy = 1;
+}
+
+static void start_timer(struct km_authz_recheck *r)
+{
+	uv_timer_start(&r->timer, on_timer, KM_AUTHZ_RECHECK_DELAY_MS, 0);
+}
+
+int km_authz_recheck_init(struct km_authz_recheck *r, uv_loop_t *loop, int link_fd,
+			  int fd_manage, int fd_pod_netns)
+{
+	memset(r, 0, sizeof(*r));
+	r->loop = loop;
+	r->link_fd = link_fd;
+	r->fd_manage = fd_manage;
+	r->fd_pod_netns = fd_pod_netns;
+	r->timer.data = r;
+	return uv_timer_init(loop, &r->timer);
+}
+
+void km_authz_recheck_request(struct km_authz_recheck *r)
+{
+	if (r->link_fd < 0 || r->closing)
+		return;
+	if (r->busy)
+		r->again = 1;
+	else if (!uv_is_active((uv_handle_t *)&r->timer))
+		start_timer(r); /* not restarted by later changes: a steady stream still gets passes */
+}
+
+void km_authz_recheck_close(struct km_authz_recheck *r)
+{
+	r->closing = 1;
+	if (r->loop && !uv_is_closing((uv_handle_t *)&r->timer))
+		uv_close((uv_handle_t *)&r->timer, NULL);
+}

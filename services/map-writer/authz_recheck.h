@@ -1,0 +1,51 @@
+/* authz_recheck.h — closing the open connections that changed authorization policies deny.
+ * After table batches that touched authz rows, and at most every 100 ms while they keep coming, a
+ * pass runs on the libuv thread pool: for each enrolled pod with a known netns path
+ * (km_pod_netns) the worker enters the pod's network namespace, checks that its cookie is still
+ * the enrolled one, and reads the authz_recheck.bpf.c TCP iterator there, which decides every
+ * connection the pod accepted again and destroys the denied ones. Results are logged on the loop
+ * thread. Needs CAP_SYS_ADMIN (setns); without it each pass logs why it could not run. */
+#ifndef KM_MW_AUTHZ_RECHECK_H
+#define KM_MW_AUTHZ_RECHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "kmesh_maps.h"
+
+#define KM_AUTHZ_RECHECK_DELAY_MS 100 /* after the first change of a burst */
+#define KM_AUTHZ_RECHECK_LOGGED 32    /* closed connections named per pass; the rest counted */
+
+struct km_authz_recheck {
+	uv_loop_t *loop;
+	uv_timer_t timer;
+	uv_work_t work;
+	int link_fd;      /* the iterator's link; -1: the kernel cannot (requests are ignored) */
+	int fd_manage;    /* the enrolled pods */
+	int fd_pod_netns; /* cookie -> netns path */
+	int busy;         /* a pass is on the thread pool */
+	int again;        /* a change arrived during the pass: run once more */
+	int closing;
+	/* the pass in flight: written by the worker, read on the loop thread after it */
+	struct km_authz_closed logged[KM_AUTHZ_RECHECK_LOGGED];
+	uint64_t logged_cookie[KM_AUTHZ_RECHECK_LOGGED];
+	size_t n_logged;
+	uint64_t pass_closed, pass_failed; /* sockets closed, and ones bpf_sock_destroy refused */
+	uint32_t pass_pods, pass_gone, pass_errors;
+	char pass_error[512]; /* the first error entering a pod, other than a pod gone */
+	/* totals, for dumps */
+	uint64_t passes;
+	uint64_t closed;
+};
+
+/* link_fd < 0 disables the re-check (logged once by the data plane). Returns 0 or -errno. */
+int km_authz_recheck_init(struct km_authz_recheck *r, uv_loop_t *loop, int link_fd,
+			  int fd_manage, int fd_pod_netns);
+/* Authz rows changed: schedule a pass (coalesced with pending ones). */
+void km_authz_recheck_request(struct km_authz_recheck *r);
+/* Stop scheduling; a pass in flight finishes (uv_run returns after it). */
+void km_authz_recheck_close(struct km_authz_recheck *r);
+
+#endif
