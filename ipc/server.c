@@ -140,6 +140,7 @@ static void on_connection(uv_stream_t *listener, int status)
 		return;
 	}
 	s->srv = srv;
+	s->serial = ++srv->next_serial;
 	s->conn.data = s;
 	km_conn_init(srv->loop, &s->conn, srv->max_frame);
 	srv->open_handles++;
@@ -243,4 +244,12 @@ void km_ipc_server_stop(struct km_ipc_server *srv, void (*on_stopped)(struct km_
 		km_conn_close(&s->conn, session_closed);
 	if (!uv_is_closing((uv_handle_t *)&srv->listener))
 		uv_close((uv_handle_t *)&srv->listener, listener_closed);
+}
+
+struct km_ipc_session *km_ipc_server_session(struct km_ipc_server *srv, uint64_t serial)
+{
+	for (struct km_ipc_session *s = srv->sessions; s; s = s->next)
+		if (s->serial == serial)
+			return s->conn.closing ? NULL : s;
+	return NULL;
 }

@@ -18,6 +18,7 @@ struct km_ipc_session {
 	struct km_conn conn;
 	struct km_ipc_server *srv;
 	struct km_ipc_session *next;
+	uint64_t serial; /* unique per server: finds the session again for a deferred reply */
 	Kmesh__Ipc__Role role;
 	int hello_done;
 	pid_t pid;
@@ -29,7 +30,8 @@ struct km_ipc_session {
 struct km_ipc_server_ops {
 	/* May this peer (SO_PEERCRED) take the role it claims at hello? */
 	int (*allowed)(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gid);
-	/* A request after the hello. Every request gets exactly one reply. */
+	/* A request after the hello. Every request gets exactly one reply, now or later (then found
+	 * again with km_ipc_server_session). */
 	void (*on_request)(void *arg, struct km_ipc_session *s, const km_envelope *env);
 };
 
@@ -48,6 +50,7 @@ struct km_ipc_server {
 	void *arg;
 	const char *name;
 	struct km_ipc_session *sessions;
+	uint64_t next_serial;
 	size_t max_frame;
 	char path[108];
 	int listening;
@@ -60,6 +63,9 @@ struct km_ipc_server {
 int km_ipc_server_start(struct km_ipc_server *srv, uv_loop_t *loop,
 			const struct km_ipc_server_config *cfg, const struct km_ipc_server_ops *ops,
 			void *arg);
+/* The open session with this serial, or NULL once it has closed (or is closing): for a reply that
+ * is sent later than on_request returns. */
+struct km_ipc_session *km_ipc_server_session(struct km_ipc_server *srv, uint64_t serial);
 /* Close the listener and every session; on_stopped (may be NULL) runs when all are closed. */
 void km_ipc_server_stop(struct km_ipc_server *srv, void (*on_stopped)(struct km_ipc_server *srv));
 

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "kmesh_maps.h"
 #include "shared/addr.h"
 #include "shared/log.h"
 
@@ -15,6 +16,7 @@ struct dump_ctx {
 	const struct km_model *m;
 	json_t *list;
 	size_t left;
+	const struct km_authz_counters *counters;
 };
 
 static json_t *addrs_json(const struct km_addr *a, size_t n)
@@ -84,35 +86,70 @@ static void dump_policy(void *arg, const char *name, const Kmesh__Security__Auth
 						 "rules", (json_int_t)p->n_rules));
 }
 
+static const Kmesh__Ipc__AuthzStatRow *counter_of(const struct km_authz_counters *k, uint32_t id)
+{
+	size_t lo = 0, hi = k ? k->n : 0;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (k->rows[mid]->stat_id == id)
+			return k->rows[mid];
+		if (k->rows[mid]->stat_id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
 static void dump_compiled(void *arg, const struct km_authz_policy_info *i)
 {
 	static const char *const scopes[] = { "GLOBAL", "NAMESPACE", "WORKLOAD_SELECTOR" };
 	struct dump_ctx *c = arg;
+	json_t *p;
 
 	if (!c->left)
 		return;
 	c->left--;
-	json_array_append_new(c->list,
-			      json_pack("{s:s, s:I, s:I, s:s, s:b, s:s, s:I, s:I}", "name", i->name,
-					"policy_id", (json_int_t)i->policy_id, "stat_id",
-					(json_int_t)i->stat_id, "action", i->deny ? "DENY" : "ALLOW",
-					"dry_run", i->dry_run, "scope",
-					i->scope < 3 ? scopes[i->scope] : "?", "rows", (json_int_t)i->rows,
-					"sets", (json_int_t)i->sets));
+	p = json_pack("{s:s, s:I, s:I, s:s, s:b, s:s, s:I, s:I}", "name", i->name, "policy_id",
+		      (json_int_t)i->policy_id, "stat_id", (json_int_t)i->stat_id, "action",
+		      i->deny ? "DENY" : "ALLOW", "dry_run", i->dry_run, "scope",
+		      i->scope < 3 ? scopes[i->scope] : "?", "rows", (json_int_t)i->rows, "sets",
+		      (json_int_t)i->sets);
+	if (c->counters && !c->counters->missing) {
+		/* no row yet: nothing decided by this policy since its stat id was first written */
+		const Kmesh__Ipc__AuthzStatRow *r = counter_of(c->counters, i->stat_id);
+
+		json_object_set_new(p, "allowed", json_integer(r ? (json_int_t)r->allowed : 0));
+		json_object_set_new(p, "denied", json_integer(r ? (json_int_t)r->denied : 0));
+	}
+	json_array_append_new(c->list, p);
 }
 
-/* The compiled authorization state: what the BPF tables hold. */
-static json_t *authz_json(const struct km_authz *a, size_t max_items)
+/* The compiled authorization state: what the BPF tables hold, and what they decided. */
+static json_t *authz_json(const struct km_authz *a, size_t max_items,
+			  const struct km_authz_counters *counters)
 {
 	struct km_authz_stats st;
-	struct dump_ctx c = { .list = json_array(), .left = max_items };
+	struct dump_ctx c = { .list = json_array(), .left = max_items, .counters = counters };
+	const Kmesh__Ipc__AuthzStatRow *none = counter_of(counters, KM_AUTHZ_STAT_DEFAULT);
+	json_t *out;
 
 	km_authz_stats(a, &st);
 	km_authz_each_policy(a, dump_compiled, &c);
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:b, s:o}", "policies", (json_int_t)st.policies,
-			 "lists", (json_int_t)st.lists, "identities", (json_int_t)st.identities,
-			 "strings", (json_int_t)st.strings, "set_members", (json_int_t)st.set_members,
-			 "incomplete", a->oom, "compiled", c.list);
+	out = json_pack("{s:I, s:I, s:I, s:I, s:I, s:b, s:o}", "policies", (json_int_t)st.policies,
+			"lists", (json_int_t)st.lists, "identities", (json_int_t)st.identities,
+			"strings", (json_int_t)st.strings, "set_members", (json_int_t)st.set_members,
+			"incomplete", a->oom, "compiled", c.list);
+	if (counters && counters->missing)
+		json_object_set_new(out, "counters_missing", json_string(counters->missing));
+	else if (counters)
+		json_object_set_new(out, "decided_by_no_policy",
+				    json_pack("{s:I, s:I}", "allowed",
+					      (json_int_t)(none ? none->allowed : 0), "denied",
+					      (json_int_t)(none ? none->denied : 0)));
+	return out;
 }
 
 static json_t *type_json(const struct km_ads_type *t)
@@ -123,7 +160,8 @@ static json_t *type_json(const struct km_ads_type *t)
 			 t->last_nack, "synced", t->synced);
 }
 
-char *km_agent_dump_json(const struct km_agent_state *st, size_t max_items)
+char *km_agent_dump_json(const struct km_agent_state *st, size_t max_items,
+			 const struct km_authz_counters *counters)
 {
 	struct km_model_stats ms;
 	struct dump_ctx c = { .m = st->model };
@@ -157,7 +195,7 @@ char *km_agent_dump_json(const struct km_agent_state *st, size_t max_items)
 			 (json_int_t)st->link->ops_refused, "last_synced_unix_us",
 			 (json_int_t)st->last_synced_unix_us);
 	if (st->authz)
-		json_object_set_new(root, "authz", authz_json(st->authz, max_items));
+		json_object_set_new(root, "authz", authz_json(st->authz, max_items, counters));
 	if (st->ads)
 		json_object_set_new(root, "istiod",
 				    json_pack("{s:b, s:s, s:I, s:I, s:s, s:o, s:o}", "connected",
@@ -186,27 +224,92 @@ int km_agent_admin_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gi
 	return role == KMESH__IPC__ROLE__ROLE_ADMIN && (uid == 0 || uid == getuid());
 }
 
+static void send_dump(const struct km_agent_state *st, struct km_ipc_session *s, uint64_t id,
+		      uint32_t max_items, const struct km_authz_counters *counters)
+{
+	km_envelope out = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
+	char *json = km_agent_dump_json(st, max_items, counters);
+
+	reply.code = json ? KMESH__IPC__CODE__OK : KMESH__IPC__CODE__INTERNAL;
+	reply.message = json ? "" : "out of memory";
+	if (json) {
+		reply.body_case = KMESH__IPC__REPLY__BODY_JSON;
+		reply.json = json;
+	}
+	out.request_id = id;
+	out.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
+	out.reply = &reply;
+	if (km_msg_send(&s->conn, &out) != 0)
+		km_warn("admin dump too large to send; ask for fewer items");
+	free(json);
+}
+
+/* A dump waiting for the map writer's counters. */
+struct pending_dump {
+	const struct km_agent_state *st;
+	struct km_ipc_server *srv;
+	uint64_t session, request_id;
+	uint32_t max_items;
+};
+
+static int by_stat_id(const void *a, const void *b)
+{
+	uint32_t x = (*(const Kmesh__Ipc__AuthzStatRow *const *)a)->stat_id;
+	uint32_t y = (*(const Kmesh__Ipc__AuthzStatRow *const *)b)->stat_id;
+
+	return x < y ? -1 : x > y;
+}
+
+static void on_counters(void *arg, const Kmesh__Ipc__Reply *r)
+{
+	struct pending_dump *p = arg;
+	struct km_ipc_session *s = km_ipc_server_session(p->srv, p->session);
+	struct km_authz_counters k = { 0 };
+
+	if (!r)
+		k.missing = "the map writer link dropped";
+	else if (r->code != KMESH__IPC__CODE__OK || r->body_case != KMESH__IPC__REPLY__BODY_DUMP)
+		k.missing = r->message && *r->message ? r->message : km_msg_code_name(r->code);
+	else {
+		k.rows = (const Kmesh__Ipc__AuthzStatRow **)r->dump->authz_stats;
+		k.n = r->dump->n_authz_stats;
+		/* the rows are the reply's (freed by the link after this call): sorted in place */
+		qsort(r->dump->authz_stats, k.n, sizeof(*r->dump->authz_stats), by_stat_id);
+		if (r->dump->truncated)
+			k.missing = "more counters than one dump holds";
+	}
+	if (s) /* the asker may have gone meanwhile */
+		send_dump(p->st, s, p->request_id, p->max_items, &k);
+	free(p);
+}
+
 void km_agent_admin_request(void *arg, struct km_ipc_session *s, const km_envelope *env)
 {
 	const struct km_agent_state *st = arg;
 
 	if (env->body_case == KMESH__IPC__ENVELOPE__BODY_AGENT_DUMP) {
-		km_envelope out = KMESH__IPC__ENVELOPE__INIT;
-		Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
-		char *json = km_agent_dump_json(st, env->agent_dump->max_items);
+		km_envelope q = KMESH__IPC__ENVELOPE__INIT;
+		Kmesh__Ipc__DumpRequest d = KMESH__IPC__DUMP_REQUEST__INIT;
+		struct km_authz_counters none = { .missing = "the map writer is not connected" };
+		struct pending_dump *p;
 
-		reply.code = json ? KMESH__IPC__CODE__OK : KMESH__IPC__CODE__INTERNAL;
-		reply.message = json ? "" : "out of memory";
-		if (json) {
-			reply.body_case = KMESH__IPC__REPLY__BODY_JSON;
-			reply.json = json;
+		if (!st->authz) {
+			send_dump(st, s, env->request_id, env->agent_dump->max_items, NULL);
+			return;
 		}
-		out.request_id = env->request_id;
-		out.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
-		out.reply = &reply;
-		if (km_msg_send(&s->conn, &out) != 0)
-			km_warn("admin dump too large to send; ask for fewer items");
-		free(json);
+		p = malloc(sizeof(*p));
+		d.table = KMESH__IPC__TABLE__TABLE_AUTHZ_STATS;
+		q.body_case = KMESH__IPC__ENVELOPE__BODY_DUMP;
+		q.dump = &d;
+		if (p) {
+			*p = (struct pending_dump){ st, s->srv, s->serial, env->request_id,
+						    env->agent_dump->max_items };
+			if (km_writer_link_query(st->link, &q, on_counters, p) == 0)
+				return; /* answered in on_counters */
+			free(p);
+		}
+		send_dump(st, s, env->request_id, env->agent_dump->max_items, &none);
 		return;
 	}
 	if (env->body_case == KMESH__IPC__ENVELOPE__BODY_SET_LOG_LEVEL) {

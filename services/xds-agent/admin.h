@@ -1,6 +1,7 @@
 /* admin.h — the xDS agent's admin socket (the shared IPC server, admin role: root or the agent's
- * own uid): a JSON dump of the model, the policies, the istiod connection (connected, nonces,
- * ACK/NACK counts, versions held) and the map-writer link; and run-time log levels. */
+ * own uid): a JSON dump of the model, the policies (with each one's allow/deny counters, asked
+ * of the map writer for each dump), the istiod connection (connected, nonces, ACK/NACK counts,
+ * versions held) and the map-writer link; and run-time log levels. */
 #ifndef KM_XDS_ADMIN_H
 #define KM_XDS_ADMIN_H
 
@@ -17,14 +18,24 @@ struct km_agent_state {
 	const struct km_policy_store *policies;
 	const struct km_authz *authz; /* the compiled policies (may be NULL) */
 	const struct km_ads_client *ads; /* NULL in file mode */
-	const struct km_writer_link *link;
+	struct km_writer_link *link; /* also asked for the policies' decision counters */
 	const char *source; /* "istiod host:port" or "file PATH" */
 	const struct km_latency *update_latency;
 	uint64_t last_synced_unix_us; /* wall clock of the last time every op was applied */
 };
 
-/* The dump, as a JSON text (malloc'd); lists hold at most max_items (0 = 1000). */
-char *km_agent_dump_json(const struct km_agent_state *st, size_t max_items);
+/* The map writer's per-policy decision counters, for the dump (rows sorted by stat id), or why
+ * they are missing. */
+struct km_authz_counters {
+	const Kmesh__Ipc__AuthzStatRow **rows;
+	size_t n;
+	const char *missing; /* non-NULL: why there are none */
+};
+
+/* The dump, as a JSON text (malloc'd); lists hold at most max_items (0 = 1000). counters may be
+ * NULL (no authz section counts). */
+char *km_agent_dump_json(const struct km_agent_state *st, size_t max_items,
+			 const struct km_authz_counters *counters);
 
 /* km_ipc_server_ops for the admin socket; arg is a struct km_agent_state. */
 int km_agent_admin_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gid);

@@ -1,6 +1,7 @@
 /* writer_link.c — connection and batching to the map writer (see writer_link.h). */
 #include "services/xds-agent/writer_link.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,8 @@ struct km_batch {
 	uint64_t id;
 	size_t n_ops;
 	int sync; /* a Sync request (its phase), not ops */
+	km_writer_link_reply_cb on_reply; /* a query: told its reply (NULL if the link drops) */
+	void *reply_arg;
 	size_t len;
 	uint8_t *payload;
 };
@@ -32,6 +35,8 @@ static void drop_queue(struct km_writer_link *l)
 
 		l->ops_done += b->n_ops; /* lost with the connection: the replay covers them */
 		l->head = b->next;
+		if (b->on_reply)
+			b->on_reply(b->reply_arg, NULL);
 		free(b->payload);
 		free(b);
 	}
@@ -122,7 +127,9 @@ static void on_reply(struct km_writer_link *l, const km_envelope *env)
 		l->head = b->next;
 		if (!l->head)
 			l->tail = NULL;
-		if (b->sync) {
+		if (b->on_reply) {
+			b->on_reply(b->reply_arg, r);
+		} else if (b->sync) {
 			if (b->sync == KMESH__IPC__SYNC__PHASE__END && r->code == KMESH__IPC__CODE__OK)
 				km_info("in sync with the map writer: %u stale rows removed", r->applied);
 			else if (r->code != KMESH__IPC__CODE__OK)
@@ -298,6 +305,29 @@ void km_writer_link_sync(struct km_writer_link *l, int end)
 	}
 	enqueue(l, b);
 	send_next(l);
+}
+
+int km_writer_link_query(struct km_writer_link *l, km_envelope *req, km_writer_link_reply_cb cb,
+			 void *arg)
+{
+	struct km_batch *b;
+
+	if (l->state != LINK_READY)
+		return -ENOTCONN;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->id = req->request_id = l->next_id++;
+	b->on_reply = cb;
+	b->reply_arg = arg;
+	b->payload = km_msg_pack(req, &b->len);
+	if (!b->payload) {
+		free(b);
+		return -ENOMEM;
+	}
+	enqueue(l, b);
+	send_next(l);
+	return 0;
 }
 
 void km_writer_link_stop(struct km_writer_link *l)

@@ -10,9 +10,13 @@
 #include <uv.h>
 
 #include "ipc/conn.h"
+#include "ipc/message.h"
 #include "services/xds-agent/oplist.h"
 
 struct km_batch;
+
+/* The reply to a query, or NULL when the link dropped before it came. */
+typedef void (*km_writer_link_reply_cb)(void *arg, const Kmesh__Ipc__Reply *reply);
 
 struct km_writer_link_cbs {
 	void (*on_ready)(void *arg);   /* hello accepted: replay everything now */
@@ -53,6 +57,10 @@ void km_writer_link_submit(struct km_writer_link *l, const struct km_oplist *ops
  * marks the rows written; END removes the routing rows not written since (see kmesh_ipc.proto).
  * Dropped if not ready (the next connection begins again). */
 void km_writer_link_sync(struct km_writer_link *l, int end);
+/* Send a request (a dump) in order with the batches; its request_id is set here. Returns 0, and
+ * cb is then called exactly once, or -ENOTCONN / -ENOMEM (cb is not called). */
+int km_writer_link_query(struct km_writer_link *l, km_envelope *req, km_writer_link_reply_cb cb,
+			 void *arg);
 /* Close everything; the loop ends once the handles are closed. */
 void km_writer_link_stop(struct km_writer_link *l);
 

@@ -31,7 +31,10 @@ apply_policies() { # apply_policies N POLICY...: istiod sends them; wait until t
 	done
 	echo "policies not applied in 5 s" >&2
 }
-counter() { # counter POLICY allowed|denied: the map writer's decision counter of a policy
+counter() { # counter POLICY allowed|denied: a policy's decision counter, in the agent's dump
+	km_agent_json "[p['$2'] for p in d['authz']['compiled'] if p['name'] == '$1'][0]"
+}
+raw_counter() { # raw_counter POLICY allowed|denied: the same, from the map writer's table by stat id
 	local id
 	id=$(km_agent_json "[p['stat_id'] for p in d['authz']['compiled'] if p['name'] == '$1'][0]")
 	"$KM_TESTCTL" dump --socket "$KM_SOCKET" --table authz_stats |
@@ -88,6 +91,10 @@ check "DENY beats ALLOW: prod to 8080 denied" test "$(reach cprod 8080)" = error
 check "DENY beats ALLOW: prod to 9090 allowed" test "$(reach cprod 9090)" = srv
 check "the DENY policy counted its denial, the ALLOW policy its allowance" \
 	eval '[ "$(counter web/deny-8080 denied)" -ge 1 ] && [ "$(counter web/allow-prod allowed)" -ge 1 ]'
+check "the agent's dump shows the map writer's counters, joined by stat id" \
+	eval '[ "$(counter web/deny-8080 denied)" = "$(raw_counter web/deny-8080 denied)" ] &&
+	      [ "$(counter web/allow-prod allowed)" = "$(raw_counter web/allow-prod allowed)" ] &&
+	      [ "$(km_agent_json "d[\"authz\"][\"decided_by_no_policy\"][\"denied\"] >= 1")" = true ]'
 
 apply_policies 1 "$(policy deny-dev "" GLOBAL DENY '{"namespaces": [{"prefix": "de"}]}')"
 check "deny by source namespace (mesh-wide): dev denied" test "$(reach cdev 8080)" = error:TIMEOUT
@@ -135,6 +142,10 @@ apply_policies 0
 
 check "the map writer refused none of the compiled rows" \
 	test "$(km_agent_json 'd["map_writer"]["ops_refused"]')" = 0
+
+kill "$KM_MW_PID" && wait "$KM_MW_PID" 2>/dev/null
+check "with the map writer gone the agent's dump still answers, saying why counters are missing" \
+	eval 'km_agent_json "d[\"authz\"][\"counters_missing\"]" | grep -q "map writer"'
 
 [ $KM_FAIL -eq 0 ] || km_dump_logs map-writer xds-agent istiod
 [ -n "${KM_SHOW_LOGS:-}" ] && km_dump_logs map-writer xds-agent istiod
