@@ -174,8 +174,12 @@ $(B)/bench/cni_add_bench: $(call obj,bench/cni_add_bench.c)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^
 
+$(B)/bench/authz_bench: $(call obj,bench/authz_bench.c $(XDS_SRCS) $(MW_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS) $(XDS_LIBS)
+
 BENCHES := $(addprefix $(B)/bench/,decode_bench map_update_bench table_ops_bench connect_bench \
-	cni_add_bench)
+	cni_add_bench authz_bench)
 bench: all $(BENCHES)
 	@bash bench/run.sh
 
