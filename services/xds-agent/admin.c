@@ -275,7 +275,8 @@ static void on_counters(void *arg, const Kmesh__Ipc__Reply *r)
 		k.rows = (const Kmesh__Ipc__AuthzStatRow **)r->dump->authz_stats;
 		k.n = r->dump->n_authz_stats;
 		/* the rows are the reply's (freed by the link after this call): sorted in place */
-		qsort(r->dump->authz_stats, k.n, sizeof(*r->dump->authz_stats), by_stat_id);
+		if (k.n) /* (no rows: the array is NULL, which qsort may not get) */
+			qsort(r->dump->authz_stats, k.n, sizeof(*r->dump->authz_stats), by_stat_id);
 		if (r->dump->truncated)
 			k.missing = "more counters than one dump holds";
 	}
