@@ -29,6 +29,7 @@ WIRE_SRCS   := $(patsubst proto/%.proto,$(GEN)/%.pb-c.c,$(WIRE_PROTOS))
 XDS_SRCS    := $(filter-out %/main.c,$(wildcard services/xds-agent/*.c)) $(WIRE_SRCS)
 KUBE_SRCS   := $(wildcard shared/kube/*.c)
 CNI_SRCS    := $(filter-out %/main.c,$(wildcard services/cni-plugin/*.c)) $(KUBE_SRCS)
+IPSEC_SRCS  := $(filter-out %/main.c,$(wildcard services/ipsec-agent/*.c))
 COMMON_SRCS := $(IPC_SRCS) $(SHARED_SRCS)
 
 GEN_HDRS := $(GEN)/kmesh_ipc.pb-c.h $(GEN)/kmesh.skel.h $(WIRE_SRCS:.c=.h)
@@ -124,7 +125,8 @@ $(B)/san-bin/kmesh-cni: $(call san,services/cni-plugin/main.c $(CNI_SRCS) $(COMM
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(CNI_LIBS)
 
 # ---- unit tests (cmocka, always under ASan+UBSan) ------------------------------------------------
-$(B)/tests/test_%: $(call san,tests/unit/test_%.c $(XDS_SRCS) $(MW_SRCS) $(CNI_SRCS) $(COMMON_SRCS))
+$(B)/tests/test_%: $(call san,tests/unit/test_%.c $(XDS_SRCS) $(MW_SRCS) $(CNI_SRCS) $(IPSEC_SRCS) \
+		   $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
@@ -188,7 +190,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=
                $(shell pkg-config --cflags $(PKGS)) -Wno-unused-parameter
 FUZZ_SECONDS ?= 20
 
-$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(XDS_SRCS) $(CNI_SRCS) $(COMMON_SRCS) | $(GEN_HDRS)
+$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(XDS_SRCS) $(CNI_SRCS) $(IPSEC_SRCS) $(COMMON_SRCS) | $(GEN_HDRS)
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) -o $@ $^ $(LDLIBS)
 
