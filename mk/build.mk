@@ -7,7 +7,7 @@ CLANG   ?= clang
 BPFTOOL ?= bpftool
 PROTOC_C ?= protoc-c
 
-PKGS     := libbpf libuv libprotobuf-c jansson libnghttp2 wolfssl libcurl yaml-0.1
+PKGS     := libbpf libuv libprotobuf-c jansson libnghttp2 wolfssl libcurl yaml-0.1 libnl-xfrm-3.0
 # LAYOUT_FLAGS=-DKM_LAYOUT_TEST_NEXT builds the test's next table layout (see next-map-writer).
 LAYOUT_FLAGS ?=
 CPPFLAGS := -D_GNU_SOURCE -I. -Ibpf/include -I$(GEN) $(LAYOUT_FLAGS)
@@ -18,7 +18,8 @@ COMMON_LIBS := $(shell pkg-config --libs libuv libprotobuf-c)
 MW_LIBS     := $(shell pkg-config --libs libbpf) -lelf -lz $(COMMON_LIBS)
 XDS_LIBS    := $(shell pkg-config --libs jansson libnghttp2 wolfssl) $(COMMON_LIBS)
 CNI_LIBS    := $(shell pkg-config --libs jansson libcurl yaml-0.1) $(COMMON_LIBS)
-LDLIBS      := $(MW_LIBS) $(XDS_LIBS) $(CNI_LIBS)
+IPSEC_LIBS  := $(shell pkg-config --libs jansson wolfssl libnl-xfrm-3.0) $(COMMON_LIBS)
+LDLIBS      := $(MW_LIBS) $(XDS_LIBS) $(CNI_LIBS) $(IPSEC_LIBS)
 SANFLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 IPC_SRCS    := ipc/frame.c ipc/conn.c ipc/message.c ipc/client_sync.c ipc/server.c $(GEN)/kmesh_ipc.pb-c.c
