@@ -40,8 +40,13 @@ static void handle_dump(struct km_mw_requests *w, struct km_ipc_session *s, cons
 	out.request_id = env->request_id;
 	out.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
 	out.reply = &reply;
-	if (km_msg_send(&s->conn, &out) != 0)
+	if (km_msg_send(&s->conn, &out) != 0) {
+		/* every request gets one reply, or the asker waits forever (and the xDS agent, whose
+		 * replies come in order, would take the next one for this) */
 		km_warn("dump reply to pid %d too large or not sent; ask for fewer rows", (int)s->pid);
+		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__INTERNAL,
+			     "the dump is larger than a frame; ask for fewer rows", 0);
+	}
 	if (reply.code == KMESH__IPC__CODE__OK)
 		km_tables_dump_free(&dump);
 }
@@ -115,6 +120,7 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 			code = km_tables_sync_end(t, &applied, err, sizeof(err));
 			if (code != KMESH__IPC__CODE__OK)
 				km_warn("sync end from pid %d: %s", (int)s->pid, err);
+			km_authz_recheck_release(w->recheck); /* the agent's state is whole again */
 		} else {
 			code = KMESH__IPC__CODE__BAD_REQUEST;
 			snprintf(err, sizeof(err), "sync phase %d unknown", env->sync->phase);

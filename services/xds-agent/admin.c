@@ -245,13 +245,48 @@ static void send_dump(const struct km_agent_state *st, struct km_ipc_session *s,
 	free(json);
 }
 
-/* A dump waiting for the map writer's counters. */
+/* A dump waiting for the map writer's counters: answered when they come, or after
+ * COUNTERS_WAIT_MS without them; freed once both the query and the timer are done. */
+#define COUNTERS_WAIT_MS 2000
+
 struct pending_dump {
 	const struct km_agent_state *st;
 	struct km_ipc_server *srv;
 	uint64_t session, request_id;
 	uint32_t max_items;
+	uv_timer_t timer;
+	int answered, refs;
 };
+
+static void pending_unref(struct pending_dump *p)
+{
+	if (--p->refs == 0)
+		free(p);
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+	pending_unref(h->data);
+}
+
+static void answer(struct pending_dump *p, const struct km_authz_counters *k)
+{
+	struct km_ipc_session *s = km_ipc_server_session(p->srv, p->session);
+
+	if (p->answered)
+		return;
+	p->answered = 1;
+	if (s) /* the asker may have gone meanwhile */
+		send_dump(p->st, s, p->request_id, p->max_items, k);
+	uv_close((uv_handle_t *)&p->timer, timer_closed);
+}
+
+static void counters_late(uv_timer_t *t)
+{
+	struct km_authz_counters k = { .missing = "the map writer did not answer within 2 s" };
+
+	answer(t->data, &k);
+}
 
 static int by_stat_id(const void *a, const void *b)
 {
@@ -264,7 +299,6 @@ static int by_stat_id(const void *a, const void *b)
 static void on_counters(void *arg, const Kmesh__Ipc__Reply *r)
 {
 	struct pending_dump *p = arg;
-	struct km_ipc_session *s = km_ipc_server_session(p->srv, p->session);
 	struct km_authz_counters k = { 0 };
 
 	if (!r)
@@ -280,9 +314,8 @@ static void on_counters(void *arg, const Kmesh__Ipc__Reply *r)
 		if (r->dump->truncated)
 			k.missing = "more counters than one dump holds";
 	}
-	if (s) /* the asker may have gone meanwhile */
-		send_dump(p->st, s, p->request_id, p->max_items, &k);
-	free(p);
+	answer(p, &k);
+	pending_unref(p);
 }
 
 void km_agent_admin_request(void *arg, struct km_ipc_session *s, const km_envelope *env)
@@ -303,13 +336,24 @@ void km_agent_admin_request(void *arg, struct km_ipc_session *s, const km_envelo
 		d.table = KMESH__IPC__TABLE__TABLE_AUTHZ_STATS;
 		q.body_case = KMESH__IPC__ENVELOPE__BODY_DUMP;
 		q.dump = &d;
-		if (p) {
-			*p = (struct pending_dump){ st, s->srv, s->serial, env->request_id,
-						    env->agent_dump->max_items };
-			if (km_writer_link_query(st->link, &q, on_counters, p) == 0)
-				return; /* answered in on_counters */
-			free(p);
+		if (p && uv_timer_init(s->srv->loop, &p->timer) == 0) {
+			p->st = st;
+			p->srv = s->srv;
+			p->session = s->serial;
+			p->request_id = env->request_id;
+			p->max_items = env->agent_dump->max_items;
+			p->answered = 0;
+			p->refs = 1; /* the timer's, until it is closed */
+			p->timer.data = p;
+			if (km_writer_link_query(st->link, &q, on_counters, p) == 0) {
+				p->refs++; /* answered in on_counters, or by the timer */
+				uv_timer_start(&p->timer, counters_late, COUNTERS_WAIT_MS, 0);
+				return;
+			}
+			answer(p, &none); /* closes the timer, which frees p */
+			return;
 		}
+		free(p);
 		send_dump(st, s, env->request_id, env->agent_dump->max_items, &none);
 		return;
 	}

@@ -98,6 +98,15 @@ static void send_next(struct km_writer_link *l)
 	}
 }
 
+/* Every batch and sync sent has been answered (queries may still wait). */
+static int only_queries_left(const struct km_writer_link *l)
+{
+	for (const struct km_batch *b = l->head; b; b = b->next)
+		if (!b->on_reply)
+			return 0;
+	return 1;
+}
+
 static void on_reply(struct km_writer_link *l, const km_envelope *env)
 {
 	const Kmesh__Ipc__Reply *r = env->reply;
@@ -122,12 +131,13 @@ static void on_reply(struct km_writer_link *l, const km_envelope *env)
 	}
 	{
 		struct km_batch *b = l->head;
+		int query = b->on_reply != NULL;
 
 		l->inflight--;
 		l->head = b->next;
 		if (!l->head)
 			l->tail = NULL;
-		if (b->on_reply) {
+		if (query) {
 			b->on_reply(b->reply_arg, r);
 		} else if (b->sync) {
 			if (b->sync == KMESH__IPC__SYNC__PHASE__END && r->code == KMESH__IPC__CODE__OK)
@@ -147,12 +157,14 @@ static void on_reply(struct km_writer_link *l, const km_envelope *env)
 		}
 		free(b->payload);
 		free(b);
+		if (l->head)
+			send_next(l);
+		if (query)
+			return; /* a dump's answer says nothing about the tables being applied */
 	}
 	if (l->cbs.on_progress)
 		l->cbs.on_progress(l->arg);
-	if (l->head)
-		send_next(l);
-	else if (l->cbs.on_synced)
+	if (only_queries_left(l) && l->cbs.on_synced)
 		l->cbs.on_synced(l->arg);
 }
 
