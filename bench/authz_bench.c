@@ -206,6 +206,7 @@ static void setup(void)
 	bpf_map__set_max_entries(skel->maps.km_authz_stats, 16384);
 	bpf_map__set_max_entries(skel->maps.km_authz_cidr, 1024);
 	bpf_map__set_max_entries(skel->maps.km_manage, 16);
+	bpf_program__set_autoload(skel->progs.km_authz_recheck, false); /* not used; needs 6.5 */
 	if (kmesh__load(skel) != 0)
 		die("loading the BPF object");
 	tables.fd_manage = bpf_map__fd(skel->maps.km_manage);

@@ -125,11 +125,12 @@ static int enroll(struct call *c, uint64_t cookie, char *why, size_t whylen)
 	en.addresses = bytes;
 	en.pod = c->pod;
 	/* lets the map writer close this pod's connections that a policy change denies */
-	if (strlen(c->inv->netns) < KM_NETNS_PATH_MAX)
+	if (c->inv->netns[0] == '/' && strlen(c->inv->netns) < KM_NETNS_PATH_MAX)
 		en.netns_path = (char *)c->inv->netns;
-	else
-		km_warn("ADD %s: the netns path is longer than %d bytes; its open connections will "
-			"not be closed when policies deny them", c->pod, KM_NETNS_PATH_MAX - 1);
+	else /* optional: never a reason to fail the pod */
+		km_warn("ADD %s: the netns path is not absolute or longer than %d bytes; its open "
+			"connections will not be closed when policies deny them", c->pod,
+			KM_NETNS_PATH_MAX - 1);
 	req.body_case = KMESH__IPC__ENVELOPE__BODY_ENROLL;
 	req.enroll = &en;
 	return map_writer_call(c, &req, why, whylen);

@@ -30,7 +30,7 @@ static int open_iter_here(void *arg, char *err, size_t errlen)
 		return rc;
 	if (here != e->cookie) {
 		snprintf(err, errlen, "now holds netns cookie %llu", (unsigned long long)here);
-		return -ENOENT; /* the enrolled namespace is gone */
+		return -ESTALE; /* the enrolled namespace is gone; the path names another */
 	}
 	e->iter_fd = bpf_iter_create(e->link_fd);
 	if (e->iter_fd < 0) {
@@ -84,7 +84,8 @@ static void run_pass(uv_work_t *req)
 	struct km_manage_key key, next;
 	const void *prev = NULL;
 
-	while (bpf_map_get_next_key(r->fd_pod_netns, prev, &next) == 0) {
+	while (!__atomic_load_n(&r->closing, __ATOMIC_RELAXED) &&
+	       bpf_map_get_next_key(r->fd_pod_netns, prev, &next) == 0) {
 		struct km_pod_netns_value where;
 		struct km_manage_value enrolled;
 		struct enter e = { .cookie = next.netns_cookie, .link_fd = r->link_fd, .iter_fd = -1 };
@@ -103,19 +104,20 @@ static void run_pass(uv_work_t *req)
 			rc = read_iter(r, e.iter_fd, e.cookie, err, sizeof(err));
 			close(e.iter_fd);
 		}
-		if (rc == -ENOENT) {
+		if (rc == -ESTALE) {
 			r->pass_gone++; /* the pod went away; its CNI DEL removes the row */
+		} else if (rc == -ENOENT) {
+			r->pass_missing++; /* the same, or the mounts are not visible here */
 		} else if (rc) {
 			if (!r->pass_errors++)
 				snprintf(r->pass_error, sizeof(r->pass_error), "pod netns %s: %s%s",
 					 where.path, err,
-					 rc == -EPERM ? " (the map writer needs CAP_SYS_ADMIN to enter "
-							"pod network namespaces)" : "");
+					 rc == -EPERM || rc == -EACCES
+						 ? " (the map writer needs CAP_SYS_ADMIN to enter pod "
+						   "network namespaces)" : "");
 		}
 	}
 }
-
-static void start_timer(struct km_authz_recheck *r);
 
 static void pass_done(uv_work_t *req, int status)
 {
@@ -143,11 +145,15 @@ static void pass_done(uv_work_t *req, int status)
 	if (r->pass_errors)
 		km_warn("authz: open connections of %u of %u pods not re-checked; the first: %s",
 			r->pass_errors, r->pass_pods, r->pass_error);
-	km_debug("authz: re-check pass over %u pods (%u gone): %llu closed", r->pass_pods,
-		 r->pass_gone, (unsigned long long)r->pass_closed);
+	/* one pod without its mount is a deleted pod before its CNI DEL; all of them is a map
+	 * writer that cannot see the runtime's netns mounts */
+	km_log(r->pass_missing && r->pass_missing == r->pass_pods ? KM_LOG_WARN : KM_LOG_DEBUG,
+	       "authz: re-check pass over %u pods (%u gone, %u without their netns mount): %llu "
+	       "closed", r->pass_pods, r->pass_gone, r->pass_missing,
+	       (unsigned long long)r->pass_closed);
 	if (r->again && !r->closing) {
 		r->again = 0;
-		start_timer(r);
+		km_authz_recheck_request(r);
 	}
 }
 
@@ -155,9 +161,13 @@ static void on_timer(uv_timer_t *t)
 {
 	struct km_authz_recheck *r = t->data;
 
+	if (r->hold && *r->hold) {
+		r->held = 1;
+		return;
+	}
 	r->n_logged = 0;
 	r->pass_closed = r->pass_failed = 0;
-	r->pass_pods = r->pass_gone = r->pass_errors = 0;
+	r->pass_pods = r->pass_gone = r->pass_missing = r->pass_errors = 0;
 	r->pass_error[0] = '\0';
 	r->work.data = r;
 	if (uv_queue_work(r->loop, &r->work, run_pass, pass_done) != 0) {
@@ -167,36 +177,49 @@ static void on_timer(uv_timer_t *t)
 	r->busy = 1;
 }
 
-static void start_timer(struct km_authz_recheck *r)
-{
-	uv_timer_start(&r->timer, on_timer, KM_AUTHZ_RECHECK_DELAY_MS, 0);
-}
 
 int km_authz_recheck_init(struct km_authz_recheck *r, uv_loop_t *loop, int link_fd,
-			  int fd_manage, int fd_pod_netns)
+			  int fd_manage, int fd_pod_netns, const int *hold)
 {
 	memset(r, 0, sizeof(*r));
 	r->loop = loop;
 	r->link_fd = link_fd;
 	r->fd_manage = fd_manage;
 	r->fd_pod_netns = fd_pod_netns;
+	r->hold = hold;
 	r->timer.data = r;
 	return uv_timer_init(loop, &r->timer);
 }
 
 void km_authz_recheck_request(struct km_authz_recheck *r)
 {
+	uint64_t now = uv_now(r->loop), delay = KM_AUTHZ_RECHECK_DELAY_MS;
+
 	if (r->link_fd < 0 || r->closing)
 		return;
-	if (r->busy)
+	if (r->busy) {
 		r->again = 1;
-	else if (!uv_is_active((uv_handle_t *)&r->timer))
-		start_timer(r); /* not restarted by later changes: a steady stream still gets passes */
+		return;
+	}
+	if (!uv_is_active((uv_handle_t *)&r->timer))
+		r->burst_start = now;
+	else if (r->burst_start + KM_AUTHZ_RECHECK_MAX_DELAY_MS < now + delay)
+		delay = r->burst_start + KM_AUTHZ_RECHECK_MAX_DELAY_MS > now
+				? r->burst_start + KM_AUTHZ_RECHECK_MAX_DELAY_MS - now : 0;
+	uv_timer_start(&r->timer, on_timer, delay, 0); /* restarts a pending one */
+}
+
+void km_authz_recheck_release(struct km_authz_recheck *r)
+{
+	if (r->held) {
+		r->held = 0;
+		km_authz_recheck_request(r);
+	}
 }
 
 void km_authz_recheck_close(struct km_authz_recheck *r)
 {
-	r->closing = 1;
+	__atomic_store_n(&r->closing, 1, __ATOMIC_RELAXED);
 	if (r->loop && !uv_is_closing((uv_handle_t *)&r->timer))
 		uv_close((uv_handle_t *)&r->timer, NULL);
 }

@@ -11,6 +11,8 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <linux/capability.h>
+
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -334,11 +336,9 @@ static int attach_all(struct km_dataplane *dp)
 	/* an iterator link is not a hook: it runs only when the map writer reads it */
 	if (bpf_program__autoload(dp->skel->progs.km_authz_recheck)) {
 		dp->recheck_link = bpf_program__attach_iter(dp->skel->progs.km_authz_recheck, NULL);
-		if (!dp->recheck_link) {
-			err = -errno;
-			km_error("cannot create the authz re-check iterator: %s", strerror(-err));
-			return err;
-		}
+		if (!dp->recheck_link) /* a missing extra, not a reason to stop routing */
+			km_warn("cannot create the authz re-check iterator (%s): connections already "
+				"open when a policy change denies them stay open", strerror(errno));
 	}
 	return 0;
 }
@@ -441,6 +441,11 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	if (!km_probe_sock_destroy()) {
 		km_warn("this kernel lacks bpf_sock_destroy (Linux 6.5): connections already open when "
 			"a policy change denies them stay open; new ones are still decided");
+		bpf_program__set_autoload(dp->skel->progs.km_authz_recheck, false);
+	} else if (!km_probe_has_cap(CAP_SYS_ADMIN)) {
+		km_warn("no CAP_SYS_ADMIN (to load the TCP iterator and enter pod network namespaces): "
+			"connections already open when a policy change denies them stay open; new ones "
+			"are still decided");
 		bpf_program__set_autoload(dp->skel->progs.km_authz_recheck, false);
 	}
 	err = kmesh__load(dp->skel);

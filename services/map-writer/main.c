@@ -232,7 +232,7 @@ int main(int argc, char **argv)
 	w.requests.recheck = &w.recheck;
 	km_authz_recheck_init(&w.recheck, w.loop,
 			      w.dp.recheck_link ? bpf_link__fd(w.dp.recheck_link) : -1, w.dp.fd_manage,
-			      w.dp.fd_pod_netns);
+			      w.dp.fd_pod_netns, &w.tables.sync_active);
 	if (km_signals_init(w.loop, &w.signals, on_shutdown, &w) != 0 ||
 	    km_ipc_server_start(&w.server, w.loop, &scfg, &ops, &w.requests) != 0) {
 		km_tables_free(&w.tables);

@@ -3,6 +3,10 @@
 #include "services/map-writer/probe.h"
 
 #include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/capability.h>
 
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
@@ -76,4 +80,14 @@ int km_probe_sock_destroy(void)
 	found = btf__find_by_name_kind(vmlinux, "bpf_sock_destroy", BTF_KIND_FUNC) > 0;
 	btf__free(vmlinux);
 	return found;
+}
+
+int km_probe_has_cap(int cap)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = { { 0 } };
+
+	if (syscall(SYS_capget, &h, d) != 0 || cap < 0 || cap >= 64)
+		return 0;
+	return (d[cap / 32].effective >> (cap % 32)) & 1;
 }

@@ -7,5 +7,7 @@
 int km_probe_kernel(void);
 /* Does the kernel have bpf_sock_destroy (6.5), for closing connections a policy change denies? */
 int km_probe_sock_destroy(void);
+/* Is the capability (CAP_*) in this process's effective set? */
+int km_probe_has_cap(int cap);
 
 #endif

@@ -57,6 +57,28 @@ KEYSET_FITS(struct km_authz_match_key);
 KEYSET_FITS(struct km_authz_set_key);
 KEYSET_FITS(struct km_authz_cidr_key);
 
+/* km_pod_netns rows whose pod is not enrolled (left by an older map writer that unenrolled it
+ * without knowing this table): removed at start, so they cannot fill it. */
+static void prune_pod_netns(struct km_tables *t)
+{
+	struct km_manage_key cur, last;
+	struct km_manage_value v;
+	int have_last = 0;
+	unsigned n = 0;
+
+	while (bpf_map_get_next_key(t->fd_pod_netns, have_last ? &last : NULL, &cur) == 0) {
+		if (bpf_map_lookup_elem(t->fd_manage, &cur, &v) != 0 &&
+		    bpf_map_delete_elem(t->fd_pod_netns, &cur) == 0) {
+			n++;
+			continue; /* the walk goes on after the last row kept */
+		}
+		last = cur;
+		have_last = 1;
+	}
+	if (n)
+		km_info("km_pod_netns: forgot %u namespaces of pods no longer enrolled", n);
+}
+
 int km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
 {
 	memset(t, 0, sizeof(*t));
@@ -75,6 +97,7 @@ int km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
 	t->fd_authz_stats = dp->fd_authz_stats;
 	t->migrated_entries = dp->migrated_entries;
 	t->sizes = dp->sizes;
+	prune_pod_netns(t);
 	return km_tables_load_present(t);
 }
 
@@ -727,7 +750,10 @@ Kmesh__Ipc__Code km_tables_enroll(struct km_tables *t, const Kmesh__Ipc__Enroll 
 		km_warn("km_pod_netns: cannot forget netns cookie %llu: %s",
 			(unsigned long long)e->netns_cookie, strerror(errno));
 	}
-	return tbl_write_row(t, t->fd_manage, "km_manage", &k, sizeof(k), &v, sizeof(v), err, errlen);
+	c = tbl_write_row(t, t->fd_manage, "km_manage", &k, sizeof(k), &v, sizeof(v), err, errlen);
+	if (c != OK)
+		bpf_map_delete_elem(t->fd_pod_netns, &k); /* not enrolled: nothing to remember */
+	return c;
 }
 
 Kmesh__Ipc__Code km_tables_enrolled(struct km_tables *t, uint64_t netns_cookie, char *err,
