@@ -200,6 +200,20 @@ struct km_meta_value {
 	__u32 pad;
 };
 
+/* ---- IPsec marks (the IPsec agent's XFRM objects; the tc programs to come set them) ----------
+ * 0xd0: decrypted by ESP (the ingress states' output mark; the in/fwd policies match it).
+ * 0xe0: pod traffic to encrypt (the out policies match it).
+ * Bits 16-27: on an ESP packet arriving at the node, which peer sent it (a per-node id, from the
+ * outer source address). Every peer encrypts to this node with the one SPI it advertises, and
+ * XFRM finds an input state by (destination, SPI, mark) only, so without the peer id in the mark
+ * two peers' states (each with its own pair key) would collide: Kmesh keeps the first and the
+ * other peers' traffic fails to decrypt on clusters of more than two nodes. */
+#define KM_IPSEC_MARK_DECRYPTED 0xd0
+#define KM_IPSEC_MARK_ENCRYPT 0xe0
+#define KM_IPSEC_PEER_SHIFT 16
+#define KM_IPSEC_PEER_MASK 0x0fff0000u
+#define KM_IPSEC_PEER_ID_MAX 4095
+
 /* ---- L4 authorization (authz.bpf.c, bpf/lib/authz.h; compiled by the xDS agent's authz_compile.c)
  * A new inbound TCP connection to an enrolled pod is decided on its SYN. Names are interned as u32
  * ids by the agent; string matches (exact, prefix, suffix, presence) are expanded into the ids of

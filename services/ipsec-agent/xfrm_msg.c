@@ -64,6 +64,8 @@ int km_xfrm_state_msg(const struct km_xfrm_state_spec *s, enum km_xfrm_op op, st
 	xfrmnl_sa_set_saddr(sa, src);
 	xfrmnl_sa_set_spi(sa, s->spi);
 	xfrmnl_sa_set_proto(sa, IPPROTO_ESP);
+	if (s->mark_mask)
+		xfrmnl_sa_set_mark(sa, s->mark, s->mark_mask);
 	if (op != KM_XFRM_DELETE) {
 		xfrmnl_sa_set_mode(sa, XFRM_MODE_TUNNEL);
 		xfrmnl_sa_set_reqid(sa, KM_XFRM_REQID);

@@ -20,8 +20,8 @@
 struct nl_msg;
 
 #define KM_XFRM_REQID 1
-#define KM_XFRM_MARK_DECRYPTED 0xd0 /* set on packets ESP decrypted; the in/fwd policies' mark */
-#define KM_XFRM_MARK_ENCRYPT 0xe0   /* set by tc on pod traffic to encrypt; the out policy's */
+#define KM_XFRM_MARK_DECRYPTED KM_IPSEC_MARK_DECRYPTED
+#define KM_XFRM_MARK_ENCRYPT KM_IPSEC_MARK_ENCRYPT
 
 enum km_xfrm_op { KM_XFRM_ADD, KM_XFRM_UPDATE, KM_XFRM_DELETE };
 
@@ -33,6 +33,7 @@ struct km_xfrm_state_spec {
 	size_t key_len;
 	uint32_t icv_bits;
 	uint32_t output_mark;    /* 0: none */
+	uint32_t mark, mark_mask; /* which packets it takes (0/0: any); part of its identity */
 };
 
 struct km_xfrm_policy_spec {
@@ -44,7 +45,7 @@ struct km_xfrm_policy_spec {
 	uint32_t tmpl_spi;       /* 0: any */
 };
 
-/* Build the request (delete needs only the key fields: dst, spi; dir, selector, mark). Returns
+/* Build the request (delete needs only the key fields: dst, spi, mark; dir, selector, mark). Returns
  * 0 with *out set (free with nlmsg_free), or -1 with err filled. */
 int km_xfrm_state_msg(const struct km_xfrm_state_spec *s, enum km_xfrm_op op, struct nl_msg **out,
 		      char *err, size_t errlen);

@@ -98,8 +98,20 @@ static void test_state_message(void **state)
 	a = attr(h, sizeof(*sa), XFRMA_SET_MARK_MASK);
 	assert_non_null(a);
 	assert_int_equal(*(const uint32_t *)ATTR_DATA(a), 0xffffffff);
-	assert_null(attr(h, sizeof(*sa), XFRMA_MARK)); /* a state matches every mark */
+	assert_null(attr(h, sizeof(*sa), XFRMA_MARK)); /* no mark given: it takes every packet */
 	nlmsg_free(m);
+
+	/* an ingress state takes only its peer's packets (the peer id in the mark) */
+	s.mark = 7 << KM_IPSEC_PEER_SHIFT;
+	s.mark_mask = KM_IPSEC_PEER_MASK;
+	assert_int_equal(km_xfrm_state_msg(&s, KM_XFRM_ADD, &m, err, sizeof(err)), 0);
+	h = nlmsg_hdr(m);
+	a = attr(h, sizeof(*sa), XFRMA_MARK);
+	assert_non_null(a);
+	assert_int_equal(((const struct xfrm_mark *)ATTR_DATA(a))->v, 0x70000);
+	assert_int_equal(((const struct xfrm_mark *)ATTR_DATA(a))->m, 0x0fff0000);
+	nlmsg_free(m);
+	s.mark = s.mark_mask = 0;
 
 	/* egress: no output mark; update; IPv6 */
 	s.output_mark = 0;
