@@ -38,7 +38,7 @@ GEN_HDRS := $(GEN)/kmesh_ipc.pb-c.h $(GEN)/kmesh.skel.h $(WIRE_SRCS:.c=.h)
 obj = $(patsubst %.c,$(B)/obj/%.o,$(patsubst $(B)/%,%,$(1)))
 san = $(patsubst %.c,$(B)/san/%.o,$(patsubst $(B)/%,%,$(1)))
 
-BINS := $(B)/bin/kmesh-map-writer $(B)/bin/kmesh-xds-agent $(B)/bin/kmesh-cni
+BINS := $(B)/bin/kmesh-map-writer $(B)/bin/kmesh-xds-agent $(B)/bin/kmesh-cni $(B)/bin/kmesh-ipsec-agent
 TEST_TOOLS := $(B)/tests/kmesh-testctl
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
@@ -117,6 +117,14 @@ $(B)/san-bin/kmesh-map-writer: $(call san,services/map-writer/main.c $(MW_SRCS) 
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(MW_LIBS)
 
+$(B)/bin/kmesh-ipsec-agent: $(call obj,services/ipsec-agent/main.c $(IPSEC_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(IPSEC_LIBS)
+
+$(B)/san-bin/kmesh-ipsec-agent: $(call san,services/ipsec-agent/main.c $(IPSEC_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(IPSEC_LIBS)
+
 $(B)/san-bin/kmesh-xds-agent: $(call san,services/xds-agent/main.c $(XDS_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(XDS_LIBS)
@@ -148,7 +156,7 @@ integration: all next-map-writer
 	@bash tests/integration/run.sh
 
 integration-san: all next-map-writer $(B)/san-bin/kmesh-map-writer $(B)/san-bin/kmesh-xds-agent \
-		$(B)/san-bin/kmesh-cni
+		$(B)/san-bin/kmesh-cni $(B)/san-bin/kmesh-ipsec-agent
 	@bash tests/integration/run.sh --sanitized
 
 test: unit fuzz-smoke integration integration-san

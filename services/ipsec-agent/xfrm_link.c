@@ -11,7 +11,9 @@
 #include <netlink/netlink.h>
 #include <netlink/socket.h>
 
+#include "shared/addr.h"
 #include "shared/errbuf.h"
+#include "shared/log.h"
 
 static int on_error(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
 {
@@ -83,4 +85,51 @@ int km_xfrm_link_send(struct km_xfrm_link *l, struct nl_msg *msg, const char *wh
 	km_errf(err, errlen, "%s: the kernel refused it: %s%s", what, strerror(l->kernel_errno),
 		why(l->kernel_errno));
 	return -l->kernel_errno;
+}
+
+static const char *op_name(enum km_xfrm_op op)
+{
+	return op == KM_XFRM_ADD ? "add" : op == KM_XFRM_UPDATE ? "update" : "delete";
+}
+
+int km_xfrm_link_state(void *link, enum km_xfrm_op op, const struct km_xfrm_state_spec *s)
+{
+	char what[160], a[KM_ADDR_STRLEN], b[KM_ADDR_STRLEN], err[512];
+	struct nl_msg *m;
+	int rc;
+
+	snprintf(what, sizeof(what), "%s ESP state %s -> %s spi %u", op_name(op),
+		 km_addr_format(&s->src, a), km_addr_format(&s->dst, b), s->spi);
+	if (km_xfrm_state_msg(s, op, &m, err, sizeof(err)) != 0) {
+		km_error("%s: %s", what, err);
+		return -EINVAL;
+	}
+	rc = km_xfrm_link_send(link, m, what, err, sizeof(err));
+	if (rc && rc != -EEXIST && !(op == KM_XFRM_DELETE && (rc == -ESRCH || rc == -ENOENT)))
+		km_error("%s", err);
+	else
+		km_debug("%s: %s", what, rc ? strerror(-rc) : "done");
+	return rc;
+}
+
+int km_xfrm_link_policy(void *link, enum km_xfrm_op op, const struct km_xfrm_policy_spec *p)
+{
+	static const char *const dirs[] = { "in", "out", "fwd" };
+	char what[160], a[KM_ADDR_STRLEN], err[512];
+	struct nl_msg *m;
+	int rc;
+
+	snprintf(what, sizeof(what), "%s policy %s to %s/%u mark 0x%x (template spi %u)",
+		 op_name(op), p->dir < 3 ? dirs[p->dir] : "?", km_addr_format(&p->cidr, a),
+		 p->cidr_len, p->mark, p->tmpl_spi);
+	if (km_xfrm_policy_msg(p, op, &m, err, sizeof(err)) != 0) {
+		km_error("%s: %s", what, err);
+		return -EINVAL;
+	}
+	rc = km_xfrm_link_send(link, m, what, err, sizeof(err));
+	if (rc && !(op == KM_XFRM_DELETE && rc == -ENOENT))
+		km_error("%s", err);
+	else
+		km_debug("%s: done", what);
+	return rc;
 }

@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "services/ipsec-agent/xfrm_msg.h"
+
 struct nl_msg;
 struct nl_sock;
 
@@ -23,5 +25,9 @@ void km_xfrm_link_close(struct km_xfrm_link *l);
  * names the object for that message ("ESP state 10.0.0.2 -> 10.0.0.1 spi 3"). */
 int km_xfrm_link_send(struct km_xfrm_link *l, struct nl_msg *msg, const char *what, char *err,
 		      size_t errlen);
+
+/* The plan's sink (plan.h) over this link: build, send, log a refusal, return 0 or -errno. */
+int km_xfrm_link_state(void *link, enum km_xfrm_op op, const struct km_xfrm_state_spec *s);
+int km_xfrm_link_policy(void *link, enum km_xfrm_op op, const struct km_xfrm_policy_spec *p);
 
 #endif

@@ -4,7 +4,10 @@
  *   dump     --socket S --table NAME                 print a table, one row per line (admin role)
  *   hello    --socket S --role ROLE                  exit 0 if accepted, 3 if refused
  *   abuse    --socket S                              garbage and oversize frames must be handled
- *   agent-dump --socket S                            the xDS agent's state as JSON
+ *   agent-dump --socket S                            an agent's state as JSON (xDS or IPsec)
+ *   ipsec-peer --socket S --name N --spi N --addrs A[,A] --boot-id B [--cidrs C[,C]]
+ *                                                    tell the IPsec agent of a peer node
+ *   ipsec-peer-gone --socket S --name N              ... that it left
  * Not a product command: kmeshctl and the CNI plugin take these jobs over. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,6 +31,7 @@
 
 struct args {
 	const char *cmd, *socket, *netns, *pod, *table, *role;
+	const char *name, *spi, *addrs, *boot_id, *cidrs;
 };
 
 static int usage(void)
@@ -37,7 +41,9 @@ static int usage(void)
 		"       kmesh-testctl dump --socket S --table manage|frontend|service|endpoint|backend|port_override|authz_stats\n"
 		"       kmesh-testctl hello --socket S --role xds|cni|admin\n"
 		"       kmesh-testctl abuse --socket S\n"
-		"       kmesh-testctl agent-dump --socket S\n");
+		"       kmesh-testctl agent-dump --socket S\n"
+		"       kmesh-testctl ipsec-peer --socket S --name N --spi N --addrs A[,A] --boot-id B [--cidrs C[,C]]\n"
+		"       kmesh-testctl ipsec-peer-gone --socket S --name N\n");
 	return 2;
 }
 
@@ -362,6 +368,55 @@ static int cmd_agent_dump(const struct args *a)
 	return reply_status(rep, "agent-dump");
 }
 
+/* "a,b" split in place into at most 8 strings. */
+static size_t split_list(char *text, char **out)
+{
+	size_t n = 0;
+
+	for (char *save = NULL, *t = strtok_r(text, ",", &save); t && n < 8; t = strtok_r(NULL, ",", &save))
+		out[n++] = t;
+	return n;
+}
+
+static int cmd_ipsec_peer(const struct args *a, int gone)
+{
+	struct km_sync_client cl;
+	km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep;
+	Kmesh__Ipc__IpsecNode n = KMESH__IPC__IPSEC_NODE__INIT;
+	Kmesh__Ipc__IpsecPeerGone g = KMESH__IPC__IPSEC_PEER_GONE__INIT;
+	char abuf[512], cbuf[512], *addrs[8], *cidrs[8];
+	int err;
+
+	if (gone) {
+		g.name = (char *)a->name;
+		req.body_case = KMESH__IPC__ENVELOPE__BODY_IPSEC_PEER_GONE;
+		req.ipsec_peer_gone = &g;
+	} else {
+		snprintf(abuf, sizeof(abuf), "%s", a->addrs ? a->addrs : "");
+		snprintf(cbuf, sizeof(cbuf), "%s", a->cidrs ? a->cidrs : "");
+		n.name = (char *)a->name;
+		n.spi = a->spi ? (uint32_t)strtoul(a->spi, NULL, 10) : 0;
+		n.addresses = addrs;
+		n.n_addresses = split_list(abuf, addrs);
+		n.pod_cidrs = cidrs;
+		n.n_pod_cidrs = split_list(cbuf, cidrs);
+		n.boot_id = (char *)(a->boot_id ? a->boot_id : "");
+		req.body_case = KMESH__IPC__ENVELOPE__BODY_IPSEC_PEER;
+		req.ipsec_peer = &n;
+	}
+	if (connect_as(&cl, a->socket, KMESH__IPC__ROLE__ROLE_ADMIN))
+		return 1;
+	err = km_sync_call(&cl, &req, &rep);
+	km_sync_close(&cl);
+	if (err) {
+		fprintf(stderr, "kmesh-testctl: %s\n", strerror(-err));
+		return 1;
+	}
+	if (rep->reply->message && *rep->reply->message)
+		printf("%s\n", rep->reply->message);
+	return reply_status(rep, gone ? "ipsec-peer-gone" : "ipsec-peer");
+}
+
 int main(int argc, char **argv)
 {
 	struct args a = { 0 };
@@ -380,6 +435,16 @@ int main(int argc, char **argv)
 			a.table = argv[i + 1];
 		else if (!strcmp(argv[i], "--role"))
 			a.role = argv[i + 1];
+		else if (!strcmp(argv[i], "--name"))
+			a.name = argv[i + 1];
+		else if (!strcmp(argv[i], "--spi"))
+			a.spi = argv[i + 1];
+		else if (!strcmp(argv[i], "--addrs"))
+			a.addrs = argv[i + 1];
+		else if (!strcmp(argv[i], "--boot-id"))
+			a.boot_id = argv[i + 1];
+		else if (!strcmp(argv[i], "--cidrs"))
+			a.cidrs = argv[i + 1];
 		else
 			return usage();
 	}
@@ -395,5 +460,7 @@ int main(int argc, char **argv)
 		return cmd_abuse(&a);
 	if (!strcmp(a.cmd, "agent-dump"))
 		return cmd_agent_dump(&a);
+	if ((!strcmp(a.cmd, "ipsec-peer") || !strcmp(a.cmd, "ipsec-peer-gone")) && a.name)
+		return cmd_ipsec_peer(&a, !strcmp(a.cmd, "ipsec-peer-gone"));
 	return usage();
 }

@@ -1,0 +1,83 @@
+/* admin.c — see admin.h. */
+#include "services/ipsec-agent/admin.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "services/ipsec-agent/node_spec.h"
+#include "shared/log.h"
+
+int km_ipsec_admin_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gid)
+{
+	(void)arg;
+	(void)gid;
+	return role == KMESH__IPC__ROLE__ROLE_ADMIN && (uid == 0 || uid == getuid());
+}
+
+static void reply_json(struct km_ipc_session *s, uint64_t id, char *json)
+{
+	km_envelope out = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
+
+	reply.code = json ? KMESH__IPC__CODE__OK : KMESH__IPC__CODE__INTERNAL;
+	reply.message = json ? "" : "out of memory";
+	if (json) {
+		reply.body_case = KMESH__IPC__REPLY__BODY_JSON;
+		reply.json = json;
+	}
+	out.request_id = id;
+	out.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
+	out.reply = &reply;
+	if (km_msg_send(&s->conn, &out) != 0)
+		km_msg_reply(&s->conn, id, KMESH__IPC__CODE__INTERNAL, "the dump is larger than a frame", 0);
+	free(json);
+}
+
+void km_ipsec_admin_request(void *arg, struct km_ipc_session *s, const km_envelope *env)
+{
+	struct km_ipsec_agent *a = arg;
+	struct km_ipsec_node n;
+	char err[256];
+
+	switch (env->body_case) {
+	case KMESH__IPC__ENVELOPE__BODY_IPSEC_PEER:
+		if (km_ipsec_node_from_msg(env->ipsec_peer, &n, err, sizeof(err)) != 0) {
+			km_warn("peer from pid %d refused: %s", (int)s->pid, err);
+			km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__BAD_REQUEST, err, 0);
+			return;
+		}
+	{
+		uint64_t errors = a->plan.errors;
+
+		km_ipsec_agent_peer(a, &n);
+		/* recorded either way; the message says what could not be installed */
+		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__OK,
+			     a->plan.errors != errors ? a->plan.last_error : "", 0);
+		return;
+	}
+	case KMESH__IPC__ENVELOPE__BODY_IPSEC_PEER_GONE:
+		km_ipsec_agent_peer_gone(a, env->ipsec_peer_gone->name ? env->ipsec_peer_gone->name : "");
+		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__OK, "", 0);
+		return;
+	case KMESH__IPC__ENVELOPE__BODY_AGENT_DUMP:
+		reply_json(s, env->request_id, km_ipsec_agent_dump(a));
+		return;
+	case KMESH__IPC__ENVELOPE__BODY_SET_LOG_LEVEL: {
+		enum km_log_level lvl;
+
+		if (km_log_parse_level(env->set_log_level->level, &lvl) != 0) {
+			km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__BAD_REQUEST,
+				     "unknown log level (error, warn, info, debug)", 0);
+			return;
+		}
+		km_log_set_level(lvl);
+		km_warn("log level set to %s by pid %d", km_log_level_name(lvl), (int)s->pid);
+		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__OK, "", 0);
+		return;
+	}
+	default:
+		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__BAD_REQUEST,
+			     "the IPsec agent's admin socket takes ipsec_peer, ipsec_peer_gone, "
+			     "agent_dump and set_log_level", 0);
+	}
+}

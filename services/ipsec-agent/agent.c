@@ -1,0 +1,120 @@
+/* agent.c — see agent.h. */
+#include "services/ipsec-agent/agent.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "shared/log.h"
+
+int km_ipsec_agent_init(struct km_ipsec_agent *a, uv_loop_t *loop, const struct km_ipsec_node *self,
+			uint64_t grace_ms)
+{
+	struct km_ipsec_sink sink = { km_xfrm_link_state, km_xfrm_link_policy, &a->link };
+	char err[256];
+
+	memset(a, 0, sizeof(*a));
+	a->loop = loop;
+	km_ipsec_keyring_init(&a->keys);
+	if (km_xfrm_link_open(&a->link, err, sizeof(err)) != 0) {
+		km_error("%s", err);
+		return -1;
+	}
+	km_ipsec_plan_init(&a->plan, self, &a->keys, &sink, grace_ms);
+	return 0;
+}
+
+void km_ipsec_agent_free(struct km_ipsec_agent *a, int uninstall)
+{
+	if (uninstall && a->link.sk) {
+		km_ipsec_plan_uninstall(&a->plan);
+		km_info("removed every XFRM state and policy of this agent");
+	}
+	km_ipsec_plan_free(&a->plan);
+	km_xfrm_link_close(&a->link);
+	km_ipsec_keyring_wipe(&a->keys);
+}
+
+void km_ipsec_agent_key(struct km_ipsec_agent *a, const struct km_ipsec_key *k)
+{
+	uint32_t dropped;
+	char err[256];
+
+	switch (km_ipsec_keyring_add(&a->keys, k, &dropped, err, sizeof(err))) {
+	case KM_KEYRING_REFUSED:
+		a->keys_refused++;
+		km_error("key file refused: %s; the keys already loaded stay in use", err);
+		return;
+	case KM_KEYRING_UNCHANGED:
+		km_debug("key file read again: SPI %u, unchanged", k->spi);
+		return;
+	case KM_KEYRING_CURRENT:
+		break;
+	}
+	if (dropped)
+		km_warn("key history full: the key of SPI %u is forgotten", dropped);
+	km_info("key SPI %u (%s) loaded: preparing ingress from %zu peers", k->spi, k->aead_name,
+		a->plan.n_peers);
+	if (km_ipsec_plan_key_changed(&a->plan, uv_now(a->loop)) != 0) {
+		km_error("SPI %u is not advertised: not every peer's ingress state is in place (%s)",
+			 k->spi, a->plan.last_error);
+		return;
+	}
+	a->advertised = a->plan.self.spi;
+	/* the KmeshNodeInfo write comes with the Kubernetes watch; peers on the admin socket are
+	 * told by whoever feeds them */
+	km_info("SPI %u is ready to receive: advertised", a->advertised);
+}
+
+void km_ipsec_agent_peer(struct km_ipsec_agent *a, const struct km_ipsec_node *n)
+{
+	if (km_ipsec_plan_peer(&a->plan, n, uv_now(a->loop)) != 0)
+		km_warn("peer %s: not every rule is in place: %s", n->name, a->plan.last_error);
+	else
+		km_info("peer %s (SPI %u, %zu addresses, %zu pod CIDRs) in place", n->name, n->spi,
+			n->n_addrs, n->n_cidrs);
+}
+
+void km_ipsec_agent_peer_gone(struct km_ipsec_agent *a, const char *name)
+{
+	km_ipsec_plan_peer_gone(&a->plan, name);
+	km_info("peer %s left: its states and policies are removed", name);
+}
+
+void km_ipsec_agent_tick(struct km_ipsec_agent *a)
+{
+	km_ipsec_plan_tick(&a->plan, uv_now(a->loop));
+}
+
+char *km_ipsec_agent_dump(const struct km_ipsec_agent *a)
+{
+	json_t *peers = json_array(), *keys = json_array(), *root;
+	char *text;
+
+	for (size_t i = 0; i < a->keys.n; i++)
+		json_array_append_new(keys, json_pack("{s:I, s:s, s:I}", "spi",
+						      (json_int_t)a->keys.keys[i].spi, "aead",
+						      a->keys.keys[i].aead_name, "icv_bits",
+						      (json_int_t)a->keys.keys[i].icv_bits));
+	for (size_t i = 0; i < a->plan.n_peers; i++) {
+		const struct km_ipsec_peer *p = &a->plan.peers[i];
+		json_t *acc = json_array();
+
+		for (size_t k = 0; k < p->n_accepted; k++)
+			json_array_append_new(acc, json_integer(p->accepted[k]));
+		json_array_append_new(peers, json_pack("{s:s, s:I, s:I, s:I, s:o}", "name",
+						       p->node.name, "id", (json_int_t)p->id, "spi",
+						       (json_int_t)p->node.spi, "egress_spi",
+						       (json_int_t)p->egress_spi, "ingress_spis", acc));
+	}
+	root = json_pack("{s:s, s:I, s:I, s:o, s:o, s:I, s:s, s:I, s:I, s:I}", "node",
+			 a->plan.self.name, "advertised_spi", (json_int_t)a->advertised, "current_spi",
+			 (json_int_t)a->keys.current, "keys", keys, "peers", peers, "errors",
+			 (json_int_t)a->plan.errors, "last_error", a->plan.last_error,
+			 "xfrm_requests", (json_int_t)a->link.sent, "xfrm_refused",
+			 (json_int_t)a->link.refused, "key_files_refused", (json_int_t)a->keys_refused);
+	text = root ? json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
+	json_decref(root);
+	return text;
+}

@@ -1,0 +1,36 @@
+/* agent.h — the IPsec agent's state and what it does with each event: a key loaded (into the
+ * keyring; a new current key gets its ingress states, then is advertised), a peer appeared,
+ * changed or left, and the periodic cleanup; plus its JSON dump. Events come from the key watch,
+ * the admin socket and (later) the KmeshNodeInfo watch. */
+#ifndef KM_IPSEC_AGENT_H
+#define KM_IPSEC_AGENT_H
+
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "services/ipsec-agent/keyring.h"
+#include "services/ipsec-agent/plan.h"
+#include "services/ipsec-agent/xfrm_link.h"
+
+struct km_ipsec_agent {
+	uv_loop_t *loop;
+	struct km_ipsec_keyring keys;
+	struct km_ipsec_plan plan;
+	struct km_xfrm_link link;
+	uint32_t advertised; /* the SPI this node tells its peers (0: none yet) */
+	uint64_t keys_refused;
+};
+
+/* self: this node (its spi ignored). Returns 0, or -1 after logging why. */
+int km_ipsec_agent_init(struct km_ipsec_agent *a, uv_loop_t *loop, const struct km_ipsec_node *self,
+			uint64_t grace_ms);
+void km_ipsec_agent_free(struct km_ipsec_agent *a, int uninstall);
+void km_ipsec_agent_key(struct km_ipsec_agent *a, const struct km_ipsec_key *k);
+void km_ipsec_agent_peer(struct km_ipsec_agent *a, const struct km_ipsec_node *n);
+void km_ipsec_agent_peer_gone(struct km_ipsec_agent *a, const char *name);
+void km_ipsec_agent_tick(struct km_ipsec_agent *a);
+/* malloc'd JSON text, or NULL. */
+char *km_ipsec_agent_dump(const struct km_ipsec_agent *a);
+
+#endif

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# ipsec_test.sh — the real kmesh-ipsec-agent in the test's node network namespace (its XFRM
+# objects never touch the host's): the key file loaded and advertised, the local in/fwd policies
+# in the kernel, a peer given over the admin socket, the kernel's refusal of ESP states (this
+# kernel has no ESP) reported clearly, a rotation through the watched key file, bad key files
+# refused while the loaded keys stay, and everything removed on exit.
+set -uo pipefail
+source "$(dirname "$0")/../lib/mesh-env.sh"
+source "$(dirname "$0")/../lib/check.sh"
+
+BOOT_A=aaaaaaaa-1111-2222-3333-444444444444
+BOOT_B=bbbbbbbb-1111-2222-3333-444444444444
+
+key_file() { # key_file SPI KEYBYTE [LEN]: write the key file atomically, as a Secret update does
+	"$KM_PY" -c 'import base64, json, sys
+spi, byte, n = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+print(json.dumps({"spi": spi, "aeadKeyName": "rfc4106(gcm(aes))",
+                  "aeadKey": base64.b64encode(bytes([byte]) * n).decode(), "length": 128}))' \
+		"$1" "$2" "${3:-36}" >"$KM_DIR/ipsec/.ipSec.tmp" && mv "$KM_DIR/ipsec/.ipSec.tmp" "$KM_DIR/ipsec/ipSec"
+}
+dump() { "$KM_TESTCTL" agent-dump --socket "$KM_DIR/ipsec.sock"; }
+dump_is() { # dump_is PYTHON-EXPR: true within 3 s
+	for _ in $(seq 1 60); do
+		[ "$(dump 2>/dev/null | "$KM_PY" -c 'import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1]))' "$1" 2>/dev/null)" = True ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+logged() { # logged TEXT: the agent's log says it (within 3 s)
+	for _ in $(seq 1 60); do
+		grep -qF -- "$1" "$KM_DIR/ipsec.log" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+policies() { ip -n "$KM_NODE" xfrm policy; }
+has_esp_state() { ip -n "$KM_NODE" xfrm state | grep -q "proto esp"; }
+
+trap 'km_env_cleanup' EXIT
+km_env_setup kmi$$
+mkdir -p "$KM_DIR/ipsec"
+echo "$BOOT_A" >"$KM_DIR/boot_id"
+key_file 1 17
+ip netns exec "$KM_NODE" "$KM_BIN/kmesh-ipsec-agent" --node-name node-a --addresses 10.0.0.1 \
+	--pod-cidrs 10.244.1.0/24 --boot-id-file "$KM_DIR/boot_id" --key-file "$KM_DIR/ipsec/ipSec" \
+	--admin-socket "$KM_DIR/ipsec.sock" --uninstall-on-exit --log-level debug \
+	>"$KM_DIR/ipsec.log" 2>&1 &
+AGENT=$!
+KM_PIDS+=($AGENT)
+for _ in $(seq 1 100); do [ -S "$KM_DIR/ipsec.sock" ] && break; sleep 0.05; done
+
+check "the key file's SPI 1 is loaded and advertised" dump_is 'd["advertised_spi"] == 1 and d["current_spi"] == 1'
+check "in and fwd policies to the local pod CIDR: mark 0xd0, an any-source ESP tunnel template" \
+	eval '[ "$(policies | grep -c "dst 10.244.1.0/24")" = 2 ] && policies | grep -q "dir in" &&
+	      policies | grep -q "dir fwd" && policies | grep -q "mark 0xd0/0xffffffff" &&
+	      policies | grep -q "tmpl src 0.0.0.0 dst 0.0.0.0"'
+
+reply=$("$KM_TESTCTL" ipsec-peer --socket "$KM_DIR/ipsec.sock" --name node-b --spi 1 \
+	--addrs 10.0.0.2 --boot-id "$BOOT_B" --cidrs 10.244.2.0/24)
+check "a peer over the admin socket is taken (id 1)" dump_is '[p["id"] for p in d["peers"]] == [1]'
+if has_esp_state; then
+	check "this kernel has ESP: the peer's ingress state is installed" has_esp_state
+else
+	check "the kernel's refusal of the ESP state is reported clearly (in the log)" \
+		logged "add ESP state 10.0.0.2 -> 10.0.0.1 spi 1: the kernel refused it: Function not implemented (this kernel has no ESP support for the AEAD"
+	check "... and in the admin reply" eval 'echo "$reply" | grep -q "spi 1: Function not implemented"'
+	check "... and counted" dump_is 'd["errors"] >= 1 and d["xfrm_refused"] >= 1'
+fi
+
+key_file 2 18
+check "a rotation through the watched key file: SPI 2 loaded" logged "key SPI 2 (rfc4106(gcm(aes))) loaded"
+check "... and SPI 1 kept for the peer still using it" dump_is 'sorted(k["spi"] for k in d["keys"]) == [1, 2] and d["current_spi"] == 2'
+key_file 3 19 35
+check "a key file with a 35-byte key is refused, saying why" \
+	logged "must be base64 of 20, 28, 36 bytes for rfc4106(gcm(aes)) (key and salt); the keys already loaded stay in use"
+key_file 2 99
+check "a key file reusing SPI 2 with another key is refused" logged "SPI 2 already names another key"
+check "... and the agent keeps SPI 2" dump_is 'd["current_spi"] == 2 and d["key_files_refused"] == 1'
+
+bad=$("$KM_TESTCTL" ipsec-peer --socket "$KM_DIR/ipsec.sock" --name node-x --spi 1 \
+	--addrs 10.0.0.9 --boot-id short 2>&1)
+check "a peer with a short boot id is refused by name (Kmesh panics on it)" \
+	eval 'echo "$bad" | grep -q "node-x: boot id .short. is shorter than 36 characters"'
+"$KM_TESTCTL" ipsec-peer-gone --socket "$KM_DIR/ipsec.sock" --name node-x >/dev/null
+"$KM_TESTCTL" ipsec-peer-gone --socket "$KM_DIR/ipsec.sock" --name node-b >/dev/null
+check "peers that leave are forgotten" dump_is 'd["peers"] == []'
+
+kill -TERM "$AGENT"
+wait "$AGENT"
+check "SIGTERM: a clean exit" test $? -eq 0
+check "--uninstall-on-exit removed every policy it installed" test -z "$(policies)"
+
+[ $KM_FAIL -eq 0 ] || cat "$KM_DIR/ipsec.log"
+km_check_summary ipsec
