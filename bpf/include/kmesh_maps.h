@@ -214,6 +214,27 @@ struct km_meta_value {
 #define KM_IPSEC_PEER_MASK 0x0fff0000u
 #define KM_IPSEC_PEER_ID_MAX 4095
 
+/* km_ipsec_cidr: the pod CIDRs of the other nodes that encrypt (LPM): pod traffic to them gets
+ * mark 0xe0. One trie for both families: IPv4 as v4-mapped, prefixlen 96 + its length. */
+struct km_ipsec_cidr_key {
+	__u32 prefixlen;
+	struct km_addr addr;
+};
+struct km_ipsec_cidr_value {
+	__u32 peer_id; /* for dumps */
+	__u32 pad;
+};
+
+/* km_ipsec_peer: the other nodes' addresses, and the id this node gives each (the mark bits an
+ * arriving ESP packet gets from its outer source, which selects that peer's input state). */
+struct km_ipsec_peer_key {
+	struct km_addr addr;
+};
+struct km_ipsec_peer_value {
+	__u32 peer_id; /* 1..KM_IPSEC_PEER_ID_MAX */
+	__u32 pad;
+};
+
 /* ---- L4 authorization (authz.bpf.c, bpf/lib/authz.h; compiled by the xDS agent's authz_compile.c)
  * A new inbound TCP connection to an enrolled pod is decided on its SYN. Names are interned as u32
  * ids by the agent; string matches (exact, prefix, suffix, presence) are expanded into the ids of
@@ -348,6 +369,8 @@ struct km_authz_closed {
 
 /* Pinned names (BPF object names are limited to 15 characters). */
 #define KM_MAP_MANAGE "km_manage"
+#define KM_MAP_IPSEC_CIDR "km_ipsec_cidr"
+#define KM_MAP_IPSEC_PEER "km_ipsec_peer"
 #define KM_MAP_POD_NETNS "km_pod_netns"
 #define KM_MAP_FRONTEND "km_frontend"
 #define KM_MAP_SERVICE "km_service"

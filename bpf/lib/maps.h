@@ -38,6 +38,7 @@ KM_DECLARE_HASH(km_authz_list, struct km_authz_list_key, struct km_authz_list_va
 KM_DECLARE_HASH(km_authz_match, struct km_authz_match_key, struct km_authz_match_value);
 KM_DECLARE_HASH(km_authz_set, struct km_authz_set_key, struct km_authz_set_value);
 KM_DECLARE_HASH(km_authz_stats, struct km_authz_stats_key, struct km_authz_stats_value);
+KM_DECLARE_HASH(km_ipsec_peer, struct km_ipsec_peer_key, struct km_ipsec_peer_value);
 KM_DECLARE_ONE_ROW(km_config, struct km_config_value);
 KM_DECLARE_ONE_ROW(km_meta, struct km_meta_value);
 
@@ -62,5 +63,13 @@ struct {
 	__uint(max_entries, 1);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } km_authz_cidr SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__type(key, struct km_ipsec_cidr_key);
+	__type(value, struct km_ipsec_cidr_value);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} km_ipsec_cidr SEC(".maps") __weak;
 
 #endif

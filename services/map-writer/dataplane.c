@@ -210,6 +210,9 @@ static int setup_maps(struct km_dataplane *dp, const struct km_dataplane_config 
 		{ dp->skel->maps.km_authz_set, dp->sizes.authz_rows },
 		{ dp->skel->maps.km_authz_stats, dp->sizes.authz_rows },
 		{ dp->skel->maps.km_authz_cidr, dp->sizes.authz_cidrs },
+		/* every peer id's addresses and pod CIDRs (plan.h: at most 4 of each per node) */
+		{ dp->skel->maps.km_ipsec_peer, KM_IPSEC_PEER_ID_MAX * 4 },
+		{ dp->skel->maps.km_ipsec_cidr, KM_IPSEC_PEER_ID_MAX * 4 },
 	};
 
 	for (size_t i = 0; i < sizeof(sized) / sizeof(sized[0]); i++) {
