@@ -182,6 +182,8 @@ const char *km_msg_role_name(Kmesh__Ipc__Role role)
 		return "cni";
 	case KMESH__IPC__ROLE__ROLE_ADMIN:
 		return "admin";
+	case KMESH__IPC__ROLE__ROLE_IPSEC:
+		return "ipsec";
 	default:
 		return "unspecified";
 	}

@@ -459,6 +459,8 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	}
 	dp->fd_manage = bpf_map__fd(dp->skel->maps.km_manage);
 	dp->fd_pod_netns = bpf_map__fd(dp->skel->maps.km_pod_netns);
+	dp->fd_ipsec_peer = bpf_map__fd(dp->skel->maps.km_ipsec_peer);
+	dp->fd_ipsec_cidr = bpf_map__fd(dp->skel->maps.km_ipsec_cidr);
 	dp->fd_frontend = bpf_map__fd(dp->skel->maps.km_frontend);
 	dp->fd_service = bpf_map__fd(dp->skel->maps.km_service);
 	dp->fd_endpoint = bpf_map__fd(dp->skel->maps.km_endpoint);

@@ -62,7 +62,7 @@ struct km_dataplane {
 	int lock_fd; /* flock on the pin directory: one map writer per directory */
 	int cgroup_fd;
 	/* map fds, owned by skel */
-	int fd_manage, fd_pod_netns, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
+	int fd_manage, fd_pod_netns, fd_ipsec_peer, fd_ipsec_cidr, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
 	int fd_authz_ident, fd_authz_list, fd_authz_match, fd_authz_set, fd_authz_cidr, fd_authz_stats;
 	struct km_table_sizes sizes;
 	char maps_dir[512];

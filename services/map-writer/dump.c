@@ -31,6 +31,8 @@ struct dump_row {
 		Kmesh__Ipc__EndpointRow endpoint;
 		Kmesh__Ipc__BackendRow backend;
 		Kmesh__Ipc__PortOverrideRow port_override;
+		Kmesh__Ipc__IpsecPeerRow ipsec_peer;
+		Kmesh__Ipc__IpsecCidrRow ipsec_cidr;
 	} row;
 	uint32_t counts[KM_PRIO_COUNT];
 	uint64_t totals[KM_PRIO_COUNT];
@@ -124,6 +126,29 @@ static void fill_row(struct dump_row *d, Kmesh__Ipc__Table table, const void *ke
 		d->op.port_override = &d->row.port_override;
 		break;
 	}
+	case KMESH__IPC__TABLE__TABLE_IPSEC_PEER: {
+		const struct km_ipsec_peer_key *k = key;
+		const struct km_ipsec_peer_value *v = value;
+
+		kmesh__ipc__ipsec_peer_row__init(&d->row.ipsec_peer);
+		d->row.ipsec_peer.address = addr_bytes(&k->addr, d->bytes[0]);
+		d->row.ipsec_peer.peer_id = v->peer_id;
+		d->op.row_case = KMESH__IPC__TABLE_OP__ROW_IPSEC_PEER;
+		d->op.ipsec_peer = &d->row.ipsec_peer;
+		break;
+	}
+	case KMESH__IPC__TABLE__TABLE_IPSEC_CIDR: {
+		const struct km_ipsec_cidr_key *k = key;
+		const struct km_ipsec_cidr_value *v = value;
+
+		kmesh__ipc__ipsec_cidr_row__init(&d->row.ipsec_cidr);
+		d->row.ipsec_cidr.address = addr_bytes(&k->addr, d->bytes[0]);
+		d->row.ipsec_cidr.length = km_addr_is_v4(&k->addr) ? k->prefixlen - 96 : k->prefixlen;
+		d->row.ipsec_cidr.peer_id = v->peer_id;
+		d->op.row_case = KMESH__IPC__TABLE_OP__ROW_IPSEC_CIDR;
+		d->op.ipsec_cidr = &d->row.ipsec_cidr;
+		break;
+	}
 	default: { /* backend */
 		const struct km_backend_key *k = key;
 		const struct km_backend_value *v = value;
@@ -203,6 +228,8 @@ Kmesh__Ipc__Code km_tables_dump(struct km_tables *t, Kmesh__Ipc__Table table, ui
 	case KMESH__IPC__TABLE__TABLE_ENDPOINT: fd = t->fd_endpoint; break;
 	case KMESH__IPC__TABLE__TABLE_BACKEND: fd = t->fd_backend; break;
 	case KMESH__IPC__TABLE__TABLE_PORT_OVERRIDE: fd = t->fd_port_override; break;
+	case KMESH__IPC__TABLE__TABLE_IPSEC_PEER: fd = t->fd_ipsec_peer; break;
+	case KMESH__IPC__TABLE__TABLE_IPSEC_CIDR: fd = t->fd_ipsec_cidr; break;
 	default:
 		snprintf(err, errlen, "unknown table %d", table);
 		return KMESH__IPC__CODE__BAD_REQUEST;

@@ -51,10 +51,27 @@ static void handle_dump(struct km_mw_requests *w, struct km_ipc_session *s, cons
 		km_tables_dump_free(&dump);
 }
 
+int km_mw_batch_allowed(Kmesh__Ipc__Role role, const Kmesh__Ipc__TableBatch *b, char *err,
+			size_t errlen)
+{
+	for (size_t i = 0; i < b->n_ops; i++) {
+		int ipsec = b->ops[i]->row_case == KMESH__IPC__TABLE_OP__ROW_IPSEC_PEER ||
+			    b->ops[i]->row_case == KMESH__IPC__TABLE_OP__ROW_IPSEC_CIDR;
+
+		if (ipsec != (role == KMESH__IPC__ROLE__ROLE_IPSEC)) {
+			snprintf(err, errlen, "op %zu: role '%s' may not write %s rows (nothing applied)",
+				 i, km_msg_role_name(role), ipsec ? "IPsec" : "these");
+			return 0;
+		}
+	}
+	return 1;
+}
+
 static int role_may(const struct km_ipc_session *s, Kmesh__Ipc__Envelope__BodyCase body)
 {
 	switch (body) {
-	case KMESH__IPC__ENVELOPE__BODY_BATCH:
+	case KMESH__IPC__ENVELOPE__BODY_BATCH: /* which rows: km_mw_batch_allowed */
+		return s->role == KMESH__IPC__ROLE__ROLE_XDS || s->role == KMESH__IPC__ROLE__ROLE_IPSEC;
 	case KMESH__IPC__ENVELOPE__BODY_SYNC:
 		return s->role == KMESH__IPC__ROLE__ROLE_XDS;
 	case KMESH__IPC__ENVELOPE__BODY_ENROLL:
@@ -88,6 +105,11 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 	}
 	switch (env->body_case) {
 	case KMESH__IPC__ENVELOPE__BODY_BATCH:
+		if (!km_mw_batch_allowed(s->role, env->batch, err, sizeof(err))) {
+			km_warn("batch from pid %d refused: %s", (int)s->pid, err);
+			code = KMESH__IPC__CODE__PERMISSION_DENIED;
+			break;
+		}
 		code = km_tables_apply_batch(t, env->batch, &applied, err, sizeof(err));
 		if (code != KMESH__IPC__CODE__OK)
 			km_warn("batch from pid %d: applied %u of %zu ops, %s: %s", (int)s->pid, applied,

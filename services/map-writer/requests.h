@@ -14,6 +14,10 @@ struct km_mw_requests {
 	struct km_authz_recheck *recheck; /* told when a request changed authz rows */
 };
 
+/* May a peer of this role send this batch? The IPsec agent writes only IPsec rows, and the xDS
+ * agent only the others. Returns 1, or 0 with err filled. */
+int km_mw_batch_allowed(Kmesh__Ipc__Role role, const Kmesh__Ipc__TableBatch *b, char *err,
+			size_t errlen);
 /* km_ipc_server_ops callbacks; arg is a struct km_mw_requests. */
 int km_mw_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gid);
 void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope *env);

@@ -84,6 +84,8 @@ int km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
 	memset(t, 0, sizeof(*t));
 	t->fd_manage = dp->fd_manage;
 	t->fd_pod_netns = dp->fd_pod_netns;
+	t->fd_ipsec_peer = dp->fd_ipsec_peer;
+	t->fd_ipsec_cidr = dp->fd_ipsec_cidr;
 	t->fd_frontend = dp->fd_frontend;
 	t->fd_service = dp->fd_service;
 	t->fd_endpoint = dp->fd_endpoint;
@@ -639,6 +641,8 @@ static int op_table_fd(const struct km_tables *t, const Kmesh__Ipc__TableOp *op)
 	case KMESH__IPC__TABLE_OP__ROW_AUTHZ_MATCH: return t->fd_authz_match;
 	case KMESH__IPC__TABLE_OP__ROW_AUTHZ_SET: return t->fd_authz_set;
 	case KMESH__IPC__TABLE_OP__ROW_AUTHZ_CIDR: return t->fd_authz_cidr;
+	case KMESH__IPC__TABLE_OP__ROW_IPSEC_PEER: return t->fd_ipsec_peer;
+	case KMESH__IPC__TABLE_OP__ROW_IPSEC_CIDR: return t->fd_ipsec_cidr;
 	default: return -1;
 	}
 }
@@ -670,6 +674,8 @@ Kmesh__Ipc__Code km_tables_apply(struct km_tables *t, const Kmesh__Ipc__TableOp 
 		c = apply_port_override(t, op, err, errlen);
 	else if (km_authz_row(op))
 		c = km_authz_apply(t, op, err, errlen);
+	else if (km_ipsec_row(op))
+		c = km_ipsec_apply(t, op, err, errlen);
 	else
 		c = tbl_fail(BAD, err, errlen, "op carries no row");
 	if (c == OK)

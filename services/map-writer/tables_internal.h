@@ -23,4 +23,9 @@ int km_authz_row(const Kmesh__Ipc__TableOp *op);
 Kmesh__Ipc__Code km_authz_apply(struct km_tables *t, const Kmesh__Ipc__TableOp *op, char *err,
 				size_t errlen);
 
+/* ipsec_rows.c */
+int km_ipsec_row(const Kmesh__Ipc__TableOp *op);
+Kmesh__Ipc__Code km_ipsec_apply(struct km_tables *t, const Kmesh__Ipc__TableOp *op, char *err,
+				size_t errlen);
+
 #endif

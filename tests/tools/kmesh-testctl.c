@@ -38,7 +38,7 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: kmesh-testctl enroll|unenroll --socket S --netns PATH [--pod NAME]\n"
-		"       kmesh-testctl dump --socket S --table manage|frontend|service|endpoint|backend|port_override|authz_stats\n"
+		"       kmesh-testctl dump --socket S --table manage|frontend|service|endpoint|backend|port_override|authz_stats|ipsec_peer|ipsec_cidr\n"
 		"       kmesh-testctl hello --socket S --role xds|cni|admin\n"
 		"       kmesh-testctl abuse --socket S\n"
 		"       kmesh-testctl agent-dump --socket S\n"
@@ -174,6 +174,15 @@ static void print_row(const Kmesh__Ipc__TableOp *op)
 	struct km_addr addr;
 
 	switch (op->row_case) {
+	case KMESH__IPC__TABLE_OP__ROW_IPSEC_PEER:
+		km_addr_from_bytes(op->ipsec_peer->address.data, op->ipsec_peer->address.len, &addr);
+		printf("ipsec_peer %s id %u\n", km_addr_format(&addr, buf), op->ipsec_peer->peer_id);
+		break;
+	case KMESH__IPC__TABLE_OP__ROW_IPSEC_CIDR:
+		km_addr_from_bytes(op->ipsec_cidr->address.data, op->ipsec_cidr->address.len, &addr);
+		printf("ipsec_cidr %s/%u peer %u\n", km_addr_format(&addr, buf), op->ipsec_cidr->length,
+		       op->ipsec_cidr->peer_id);
+		break;
 	case KMESH__IPC__TABLE_OP__ROW_FRONTEND:
 		km_addr_from_bytes(op->frontend->address.data, op->frontend->address.len, &addr);
 		printf("frontend %s port %u proto %u kind %s upstream %u target %u flags %u\n",
@@ -222,7 +231,7 @@ static void print_row(const Kmesh__Ipc__TableOp *op)
 static int cmd_dump(const struct args *a)
 {
 	static const char *const names[] = { "", "manage", "frontend", "service", "endpoint", "backend",
-					     "port_override", "authz_stats" };
+					     "port_override", "authz_stats", "ipsec_peer", "ipsec_cidr" };
 	struct km_sync_client cl;
 	km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep;
 	Kmesh__Ipc__DumpRequest d = KMESH__IPC__DUMP_REQUEST__INIT;

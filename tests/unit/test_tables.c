@@ -37,6 +37,14 @@ static int setup(void **state)
 	memset(&t, 0, sizeof(t));
 	t.fd_manage = make_map(sizeof(struct km_manage_key), sizeof(struct km_manage_value), 8);
 	t.fd_pod_netns = make_map(sizeof(struct km_manage_key), sizeof(struct km_pod_netns_value), 8);
+	t.fd_ipsec_peer = make_map(sizeof(struct km_ipsec_peer_key), sizeof(struct km_ipsec_peer_value), 8);
+	{
+		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_NO_PREALLOC);
+
+		t.fd_ipsec_cidr = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, NULL,
+						 sizeof(struct km_ipsec_cidr_key),
+						 sizeof(struct km_ipsec_cidr_value), 8, &o);
+	}
 	t.fd_frontend = make_map(sizeof(struct km_frontend_key), sizeof(struct km_frontend_value), 4);
 	t.fd_service = make_map(sizeof(struct km_service_key), sizeof(struct km_service_value), 8);
 	t.fd_endpoint = make_map(sizeof(struct km_endpoint_key), sizeof(struct km_endpoint_value), 64);
@@ -55,7 +63,7 @@ static int teardown(void **state)
 {
 	struct km_tables *t = *state;
 	int fds[] = { t->fd_manage, t->fd_frontend, t->fd_service, t->fd_endpoint, t->fd_backend,
-		      t->fd_port_override, t->fd_pod_netns };
+		      t->fd_port_override, t->fd_pod_netns, t->fd_ipsec_peer, t->fd_ipsec_cidr };
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] >= 0)
@@ -611,6 +619,71 @@ static void test_sync_sweeps_unwritten_rows(void **state)
 	}
 }
 
+/* The IPsec agent's rows: validated, written, looked up as BPF will, dumped, deleted. */
+static void test_ipsec_rows(void **state)
+{
+	struct km_tables *t = *state;
+	Kmesh__Ipc__TableOp op = KMESH__IPC__TABLE_OP__INIT;
+	Kmesh__Ipc__IpsecPeerRow peer = KMESH__IPC__IPSEC_PEER_ROW__INIT;
+	Kmesh__Ipc__IpsecCidrRow cidr = KMESH__IPC__IPSEC_CIDR_ROW__INIT;
+	uint8_t a4[4] = { 10, 0, 0, 2 }, n4[4] = { 10, 244, 2, 0 }, n6[16] = { 0xfd, 0x10, 0, 2 };
+	struct km_ipsec_cidr_key k = { .prefixlen = 128 };
+	struct km_ipsec_cidr_value v;
+	Kmesh__Ipc__DumpReply d;
+	char err[256];
+
+	(void)state;
+	if (!maps_available(t) || t->fd_ipsec_cidr < 0)
+		skip();
+	op.kind = KMESH__IPC__TABLE_OP__KIND__UPSERT;
+	op.row_case = KMESH__IPC__TABLE_OP__ROW_IPSEC_PEER;
+	op.ipsec_peer = &peer;
+	peer.address = (ProtobufCBinaryData){ 4, a4 };
+	peer.peer_id = 0;
+	assert_int_equal(apply(t, &op, err), BAD);
+	assert_non_null(strstr(err, "id 0 is not 1-4095"));
+	peer.peer_id = 3;
+	assert_int_equal(apply(t, &op, err), OK);
+
+	op.row_case = KMESH__IPC__TABLE_OP__ROW_IPSEC_CIDR;
+	op.ipsec_cidr = &cidr;
+	cidr.peer_id = 3;
+	cidr.address = (ProtobufCBinaryData){ 4, n4 };
+	cidr.length = 16; /* 10.244.2.0/16 has host bits */
+	assert_int_equal(apply(t, &op, err), BAD);
+	assert_non_null(strstr(err, "host bits"));
+	cidr.length = 33;
+	assert_int_equal(apply(t, &op, err), BAD);
+	cidr.length = 24;
+	assert_int_equal(apply(t, &op, err), OK);
+	cidr.address = (ProtobufCBinaryData){ 16, n6 };
+	cidr.length = 64;
+	assert_int_equal(apply(t, &op, err), OK);
+	/* what the tc program will look up: a pod address, full length, v4-mapped for IPv4 */
+	assert_int_equal(km_addr_parse("10.244.2.77", &k.addr), 0);
+	assert_int_equal(bpf_map_lookup_elem(t->fd_ipsec_cidr, &k, &v), 0);
+	assert_int_equal(v.peer_id, 3);
+	assert_int_equal(km_addr_parse("10.244.3.1", &k.addr), 0);
+	assert_int_not_equal(bpf_map_lookup_elem(t->fd_ipsec_cidr, &k, &v), 0);
+	assert_int_equal(km_addr_parse("fd10:2::9", &k.addr), 0);
+	assert_int_equal(bpf_map_lookup_elem(t->fd_ipsec_cidr, &k, &v), 0);
+
+	assert_int_equal(km_tables_dump(t, KMESH__IPC__TABLE__TABLE_IPSEC_CIDR, 0, &d, err, sizeof(err)), OK);
+	assert_int_equal(d.n_rows, 2);
+	for (size_t i = 0; i < d.n_rows; i++)
+		assert_int_equal(d.rows[i]->ipsec_cidr->length, d.rows[i]->ipsec_cidr->address.len == 4 ? 24 : 64);
+	km_tables_dump_free(&d);
+	assert_int_equal(km_tables_dump(t, KMESH__IPC__TABLE__TABLE_IPSEC_PEER, 0, &d, err, sizeof(err)), OK);
+	assert_int_equal(d.n_rows, 1);
+	assert_int_equal(d.rows[0]->ipsec_peer->peer_id, 3);
+	km_tables_dump_free(&d);
+
+	op.kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
+	assert_int_equal(apply(t, &op, err), OK);
+	assert_int_equal(km_addr_parse("fd10:2::9", &k.addr), 0);
+	assert_int_not_equal(bpf_map_lookup_elem(t->fd_ipsec_cidr, &k, &v), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -624,6 +697,7 @@ int main(void)
 		cmocka_unit_test(test_enroll_and_dump),
 		cmocka_unit_test(test_weights_flags_waypoints),
 		cmocka_unit_test(test_sync_sweeps_unwritten_rows),
+		cmocka_unit_test(test_ipsec_rows),
 	};
 
 	/* One group: the cases build on each other's rows, in this order. */
