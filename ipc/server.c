@@ -253,3 +253,17 @@ struct km_ipc_session *km_ipc_server_session(struct km_ipc_server *srv, uint64_t
 			return s->conn.closing ? NULL : s;
 	return NULL;
 }
+
+void km_ipc_server_set_log_level(struct km_ipc_session *s, const km_envelope *env)
+{
+	enum km_log_level lvl;
+
+	if (km_log_parse_level(env->set_log_level->level, &lvl) != 0) {
+		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__BAD_REQUEST,
+			     "unknown log level (error, warn, info, debug)", 0);
+		return;
+	}
+	km_log_set_level(lvl);
+	km_warn("log level set to %s by pid %d", km_log_level_name(lvl), (int)s->pid);
+	km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__OK, "", 0);
+}

@@ -66,6 +66,8 @@ int km_ipc_server_start(struct km_ipc_server *srv, uv_loop_t *loop,
 /* The open session with this serial, or NULL once it has closed (or is closing): for a reply that
  * is sent later than on_request returns. */
 struct km_ipc_session *km_ipc_server_session(struct km_ipc_server *srv, uint64_t serial);
+/* The SetLogLevel request every daemon takes: applies it (shared/log.h) and replies. */
+void km_ipc_server_set_log_level(struct km_ipc_session *s, const km_envelope *env);
 /* Close the listener and every session; on_stopped (may be NULL) runs when all are closed. */
 void km_ipc_server_stop(struct km_ipc_server *srv, void (*on_stopped)(struct km_ipc_server *srv));
 

@@ -62,19 +62,9 @@ void km_ipsec_admin_request(void *arg, struct km_ipc_session *s, const km_envelo
 	case KMESH__IPC__ENVELOPE__BODY_AGENT_DUMP:
 		reply_json(s, env->request_id, km_ipsec_agent_dump(a));
 		return;
-	case KMESH__IPC__ENVELOPE__BODY_SET_LOG_LEVEL: {
-		enum km_log_level lvl;
-
-		if (km_log_parse_level(env->set_log_level->level, &lvl) != 0) {
-			km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__BAD_REQUEST,
-				     "unknown log level (error, warn, info, debug)", 0);
-			return;
-		}
-		km_log_set_level(lvl);
-		km_warn("log level set to %s by pid %d", km_log_level_name(lvl), (int)s->pid);
-		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__OK, "", 0);
+	case KMESH__IPC__ENVELOPE__BODY_SET_LOG_LEVEL:
+		km_ipc_server_set_log_level(s, env);
 		return;
-	}
 	default:
 		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__BAD_REQUEST,
 			     "the IPsec agent's admin socket takes ipsec_peer, ipsec_peer_gone, "

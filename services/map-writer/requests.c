@@ -151,19 +151,9 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 	case KMESH__IPC__ENVELOPE__BODY_DUMP:
 		handle_dump(w, s, env);
 		return;
-	case KMESH__IPC__ENVELOPE__BODY_SET_LOG_LEVEL: {
-		enum km_log_level lvl;
-
-		if (km_log_parse_level(env->set_log_level->level, &lvl) != 0) {
-			code = KMESH__IPC__CODE__BAD_REQUEST;
-			snprintf(err, sizeof(err), "unknown log level '%s' (error, warn, info, debug)",
-				 env->set_log_level->level);
-		} else {
-			km_log_set_level(lvl);
-			km_warn("log level set to %s by pid %d", km_log_level_name(lvl), (int)s->pid);
-		}
-		break;
-	}
+	case KMESH__IPC__ENVELOPE__BODY_SET_LOG_LEVEL:
+		km_ipc_server_set_log_level(s, env);
+		return;
 	default:
 		code = KMESH__IPC__CODE__BAD_REQUEST;
 		snprintf(err, sizeof(err), "the map writer does not take this message");

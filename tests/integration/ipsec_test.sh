@@ -85,6 +85,12 @@ check "a peer with a short boot id is refused by name (Kmesh panics on it)" \
 "$KM_TESTCTL" ipsec-peer-gone --socket "$KM_DIR/ipsec.sock" --name node-b >/dev/null
 check "peers that leave are forgotten" dump_is 'd["peers"] == []'
 
+check "the log level is set over the admin socket" \
+	eval '"$KM_TESTCTL" log-level --socket "$KM_DIR/ipsec.sock" --level warn && logged "log level set to warn"'
+check "... and an unknown one is refused, naming the known ones" \
+	eval 'out=$("$KM_TESTCTL" log-level --socket "$KM_DIR/ipsec.sock" --level loud 2>&1)
+	      [ $? -ne 0 ] && echo "$out" | grep -q "BAD_REQUEST: unknown log level (error, warn, info, debug)"'
+
 kill -TERM "$AGENT"
 wait "$AGENT"
 check "SIGTERM: a clean exit" test $? -eq 0

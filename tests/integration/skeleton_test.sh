@@ -108,6 +108,11 @@ setpriv --reuid=65534 --regid=65534 --clear-groups "$KM_TESTCTL" hello --socket 
 check "uid 65534 is refused the cni role" test $? -eq 3
 check "the map writer logs the refusal" grep -q "uid 65533 gid 65534 may not take role 'xds'" "$KM_DIR/map-writer.log"
 check "garbage and oversize frames are handled" "$KM_TESTCTL" abuse --socket "$KM_SOCKET"
+check "an admin sets the map writer's log level" \
+	eval '"$KM_TESTCTL" log-level --socket "$KM_SOCKET" --level info &&
+	      grep -q "log level set to info by pid" "$KM_DIR/map-writer.log"'
+setpriv --reuid=65534 --regid=65534 --clear-groups "$KM_TESTCTL" hello --socket "$KM_SOCKET" --role ipsec
+check "uid 65534 (allowed xds only) is refused the ipsec role" test $? -eq 3
 check "unenroll" "$KM_TESTCTL" unenroll --socket "$KM_SOCKET" --netns "$(km_netns_path client)"
 check "manage table empty after unenroll" km_wait_rows manage "^manage" 0
 

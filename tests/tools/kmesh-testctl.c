@@ -8,6 +8,7 @@
  *   ipsec-peer --socket S --name N --spi N --addrs A[,A] --boot-id B [--cidrs C[,C]]
  *                                                    tell the IPsec agent of a peer node
  *   ipsec-peer-gone --socket S --name N              ... that it left
+ *   log-level --socket S --level L                   set any daemon's log level (admin role)
  * Not a product command: kmeshctl and the CNI plugin take these jobs over. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,7 +32,7 @@
 
 struct args {
 	const char *cmd, *socket, *netns, *pod, *table, *role;
-	const char *name, *spi, *addrs, *boot_id, *cidrs;
+	const char *name, *spi, *addrs, *boot_id, *cidrs, *level;
 };
 
 static int usage(void)
@@ -39,11 +40,12 @@ static int usage(void)
 	fprintf(stderr,
 		"usage: kmesh-testctl enroll|unenroll --socket S --netns PATH [--pod NAME]\n"
 		"       kmesh-testctl dump --socket S --table manage|frontend|service|endpoint|backend|port_override|authz_stats|ipsec_peer|ipsec_cidr\n"
-		"       kmesh-testctl hello --socket S --role xds|cni|admin\n"
+		"       kmesh-testctl hello --socket S --role xds|cni|admin|ipsec\n"
 		"       kmesh-testctl abuse --socket S\n"
 		"       kmesh-testctl agent-dump --socket S\n"
 		"       kmesh-testctl ipsec-peer --socket S --name N --spi N --addrs A[,A] --boot-id B [--cidrs C[,C]]\n"
-		"       kmesh-testctl ipsec-peer-gone --socket S --name N\n");
+		"       kmesh-testctl ipsec-peer-gone --socket S --name N\n"
+		"       kmesh-testctl log-level --socket S --level error|warn|info|debug\n");
 	return 2;
 }
 
@@ -55,6 +57,8 @@ static Kmesh__Ipc__Role role_of(const char *s)
 		return KMESH__IPC__ROLE__ROLE_CNI;
 	if (!strcmp(s, "admin"))
 		return KMESH__IPC__ROLE__ROLE_ADMIN;
+	if (!strcmp(s, "ipsec"))
+		return KMESH__IPC__ROLE__ROLE_IPSEC;
 	return KMESH__IPC__ROLE__ROLE_UNSPECIFIED;
 }
 
@@ -426,6 +430,27 @@ static int cmd_ipsec_peer(const struct args *a, int gone)
 	return reply_status(rep, gone ? "ipsec-peer-gone" : "ipsec-peer");
 }
 
+static int cmd_log_level(const struct args *a)
+{
+	struct km_sync_client cl;
+	km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep;
+	Kmesh__Ipc__SetLogLevel l = KMESH__IPC__SET_LOG_LEVEL__INIT;
+	int err;
+
+	l.level = (char *)a->level;
+	req.body_case = KMESH__IPC__ENVELOPE__BODY_SET_LOG_LEVEL;
+	req.set_log_level = &l;
+	if (connect_as(&cl, a->socket, KMESH__IPC__ROLE__ROLE_ADMIN))
+		return 1;
+	err = km_sync_call(&cl, &req, &rep);
+	km_sync_close(&cl);
+	if (err) {
+		fprintf(stderr, "kmesh-testctl: %s\n", strerror(-err));
+		return 1;
+	}
+	return reply_status(rep, "log-level");
+}
+
 int main(int argc, char **argv)
 {
 	struct args a = { 0 };
@@ -454,6 +479,8 @@ int main(int argc, char **argv)
 			a.boot_id = argv[i + 1];
 		else if (!strcmp(argv[i], "--cidrs"))
 			a.cidrs = argv[i + 1];
+		else if (!strcmp(argv[i], "--level"))
+			a.level = argv[i + 1];
 		else
 			return usage();
 	}
@@ -469,6 +496,8 @@ int main(int argc, char **argv)
 		return cmd_abuse(&a);
 	if (!strcmp(a.cmd, "agent-dump"))
 		return cmd_agent_dump(&a);
+	if (!strcmp(a.cmd, "log-level") && a.level)
+		return cmd_log_level(&a);
 	if ((!strcmp(a.cmd, "ipsec-peer") || !strcmp(a.cmd, "ipsec-peer-gone")) && a.name)
 		return cmd_ipsec_peer(&a, !strcmp(a.cmd, "ipsec-peer-gone"));
 	return usage();
