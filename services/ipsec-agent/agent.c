@@ -74,12 +74,16 @@ void km_ipsec_agent_peer(struct km_ipsec_agent *a, const struct km_ipsec_node *n
 	else
 		km_info("peer %s (SPI %u, %zu addresses, %zu pod CIDRs) in place", n->name, n->spi,
 			n->n_addrs, n->n_cidrs);
+	if (a->mw)
+		km_ipsec_mw_link_changed(a->mw);
 }
 
 void km_ipsec_agent_peer_gone(struct km_ipsec_agent *a, const char *name)
 {
 	km_ipsec_plan_peer_gone(&a->plan, name);
 	km_info("peer %s left: its states and policies are removed", name);
+	if (a->mw)
+		km_ipsec_mw_link_changed(a->mw);
 }
 
 void km_ipsec_agent_tick(struct km_ipsec_agent *a)

@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "services/ipsec-agent/keyring.h"
+#include "services/ipsec-agent/mw_link.h"
 #include "services/ipsec-agent/plan.h"
 #include "services/ipsec-agent/xfrm_link.h"
 
@@ -19,6 +20,7 @@ struct km_ipsec_agent {
 	struct km_ipsec_plan plan;
 	struct km_xfrm_link link;
 	uint32_t advertised; /* the SPI this node tells its peers (0: none yet) */
+	struct km_ipsec_mw_link *mw; /* the map writer's IPsec tables follow the peers (may be NULL) */
 	uint64_t keys_refused;
 };
 

@@ -11,6 +11,7 @@
 #include "services/ipsec-agent/admin.h"
 #include "services/ipsec-agent/agent.h"
 #include "services/ipsec-agent/key_watch.h"
+#include "services/ipsec-agent/mw_link.h"
 #include "services/ipsec-agent/node_spec.h"
 #include "shared/log.h"
 #include "shared/options.h"
@@ -22,6 +23,7 @@ struct ipsec_main {
 	uv_loop_t *loop;
 	struct km_ipsec_agent agent;
 	struct km_key_watch keys;
+	struct km_ipsec_mw_link mw;
 	struct km_ipc_server admin;
 	struct km_signals signals;
 	uv_timer_t tick;
@@ -43,6 +45,7 @@ static void on_shutdown(void *arg, int signum)
 
 	(void)signum;
 	km_key_watch_stop(&m->keys);
+	km_ipsec_mw_link_stop(&m->mw);
 	uv_close((uv_handle_t *)&m->tick, NULL);
 	km_ipc_server_stop(&m->admin, NULL);
 	km_signals_close(&m->signals);
@@ -103,6 +106,7 @@ int main(int argc, char **argv)
 	const char *node_name = NULL, *addresses = NULL, *cidrs = NULL, *level = NULL;
 	const char *key_file = "/etc/kmesh/ipsec/ipSec", *admin_socket = "/run/kmesh/ipsec-agent.sock";
 	const char *boot_id_file = "/proc/sys/kernel/random/boot_id";
+	const char *mw_socket = "/run/kmesh/map-writer.sock";
 	uint64_t grace_s = 60;
 	int uninstall = 0;
 	const struct km_option opts[] = {
@@ -119,6 +123,9 @@ int main(int argc, char **argv)
 		{ "key-file", KM_OPT_STRING, &key_file, "PATH",
 		  "the key file (JSON spi, aeadKeyName, aeadKey, length), watched for rotations",
 		  "KMESH_IPSEC_KEY_FILE" },
+		{ "map-writer-socket", KM_OPT_STRING, &mw_socket, "PATH",
+		  "the map writer (role ipsec), told each peer's addresses and pod CIDRs for the tc "
+		  "programs; empty: none", NULL },
 		{ "admin-socket", KM_OPT_STRING, &admin_socket, "PATH",
 		  "admin socket (peers by hand, dump, log level)", NULL },
 		{ "grace", KM_OPT_UINT, &grace_s, "SECONDS",
@@ -164,6 +171,11 @@ int main(int argc, char **argv)
 		}
 	}
 	m.tick.data = &m.agent;
+	if (*mw_socket) {
+		if (km_ipsec_mw_link_start(&m.mw, m.loop, mw_socket, &m.agent.plan) != 0)
+			return 2;
+		m.agent.mw = &m.mw;
+	}
 	uv_timer_start(&m.tick, on_tick, TICK_MS, TICK_MS);
 	km_info("node %s (%zu addresses, %zu pod CIDRs), key file %s", self.name, self.n_addrs,
 		self.n_cidrs, key_file);

@@ -22,6 +22,13 @@ static void handle_dump(struct km_mw_requests *w, struct km_ipc_session *s, cons
 	Kmesh__Ipc__TableStats stats = KMESH__IPC__TABLE_STATS__INIT;
 	char err[256];
 
+	if (s->role == KMESH__IPC__ROLE__ROLE_IPSEC &&
+	    env->dump->table != KMESH__IPC__TABLE__TABLE_IPSEC_PEER &&
+	    env->dump->table != KMESH__IPC__TABLE__TABLE_IPSEC_CIDR) {
+		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__PERMISSION_DENIED,
+			     "role 'ipsec' may dump only the IPsec tables", 0);
+		return;
+	}
 	reply.code = km_tables_dump(w->tables, env->dump->table, env->dump->max_rows, &dump,
 				    err, sizeof(err));
 	reply.message = err;
@@ -79,8 +86,9 @@ static int role_may(const struct km_ipc_session *s, Kmesh__Ipc__Envelope__BodyCa
 		return s->role == KMESH__IPC__ROLE__ROLE_CNI;
 	case KMESH__IPC__ENVELOPE__BODY_ENROLL_QUERY:
 		return s->role == KMESH__IPC__ROLE__ROLE_CNI || s->role == KMESH__IPC__ROLE__ROLE_ADMIN;
-	case KMESH__IPC__ENVELOPE__BODY_DUMP:
-		return s->role == KMESH__IPC__ROLE__ROLE_ADMIN || s->role == KMESH__IPC__ROLE__ROLE_XDS;
+	case KMESH__IPC__ENVELOPE__BODY_DUMP: /* the ipsec role: its own tables (handle_dump) */
+		return s->role == KMESH__IPC__ROLE__ROLE_ADMIN || s->role == KMESH__IPC__ROLE__ROLE_XDS ||
+		       s->role == KMESH__IPC__ROLE__ROLE_IPSEC;
 	case KMESH__IPC__ENVELOPE__BODY_SET_LOG_LEVEL:
 		return s->role == KMESH__IPC__ROLE__ROLE_ADMIN;
 	default:

@@ -3,7 +3,8 @@
 # objects never touch the host's): the key file loaded and advertised, the local in/fwd policies
 # in the kernel, a peer given over the admin socket, the kernel's refusal of ESP states (this
 # kernel has no ESP) reported clearly, a rotation through the watched key file, bad key files
-# refused while the loaded keys stay, and everything removed on exit.
+# refused while the loaded keys stay, the map writer's IPsec tables kept equal to the peers
+# (also across a crash of the agent), and everything removed on exit.
 set -uo pipefail
 source "$(dirname "$0")/../lib/mesh-env.sh"
 source "$(dirname "$0")/../lib/check.sh"
@@ -36,18 +37,33 @@ logged() { # logged TEXT: the agent's log says it (within 3 s)
 policies() { ip -n "$KM_NODE" xfrm policy; }
 has_esp_state() { ip -n "$KM_NODE" xfrm state | grep -q "proto esp"; }
 
+start_agent() {
+	rm -f "$KM_DIR/ipsec.sock"
+	ip netns exec "$KM_NODE" "$KM_BIN/kmesh-ipsec-agent" --node-name node-a --addresses 10.0.0.1 \
+		--pod-cidrs 10.244.1.0/24 --boot-id-file "$KM_DIR/boot_id" --key-file "$KM_DIR/ipsec/ipSec" \
+		--admin-socket "$KM_DIR/ipsec.sock" --map-writer-socket "$KM_SOCKET" --uninstall-on-exit \
+		--log-level debug >>"$KM_DIR/ipsec.log" 2>&1 &
+	AGENT=$!
+	KM_PIDS+=($AGENT)
+	for _ in $(seq 1 100); do [ -S "$KM_DIR/ipsec.sock" ] && break; sleep 0.05; done
+}
+ipsec_rows() { "$KM_TESTCTL" dump --socket "$KM_SOCKET" --table "ipsec_$1" | grep "^ipsec_$1 " | sort; }
+rows_are() { # rows_are peer|cidr EXPECTED (within 3 s)
+	for _ in $(seq 1 60); do
+		[ "$(ipsec_rows "$1")" = "$2" ] && return 0
+		sleep 0.05
+	done
+	echo "ipsec_$1 rows: $(ipsec_rows "$1")" >&2
+	return 1
+}
+
 trap 'km_env_cleanup' EXIT
 km_env_setup kmi$$
 mkdir -p "$KM_DIR/ipsec"
 echo "$BOOT_A" >"$KM_DIR/boot_id"
 key_file 1 17
-ip netns exec "$KM_NODE" "$KM_BIN/kmesh-ipsec-agent" --node-name node-a --addresses 10.0.0.1 \
-	--pod-cidrs 10.244.1.0/24 --boot-id-file "$KM_DIR/boot_id" --key-file "$KM_DIR/ipsec/ipSec" \
-	--admin-socket "$KM_DIR/ipsec.sock" --uninstall-on-exit --log-level debug \
-	>"$KM_DIR/ipsec.log" 2>&1 &
-AGENT=$!
-KM_PIDS+=($AGENT)
-for _ in $(seq 1 100); do [ -S "$KM_DIR/ipsec.sock" ] && break; sleep 0.05; done
+km_map_writer_start || exit 1
+start_agent
 
 check "the key file's SPI 1 is loaded and advertised" dump_is 'd["advertised_spi"] == 1 and d["current_spi"] == 1'
 check "in and fwd policies to the local pod CIDR: mark 0xd0, an any-source ESP tunnel template" \
@@ -58,6 +74,8 @@ check "in and fwd policies to the local pod CIDR: mark 0xd0, an any-source ESP t
 reply=$("$KM_TESTCTL" ipsec-peer --socket "$KM_DIR/ipsec.sock" --name node-b --spi 1 \
 	--addrs 10.0.0.2 --boot-id "$BOOT_B" --cidrs 10.244.2.0/24)
 check "a peer over the admin socket is taken (id 1)" dump_is '[p["id"] for p in d["peers"]] == [1]'
+check "the map writer's IPsec tables get its address and pod CIDR (for the tc programs)" \
+	eval 'rows_are peer "ipsec_peer 10.0.0.2 id 1" && rows_are cidr "ipsec_cidr 10.244.2.0/24 peer 1"'
 if has_esp_state; then
 	check "this kernel has ESP: the peer's ingress state is installed" has_esp_state
 else
@@ -84,6 +102,19 @@ check "a peer with a short boot id is refused by name (Kmesh panics on it)" \
 "$KM_TESTCTL" ipsec-peer-gone --socket "$KM_DIR/ipsec.sock" --name node-x >/dev/null
 "$KM_TESTCTL" ipsec-peer-gone --socket "$KM_DIR/ipsec.sock" --name node-b >/dev/null
 check "peers that leave are forgotten" dump_is 'd["peers"] == []'
+check "... and their rows leave the map writer's tables" eval 'rows_are peer "" && rows_are cidr ""'
+
+# a peer's rows outlive a crash of the agent; the next agent, which does not know that peer,
+# removes them when it connects
+"$KM_TESTCTL" ipsec-peer --socket "$KM_DIR/ipsec.sock" --name node-c --spi 1 --addrs 10.0.0.3 \
+	--boot-id "cccccccc-1111-2222-3333-444444444444" --cidrs 10.244.3.0/24 >/dev/null
+rows_are cidr "ipsec_cidr 10.244.3.0/24 peer 1" || true
+kill -KILL "$AGENT"
+wait "$AGENT" 2>/dev/null
+check "after a crash the rows are still there" rows_are cidr "ipsec_cidr 10.244.3.0/24 peer 1"
+start_agent
+check "the restarted agent removes the rows of peers it does not know" \
+	eval 'rows_are peer "" && rows_are cidr ""'
 
 check "the log level is set over the admin socket" \
 	eval '"$KM_TESTCTL" log-level --socket "$KM_DIR/ipsec.sock" --level warn && logged "log level set to warn"'
