@@ -4,8 +4,9 @@
  *     to a remote node's pod CIDR gets mark 0xe0, which the out policies match;
  *   km_ipsec_decrypt, ingress on the node's NIC: ESP gets its sender's peer id in the mark (which
  *     selects that peer's input state), packets ESP decrypted (0xd0, their second pass) keep
- *     their mark, and any other mark is cleared, so only decrypted traffic passes the in and fwd
- *     policies of the pod CIDRs. */
+ *     their mark, and any other mark is cleared, so no packet arrives looking decrypted. (The
+ *     in/fwd policies check decrypted traffic; plain traffic matches no policy and is not
+ *     blocked: encryption is not enforced on arrival.) */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>

@@ -36,6 +36,27 @@ void km_ipsec_agent_free(struct km_ipsec_agent *a, int uninstall)
 	km_ipsec_keyring_wipe(&a->keys);
 }
 
+/* Ingress for the current key from every peer, then advertise it; on a refusal try again later
+ * (1 s, doubling to a minute): a transient netlink error must not hold back a rotation. */
+static void advertise(struct km_ipsec_agent *a)
+{
+	uint32_t spi = a->keys.current;
+
+	if (km_ipsec_plan_key_changed(&a->plan, uv_now(a->loop)) != 0) {
+		a->retry_ms = a->retry_ms ? (a->retry_ms * 2 > 60000 ? 60000 : a->retry_ms * 2) : 1000;
+		a->retry_at_ms = uv_now(a->loop) + a->retry_ms;
+		km_error("SPI %u is not advertised: not every peer's ingress state is in place (%s); "
+			 "trying again in %llu s", spi, a->plan.last_error,
+			 (unsigned long long)(a->retry_ms / 1000));
+		return;
+	}
+	a->retry_ms = 0;
+	a->advertised = a->plan.self.spi;
+	/* the KmeshNodeInfo write comes with the Kubernetes watch; peers on the admin socket are
+	 * told by whoever feeds them */
+	km_info("SPI %u is ready to receive: advertised", a->advertised);
+}
+
 void km_ipsec_agent_key(struct km_ipsec_agent *a, const struct km_ipsec_key *k)
 {
 	uint32_t dropped;
@@ -56,15 +77,8 @@ void km_ipsec_agent_key(struct km_ipsec_agent *a, const struct km_ipsec_key *k)
 		km_warn("key history full: the key of SPI %u is forgotten", dropped);
 	km_info("key SPI %u (%s) loaded: preparing ingress from %zu peers", k->spi, k->aead_name,
 		a->plan.n_peers);
-	if (km_ipsec_plan_key_changed(&a->plan, uv_now(a->loop)) != 0) {
-		km_error("SPI %u is not advertised: not every peer's ingress state is in place (%s)",
-			 k->spi, a->plan.last_error);
-		return;
-	}
-	a->advertised = a->plan.self.spi;
-	/* the KmeshNodeInfo write comes with the Kubernetes watch; peers on the admin socket are
-	 * told by whoever feeds them */
-	km_info("SPI %u is ready to receive: advertised", a->advertised);
+	a->retry_ms = 0;
+	advertise(a);
 }
 
 void km_ipsec_agent_peer(struct km_ipsec_agent *a, const struct km_ipsec_node *n)
@@ -88,6 +102,9 @@ void km_ipsec_agent_peer_gone(struct km_ipsec_agent *a, const char *name)
 
 void km_ipsec_agent_tick(struct km_ipsec_agent *a)
 {
+	if (a->keys.current && a->keys.current != a->advertised && a->retry_ms &&
+	    uv_now(a->loop) >= a->retry_at_ms)
+		advertise(a);
 	km_ipsec_plan_tick(&a->plan, uv_now(a->loop));
 }
 

@@ -22,6 +22,7 @@ struct km_ipsec_agent {
 	uint32_t advertised; /* the SPI this node tells its peers (0: none yet) */
 	struct km_ipsec_mw_link *mw; /* the map writer's IPsec tables follow the peers (may be NULL) */
 	uint64_t keys_refused;
+	uint64_t retry_at_ms, retry_ms; /* the current key not advertised yet: when to try again */
 };
 
 /* self: this node (its spi ignored). Returns 0, or -1 after logging why. */

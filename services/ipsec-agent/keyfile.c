@@ -22,7 +22,6 @@ static const struct aead {
 } aeads[] = {
 	{ "rfc4106(gcm(aes))", { 20, 28, 36 }, { 64, 96, 128 } },
 	{ "rfc4309(ccm(aes))", { 19, 27, 35 }, { 64, 96, 128 } },
-	{ "rfc4543(gcm(aes))", { 20, 28, 36 }, { 128, 0, 0 } },
 	{ "rfc7539esp(chacha20,poly1305)", { 36, 0, 0 }, { 128, 0, 0 } },
 };
 
@@ -72,8 +71,8 @@ int km_ipsec_key_parse(const char *text, size_t len, struct km_ipsec_key *out, c
 		   json_integer_value(spi) > 0xffffffffLL) {
 		km_errf(err, errlen, "\"spi\" must be an integer from 1 to 4294967295");
 	} else if (!alg) {
-		km_errf(err, errlen, "\"aeadKeyName\" must name an AEAD that Linux ESP offers: "
-			"rfc4106(gcm(aes)), rfc4309(ccm(aes)), rfc4543(gcm(aes)) or "
+		km_errf(err, errlen, "\"aeadKeyName\" must name an AEAD that Linux ESP offers and "
+			"that encrypts: rfc4106(gcm(aes)), rfc4309(ccm(aes)) or "
 			"rfc7539esp(chacha20,poly1305)%s%.40s%s",
 			json_is_string(name) ? " (not \"" : "",
 			json_is_string(name) ? json_string_value(name) : "",

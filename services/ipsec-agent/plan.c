@@ -55,14 +55,17 @@ static struct km_ipsec_peer *find(struct km_ipsec_plan *p, const char *name)
 
 /* ---- the kernel ------------------------------------------------------------------------------ */
 
-/* Add or update; delete tolerates absence. */
+/* Add (replacing a state already there) or delete (absent is fine). A state with the same
+ * identity may be left from an earlier run or an earlier peer with the same id; XFRM's update
+ * would keep its key and source, so it is deleted and added again. */
 static int put_state(struct km_ipsec_plan *p, enum km_xfrm_op op, const struct km_xfrm_state_spec *s)
 {
 	char a[KM_ADDR_STRLEN], b[KM_ADDR_STRLEN];
 	int rc = p->sink.state(p->sink.arg, op, s);
 
-	if (rc == -EEXIST && op == KM_XFRM_ADD)
-		rc = p->sink.state(p->sink.arg, KM_XFRM_UPDATE, s);
+	if (rc == -EEXIST && op == KM_XFRM_ADD &&
+	    (rc = p->sink.state(p->sink.arg, KM_XFRM_DELETE, s)) == 0)
+		rc = p->sink.state(p->sink.arg, KM_XFRM_ADD, s);
 	if (op == KM_XFRM_DELETE && (rc == -ENOENT || rc == -ESRCH))
 		rc = 0;
 	if (rc)
@@ -277,8 +280,13 @@ static int egress_set(struct km_ipsec_plan *p, struct km_ipsec_peer *peer)
 			old ? "encrypting with the previous SPI meanwhile" : "not encrypting to it yet");
 		return 0;
 	}
-	if (states(p, peer, want, 0, KM_XFRM_ADD) != 0 || out_policies(p, peer, want) != 0)
+	if (states(p, peer, want, 0, KM_XFRM_ADD) != 0 || out_policies(p, peer, want) != 0) {
+		/* nothing half-switched: the new states go, the old egress stays in use */
+		states(p, peer, want, 0, KM_XFRM_DELETE);
+		if (old)
+			out_policies(p, peer, old);
 		return -1;
+	}
 	peer->egress_spi = want;
 	if (old)
 		states(p, peer, old, 0, KM_XFRM_DELETE);
@@ -287,7 +295,9 @@ static int egress_set(struct km_ipsec_plan *p, struct km_ipsec_peer *peer)
 
 static void caught_up(struct km_ipsec_plan *p, struct km_ipsec_peer *peer, uint64_t now_ms)
 {
-	if (p->self.spi && peer->node.spi >= p->self.spi) {
+	/* it advertises exactly our SPI: it holds our key (SPIs are not ordered: a rolled-back key
+	 * has a lower one) */
+	if (p->self.spi && peer->node.spi == p->self.spi) {
 		if (!peer->caught_up_ms)
 			peer->caught_up_ms = now_ms ? now_ms : 1;
 	} else {
@@ -334,13 +344,71 @@ static int same_identity(const struct km_ipsec_node *a, const struct km_ipsec_no
 	return 1;
 }
 
+static int cidr_overlap(const struct km_addr *a, uint8_t alen, const struct km_addr *b, uint8_t blen)
+{
+	int v4 = km_addr_is_v4(a);
+	unsigned bits = (v4 ? 96u : 0u) + (alen < blen ? alen : blen);
+
+	if (v4 != km_addr_is_v4(b))
+		return 0;
+	for (unsigned i = 0; i < bits; i++)
+		if ((a->bytes[i / 8] ^ b->bytes[i / 8]) & (0x80 >> (i % 8)))
+			return 0;
+	return 1;
+}
+
+/* Does n claim an address or pod CIDR of this node or of another peer? (The tables are keyed by
+ * them: one node could take over another's traffic.) Returns the other's name, or NULL. */
+static const char *clash(const struct km_ipsec_plan *p, const struct km_ipsec_node *n)
+{
+	for (size_t i = 0; i <= p->n_peers; i++) {
+		const struct km_ipsec_node *o = i < p->n_peers ? &p->peers[i].node : &p->self;
+
+		if (o != &p->self && !strcmp(o->name, n->name))
+			continue;
+		for (size_t a = 0; a < n->n_addrs; a++)
+			for (size_t b = 0; b < o->n_addrs; b++) {
+				struct km_addr x, y;
+
+				if (!km_addr_parse(n->addrs[a], &x) && !km_addr_parse(o->addrs[b], &y) &&
+				    !memcmp(&x, &y, sizeof(x)))
+					return o->name;
+			}
+		for (size_t a = 0; a < n->n_cidrs; a++)
+			for (size_t b = 0; b < o->n_cidrs; b++)
+				if (cidr_overlap(&n->cidrs[a].net, n->cidrs[a].len, &o->cidrs[b].net,
+						 o->cidrs[b].len))
+					return o->name;
+	}
+	return NULL;
+}
+
 int km_ipsec_plan_peer(struct km_ipsec_plan *p, const struct km_ipsec_node *n, uint64_t now_ms)
 {
 	struct km_ipsec_peer *peer;
+	const char *other;
 	int rc = 0;
 
 	if (!strcmp(n->name, p->self.name))
 		return 0;
+	if ((other = clash(p, n)) != NULL) {
+		fail(p, "peer %s claims an address or pod CIDR of %s: ignored", n->name, other);
+		return -1;
+	}
+	{
+		/* refused whole, so it can never hold back a key's advert */
+		struct pair pr;
+
+		if (strlen(n->boot_id) < KM_IPSEC_BOOT_ID_LEN) {
+			fail(p, "peer %s: boot id '%.40s' is shorter than %d characters: ignored", n->name,
+			     n->boot_id, KM_IPSEC_BOOT_ID_LEN);
+			return -1;
+		}
+		if (pairs_of(&p->self, n, &pr, 1) == 0) {
+			fail(p, "peer %s has no address of this node's families: ignored", n->name);
+			return -1;
+		}
+	}
 	peer = find(p, n->name);
 	if (peer && !same_identity(&peer->node, n)) {
 		km_info("ipsec: peer %s changed addresses, boot id or pod CIDRs: its rules are rebuilt",

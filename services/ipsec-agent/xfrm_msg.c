@@ -8,6 +8,7 @@
 #include <netlink/addr.h>
 #include <netlink/attr.h>
 #include <netlink/msg.h>
+#include <netlink/xfrm/lifetime.h>
 #include <netlink/xfrm/sa.h>
 #include <netlink/xfrm/selector.h>
 #include <netlink/xfrm/sp.h>
@@ -33,6 +34,21 @@ static struct nl_addr *nl_addr_of(const struct km_addr *a, int len)
 	return n;
 }
 
+/* No byte or packet limit: the kernel reads zero limits literally and would expire a state on
+ * its first packet (iproute2 and the netlink library Kmesh uses default to these too). */
+static struct xfrmnl_ltime_cfg *unlimited(void)
+{
+	struct xfrmnl_ltime_cfg *l = xfrmnl_ltime_cfg_alloc();
+
+	if (l) {
+		xfrmnl_ltime_cfg_set_soft_bytelimit(l, XFRM_INF);
+		xfrmnl_ltime_cfg_set_hard_bytelimit(l, XFRM_INF);
+		xfrmnl_ltime_cfg_set_soft_packetlimit(l, XFRM_INF);
+		xfrmnl_ltime_cfg_set_hard_packetlimit(l, XFRM_INF);
+	}
+	return l;
+}
+
 static struct nl_addr *any_of(int family)
 {
 	static const uint8_t zero[16];
@@ -48,10 +64,11 @@ int km_xfrm_state_msg(const struct km_xfrm_state_spec *s, enum km_xfrm_op op, st
 {
 	struct xfrmnl_sa *sa = xfrmnl_sa_alloc();
 	struct nl_addr *src = nl_addr_of(&s->src, -1), *dst = nl_addr_of(&s->dst, -1);
+	struct xfrmnl_ltime_cfg *life = unlimited();
 	int rc = -1, nrc;
 
 	*out = NULL;
-	if (!sa || !src || !dst) {
+	if (!sa || !src || !dst || !life) {
 		km_errf(err, errlen, "out of memory building an XFRM state");
 		goto done;
 	}
@@ -69,6 +86,8 @@ int km_xfrm_state_msg(const struct km_xfrm_state_spec *s, enum km_xfrm_op op, st
 	if (op != KM_XFRM_DELETE) {
 		xfrmnl_sa_set_mode(sa, XFRM_MODE_TUNNEL);
 		xfrmnl_sa_set_reqid(sa, KM_XFRM_REQID);
+		xfrmnl_sa_set_lifetime_cfg(sa, life);
+		xfrmnl_sa_set_replay_window(sa, KM_XFRM_REPLAY_WINDOW);
 		if (xfrmnl_sa_set_aead_params(sa, s->aead_name, (unsigned)(s->key_len * 8), s->icv_bits,
 					      (const char *)s->key) != 0) {
 			km_errf(err, errlen, "cannot set the AEAD %s on an XFRM state", s->aead_name);
@@ -94,7 +113,9 @@ int km_xfrm_state_msg(const struct km_xfrm_state_spec *s, enum km_xfrm_op op, st
 done:
 	nl_addr_put(src);
 	nl_addr_put(dst);
-	xfrmnl_sa_put(sa); /* the key material it copied goes with it */
+	xfrmnl_ltime_cfg_put(life);
+	/* (libnl frees its copies of the key, and the message buffer, without wiping them) */
+	xfrmnl_sa_put(sa);
 	return rc;
 }
 
@@ -107,9 +128,10 @@ int km_xfrm_policy_msg(const struct km_xfrm_policy_spec *p, enum km_xfrm_op op,
 	struct xfrmnl_user_tmpl *t = NULL;
 	struct nl_addr *cidr = nl_addr_of(&p->cidr, p->cidr_len), *any = any_of(fam);
 	struct nl_addr *tsrc = nl_addr_of(&p->tmpl_src, -1), *tdst = nl_addr_of(&p->tmpl_dst, -1);
+	struct xfrmnl_ltime_cfg *life = unlimited();
 
 	*out = NULL;
-	if (!sp || !sel || !cidr || !any || !tsrc || !tdst) {
+	if (!sp || !sel || !cidr || !any || !tsrc || !tdst || !life) {
 		km_errf(err, errlen, "out of memory building an XFRM policy");
 		goto done;
 	}
@@ -127,6 +149,7 @@ int km_xfrm_policy_msg(const struct km_xfrm_policy_spec *p, enum km_xfrm_op op,
 	xfrmnl_sp_set_mark(sp, p->mark, 0xffffffff);
 	if (op != KM_XFRM_DELETE) {
 		xfrmnl_sp_set_action(sp, XFRM_POLICY_ALLOW);
+		xfrmnl_sp_set_lifetime_cfg(sp, life);
 		t = xfrmnl_user_tmpl_alloc();
 		if (!t) {
 			km_errf(err, errlen, "out of memory building an XFRM template");
@@ -157,6 +180,7 @@ done:
 	nl_addr_put(any);
 	nl_addr_put(tsrc);
 	nl_addr_put(tdst);
+	xfrmnl_ltime_cfg_put(life);
 	xfrmnl_sel_put(sel);
 	xfrmnl_sp_put(sp);
 	return rc;

@@ -1,9 +1,9 @@
 /* xfrm_msg.h — the XFRM netlink requests the IPsec agent sends, built with libnl-xfrm: ESP
- * states (tunnel mode, an AEAD, optionally an output mark) and policies (a pod CIDR selector,
- * a mark, one ESP tunnel template). What each peer gets is Kmesh's layout
- * (kmesh-userspace.md 3.4):
+ * states (tunnel mode, an AEAD, no byte or packet limits, a replay window, optionally a mark and
+ * an output mark) and policies (a pod CIDR selector, a mark, one ESP tunnel template). Which
+ * ones a node needs is plan.h's business (Kmesh's layout, kmesh-userspace.md 3.4, with fixes):
  *   ingress: state remote -> local, SPI = ours, output mark 0xd0; policies in and fwd to each
- *            local pod CIDR, mark 0xd0, template remote -> local (any SPI)
+ *            local pod CIDR, mark 0xd0, template with any source
  *   egress:  state local -> remote, SPI = the peer's; policy out to each remote pod CIDR,
  *            mark 0xe0, template local -> remote with the peer's SPI
  * One fix: the selector's "any" source has the CIDR's family (Kmesh writes 0.0.0.0/0 even for
@@ -20,6 +20,7 @@
 struct nl_msg;
 
 #define KM_XFRM_REQID 1
+#define KM_XFRM_REPLAY_WINDOW 32 /* anti-replay on, as IKE daemons set it */
 #define KM_XFRM_MARK_DECRYPTED KM_IPSEC_MARK_DECRYPTED
 #define KM_XFRM_MARK_ENCRYPT KM_IPSEC_MARK_ENCRYPT
 

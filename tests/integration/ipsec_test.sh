@@ -77,7 +77,8 @@ check "a peer over the admin socket is taken (id 1)" dump_is '[p["id"] for p in 
 check "the map writer's IPsec tables get its address and pod CIDR (for the tc programs)" \
 	eval 'rows_are peer "ipsec_peer 10.0.0.2 id 1" && rows_are cidr "ipsec_cidr 10.244.2.0/24 peer 1"'
 if has_esp_state; then
-	check "this kernel has ESP: the peer's ingress state is installed" has_esp_state
+	check "this kernel has ESP: the peer's ingress state is installed, with its peer-id mark" \
+		eval 'ip -n "$KM_NODE" xfrm state | grep -q "mark 0x10000/0xfff0000"'
 else
 	check "the kernel's refusal of the ESP state is reported clearly (in the log)" \
 		logged "add ESP state 10.0.0.2 -> 10.0.0.1 spi 1: the kernel refused it: Function not implemented (this kernel has no ESP support for the AEAD"
@@ -98,7 +99,7 @@ check "... and the agent keeps SPI 2" dump_is 'd["current_spi"] == 2 and d["key_
 bad=$("$KM_TESTCTL" ipsec-peer --socket "$KM_DIR/ipsec.sock" --name node-x --spi 1 \
 	--addrs 10.0.0.9 --boot-id short 2>&1)
 check "a peer with a short boot id is refused by name (Kmesh panics on it)" \
-	eval 'echo "$bad" | grep -q "node-x: boot id .short. is shorter than 36 characters"'
+	eval 'echo "$bad" | grep -q "BAD_REQUEST: node node-x: boot id .short. must be 36 to 63 characters"'
 "$KM_TESTCTL" ipsec-peer-gone --socket "$KM_DIR/ipsec.sock" --name node-x >/dev/null
 "$KM_TESTCTL" ipsec-peer-gone --socket "$KM_DIR/ipsec.sock" --name node-b >/dev/null
 check "peers that leave are forgotten" dump_is 'd["peers"] == []'

@@ -72,10 +72,15 @@ static void test_parse_bad(void **state)
 		{ "\"spi\": 1, \"addresses\": [], \"bootID\": \"b\"", "0 addresses, 1-4 needed" },
 		{ "\"spi\": 1, \"addresses\": [\"10.0.0.256\"], \"bootID\": \"b\"", "'10.0.0.256' is not an IP address" },
 		{ "\"spi\": 1, \"addresses\": [\"10.0.0.2\"]", "spec.bootID must be a string" },
-		{ "\"spi\": 1, \"addresses\": [\"10.0.0.2\"], \"bootID\": \"b\", \"podCIDRS\": [\"10.244.2.1/24\"]", "host bits set" },
-		{ "\"spi\": 1, \"addresses\": [\"10.0.0.2\"], \"bootID\": \"b\", \"podCIDRS\": [\"10.244.2.0/33\"]", "longer than the address" },
-		{ "\"spi\": 1, \"addresses\": [\"10.0.0.2\"], \"bootID\": \"b\", \"podCIDRS\": [\"10.244.2.0\"]", "not a CIDR" },
-		{ "\"spi\": 1, \"addresses\": [\"10.0.0.2\"], \"bootID\": \"b\", \"podCIDRS\": [\"10.244.2.0/\"]", "not a CIDR" },
+		{ "\"spi\": 1, \"addresses\": [\"10.0.0.2\"], \"bootID\": \"short\"", "Kmesh panics on a shorter one" },
+		{ "\"spi\": 1, \"addresses\": [\"0.0.0.0\"], \"bootID\": \"b\"", "not a unicast address" },
+		{ "\"spi\": 1, \"addresses\": [\"127.0.0.1\"], \"bootID\": \"b\"", "not a unicast address" },
+		{ "\"spi\": 1, \"addresses\": [\"ff02::1\"], \"bootID\": \"b\"", "not a unicast address" },
+		{ "\"spi\": 1, \"addresses\": [\"10.0.0.2\"], \"bootID\": \"bbbbbbbb-1111-2222-3333-444444444444\", \"podCIDRS\": [\"0.0.0.0/0\"]", "shorter than /8" },
+		{ "\"spi\": 1, \"addresses\": [\"10.0.0.2\"], \"bootID\": \"bbbbbbbb-1111-2222-3333-444444444444\", \"podCIDRS\": [\"10.244.2.1/24\"]", "host bits set" },
+		{ "\"spi\": 1, \"addresses\": [\"10.0.0.2\"], \"bootID\": \"bbbbbbbb-1111-2222-3333-444444444444\", \"podCIDRS\": [\"10.244.2.0/33\"]", "longer than the address" },
+		{ "\"spi\": 1, \"addresses\": [\"10.0.0.2\"], \"bootID\": \"bbbbbbbb-1111-2222-3333-444444444444\", \"podCIDRS\": [\"10.244.2.0\"]", "not a CIDR" },
+		{ "\"spi\": 1, \"addresses\": [\"10.0.0.2\"], \"bootID\": \"bbbbbbbb-1111-2222-3333-444444444444\", \"podCIDRS\": [\"10.244.2.0/\"]", "not a CIDR" },
 	};
 	struct km_ipsec_node n;
 	char text[512], err[256];

@@ -61,6 +61,10 @@ static int k_state(void *arg, enum km_xfrm_op op, const struct km_xfrm_state_spe
 		return -EEXIST;
 	if (op == KM_XFRM_UPDATE && i == k->n_st)
 		return -ESRCH;
+	if (op == KM_XFRM_UPDATE) { /* as XFRM: an update keeps the key, algorithm and source */
+		k->st[i].output_mark = s->output_mark;
+		return 0;
+	}
 	assert_true(i < MAX_OBJ);
 	k->st[i] = *s;
 	memcpy(k->keys[i], s->key, s->key_len);
@@ -301,6 +305,33 @@ static void test_rotation(void **state)
 	km_ipsec_plan_free(&B.plan);
 }
 
+/* A state left by an earlier run (or an earlier peer that had the same id) with another key:
+ * replaced, not kept (XFRM's update would keep its key). */
+static void test_leftover_state(void **state)
+{
+	struct km_xfrm_state_spec old = { .spi = 1, .aead_name = "rfc4106(gcm(aes))", .key_len = 36,
+					  .icv_bits = 128, .output_mark = 0xd0,
+					  .mark = 1u << KM_IPSEC_PEER_SHIFT, .mark_mask = KM_IPSEC_PEER_MASK };
+	static const uint8_t junk[36] = { 0xee };
+
+	(void)state;
+	km_log_set_level(KM_LOG_ERROR);
+	make_node(&A, "node-a", "10.0.0.1", "10.244.1.0", "aaaaaaaa-1111-2222-3333-444444444444");
+	make_node(&B, "node-b", "10.0.0.2", "10.244.2.0", "bbbbbbbb-1111-2222-3333-444444444444");
+	km_addr_parse("10.0.0.9", &old.src);
+	km_addr_parse("10.0.0.1", &old.dst);
+	old.key = junk;
+	assert_int_equal(k_state(&A.kernel, KM_XFRM_ADD, &old), 0);
+	load(&A, 1, 0);
+	load(&B, 1, 0);
+	learn(&A, &B, 0);
+	learn(&B, &A, 0);
+	assert_int_equal(flows(&B, &A), 1);
+	assert_int_equal(flows(&A, &B), 1);
+	km_ipsec_plan_free(&A.plan);
+	km_ipsec_plan_free(&B.plan);
+}
+
 static void test_bad_peer(void **state)
 {
 	struct km_ipsec_node bad;
@@ -308,7 +339,11 @@ static void test_bad_peer(void **state)
 	(void)state;
 	km_log_set_level(KM_LOG_ERROR);
 	make_node(&A, "node-a", "10.0.0.1", "10.244.1.0", "aaaaaaaa-1111-2222-3333-444444444444");
+	make_node(&B, "node-b", "10.0.0.2", "10.244.2.0", "bbbbbbbb-1111-2222-3333-444444444444");
 	load(&A, 1, 0);
+	load(&B, 1, 0);
+	learn(&A, &B, 0);
+	learn(&B, &A, 0);
 	memset(&bad, 0, sizeof(bad));
 	strcpy(bad.name, "node-x");
 	strcpy(bad.addrs[0], "10.0.0.9");
@@ -317,14 +352,29 @@ static void test_bad_peer(void **state)
 	bad.spi = 1;
 	assert_int_equal(km_ipsec_plan_peer(&A.plan, &bad, 0), -1);
 	assert_non_null(strstr(A.plan.last_error, "shorter than 36"));
-	assert_int_equal(A.plan.errors > 0, 1);
-	/* a peer sharing no address family: refused by name, nothing half-installed */
+	/* no address of this node's families */
 	strcpy(bad.name, "node-y");
 	strcpy(bad.addrs[0], "fd00::9");
 	strcpy(bad.boot_id, "yyyyyyyy-1111-2222-3333-444444444444");
 	assert_int_equal(km_ipsec_plan_peer(&A.plan, &bad, 0), -1);
-	assert_non_null(strstr(A.plan.last_error, "node-y"));
+	assert_non_null(strstr(A.plan.last_error, "node-y has no address"));
+	/* claims this node's address, or a pod CIDR inside another peer's */
+	strcpy(bad.name, "node-z");
+	strcpy(bad.addrs[0], "10.0.0.1");
+	assert_int_equal(km_ipsec_plan_peer(&A.plan, &bad, 0), -1);
+	assert_non_null(strstr(A.plan.last_error, "claims an address or pod CIDR of node-a"));
+	strcpy(bad.addrs[0], "10.0.0.9");
+	km_addr_parse("10.244.2.128", &bad.cidrs[0].net);
+	bad.cidrs[0].len = 25;
+	bad.n_cidrs = 1;
+	assert_int_equal(km_ipsec_plan_peer(&A.plan, &bad, 0), -1);
+	assert_non_null(strstr(A.plan.last_error, "of node-b"));
+	/* none of them was taken, and none holds back the next key */
+	assert_int_equal(A.plan.n_peers, 1);
+	load(&A, 2, 10);
+	assert_int_equal(flows(&B, &A), 1);
 	km_ipsec_plan_free(&A.plan);
+	km_ipsec_plan_free(&B.plan);
 }
 
 int main(void)
@@ -332,6 +382,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rotation),
 		cmocka_unit_test(test_bad_peer),
+		cmocka_unit_test(test_leftover_state),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -114,8 +114,10 @@ static void test_encrypt(void **state)
 	int prog;
 
 	(void)state;
-	if (!skel)
+	if (!skel) {
+		print_message("needs root (BPF): skipped\n");
 		skip();
+	}
 	prog = bpf_program__fd(skel->progs.km_ipsec_encrypt);
 	assert_int_equal(run(prog, "10.244.1.5", "10.244.2.9", 6, 0), 0xe0);     /* remote pod */
 	assert_int_equal(run(prog, "10.244.1.5", "10.244.1.6", 6, 0), 0);        /* local pod */
@@ -131,8 +133,10 @@ static void test_decrypt(void **state)
 	int prog;
 
 	(void)state;
-	if (!skel)
+	if (!skel) {
+		print_message("needs root (BPF): skipped\n");
 		skip();
+	}
 	prog = bpf_program__fd(skel->progs.km_ipsec_decrypt);
 	assert_int_equal(run(prog, "10.0.0.2", "10.0.0.1", 50, 0), 1u << 16);    /* ESP from peer 1 */
 	assert_int_equal(run(prog, "10.0.0.3", "10.0.0.1", 50, 0x99), 7u << 16); /* peer 7, mark reset */

@@ -85,6 +85,10 @@ static void test_state_message(void **state)
 	assert_int_equal(sa->id.proto, IPPROTO_ESP);
 	assert_int_equal(sa->mode, XFRM_MODE_TUNNEL);
 	assert_int_equal(sa->reqid, KM_XFRM_REQID);
+	/* zero limits would expire the state on its first packet */
+	assert_true(sa->lft.soft_byte_limit == XFRM_INF && sa->lft.hard_byte_limit == XFRM_INF);
+	assert_true(sa->lft.soft_packet_limit == XFRM_INF && sa->lft.hard_packet_limit == XFRM_INF);
+	assert_int_equal(sa->replay_window, KM_XFRM_REPLAY_WINDOW);
 	a = attr(h, sizeof(*sa), XFRMA_ALG_AEAD);
 	assert_non_null(a);
 	aead = ATTR_DATA(a);
@@ -165,6 +169,7 @@ static void test_policy_message(void **state)
 	pi = NLMSG_DATA(h);
 	assert_int_equal(pi->dir, XFRM_POLICY_OUT);
 	assert_int_equal(pi->action, XFRM_POLICY_ALLOW);
+	assert_true(pi->lft.hard_byte_limit == XFRM_INF && pi->lft.hard_packet_limit == XFRM_INF);
 	assert_int_equal(pi->sel.family, AF_INET);
 	assert_int_equal(pi->sel.daddr.a4, inet_addr("10.244.2.0"));
 	assert_int_equal(pi->sel.prefixlen_d, 24);
