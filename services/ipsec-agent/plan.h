@@ -13,7 +13,7 @@
  *   whose template names that SPI (first pair of the family).
  * Rotation: a new local key first gets ingress states from every peer, then the caller
  * advertises it. P switches its egress once it has the key and sees the advert; an older SPI's
- * ingress state is removed once P advertises our current SPI or newer and grace_ms have passed
+ * ingress state is removed once P advertises exactly our current SPI and grace_ms have passed
  * since, and a key nothing uses any more leaves the keyring (Kmesh never removes either).
  * The kernel is reached through a sink, so tests can run two nodes against simulated kernels. */
 #ifndef KM_IPSEC_PLAN_H
@@ -57,7 +57,7 @@ struct km_ipsec_peer {
 	uint32_t egress_spi; /* the SPI our egress state and out policies use; 0: none */
 	uint32_t accepted[KM_IPSEC_HISTORY_MAX]; /* SPIs of our ingress states from this peer */
 	size_t n_accepted;
-	uint64_t caught_up_ms; /* since when it advertises our current SPI or newer; 0: not yet */
+	uint64_t caught_up_ms; /* since when it advertises exactly our SPI; 0: not yet */
 };
 
 struct km_ipsec_plan {
