@@ -112,6 +112,17 @@ static int netns_identity(const char *path, uint64_t *cookie, struct km_addr *ad
 	return 0;
 }
 
+/* Send req, wait for the reply, close. Returns 0, or 1 after saying why. */
+static int call_and_close(struct km_sync_client *cl, km_envelope *req, km_envelope **rep)
+{
+	int err = km_sync_call(cl, req, rep);
+
+	km_sync_close(cl);
+	if (err)
+		fprintf(stderr, "kmesh-testctl: %s\n", strerror(-err));
+	return err ? 1 : 0;
+}
+
 static int reply_status(km_envelope *rep, const char *what)
 {
 	int ok = rep->reply->code == KMESH__IPC__CODE__OK;
@@ -134,7 +145,6 @@ static int cmd_enroll(const struct args *a, int enroll)
 	uint8_t raw[8][16];
 	uint64_t cookie;
 	size_t n;
-	int err;
 
 	/* Connect first, from this process's own netns (the socket path lives there). */
 	if (connect_as(&cl, a->socket, KMESH__IPC__ROLE__ROLE_CNI))
@@ -159,12 +169,8 @@ static int cmd_enroll(const struct args *a, int enroll)
 		req.body_case = KMESH__IPC__ENVELOPE__BODY_UNENROLL;
 		req.unenroll = &u;
 	}
-	err = km_sync_call(&cl, &req, &rep);
-	km_sync_close(&cl);
-	if (err) {
-		fprintf(stderr, "kmesh-testctl: %s\n", strerror(-err));
+	if (call_and_close(&cl, &req, &rep))
 		return 1;
-	}
 	if (reply_status(rep, enroll ? "enroll" : "unenroll"))
 		return 1;
 	printf("%s netns %s cookie %llu\n", enroll ? "enrolled" : "unenrolled", a->netns,
@@ -239,7 +245,6 @@ static int cmd_dump(const struct args *a)
 	struct km_sync_client cl;
 	km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep;
 	Kmesh__Ipc__DumpRequest d = KMESH__IPC__DUMP_REQUEST__INIT;
-	int err;
 
 	for (int t = 1; t < (int)(sizeof(names) / sizeof(names[0])); t++)
 		if (!strcmp(a->table, names[t]))
@@ -250,12 +255,8 @@ static int cmd_dump(const struct args *a)
 		return 1;
 	req.body_case = KMESH__IPC__ENVELOPE__BODY_DUMP;
 	req.dump = &d;
-	err = km_sync_call(&cl, &req, &rep);
-	km_sync_close(&cl);
-	if (err) {
-		fprintf(stderr, "kmesh-testctl: %s\n", strerror(-err));
+	if (call_and_close(&cl, &req, &rep))
 		return 1;
-	}
 	if (rep->reply->code == KMESH__IPC__CODE__OK && rep->reply->dump) {
 		for (size_t i = 0; i < rep->reply->dump->n_manage; i++)
 			printf("manage cookie %llu netns %s\n",
@@ -363,19 +364,14 @@ static int cmd_agent_dump(const struct args *a)
 	km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep;
 	Kmesh__Ipc__AgentDumpRequest d = KMESH__IPC__AGENT_DUMP_REQUEST__INIT;
 	const char *items = getenv("KM_DUMP_ITEMS"); /* lists kept short when polling */
-	int err;
 
 	d.max_items = items ? (uint32_t)atoi(items) : 0;
 	if (connect_as(&cl, a->socket, KMESH__IPC__ROLE__ROLE_ADMIN))
 		return 1;
 	req.body_case = KMESH__IPC__ENVELOPE__BODY_AGENT_DUMP;
 	req.agent_dump = &d;
-	err = km_sync_call(&cl, &req, &rep);
-	km_sync_close(&cl);
-	if (err) {
-		fprintf(stderr, "kmesh-testctl: %s\n", strerror(-err));
+	if (call_and_close(&cl, &req, &rep))
 		return 1;
-	}
 	if (rep->reply->body_case == KMESH__IPC__REPLY__BODY_JSON)
 		printf("%s\n", rep->reply->json);
 	return reply_status(rep, "agent-dump");
@@ -398,7 +394,6 @@ static int cmd_ipsec_peer(const struct args *a, int gone)
 	Kmesh__Ipc__IpsecNode n = KMESH__IPC__IPSEC_NODE__INIT;
 	Kmesh__Ipc__IpsecPeerGone g = KMESH__IPC__IPSEC_PEER_GONE__INIT;
 	char abuf[512], cbuf[512], *addrs[8], *cidrs[8];
-	int err;
 
 	if (gone) {
 		g.name = (char *)a->name;
@@ -419,12 +414,8 @@ static int cmd_ipsec_peer(const struct args *a, int gone)
 	}
 	if (connect_as(&cl, a->socket, KMESH__IPC__ROLE__ROLE_ADMIN))
 		return 1;
-	err = km_sync_call(&cl, &req, &rep);
-	km_sync_close(&cl);
-	if (err) {
-		fprintf(stderr, "kmesh-testctl: %s\n", strerror(-err));
+	if (call_and_close(&cl, &req, &rep))
 		return 1;
-	}
 	if (rep->reply->message && *rep->reply->message)
 		printf("%s\n", rep->reply->message);
 	return reply_status(rep, gone ? "ipsec-peer-gone" : "ipsec-peer");
@@ -435,19 +426,14 @@ static int cmd_log_level(const struct args *a)
 	struct km_sync_client cl;
 	km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep;
 	Kmesh__Ipc__SetLogLevel l = KMESH__IPC__SET_LOG_LEVEL__INIT;
-	int err;
 
 	l.level = (char *)a->level;
 	req.body_case = KMESH__IPC__ENVELOPE__BODY_SET_LOG_LEVEL;
 	req.set_log_level = &l;
 	if (connect_as(&cl, a->socket, KMESH__IPC__ROLE__ROLE_ADMIN))
 		return 1;
-	err = km_sync_call(&cl, &req, &rep);
-	km_sync_close(&cl);
-	if (err) {
-		fprintf(stderr, "kmesh-testctl: %s\n", strerror(-err));
+	if (call_and_close(&cl, &req, &rep))
 		return 1;
-	}
 	return reply_status(rep, "log-level");
 }
 
