@@ -151,6 +151,26 @@ int km_msg_reply(struct km_conn *c, uint64_t request_id, Kmesh__Ipc__Code code,
 	return km_msg_send(c, &env);
 }
 
+int km_msg_reply_json(struct km_conn *c, uint64_t request_id, const char *json)
+{
+	Kmesh__Ipc__Envelope env = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
+
+	if (!json)
+		return km_msg_reply(c, request_id, KMESH__IPC__CODE__INTERNAL, "out of memory", 0);
+	reply.code = KMESH__IPC__CODE__OK;
+	reply.message = "";
+	reply.body_case = KMESH__IPC__REPLY__BODY_JSON;
+	reply.json = (char *)json;
+	env.request_id = request_id;
+	env.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
+	env.reply = &reply;
+	if (km_msg_send(c, &env) == 0)
+		return 0;
+	return km_msg_reply(c, request_id, KMESH__IPC__CODE__INTERNAL,
+			    "the answer is larger than a frame; ask for fewer items", 0);
+}
+
 const char *km_msg_code_name(Kmesh__Ipc__Code code)
 {
 	switch (code) {

@@ -25,6 +25,10 @@ void km_msg_free(km_envelope *env);
 int km_msg_reply(struct km_conn *c, uint64_t request_id, Kmesh__Ipc__Code code,
 		 const char *message, uint32_t applied);
 
+/* Reply with a JSON text (NULL: out of memory). A text too large for a frame gets an error reply
+ * instead, so the asker is never left waiting. Returns what the send returned. */
+int km_msg_reply_json(struct km_conn *c, uint64_t request_id, const char *json);
+
 const char *km_msg_code_name(Kmesh__Ipc__Code code);
 const char *km_msg_role_name(Kmesh__Ipc__Role role);
 

@@ -14,25 +14,6 @@ int km_ipsec_admin_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gi
 	return role == KMESH__IPC__ROLE__ROLE_ADMIN && (uid == 0 || uid == getuid());
 }
 
-static void reply_json(struct km_ipc_session *s, uint64_t id, char *json)
-{
-	km_envelope out = KMESH__IPC__ENVELOPE__INIT;
-	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
-
-	reply.code = json ? KMESH__IPC__CODE__OK : KMESH__IPC__CODE__INTERNAL;
-	reply.message = json ? "" : "out of memory";
-	if (json) {
-		reply.body_case = KMESH__IPC__REPLY__BODY_JSON;
-		reply.json = json;
-	}
-	out.request_id = id;
-	out.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
-	out.reply = &reply;
-	if (km_msg_send(&s->conn, &out) != 0)
-		km_msg_reply(&s->conn, id, KMESH__IPC__CODE__INTERNAL, "the dump is larger than a frame", 0);
-	free(json);
-}
-
 void km_ipsec_admin_request(void *arg, struct km_ipc_session *s, const km_envelope *env)
 {
 	struct km_ipsec_agent *a = arg;
@@ -60,8 +41,13 @@ void km_ipsec_admin_request(void *arg, struct km_ipc_session *s, const km_envelo
 		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__OK, "", 0);
 		return;
 	case KMESH__IPC__ENVELOPE__BODY_AGENT_DUMP:
-		reply_json(s, env->request_id, km_ipsec_agent_dump(a));
+	{
+		char *json = km_ipsec_agent_dump(a);
+
+		km_msg_reply_json(&s->conn, env->request_id, json);
+		free(json);
 		return;
+	}
 	case KMESH__IPC__ENVELOPE__BODY_SET_LOG_LEVEL:
 		km_ipc_server_set_log_level(s, env);
 		return;

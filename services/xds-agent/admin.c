@@ -227,21 +227,9 @@ int km_agent_admin_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gi
 static void send_dump(const struct km_agent_state *st, struct km_ipc_session *s, uint64_t id,
 		      uint32_t max_items, const struct km_authz_counters *counters)
 {
-	km_envelope out = KMESH__IPC__ENVELOPE__INIT;
-	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
 	char *json = km_agent_dump_json(st, max_items, counters);
 
-	reply.code = json ? KMESH__IPC__CODE__OK : KMESH__IPC__CODE__INTERNAL;
-	reply.message = json ? "" : "out of memory";
-	if (json) {
-		reply.body_case = KMESH__IPC__REPLY__BODY_JSON;
-		reply.json = json;
-	}
-	out.request_id = id;
-	out.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
-	out.reply = &reply;
-	if (km_msg_send(&s->conn, &out) != 0)
-		km_warn("admin dump too large to send; ask for fewer items");
+	km_msg_reply_json(&s->conn, id, json);
 	free(json);
 }
 
