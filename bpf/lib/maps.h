@@ -17,6 +17,17 @@
 		__uint(map_flags, BPF_F_NO_PREALLOC);                                              \
 	} _name SEC(".maps") __weak
 
+/* Longest-prefix match; the key starts with its __u32 prefixlen (an LPM trie is never
+ * preallocated). */
+#define KM_DECLARE_LPM(_name, _key, _value)                                                       \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_LPM_TRIE);                                               \
+		__type(key, _key);                                                                 \
+		__type(value, _value);                                                             \
+		__uint(max_entries, 1);                                                            \
+		__uint(map_flags, BPF_F_NO_PREALLOC);                                              \
+	} _name SEC(".maps") __weak
+
 #define KM_DECLARE_ONE_ROW(_name, _value)                                                         \
 	struct {                                                                                   \
 		__uint(type, BPF_MAP_TYPE_ARRAY);                                                  \
@@ -56,20 +67,7 @@ struct {
 	__uint(max_entries, 1);
 } km_sockhash SEC(".maps") __weak;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__type(key, struct km_authz_cidr_key);
-	__type(value, struct km_authz_cidr_value);
-	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-} km_authz_cidr SEC(".maps") __weak;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__type(key, struct km_ipsec_cidr_key);
-	__type(value, struct km_ipsec_cidr_value);
-	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-} km_ipsec_cidr SEC(".maps") __weak;
+KM_DECLARE_LPM(km_authz_cidr, struct km_authz_cidr_key, struct km_authz_cidr_value);
+KM_DECLARE_LPM(km_ipsec_cidr, struct km_ipsec_cidr_key, struct km_ipsec_cidr_value);
 
 #endif
