@@ -51,10 +51,9 @@ static void advertise(struct km_ipsec_agent *a)
 		return;
 	}
 	a->retry_ms = 0;
-	a->advertised = a->plan.self.spi;
 	/* the KmeshNodeInfo write comes with the Kubernetes watch; peers on the admin socket are
 	 * told by whoever feeds them */
-	km_info("SPI %u is ready to receive: advertised", a->advertised);
+	km_info("SPI %u is ready to receive: advertised", a->plan.self.spi);
 }
 
 void km_ipsec_agent_key(struct km_ipsec_agent *a, const struct km_ipsec_key *k)
@@ -102,7 +101,7 @@ void km_ipsec_agent_peer_gone(struct km_ipsec_agent *a, const char *name)
 
 void km_ipsec_agent_tick(struct km_ipsec_agent *a)
 {
-	if (a->keys.current && a->keys.current != a->advertised && a->retry_ms &&
+	if (a->keys.current && a->keys.current != a->plan.self.spi && a->retry_ms &&
 	    uv_now(a->loop) >= a->retry_at_ms)
 		advertise(a);
 	km_ipsec_plan_tick(&a->plan, uv_now(a->loop));
@@ -130,7 +129,7 @@ char *km_ipsec_agent_dump(const struct km_ipsec_agent *a)
 						       (json_int_t)p->egress_spi, "ingress_spis", acc));
 	}
 	root = json_pack("{s:s, s:I, s:I, s:o, s:o, s:I, s:s, s:I, s:I, s:I}", "node",
-			 a->plan.self.name, "advertised_spi", (json_int_t)a->advertised, "current_spi",
+			 a->plan.self.name, "advertised_spi", (json_int_t)a->plan.self.spi, "current_spi",
 			 (json_int_t)a->keys.current, "keys", keys, "peers", peers, "errors",
 			 (json_int_t)a->plan.errors, "last_error", a->plan.last_error,
 			 "xfrm_requests", (json_int_t)a->link.sent, "xfrm_refused",

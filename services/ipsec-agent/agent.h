@@ -19,7 +19,6 @@ struct km_ipsec_agent {
 	struct km_ipsec_keyring keys;
 	struct km_ipsec_plan plan;
 	struct km_xfrm_link link;
-	uint32_t advertised; /* the SPI this node tells its peers (0: none yet) */
 	struct km_ipsec_mw_link *mw; /* the map writer's IPsec tables follow the peers (may be NULL) */
 	uint64_t keys_refused;
 	uint64_t retry_at_ms, retry_ms; /* the current key not advertised yet: when to try again */
