@@ -40,12 +40,12 @@ km_map_writer_start --max-frontends "$rows" --max-endpoints "$rows" --max-backen
 	--log-level warn || exit 1
 km_agent_start --max-config-bytes $((64 << 20)) --log-level warn
 "$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path client)" >/dev/null
+has_all() { grep -q "count $ENDPOINTS " <<<"$("$KM_TESTCTL" dump --socket "$KM_SOCKET" --table service 2>/dev/null)"; }
 for _ in $(seq 1 600); do
-	"$KM_TESTCTL" dump --socket "$KM_SOCKET" --table service 2>/dev/null |
-		grep -q "count $ENDPOINTS " && break
+	has_all && break
 	sleep 0.1
 done
-"$KM_TESTCTL" dump --socket "$KM_SOCKET" --table service | grep -q "count $ENDPOINTS " ||
+has_all ||
 	{ echo "the service never had $ENDPOINTS endpoints" >&2; km_dump_logs map-writer xds-agent >&2; exit 1; }
 
 build/bench/connect_bench --netns "$(km_netns_path client)" --mesh-cgroup "$KM_CGROUP" \

@@ -108,7 +108,7 @@ check "ADD through the chain: every pod got an address from host-local" \
 check "enrolled: c1 (namespace label) and opt-in (pod label) only, not none/sidecar/waypoint/plain" \
 	test "$(manage_rows)" -eq 2
 check "the map writer knows where each enrolled pod's netns is (CNI_NETNS, for closing connections)" \
-	eval '"$KM_TESTCTL" dump --socket "$KM_SOCKET" --table manage | grep -q "netns $(km_netns_path c1)\$"'
+	eval 'grep -q "netns $(km_netns_path c1)\$" <<<"$("$KM_TESTCTL" dump --socket "$KM_SOCKET" --table manage)"'
 check "the result is the primary's, passed through unchanged" \
 	"$KM_PY" -c 'import json, sys
 r = json.load(open(sys.argv[1])); assert r["ips"][0]["address"].startswith("10.124.0."), r

@@ -35,7 +35,7 @@ logged() { # logged TEXT: the agent's log says it (within 3 s)
 	return 1
 }
 policies() { ip -n "$KM_NODE" xfrm policy; }
-has_esp_state() { ip -n "$KM_NODE" xfrm state | grep -q "proto esp"; }
+has_esp_state() { says "proto esp" ip -n "$KM_NODE" xfrm state; }
 
 start_agent() {
 	rm -f "$KM_DIR/ipsec.sock"
@@ -67,9 +67,9 @@ start_agent
 
 check "the key file's SPI 1 is loaded and advertised" dump_is 'd["advertised_spi"] == 1 and d["current_spi"] == 1'
 check "in and fwd policies to the local pod CIDR: mark 0xd0, an any-source ESP tunnel template" \
-	eval '[ "$(policies | grep -c "dst 10.244.1.0/24")" = 2 ] && policies | grep -q "dir in" &&
-	      policies | grep -q "dir fwd" && policies | grep -q "mark 0xd0/0xffffffff" &&
-	      policies | grep -q "tmpl src 0.0.0.0 dst 0.0.0.0"'
+	eval '[ "$(policies | grep -c "dst 10.244.1.0/24")" = 2 ] && says "dir in" policies &&
+	      says "dir fwd" policies && says "mark 0xd0/0xffffffff" policies &&
+	      says "tmpl src 0.0.0.0 dst 0.0.0.0" policies'
 
 reply=$("$KM_TESTCTL" ipsec-peer --socket "$KM_DIR/ipsec.sock" --name node-b --spi 1 \
 	--addrs 10.0.0.2 --boot-id "$BOOT_B" --cidrs 10.244.2.0/24)
@@ -78,7 +78,7 @@ check "the map writer's IPsec tables get its address and pod CIDR (for the tc pr
 	eval 'rows_are peer "ipsec_peer 10.0.0.2 id 1" && rows_are cidr "ipsec_cidr 10.244.2.0/24 peer 1"'
 if has_esp_state; then
 	check "this kernel has ESP: the peer's ingress state is installed, with its peer-id mark" \
-		eval 'ip -n "$KM_NODE" xfrm state | grep -q "mark 0x10000/0xfff0000"'
+		says "mark 0x10000/0xfff0000" ip -n "$KM_NODE" xfrm state
 else
 	check "the kernel's refusal of the ESP state is reported clearly (in the log)" \
 		logged "add ESP state 10.0.0.2 -> 10.0.0.1 spi 1: the kernel refused it: Function not implemented (this kernel has no ESP support for the AEAD"

@@ -15,6 +15,14 @@ check() { # check DESCRIPTION COMMAND...
 	fi
 }
 
+says() { # says TEXT COMMAND...: COMMAND's output contains TEXT. The output is read to its end
+	# before it is searched: `cmd | grep -q` under pipefail fails whenever grep exits at a match
+	# while cmd still writes (ip prints one write per object), which made checks flaky.
+	local out
+	out=$("${@:2}") || return 1
+	grep -qF -- "$1" <<<"$out"
+}
+
 count_of() { # count_of ANSWER < client.py output (the whole answer, spaces included)
 	awk -v n="$1" '{a = $0; sub(/^[0-9]+ /, "", a)} a == n {c = $1} END {print c + 0}'
 }

@@ -106,7 +106,7 @@ km_steady_stop() {
 km_wait_listen() {
 	local i
 	for i in $(seq 1 40); do
-		ip netns exec "$KM_PREFIX-$1" ss -Hln "${3:--t}" "sport = :$2" | grep -q . && return 0
+		[ -n "$(ip netns exec "$KM_PREFIX-$1" ss -Hln "${3:--t}" "sport = :$2")" ] && return 0
 		sleep 0.05
 	done
 	echo "backend $1 did not start listening on $2" >&2
