@@ -14,7 +14,9 @@
 #include "lib/maps.h"
 #include "lib/ipsec.h"
 
-#define KM_TC_ACT_OK 0
+/* Never a verdict of our own: the packet goes on to any later filter on the hook (another
+ * owner's, e.g. the CNI's), and is passed when there is none. */
+#define KM_TC_ACT_UNSPEC (-1)
 
 SEC("tc")
 int km_ipsec_encrypt(struct __sk_buff *skb)
@@ -23,7 +25,7 @@ int km_ipsec_encrypt(struct __sk_buff *skb)
 
 	if (km_ipsec_parse(skb, &p) == 0 && km_ipsec_remote_pod(&p.dst))
 		skb->mark = KM_IPSEC_MARK_ENCRYPT;
-	return KM_TC_ACT_OK;
+	return KM_TC_ACT_UNSPEC;
 }
 
 SEC("tc")
@@ -33,13 +35,13 @@ int km_ipsec_decrypt(struct __sk_buff *skb)
 	__u32 mark = 0;
 
 	if (skb->mark == KM_IPSEC_MARK_DECRYPTED)
-		return KM_TC_ACT_OK;
+		return KM_TC_ACT_UNSPEC;
 	if (km_ipsec_parse(skb, &p) == 0 && p.proto == KM_IPPROTO_ESP)
 		mark = km_ipsec_peer_mark(&p.src);
 	/* one store, at a constant context offset (the verifier refuses a computed one) */
 	asm volatile("" : "+r"(mark));
 	skb->mark = mark;
-	return KM_TC_ACT_OK;
+	return KM_TC_ACT_UNSPEC;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -188,6 +188,8 @@ const char *km_msg_code_name(Kmesh__Ipc__Code code)
 		return "INTERNAL";
 	case KMESH__IPC__CODE__VERSION_MISMATCH:
 		return "VERSION_MISMATCH";
+	case KMESH__IPC__CODE__ENCRYPTION_UNAVAILABLE:
+		return "ENCRYPTION_UNAVAILABLE";
 	default:
 		return "UNKNOWN";
 	}

@@ -62,8 +62,9 @@ struct km_manage_key {
 	__u64 netns_cookie;
 };
 struct km_manage_value {
-	__u32 flags; /* reserved, 0 */
-	__u32 pad;
+	__u32 flags;        /* reserved, 0 */
+	__u32 host_ifindex; /* the pod's node-side interface (IPsec's encrypt mark goes there);
+			     * 0: none. Padding, always 0, in earlier builds: same layout. */
 };
 
 /* km_pod_netns: where each enrolled pod's network namespace is mounted (CNI_NETNS), by the same

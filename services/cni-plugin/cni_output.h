@@ -20,6 +20,7 @@ enum km_cni_code {
 	KM_CNI_E_KUBE_API = 100,    /* the Kubernetes API did not answer as needed */
 	KM_CNI_E_MAP_WRITER = 101,  /* the map writer is unreachable or refused the request */
 	KM_CNI_E_NOT_ENROLLED = 102, /* CHECK: enrollment differs from what the rules say */
+	KM_CNI_E_ENCRYPTION = 103,   /* IPsec is on and the pod's traffic cannot be encrypted */
 };
 
 struct km_cni_error {

@@ -11,6 +11,7 @@
 #include "kmesh_maps.h"
 #include "services/cni-plugin/cni_state.h"
 #include "services/cni-plugin/enroll_rule.h"
+#include "services/cni-plugin/host_link.h"
 #include "shared/kube/kube_client.h"
 #include "shared/log.h"
 #include "shared/netns.h"
@@ -25,6 +26,7 @@ struct call {
 	char pod[520]; /* "namespace/name" */
 	struct km_kube_client kube;
 	int kube_open;
+	uint32_t host_ifindex; /* the node side of the pod's interface (0: none found) */
 };
 
 static void count(const struct call *c, const char *result)
@@ -109,6 +111,13 @@ static int map_writer_call(struct call *c, km_envelope *req, char *why, size_t w
 	return (int)code;
 }
 
+static int peer_of_ifname(void *arg, char *err, size_t errlen)
+{
+	struct call *c = arg;
+
+	return km_host_link_peer(c->inv->ifname, &c->host_ifindex, err, errlen);
+}
+
 static int enroll(struct call *c, uint64_t cookie, char *why, size_t whylen)
 {
 	km_envelope req = KMESH__IPC__ENVELOPE__INIT;
@@ -131,6 +140,14 @@ static int enroll(struct call *c, uint64_t cookie, char *why, size_t whylen)
 		km_warn("ADD %s: the netns path is not absolute or longer than %d bytes; its open "
 			"connections will not be closed when policies deny them", c->pod,
 			KM_NETNS_PATH_MAX - 1);
+	/* where IPsec's encrypt program goes; without it the map writer refuses the pod when
+	 * IPsec is on, and says why */
+	if (km_netns_call(c->inv->netns, peer_of_ifname, c, why, whylen) != 0)
+		km_warn("ADD %s: cannot find the node side of %s: %s", c->pod,
+			c->inv->ifname ? c->inv->ifname : "(no CNI_IFNAME)", why);
+	else if (!c->host_ifindex)
+		km_info("ADD %s: %s is not a veth: no node-side interface", c->pod, c->inv->ifname);
+	en.host_ifindex = c->host_ifindex;
 	req.body_case = KMESH__IPC__ENVELOPE__BODY_ENROLL;
 	req.enroll = &en;
 	return map_writer_call(c, &req, why, whylen);
@@ -240,6 +257,16 @@ static int cmd_add(struct call *c)
 		return km_cni_fail(c->e, KM_CNI_E_MAP_WRITER, "the kmesh map writer did not answer",
 				   "enroll netns cookie %" PRIu64 ": %s; undoing it failed: %s",
 				   cookie, why, undo);
+	}
+	if (rc == KMESH__IPC__CODE__ENCRYPTION_UNAVAILABLE) {
+		/* not an unavailable mesh: started anyway, the pod would talk to other nodes in
+		 * clear, so no fail policy lets it through */
+		json_decref(pod);
+		km_cni_state_remove(c->nc->state_dir, c->inv->container_id);
+		km_error("ADD %s: refused: %s", c->pod, why);
+		count(c, "failed");
+		return km_cni_fail(c->e, KM_CNI_E_ENCRYPTION,
+				   "IPsec is on and the pod's traffic cannot be encrypted", "%s", why);
 	}
 	if (rc != KMESH__IPC__CODE__OK) {
 		json_decref(pod);

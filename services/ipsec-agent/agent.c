@@ -134,6 +134,13 @@ char *km_ipsec_agent_dump(const struct km_ipsec_agent *a)
 			 (json_int_t)a->plan.errors, "last_error", a->plan.last_error,
 			 "xfrm_requests", (json_int_t)a->link.sent, "xfrm_refused",
 			 (json_int_t)a->link.refused, "key_files_refused", (json_int_t)a->keys_refused);
+	if (root && a->mw)
+		json_object_set_new(root, "map_writer",
+				    json_pack("{s:b, s:b, s:s, s:I, s:I}", "connected",
+					      km_ipsec_mw_link_ready(a->mw), "tc_programs_on",
+					      a->mw->tc_on, "tc_status", a->mw->tc_status, "batches",
+					      (json_int_t)a->mw->batches, "batches_refused",
+					      (json_int_t)a->mw->refused));
 	text = root ? json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
 	json_decref(root);
 	return text;

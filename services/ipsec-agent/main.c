@@ -132,7 +132,8 @@ int main(int argc, char **argv)
 		  "after a peer advertises our current SPI, how long states of older SPIs stay", NULL,
 		  1, 86400 },
 		{ "uninstall-on-exit", KM_OPT_BOOL, &uninstall, NULL,
-		  "on shutdown remove every XFRM state and policy this agent installed", NULL },
+		  "on shutdown remove every XFRM state and policy this agent installed, and have the "
+		  "map writer take the IPsec tc programs off and empty its IPsec tables", NULL },
 		{ "log-level", KM_OPT_FUNC, &level, "LEVEL", "error, warn, info (default) or debug",
 		  "KMESH_LOG_LEVEL", 0, 0, km_option_log_level },
 		{ 0 },
@@ -182,6 +183,8 @@ int main(int argc, char **argv)
 	if (km_key_watch_start(&m.keys, m.loop, key_file, on_key, &m.agent) != 0)
 		km_error("cannot watch the key file %s", key_file);
 	uv_run(m.loop, UV_RUN_DEFAULT);
+	if (uninstall && *mw_socket)
+		km_ipsec_mw_link_turn_off(mw_socket, 2000);
 	km_ipsec_agent_free(&m.agent, uninstall);
 	uv_loop_close(m.loop);
 	km_info("stopped");

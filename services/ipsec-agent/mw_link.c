@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ipc/client_sync.h"
 #include "ipc/message.h"
 #include "services/ipsec-agent/node_spec.h"
 #include "shared/addr.h"
@@ -14,7 +15,7 @@
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 10000
 
-enum { IDLE, CONNECTING, HELLO, DUMP_PEER, DUMP_CIDR, READY, BATCH };
+enum { IDLE, CONNECTING, HELLO, DUMP_PEER, DUMP_CIDR, DATAPLANE, READY, BATCH };
 
 static void connect_now(struct km_ipsec_mw_link *l);
 
@@ -87,6 +88,30 @@ static void send_dump(struct km_ipsec_mw_link *l, int cidr)
 	env.body_case = KMESH__IPC__ENVELOPE__BODY_DUMP;
 	env.dump = &d;
 	send_env(l, &env, cidr ? DUMP_CIDR : DUMP_PEER);
+}
+
+/* The tc programs on, on the interfaces holding this node's addresses. */
+static void send_dataplane(struct km_ipsec_mw_link *l)
+{
+	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__IpsecDataplane d = KMESH__IPC__IPSEC_DATAPLANE__INIT;
+	ProtobufCBinaryData bytes[KM_IPSEC_ADDRS_MAX];
+	uint8_t raw[KM_IPSEC_ADDRS_MAX][16];
+
+	d.enabled = 1;
+	for (size_t i = 0; i < l->plan->self.n_addrs; i++) {
+		struct km_addr a;
+
+		if (km_addr_parse(l->plan->self.addrs[i], &a) != 0)
+			continue;
+		bytes[d.n_node_addresses].len = km_addr_to_bytes(&a, raw[d.n_node_addresses]);
+		bytes[d.n_node_addresses].data = raw[d.n_node_addresses];
+		d.n_node_addresses++;
+	}
+	d.node_addresses = bytes;
+	env.body_case = KMESH__IPC__ENVELOPE__BODY_IPSEC_DATAPLANE;
+	env.ipsec_dataplane = &d;
+	send_env(l, &env, DATAPLANE);
 }
 
 /* One op for row r (delete: the key fields are enough). */
@@ -217,10 +242,21 @@ static void on_reply(struct km_ipsec_mw_link *l, const Kmesh__Ipc__Reply *r)
 			return;
 		}
 		rows_from_dump(l, r->dump);
-		if (l->state == DUMP_PEER) {
+		if (l->state == DUMP_PEER)
 			send_dump(l, 1);
-			return;
-		}
+		else
+			send_dataplane(l);
+		return;
+	case DATAPLANE:
+		/* refused: peers' ESP arrives without the mark that selects their states, so nothing
+		 * decrypts; said loudly, and asked again at the next connection */
+		l->tc_on = ok;
+		snprintf(l->tc_status, sizeof(l->tc_status), "%s", r->message);
+		if (ok)
+			km_info("map writer: IPsec tc programs on (%s)", r->message);
+		else
+			km_error("the map writer cannot put the IPsec tc programs on: %s; traffic from "
+				 "peers will not be decrypted", r->message);
 		l->state = READY;
 		l->backoff_ms = BACKOFF_MIN_MS;
 		km_info("connected to the map writer at %s (%zu IPsec rows there)", l->path, l->n_held);
@@ -297,6 +333,8 @@ static void disconnect(struct km_ipsec_mw_link *l, const char *why)
 		km_debug("map writer at %s: %s", l->path, why);
 	l->state = IDLE;
 	l->n_held = 0;
+	l->tc_on = 0; /* as far as we know: asked again at the next connection */
+	snprintf(l->tc_status, sizeof(l->tc_status), "not connected to the map writer");
 	if (l->conn_open)
 		km_conn_close(&l->conn, conn_closed);
 }
@@ -368,6 +406,33 @@ void km_ipsec_mw_link_changed(struct km_ipsec_mw_link *l)
 int km_ipsec_mw_link_ready(const struct km_ipsec_mw_link *l)
 {
 	return l->state >= READY;
+}
+
+int km_ipsec_mw_link_turn_off(const char *path, int timeout_ms)
+{
+	struct km_sync_client cl;
+	km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep = NULL;
+	Kmesh__Ipc__IpsecDataplane d = KMESH__IPC__IPSEC_DATAPLANE__INIT;
+	Kmesh__Ipc__Code code;
+	char msg[256] = "";
+	int rc;
+
+	rc = km_sync_connect(&cl, path, KMESH__IPC__ROLE__ROLE_IPSEC, "kmesh-ipsec-agent",
+			     timeout_ms, &code, msg, sizeof(msg));
+	if (rc == 0) {
+		req.body_case = KMESH__IPC__ENVELOPE__BODY_IPSEC_DATAPLANE;
+		req.ipsec_dataplane = &d;
+		rc = km_sync_call(&cl, &req, &rep);
+		km_sync_close(&cl);
+	}
+	if (rc == 0 && rep->reply->code == KMESH__IPC__CODE__OK)
+		km_info("map writer: IPsec off (%s)", rep->reply->message);
+	else
+		km_error("the map writer at %s did not turn IPsec off: %s%s%s", path,
+			 rc ? strerror(-rc) : rep->reply->message, *msg ? ": " : "", msg);
+	rc = rc == 0 && rep->reply->code == KMESH__IPC__CODE__OK ? 0 : -1;
+	km_msg_free(rep);
+	return rc;
 }
 
 void km_ipsec_mw_link_stop(struct km_ipsec_mw_link *l)

@@ -2,8 +2,9 @@
  * writer's IPsec tables (km_ipsec_peer: peer address -> id; km_ipsec_cidr: remote pod CIDR) equal
  * to what the plan's peers say. On every (re)connection it reads what the tables hold (dumps), so
  * rows of peers that left while either process was down are removed; then, whenever told the
- * peers changed, it sends one batch with the differences. One request in flight at a time;
- * reconnects with backoff. */
+ * peers changed, it sends one batch with the differences. Before that, at every connection, it
+ * asks the map writer to put the IPsec tc programs on (IpsecDataplane with this node's
+ * addresses). One request in flight at a time; reconnects with backoff. */
 #ifndef KM_IPSEC_MW_LINK_H
 #define KM_IPSEC_MW_LINK_H
 
@@ -40,6 +41,8 @@ struct km_ipsec_mw_link {
 	struct km_ipsec_row *sent; /* the rows of the batch in flight (held once it is applied) */
 	size_t n_sent, cap_sent;
 	unsigned long batches, refused;
+	int tc_on;          /* the map writer took the last IpsecDataplane */
+	char tc_status[256]; /* its answer, for the agent's dump */
 };
 
 /* Returns 0, or -1 (path too long). */
@@ -49,5 +52,8 @@ int km_ipsec_mw_link_start(struct km_ipsec_mw_link *l, uv_loop_t *loop, const ch
 void km_ipsec_mw_link_changed(struct km_ipsec_mw_link *l);
 int km_ipsec_mw_link_ready(const struct km_ipsec_mw_link *l);
 void km_ipsec_mw_link_stop(struct km_ipsec_mw_link *l);
+/* Uninstall, when the loop has stopped: a blocking request (timeout_ms) that takes the tc
+ * programs off and empties the IPsec tables. Returns 0, or -1 (logged). */
+int km_ipsec_mw_link_turn_off(const char *path, int timeout_ms);
 
 #endif

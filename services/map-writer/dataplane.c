@@ -29,11 +29,33 @@
 #define CGROUP2_SUPER_MAGIC 0x63677270
 #endif
 
+/* set by km_dataplane_libbpf_capture, for this thread only */
+static __thread char *capture_buf;
+static __thread size_t capture_len;
+
+void km_dataplane_libbpf_capture(char *buf, size_t len)
+{
+	capture_buf = buf;
+	capture_len = len;
+	if (buf && len)
+		buf[0] = '\0';
+}
+
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	char buf[1024];
+	static const char kernel[] = "Kernel error message: ";
+	char buf[1024], *m;
 	size_t n;
 
+	if (capture_buf) { /* expected refusals: keep the kernel's reason, log nothing */
+		vsnprintf(buf, sizeof(buf), fmt, ap);
+		if ((m = strstr(buf, kernel))) {
+			m += sizeof(kernel) - 1;
+			m[strcspn(m, "\n")] = '\0';
+			snprintf(capture_buf, capture_len, "%s", m);
+		}
+		return 0;
+	}
 	if (level == LIBBPF_DEBUG && !km_log_enabled(KM_LOG_DEBUG))
 		return 0;
 	vsnprintf(buf, sizeof(buf), fmt, ap);
@@ -461,6 +483,8 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	dp->fd_pod_netns = bpf_map__fd(dp->skel->maps.km_pod_netns);
 	dp->fd_ipsec_peer = bpf_map__fd(dp->skel->maps.km_ipsec_peer);
 	dp->fd_ipsec_cidr = bpf_map__fd(dp->skel->maps.km_ipsec_cidr);
+	dp->fd_ipsec_encrypt = bpf_program__fd(dp->skel->progs.km_ipsec_encrypt);
+	dp->fd_ipsec_decrypt = bpf_program__fd(dp->skel->progs.km_ipsec_decrypt);
 	dp->fd_frontend = bpf_map__fd(dp->skel->maps.km_frontend);
 	dp->fd_service = bpf_map__fd(dp->skel->maps.km_service);
 	dp->fd_endpoint = bpf_map__fd(dp->skel->maps.km_endpoint);

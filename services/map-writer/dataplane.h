@@ -4,6 +4,7 @@
 #ifndef KM_MW_DATAPLANE_H
 #define KM_MW_DATAPLANE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kmesh_maps.h"
@@ -64,6 +65,8 @@ struct km_dataplane {
 	/* map fds, owned by skel */
 	int fd_manage, fd_pod_netns, fd_ipsec_peer, fd_ipsec_cidr, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
 	int fd_authz_ident, fd_authz_list, fd_authz_match, fd_authz_set, fd_authz_cidr, fd_authz_stats;
+	/* the IPsec tc programs (owned by skel), attached by ipsec_tc.c when the agent asks */
+	int fd_ipsec_encrypt, fd_ipsec_decrypt;
 	struct km_table_sizes sizes;
 	char maps_dir[512];
 	char links_dir[512];
@@ -81,6 +84,11 @@ struct km_dataplane {
 	int adopted_maps;  /* maps found pinned and reused */
 	int adopted_links; /* links found pinned and updated in place */
 };
+
+/* While buf is set (this thread only), libbpf's messages are not logged; the kernel's last
+ * reason for a refusal ("Kernel error message: ...") goes into buf. For calls whose refusals are
+ * expected and reported by the caller (ipsec_tc.c). NULL: log them again. */
+void km_dataplane_libbpf_capture(char *buf, size_t len);
 
 /* Returns 0 or -errno, with a message logged that says what to do. */
 int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config *cfg);

@@ -261,6 +261,7 @@ Kmesh__Ipc__Code km_tables_dump(struct km_tables *t, Kmesh__Ipc__Table table, ui
 		}
 		if (table == KMESH__IPC__TABLE__TABLE_MANAGE) {
 			struct dump_manage *m = calloc(1, sizeof(*m));
+			struct km_manage_value mv;
 
 			if (!m)
 				goto nomem;
@@ -269,6 +270,8 @@ Kmesh__Ipc__Code km_tables_dump(struct km_tables *t, Kmesh__Ipc__Table table, ui
 			bpf_map_lookup_elem(t->fd_pod_netns, key, &m->where); /* absent: stays "" */
 			m->where.path[sizeof(m->where.path) - 1] = '\0';
 			m->row.netns_path = m->where.path;
+			memcpy(&mv, value, sizeof(mv));
+			m->row.host_ifindex = mv.host_ifindex;
 			reply->manage[reply->n_manage++] = &m->row;
 		} else {
 			struct dump_row *d = calloc(1, sizeof(*d));

@@ -4,6 +4,8 @@
  * the xDS agent's, so its sync never sweeps them. */
 #include <string.h>
 
+#include <bpf/bpf.h>
+
 #include "kmesh_maps.h"
 #include "services/map-writer/tables_internal.h"
 #include "shared/addr.h"
@@ -71,6 +73,24 @@ static Kmesh__Ipc__Code cidr(struct km_tables *t, const Kmesh__Ipc__TableOp *op,
 				KM_IPSEC_PEER_ID_MAX);
 	k.prefixlen = base + r->length;
 	return put(t, op, t->fd_ipsec_cidr, "km_ipsec_cidr", &k, sizeof(k), &v, sizeof(v), err, errlen);
+}
+
+static size_t clear(int fd, size_t key_size)
+{
+	uint8_t key[KM_TABLES_ROW_BUF];
+	size_t n = 0;
+
+	/* each pass restarts from the first key: deleting the current one loses the position */
+	while (key_size <= sizeof(key) && bpf_map_get_next_key(fd, NULL, key) == 0 &&
+	       bpf_map_delete_elem(fd, key) == 0)
+		n++;
+	return n;
+}
+
+size_t km_tables_ipsec_clear(struct km_tables *t)
+{
+	return clear(t->fd_ipsec_peer, sizeof(struct km_ipsec_peer_key)) +
+	       clear(t->fd_ipsec_cidr, sizeof(struct km_ipsec_cidr_key));
 }
 
 Kmesh__Ipc__Code km_ipsec_apply(struct km_tables *t, const Kmesh__Ipc__TableOp *op, char *err,

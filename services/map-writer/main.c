@@ -15,6 +15,7 @@
 #include "services/map-writer/access.h"
 #include "services/map-writer/authz_recheck.h"
 #include "services/map-writer/dataplane.h"
+#include "services/map-writer/ipsec_tc.h"
 #include "ipc/server.h"
 #include "services/map-writer/requests.h"
 #include "services/map-writer/tables.h"
@@ -30,6 +31,7 @@ struct writer {
 	struct km_ipc_server server;
 	struct km_mw_requests requests;
 	struct km_authz_recheck recheck;
+	struct km_ipsec_tc ipsec_tc;
 	struct km_signals signals;
 	struct km_access access;
 	int detach_on_exit;
@@ -230,6 +232,8 @@ int main(int argc, char **argv)
 	w.requests.tables = &w.tables;
 	w.requests.access = &w.access;
 	w.requests.recheck = &w.recheck;
+	w.requests.ipsec_tc = &w.ipsec_tc;
+	km_ipsec_tc_init(&w.ipsec_tc, w.dp.fd_ipsec_encrypt, w.dp.fd_ipsec_decrypt, w.dp.fd_manage);
 	km_authz_recheck_init(&w.recheck, w.loop,
 			      w.dp.recheck_link ? bpf_link__fd(w.dp.recheck_link) : -1, w.dp.fd_manage,
 			      w.dp.fd_pod_netns, &w.tables.sync_active);
@@ -242,6 +246,8 @@ int main(int argc, char **argv)
 	uv_run(w.loop, UV_RUN_DEFAULT);
 	km_info("stopped after %llu ops applied, %llu refused",
 		(unsigned long long)w.tables.ops_applied, (unsigned long long)w.tables.ops_failed);
+	if (w.detach_on_exit && w.ipsec_tc.enabled)
+		km_info("IPsec: tc programs taken off %d interfaces", km_ipsec_tc_disable(&w.ipsec_tc));
 	km_tables_free(&w.tables);
 	km_dataplane_close(&w.dp, w.detach_on_exit);
 	uv_loop_close(w.loop);

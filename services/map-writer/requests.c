@@ -1,10 +1,12 @@
 /* requests.c — what the map writer does with each request from a peer: role checks per request
- * kind, then table batches, enroll/unenroll, dumps and log levels (see requests.h). */
+ * kind, then table batches, enroll/unenroll, the IPsec switch, dumps and log levels
+ * (see requests.h). */
 #include "services/map-writer/requests.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "shared/addr.h"
 #include "shared/log.h"
 
 int km_mw_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gid)
@@ -20,6 +22,7 @@ static void handle_dump(struct km_mw_requests *w, struct km_ipc_session *s, cons
 	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
 	Kmesh__Ipc__DumpReply dump;
 	Kmesh__Ipc__TableStats stats = KMESH__IPC__TABLE_STATS__INIT;
+	size_t uncovered;
 	char err[256];
 
 	if (s->role == KMESH__IPC__ROLE__ROLE_IPSEC &&
@@ -39,6 +42,11 @@ static void handle_dump(struct km_mw_requests *w, struct km_ipc_session *s, cons
 	stats.migrated_entries = w->tables->migrated_entries;
 	stats.authz_rechecks = w->recheck->passes;
 	stats.authz_closed = w->recheck->closed;
+	stats.ipsec_on = w->ipsec_tc->enabled;
+	stats.ipsec_interfaces = (uint32_t)w->ipsec_tc->n_nics;
+	stats.ipsec_pods = (uint32_t)km_ipsec_tc_pods(w->ipsec_tc, &uncovered);
+	stats.ipsec_pods_uncovered = (uint32_t)uncovered;
+	stats.ipsec_tc_failures = w->ipsec_tc->failures;
 	if (reply.code == KMESH__IPC__CODE__OK) {
 		dump.stats = &stats;
 		reply.body_case = KMESH__IPC__REPLY__BODY_DUMP;
@@ -91,9 +99,63 @@ static int role_may(const struct km_ipc_session *s, Kmesh__Ipc__Envelope__BodyCa
 		       s->role == KMESH__IPC__ROLE__ROLE_IPSEC;
 	case KMESH__IPC__ENVELOPE__BODY_SET_LOG_LEVEL:
 		return s->role == KMESH__IPC__ROLE__ROLE_ADMIN;
+	case KMESH__IPC__ENVELOPE__BODY_IPSEC_DATAPLANE:
+		return s->role == KMESH__IPC__ROLE__ROLE_IPSEC;
 	default:
 		return 1;
 	}
+}
+
+/* The encrypt program on the pod's interface first (when IPsec is on), then the rows: a pod is
+ * never enrolled with its traffic unmarked. An enroll again (same cookie) that fails leaves the
+ * pod as it was; one with another interface takes the program off the old one. */
+static Kmesh__Ipc__Code enroll(struct km_mw_requests *w, const Kmesh__Ipc__Enroll *e, char *err,
+			       size_t errlen)
+{
+	uint32_t old = km_tables_host_ifindex(w->tables, e->netns_cookie);
+	Kmesh__Ipc__Code code;
+
+	if (!w->ipsec_tc->enabled)
+		return km_tables_enroll(w->tables, e, err, errlen);
+	if (km_ipsec_tc_pod(w->ipsec_tc, e->host_ifindex, err, errlen) != 0)
+		return KMESH__IPC__CODE__ENCRYPTION_UNAVAILABLE;
+	code = km_tables_enroll(w->tables, e, err, errlen);
+	if (code != KMESH__IPC__CODE__OK && e->host_ifindex != old)
+		km_ipsec_tc_pod_gone(w->ipsec_tc, e->host_ifindex);
+	else if (code == KMESH__IPC__CODE__OK && old && old != e->host_ifindex)
+		km_ipsec_tc_pod_gone(w->ipsec_tc, old);
+	return code;
+}
+
+static Kmesh__Ipc__Code ipsec_dataplane(struct km_mw_requests *w, const Kmesh__Ipc__IpsecDataplane *d,
+					uint32_t *applied, char *err, size_t errlen)
+{
+	struct km_addr addrs[KM_IPSEC_TC_MAX_NICS];
+	int n;
+
+	if (!d->enabled) {
+		n = km_ipsec_tc_disable(w->ipsec_tc);
+		*applied = (uint32_t)n;
+		snprintf(err, errlen, "programs taken off %d interfaces, %zu IPsec rows removed",
+			 n, km_tables_ipsec_clear(w->tables));
+		return KMESH__IPC__CODE__OK;
+	}
+	if (d->n_node_addresses == 0 || d->n_node_addresses > KM_IPSEC_TC_MAX_NICS) {
+		snprintf(err, errlen, "IPsec on needs 1 to %d node addresses, not %zu",
+			 KM_IPSEC_TC_MAX_NICS, d->n_node_addresses);
+		return KMESH__IPC__CODE__BAD_REQUEST;
+	}
+	for (size_t i = 0; i < d->n_node_addresses; i++)
+		if (km_addr_from_bytes(d->node_addresses[i].data, d->node_addresses[i].len,
+				       &addrs[i]) != 0) {
+			snprintf(err, errlen, "node address %zu is not 4 or 16 bytes", i);
+			return KMESH__IPC__CODE__BAD_REQUEST;
+		}
+	n = km_ipsec_tc_enable(w->ipsec_tc, addrs, d->n_node_addresses, err, errlen);
+	if (n < 0)
+		return KMESH__IPC__CODE__NOT_FOUND;
+	*applied = (uint32_t)n;
+	return KMESH__IPC__CODE__OK;
 }
 
 void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope *env)
@@ -126,18 +188,28 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 			km_debug("batch from pid %d: applied %u ops", (int)s->pid, applied);
 		break;
 	case KMESH__IPC__ENVELOPE__BODY_ENROLL:
-		code = km_tables_enroll(t, env->enroll, err, sizeof(err));
+		code = enroll(w, env->enroll, err, sizeof(err));
 		km_log(code ? KM_LOG_WARN : KM_LOG_INFO, "enroll netns cookie %llu (%s): %s%s%s",
 		       (unsigned long long)env->enroll->netns_cookie,
 		       env->enroll->pod && *env->enroll->pod ? env->enroll->pod : "-",
 		       km_msg_code_name(code), *err ? ": " : "", err);
 		break;
-	case KMESH__IPC__ENVELOPE__BODY_UNENROLL:
-		code = km_tables_unenroll(t, env->unenroll, err, sizeof(err));
+	case KMESH__IPC__ENVELOPE__BODY_UNENROLL: {
+		uint32_t ifindex;
+
+		code = km_tables_unenroll(t, env->unenroll, &ifindex, err, sizeof(err));
+		if (code == KMESH__IPC__CODE__OK && w->ipsec_tc->enabled)
+			km_ipsec_tc_pod_gone(w->ipsec_tc, ifindex);
 		km_log(code ? KM_LOG_WARN : KM_LOG_INFO, "unenroll netns cookie %llu (%s): %s%s%s",
 		       (unsigned long long)env->unenroll->netns_cookie,
 		       env->unenroll->pod && *env->unenroll->pod ? env->unenroll->pod : "-",
 		       km_msg_code_name(code), *err ? ": " : "", err);
+		break;
+	}
+	case KMESH__IPC__ENVELOPE__BODY_IPSEC_DATAPLANE:
+		code = ipsec_dataplane(w, env->ipsec_dataplane, &applied, err, sizeof(err));
+		km_log(code ? KM_LOG_ERROR : KM_LOG_INFO, "IPsec %s from pid %d: %s",
+		       env->ipsec_dataplane->enabled ? "on" : "off", (int)s->pid, err);
 		break;
 	case KMESH__IPC__ENVELOPE__BODY_ENROLL_QUERY:
 		code = km_tables_enrolled(t, env->enroll_query->netns_cookie, err, sizeof(err));

@@ -6,12 +6,14 @@
 #include "ipc/server.h"
 #include "services/map-writer/access.h"
 #include "services/map-writer/authz_recheck.h"
+#include "services/map-writer/ipsec_tc.h"
 #include "services/map-writer/tables.h"
 
 struct km_mw_requests {
 	struct km_tables *tables;
 	const struct km_access *access;
 	struct km_authz_recheck *recheck; /* told when a request changed authz rows */
+	struct km_ipsec_tc *ipsec_tc;     /* the IPsec tc programs: on enroll, and the agent's switch */
 };
 
 /* May a peer of this role send this batch? The IPsec agent writes only IPsec rows, and the xDS

@@ -724,7 +724,7 @@ Kmesh__Ipc__Code km_tables_enroll(struct km_tables *t, const Kmesh__Ipc__Enroll 
 				  size_t errlen)
 {
 	struct km_manage_key k = { .netns_cookie = e->netns_cookie };
-	struct km_manage_value v = { 0 };
+	struct km_manage_value v = { .host_ifindex = e->host_ifindex };
 	struct km_pod_netns_value where = { 0 };
 	Kmesh__Ipc__Code c;
 
@@ -762,6 +762,14 @@ Kmesh__Ipc__Code km_tables_enroll(struct km_tables *t, const Kmesh__Ipc__Enroll 
 	return c;
 }
 
+uint32_t km_tables_host_ifindex(struct km_tables *t, uint64_t netns_cookie)
+{
+	struct km_manage_key k = { .netns_cookie = netns_cookie };
+	struct km_manage_value v;
+
+	return bpf_map_lookup_elem(t->fd_manage, &k, &v) == 0 ? v.host_ifindex : 0;
+}
+
 Kmesh__Ipc__Code km_tables_enrolled(struct km_tables *t, uint64_t netns_cookie, char *err,
 				    size_t errlen)
 {
@@ -777,15 +785,19 @@ Kmesh__Ipc__Code km_tables_enrolled(struct km_tables *t, uint64_t netns_cookie, 
 	return tbl_fail(KMESH__IPC__CODE__INTERNAL, err, errlen, "km_manage lookup: %s", strerror(errno));
 }
 
-Kmesh__Ipc__Code km_tables_unenroll(struct km_tables *t, const Kmesh__Ipc__Unenroll *u, char *err,
-				    size_t errlen)
+Kmesh__Ipc__Code km_tables_unenroll(struct km_tables *t, const Kmesh__Ipc__Unenroll *u,
+				    uint32_t *host_ifindex, char *err, size_t errlen)
 {
 	struct km_manage_key k = { .netns_cookie = u->netns_cookie };
+	struct km_manage_value v;
 	Kmesh__Ipc__Code c;
 
 	err[0] = '\0';
+	*host_ifindex = 0;
 	if (u->netns_cookie == 0)
 		return tbl_fail(BAD, err, errlen, "netns cookie 0 is not a network namespace");
+	if (bpf_map_lookup_elem(t->fd_manage, &k, &v) == 0)
+		*host_ifindex = v.host_ifindex;
 	c = tbl_delete_row(t, t->fd_manage, "km_manage", &k, sizeof(k), err, errlen);
 	if (c == OK)
 		c = tbl_delete_row(t, t->fd_pod_netns, "km_pod_netns", &k, sizeof(k), err, errlen);

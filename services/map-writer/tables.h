@@ -70,11 +70,16 @@ Kmesh__Ipc__Code km_tables_apply_batch(struct km_tables *t, const Kmesh__Ipc__Ta
 
 Kmesh__Ipc__Code km_tables_enroll(struct km_tables *t, const Kmesh__Ipc__Enroll *e, char *err,
 				  size_t errlen);
+/* The node-side interface a pod was enrolled with (0: none, or not enrolled). */
+uint32_t km_tables_host_ifindex(struct km_tables *t, uint64_t netns_cookie);
 /* OK when the netns cookie is in km_manage, NOT_FOUND when not. */
 Kmesh__Ipc__Code km_tables_enrolled(struct km_tables *t, uint64_t netns_cookie, char *err,
 				    size_t errlen);
-Kmesh__Ipc__Code km_tables_unenroll(struct km_tables *t, const Kmesh__Ipc__Unenroll *u, char *err,
-				    size_t errlen);
+/* *host_ifindex: the pod's node-side interface as enrolled (0: none or not enrolled). */
+Kmesh__Ipc__Code km_tables_unenroll(struct km_tables *t, const Kmesh__Ipc__Unenroll *u,
+				    uint32_t *host_ifindex, char *err, size_t errlen);
+/* Every row of the IPsec tables removed (IPsec turned off). Returns how many. */
+size_t km_tables_ipsec_clear(struct km_tables *t);
 
 /* Fill reply with up to max_rows rows of one table (allocated; free with km_tables_dump_free). */
 Kmesh__Ipc__Code km_tables_dump(struct km_tables *t, Kmesh__Ipc__Table table, uint32_t max_rows,

@@ -137,7 +137,7 @@ check "a policy change closes the open connection it denies (the client sees a r
 check "... within a second of the policy being sent" closed_within "$KM_DIR/held-cdev" "$T_SENT" 1
 check "the open connection it still allows stays open" wait_line "$KM_DIR/held-cprod" "^end open" 8
 check "the map writer counted one connection closed" \
-	km_wait_rows frontend "^stats .*authz_closed 1$" 1
+	km_wait_rows frontend "^stats .*authz_closed 1 " 1
 apply_policies 0
 
 check "the map writer refused none of the compiled rows" \

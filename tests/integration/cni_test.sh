@@ -24,7 +24,7 @@ echo "token-1" >"$CNI/sa/token"
 
 cat >"$KM_DIR/kube.json" <<'JSON'
 {"namespaces": {"mesh": {"labels": {"istio.io/dataplane-mode": "Kmesh"}}, "plain": {}},
- "pods": {"mesh/c1": {}, "mesh/c3": {}, "mesh/c4": {},
+ "pods": {"mesh/c1": {}, "mesh/c3": {}, "mesh/c4": {}, "mesh/c5": {},
           "mesh/c2": {"labels": {"istio.io/dataplane-mode": "none"}},
           "mesh/side": {"annotations": {"sidecar.istio.io/status": "{}"}},
           "mesh/wp": {"labels": {"gateway.istio.io/managed": "istio.io-mesh-controller"}},
@@ -109,6 +109,14 @@ check "enrolled: c1 (namespace label) and opt-in (pod label) only, not none/side
 	test "$(manage_rows)" -eq 2
 check "the map writer knows where each enrolled pod's netns is (CNI_NETNS, for closing connections)" \
 	eval 'grep -q "netns $(km_netns_path c1)\$" <<<"$("$KM_TESTCTL" dump --socket "$KM_SOCKET" --table manage)"'
+host_veth_of() { "$KM_PY" -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+print([i["name"] for i in r["interfaces"] if i["name"] != "cni0" and not i.get("sandbox")][0])' "$CNI/$1.result"; }
+C1_VETH=$(host_veth_of c1)
+C1_IFINDEX=$(ip -n "$KM_NODE" -o link show "$C1_VETH" | cut -d: -f1)
+check "... and the node side of its eth0 ($C1_VETH, ifindex $C1_IFINDEX: where IPsec marks its traffic)" \
+	says "host_ifindex $C1_IFINDEX netns $(km_netns_path c1)" \
+	"$KM_TESTCTL" dump --socket "$KM_SOCKET" --table manage
 check "the result is the primary's, passed through unchanged" \
 	"$KM_PY" -c 'import json, sys
 r = json.load(open(sys.argv[1])); assert r["ips"][0]["address"].startswith("10.124.0."), r
@@ -239,6 +247,26 @@ check "with the API healthy again the same ADD enrolls the pod" \
 check "the counters file is Prometheus text with one TYPE line per metric" \
 	eval '[ "$(grep -c "^# TYPE kmesh_cni_requests_total counter" "$CNI/state/metrics.prom")" = 1 ] &&
 	      [ "$(metric "kmesh_cni_requests_total{command=\"ADD\",result=\"enrolled\"}")" -ge 4 ]'
+
+# ---- IPsec on: a pod's traffic must be encryptable --------------------------------------------
+# on as the IPsec agent turns it on (kmesh-testctl in the ipsec role), with cni0's address as the
+# node's: decrypt goes on cni0, encrypt on each enrolled pod's veth
+"$KM_TESTCTL" ipsec-dataplane --socket "$KM_SOCKET" --state on --addrs 10.124.0.1 >/dev/null
+pod_add c5 mesh
+C5_VETH=$(host_veth_of c5)
+check "IPsec on: ADD puts the encrypt program on the new pod's veth ($C5_VETH)" \
+	says km_ipsec_encry tc -n "$KM_NODE" filter show dev "$C5_VETH" ingress
+ip netns exec "$KM_NODE" env CNI_COMMAND=DEL CNI_CONTAINERID=ctr-c4 CNI_IFNAME=eth0 \
+	"$CNI/bin/kmesh-cni" <"$(conf "$KCFG" "$KM_SOCKET" closed)" >/dev/null
+rows=$(manage_rows)
+check "IPsec on, a pod with no node-side interface (no veth): error 103 even with failPolicy open" \
+	eval '[ "$(plugin "$(conf "$KCFG" "$KM_SOCKET" open)")" != 0 ] && code_is 103 &&
+	      grep -q "node-side interface is not given" "$KM_DIR/out"'
+check "... not enrolled, no state kept" \
+	eval '[ "$(manage_rows)" -eq "$rows" ] && [ ! -e "$CNI/state/containers/ctr-c4" ]'
+"$KM_TESTCTL" ipsec-dataplane --socket "$KM_SOCKET" --state off >/dev/null
+check "IPsec off again: the program is off the pod's veth" \
+	eval 'out=$(tc -n "$KM_NODE" filter show dev "$C5_VETH" ingress) && ! grep -q km_ipsec <<<"$out"'
 
 # ---- the installer under a primary CNI that rewrites its file ----------------------------------
 cat "$KM_DIR/primary.conflist" >"$CONFLIST" # in place, not atomically, as some do

@@ -8,59 +8,14 @@
 set -uo pipefail
 source "$(dirname "$0")/../lib/mesh-env.sh"
 source "$(dirname "$0")/../lib/check.sh"
+source "$(dirname "$0")/../lib/ipsec-env.sh"
 
-BOOT_A=aaaaaaaa-1111-2222-3333-444444444444
-BOOT_B=bbbbbbbb-1111-2222-3333-444444444444
-
-key_file() { # key_file SPI KEYBYTE [LEN]: write the key file atomically, as a Secret update does
-	"$KM_PY" -c 'import base64, json, sys
-spi, byte, n = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-print(json.dumps({"spi": spi, "aeadKeyName": "rfc4106(gcm(aes))",
-                  "aeadKey": base64.b64encode(bytes([byte]) * n).decode(), "length": 128}))' \
-		"$1" "$2" "${3:-36}" >"$KM_DIR/ipsec/.ipSec.tmp" && mv "$KM_DIR/ipsec/.ipSec.tmp" "$KM_DIR/ipsec/ipSec"
-}
-dump() { "$KM_TESTCTL" agent-dump --socket "$KM_DIR/ipsec.sock"; }
-dump_is() { # dump_is PYTHON-EXPR: true within 3 s
-	for _ in $(seq 1 60); do
-		[ "$(dump 2>/dev/null | "$KM_PY" -c 'import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1]))' "$1" 2>/dev/null)" = True ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
-logged() { # logged TEXT: the agent's log says it (within 3 s)
-	for _ in $(seq 1 60); do
-		grep -qF -- "$1" "$KM_DIR/ipsec.log" && return 0
-		sleep 0.05
-	done
-	return 1
-}
 policies() { ip -n "$KM_NODE" xfrm policy; }
 has_esp_state() { says "proto esp" ip -n "$KM_NODE" xfrm state; }
 
-start_agent() {
-	rm -f "$KM_DIR/ipsec.sock"
-	ip netns exec "$KM_NODE" "$KM_BIN/kmesh-ipsec-agent" --node-name node-a --addresses 10.0.0.1 \
-		--pod-cidrs 10.244.1.0/24 --boot-id-file "$KM_DIR/boot_id" --key-file "$KM_DIR/ipsec/ipSec" \
-		--admin-socket "$KM_DIR/ipsec.sock" --map-writer-socket "$KM_SOCKET" --uninstall-on-exit \
-		--log-level debug >>"$KM_DIR/ipsec.log" 2>&1 &
-	AGENT=$!
-	KM_PIDS+=($AGENT)
-	for _ in $(seq 1 100); do [ -S "$KM_DIR/ipsec.sock" ] && break; sleep 0.05; done
-}
-ipsec_rows() { "$KM_TESTCTL" dump --socket "$KM_SOCKET" --table "ipsec_$1" | grep "^ipsec_$1 " | sort; }
-rows_are() { # rows_are peer|cidr EXPECTED (within 3 s)
-	for _ in $(seq 1 60); do
-		[ "$(ipsec_rows "$1")" = "$2" ] && return 0
-		sleep 0.05
-	done
-	echo "ipsec_$1 rows: $(ipsec_rows "$1")" >&2
-	return 1
-}
-
 trap 'km_env_cleanup' EXIT
 km_env_setup kmi$$
-mkdir -p "$KM_DIR/ipsec"
-echo "$BOOT_A" >"$KM_DIR/boot_id"
+nic_setup
 key_file 1 17
 km_map_writer_start || exit 1
 start_agent
@@ -72,7 +27,7 @@ check "in and fwd policies to the local pod CIDR: mark 0xd0, an any-source ESP t
 	      says "tmpl src 0.0.0.0 dst 0.0.0.0" policies'
 
 reply=$("$KM_TESTCTL" ipsec-peer --socket "$KM_DIR/ipsec.sock" --name node-b --spi 1 \
-	--addrs 10.0.0.2 --boot-id "$BOOT_B" --cidrs 10.244.2.0/24)
+	--addrs 10.0.0.2 --boot-id "$KM_BOOT_B" --cidrs 10.244.2.0/24)
 check "a peer over the admin socket is taken (id 1)" dump_is '[p["id"] for p in d["peers"]] == [1]'
 check "the map writer's IPsec tables get its address and pod CIDR (for the tc programs)" \
 	eval 'rows_are peer "ipsec_peer 10.0.0.2 id 1" && rows_are cidr "ipsec_cidr 10.244.2.0/24 peer 1"'

@@ -1,5 +1,6 @@
 /* kmesh-testctl.c — a test and demo helper that talks to the map writer as a real peer:
- *   enroll   --socket S --netns PATH [--pod NAME]   enroll a network namespace (CNI role)
+ *   enroll   --socket S --netns PATH [--pod NAME] [--host-ifindex N]
+ *                                                    enroll a network namespace (CNI role)
  *   unenroll --socket S --netns PATH                 unenroll it
  *   dump     --socket S --table NAME                 print a table, one row per line (admin role)
  *   hello    --socket S --role ROLE                  exit 0 if accepted, 3 if refused
@@ -9,6 +10,8 @@
  *                                                    tell the IPsec agent of a peer node
  *   ipsec-peer-gone --socket S --name N              ... that it left
  *   log-level --socket S --level L                   set any daemon's log level (admin role)
+ *   ipsec-dataplane --socket S --state on --addrs A[,A] | --state off  [--role R]
+ *                                                    the map writer's IPsec tc programs (ipsec role)
  * Not a product command: kmeshctl and the CNI plugin take these jobs over. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,20 +35,21 @@
 
 struct args {
 	const char *cmd, *socket, *netns, *pod, *table, *role;
-	const char *name, *spi, *addrs, *boot_id, *cidrs, *level;
+	const char *name, *spi, *addrs, *boot_id, *cidrs, *level, *host_ifindex, *state;
 };
 
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: kmesh-testctl enroll|unenroll --socket S --netns PATH [--pod NAME]\n"
+		"usage: kmesh-testctl enroll|unenroll --socket S --netns PATH [--pod NAME] [--host-ifindex N]\n"
 		"       kmesh-testctl dump --socket S --table manage|frontend|service|endpoint|backend|port_override|authz_stats|ipsec_peer|ipsec_cidr\n"
 		"       kmesh-testctl hello --socket S --role xds|cni|admin|ipsec\n"
 		"       kmesh-testctl abuse --socket S\n"
 		"       kmesh-testctl agent-dump --socket S\n"
 		"       kmesh-testctl ipsec-peer --socket S --name N --spi N --addrs A[,A] --boot-id B [--cidrs C[,C]]\n"
 		"       kmesh-testctl ipsec-peer-gone --socket S --name N\n"
-		"       kmesh-testctl log-level --socket S --level error|warn|info|debug\n");
+		"       kmesh-testctl log-level --socket S --level error|warn|info|debug\n"
+		"       kmesh-testctl ipsec-dataplane --socket S --state on --addrs A[,A] | --state off\n");
 	return 2;
 }
 
@@ -161,6 +165,7 @@ static int cmd_enroll(const struct args *a, int enroll)
 		e.addresses = bytes;
 		e.pod = (char *)(a->pod ? a->pod : a->netns);
 		e.netns_path = (char *)a->netns;
+		e.host_ifindex = a->host_ifindex ? (uint32_t)strtoul(a->host_ifindex, NULL, 10) : 0;
 		req.body_case = KMESH__IPC__ENVELOPE__BODY_ENROLL;
 		req.enroll = &e;
 	} else {
@@ -259,8 +264,9 @@ static int cmd_dump(const struct args *a)
 		return 1;
 	if (rep->reply->code == KMESH__IPC__CODE__OK && rep->reply->dump) {
 		for (size_t i = 0; i < rep->reply->dump->n_manage; i++)
-			printf("manage cookie %llu netns %s\n",
+			printf("manage cookie %llu host_ifindex %u netns %s\n",
 			       (unsigned long long)rep->reply->dump->manage[i]->netns_cookie,
+			       rep->reply->dump->manage[i]->host_ifindex,
 			       *rep->reply->dump->manage[i]->netns_path
 				       ? rep->reply->dump->manage[i]->netns_path : "-");
 		for (size_t i = 0; i < rep->reply->dump->n_authz_stats; i++)
@@ -274,11 +280,15 @@ static int cmd_dump(const struct args *a)
 			const Kmesh__Ipc__TableStats *st = rep->reply->dump->stats;
 
 			printf("stats ops_applied %llu ops_refused %llu table_full %llu rows_swept %llu "
-			       "migrated_entries %llu authz_rechecks %llu authz_closed %llu\n",
+			       "migrated_entries %llu authz_rechecks %llu authz_closed %llu ipsec_on %d "
+			       "ipsec_interfaces %u ipsec_pods %u ipsec_pods_uncovered %u "
+			       "ipsec_tc_failures %llu\n",
 			       (unsigned long long)st->ops_applied, (unsigned long long)st->ops_refused,
 			       (unsigned long long)st->table_full, (unsigned long long)st->rows_swept,
 			       (unsigned long long)st->migrated_entries,
-			       (unsigned long long)st->authz_rechecks, (unsigned long long)st->authz_closed);
+			       (unsigned long long)st->authz_rechecks, (unsigned long long)st->authz_closed,
+			       st->ipsec_on, st->ipsec_interfaces, st->ipsec_pods,
+			       st->ipsec_pods_uncovered, (unsigned long long)st->ipsec_tc_failures);
 		}
 	}
 	return reply_status(rep, "dump");
@@ -421,6 +431,38 @@ static int cmd_ipsec_peer(const struct args *a, int gone)
 	return reply_status(rep, gone ? "ipsec-peer-gone" : "ipsec-peer");
 }
 
+static int cmd_ipsec_dataplane(const struct args *a)
+{
+	struct km_sync_client cl;
+	km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep;
+	Kmesh__Ipc__IpsecDataplane d = KMESH__IPC__IPSEC_DATAPLANE__INIT;
+	char abuf[512], *texts[8];
+	ProtobufCBinaryData bytes[8];
+	uint8_t raw[8][16];
+
+	d.enabled = !strcmp(a->state, "on");
+	snprintf(abuf, sizeof(abuf), "%s", a->addrs ? a->addrs : "");
+	d.n_node_addresses = split_list(abuf, texts);
+	for (size_t i = 0; i < d.n_node_addresses; i++) {
+		struct km_addr addr;
+
+		if (km_addr_parse(texts[i], &addr) != 0)
+			return usage();
+		bytes[i].len = km_addr_to_bytes(&addr, raw[i]);
+		bytes[i].data = raw[i];
+	}
+	d.node_addresses = bytes;
+	req.body_case = KMESH__IPC__ENVELOPE__BODY_IPSEC_DATAPLANE;
+	req.ipsec_dataplane = &d;
+	if (connect_as(&cl, a->socket, a->role ? role_of(a->role) : KMESH__IPC__ROLE__ROLE_IPSEC))
+		return 1;
+	if (call_and_close(&cl, &req, &rep))
+		return 1;
+	if (rep->reply->message && *rep->reply->message)
+		printf("%s\n", rep->reply->message);
+	return reply_status(rep, "ipsec-dataplane");
+}
+
 static int cmd_log_level(const struct args *a)
 {
 	struct km_sync_client cl;
@@ -467,6 +509,10 @@ int main(int argc, char **argv)
 			a.cidrs = argv[i + 1];
 		else if (!strcmp(argv[i], "--level"))
 			a.level = argv[i + 1];
+		else if (!strcmp(argv[i], "--host-ifindex"))
+			a.host_ifindex = argv[i + 1];
+		else if (!strcmp(argv[i], "--state"))
+			a.state = argv[i + 1];
 		else
 			return usage();
 	}
@@ -482,6 +528,8 @@ int main(int argc, char **argv)
 		return cmd_abuse(&a);
 	if (!strcmp(a.cmd, "agent-dump"))
 		return cmd_agent_dump(&a);
+	if (!strcmp(a.cmd, "ipsec-dataplane") && a.state)
+		return cmd_ipsec_dataplane(&a);
 	if (!strcmp(a.cmd, "log-level") && a.level)
 		return cmd_log_level(&a);
 	if ((!strcmp(a.cmd, "ipsec-peer") || !strcmp(a.cmd, "ipsec-peer-gone")) && a.name)

@@ -373,6 +373,7 @@ static void test_enroll_and_dump(void **state)
 	Kmesh__Ipc__Unenroll u = KMESH__IPC__UNENROLL__INIT;
 	Kmesh__Ipc__DumpReply d;
 	char long_path[KM_NETNS_PATH_MAX + 1];
+	uint32_t ifindex;
 	ProtobufCBinaryData bad = { 5, v4 };
 	char err[256];
 
@@ -406,10 +407,16 @@ static void test_enroll_and_dump(void **state)
 	assert_string_equal(d.manage[0]->netns_path, "");
 	km_tables_dump_free(&d);
 	e.netns_path = "/run/netns/cni-1";
+	e.host_ifindex = 77; /* kept for IPsec's encrypt program, and given back at unenroll */
 	assert_int_equal(km_tables_enroll(t, &e, err, sizeof(err)), OK);
+	assert_int_equal(km_tables_dump(t, KMESH__IPC__TABLE__TABLE_MANAGE, 0, &d, err, sizeof(err)), OK);
+	assert_int_equal(d.manage[0]->host_ifindex, 77);
+	km_tables_dump_free(&d);
 	u.netns_cookie = 4096;
-	assert_int_equal(km_tables_unenroll(t, &u, err, sizeof(err)), OK);
-	assert_int_equal(km_tables_unenroll(t, &u, err, sizeof(err)), OK);
+	assert_int_equal(km_tables_unenroll(t, &u, &ifindex, err, sizeof(err)), OK);
+	assert_int_equal(ifindex, 77);
+	assert_int_equal(km_tables_unenroll(t, &u, &ifindex, err, sizeof(err)), OK);
+	assert_int_equal(ifindex, 0); /* not enrolled any more */
 	{
 		struct km_manage_key k = { 4096 };
 		struct km_pod_netns_value v;
