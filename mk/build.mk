@@ -19,7 +19,7 @@ COMMON_LIBS := $(shell pkg-config --libs libuv libprotobuf-c)
 MW_LIBS     := $(shell pkg-config --libs libbpf) -lelf -lz $(COMMON_LIBS)
 XDS_LIBS    := $(shell pkg-config --libs jansson libnghttp2 wolfssl) $(COMMON_LIBS)
 CNI_LIBS    := $(shell pkg-config --libs jansson libcurl yaml-0.1 libmnl) $(COMMON_LIBS)
-IPSEC_LIBS  := $(shell pkg-config --libs jansson wolfssl libnl-xfrm-3.0) $(COMMON_LIBS)
+IPSEC_LIBS  := $(shell pkg-config --libs jansson wolfssl libnl-xfrm-3.0 libcurl yaml-0.1) $(COMMON_LIBS)
 LDLIBS      := $(MW_LIBS) $(XDS_LIBS) $(CNI_LIBS) $(IPSEC_LIBS)
 SANFLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
@@ -29,9 +29,10 @@ MW_SRCS     := $(filter-out %/main.c,$(wildcard services/map-writer/*.c))
 WIRE_PROTOS := $(wildcard proto/*.proto)
 WIRE_SRCS   := $(patsubst proto/%.proto,$(GEN)/%.pb-c.c,$(WIRE_PROTOS))
 XDS_SRCS    := $(filter-out %/main.c,$(wildcard services/xds-agent/*.c)) $(WIRE_SRCS)
-KUBE_SRCS   := $(wildcard shared/kube/*.c)
+KUBE_SRCS   := $(filter-out %/kube_watch.c,$(wildcard shared/kube/*.c)) # the watch: daemons only
 CNI_SRCS    := $(filter-out %/main.c,$(wildcard services/cni-plugin/*.c)) $(KUBE_SRCS)
-IPSEC_SRCS  := $(filter-out %/main.c,$(wildcard services/ipsec-agent/*.c))
+IPSEC_SRCS  := $(filter-out %/main.c,$(wildcard services/ipsec-agent/*.c)) $(KUBE_SRCS) \
+               shared/kube/kube_watch.c
 COMMON_SRCS := $(IPC_SRCS) $(SHARED_SRCS)
 
 GEN_HDRS := $(GEN)/kmesh_ipc.pb-c.h $(GEN)/kmesh.skel.h $(WIRE_SRCS:.c=.h)

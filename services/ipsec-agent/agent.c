@@ -6,6 +6,8 @@
 
 #include <jansson.h>
 
+#include "services/ipsec-agent/node_spec.h"
+#include "services/ipsec-agent/node_watch.h"
 #include "shared/log.h"
 
 int km_ipsec_agent_init(struct km_ipsec_agent *a, uv_loop_t *loop, const struct km_ipsec_node *self,
@@ -51,9 +53,21 @@ static void advertise(struct km_ipsec_agent *a)
 		return;
 	}
 	a->retry_ms = 0;
-	/* the KmeshNodeInfo write comes with the Kubernetes watch; peers on the admin socket are
-	 * told by whoever feeds them */
 	km_info("SPI %u is ready to receive: advertised", a->plan.self.spi);
+	if (a->advert) { /* peers learn it from our KmeshNodeInfo: written now */
+		km_ipsec_plan_published(&a->plan, 0, uv_now(a->loop)); /* not yet */
+		km_node_advert_set(a->advert, &a->plan.self);
+	}
+	else /* peers fed by hand are told by whoever feeds them */
+		km_ipsec_plan_published(&a->plan, a->plan.self.spi, uv_now(a->loop));
+}
+
+void km_ipsec_agent_published(void *arg, uint32_t spi)
+{
+	struct km_ipsec_agent *a = arg;
+
+	if (spi == a->plan.self.spi)
+		km_ipsec_plan_published(&a->plan, spi, uv_now(a->loop));
 }
 
 void km_ipsec_agent_key(struct km_ipsec_agent *a, const struct km_ipsec_key *k)
@@ -82,11 +96,16 @@ void km_ipsec_agent_key(struct km_ipsec_agent *a, const struct km_ipsec_key *k)
 
 void km_ipsec_agent_peer(struct km_ipsec_agent *a, const struct km_ipsec_node *n)
 {
+	const struct km_ipsec_peer *known = km_ipsec_plan_find(&a->plan, n->name);
+	/* the same again (a new list, an edit of something else): applied again, which retries
+	 * what the kernel refused before, but not logged as news */
+	int same = known && km_ipsec_node_equal(&known->node, n);
+
 	if (km_ipsec_plan_peer(&a->plan, n, uv_now(a->loop)) != 0)
 		km_warn("peer %s: not every rule is in place: %s", n->name, a->plan.last_error);
 	else
-		km_info("peer %s (SPI %u, %zu addresses, %zu pod CIDRs) in place", n->name, n->spi,
-			n->n_addrs, n->n_cidrs);
+		km_log(same ? KM_LOG_DEBUG : KM_LOG_INFO, "peer %s (SPI %u, %zu addresses, %zu pod "
+		       "CIDRs) in place", n->name, n->spi, n->n_addrs, n->n_cidrs);
 	if (a->mw)
 		km_ipsec_mw_link_changed(a->mw);
 }
@@ -134,6 +153,12 @@ char *km_ipsec_agent_dump(const struct km_ipsec_agent *a)
 			 (json_int_t)a->plan.errors, "last_error", a->plan.last_error,
 			 "xfrm_requests", (json_int_t)a->link.sent, "xfrm_refused",
 			 (json_int_t)a->link.refused, "key_files_refused", (json_int_t)a->keys_refused);
+	if (root && (a->advert || a->watch))
+		json_object_set_new(root, "kubernetes",
+				    json_pack("{s:o, s:o}", "own_object",
+					      a->advert ? km_node_advert_status(a->advert) : json_null(),
+					      "watch", a->watch ? km_node_watch_status(a->watch)
+								: json_null()));
 	if (root && a->mw)
 		json_object_set_new(root, "map_writer",
 				    json_pack("{s:b, s:b, s:s, s:I, s:I}", "connected",

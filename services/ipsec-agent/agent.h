@@ -1,18 +1,24 @@
 /* agent.h — the IPsec agent's state and what it does with each event: a key loaded (into the
  * keyring; a new current key gets its ingress states, then is advertised), a peer appeared,
  * changed or left, and the periodic cleanup; plus its JSON dump. Events come from the key watch,
- * the admin socket and (later) the KmeshNodeInfo watch. */
+ * the admin socket and the KmeshNodeInfo watch (node_watch.h); the advert goes out through
+ * node_advert.h when there is a Kubernetes API, else it counts as published at once. */
 #ifndef KM_IPSEC_AGENT_H
 #define KM_IPSEC_AGENT_H
 
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include <uv.h>
 
 #include "services/ipsec-agent/keyring.h"
 #include "services/ipsec-agent/mw_link.h"
+#include "services/ipsec-agent/node_advert.h"
 #include "services/ipsec-agent/plan.h"
 #include "services/ipsec-agent/xfrm_link.h"
+
+struct km_node_watch;
 
 struct km_ipsec_agent {
 	uv_loop_t *loop;
@@ -20,6 +26,8 @@ struct km_ipsec_agent {
 	struct km_ipsec_plan plan;
 	struct km_xfrm_link link;
 	struct km_ipsec_mw_link *mw; /* the map writer's IPsec tables follow the peers (may be NULL) */
+	struct km_node_advert *advert; /* this node's KmeshNodeInfo (NULL: no Kubernetes API) */
+	struct km_node_watch *watch;   /* the peers' (NULL: none), for the dump */
 	uint64_t keys_refused;
 	uint64_t retry_at_ms, retry_ms; /* the current key not advertised yet: when to try again */
 };
@@ -32,6 +40,8 @@ void km_ipsec_agent_key(struct km_ipsec_agent *a, const struct km_ipsec_key *k);
 void km_ipsec_agent_peer(struct km_ipsec_agent *a, const struct km_ipsec_node *n);
 void km_ipsec_agent_peer_gone(struct km_ipsec_agent *a, const char *name);
 void km_ipsec_agent_tick(struct km_ipsec_agent *a);
+/* Our object advertising spi was written (node_advert.h's done callback; arg is the agent). */
+void km_ipsec_agent_published(void *arg, uint32_t spi);
 /* malloc'd JSON text, or NULL. */
 char *km_ipsec_agent_dump(const struct km_ipsec_agent *a);
 

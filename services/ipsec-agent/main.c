@@ -12,7 +12,9 @@
 #include "services/ipsec-agent/agent.h"
 #include "services/ipsec-agent/key_watch.h"
 #include "services/ipsec-agent/mw_link.h"
+#include "services/ipsec-agent/node_advert.h"
 #include "services/ipsec-agent/node_spec.h"
+#include "services/ipsec-agent/node_watch.h"
 #include "shared/log.h"
 #include "shared/options.h"
 #include "shared/signals.h"
@@ -24,6 +26,9 @@ struct ipsec_main {
 	struct km_ipsec_agent agent;
 	struct km_key_watch keys;
 	struct km_ipsec_mw_link mw;
+	struct km_node_advert advert;
+	struct km_node_watch watch;
+	int kube;
 	struct km_ipc_server admin;
 	struct km_signals signals;
 	uv_timer_t tick;
@@ -46,6 +51,10 @@ static void on_shutdown(void *arg, int signum)
 	(void)signum;
 	km_key_watch_stop(&m->keys);
 	km_ipsec_mw_link_stop(&m->mw);
+	if (m->kube) {
+		km_node_watch_stop(&m->watch);
+		km_node_advert_stop(&m->advert);
+	}
 	uv_close((uv_handle_t *)&m->tick, NULL);
 	km_ipc_server_stop(&m->admin, NULL);
 	km_signals_close(&m->signals);
@@ -106,8 +115,8 @@ int main(int argc, char **argv)
 	const char *node_name = NULL, *addresses = NULL, *cidrs = NULL, *level = NULL;
 	const char *key_file = "/etc/kmesh/ipsec/ipSec", *admin_socket = "/run/kmesh/ipsec-agent.sock";
 	const char *boot_id_file = "/proc/sys/kernel/random/boot_id";
-	const char *mw_socket = "/run/kmesh/map-writer.sock";
-	uint64_t grace_s = 60;
+	const char *mw_socket = "/run/kmesh/map-writer.sock", *kubeconfig = "";
+	uint64_t grace_s = 60, resync_s = 300;
 	int uninstall = 0;
 	const struct km_option opts[] = {
 		{ "node-name", KM_OPT_STRING, &node_name, "NAME", "this node's name (required)",
@@ -128,9 +137,16 @@ int main(int argc, char **argv)
 		  "programs; empty: none", NULL },
 		{ "admin-socket", KM_OPT_STRING, &admin_socket, "PATH",
 		  "admin socket (peers by hand, dump, log level)", NULL },
+		{ "kubeconfig", KM_OPT_STRING, &kubeconfig, "PATH",
+		  "the Kubernetes API: peers from the KmeshNodeInfo objects in kmesh-system, and this "
+		  "node's own written there once its ingress is ready; empty: no API (peers only over "
+		  "the admin socket)", "KUBECONFIG" },
+		{ "kube-resync", KM_OPT_UINT, &resync_s, "SECONDS",
+		  "list the KmeshNodeInfo objects again this often (the watch carries changes between)",
+		  NULL, 10, 86400 },
 		{ "grace", KM_OPT_UINT, &grace_s, "SECONDS",
-		  "after a peer advertises our current SPI, how long states of older SPIs stay", NULL,
-		  1, 86400 },
+		  "how long states of an older SPI stay once a peer advertises our current SPI and can "
+		  "see ours", NULL, 1, 86400 },
 		{ "uninstall-on-exit", KM_OPT_BOOL, &uninstall, NULL,
 		  "on shutdown remove every XFRM state and policy this agent installed, and have the "
 		  "map writer take the IPsec tc programs off and empty its IPsec tables", NULL },
@@ -176,6 +192,20 @@ int main(int argc, char **argv)
 		if (km_ipsec_mw_link_start(&m.mw, m.loop, mw_socket, &m.agent.plan) != 0)
 			return 2;
 		m.agent.mw = &m.mw;
+	}
+	if (*kubeconfig) {
+		char err[256] = "the kubeconfig path is too long";
+
+		if (km_node_advert_init(&m.advert, m.loop, kubeconfig, km_ipsec_agent_published,
+					&m.agent) != 0 ||
+		    km_node_watch_start(&m.watch, m.loop, &m.agent, kubeconfig, (long)resync_s * 1000,
+					err, sizeof(err)) != 0) {
+			km_error("cannot watch KmeshNodeInfo objects: %s", err);
+			return 1;
+		}
+		m.kube = 1;
+		m.agent.advert = &m.advert;
+		m.agent.watch = &m.watch;
 	}
 	uv_timer_start(&m.tick, on_tick, TICK_MS, TICK_MS);
 	km_info("node %s (%zu addresses, %zu pod CIDRs), key file %s", self.name, self.n_addrs,

@@ -296,8 +296,8 @@ static int egress_set(struct km_ipsec_plan *p, struct km_ipsec_peer *peer)
 static void caught_up(struct km_ipsec_plan *p, struct km_ipsec_peer *peer, uint64_t now_ms)
 {
 	/* it advertises exactly our SPI: it holds our key (SPIs are not ordered: a rolled-back key
-	 * has a lower one) */
-	if (p->self.spi && peer->node.spi == p->self.spi) {
+	 * has a lower one); and it can see ours, so it switches its egress to it */
+	if (p->self.spi && peer->node.spi == p->self.spi && p->published_spi == p->self.spi) {
 		if (!peer->caught_up_ms)
 			peer->caught_up_ms = now_ms ? now_ms : 1;
 	} else {
@@ -446,6 +446,18 @@ int km_ipsec_plan_peer(struct km_ipsec_plan *p, const struct km_ipsec_node *n, u
 		rc = -1;
 	caught_up(p, peer, now_ms);
 	return rc;
+}
+
+void km_ipsec_plan_published(struct km_ipsec_plan *p, uint32_t spi, uint64_t now_ms)
+{
+	p->published_spi = spi;
+	for (size_t i = 0; i < p->n_peers; i++)
+		caught_up(p, &p->peers[i], now_ms);
+}
+
+const struct km_ipsec_peer *km_ipsec_plan_find(const struct km_ipsec_plan *p, const char *name)
+{
+	return find((struct km_ipsec_plan *)p, name);
 }
 
 void km_ipsec_plan_peer_gone(struct km_ipsec_plan *p, const char *name)

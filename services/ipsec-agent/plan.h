@@ -13,8 +13,9 @@
  *   whose template names that SPI (first pair of the family).
  * Rotation: a new local key first gets ingress states from every peer, then the caller
  * advertises it. P switches its egress once it has the key and sees the advert; an older SPI's
- * ingress state is removed once P advertises exactly our current SPI and grace_ms have passed
- * since, and a key nothing uses any more leaves the keyring (Kmesh never removes either).
+ * ingress state is removed once our advert is published (km_ipsec_plan_published: written to
+ * the API) and P advertises exactly our current SPI, and grace_ms have passed since the later
+ * of the two; a key nothing uses any more leaves the keyring (Kmesh never removes either).
  * The kernel is reached through a sink, so tests can run two nodes against simulated kernels. */
 #ifndef KM_IPSEC_PLAN_H
 #define KM_IPSEC_PLAN_H
@@ -57,11 +58,13 @@ struct km_ipsec_peer {
 	uint32_t egress_spi; /* the SPI our egress state and out policies use; 0: none */
 	uint32_t accepted[KM_IPSEC_HISTORY_MAX]; /* SPIs of our ingress states from this peer */
 	size_t n_accepted;
-	uint64_t caught_up_ms; /* since when it advertises exactly our SPI; 0: not yet */
+	uint64_t caught_up_ms; /* since when it advertises exactly our SPI, ours being published;
+				* 0: not yet */
 };
 
 struct km_ipsec_plan {
 	struct km_ipsec_node self; /* spi: the one advertised (km_ipsec_plan_key_changed sets it) */
+	uint32_t published_spi;    /* the advert peers can see (km_ipsec_plan_published) */
 	struct km_ipsec_keyring *keys;
 	struct km_ipsec_sink sink;
 	uint64_t grace_ms;
@@ -80,6 +83,11 @@ void km_ipsec_plan_free(struct km_ipsec_plan *p);
  * (peers may advertise SPIs only now known). Returns 0 when every ingress state is in place and
  * the caller may advertise the new SPI (self.spi is then set), else -1 (see last_error). */
 int km_ipsec_plan_key_changed(struct km_ipsec_plan *p, uint64_t now_ms);
+/* Our advert of spi is where peers can see it (this node's KmeshNodeInfo written; at once for
+ * peers fed by hand): the grace periods of peers already advertising it start now. */
+void km_ipsec_plan_published(struct km_ipsec_plan *p, uint32_t spi, uint64_t now_ms);
+/* The peer of that name, or NULL. */
+const struct km_ipsec_peer *km_ipsec_plan_find(const struct km_ipsec_plan *p, const char *name);
 /* A peer appeared or its spec changed. Returns 0, or -1 if something was refused. */
 int km_ipsec_plan_peer(struct km_ipsec_plan *p, const struct km_ipsec_node *n, uint64_t now_ms);
 /* A peer left: everything of it is removed. */

@@ -62,6 +62,10 @@ int km_kube_open(struct km_kube_client *c, const char *kubeconfig_path, long tim
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	/* a dead peer on a long watch is found in about a minute, not at the end of the watch */
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 10L);
 	if (c->kc.ca_pem) {
 		struct curl_blob blob = { c->kc.ca_pem, c->kc.ca_pem_len, CURL_BLOB_COPY };
 
@@ -112,6 +116,16 @@ static void api_message(const struct response *r, long status, char *err, size_t
 	json_decref(j);
 }
 
+/* Aborts a transfer once *arg (a stop flag) is set; libcurl calls it about once a second. */
+static int stop_requested(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+			  curl_off_t ulnow)
+{
+	const volatile int *stop = arg;
+
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	return stop && *stop;
+}
+
 int km_kube_request(struct km_kube_client *c, const char *method, const char *path,
 		    const char *content_type, const char *body, json_t **out, char *err,
 		    size_t errlen)
@@ -141,6 +155,11 @@ int km_kube_request(struct km_kube_client *c, const char *method, const char *pa
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &r);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
+	if (c->stop) {
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, stop_requested);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, c->stop);
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	}
 	if (body) {
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
@@ -150,6 +169,8 @@ int km_kube_request(struct km_kube_client *c, const char *method, const char *pa
 	rc = curl_easy_perform(h);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->headers);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, NULL);
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 1L);
 	curl_slist_free_all(extra);
 	if (rc != CURLE_OK) {
 		if (r.too_large)
@@ -175,6 +196,88 @@ int km_kube_request(struct km_kube_client *c, const char *method, const char *pa
 	}
 	free(r.data);
 	return (int)status;
+}
+
+struct stream {
+	struct response buf; /* the line being read */
+	int (*on_line)(void *arg, const char *line, size_t len);
+	void *arg;
+	int ended;  /* on_line asked to stop */
+	long status;
+	CURL *h;
+};
+
+static size_t on_stream(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+	struct stream *s = arg;
+	size_t n = size * nmemb, start = 0;
+
+	if (!s->status)
+		curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &s->status);
+	if (s->status < 200 || s->status > 299) /* an error: its whole body, for the message */
+		return on_data(ptr, size, nmemb, &s->buf);
+	for (size_t i = 0; i < n; i++) {
+		if (ptr[i] != '\n')
+			continue;
+		if (on_data(ptr + start, 1, i - start, &s->buf) != i - start)
+			return 0;
+		if (s->buf.len && s->on_line(s->arg, s->buf.data, s->buf.len)) {
+			s->ended = 1;
+			return 0;
+		}
+		s->buf.len = 0;
+		start = i + 1;
+	}
+	if (start < n && on_data(ptr + start, 1, n - start, &s->buf) != n - start)
+		return 0;
+	return n;
+}
+
+int km_kube_stream(struct km_kube_client *c, const char *path, long max_ms,
+		   int (*on_line)(void *arg, const char *line, size_t len), void *arg,
+		   const volatile int *stop, char *err, size_t errlen)
+{
+	struct stream s = { .on_line = on_line, .arg = arg, .h = c->curl };
+	char url[2048], cerr[CURL_ERROR_SIZE] = "";
+	CURL *h = c->curl;
+	CURLcode rc;
+
+	err[0] = '\0';
+	if (snprintf(url, sizeof(url), "%s%s", c->kc.server, path) >= (int)sizeof(url))
+		return km_errf(err, errlen, "URL too long");
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
+	curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_stream);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->headers);
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, stop_requested);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, stop ? stop : c->stop);
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, max_ms);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
+	rc = curl_easy_perform(h);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, NULL);
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 1L);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, NULL);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+	if (!s.status)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &s.status);
+	if (s.status && (s.status < 200 || s.status > 299)) {
+		api_message(&s.buf, s.status, err, errlen);
+	} else if (rc != CURLE_OK && !s.ended && !(stop && *stop) &&
+		   !(rc == CURLE_OPERATION_TIMEDOUT && s.status)) { /* a timeout: it ran its time */
+		if (s.buf.too_large)
+			km_errf(err, errlen, "GET %s: a line longer than %u bytes", url,
+				KM_KUBE_MAX_RESPONSE);
+		else
+			km_errf(err, errlen, "GET %s: %s", url, *cerr ? cerr : curl_easy_strerror(rc));
+		s.status = -1;
+	}
+	free(s.buf.data);
+	return (int)s.status;
 }
 
 void km_kube_close(struct km_kube_client *c)

@@ -17,6 +17,8 @@ struct km_kube_client {
 	struct curl_slist *headers;
 	struct km_kubeconfig kc;
 	long timeout_ms;
+	const volatile int *stop; /* set by the caller: a request gives up (within about a second)
+				   * once *stop is non-zero, e.g. when a daemon shuts down */
 };
 
 /* Load the kubeconfig and prepare the connection (nothing is sent yet). Returns 0, or -1 with
@@ -30,6 +32,15 @@ int km_kube_open(struct km_kube_client *c, const char *kubeconfig_path, long tim
 int km_kube_request(struct km_kube_client *c, const char *method, const char *path,
 		    const char *content_type, const char *body, json_t **out, char *err,
 		    size_t errlen);
+/* A streaming GET (a watch): each complete line of the answer goes to on_line as it arrives
+ * (at most KM_KUBE_MAX_RESPONSE bytes each). It ends when the server ends it, after max_ms, when
+ * on_line returns non-zero, or when *stop becomes non-zero (looked at every second or so; set
+ * from another thread). Returns the HTTP status (for a non-2xx one err holds the API's
+ * message), or -1 when no answer came or the stream broke before the server ended it (err says
+ * why; not an error when stopped or on_line ended it). */
+int km_kube_stream(struct km_kube_client *c, const char *path, long max_ms,
+		   int (*on_line)(void *arg, const char *line, size_t len), void *arg,
+		   const volatile int *stop, char *err, size_t errlen);
 void km_kube_close(struct km_kube_client *c);
 
 /* 1 if s is a valid DNS-1123 subdomain (names of namespaces and pods), so it can be put into

@@ -9,7 +9,12 @@ a test changes them by rewriting it:
    "fail": {"PATCH": 500, "GET": 503}}          # optional: answer these methods with an error
 Patched annotations are kept in memory and show in later GETs. Every request is appended to the
 --log file as one JSON line (method, path, content_type, body, authorized). A request without
-the bearer token of --token gets 401."""
+the bearer token of --token gets 401.
+
+KmeshNodeInfo objects (kmesh.net/v1alpha1, namespace kmesh-system) live in memory, as an API
+server keeps them (fake_kube_objects.py): list, watch (streamed, from a resourceVersion, with
+410 Gone for a compacted one), get, create, merge patch, replace, delete; and test controls
+that break, pause and expire watches (see that file)."""
 import argparse
 import json
 import re
@@ -17,6 +22,8 @@ import socket
 import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from fake_kube_objects import STORE
 
 PATCHED = {}
 LOCK = threading.Lock()
@@ -64,6 +71,8 @@ class Handler(BaseHTTPRequestHandler):
         self.record(body, authorized)
         if not authorized:
             return self.reply(401, status(401, "Unauthorized", "Unauthorized"))
+        if self.path.startswith("/test/") or self.path.startswith("/apis/kmesh.net/"):
+            return STORE.handle(self, body)
         st = self.state()
         fail = st.get("fail", {}).get(self.command)
         if fail:

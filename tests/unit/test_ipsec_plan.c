@@ -107,6 +107,7 @@ struct node {
 	struct km_ipsec_keyring keys;
 	struct kernel kernel;
 	struct km_ipsec_plan plan;
+	int publish_late; /* its KmeshNodeInfo write is left to the test */
 };
 
 static struct node A, B;
@@ -148,6 +149,8 @@ static void load(struct node *n, uint32_t spi, uint64_t now)
 	assert_int_equal(km_ipsec_keyring_add(&n->keys, &k, &dropped, err, sizeof(err)), KM_KEYRING_CURRENT);
 	assert_int_equal(km_ipsec_plan_key_changed(&n->plan, now), 0);
 	assert_int_equal(n->plan.self.spi, spi); /* ingress ready: advertised */
+	if (!n->publish_late)
+		km_ipsec_plan_published(&n->plan, spi, now); /* its KmeshNodeInfo written at once */
 }
 
 /* `to` learns `from`'s KmeshNodeInfo as advertised now. */
@@ -305,6 +308,39 @@ static void test_rotation(void **state)
 	km_ipsec_plan_free(&B.plan);
 }
 
+/* The grace of an old SPI runs from when our advert is published (written to the API, where
+ * the peer sees it and switches), not from when the peer advertises the new SPI: a slow write
+ * must not cut off the peer's traffic with the old one. */
+static void test_grace_from_publish(void **state)
+{
+	(void)state;
+	km_log_set_level(KM_LOG_ERROR);
+	make_node(&A, "node-a", "10.0.0.1", "10.244.1.0", "aaaaaaaa-1111-2222-3333-444444444444");
+	make_node(&B, "node-b", "10.0.0.2", "10.244.2.0", "bbbbbbbb-1111-2222-3333-444444444444");
+	load(&A, 1, 0);
+	load(&B, 1, 0);
+	learn(&A, &B, 0);
+	learn(&B, &A, 0);
+	A.publish_late = 1;
+	load(&A, 2, 100); /* ready to receive 2; its write is slow */
+	load(&B, 2, 150);
+	learn(&A, &B, 200); /* B advertises 2, but cannot see A's 2 yet: it still sends with 1 */
+	km_ipsec_plan_tick(&A.plan, 200 + 10 * GRACE);
+	assert_int_equal(states_with_spi(&A.kernel, 1), 1); /* B's ingress 1 stays */
+	km_ipsec_plan_published(&A.plan, 2, 20000); /* written: B switches from now on */
+	learn(&B, &A, 20000);
+	assert_int_equal(flows(&B, &A), 2);
+	km_ipsec_plan_tick(&A.plan, 20000 + GRACE - 1);
+	assert_true(states_with_spi(&A.kernel, 1) >= 1); /* late packets with 1 still decrypt */
+	km_ipsec_plan_tick(&A.plan, 20000 + GRACE);
+	km_ipsec_plan_tick(&B.plan, 20000 + GRACE);
+	assert_int_equal(states_with_spi(&A.kernel, 1), 0);
+	assert_int_equal(flows(&A, &B), 2);
+	assert_int_equal(flows(&B, &A), 2);
+	km_ipsec_plan_free(&A.plan);
+	km_ipsec_plan_free(&B.plan);
+}
+
 /* A state left by an earlier run (or an earlier peer that had the same id) with another key:
  * replaced, not kept (XFRM's update would keep its key). */
 static void test_leftover_state(void **state)
@@ -381,6 +417,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rotation),
+		cmocka_unit_test(test_grace_from_publish),
 		cmocka_unit_test(test_bad_peer),
 		cmocka_unit_test(test_leftover_state),
 	};
