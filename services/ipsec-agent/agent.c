@@ -6,14 +6,14 @@
 
 #include <jansson.h>
 
-#include "services/ipsec-agent/node_spec.h"
 #include "services/ipsec-agent/node_watch.h"
 #include "shared/log.h"
 
 int km_ipsec_agent_init(struct km_ipsec_agent *a, uv_loop_t *loop, const struct km_ipsec_node *self,
 			uint64_t grace_ms)
 {
-	struct km_ipsec_sink sink = { km_xfrm_link_state, km_xfrm_link_policy, &a->link };
+	struct km_ipsec_sink sink = { km_xfrm_link_state, km_xfrm_link_policy, km_xfrm_link_list,
+				      &a->link };
 	char err[256];
 
 	memset(a, 0, sizeof(*a));
@@ -60,6 +60,22 @@ static void advertise(struct km_ipsec_agent *a)
 	}
 	else /* peers fed by hand are told by whoever feeds them */
 		km_ipsec_plan_published(&a->plan, a->plan.self.spi, uv_now(a->loop));
+}
+
+void km_ipsec_agent_reconcile(struct km_ipsec_agent *a)
+{
+	long n;
+
+	if (!a->plan.self.spi)
+		return;
+	n = km_ipsec_plan_reconcile(&a->plan);
+	if (n < 0)
+		km_warn("leftover XFRM objects not checked: %s", a->plan.last_error);
+	else if (n > 0)
+		km_info("removed %ld XFRM states and policies that no peer needs (left by peers gone "
+			"while no agent ran, or by an older run)", n);
+	if (n > 0)
+		a->reconciled += (uint64_t)n;
 }
 
 void km_ipsec_agent_published(void *arg, uint32_t spi)
@@ -153,6 +169,8 @@ char *km_ipsec_agent_dump(const struct km_ipsec_agent *a)
 			 (json_int_t)a->plan.errors, "last_error", a->plan.last_error,
 			 "xfrm_requests", (json_int_t)a->link.sent, "xfrm_refused",
 			 (json_int_t)a->link.refused, "key_files_refused", (json_int_t)a->keys_refused);
+	if (root)
+		json_object_set_new(root, "leftovers_removed", json_integer((json_int_t)a->reconciled));
 	if (root && (a->advert || a->watch))
 		json_object_set_new(root, "kubernetes",
 				    json_pack("{s:o, s:o}", "own_object",

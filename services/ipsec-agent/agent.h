@@ -29,6 +29,7 @@ struct km_ipsec_agent {
 	struct km_node_advert *advert; /* this node's KmeshNodeInfo (NULL: no Kubernetes API) */
 	struct km_node_watch *watch;   /* the peers' (NULL: none), for the dump */
 	uint64_t keys_refused;
+	uint64_t reconciled; /* leftover XFRM objects removed */
 	uint64_t retry_at_ms, retry_ms; /* the current key not advertised yet: when to try again */
 };
 
@@ -40,6 +41,9 @@ void km_ipsec_agent_key(struct km_ipsec_agent *a, const struct km_ipsec_key *k);
 void km_ipsec_agent_peer(struct km_ipsec_agent *a, const struct km_ipsec_node *n);
 void km_ipsec_agent_peer_gone(struct km_ipsec_agent *a, const char *name);
 void km_ipsec_agent_tick(struct km_ipsec_agent *a);
+/* Every peer is known (a full list): remove what the kernel holds with our reqid that no peer
+ * needs. Skipped until a key is loaded (the states of that key would look unneeded). */
+void km_ipsec_agent_reconcile(struct km_ipsec_agent *a);
 /* Our object advertising spi was written (node_advert.h's done callback; arg is the agent). */
 void km_ipsec_agent_published(void *arg, uint32_t spi);
 /* malloc'd JSON text, or NULL. */

@@ -6,13 +6,13 @@
 #include <string.h>
 
 #include "services/ipsec-agent/node_info.h"
-#include "services/ipsec-agent/node_spec.h"
 #include "shared/kube/kube_client.h"
 #include "shared/log.h"
 
 #define RETRY_MIN_MS 1000
 #define RETRY_MAX_MS 60000
 #define REQUEST_TIMEOUT_MS 10000
+#define AGAIN_CALM_MS 60000
 #define COLLECTION "/apis/" KM_NODE_INFO_API "/namespaces/" KM_NODE_INFO_NAMESPACE "/kmeshnodeinfos"
 
 static void start_write(struct km_node_advert *a);
@@ -67,6 +67,7 @@ static void written(uv_work_t *req, int status)
 	if (a->status >= 200 && a->status <= 299) {
 		a->writes++;
 		a->retry_ms = 0;
+		a->written_at_ms = uv_now(a->loop);
 		a->written = km_ipsec_node_equal(&a->doing, &a->want) && !a->again;
 		km_info("KmeshNodeInfo %s/%s written: SPI %u advertised to the peers",
 			KM_NODE_INFO_NAMESPACE, a->doing.name, a->doing.spi);
@@ -128,12 +129,14 @@ void km_node_advert_set(struct km_node_advert *a, const struct km_ipsec_node *se
 	a->have_want = 1;
 	a->written = 0;
 	a->retry_ms = 0;
-	a->again_ms = 0;
+	a->again_n = 0;
 	start_write(a);
 }
 
 void km_node_advert_again(struct km_node_advert *a)
 {
+	uint64_t delay;
+
 	if (!a->have_want || a->stopping)
 		return;
 	if (a->busy) {
@@ -141,9 +144,12 @@ void km_node_advert_again(struct km_node_advert *a)
 		return;
 	}
 	a->written = 0;
-	a->again_ms = a->again_ms ? (a->again_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : a->again_ms * 2)
-				  : RETRY_MIN_MS;
-	uv_timer_start(&a->retry, on_retry, a->again_ms, 0);
+	if (uv_now(a->loop) - a->last_again_ms > AGAIN_CALM_MS)
+		a->again_n = 0;
+	a->last_again_ms = uv_now(a->loop);
+	delay = a->again_n ? (uint64_t)RETRY_MIN_MS << (a->again_n < 7 ? a->again_n - 1 : 6) : 0;
+	uv_timer_start(&a->retry, on_retry, delay < RETRY_MAX_MS ? delay : RETRY_MAX_MS, 0);
+	a->again_n++;
 }
 
 void km_node_advert_stop(struct km_node_advert *a)

@@ -32,8 +32,11 @@ struct km_node_advert {
 	int status;                 /* of the last write: HTTP status, or -1 (loop thread) */
 	char err[256];
 	uint64_t retry_ms;
-	uint64_t again_ms;          /* rewrites because someone else changed it: 1 s doubling to a
-				     * minute, so two writers for one name do not fight at API speed */
+	unsigned again_n;           /* rewrites because someone else changed it, within a minute of
+				     * each other: the first at once, then 1 s doubling to a minute,
+				     * so two writers for one name do not fight at API speed */
+	uint64_t last_again_ms;
+	uint64_t written_at_ms;     /* loop time of the last successful write */
 	uint64_t writes, failures;
 	void (*done)(void *arg, uint32_t spi);
 	void *arg;

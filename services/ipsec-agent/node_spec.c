@@ -100,18 +100,3 @@ int km_ipsec_node_from_msg(const Kmesh__Ipc__IpsecNode *m, struct km_ipsec_node 
 	out->n_cidrs = m->n_pod_cidrs;
 	return 0;
 }
-
-int km_ipsec_node_equal(const struct km_ipsec_node *a, const struct km_ipsec_node *b)
-{
-	if (strcmp(a->name, b->name) || a->spi != b->spi || strcmp(a->boot_id, b->boot_id) ||
-	    a->n_addrs != b->n_addrs || a->n_cidrs != b->n_cidrs)
-		return 0;
-	for (size_t i = 0; i < a->n_addrs; i++)
-		if (strcmp(a->addrs[i], b->addrs[i]))
-			return 0;
-	for (size_t i = 0; i < a->n_cidrs; i++)
-		if (a->cidrs[i].len != b->cidrs[i].len ||
-		    memcmp(&a->cidrs[i].net, &b->cidrs[i].net, sizeof(a->cidrs[i].net)))
-			return 0;
-	return 1;
-}

@@ -17,8 +17,6 @@
 /* "10.244.1.0/24" or "fd10::/64". Returns 0, or -1 with err filled. */
 int km_ipsec_cidr_parse(const char *text, struct km_addr *net, uint8_t *len, char *err,
 			size_t errlen);
-/* 1 when a and b describe the node the same way (field by field). */
-int km_ipsec_node_equal(const struct km_ipsec_node *a, const struct km_ipsec_node *b);
 /* Returns 0, or -1 with err filled. */
 int km_ipsec_node_from_msg(const Kmesh__Ipc__IpsecNode *m, struct km_ipsec_node *out, char *err,
 			   size_t errlen);

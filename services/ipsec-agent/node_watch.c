@@ -5,10 +5,10 @@
 #include <string.h>
 
 #include "services/ipsec-agent/node_info.h"
-#include "services/ipsec-agent/node_spec.h"
 #include "shared/grow.h"
 #include "shared/log.h"
 
+#define OWN_WRITE_SETTLE_MS 5000
 #define COLLECTION "/apis/" KM_NODE_INFO_API "/namespaces/" KM_NODE_INFO_NAMESPACE "/kmeshnodeinfos"
 
 static long index_of(const struct km_node_watch *nw, const char *name)
@@ -105,8 +105,11 @@ static void on_change(void *arg, enum km_kube_change change, json_t *obj)
 			    km_grow((void **)&keep, &cap_keep, n_keep + 1, sizeof(*keep)) == 0)
 				snprintf(keep[n_keep++], sizeof(*keep), "%s", name);
 		}
-		if (!own_seen && nw->agent->advert && nw->agent->advert->written)
-			own_object(nw, KM_KUBE_DELETED, NULL); /* deleted while the watch was down */
+		/* deleted while the watch was down; unless just written (a list started before our
+		 * write landed does not show it) */
+		if (!own_seen && nw->agent->advert && nw->agent->advert->written &&
+		    uv_now(nw->agent->loop) - nw->agent->advert->written_at_ms > OWN_WRITE_SETTLE_MS)
+			own_object(nw, KM_KUBE_DELETED, NULL);
 		for (size_t k = nw->n_names; k-- > 0;) {
 			size_t j;
 
@@ -117,6 +120,9 @@ static void on_change(void *arg, enum km_kube_change change, json_t *obj)
 		}
 		free(keep);
 		km_info("KmeshNodeInfo list: %zu objects, %zu peers", json_array_size(obj), nw->n_names);
+		/* every peer known: what the kernel holds for others (peers that left while no
+		 * agent ran) can go */
+		km_ipsec_agent_reconcile(nw->agent);
 		break;
 	}
 	case KM_KUBE_ADDED:

@@ -455,6 +455,83 @@ void km_ipsec_plan_published(struct km_ipsec_plan *p, uint32_t spi, uint64_t now
 		caught_up(p, &p->peers[i], now_ms);
 }
 
+/* ---- reconcile --------------------------------------------------------------------------------- */
+
+static int same_addr(const struct km_addr *a, const struct km_addr *b)
+{
+	return !memcmp(a, b, sizeof(*a));
+}
+
+static int wanted_state(const struct km_ipsec_plan *p, const struct km_xfrm_state_spec *s)
+{
+	for (size_t i = 0; i < p->n_peers; i++) {
+		const struct km_ipsec_peer *peer = &p->peers[i];
+		struct pair prs[KM_IPSEC_ADDRS_MAX * KM_IPSEC_ADDRS_MAX];
+		size_t n = pairs_of(&p->self, &peer->node, prs, sizeof(prs) / sizeof(prs[0]));
+
+		for (size_t j = 0; j < n; j++) {
+			if (same_addr(&s->src, &prs[j].remote) && same_addr(&s->dst, &prs[j].local) &&
+			    accepts(peer, s->spi) &&
+			    s->mark == (uint32_t)peer->id << KM_IPSEC_PEER_SHIFT &&
+			    s->mark_mask == KM_IPSEC_PEER_MASK)
+				return 1; /* ingress */
+			if (same_addr(&s->src, &prs[j].local) && same_addr(&s->dst, &prs[j].remote) &&
+			    peer->egress_spi && s->spi == peer->egress_spi && !s->mark)
+				return 1; /* egress */
+		}
+	}
+	return 0;
+}
+
+static int has_cidr(const struct km_ipsec_node *n, const struct km_xfrm_policy_spec *x)
+{
+	for (size_t i = 0; i < n->n_cidrs; i++)
+		if (n->cidrs[i].len == x->cidr_len && same_addr(&n->cidrs[i].net, &x->cidr))
+			return 1;
+	return 0;
+}
+
+static int wanted_policy(const struct km_ipsec_plan *p, const struct km_xfrm_policy_spec *x)
+{
+	if (x->dir == XFRM_POLICY_IN || x->dir == XFRM_POLICY_FWD)
+		return p->local_policies && x->mark == KM_XFRM_MARK_DECRYPTED && has_cidr(&p->self, x);
+	if (x->dir != XFRM_POLICY_OUT || x->mark != KM_XFRM_MARK_ENCRYPT)
+		return 0;
+	for (size_t i = 0; i < p->n_peers; i++)
+		if (p->peers[i].egress_spi && has_cidr(&p->peers[i].node, x))
+			return 1;
+	return 0;
+}
+
+long km_ipsec_plan_reconcile(struct km_ipsec_plan *p)
+{
+	struct km_ipsec_kernel_view v = { 0 };
+	long removed = 0;
+	int rc;
+
+	if (!p->sink.list)
+		return 0;
+	rc = p->sink.list(p->sink.arg, &v);
+	if (rc != 0) {
+		fail(p, "cannot read the kernel's XFRM states and policies: %s", strerror(-rc));
+		return -1;
+	}
+	for (size_t i = 0; i < v.n_states; i++)
+		if (!wanted_state(p, &v.states[i]))
+			removed += put_state(p, KM_XFRM_DELETE, &v.states[i]) == 0;
+	for (size_t i = 0; i < v.n_policies; i++)
+		if (!wanted_policy(p, &v.policies[i]))
+			removed += put_policy(p, KM_XFRM_DELETE, &v.policies[i]) == 0;
+	free(v.states);
+	free(v.policies);
+	return removed;
+}
+
+int km_ipsec_node_equal(const struct km_ipsec_node *a, const struct km_ipsec_node *b)
+{
+	return !strcmp(a->name, b->name) && a->spi == b->spi && same_identity(a, b);
+}
+
 const struct km_ipsec_peer *km_ipsec_plan_find(const struct km_ipsec_plan *p, const char *name)
 {
 	return find((struct km_ipsec_plan *)p, name);

@@ -45,10 +45,20 @@ struct km_ipsec_node {
 	size_t n_cidrs;
 };
 
+/* What the kernel holds with this agent's reqid (KM_XFRM_REQID), by key: states (src, dst, spi,
+ * mark, mark_mask) and policies (dir, cidr, cidr_len, mark). Arrays from malloc. */
+struct km_ipsec_kernel_view {
+	struct km_xfrm_state_spec *states;
+	size_t n_states;
+	struct km_xfrm_policy_spec *policies;
+	size_t n_policies;
+};
+
 /* The kernel: returns 0 or -errno (an add of something present answers -EEXIST). */
 struct km_ipsec_sink {
 	int (*state)(void *arg, enum km_xfrm_op op, const struct km_xfrm_state_spec *s);
 	int (*policy)(void *arg, enum km_xfrm_op op, const struct km_xfrm_policy_spec *p);
+	int (*list)(void *arg, struct km_ipsec_kernel_view *out); /* may be NULL */
 	void *arg;
 };
 
@@ -86,6 +96,8 @@ int km_ipsec_plan_key_changed(struct km_ipsec_plan *p, uint64_t now_ms);
 /* Our advert of spi is where peers can see it (this node's KmeshNodeInfo written; at once for
  * peers fed by hand): the grace periods of peers already advertising it start now. */
 void km_ipsec_plan_published(struct km_ipsec_plan *p, uint32_t spi, uint64_t now_ms);
+/* 1 when a and b describe a node the same way (field by field). */
+int km_ipsec_node_equal(const struct km_ipsec_node *a, const struct km_ipsec_node *b);
 /* The peer of that name, or NULL. */
 const struct km_ipsec_peer *km_ipsec_plan_find(const struct km_ipsec_plan *p, const char *name);
 /* A peer appeared or its spec changed. Returns 0, or -1 if something was refused. */
@@ -94,6 +106,11 @@ int km_ipsec_plan_peer(struct km_ipsec_plan *p, const struct km_ipsec_node *n, u
 void km_ipsec_plan_peer_gone(struct km_ipsec_plan *p, const char *name);
 /* Remove ingress states and keys no peer needs any more. */
 void km_ipsec_plan_tick(struct km_ipsec_plan *p, uint64_t now_ms);
+/* Remove what the kernel holds with our reqid that the plan does not want: states and policies
+ * of peers that left while no agent ran, or of an older run. Call once the peers are known (a
+ * first list of them). Returns how many were removed, or -1 when the kernel could not be read
+ * (last_error says why). */
+long km_ipsec_plan_reconcile(struct km_ipsec_plan *p);
 /* Remove everything this plan installed (uninstall). */
 void km_ipsec_plan_uninstall(struct km_ipsec_plan *p);
 

@@ -29,5 +29,9 @@ int km_xfrm_link_send(struct km_xfrm_link *l, struct nl_msg *msg, const char *wh
 /* The plan's sink (plan.h) over this link: build, send, log a refusal, return 0 or -errno. */
 int km_xfrm_link_state(void *link, enum km_xfrm_op op, const struct km_xfrm_state_spec *s);
 int km_xfrm_link_policy(void *link, enum km_xfrm_op op, const struct km_xfrm_policy_spec *p);
+/* ... and what the kernel holds with our reqid (a dump of states and policies): ESP states and
+ * policies whose first template is ESP. Returns 0 or -errno. */
+struct km_ipsec_kernel_view;
+int km_xfrm_link_list(void *link, struct km_ipsec_kernel_view *out);
 
 #endif

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -102,6 +103,26 @@ static int k_policy(void *arg, enum km_xfrm_op op, const struct km_xfrm_policy_s
 	return 0;
 }
 
+/* A dump, as km_xfrm_link_list gives it: the keys of everything. */
+static int k_list(void *arg, struct km_ipsec_kernel_view *v)
+{
+	struct kernel *k = arg;
+
+	v->states = calloc(k->n_st + 1, sizeof(*v->states));
+	v->policies = calloc(k->n_pol + 1, sizeof(*v->policies));
+	assert_non_null(v->states);
+	assert_non_null(v->policies);
+	for (size_t i = 0; i < k->n_st; i++) {
+		v->states[i] = k->st[i];
+		v->states[i].key = NULL;
+		v->states[i].aead_name = NULL;
+	}
+	memcpy(v->policies, k->pol, k->n_pol * sizeof(*k->pol));
+	v->n_states = k->n_st;
+	v->n_policies = k->n_pol;
+	return 0;
+}
+
 struct node {
 	struct km_ipsec_node spec;
 	struct km_ipsec_keyring keys;
@@ -115,7 +136,7 @@ static struct node A, B;
 static void make_node(struct node *n, const char *name, const char *addr, const char *cidr,
 		      const char *boot)
 {
-	struct km_ipsec_sink sink = { k_state, k_policy, &n->kernel };
+	struct km_ipsec_sink sink = { k_state, k_policy, k_list, &n->kernel };
 
 	memset(n, 0, sizeof(*n));
 	snprintf(n->spec.name, sizeof(n->spec.name), "%s", name);
@@ -222,9 +243,9 @@ static size_t states_with_spi(const struct kernel *k, uint32_t spi)
 	return n;
 }
 
-static void test_rotation(void **state)
+/* A and B, each with SPI 1 loaded, advertised and learnt by the other. */
+static void two_nodes_with_spi_1(void)
 {
-	(void)state;
 	km_log_set_level(KM_LOG_ERROR);
 	make_node(&A, "node-a", "10.0.0.1", "10.244.1.0", "aaaaaaaa-1111-2222-3333-444444444444");
 	make_node(&B, "node-b", "10.0.0.2", "10.244.2.0", "bbbbbbbb-1111-2222-3333-444444444444");
@@ -232,6 +253,12 @@ static void test_rotation(void **state)
 	load(&B, 1, 0);
 	learn(&A, &B, 0);
 	learn(&B, &A, 0);
+}
+
+static void test_rotation(void **state)
+{
+	(void)state;
+	two_nodes_with_spi_1();
 	assert_int_equal(flows(&A, &B), 1);
 	assert_int_equal(flows(&B, &A), 1);
 
@@ -314,13 +341,7 @@ static void test_rotation(void **state)
 static void test_grace_from_publish(void **state)
 {
 	(void)state;
-	km_log_set_level(KM_LOG_ERROR);
-	make_node(&A, "node-a", "10.0.0.1", "10.244.1.0", "aaaaaaaa-1111-2222-3333-444444444444");
-	make_node(&B, "node-b", "10.0.0.2", "10.244.2.0", "bbbbbbbb-1111-2222-3333-444444444444");
-	load(&A, 1, 0);
-	load(&B, 1, 0);
-	learn(&A, &B, 0);
-	learn(&B, &A, 0);
+	two_nodes_with_spi_1();
 	A.publish_late = 1;
 	load(&A, 2, 100); /* ready to receive 2; its write is slow */
 	load(&B, 2, 150);
@@ -339,6 +360,41 @@ static void test_grace_from_publish(void **state)
 	assert_int_equal(flows(&B, &A), 2);
 	km_ipsec_plan_free(&A.plan);
 	km_ipsec_plan_free(&B.plan);
+}
+
+/* A peer that left while the agent was down: the restarted agent, once it knows its peers,
+ * removes that peer's states and policies (Kmesh keeps them until a full flush) and keeps the
+ * others'. */
+static void test_reconcile(void **state)
+{
+	struct node C;
+	struct km_ipsec_sink sink = { k_state, k_policy, k_list, &A.kernel };
+	size_t st_b, pol_b;
+
+	(void)state;
+	two_nodes_with_spi_1();
+	make_node(&C, "node-c", "10.0.0.3", "10.244.3.0", "cccccccc-1111-2222-3333-444444444444");
+	load(&C, 1, 0);
+	learn(&A, &C, 0);
+	st_b = 2;  /* ingress and egress with B */
+	pol_b = 3; /* in, fwd, out to B's CIDR */
+	assert_int_equal(A.kernel.n_st, 2 * st_b);
+	assert_int_equal(A.kernel.n_pol, pol_b + 1);
+	/* A's agent stops (nothing removed) and C leaves meanwhile; a new agent starts */
+	km_ipsec_plan_free(&A.plan);
+	km_ipsec_plan_init(&A.plan, &A.spec, &A.keys, &sink, GRACE);
+	assert_int_equal(km_ipsec_plan_key_changed(&A.plan, 10), 0);
+	km_ipsec_plan_published(&A.plan, 1, 10);
+	learn(&A, &B, 10); /* its first list: B only */
+	assert_int_equal(km_ipsec_plan_reconcile(&A.plan), 2 + 1); /* C's two states, its out policy */
+	assert_int_equal(A.kernel.n_st, st_b);
+	assert_int_equal(A.kernel.n_pol, pol_b);
+	assert_int_equal(flows(&A, &B), 1);
+	assert_int_equal(flows(&B, &A), 1);
+	assert_int_equal(km_ipsec_plan_reconcile(&A.plan), 0); /* nothing more */
+	km_ipsec_plan_free(&A.plan);
+	km_ipsec_plan_free(&B.plan);
+	km_ipsec_plan_free(&C.plan);
 }
 
 /* A state left by an earlier run (or an earlier peer that had the same id) with another key:
@@ -373,13 +429,7 @@ static void test_bad_peer(void **state)
 	struct km_ipsec_node bad;
 
 	(void)state;
-	km_log_set_level(KM_LOG_ERROR);
-	make_node(&A, "node-a", "10.0.0.1", "10.244.1.0", "aaaaaaaa-1111-2222-3333-444444444444");
-	make_node(&B, "node-b", "10.0.0.2", "10.244.2.0", "bbbbbbbb-1111-2222-3333-444444444444");
-	load(&A, 1, 0);
-	load(&B, 1, 0);
-	learn(&A, &B, 0);
-	learn(&B, &A, 0);
+	two_nodes_with_spi_1();
 	memset(&bad, 0, sizeof(bad));
 	strcpy(bad.name, "node-x");
 	strcpy(bad.addrs[0], "10.0.0.9");
@@ -418,6 +468,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rotation),
 		cmocka_unit_test(test_grace_from_publish),
+		cmocka_unit_test(test_reconcile),
 		cmocka_unit_test(test_bad_peer),
 		cmocka_unit_test(test_leftover_state),
 	};
