@@ -182,6 +182,14 @@ int km_sync_connect(struct km_sync_client *cl, const char *path, Kmesh__Ipc__Rol
 		km_sync_close(cl);
 		return err;
 	}
+	if (rep->reply->body_case == KMESH__IPC__REPLY__BODY_HELLO) {
+		const Kmesh__Ipc__HelloReply *h = rep->reply->hello;
+
+		snprintf(cl->server, sizeof(cl->server), "%s", h->server ? h->server : "");
+		snprintf(cl->version, sizeof(cl->version), "%s", h->version ? h->version : "");
+		snprintf(cl->log_level, sizeof(cl->log_level), "%s", h->log_level ? h->log_level : "");
+		cl->pid = h->pid;
+	}
 	km_msg_free(rep);
 	return 0;
 }

@@ -11,6 +11,9 @@ struct km_sync_client {
 	uint64_t next_id;
 	size_t max_frame;
 	int timeout_ms;
+	/* from the server's hello reply ("" from a server that does not say) */
+	char server[64], version[64], log_level[16];
+	uint32_t pid;
 };
 
 /* Connect to a Unix socket path and say hello as role. On failure returns -errno, or

@@ -12,6 +12,7 @@
 
 #include "kmesh_maps.h"
 #include "shared/log.h"
+#include "shared/version.h"
 
 static void maybe_stopped(struct km_ipc_server *srv)
 {
@@ -77,6 +78,9 @@ static void handle_hello(struct km_ipc_session *s, const km_envelope *env)
 	hr.protocol_version = KM_IPC_PROTOCOL_VERSION;
 	hr.layout_version = KM_LAYOUT_VERSION;
 	hr.server = (char *)s->srv->name;
+	hr.version = (char *)km_version();
+	hr.log_level = (char *)km_log_level_name(km_log_get_level());
+	hr.pid = (uint32_t)getpid();
 	reply.code = KMESH__IPC__CODE__OK;
 	reply.message = "";
 	reply.body_case = KMESH__IPC__REPLY__BODY_HELLO;

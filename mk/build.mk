@@ -35,7 +35,7 @@ IPSEC_SRCS  := $(filter-out %/main.c,$(wildcard services/ipsec-agent/*.c)) $(KUB
                shared/kube/kube_watch.c
 COMMON_SRCS := $(IPC_SRCS) $(SHARED_SRCS)
 
-GEN_HDRS := $(GEN)/kmesh_ipc.pb-c.h $(GEN)/kmesh.skel.h $(WIRE_SRCS:.c=.h)
+GEN_HDRS := $(GEN)/kmesh_ipc.pb-c.h $(GEN)/kmesh.skel.h $(WIRE_SRCS:.c=.h) $(GEN)/km_version.h
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(patsubst $(B)/%,%,$(1)))
 san = $(patsubst %.c,$(B)/san/%.o,$(patsubst $(B)/%,%,$(1)))
@@ -52,6 +52,15 @@ FUZZERS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c)
 all: $(BINS) $(TEST_TOOLS)
 
 # ---- generated code ------------------------------------------------------------------------------
+# The build's version, rewritten only when it changes (shared/version.c alone includes it).
+$(GEN)/km_version.h: FORCE
+	@mkdir -p $(@D)
+	@v=$$(git describe --always --dirty 2>/dev/null || echo dev); \
+	echo "#define KM_VERSION \"$$v\"" > $@.tmp; \
+	cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+.PHONY: FORCE
+FORCE:
+
 $(GEN)/vmlinux.h:
 	@mkdir -p $(@D)
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@

@@ -2,6 +2,7 @@
 #include "shared/options.h"
 
 #include "shared/log.h"
+#include "shared/version.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -86,13 +87,14 @@ void km_options_usage(const struct km_option *opts, const char *prog, const char
 		printf("\n");
 	}
 	printf("  %-34s %s\n", "--help", "show this help and exit");
+	printf("  %-34s %s\n", "--version", "print the build's version and exit");
 }
 
 int km_options_parse(const struct km_option *opts, int argc, char **argv, const char *synopsis,
 		     const char *description, int *first_positional)
 {
 	size_t n = count_options(opts);
-	struct option *lo = calloc(n + 2, sizeof(*lo));
+	struct option *lo = calloc(n + 3, sizeof(*lo));
 	int rc = 0;
 
 	if (!lo) {
@@ -112,6 +114,8 @@ int km_options_parse(const struct km_option *opts, int argc, char **argv, const 
 	}
 	lo[n].name = "help";
 	lo[n].val = 'h';
+	lo[n + 1].name = "version";
+	lo[n + 1].val = 'V';
 	optind = 1;
 	opterr = 0;
 	for (;;) {
@@ -122,6 +126,11 @@ int km_options_parse(const struct km_option *opts, int argc, char **argv, const 
 			break;
 		if (c == 'h') {
 			km_options_usage(opts, argv[0], synopsis, description);
+			rc = 1;
+			break;
+		}
+		if (c == 'V') {
+			printf("%s %s\n", argv[0], km_version());
 			rc = 1;
 			break;
 		}
