@@ -19,6 +19,7 @@ COMMON_LIBS := $(shell pkg-config --libs libuv libprotobuf-c)
 MW_LIBS     := $(shell pkg-config --libs libbpf) -lelf -lz $(COMMON_LIBS)
 XDS_LIBS    := $(shell pkg-config --libs jansson libnghttp2 wolfssl) $(COMMON_LIBS)
 CNI_LIBS    := $(shell pkg-config --libs jansson libcurl yaml-0.1 libmnl) $(COMMON_LIBS)
+CTL_LIBS    := $(shell pkg-config --libs jansson) $(COMMON_LIBS)
 IPSEC_LIBS  := $(shell pkg-config --libs jansson wolfssl libnl-xfrm-3.0 libcurl yaml-0.1) $(COMMON_LIBS)
 LDLIBS      := $(MW_LIBS) $(XDS_LIBS) $(CNI_LIBS) $(IPSEC_LIBS)
 SANFLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -31,6 +32,7 @@ WIRE_SRCS   := $(patsubst proto/%.proto,$(GEN)/%.pb-c.c,$(WIRE_PROTOS))
 XDS_SRCS    := $(filter-out %/main.c,$(wildcard services/xds-agent/*.c)) $(WIRE_SRCS)
 KUBE_SRCS   := $(filter-out %/kube_watch.c,$(wildcard shared/kube/*.c)) # the watch: daemons only
 CNI_SRCS    := $(filter-out %/main.c,$(wildcard services/cni-plugin/*.c)) $(KUBE_SRCS)
+CTL_SRCS    := $(filter-out %/main.c,$(wildcard tools/kmeshctl/*.c))
 IPSEC_SRCS  := $(filter-out %/main.c,$(wildcard services/ipsec-agent/*.c)) $(KUBE_SRCS) \
                shared/kube/kube_watch.c
 COMMON_SRCS := $(IPC_SRCS) $(SHARED_SRCS)
@@ -40,7 +42,8 @@ GEN_HDRS := $(GEN)/kmesh_ipc.pb-c.h $(GEN)/kmesh.skel.h $(WIRE_SRCS:.c=.h) $(GEN
 obj = $(patsubst %.c,$(B)/obj/%.o,$(patsubst $(B)/%,%,$(1)))
 san = $(patsubst %.c,$(B)/san/%.o,$(patsubst $(B)/%,%,$(1)))
 
-BINS := $(B)/bin/kmesh-map-writer $(B)/bin/kmesh-xds-agent $(B)/bin/kmesh-cni $(B)/bin/kmesh-ipsec-agent
+BINS := $(B)/bin/kmesh-map-writer $(B)/bin/kmesh-xds-agent $(B)/bin/kmesh-cni $(B)/bin/kmesh-ipsec-agent \
+        $(B)/bin/kmeshctl
 TEST_TOOLS := $(B)/tests/kmesh-testctl
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
@@ -119,6 +122,10 @@ $(B)/bin/kmesh-cni: $(call obj,services/cni-plugin/main.c $(CNI_SRCS) $(COMMON_S
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(CNI_LIBS)
 
+$(B)/bin/kmeshctl: $(call obj,tools/kmeshctl/main.c $(CTL_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(CTL_LIBS)
+
 $(B)/tests/kmesh-testctl: $(call obj,tests/tools/kmesh-testctl.c $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(COMMON_LIBS)
@@ -146,7 +153,7 @@ $(B)/san-bin/kmesh-cni: $(call san,services/cni-plugin/main.c $(CNI_SRCS) $(COMM
 
 # ---- unit tests (cmocka, always under ASan+UBSan) ------------------------------------------------
 $(B)/tests/test_%: $(call san,tests/unit/test_%.c $(XDS_SRCS) $(MW_SRCS) $(CNI_SRCS) $(IPSEC_SRCS) \
-		   $(COMMON_SRCS))
+		   $(CTL_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 

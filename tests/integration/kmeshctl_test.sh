@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# kmeshctl_test.sh — kmeshctl against the live processes of a private mesh (map writer, xDS
+# agent from a config file, IPsec agent): version, log (read and set) and dump (tables, xds,
+# policies, ipsec) in each output format, every one parsed back (JSON with json, YAML with
+# python3-yaml, tables by their columns); --help on every command; clear errors for a process
+# that is not running, an unknown command, table or process.
+set -uo pipefail
+source "$(dirname "$0")/../lib/mesh-env.sh"
+source "$(dirname "$0")/../lib/check.sh"
+source "$(dirname "$0")/../lib/ipsec-env.sh"
+
+CTL=$KM_ROOT/build/bin/kmeshctl # a client: the plain build in both runs
+ctl() { "$CTL" --map-writer-socket "$KM_SOCKET" --xds-socket "$KM_AGENT_SOCKET" \
+	--ipsec-socket "$KM_DIR/ipsec.sock" "$@"; }
+# py_is FORMAT PYTHON-EXPR: the output on stdin, parsed (json or yaml) into d, makes EXPR true
+py_is() {
+	"$KM_PY" -c 'import json, sys, yaml
+text = sys.stdin.read()
+d = json.loads(text) if sys.argv[1] == "json" else yaml.safe_load(text)
+sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2"
+}
+ctl_is() { # ctl_is FORMAT PYTHON-EXPR ARGS...: kmeshctl -o FORMAT ARGS, exit 0, output makes EXPR true
+	local out
+	out=$(ctl -o "$1" "${@:3}") || return 1
+	py_is "$1" "$2" <<<"$out"
+}
+
+trap 'km_env_cleanup' EXIT
+km_env_setup kmk$$
+cat <<JSON | km_write_config
+{"resources": [
+ {"service": {"name": "web", "namespace": "t", "hostname": "web.t", "addresses": [{"address": "10.96.9.1"}],
+   "ports": [{"servicePort": 80, "targetPort": 8080}]}},
+ {"workload": {"uid": "Kubernetes//Pod/t/b1", "name": "b1", "namespace": "t", "addresses": ["$KM_SUBNET.21"],
+   "services": {"t/web.t": {}}}}
+]}
+JSON
+km_map_writer_start || exit 1
+km_agent_start
+key_file 1 17
+start_agent --map-writer-socket ""
+km_wait_rows endpoint "^endpoint" 1 || true
+VERSION=$("$CTL" --version | awk '{print $2}')
+
+check "kmeshctl --help names every command" \
+	eval 'out=$("$CTL" --help) && grep -q "^  version" <<<"$out" && grep -q "^  log" <<<"$out" && grep -q "^  dump" <<<"$out"'
+check "... and each command has its own --help" \
+	eval '"$CTL" version --help | grep -q "usage: kmeshctl version" && "$CTL" log --help | grep -q "usage: kmeshctl log" &&
+	      "$CTL" dump --help | grep -q "usage: kmeshctl dump tables"'
+check "version -o json: kmeshctl and the three processes, all of this build ($VERSION)" \
+	ctl_is json '[r["process"] for r in d] == ["kmeshctl", "map-writer", "xds-agent", "ipsec-agent"] and all(r["version"] == "'"$VERSION"'" for r in d) and all(r["pid"] > 0 for r in d)' version
+check "version -o yaml parses back the same" \
+	ctl_is yaml 'len(d) == 4 and d[2]["process"] == "xds-agent" and d[2]["version"] == "'"$VERSION"'"' version
+check "version as a table: a header and a row per process" \
+	eval 'out=$(ctl version) && head -1 <<<"$out" | grep -q "^PROCESS *VERSION *PID *SOCKET" && [ "$(wc -l <<<"$out")" = 5 ]'
+
+check "log: each process's level" \
+	ctl_is json '{r["process"]: r["level"] for r in d} == {"map-writer": "info", "xds-agent": "info", "ipsec-agent": "debug"}' log
+check "log --set xds-agent:debug changes it, and shows it" \
+	ctl_is yaml '[r["level"] for r in d if r["process"] == "xds-agent"] == ["debug"]' log --set xds-agent:debug
+check "... which the agent logs" logged "log level set to debug" "$KM_DIR/xds-agent.log"
+check "log --set all:warn sets every process" \
+	ctl_is json 'all(r["level"] == "warn" for r in d)' log --set all:warn
+out=$(ctl log --set nobody:debug 2>&1)
+rc=$?
+check "log --set of an unknown process: usage error (2), naming the known ones" \
+	eval '[ $rc = 2 ] && grep -q "no process .nobody. (map-writer, xds-agent, ipsec-agent, all)" <<<"$out"'
+out=$(ctl log --set map-writer:loud 2>&1)
+rc=$?
+check "log --set of an unknown level: the process's refusal, exit 1" \
+	eval '[ $rc = 1 ] && grep -q "BAD_REQUEST: unknown log level" <<<"$out"'
+
+check "dump tables -o json: the VIP's frontend row, its address as text" \
+	ctl_is json 'any(r["address"] == "10.96.9.1" and r["port"] == 80 and r["kind"] == "FRONTEND_KIND_SERVICE" for r in d["frontend"]) and len(d["endpoint"]) == 1 and d["stats"][0]["ops_applied"] > 0' dump tables
+check "dump tables --table backend -o yaml: only that table (and the counters)" \
+	ctl_is yaml 'sorted(d) == ["backend", "stats"] and d["backend"][0]["addresses"] == ["'"$KM_SUBNET.21"'"]' dump tables --table backend
+check "dump tables as tables: a section per table" \
+	eval 'out=$(ctl dump tables) && grep -q "^frontend:" <<<"$out" && grep -q "^ADDRESS *PORT *PROTOCOL *KIND" <<<"$out" && grep -q "^manage:" <<<"$out"'
+out=$(ctl dump tables --table nosuch 2>&1)
+rc=$?
+check "dump of an unknown table: usage error, naming it" eval '[ $rc = 2 ] && grep -q "no table .nosuch." <<<"$out"'
+check "dump xds -o json: the agent's whole state" \
+	ctl_is json '[s["name"] for s in d["model"]["service_list"]] == ["t/web.t"] and d["source"].startswith("file ")' dump xds
+check "dump xds as tables: services and workloads" \
+	eval 'out=$(ctl dump xds) && grep -q "^services:" <<<"$out" && grep -q "^workloads:" <<<"$out" && grep -q " t/web.t " <<<"$out"'
+check "dump policies -o yaml: the compiled authorization (none here)" \
+	ctl_is yaml 'd["compiled"] == [] and d["policies"] == 0' dump policies
+check "dump ipsec -o json: the IPsec agent's key" \
+	ctl_is json 'd["current_spi"] == 1 and d["node"] == "node-a"' dump ipsec
+
+kill -TERM "$AGENT"
+wait "$AGENT" 2>/dev/null
+check "a process not running: shown with why, the others still answer (exit 0)" \
+	ctl_is json 'd[3]["process"] == "ipsec-agent" and "cannot reach kmesh-ipsec-agent at" in d[3]["error"] and d[1]["version"] == "'"$VERSION"'"' version
+out=$(ctl dump ipsec 2>&1)
+rc=$?
+check "... and a dump of it fails clearly (exit 1)" \
+	eval '[ $rc = 1 ] && grep -q "cannot reach kmesh-ipsec-agent at $KM_DIR/ipsec.sock: No such file or directory" <<<"$out"'
+out=$(ctl frobnicate 2>&1)
+rc=$?
+check "an unknown command: usage error (2)" eval '[ $rc = 2 ] && grep -q "unknown command .frobnicate." <<<"$out"'
+out=$(ctl -o xml version 2>&1)
+rc=$?
+check "an unknown output format: usage error (2)" eval '[ $rc = 2 ] && grep -q "output .xml. is not table, json or yaml" <<<"$out"'
+
+km_check_summary kmeshctl

@@ -1,0 +1,110 @@
+/* test_kmeshctl_output.c — kmeshctl's one writer (tools/kmeshctl/output.c) and the protobuf to
+ * JSON conversion of table rows (pb_json.c): exact text for each format. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kmesh_ipc.pb-c.h"
+#include "tools/kmeshctl/output.h"
+#include "tools/kmeshctl/pb_json.h"
+
+static char *render(const char *json, enum km_out_format fmt)
+{
+	json_t *doc = json_loads(json, JSON_DECODE_ANY, NULL);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(doc);
+	assert_non_null(f);
+	km_out_print(f, doc, fmt);
+	fclose(f);
+	json_decref(doc);
+	return buf;
+}
+
+static void expect(const char *json, enum km_out_format fmt, const char *want)
+{
+	char *got = render(json, fmt);
+
+	assert_string_equal(got, want);
+	free(got);
+}
+
+static void test_table(void **state)
+{
+	(void)state;
+	/* columns in the order keys first appear; a missing cell is empty; nested as JSON */
+	expect("[{\"process\": \"map-writer\", \"pid\": 7}, {\"process\": \"x\", \"err\": [1]}]",
+	       KM_OUT_TABLE,
+	       "PROCESS     PID  ERR\n"
+	       "map-writer  7    \n"
+	       "x                [1]\n");
+	expect("{\"a\": [{\"k\": 1}], \"b\": []}", KM_OUT_TABLE, "a:\nK\n1\n\nb:\n(none)\n");
+	expect("{\"spi\": 2, \"node\": \"n\"}", KM_OUT_TABLE, "KEY   VALUE\nspi   2\nnode  n\n");
+}
+
+static void test_yaml(void **state)
+{
+	(void)state;
+	expect("{\"a\": 1, \"b\": \"x: y\", \"c\": [{\"d\": true, \"e\": null}, 3], \"f\": {}, \"g\": []}",
+	       KM_OUT_YAML,
+	       "\"a\": 1\n"
+	       "\"b\": \"x: y\"\n"
+	       "\"c\":\n"
+	       "  - \"d\": true\n"
+	       "    \"e\": null\n"
+	       "  - 3\n"
+	       "\"f\": {}\n"
+	       "\"g\": []\n");
+	expect("[[1, 2]]", KM_OUT_YAML, "- \n  - 1\n  - 2\n");
+}
+
+static void test_json(void **state)
+{
+	(void)state;
+	expect("{\"a\": [1]}", KM_OUT_JSON, "{\n  \"a\": [\n    1\n  ]\n}\n");
+}
+
+static void test_pb_json(void **state)
+{
+	Kmesh__Ipc__TableOp op = KMESH__IPC__TABLE_OP__INIT;
+	Kmesh__Ipc__FrontendRow fe = KMESH__IPC__FRONTEND_ROW__INIT;
+	uint8_t vip[4] = { 10, 96, 0, 1 };
+	json_t *j;
+	char *text;
+
+	(void)state;
+	fe.address.data = vip;
+	fe.address.len = 4;
+	fe.port = 80;
+	fe.kind = KMESH__IPC__FRONTEND_KIND__FRONTEND_KIND_SERVICE;
+	op.kind = KMESH__IPC__TABLE_OP__KIND__UPSERT;
+	op.row_case = KMESH__IPC__TABLE_OP__ROW_FRONTEND;
+	op.frontend = &fe;
+	j = km_pb_json(&op.base);
+	text = json_dumps(j, JSON_COMPACT);
+	/* the oneof's one member; enums by name; an address as text */
+	assert_string_equal(text, "{\"kind\":\"UPSERT\",\"frontend\":{\"address\":\"10.96.0.1\","
+				  "\"port\":80,\"protocol\":0,\"kind\":\"FRONTEND_KIND_SERVICE\","
+				  "\"upstream_id\":0,\"target_port\":0,\"flags\":0}}");
+	free(text);
+	json_decref(j);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_yaml),
+		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_pb_json),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,188 @@
+/* cmd_dump.c — `kmeshctl dump tables|xds|policies|ipsec`: the map writer's BPF tables (rows
+ * turned to JSON from their protobuf descriptors), and the agents' own dumps. Tables print one
+ * section per table; the agents' dumps print their lists as tables, and whole as JSON or YAML. */
+#include "tools/kmeshctl/commands.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/kmeshctl/pb_json.h"
+
+static const char usage[] =
+	"usage: kmeshctl dump tables [--table NAME] [--max-rows N]\n"
+	"       kmeshctl dump xds | policies | ipsec\n"
+	"  tables:   the map writer's BPF tables, a section each (NAME: manage, frontend, service,\n"
+	"            endpoint, backend, port_override, authz_stats, ipsec_peer, ipsec_cidr)\n"
+	"  xds:      the xDS agent's services and workloads, and its istiod connection (json/yaml)\n"
+	"  policies: the compiled authorization policies, with what each allowed and denied\n"
+	"  ipsec:    the IPsec agent's keys and peers\n";
+
+static const char *const tables[] = { "", "manage", "frontend", "service", "endpoint", "backend",
+				      "port_override", "authz_stats", "ipsec_peer", "ipsec_cidr" };
+#define N_TABLES ((int)(sizeof(tables) / sizeof(tables[0])))
+
+/* A TableOp's row: the one member of its oneof, without the op's kind. */
+static json_t *row_of(const Kmesh__Ipc__TableOp *op)
+{
+	json_t *o = km_pb_json(&op->base), *row = NULL;
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(o, k, v)
+		if (strcmp(k, "kind"))
+			row = json_incref(v);
+	json_decref(o);
+	return row ? row : json_object();
+}
+
+static json_t *dump_table(const struct km_ctl *ctl, int t, uint32_t max_rows, json_t **stats,
+			  int *truncated, char *err, size_t errlen)
+{
+	km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep;
+	Kmesh__Ipc__DumpRequest d = KMESH__IPC__DUMP_REQUEST__INIT;
+	const Kmesh__Ipc__DumpReply *r;
+	json_t *rows;
+
+	d.table = (Kmesh__Ipc__Table)t;
+	d.max_rows = max_rows;
+	req.body_case = KMESH__IPC__ENVELOPE__BODY_DUMP;
+	req.dump = &d;
+	if (km_proc_call(ctl, KM_PROC_MAP_WRITER, &req, &rep, err, errlen) != 0)
+		return NULL;
+	r = rep->reply->dump;
+	rows = json_array();
+	for (size_t i = 0; r && i < r->n_manage; i++)
+		json_array_append_new(rows, km_pb_json(&r->manage[i]->base));
+	for (size_t i = 0; r && i < r->n_authz_stats; i++)
+		json_array_append_new(rows, km_pb_json(&r->authz_stats[i]->base));
+	for (size_t i = 0; r && i < r->n_rows; i++)
+		json_array_append_new(rows, row_of(r->rows[i]));
+	if (r && r->stats && stats) {
+		json_decref(*stats);
+		*stats = km_pb_json(&r->stats->base);
+	}
+	if (r && r->truncated)
+		*truncated = 1;
+	km_msg_free(rep);
+	return rows;
+}
+
+static int dump_tables(const struct km_ctl *ctl, int argc, char **argv)
+{
+	const char *only = NULL;
+	unsigned long max_rows = 0;
+	json_t *doc = json_object(), *stats = NULL;
+	int truncated = 0;
+	char err[512];
+
+	for (int i = 0; i < argc; i++) {
+		char *end;
+
+		if (!strcmp(argv[i], "--table") && i + 1 < argc) {
+			only = argv[++i];
+		} else if (!strcmp(argv[i], "--max-rows") && i + 1 < argc) {
+			max_rows = strtoul(argv[++i], &end, 10);
+			if (*end || max_rows > 0xffffffffUL) {
+				fputs(usage, stderr);
+				return 2;
+			}
+		} else {
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (only) {
+		int t;
+
+		for (t = 1; t < N_TABLES && strcmp(tables[t], only); t++)
+			;
+		if (t == N_TABLES) {
+			fprintf(stderr, "kmeshctl: no table '%s'\n%s", only, usage);
+			return 2;
+		}
+	}
+	for (int t = 1; t < N_TABLES; t++) {
+		json_t *rows;
+
+		if (only && strcmp(tables[t], only))
+			continue;
+		rows = dump_table(ctl, t, (uint32_t)max_rows, &stats, &truncated, err, sizeof(err));
+		if (!rows) {
+			fprintf(stderr, "kmeshctl: %s\n", err);
+			json_decref(doc);
+			json_decref(stats);
+			return 1;
+		}
+		json_object_set_new(doc, tables[t], rows);
+	}
+	if (stats) /* the map writer's counters, as one row */
+		json_object_set_new(doc, "stats", json_pack("[o]", stats));
+	km_out_print(stdout, doc, ctl->format);
+	if (truncated)
+		fprintf(stderr, "kmeshctl: some tables had more rows than shown (see --max-rows)\n");
+	json_decref(doc);
+	return 0;
+}
+
+/* An agent's dump (or its member part): whole as JSON/YAML; as a table, the lists named by
+ * sections, triples of a title, an object key ("" for the top) and the list's key. */
+static int dump_agent(const struct km_ctl *ctl, enum km_proc p, const char *part,
+		      const char *const *sections)
+{
+	char err[512];
+	json_t *d = km_proc_agent_dump(ctl, p, err, sizeof(err)), *top, *doc;
+
+	if (!d) {
+		fprintf(stderr, "kmeshctl: %s\n", err);
+		return 1;
+	}
+	top = part ? json_object_get(d, part) : d;
+	if (!top) {
+		fprintf(stderr, "kmeshctl: kmesh-%s's dump has no '%s'\n", km_proc_name(p), part);
+		json_decref(d);
+		return 1;
+	}
+	if (ctl->format != KM_OUT_TABLE) {
+		km_out_print(stdout, top, ctl->format);
+		json_decref(d);
+		return 0;
+	}
+	doc = json_object();
+	for (size_t i = 0; sections[i]; i += 3) {
+		json_t *parent = *sections[i + 1] ? json_object_get(top, sections[i + 1]) : top;
+		json_t *list = json_object_get(parent, sections[i + 2]);
+
+		json_object_set_new(doc, sections[i], json_is_array(list) ? json_incref(list)
+									   : json_array());
+	}
+	km_out_print(stdout, doc, ctl->format);
+	json_decref(doc);
+	json_decref(d);
+	return 0;
+}
+
+int km_cmd_dump(const struct km_ctl *ctl, int argc, char **argv)
+{
+	static const char *const xds[] = { "services", "model", "service_list", "workloads", "model",
+					   "workload_list", "policies", "model", "policy_list", NULL };
+	static const char *const policies[] = { "compiled", "", "compiled", NULL };
+	static const char *const ipsec[] = { "keys", "", "keys", "peers", "", "peers", NULL };
+
+	if (km_cmd_wants_help(argc, argv, usage))
+		return 0;
+	if (argc < 1) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (!strcmp(argv[0], "tables"))
+		return dump_tables(ctl, argc - 1, argv + 1);
+	if (argc == 1 && !strcmp(argv[0], "xds"))
+		return dump_agent(ctl, KM_PROC_XDS_AGENT, NULL, xds);
+	if (argc == 1 && !strcmp(argv[0], "policies"))
+		return dump_agent(ctl, KM_PROC_XDS_AGENT, "authz", policies);
+	if (argc == 1 && !strcmp(argv[0], "ipsec"))
+		return dump_agent(ctl, KM_PROC_IPSEC_AGENT, NULL, ipsec);
+	fputs(usage, stderr);
+	return 2;
+}

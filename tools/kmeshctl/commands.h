@@ -1,0 +1,15 @@
+/* commands.h — kmeshctl's command families, one file each (cmd_*.c). Each takes the arguments
+ * after its name, prints through output.h, and returns the exit code (0 ok, 1 failed, 2 usage). */
+#ifndef KM_KMESHCTL_COMMANDS_H
+#define KM_KMESHCTL_COMMANDS_H
+
+#include "tools/kmeshctl/procs.h"
+
+int km_cmd_version(const struct km_ctl *ctl, int argc, char **argv);
+int km_cmd_log(const struct km_ctl *ctl, int argc, char **argv);
+int km_cmd_dump(const struct km_ctl *ctl, int argc, char **argv);
+
+/* 1 when argv holds -h or --help (and prints usage). */
+int km_cmd_wants_help(int argc, char **argv, const char *usage);
+
+#endif
