@@ -176,19 +176,19 @@ int km_sync_connect(struct km_sync_client *cl, const char *path, Kmesh__Ipc__Rol
 		*reply_code = rep->reply->code;
 	if (msg && msg_len)
 		snprintf(msg, msg_len, "%s", rep->reply->message ? rep->reply->message : "");
-	if (rep->reply->code != KMESH__IPC__CODE__OK) {
-		err = rep->reply->code == KMESH__IPC__CODE__PERMISSION_DENIED ? -EACCES : -EPROTO;
-		km_msg_free(rep);
-		km_sync_close(cl);
-		return err;
-	}
-	if (rep->reply->body_case == KMESH__IPC__REPLY__BODY_HELLO) {
+	if (rep->reply->body_case == KMESH__IPC__REPLY__BODY_HELLO) { /* refused ones say it too */
 		const Kmesh__Ipc__HelloReply *h = rep->reply->hello;
 
 		snprintf(cl->server, sizeof(cl->server), "%s", h->server ? h->server : "");
 		snprintf(cl->version, sizeof(cl->version), "%s", h->version ? h->version : "");
 		snprintf(cl->log_level, sizeof(cl->log_level), "%s", h->log_level ? h->log_level : "");
 		cl->pid = h->pid;
+	}
+	if (rep->reply->code != KMESH__IPC__CODE__OK) {
+		err = rep->reply->code == KMESH__IPC__CODE__PERMISSION_DENIED ? -EACCES : -EPROTO;
+		km_msg_free(rep);
+		km_sync_close(cl);
+		return err;
 	}
 	km_msg_free(rep);
 	return 0;

@@ -45,12 +45,34 @@ static void deny(struct km_ipc_session *s, uint64_t id, const char *why)
 	km_conn_close_after_writes(&s->conn, session_closed);
 }
 
-static void handle_hello(struct km_ipc_session *s, const km_envelope *env)
+/* The hello reply: who answers (with its build, so a client that does not match it can say
+ * which build it met), with code and message. */
+static void hello_reply(struct km_ipc_session *s, uint64_t id, Kmesh__Ipc__Code code,
+			const char *message)
 {
-	const Kmesh__Ipc__Hello *h = env->hello;
 	km_envelope out = KMESH__IPC__ENVELOPE__INIT;
 	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
 	Kmesh__Ipc__HelloReply hr = KMESH__IPC__HELLO_REPLY__INIT;
+
+	hr.protocol_version = KM_IPC_PROTOCOL_VERSION;
+	hr.layout_version = KM_LAYOUT_VERSION;
+	hr.server = (char *)s->srv->name;
+	hr.version = (char *)km_version();
+	hr.log_level = (char *)km_log_level_name(km_log_get_level());
+	hr.pid = (uint32_t)getpid();
+	reply.code = code;
+	reply.message = (char *)message;
+	reply.body_case = KMESH__IPC__REPLY__BODY_HELLO;
+	reply.hello = &hr;
+	out.request_id = id;
+	out.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
+	out.reply = &reply;
+	km_msg_send(&s->conn, &out);
+}
+
+static void handle_hello(struct km_ipc_session *s, const km_envelope *env)
+{
+	const Kmesh__Ipc__Hello *h = env->hello;
 	char why[256];
 
 	snprintf(s->process, sizeof(s->process), "%s", h->process && *h->process ? h->process : "?");
@@ -67,7 +89,7 @@ static void handle_hello(struct km_ipc_session *s, const km_envelope *env)
 			 h->protocol_version, h->layout_version, KM_IPC_PROTOCOL_VERSION,
 			 KM_LAYOUT_VERSION);
 		km_warn("peer pid %d (%s): %s", (int)s->pid, s->process, why);
-		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__VERSION_MISMATCH, why, 0);
+		hello_reply(s, env->request_id, KMESH__IPC__CODE__VERSION_MISMATCH, why);
 		km_conn_close_after_writes(&s->conn, session_closed);
 		return;
 	}
@@ -75,20 +97,7 @@ static void handle_hello(struct km_ipc_session *s, const km_envelope *env)
 	s->hello_done = 1;
 	km_info("peer pid %d uid %u (%s) connected as %s", (int)s->pid, (unsigned)s->uid, s->process,
 		km_msg_role_name(s->role));
-	hr.protocol_version = KM_IPC_PROTOCOL_VERSION;
-	hr.layout_version = KM_LAYOUT_VERSION;
-	hr.server = (char *)s->srv->name;
-	hr.version = (char *)km_version();
-	hr.log_level = (char *)km_log_level_name(km_log_get_level());
-	hr.pid = (uint32_t)getpid();
-	reply.code = KMESH__IPC__CODE__OK;
-	reply.message = "";
-	reply.body_case = KMESH__IPC__REPLY__BODY_HELLO;
-	reply.hello = &hr;
-	out.request_id = env->request_id;
-	out.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
-	out.reply = &reply;
-	km_msg_send(&s->conn, &out);
+	hello_reply(s, env->request_id, KMESH__IPC__CODE__OK, "");
 }
 
 static void on_frame(struct km_conn *c, const uint8_t *payload, size_t len)

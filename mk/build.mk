@@ -59,8 +59,8 @@ all: $(BINS) $(TEST_TOOLS)
 $(GEN)/km_version.h: FORCE
 	@mkdir -p $(@D)
 	@v=$$(git describe --always --dirty 2>/dev/null || echo dev); \
-	echo "#define KM_VERSION \"$$v\"" > $@.tmp; \
-	cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+	t=$@.$$$$.tmp; echo "#define KM_VERSION \"$$(printf %s "$$v" | tr -d '"\\')\"" > $$t; \
+	cmp -s $$t $@ && rm -f $$t || mv $$t $@
 .PHONY: FORCE
 FORCE:
 

@@ -10,7 +10,8 @@ packages=(
 	libnghttp2-dev libwolfssl-dev libjansson-dev libcmocka-dev uthash-dev
 	libcurl4-openssl-dev libyaml-dev libnl-xfrm-3-dev libmnl-dev containernetworking-plugins
 	libclang-rt-14-dev
-	iproute2 util-linux procps curl python3 python3-grpcio python3-protobuf protobuf-compiler openssl
+	iproute2 util-linux procps curl python3 python3-grpcio python3-protobuf python3-yaml
+	protobuf-compiler openssl
 )
 
 missing=()

@@ -17,6 +17,7 @@
 #include "services/cni-plugin/netconf.h"
 #include "services/cni-plugin/plugin.h"
 #include "shared/log.h"
+#include "shared/version.h"
 #include "shared/options.h"
 
 #define KM_CNI_LOG_ROTATE_BYTES (10u << 20)
@@ -240,8 +241,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc > 1 && !strcmp(argv[1], "--version")) {
-		printf("kmesh-cni, CNI spec %s (supports 0.3.0, 0.3.1, 0.4.0, 1.0.0)\n",
-		       KM_CNI_SPEC_VERSION);
+		printf("kmesh-cni %s, CNI spec %s (supports 0.3.0, 0.3.1, 0.4.0, 1.0.0)\n",
+		       km_version(), KM_CNI_SPEC_VERSION);
 		return 0;
 	}
 	if (argc > 1) {

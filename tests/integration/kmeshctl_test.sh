@@ -14,9 +14,13 @@ ctl() { "$CTL" --map-writer-socket "$KM_SOCKET" --xds-socket "$KM_AGENT_SOCKET" 
 	--ipsec-socket "$KM_DIR/ipsec.sock" "$@"; }
 # py_is FORMAT PYTHON-EXPR: the output on stdin, parsed (json or yaml) into d, makes EXPR true
 py_is() {
-	"$KM_PY" -c 'import json, sys, yaml
+	"$KM_PY" -c 'import json, sys
 text = sys.stdin.read()
-d = json.loads(text) if sys.argv[1] == "json" else yaml.safe_load(text)
+if sys.argv[1] == "json":
+    d = json.loads(text)
+else:
+    import yaml
+    d = yaml.safe_load(text)
 sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2"
 }
 ctl_is() { # ctl_is FORMAT PYTHON-EXPR ARGS...: kmeshctl -o FORMAT ARGS, exit 0, output makes EXPR true
@@ -92,6 +96,8 @@ kill -TERM "$AGENT"
 wait "$AGENT" 2>/dev/null
 check "a process not running: shown with why, the others still answer (exit 0)" \
 	ctl_is json 'd[3]["process"] == "ipsec-agent" and "cannot reach kmesh-ipsec-agent at" in d[3]["error"] and d[1]["version"] == "'"$VERSION"'"' version
+check "log --set all:info sets every process that runs (a node may have no IPsec agent)" \
+	ctl_is json '[r["level"] for r in d[:2]] == ["info", "info"] and "error" in d[2]' log --set all:info
 out=$(ctl dump ipsec 2>&1)
 rc=$?
 check "... and a dump of it fails clearly (exit 1)" \
@@ -102,5 +108,6 @@ check "an unknown command: usage error (2)" eval '[ $rc = 2 ] && grep -q "unknow
 out=$(ctl -o xml version 2>&1)
 rc=$?
 check "an unknown output format: usage error (2)" eval '[ $rc = 2 ] && grep -q "output .xml. is not table, json or yaml" <<<"$out"'
+check "--output=yaml works as --output yaml" ctl_is yaml 'len(d) == 4' --output=yaml version
 
 km_check_summary kmeshctl

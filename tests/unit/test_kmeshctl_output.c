@@ -64,6 +64,10 @@ static void test_yaml(void **state)
 	       "\"f\": {}\n"
 	       "\"g\": []\n");
 	expect("[[1, 2]]", KM_OUT_YAML, "- \n  - 1\n  - 2\n");
+	/* what YAML does not take raw (DEL, C1 controls, its own line breaks) is escaped, and a
+	 * real keeps a '.' (YAML 1.1 reads 1e+20 as a string) */
+	expect("{\"a\": 1e+20, \"s\": \"x\\u007fy\\u0085z\\u2028\"}", KM_OUT_YAML,
+	       "\"a\": 1.0e+20\n\"s\": \"x\\x7Fy\\u0085z\\u2028\"\n");
 }
 
 static void test_json(void **state)
@@ -96,6 +100,18 @@ static void test_pb_json(void **state)
 				  "\"upstream_id\":0,\"target_port\":0,\"flags\":0}}");
 	free(text);
 	json_decref(j);
+	{ /* a uint64 beyond JSON's signed integers: as text, not negative */
+		Kmesh__Ipc__ManageRow m = KMESH__IPC__MANAGE_ROW__INIT;
+
+		m.netns_cookie = UINT64_MAX;
+		m.netns_path = "/run/netns/x";
+		j = km_pb_json(&m.base);
+		text = json_dumps(j, JSON_COMPACT);
+		assert_string_equal(text, "{\"netns_cookie\":\"18446744073709551615\","
+					  "\"netns_path\":\"/run/netns/x\",\"host_ifindex\":0}");
+		free(text);
+		json_decref(j);
+	}
 }
 
 int main(void)

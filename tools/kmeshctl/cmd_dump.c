@@ -50,6 +50,11 @@ static json_t *dump_table(const struct km_ctl *ctl, int t, uint32_t max_rows, js
 	req.dump = &d;
 	if (km_proc_call(ctl, KM_PROC_MAP_WRITER, &req, &rep, err, errlen) != 0)
 		return NULL;
+	if (rep->reply->body_case != KMESH__IPC__REPLY__BODY_DUMP) {
+		snprintf(err, errlen, "kmesh-map-writer answered the dump of %s without rows", tables[t]);
+		km_msg_free(rep);
+		return NULL;
+	}
 	r = rep->reply->dump;
 	rows = json_array();
 	for (size_t i = 0; r && i < r->n_manage; i++)
@@ -72,7 +77,7 @@ static int dump_tables(const struct km_ctl *ctl, int argc, char **argv)
 {
 	const char *only = NULL;
 	unsigned long max_rows = 0;
-	json_t *doc = json_object(), *stats = NULL;
+	json_t *doc, *stats = NULL;
 	int truncated = 0;
 	char err[512];
 
@@ -83,7 +88,7 @@ static int dump_tables(const struct km_ctl *ctl, int argc, char **argv)
 			only = argv[++i];
 		} else if (!strcmp(argv[i], "--max-rows") && i + 1 < argc) {
 			max_rows = strtoul(argv[++i], &end, 10);
-			if (*end || max_rows > 0xffffffffUL) {
+			if (!*argv[i] || *end || max_rows > 0xffffffffUL) {
 				fputs(usage, stderr);
 				return 2;
 			}
@@ -102,6 +107,7 @@ static int dump_tables(const struct km_ctl *ctl, int argc, char **argv)
 			return 2;
 		}
 	}
+	doc = json_object();
 	for (int t = 1; t < N_TABLES; t++) {
 		json_t *rows;
 

@@ -58,9 +58,16 @@ int km_cmd_log(const struct km_ctl *ctl, int argc, char **argv)
 		enum km_proc p;
 
 		snprintf(name, sizeof(name), "%.*s", (int)(colon - argv[i + 1]), argv[i + 1]);
-		if (!strcmp(name, "all")) {
-			for (int q = 0; q < KM_PROC_COUNT; q++)
+		if (!strcmp(name, "all")) { /* every process that runs (a node may have no IPsec) */
+			for (int q = 0; q < KM_PROC_COUNT; q++) {
+				struct km_sync_client cl;
+				char err[512];
+
+				if (km_proc_connect(ctl, (enum km_proc)q, &cl, err, sizeof(err)) != 0)
+					continue; /* shown as not running below */
+				km_sync_close(&cl);
 				failed |= set_level(ctl, (enum km_proc)q, colon + 1) != 0;
+			}
 		} else if (km_proc_parse(name, &p) == 0) {
 			failed |= set_level(ctl, p, colon + 1) != 0;
 		}
@@ -79,5 +86,7 @@ int km_cmd_log(const struct km_ctl *ctl, int argc, char **argv)
 	km_out_print(stdout, rows, ctl->format);
 	json_decref(hellos);
 	json_decref(rows);
+	if (unreachable == KM_PROC_COUNT)
+		fprintf(stderr, "kmeshctl: no kmesh process answered (see the error of each)\n");
 	return failed || unreachable == KM_PROC_COUNT; /* a node may run no IPsec agent */
 }

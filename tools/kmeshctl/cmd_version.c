@@ -12,7 +12,7 @@ static const char usage[] =
 
 int km_cmd_version(const struct km_ctl *ctl, int argc, char **argv)
 {
-	json_t *rows = json_array(), *hellos, *h;
+	json_t *rows, *hellos, *h;
 	int unreachable;
 	size_t i;
 
@@ -22,6 +22,7 @@ int km_cmd_version(const struct km_ctl *ctl, int argc, char **argv)
 		fputs(usage, stderr);
 		return 2;
 	}
+	rows = json_array();
 	json_array_append_new(rows, json_pack("{s:s, s:s, s:I, s:s}", "process", "kmeshctl",
 					      "version", km_version(), "pid", (json_int_t)getpid(),
 					      "socket", "-"));
@@ -42,5 +43,7 @@ int km_cmd_version(const struct km_ctl *ctl, int argc, char **argv)
 	km_out_print(stdout, rows, ctl->format);
 	json_decref(hellos);
 	json_decref(rows);
+	if (unreachable == KM_PROC_COUNT)
+		fprintf(stderr, "kmeshctl: no kmesh process answered (see the error of each)\n");
 	return unreachable == KM_PROC_COUNT; /* a node may run no IPsec agent */
 }

@@ -45,8 +45,21 @@ int main(int argc, char **argv)
 	int i;
 
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL, *eq = strchr(a, '=');
+		static const char *const takes_value[] = { "-o", "--output", "--map-writer-socket",
+							   "--xds-socket", "--ipsec-socket",
+							   "--timeout-ms", NULL };
+		char flag[64];
+		int known = 0, inline_value = 0;
 
+		if (eq && !strncmp(a, "--", 2) && (size_t)(eq - a) < sizeof(flag)) { /* --flag=value */
+			snprintf(flag, sizeof(flag), "%.*s", (int)(eq - a), a);
+			a = flag;
+			v = eq + 1;
+			inline_value = 1;
+		}
+		for (int k = 0; takes_value[k]; k++)
+			known |= !strcmp(a, takes_value[k]);
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			fputs(usage, stdout);
 			return 0;
@@ -54,6 +67,10 @@ int main(int argc, char **argv)
 		if (!strcmp(a, "--version")) {
 			printf("kmeshctl %s\n", km_version());
 			return 0;
+		}
+		if (!known) {
+			fprintf(stderr, "kmeshctl: unknown option '%s' (see --help)\n", argv[i]);
+			return 2;
 		}
 		if (!v) {
 			fprintf(stderr, "kmeshctl: %s needs a value (see --help)\n", a);
@@ -71,16 +88,17 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--ipsec-socket")) {
 			ctl.socket[KM_PROC_IPSEC_AGENT] = v;
 		} else if (!strcmp(a, "--timeout-ms")) {
-			ctl.timeout_ms = atoi(v);
-			if (ctl.timeout_ms < 1 || ctl.timeout_ms > 600000) {
+			char *end;
+			long ms = strtol(v, &end, 10);
+
+			if (!*v || *end || ms < 1 || ms > 600000) {
 				fprintf(stderr, "kmeshctl: --timeout-ms must be 1 to 600000\n");
 				return 2;
 			}
-		} else {
-			fprintf(stderr, "kmeshctl: unknown option '%s' (see --help)\n", a);
-			return 2;
+			ctl.timeout_ms = (int)ms;
 		}
-		i++;
+		if (!inline_value)
+			i++;
 	}
 	if (i == argc) {
 		fputs(usage, stderr);

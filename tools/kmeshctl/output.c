@@ -18,13 +18,36 @@ int km_out_parse(const char *s, enum km_out_format *out)
 	return 0;
 }
 
-/* ---- YAML: block style; every string double-quoted (a JSON string is a valid YAML one) ------- */
+/* ---- YAML: block style; every string double-quoted ------------------------------------------ */
 
+/* A JSON scalar as YAML: a JSON string with every non-ASCII character escaped (\uXXXX) is a valid
+ * YAML double-quoted one once DEL is escaped too; a real always has a '.' (YAML 1.1 reads 1e+20
+ * as a string). */
 static void yaml_scalar(FILE *f, const json_t *v)
 {
-	char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+	char *text;
 
-	fputs(text ? text : "null", f);
+	if (json_is_real(v)) {
+		char num[64];
+		size_t n;
+
+		snprintf(num, sizeof(num), "%.17g", json_real_value(v));
+		n = strcspn(num, ".eEin"); /* no '.' before an exponent (nor inf, nan) */
+		if (num[n] == 'e' || num[n] == 'E' || !num[n]) {
+			char rest[64];
+
+			snprintf(rest, sizeof(rest), "%s", num + n);
+			snprintf(num + n, sizeof(num) - n, ".0%s", rest);
+		}
+		fputs(num, f);
+		return;
+	}
+	text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_ENSURE_ASCII);
+	for (const char *p = text ? text : "null"; *p; p++)
+		if (*p == 0x7f)
+			fputs("\\x7F", f);
+		else
+			fputc(*p, f);
 	free(text);
 }
 

@@ -1,6 +1,7 @@
 /* pb_json.c — see pb_json.h. */
 #include "tools/kmeshctl/pb_json.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,8 +42,12 @@ static json_t *value_json(const ProtobufCFieldDescriptor *f, const void *p)
 	case PROTOBUF_C_TYPE_SFIXED64:
 		return json_integer(*(const int64_t *)p);
 	case PROTOBUF_C_TYPE_UINT64:
-	case PROTOBUF_C_TYPE_FIXED64:
-		return json_integer((json_int_t)*(const uint64_t *)p);
+	case PROTOBUF_C_TYPE_FIXED64: { /* JSON numbers here are signed 64-bit: beyond, as text */
+		uint64_t u = *(const uint64_t *)p;
+
+		return u <= INT64_MAX ? json_integer((json_int_t)u) : json_sprintf("%llu",
+									    (unsigned long long)u);
+	}
 	case PROTOBUF_C_TYPE_FLOAT:
 		return json_real(*(const float *)p);
 	case PROTOBUF_C_TYPE_DOUBLE:
@@ -101,6 +106,12 @@ json_t *km_pb_json(const ProtobufCMessage *m)
 			if (*(const uint32_t *)(base + f->quantifier_offset) != f->id)
 				continue; /* another member of the oneof is set */
 			json_object_set_new(o, f->name, value_json(f, base + f->offset));
+		} else if (f->label == PROTOBUF_C_LABEL_OPTIONAL &&
+			   ((f->type != PROTOBUF_C_TYPE_STRING && f->type != PROTOBUF_C_TYPE_MESSAGE &&
+			     !*(const protobuf_c_boolean *)(base + f->quantifier_offset)) ||
+			    ((f->type == PROTOBUF_C_TYPE_STRING || f->type == PROTOBUF_C_TYPE_MESSAGE) &&
+			     !*(void *const *)(base + f->offset)))) {
+			continue; /* an optional field that is not set */
 		} else if (f->label == PROTOBUF_C_LABEL_REPEATED) {
 			size_t n = *(const size_t *)(base + f->quantifier_offset);
 			const char *arr = *(char *const *)(base + f->offset);

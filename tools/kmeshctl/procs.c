@@ -31,8 +31,9 @@ int km_proc_connect(const struct km_ctl *ctl, enum km_proc p, struct km_sync_cli
 
 	if (rc == 0)
 		return 0;
-	snprintf(err, errlen, "cannot reach kmesh-%s at %s: %s%s%s", km_proc_name(p),
-		 ctl->socket[p], strerror(-rc), *msg ? ": " : "", msg);
+	snprintf(err, errlen, "cannot reach kmesh-%s at %s: %s%s%s%s%s%s", km_proc_name(p),
+		 ctl->socket[p], strerror(-rc), *msg ? ": " : "", msg,
+		 *cl->version ? " (it runs " : "", cl->version, *cl->version ? ")" : "");
 	return -1;
 }
 
