@@ -73,9 +73,11 @@ void km_options_usage(const struct km_option *opts, const char *prog, const char
 {
 	printf("Usage: %s %s\n\n%s\n\nOptions:\n", prog, synopsis, description);
 	for (const struct km_option *o = opts; o->name; o++) {
-		char left[96];
+		char left[96], sn[8] = "";
 
-		snprintf(left, sizeof(left), "--%s%s%s", o->name, o->metavar ? " " : "",
+		if (o->short_name)
+			snprintf(sn, sizeof(sn), "-%c, ", o->short_name);
+		snprintf(left, sizeof(left), "%s--%s%s%s", sn, o->name, o->metavar ? " " : "",
 			 o->metavar ? o->metavar : "");
 		printf("  %-34s %s", left, o->help);
 		if (o->type == KM_OPT_STRING && *(const char **)o->target)
@@ -95,6 +97,8 @@ int km_options_parse(const struct km_option *opts, int argc, char **argv, const 
 {
 	size_t n = count_options(opts);
 	struct option *lo = calloc(n + 3, sizeof(*lo));
+	char shorts[2 + 2 * 64 + 1] = "+h"; /* "+": stop at the first positional (a command) */
+	size_t ns = 2;
 	int rc = 0;
 
 	if (!lo) {
@@ -111,6 +115,12 @@ int km_options_parse(const struct km_option *opts, int argc, char **argv, const 
 		lo[i].name = opts[i].name;
 		lo[i].has_arg = opts[i].type == KM_OPT_BOOL ? optional_argument : required_argument;
 		lo[i].val = 256 + (int)i;
+		if (opts[i].short_name && ns + 3 < sizeof(shorts)) {
+			shorts[ns++] = opts[i].short_name;
+			if (opts[i].type != KM_OPT_BOOL)
+				shorts[ns++] = ':';
+			shorts[ns] = '\0';
+		}
 	}
 	lo[n].name = "help";
 	lo[n].val = 'h';
@@ -120,7 +130,7 @@ int km_options_parse(const struct km_option *opts, int argc, char **argv, const 
 	opterr = 0;
 	for (;;) {
 		int idx = -1;
-		int c = getopt_long(argc, argv, "+h", lo, &idx);
+		int c = getopt_long(argc, argv, shorts, lo, &idx);
 
 		if (c == -1)
 			break;
@@ -143,7 +153,11 @@ int km_options_parse(const struct km_option *opts, int argc, char **argv, const 
 			rc = -1;
 			break;
 		}
-		if (apply(&opts[c - 256], optarg, argv[0]) != 0) {
+		if (c < 256) /* a short name */
+			for (size_t i = 0; i < n; i++)
+				if (opts[i].short_name == c)
+					c = 256 + (int)i;
+		if (c < 256 || apply(&opts[c - 256], optarg, argv[0]) != 0) {
 			rc = -1;
 			break;
 		}

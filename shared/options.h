@@ -22,6 +22,7 @@ struct km_option {
 	const char *env;     /* environment variable giving a default, or NULL */
 	uint64_t min, max;   /* KM_OPT_UINT */
 	int (*fn)(const char *arg, void *target, char *err, size_t errlen);
+	char short_name; /* e.g. 'o' for -o; 0: none ('h' is --help's) */
 };
 
 /*

@@ -107,7 +107,7 @@ rc=$?
 check "an unknown command: usage error (2)" eval '[ $rc = 2 ] && grep -q "unknown command .frobnicate." <<<"$out"'
 out=$(ctl -o xml version 2>&1)
 rc=$?
-check "an unknown output format: usage error (2)" eval '[ $rc = 2 ] && grep -q "output .xml. is not table, json or yaml" <<<"$out"'
+check "an unknown output format: usage error (2)" eval '[ $rc = 2 ] && grep -q -- "--output: .xml. is not table, json or yaml" <<<"$out"'
 check "--output=yaml works as --output yaml" ctl_is yaml 'len(d) == 4' --output=yaml version
 
 km_check_summary kmeshctl

@@ -40,10 +40,6 @@ int km_cmd_version(const struct km_ctl *ctl, int argc, char **argv)
 			json_object_set(r, "error", err);
 		json_array_append_new(rows, r);
 	}
-	km_out_print(stdout, rows, ctl->format);
 	json_decref(hellos);
-	json_decref(rows);
-	if (unreachable == KM_PROC_COUNT)
-		fprintf(stderr, "kmeshctl: no kmesh process answered (see the error of each)\n");
-	return unreachable == KM_PROC_COUNT; /* a node may run no IPsec agent */
+	return km_proc_print_rows(ctl, rows, unreachable);
 }

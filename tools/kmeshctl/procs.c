@@ -89,6 +89,16 @@ json_t *km_proc_hellos(const struct km_ctl *ctl, int *unreachable)
 	return rows;
 }
 
+int km_proc_print_rows(const struct km_ctl *ctl, json_t *rows, int unreachable)
+{
+	km_out_print(stdout, rows, ctl->format);
+	json_decref(rows);
+	if (unreachable < KM_PROC_COUNT)
+		return 0;
+	fprintf(stderr, "kmeshctl: no kmesh process answered (see the error of each)\n");
+	return 1;
+}
+
 json_t *km_proc_agent_dump(const struct km_ctl *ctl, enum km_proc p, char *err, size_t errlen)
 {
 	km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep;
