@@ -266,7 +266,7 @@ check "... not enrolled, no state kept" \
 	eval '[ "$(manage_rows)" -eq "$rows" ] && [ ! -e "$CNI/state/containers/ctr-c4" ]'
 "$KM_TESTCTL" ipsec-dataplane --socket "$KM_SOCKET" --state off >/dev/null
 check "IPsec off again: the program is off the pod's veth" \
-	eval 'out=$(tc -n "$KM_NODE" filter show dev "$C5_VETH" ingress) && ! grep -q km_ipsec <<<"$out"'
+	lacks km_ipsec tc -n "$KM_NODE" filter show dev "$C5_VETH" ingress
 
 # ---- the installer under a primary CNI that rewrites its file ----------------------------------
 cat "$KM_DIR/primary.conflist" >"$CONFLIST" # in place, not atomically, as some do

@@ -14,7 +14,7 @@ source "$(dirname "$0")/../lib/ipsec-env.sh"
 filters() { tc -n "$KM_NODE" filter show dev "$1" ingress; }
 # the program named (BPF names are cut at 15 characters) is on the interface's ingress
 has_prog() { says "$2" filters "$1"; }
-no_prog() { local out; out=$(filters "$1") && ! grep -q km_ipsec <<<"$out"; }
+no_prog() { lacks km_ipsec filters "$1"; }
 # pod_if POD: the node side of the pod's eth0 (eth0@ifN names its peer's ifindex)
 pod_ifindex() { ip -n "$KM_PREFIX-$1" -o link show eth0 | sed -n 's/.*eth0@if\([0-9]*\):.*/\1/p'; }
 pod_if() { ip -n "$KM_NODE" -o link show | awk -F': ' -v i="$(pod_ifindex "$1")" '$1 == i {sub(/@.*/, "", $2); print $2}'; }
@@ -68,7 +68,7 @@ out=$(enroll p3 2>&1)
 rc=$?
 check "with IPsec on, a pod without a node-side interface is refused, saying why" \
 	eval '[ $rc -ne 0 ] && grep -q "ENCRYPTION_UNAVAILABLE: IPsec is on and the pod.s node-side interface is not given (host_ifindex): its traffic to other nodes would leave unencrypted" <<<"$out"'
-check "... and not enrolled" eval '! says "netns $(km_netns_path p3)" "$KM_TESTCTL" dump --socket "$KM_SOCKET" --table manage'
+check "... and not enrolled" lacks "netns $(km_netns_path p3)" "$KM_TESTCTL" dump --socket "$KM_SOCKET" --table manage
 out=$(enroll p3 --host-ifindex "$(ip -n "$KM_NODE" -o link show nic0 | cut -d: -f1)" 2>&1)
 check "a pod claiming the NIC as its interface is refused (encrypt would replace decrypt)" \
 	eval 'grep -q "ENCRYPTION_UNAVAILABLE: .* interface nic0 is a node interface" <<<"$out" &&

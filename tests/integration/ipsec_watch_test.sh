@@ -68,7 +68,7 @@ assert writes == [("PATCH", "node-a", "application/merge-patch+json"),
                   ("POST", "kmeshnodeinfos", "application/json")], writes
 assert all(r["authorized"] for r in reqs)' "$KM_DIR/kube-api.requests"
 check "after its first list, the leftover policy of a peer gone is removed (ours: reqid 1)" \
-	eval 'dump_is "d[\"leftovers_removed\"] == 1" && ! says "10.244.99.0/24" ip -n "$KM_NODE" xfrm policy'
+	eval 'dump_is "d[\"leftovers_removed\"] == 1" && lacks "10.244.99.0/24" ip -n "$KM_NODE" xfrm policy'
 check "... and another owner's policy stays" says "10.244.98.0/24" ip -n "$KM_NODE" xfrm policy
 check "... while its own in/fwd policies stay" \
 	eval '[ "$(ip -n "$KM_NODE" xfrm policy | grep -c "dst 10.244.1.0/24")" = 2 ]'

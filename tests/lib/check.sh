@@ -23,6 +23,13 @@ says() { # says TEXT COMMAND...: COMMAND's output contains TEXT. The output is r
 	grep -qF -- "$1" <<<"$out"
 }
 
+lacks() { # lacks TEXT COMMAND...: COMMAND succeeds and its output does not contain TEXT (a
+	# command that fails proves nothing about what it would have printed)
+	local out
+	out=$("${@:2}") || return 1
+	! grep -qF -- "$1" <<<"$out"
+}
+
 count_of() { # count_of ANSWER < client.py output (the whole answer, spaces included)
 	awk -v n="$1" '{a = $0; sub(/^[0-9]+ /, "", a)} a == n {c = $1} END {print c + 0}'
 }
