@@ -5,8 +5,6 @@
  * types and sizes. */
 #include "services/xds-agent/resource_json.h"
 
-#include <errno.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,136 +12,13 @@
 
 #include <jansson.h>
 
+#include "services/xds-agent/json_pb.h"
 #include "services/xds-agent/resource_pb.h"
-#include "shared/addr.h"
-#include "shared/base64.h"
 #include "shared/log.h"
 
 typedef Kmesh__Workload__Service pb_service;
 typedef Kmesh__Workload__Workload pb_workload;
 
-static int bad(char *err, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *err, const char *path, const char *fmt, ...)
-{
-	char what[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	snprintf(err, 320, "%s: %s", path, what);
-	return -1;
-}
-
-/* A field by its JSON name or its proto name; JSON null counts as absent. */
-static json_t *field(const json_t *obj, const char *json_name, const char *proto_name)
-{
-	json_t *v = json_object_get(obj, json_name);
-
-	if (!v && proto_name)
-		v = json_object_get(obj, proto_name);
-	return json_is_null(v) ? NULL : v;
-}
-
-/* String field into a malloc'd copy (absent: left as the message default). */
-static int j_string(const json_t *obj, const char *jn, const char *pn, char **out, const char *path,
-		    char *err)
-{
-	json_t *v = field(obj, jn, pn);
-
-	if (!v)
-		return 0;
-	if (!json_is_string(v))
-		return bad(err, path, "'%s' must be a string", jn);
-	if (strlen(json_string_value(v)) != json_string_length(v))
-		return bad(err, path, "'%s' contains a NUL byte", jn);
-	if (json_string_length(v) > KM_RES_MAX_STRING)
-		return bad(err, path, "'%s' is longer than %d bytes", jn, KM_RES_MAX_STRING);
-	*out = strdup(json_string_value(v));
-	return *out ? 0 : bad(err, path, "out of memory");
-}
-
-static int j_u32(const json_t *v, uint32_t *out, const char *path, const char *name, char *err)
-{
-	json_int_t n;
-
-	if (json_is_integer(v)) {
-		n = json_integer_value(v);
-	} else if (json_is_string(v)) {
-		char *end;
-		const char *s = json_string_value(v);
-
-		errno = 0;
-		n = strtoll(s, &end, 10);
-		if (errno || end == s || *end)
-			return bad(err, path, "'%s' is not an integer", name);
-	} else {
-		return bad(err, path, "'%s' must be an integer", name);
-	}
-	if (n < 0 || n > 0xffffffffLL)
-		return bad(err, path, "'%s' = %lld is out of range", name, (long long)n);
-	*out = (uint32_t)n;
-	return 0;
-}
-
-static int j_enum(const json_t *v, const char *const *names, int count, int *out, const char *path,
-		  const char *name, char *err)
-{
-	if (json_is_string(v))
-		for (int i = 0; i < count; i++)
-			if (names[i] && strcmp(json_string_value(v), names[i]) == 0) {
-				*out = i;
-				return 0;
-			}
-	if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) < count) {
-		*out = (int)json_integer_value(v);
-		return 0;
-	}
-	return bad(err, path, "'%s' is not a known value", name);
-}
-
-/* Bytes holding an IP: IP text (convenient in hand-written files) or base64 (proto JSON). */
-static int j_ip_bytes(const json_t *v, ProtobufCBinaryData *out, const char *path, char *err)
-{
-	struct km_addr a;
-	uint8_t raw[16];
-	long n;
-
-	if (!json_is_string(v))
-		return bad(err, path, "address must be a string");
-	if (km_addr_parse(json_string_value(v), &a) == 0) {
-		n = (long)km_addr_to_bytes(&a, raw);
-	} else {
-		n = km_base64_decode(json_string_value(v), json_string_length(v), raw, sizeof(raw));
-		if (n < 0)
-			return bad(err, path, "'%.64s' is neither an IP address nor base64 of one",
-				   json_string_value(v));
-	}
-	out->data = malloc(n ? (size_t)n : 1);
-	if (!out->data)
-		return bad(err, path, "out of memory");
-	memcpy(out->data, raw, (size_t)n);
-	out->len = (size_t)n;
-	return 0;
-}
-
-static int j_array(const json_t *obj, const char *jn, const char *pn, size_t max, json_t **out,
-		   const char *path, char *err)
-{
-	json_t *v = field(obj, jn, pn);
-
-	*out = NULL;
-	if (!v)
-		return 0;
-	if (!json_is_array(v))
-		return bad(err, path, "'%s' must be an array", jn);
-	if (json_array_size(v) > max)
-		return bad(err, path, "'%s' has %zu entries, at most %zu", jn, json_array_size(v), max);
-	*out = v;
-	return 0;
-}
-
-#define ALLOC_ARRAY(ptr, n) ((ptr) = calloc((n) ? (n) : 1, sizeof(*(ptr))))
 
 static int j_network_address(const json_t *o, Kmesh__Workload__NetworkAddress **out,
 			     const char *path, char *err)
@@ -152,15 +27,15 @@ static int j_network_address(const json_t *o, Kmesh__Workload__NetworkAddress **
 	json_t *ip, *len;
 
 	if (!a)
-		return bad(err, path, "out of memory");
+		return km_jbad(err, path, "out of memory");
 	kmesh__workload__network_address__init(a);
 	*out = a;
-	if (!json_is_object(o) || !(ip = field(o, "address", NULL)))
-		return bad(err, path, "must be an object with an 'address'");
-	if (j_string(o, "network", NULL, &a->network, path, err) || j_ip_bytes(ip, &a->address, path, err))
+	if (!json_is_object(o) || !(ip = km_jfield(o, "address", NULL)))
+		return km_jbad(err, path, "must be an object with an 'address'");
+	if (km_jstring(o, "network", NULL, &a->network, path, err) || km_jip_bytes(ip, &a->address, path, err))
 		return -1;
-	len = field(o, "length", NULL);
-	return len ? j_u32(len, &a->length, path, "length", err) : 0;
+	len = km_jfield(o, "length", NULL);
+	return len ? km_ju32(len, &a->length, path, "length", err) : 0;
 }
 
 static int j_ports(const json_t *arr, Kmesh__Workload__Port ***out, size_t *n, const char *path,
@@ -170,23 +45,23 @@ static int j_ports(const json_t *arr, Kmesh__Workload__Port ***out, size_t *n, c
 	json_t *p;
 	char sub[192];
 
-	if (!ALLOC_ARRAY(*out, json_array_size(arr)))
-		return bad(err, path, "out of memory");
+	if (!KM_JALLOC_ARRAY(*out, json_array_size(arr)))
+		return km_jbad(err, path, "out of memory");
 	json_array_foreach(arr, i, p) {
 		Kmesh__Workload__Port *port = malloc(sizeof(*port));
 		json_t *sp, *tp;
 
 		snprintf(sub, sizeof(sub), "%s.ports[%zu]", path, i);
 		if (!port)
-			return bad(err, sub, "out of memory");
+			return km_jbad(err, sub, "out of memory");
 		kmesh__workload__port__init(port);
 		(*out)[(*n)++] = port;
 		if (!json_is_object(p))
-			return bad(err, sub, "must be an object");
-		sp = field(p, "servicePort", "service_port");
-		tp = field(p, "targetPort", "target_port");
-		if ((sp && j_u32(sp, &port->service_port, sub, "servicePort", err)) ||
-		    (tp && j_u32(tp, &port->target_port, sub, "targetPort", err)))
+			return km_jbad(err, sub, "must be an object");
+		sp = km_jfield(p, "servicePort", "service_port");
+		tp = km_jfield(p, "targetPort", "target_port");
+		if ((sp && km_ju32(sp, &port->service_port, sub, "servicePort", err)) ||
+		    (tp && km_ju32(tp, &port->target_port, sub, "targetPort", err)))
 			return -1;
 	}
 	return 0;
@@ -199,31 +74,31 @@ static int j_waypoint(const json_t *o, Kmesh__Workload__GatewayAddress **out, co
 	json_t *h, *a, *port;
 
 	if (!g)
-		return bad(err, path, "out of memory");
+		return km_jbad(err, path, "out of memory");
 	kmesh__workload__gateway_address__init(g);
 	*out = g;
 	if (!json_is_object(o))
-		return bad(err, path, "'waypoint' must be an object");
-	h = field(o, "hostname", NULL);
-	a = field(o, "address", NULL);
+		return km_jbad(err, path, "'waypoint' must be an object");
+	h = km_jfield(o, "hostname", NULL);
+	a = km_jfield(o, "address", NULL);
 	if (h && json_is_object(h)) {
 		Kmesh__Workload__NamespacedHostname *nh = malloc(sizeof(*nh));
 
 		if (!nh)
-			return bad(err, path, "out of memory");
+			return km_jbad(err, path, "out of memory");
 		kmesh__workload__namespaced_hostname__init(nh);
 		g->destination_case = KMESH__WORKLOAD__GATEWAY_ADDRESS__DESTINATION_HOSTNAME;
 		g->hostname = nh;
-		if (j_string(h, "namespace", NULL, &nh->namespace_, path, err) ||
-		    j_string(h, "hostname", NULL, &nh->hostname, path, err))
+		if (km_jstring(h, "namespace", NULL, &nh->namespace_, path, err) ||
+		    km_jstring(h, "hostname", NULL, &nh->hostname, path, err))
 			return -1;
 	} else if (a) {
 		g->destination_case = KMESH__WORKLOAD__GATEWAY_ADDRESS__DESTINATION_ADDRESS;
 		if (j_network_address(a, &g->address, path, err))
 			return -1;
 	}
-	port = field(o, "hboneMtlsPort", "hbone_mtls_port");
-	return port ? j_u32(port, &g->hbone_mtls_port, path, "hboneMtlsPort", err) : 0;
+	port = km_jfield(o, "hboneMtlsPort", "hbone_mtls_port");
+	return port ? km_ju32(port, &g->hbone_mtls_port, path, "hboneMtlsPort", err) : 0;
 }
 
 static const char *const lb_modes[] = { "UNSPECIFIED_MODE", "STRICT", "FAILOVER", "PASSTHROUGH" };
@@ -239,37 +114,37 @@ static int j_load_balancing(const json_t *o, Kmesh__Workload__LoadBalancing **ou
 	size_t i;
 
 	if (!lb)
-		return bad(err, path, "out of memory");
+		return km_jbad(err, path, "out of memory");
 	kmesh__workload__load_balancing__init(lb);
 	*out = lb;
 	if (!json_is_object(o))
-		return bad(err, path, "'loadBalancing' must be an object");
-	if (j_array(o, "routingPreference", "routing_preference", KM_RES_MAX_SCOPES, &prefs, path, err))
+		return km_jbad(err, path, "'loadBalancing' must be an object");
+	if (km_jarray(o, "routingPreference", "routing_preference", KM_RES_MAX_SCOPES, &prefs, path, err))
 		return -1;
 	if (prefs) {
-		if (!ALLOC_ARRAY(lb->routing_preference, json_array_size(prefs)))
-			return bad(err, path, "out of memory");
+		if (!KM_JALLOC_ARRAY(lb->routing_preference, json_array_size(prefs)))
+			return km_jbad(err, path, "out of memory");
 		json_array_foreach(prefs, i, v) {
 			int sc;
 
-			if (j_enum(v, scopes, 7, &sc, path, "routingPreference", err))
+			if (km_jenum(v, scopes, 7, &sc, path, "routingPreference", err))
 				return -1;
 			lb->routing_preference[lb->n_routing_preference++] = sc;
 		}
 	}
-	mode = field(o, "mode", NULL);
-	hp = field(o, "healthPolicy", "health_policy");
+	mode = km_jfield(o, "mode", NULL);
+	hp = km_jfield(o, "healthPolicy", "health_policy");
 	if (mode) {
 		int m;
 
-		if (j_enum(mode, lb_modes, 4, &m, path, "mode", err))
+		if (km_jenum(mode, lb_modes, 4, &m, path, "mode", err))
 			return -1;
 		lb->mode = m;
 	}
 	if (hp) {
 		int h;
 
-		if (j_enum(hp, health, 2, &h, path, "healthPolicy", err))
+		if (km_jenum(hp, health, 2, &h, path, "healthPolicy", err))
 			return -1;
 		lb->health_policy = (uint32_t)h;
 	}
@@ -282,16 +157,16 @@ static int j_service(const json_t *o, pb_service *m, const char *path, char *err
 	size_t i;
 
 	if (!json_is_object(o))
-		return bad(err, path, "must be an object");
-	if (j_string(o, "name", NULL, &m->name, path, err) ||
-	    j_string(o, "namespace", NULL, &m->namespace_, path, err) ||
-	    j_string(o, "hostname", NULL, &m->hostname, path, err) ||
-	    j_array(o, "addresses", NULL, KM_RES_MAX_VIPS, &addrs, path, err) ||
-	    j_array(o, "ports", NULL, KM_RES_MAX_PORTS, &ports, path, err))
+		return km_jbad(err, path, "must be an object");
+	if (km_jstring(o, "name", NULL, &m->name, path, err) ||
+	    km_jstring(o, "namespace", NULL, &m->namespace_, path, err) ||
+	    km_jstring(o, "hostname", NULL, &m->hostname, path, err) ||
+	    km_jarray(o, "addresses", NULL, KM_RES_MAX_VIPS, &addrs, path, err) ||
+	    km_jarray(o, "ports", NULL, KM_RES_MAX_PORTS, &ports, path, err))
 		return -1;
 	if (addrs) {
-		if (!ALLOC_ARRAY(m->addresses, json_array_size(addrs)))
-			return bad(err, path, "out of memory");
+		if (!KM_JALLOC_ARRAY(m->addresses, json_array_size(addrs)))
+			return km_jbad(err, path, "out of memory");
 		json_array_foreach(addrs, i, v) {
 			char sub[192];
 
@@ -303,9 +178,9 @@ static int j_service(const json_t *o, pb_service *m, const char *path, char *err
 	}
 	if (ports && j_ports(ports, &m->ports, &m->n_ports, path, err))
 		return -1;
-	if ((v = field(o, "waypoint", NULL)) && j_waypoint(v, &m->waypoint, path, err))
+	if ((v = km_jfield(o, "waypoint", NULL)) && j_waypoint(v, &m->waypoint, path, err))
 		return -1;
-	if ((v = field(o, "loadBalancing", "load_balancing")) &&
+	if ((v = km_jfield(o, "loadBalancing", "load_balancing")) &&
 	    j_load_balancing(v, &m->load_balancing, path, err))
 		return -1;
 	return 0;
@@ -320,29 +195,29 @@ static int j_workload_services(const json_t *o, pb_workload *m, const char *path
 	json_t *v;
 
 	if (!json_is_object(o))
-		return bad(err, path, "'services' must be an object keyed by \"<namespace>/<hostname>\"");
+		return km_jbad(err, path, "'services' must be an object keyed by \"<namespace>/<hostname>\"");
 	if (json_object_size(o) > KM_RES_MAX_SERVICES_PER_WORKLOAD)
-		return bad(err, path, "'services' has %zu entries, at most %d", json_object_size(o),
+		return km_jbad(err, path, "'services' has %zu entries, at most %d", json_object_size(o),
 			   KM_RES_MAX_SERVICES_PER_WORKLOAD);
-	if (!ALLOC_ARRAY(m->services, json_object_size(o)))
-		return bad(err, path, "out of memory");
+	if (!KM_JALLOC_ARRAY(m->services, json_object_size(o)))
+		return km_jbad(err, path, "out of memory");
 	json_object_foreach((json_t *)o, key, v) {
 		Kmesh__Workload__Workload__ServicesEntry *e = malloc(sizeof(*e));
 		json_t *ports;
 
 		if (!e)
-			return bad(err, path, "out of memory");
+			return km_jbad(err, path, "out of memory");
 		kmesh__workload__workload__services_entry__init(e);
 		m->services[m->n_services++] = e;
 		if (!(e->key = strdup(key)))
-			return bad(err, path, "out of memory");
+			return km_jbad(err, path, "out of memory");
 		if (!json_is_object(v))
-			return bad(err, path, "services[\"%.64s\"] must be an object", key);
-		if (j_array(v, "ports", NULL, KM_RES_MAX_PORTS, &ports, path, err))
+			return km_jbad(err, path, "services[\"%.64s\"] must be an object", key);
+		if (km_jarray(v, "ports", NULL, KM_RES_MAX_PORTS, &ports, path, err))
 			return -1;
 		if (ports) {
 			if (!(e->value = malloc(sizeof(*e->value))))
-				return bad(err, path, "out of memory");
+				return km_jbad(err, path, "out of memory");
 			kmesh__workload__port_list__init(e->value);
 			if (j_ports(ports, &e->value->ports, &e->value->n_ports, path, err))
 				return -1;
@@ -358,73 +233,73 @@ static int j_workload(const json_t *o, pb_workload *m, const char *path, char *e
 	int e;
 
 	if (!json_is_object(o))
-		return bad(err, path, "must be an object");
-	if (j_string(o, "uid", NULL, &m->uid, path, err) ||
-	    j_string(o, "name", NULL, &m->name, path, err) ||
-	    j_string(o, "namespace", NULL, &m->namespace_, path, err) ||
-	    j_string(o, "node", NULL, &m->node, path, err) ||
-	    j_string(o, "network", NULL, &m->network, path, err) ||
-	    j_string(o, "clusterId", "cluster_id", &m->cluster_id, path, err) ||
-	    j_string(o, "trustDomain", "trust_domain", &m->trust_domain, path, err) ||
-	    j_string(o, "serviceAccount", "service_account", &m->service_account, path, err) ||
-	    j_array(o, "addresses", NULL, KM_RES_MAX_ADDRESSES, &addrs, path, err) ||
-	    j_array(o, "authorizationPolicies", "authorization_policies", KM_RES_MAX_POLICIES, &pols,
+		return km_jbad(err, path, "must be an object");
+	if (km_jstring(o, "uid", NULL, &m->uid, path, err) ||
+	    km_jstring(o, "name", NULL, &m->name, path, err) ||
+	    km_jstring(o, "namespace", NULL, &m->namespace_, path, err) ||
+	    km_jstring(o, "node", NULL, &m->node, path, err) ||
+	    km_jstring(o, "network", NULL, &m->network, path, err) ||
+	    km_jstring(o, "clusterId", "cluster_id", &m->cluster_id, path, err) ||
+	    km_jstring(o, "trustDomain", "trust_domain", &m->trust_domain, path, err) ||
+	    km_jstring(o, "serviceAccount", "service_account", &m->service_account, path, err) ||
+	    km_jarray(o, "addresses", NULL, KM_RES_MAX_ADDRESSES, &addrs, path, err) ||
+	    km_jarray(o, "authorizationPolicies", "authorization_policies", KM_RES_MAX_POLICIES, &pols,
 		    path, err))
 		return -1;
 	if (addrs) {
-		if (!ALLOC_ARRAY(m->addresses, json_array_size(addrs)))
-			return bad(err, path, "out of memory");
+		if (!KM_JALLOC_ARRAY(m->addresses, json_array_size(addrs)))
+			return km_jbad(err, path, "out of memory");
 		json_array_foreach(addrs, i, v) {
 			char sub[192];
 
 			snprintf(sub, sizeof(sub), "%s.addresses[%zu]", path, i);
-			if (j_ip_bytes(v, &m->addresses[m->n_addresses], sub, err))
+			if (km_jip_bytes(v, &m->addresses[m->n_addresses], sub, err))
 				return -1;
 			m->n_addresses++;
 		}
 	}
 	if (pols) {
-		if (!ALLOC_ARRAY(m->authorization_policies, json_array_size(pols)))
-			return bad(err, path, "out of memory");
+		if (!KM_JALLOC_ARRAY(m->authorization_policies, json_array_size(pols)))
+			return km_jbad(err, path, "out of memory");
 		json_array_foreach(pols, i, v) {
 			if (!json_is_string(v) || json_string_length(v) > KM_RES_MAX_STRING)
-				return bad(err, path, "authorizationPolicies[%zu] must be a string", i);
+				return km_jbad(err, path, "authorizationPolicies[%zu] must be a string", i);
 			if (!(m->authorization_policies[m->n_authorization_policies] =
 				      strdup(json_string_value(v))))
-				return bad(err, path, "out of memory");
+				return km_jbad(err, path, "out of memory");
 			m->n_authorization_policies++;
 		}
 	}
-	if ((v = field(o, "status", NULL))) {
-		if (j_enum(v, statuses, 2, &e, path, "status", err))
+	if ((v = km_jfield(o, "status", NULL))) {
+		if (km_jenum(v, statuses, 2, &e, path, "status", err))
 			return -1;
 		m->status = e;
 	}
-	if ((v = field(o, "networkMode", "network_mode"))) {
-		if (j_enum(v, net_modes, 2, &e, path, "networkMode", err))
+	if ((v = km_jfield(o, "networkMode", "network_mode"))) {
+		if (km_jenum(v, net_modes, 2, &e, path, "networkMode", err))
 			return -1;
 		m->network_mode = e;
 	}
-	if ((v = field(o, "capacity", NULL))) {
+	if ((v = km_jfield(o, "capacity", NULL))) {
 		if (!(m->capacity = malloc(sizeof(*m->capacity))))
-			return bad(err, path, "out of memory");
+			return km_jbad(err, path, "out of memory");
 		kmesh__workload__uint32_value__init(m->capacity);
-		if (j_u32(json_is_object(v) ? field(v, "value", NULL) : v, &m->capacity->value, path,
+		if (km_ju32(json_is_object(v) ? km_jfield(v, "value", NULL) : v, &m->capacity->value, path,
 			  "capacity", err))
 			return -1;
 	}
-	if ((v = field(o, "locality", NULL))) {
+	if ((v = km_jfield(o, "locality", NULL))) {
 		if (!json_is_object(v) || !(m->locality = malloc(sizeof(*m->locality))))
-			return bad(err, path, "'locality' must be an object");
+			return km_jbad(err, path, "'locality' must be an object");
 		kmesh__workload__locality__init(m->locality);
-		if (j_string(v, "region", NULL, &m->locality->region, path, err) ||
-		    j_string(v, "zone", NULL, &m->locality->zone, path, err) ||
-		    j_string(v, "subzone", NULL, &m->locality->subzone, path, err))
+		if (km_jstring(v, "region", NULL, &m->locality->region, path, err) ||
+		    km_jstring(v, "zone", NULL, &m->locality->zone, path, err) ||
+		    km_jstring(v, "subzone", NULL, &m->locality->subzone, path, err))
 			return -1;
 	}
-	if ((v = field(o, "waypoint", NULL)) && j_waypoint(v, &m->waypoint, path, err))
+	if ((v = km_jfield(o, "waypoint", NULL)) && j_waypoint(v, &m->waypoint, path, err))
 		return -1;
-	if ((v = field(o, "services", NULL)) && j_workload_services(v, m, path, err))
+	if ((v = km_jfield(o, "services", NULL)) && j_workload_services(v, m, path, err))
 		return -1;
 	return 0;
 }
@@ -535,8 +410,8 @@ static const struct kind kinds[] = {
 static void decode_one(const json_t *item, size_t i, struct km_resource_set *out)
 {
 	char path[64], err[320], pb_err[256];
-	json_t *svc = json_is_object(item) ? field(item, "service", NULL) : NULL;
-	json_t *wl = json_is_object(item) ? field(item, "workload", NULL) : NULL;
+	json_t *svc = json_is_object(item) ? km_jfield(item, "service", NULL) : NULL;
+	json_t *wl = json_is_object(item) ? km_jfield(item, "workload", NULL) : NULL;
 	const struct kind *k = &kinds[svc ? 0 : 1];
 	char *set = (char *)out;
 	ProtobufCMessage *msg;
@@ -546,7 +421,7 @@ static void decode_one(const json_t *item, size_t i, struct km_resource_set *out
 	snprintf(path, sizeof(path), "resources[%zu].%s", i, k->field);
 	if ((!svc) == (!wl)) {
 		snprintf(path, sizeof(path), "resources[%zu]", i);
-		bad(err, path, "must hold exactly one of 'service' or 'workload'");
+		km_jbad(err, path, "must hold exactly one of 'service' or 'workload'");
 		record_failure(out, NULL, err);
 		return;
 	}
@@ -559,15 +434,45 @@ static void decode_one(const json_t *item, size_t i, struct km_resource_set *out
 	k->desc->message_init(msg);
 	rc = k->map(svc ? svc : wl, msg, path, err);
 	if (rc == 0 && (rc = k->convert(msg, &res, pb_err, sizeof(pb_err))) != 0)
-		bad(err, path, "%s", pb_err);
+		km_jbad(err, path, "%s", pb_err);
 	if (rc == 0 && push((void ***)(set + k->list), (size_t *)(set + k->count),
 			    (size_t *)(set + k->cap), res)) {
 		k->free_res(res);
-		rc = bad(err, path, "out of memory");
+		rc = km_jbad(err, path, "out of memory");
 	}
 	if (rc != 0)
 		record_failure(out, k->name(msg), err);
 	protobuf_c_message_free_unpacked(msg, NULL);
+}
+
+int km_json_address_pb(const json_t *item, const char *path, Kmesh__Workload__Address **out,
+		       char *err)
+{
+	json_t *svc = json_is_object(item) ? km_jfield(item, "service", NULL) : NULL;
+	json_t *wl = json_is_object(item) ? km_jfield(item, "workload", NULL) : NULL;
+	Kmesh__Workload__Address *a;
+	char sub[96];
+
+	*out = NULL;
+	if ((!svc) == (!wl))
+		return km_jbad(err, path, "must hold exactly one of 'service' or 'workload'");
+	if (!(a = malloc(sizeof(*a))))
+		return km_jbad(err, path, "out of memory");
+	kmesh__workload__address__init(a);
+	*out = a;
+	snprintf(sub, sizeof(sub), "%s.%s", path, svc ? "service" : "workload");
+	if (svc) {
+		a->type_case = KMESH__WORKLOAD__ADDRESS__TYPE_SERVICE;
+		if (!(a->service = malloc(sizeof(*a->service))))
+			return km_jbad(err, path, "out of memory");
+		kmesh__workload__service__init(a->service);
+		return j_service(svc, a->service, sub, err);
+	}
+	a->type_case = KMESH__WORKLOAD__ADDRESS__TYPE_WORKLOAD;
+	if (!(a->workload = malloc(sizeof(*a->workload))))
+		return km_jbad(err, path, "out of memory");
+	kmesh__workload__workload__init(a->workload);
+	return j_workload(wl, a->workload, sub, err);
 }
 
 int km_json_decode_document(const char *text, size_t len, struct km_resource_set *out, char *err,
