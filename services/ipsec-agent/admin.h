@@ -1,5 +1,6 @@
 /* admin.h — the IPsec agent's admin socket (the shared IPC server, admin role: root or the
- * agent's own uid): peers added or removed by hand (VMs, debugging), a JSON dump of keys (SPIs
+ * agent's own uid): peers added or removed by hand (VMs, debugging), KmeshNodeInfo watch events
+ * injected (kmeshctl inject), a JSON dump of keys (SPIs
  * only, never key material), peers and counters, and run-time log levels. */
 #ifndef KM_IPSEC_ADMIN_H
 #define KM_IPSEC_ADMIN_H

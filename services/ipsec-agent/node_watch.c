@@ -139,6 +139,12 @@ static void on_change(void *arg, enum km_kube_change change, json_t *obj)
 	}
 }
 
+void km_node_watch_event(struct km_node_watch *nw, enum km_kube_change change, json_t *obj)
+{
+	if (change != KM_KUBE_LISTED)
+		on_change(nw, change, obj);
+}
+
 int km_node_watch_start(struct km_node_watch *nw, uv_loop_t *loop, struct km_ipsec_agent *agent,
 			const char *kubeconfig, long resync_ms, char *err, size_t errlen)
 {

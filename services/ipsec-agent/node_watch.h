@@ -32,6 +32,9 @@ struct km_node_watch {
 int km_node_watch_start(struct km_node_watch *nw, uv_loop_t *loop, struct km_ipsec_agent *agent,
 			const char *kubeconfig, long resync_ms, char *err, size_t errlen);
 void km_node_watch_stop(struct km_node_watch *nw);
+/* An event handled as one from the API server's watch (kmeshctl inject): ADDED, MODIFIED or
+ * DELETED with the object. */
+void km_node_watch_event(struct km_node_watch *nw, enum km_kube_change change, json_t *obj);
 /* New reference. */
 json_t *km_node_watch_status(struct km_node_watch *nw);
 

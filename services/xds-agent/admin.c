@@ -10,6 +10,7 @@
 
 #include "kmesh_maps.h"
 #include "shared/addr.h"
+#include "services/xds-agent/inject.h"
 #include "shared/log.h"
 
 struct dump_ctx {
@@ -306,9 +307,30 @@ static void on_counters(void *arg, const Kmesh__Ipc__Reply *r)
 	pending_unref(p);
 }
 
+static void inject(struct km_agent_state *st, struct km_ipc_session *s, const km_envelope *env)
+{
+	struct km_inject_result r;
+	const char *json = env->inject->json ? env->inject->json : "";
+	int rc;
+
+	if (st->ads && st->ads->job.active) {
+		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__INTERNAL,
+			     "busy applying a push from istiod; try again", 0);
+		return;
+	}
+	rc = km_inject_apply(st->model, st->policies, json, strlen(json), &r);
+	if (rc == 0 && st->on_injected)
+		st->on_injected(st->arg);
+	km_log(rc || r.rejected ? KM_LOG_WARN : KM_LOG_INFO, "inject from pid %d: %s", (int)s->pid,
+	       r.message);
+	km_msg_reply(&s->conn, env->request_id,
+		     rc || r.rejected ? KMESH__IPC__CODE__BAD_REQUEST : KMESH__IPC__CODE__OK, r.message,
+		     (uint32_t)(r.applied + r.removed));
+}
+
 void km_agent_admin_request(void *arg, struct km_ipc_session *s, const km_envelope *env)
 {
-	const struct km_agent_state *st = arg;
+	struct km_agent_state *st = arg;
 
 	if (env->body_case == KMESH__IPC__ENVELOPE__BODY_AGENT_DUMP) {
 		km_envelope q = KMESH__IPC__ENVELOPE__INIT;
@@ -349,6 +371,10 @@ void km_agent_admin_request(void *arg, struct km_ipc_session *s, const km_envelo
 		km_ipc_server_set_log_level(s, env);
 		return;
 	}
+	if (env->body_case == KMESH__IPC__ENVELOPE__BODY_INJECT) {
+		inject(st, s, env);
+		return;
+	}
 	km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__BAD_REQUEST,
-		     "the xDS agent's admin socket takes agent_dump and set_log_level", 0);
+		     "the xDS agent's admin socket takes agent_dump, set_log_level and inject", 0);
 }

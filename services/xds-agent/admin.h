@@ -1,7 +1,7 @@
 /* admin.h — the xDS agent's admin socket (the shared IPC server, admin role: root or the agent's
  * own uid): a JSON dump of the model, the policies (with each one's allow/deny counters, asked
  * of the map writer for each dump), the istiod connection (connected, nonces, ACK/NACK counts,
- * versions held) and the map-writer link; and run-time log levels. */
+ * versions held) and the map-writer link; run-time log levels; and injected events (inject.h). */
 #ifndef KM_XDS_ADMIN_H
 #define KM_XDS_ADMIN_H
 
@@ -14,14 +14,17 @@
 #include "services/xds-agent/writer_link.h"
 
 struct km_agent_state {
-	const struct km_model *model;
-	const struct km_policy_store *policies;
+	struct km_model *model;            /* changed only by inject */
+	struct km_policy_store *policies;
 	const struct km_authz *authz; /* the compiled policies (may be NULL) */
 	const struct km_ads_client *ads; /* NULL in file mode */
 	struct km_writer_link *link; /* also asked for the policies' decision counters */
 	const char *source; /* "istiod host:port" or "file PATH" */
 	const struct km_latency *update_latency;
 	uint64_t last_synced_unix_us; /* wall clock of the last time every op was applied */
+	/* After an injected event (inject.h) changed the model: send its ops. */
+	void (*on_injected)(void *arg);
+	void *arg;
 };
 
 /* The map writer's per-policy decision counters, for the dump (rows sorted by stat id), or why

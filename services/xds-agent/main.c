@@ -171,6 +171,14 @@ static void on_file_applied(struct km_file_source *fs, void *arg)
 	submit(arg);
 }
 
+static void on_injected(void *arg)
+{
+	struct agent *a = arg;
+
+	submit(a);
+	end_sweep_if_complete(a);
+}
+
 /* The model's op list reached its chunk size during a large update: send what is there. */
 static void on_ops_chunk(struct km_oplist *l, void *arg)
 {
@@ -368,6 +376,8 @@ int main(int argc, char **argv)
 		 a.use_xds ? xds_address : config);
 	a.state.source = a.source;
 	a.state.update_latency = &a.update_latency;
+	a.state.on_injected = on_injected;
+	a.state.arg = &a;
 	{
 		const struct km_ipc_server_config acfg = { .path = admin_socket, .mode = 0600,
 							   .gid = (gid_t)-1, .max_frame = 64u << 20,

@@ -9,7 +9,10 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "services/xds-agent/resources.h"
+#include "workload.pb-c.h"
 
 #define KM_JSON_MAX_RESOURCES 4000000
 
@@ -29,6 +32,11 @@ struct km_resource_set {
  * and listed in failed); -1 when it is not (err says why; nothing was decoded). */
 int km_json_decode_document(const char *text, size_t len, struct km_resource_set *out, char *err,
 			    size_t errlen);
+/* One Address ({"service": {...}} or {"workload": {...}}) mapped onto the message istiod would
+ * send, not yet validated. Returns 0, or -1 with err (KM_JERR_LEN bytes) filled; *out is set
+ * either way when allocated (free with kmesh__workload__address__free_unpacked). */
+int km_json_address_pb(const json_t *item, const char *path, Kmesh__Workload__Address **out,
+		       char *err);
 void km_resource_set_free(struct km_resource_set *set);
 
 #endif

@@ -2,8 +2,9 @@
 # kmeshctl_test.sh — kmeshctl against the live processes of a private mesh (map writer, xDS
 # agent from a config file, IPsec agent): version, log (read and set) and dump (tables, xds,
 # policies, ipsec) in each output format, every one parsed back (JSON with json, YAML with
-# python3-yaml, tables by their columns); --help on every command; clear errors for a process
-# that is not running, an unknown command, table or process.
+# python3-yaml, tables by their columns); KmeshNodeInfo events injected into the IPsec agent
+# (the xDS agent's: inject_test); --help on every command; clear errors for a process that is
+# not running, an unknown command, table or process.
 set -uo pipefail
 source "$(dirname "$0")/../lib/mesh-env.sh"
 source "$(dirname "$0")/../lib/check.sh"
@@ -91,6 +92,31 @@ check "dump policies -o yaml: the compiled authorization (none here)" \
 	ctl_is yaml 'd["compiled"] == [] and d["policies"] == 0' dump policies
 check "dump ipsec -o json: the IPsec agent's key" \
 	ctl_is json 'd["current_spi"] == 1 and d["node"] == "node-a"' dump ipsec
+
+kni() { # kni NAME BOOT-ID: a KmeshNodeInfo object
+	echo '{"apiVersion": "kmesh.net/v1alpha1", "kind": "KmeshNodeInfo", "metadata": {"name": "'$1'",
+	  "namespace": "kmesh-system"}, "spec": {"spi": 1, "addresses": ["10.0.0.2"], "bootID": "'$2'",
+	  "podCIDRS": ["10.244.2.0/24"]}}'
+}
+BOOT=0f6b2c1e-1111-4a5b-9c3d-2e7f8a9b0c1d
+check "inject ipsec-agent: a KmeshNodeInfo watch event (ADDED) makes a peer" \
+	eval 'ctl inject ipsec-agent - <<<"{\"type\": \"ADDED\", \"object\": $(kni node-b $BOOT)}" >/dev/null &&
+	      ctl_is json "[p[\"name\"] for p in d[\"peers\"]] == [\"node-b\"]" dump ipsec'
+out=$(ctl inject ipsec-agent - <<<"$(kni node-c short)" 2>&1)
+rc=$?
+check "... a bad object is refused with the reason (exit 1)" eval '[ $rc = 1 ] && grep -q "BAD_REQUEST: node node-c: boot id .short. must be" <<<"$out"'
+out=$(ctl inject ipsec-agent - <<<"$(kni node-a $BOOT)" 2>&1)
+rc=$?
+check "... and so is this node's own object" eval '[ $rc = 1 ] && grep -q "node-a is this node" <<<"$out"'
+check "... a DELETED event removes the peer" \
+	eval 'ctl inject ipsec-agent - <<<"{\"type\": \"DELETED\", \"object\": $(kni node-b $BOOT)}" >/dev/null &&
+	      ctl_is json "d[\"peers\"] == []" dump ipsec'
+out=$(ctl inject ipsec-agent - <<<"{\"type\": \"DELETED\", \"object\": $(kni node-b $BOOT)}" 2>&1)
+rc=$?
+check "... and one for a peer it does not have says so (exit 1)" \
+	eval '[ $rc = 1 ] && grep -q "NOT_FOUND: no peer named node-b" <<<"$out"'
+check "inject --help describes both agents' events" \
+	eval '"$CTL" inject --help | grep -q "^  xds-agent" && "$CTL" inject --help | grep -q "^  ipsec-agent"'
 
 kill -TERM "$AGENT"
 wait "$AGENT" 2>/dev/null

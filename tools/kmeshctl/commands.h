@@ -8,6 +8,7 @@
 int km_cmd_version(const struct km_ctl *ctl, int argc, char **argv);
 int km_cmd_log(const struct km_ctl *ctl, int argc, char **argv);
 int km_cmd_dump(const struct km_ctl *ctl, int argc, char **argv);
+int km_cmd_inject(const struct km_ctl *ctl, int argc, char **argv);
 
 /* 1 when argv holds -h or --help (and prints usage). */
 int km_cmd_wants_help(int argc, char **argv, const char *usage);

@@ -1,5 +1,6 @@
 /* main.c — kmeshctl: operate kmesh on this node. Global flags (shared/options.c, as every
- * binary's), then one command family (one file each: cmd_version.c, cmd_log.c, cmd_dump.c),
+ * binary's), then one command family (one file each: cmd_version.c, cmd_log.c, cmd_dump.c,
+ * cmd_inject.c),
  * which prints through output.h. The local processes are reached on their Unix sockets
  * (procs.c) as the admin role. */
 #include <stdio.h>
@@ -15,6 +16,7 @@ static const char description[] =
 	"  version            kmeshctl's version and every running process's\n"
 	"  log                log levels of the processes; --set PROCESS:LEVEL changes one\n"
 	"  dump               tables | xds | policies | ipsec: the state of a process\n"
+	"  inject             PROCESS FILE|-: an event applied by an agent as from its source\n"
 	"  COMMAND --help     a command's own usage\n"
 	"\n"
 	"Exit codes: 0 ok, 1 failed (the reason on stderr), 2 usage.";
@@ -67,6 +69,8 @@ int main(int argc, char **argv)
 		return km_cmd_log(&ctl, argc, argv);
 	if (!strcmp(cmd, "dump"))
 		return km_cmd_dump(&ctl, argc, argv);
+	if (!strcmp(cmd, "inject"))
+		return km_cmd_inject(&ctl, argc, argv);
 	fprintf(stderr, "kmeshctl: unknown command '%s' (see --help)\n", cmd);
 	return 2;
 }
