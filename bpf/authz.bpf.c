@@ -3,12 +3,13 @@
  * SYN before the kernel answers it: a denied SYN is dropped, so a denied client never reaches the
  * server (it sees a connect timeout, as behind a dropping firewall). The decision is
  * bpf/lib/authz.h. Traffic on the loopback device (a pod talking to itself) is not checked, as
- * ztunnel never sees it. */
+ * ztunnel never sees it; nothing is checked while authorization is switched off (km_config). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
 #include "lib/maps.h"
+#include "lib/config.h"
 #include "lib/manage.h"
 #include "lib/authz.h"
 
@@ -93,12 +94,16 @@ int km_authz_ingress(struct __sk_buff *skb)
 		syn = parse_v6(skb, &c);
 	else
 		return KM_SKB_PASS;
-	if (syn == SYN_NO || !km_netns_managed(skb))
+	if (syn == SYN_NO || (km_config_flags() & KM_CFG_F_AUTHZ_OFF) || !km_netns_managed(skb))
 		return KM_SKB_PASS;
 	if (syn == SYN_UNPARSED)
 		return KM_SKB_DROP; /* cannot be decided: never let it reach an enrolled pod */
 	km_authz_identify(&c);
 	km_authz_decide(&c, &r);
+	if (r.deny)
+		km_log(KM_BPF_LOG_INFO, "authz: SYN from [%pI6c] to [%pI6c]:%u denied (stat %u)",
+		       (__u64)(unsigned long)c.src.bytes, (__u64)(unsigned long)c.dst.bytes, c.dport,
+		       r.stat_id);
 	return r.deny ? KM_SKB_DROP : KM_SKB_PASS;
 }
 

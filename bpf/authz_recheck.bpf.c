@@ -12,6 +12,7 @@
 #include "lib/maps.h"
 #include "lib/addr.h"
 #include "lib/authz.h"
+#include "lib/config.h"
 
 #define KM_AF_INET 2
 #define KM_AF_INET6 10
@@ -47,7 +48,7 @@ int km_authz_recheck(struct bpf_iter__tcp *ctx)
 	struct km_sock_state *st;
 	struct tcp_sock *tp;
 
-	if (!skc)
+	if (!skc || (km_config_flags() & KM_CFG_F_AUTHZ_OFF))
 		return 0;
 	/* connections the pod can still use; one it closed already (FIN_WAIT, ...) is left to end */
 	if (skc->skc_state != TCP_ESTABLISHED && skc->skc_state != TCP_CLOSE_WAIT &&

@@ -210,3 +210,18 @@ const char *km_msg_role_name(Kmesh__Ipc__Role role)
 		return "unspecified";
 	}
 }
+
+int km_msg_reply_config(struct km_conn *c, uint64_t request_id, const Kmesh__Ipc__ConfigState *st)
+{
+	Kmesh__Ipc__Envelope env = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
+
+	reply.code = KMESH__IPC__CODE__OK;
+	reply.message = "";
+	reply.body_case = KMESH__IPC__REPLY__BODY_CONFIG;
+	reply.config = (Kmesh__Ipc__ConfigState *)st;
+	env.request_id = request_id;
+	env.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
+	env.reply = &reply;
+	return km_msg_send(c, &env);
+}

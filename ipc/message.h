@@ -29,6 +29,9 @@ int km_msg_reply(struct km_conn *c, uint64_t request_id, Kmesh__Ipc__Code code,
  * instead, so the asker is never left waiting. Returns what the send returned. */
 int km_msg_reply_json(struct km_conn *c, uint64_t request_id, const char *json);
 
+/* Reply OK with the switches of the process (SetConfig). */
+int km_msg_reply_config(struct km_conn *c, uint64_t request_id, const Kmesh__Ipc__ConfigState *st);
+
 const char *km_msg_code_name(Kmesh__Ipc__Code code);
 const char *km_msg_role_name(Kmesh__Ipc__Role role);
 

@@ -8,7 +8,7 @@ BPFTOOL ?= bpftool
 PROTOC_C ?= protoc-c
 
 PKGS     := libbpf libuv libprotobuf-c jansson libnghttp2 wolfssl libcurl yaml-0.1 libnl-xfrm-3.0 \
-            libmnl
+            libmnl libmicrohttpd
 # LAYOUT_FLAGS=-DKM_LAYOUT_TEST_NEXT builds the test's next table layout (see next-map-writer).
 LAYOUT_FLAGS ?=
 CPPFLAGS := -D_GNU_SOURCE -I. -Ibpf/include -I$(GEN) $(LAYOUT_FLAGS)
@@ -17,7 +17,7 @@ CFLAGS   := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-missing-field-initializ
 # Each binary links only what it uses: the agent has no libbpf.
 COMMON_LIBS := $(shell pkg-config --libs libuv libprotobuf-c)
 MW_LIBS     := $(shell pkg-config --libs libbpf) -lelf -lz $(COMMON_LIBS)
-XDS_LIBS    := $(shell pkg-config --libs jansson libnghttp2 wolfssl) $(COMMON_LIBS)
+XDS_LIBS    := $(shell pkg-config --libs jansson libnghttp2 wolfssl libmicrohttpd) $(COMMON_LIBS)
 CNI_LIBS    := $(shell pkg-config --libs jansson libcurl yaml-0.1 libmnl) $(COMMON_LIBS)
 CTL_LIBS    := $(shell pkg-config --libs jansson) $(COMMON_LIBS)
 IPSEC_LIBS  := $(shell pkg-config --libs jansson wolfssl libnl-xfrm-3.0 libcurl yaml-0.1) $(COMMON_LIBS)

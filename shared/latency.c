@@ -5,11 +5,21 @@
 #include <string.h>
 #include <time.h>
 
+const double km_latency_bounds_s[KM_LATENCY_BUCKETS] = {
+	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5,
+};
+
 void km_latency_add(struct km_latency *l, uint64_t us)
 {
+	size_t b = 0;
+
 	l->us[l->next] = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
 	l->next = (l->next + 1) % KM_LATENCY_SAMPLES;
 	l->count++;
+	l->sum_us += us;
+	while (b < KM_LATENCY_BUCKETS && (double)us > km_latency_bounds_s[b] * 1e6)
+		b++;
+	l->buckets[b]++;
 }
 
 static int cmp_u32(const void *a, const void *b)

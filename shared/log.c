@@ -52,25 +52,40 @@ int km_log_enabled(enum km_log_level level)
 	return level <= log_level;
 }
 
-void km_log(enum km_log_level level, const char *fmt, ...)
+static void vlog(enum km_log_level level, const char *fmt, va_list ap)
 {
 	char line[2048];
 	struct timespec ts;
 	struct tm tm;
 	size_t n;
-	va_list ap;
 
-	if (!km_log_enabled(level))
-		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	n = strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
 	n += (size_t)snprintf(line + n, sizeof(line) - n, ".%03ldZ %-5s %s: ", ts.tv_nsec / 1000000,
 			      km_log_level_name(level), log_process);
-	va_start(ap, fmt);
 	if (n < sizeof(line))
 		vsnprintf(line + n, sizeof(line) - n, fmt, ap);
-	va_end(ap);
 	/* One write per line so lines of concurrent processes do not interleave. */
 	fprintf(stderr, "%s\n", line);
+}
+
+void km_log(enum km_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!km_log_enabled(level))
+		return;
+	va_start(ap, fmt);
+	vlog(level, fmt, ap);
+	va_end(ap);
+}
+
+void km_log_always(enum km_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(level, fmt, ap);
+	va_end(ap);
 }

@@ -19,6 +19,8 @@ const char *km_log_level_name(enum km_log_level level);
 int km_log_enabled(enum km_log_level level);
 
 void km_log(enum km_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same whatever the process's level: for lines another level already chose (the BPF log's). */
+void km_log_always(enum km_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define km_error(...) km_log(KM_LOG_ERROR, __VA_ARGS__)
 #define km_warn(...) km_log(KM_LOG_WARN, __VA_ARGS__)

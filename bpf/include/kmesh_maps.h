@@ -164,6 +164,7 @@ struct km_port_override_value {
 #define KM_SOCK_F_COUNTED 0x4      /* counted in km_conn_count[backend_id] until it closes */
 #define KM_SOCK_F_DNS 0x8          /* DNS sent to the node-local resolver: replies get orig_addr */
 #define KM_SOCK_F_INBOUND 0x10     /* accepted by an enrolled pod: subject to its authz policies */
+#define KM_SOCK_F_MONITORED 0x20   /* reported open in km_conn_events: its close is reported too */
 struct km_sock_state {
 	struct km_addr orig_addr; /* the destination the application asked for (v4-mapped for IPv4) */
 	__u16 orig_port;          /* network byte order */
@@ -186,12 +187,69 @@ struct km_sockhash_key {
 	__u64 cookie;
 };
 
-/* km_config: one row (key 0) of node settings, written by the map writer from its flags. */
+/* km_config: one row (key 0) of node settings, written by the map writer from its flags at
+ * start and changed at run time by kmeshctl (monitoring, authz, BPF log level). */
 struct km_config_value {
 	struct km_addr dns4; /* node-local resolver for IPv4 DNS (v4-mapped); zero = no redirect */
 	struct km_addr dns6; /* ... for IPv6 DNS; zero = no redirect */
 	__u16 dns_port;      /* the resolver's port, network byte order */
-	__u16 pad;
+	__u16 flags;         /* KM_CFG_F_* and the BPF log level (padding, always 0, before) */
+};
+/* km_config_value.flags; 0 (and no row) means monitoring off, authz on, BPF log level error. */
+#define KM_CFG_F_MONITORING 0x1 /* sockops reports enrolled pods' connections (km_conn_events) */
+#define KM_CFG_F_AUTHZ_OFF 0x2  /* authorization is not enforced: every SYN passes */
+#define KM_CFG_LOG_SHIFT 2      /* bits 2-3: the BPF log level (km_bpf_log) */
+#define KM_CFG_LOG_MASK 0xc
+enum km_bpf_log_level {
+	KM_BPF_LOG_ERROR = 0,
+	KM_BPF_LOG_WARN = 1,
+	KM_BPF_LOG_INFO = 2,
+	KM_BPF_LOG_DEBUG = 3,
+};
+
+/* km_conn_events: a ring buffer of the TCP connections enrolled pods open (outbound) and accept
+ * (inbound), one record at establishment and one at close, written by sockops while monitoring
+ * is on; the map writer streams them to subscribers (metrics, access log). */
+#define KM_CONN_EVENTS_BYTES (256 * 1024)
+enum km_conn_kind {
+	KM_CONN_OPEN = 1,
+	KM_CONN_CLOSE = 2,
+};
+enum km_conn_direction {
+	KM_CONN_INBOUND = 1,  /* the pod accepted it (reporter: destination) */
+	KM_CONN_OUTBOUND = 2, /* the pod connected (reporter: source) */
+};
+struct km_conn_event {
+	__u64 cookie;             /* the socket's cookie: pairs a close with its open */
+	__u64 ts_ns;              /* bpf_ktime_get_ns() (CLOCK_MONOTONIC) */
+	struct km_addr src, dst;  /* client and server (v4-mapped for IPv4), as connected */
+	struct km_addr orig_dst;  /* outbound: what the application asked, when rewritten (else 0) */
+	__u16 sport, dport;       /* host byte order */
+	__u16 orig_dport;         /* host byte order; 0 when not rewritten */
+	__u8 kind;                /* enum km_conn_kind */
+	__u8 direction;           /* enum km_conn_direction */
+	__u64 sent_bytes;         /* close: data bytes the pod sent that were acked */
+	__u64 received_bytes;     /* close: data bytes the pod received */
+	__u32 retrans;            /* close: segments retransmitted */
+	__u32 srtt_us;            /* close: smoothed round-trip time */
+	__u32 backend_id;         /* outbound: the backend chosen (0: none) */
+	__u32 pad;
+};
+
+/* km_bpf_log: a ring buffer of the programs' log lines at or above the BPF log level (bits 2-3
+ * of km_config_value.flags); the map writer logs them as "bpf". */
+#define KM_BPF_LOG_BYTES (64 * 1024)
+#define KM_BPF_LOG_MSG 116
+struct km_bpf_log_record {
+	__u32 level;              /* enum km_bpf_log_level */
+	__u32 len;                /* of msg, with its NUL */
+	char msg[KM_BPF_LOG_MSG];
+};
+
+/* km_event_drops: records that found their ring buffer full (the reader is behind). */
+struct km_event_drops_value {
+	__u64 conn_events;
+	__u64 log_records;
 };
 
 /* km_meta: one row (key 0) saying which layout the pinned maps hold, so an upgraded map writer
@@ -383,6 +441,9 @@ struct km_authz_closed {
 #define KM_MAP_SOCKHASH "km_sockhash"
 #define KM_MAP_CONFIG "km_config"
 #define KM_MAP_META "km_meta"
+#define KM_MAP_CONN_EVENTS "km_conn_events"
+#define KM_MAP_BPF_LOG "km_bpf_log"
+#define KM_MAP_EVENT_DROPS "km_event_drops"
 #define KM_MAP_AUTHZ_IDENT "km_authz_ident"
 #define KM_MAP_AUTHZ_LIST "km_authz_list"
 #define KM_MAP_AUTHZ_MATCH "km_authz_match"

@@ -7,16 +7,10 @@
 
 #include "maps.h"
 #include "addr.h"
+#include "config.h"
 #include "sock_state.h"
 
 #define KM_DNS_PORT_NBO bpf_htons(53)
-
-static __always_inline const struct km_config_value *km_node_config(void)
-{
-	__u32 key = 0;
-
-	return bpf_map_lookup_elem(&km_config, &key);
-}
 
 /* The resolver for a destination (IPv4 and v4-mapped use the IPv4 resolver), or NULL when the
  * redirect is off for that family or the destination already is the resolver. */

@@ -52,6 +52,17 @@ KM_DECLARE_HASH(km_authz_stats, struct km_authz_stats_key, struct km_authz_stats
 KM_DECLARE_HASH(km_ipsec_peer, struct km_ipsec_peer_key, struct km_ipsec_peer_value);
 KM_DECLARE_ONE_ROW(km_config, struct km_config_value);
 KM_DECLARE_ONE_ROW(km_meta, struct km_meta_value);
+KM_DECLARE_ONE_ROW(km_event_drops, struct km_event_drops_value);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, KM_CONN_EVENTS_BYTES);
+} km_conn_events SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, KM_BPF_LOG_BYTES);
+} km_bpf_log SEC(".maps") __weak;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);

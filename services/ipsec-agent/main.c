@@ -17,6 +17,7 @@
 #include "services/ipsec-agent/node_watch.h"
 #include "shared/log.h"
 #include "shared/options.h"
+#include "services/ipsec-agent/metrics.h"
 #include "shared/signals.h"
 
 #define TICK_MS 1000
@@ -32,6 +33,7 @@ struct ipsec_main {
 	struct km_ipc_server admin;
 	struct km_signals signals;
 	uv_timer_t tick;
+	struct km_ipsec_metrics metrics;
 };
 
 static void on_key(void *arg, const struct km_ipsec_key *k)
@@ -41,7 +43,10 @@ static void on_key(void *arg, const struct km_ipsec_key *k)
 
 static void on_tick(uv_timer_t *t)
 {
-	km_ipsec_agent_tick(t->data);
+	struct ipsec_main *m = t->data;
+
+	km_ipsec_agent_tick(&m->agent);
+	km_ipsec_metrics_write(&m->metrics, &m->agent);
 }
 
 static void on_shutdown(void *arg, int signum)
@@ -116,6 +121,7 @@ int main(int argc, char **argv)
 	const char *key_file = "/etc/kmesh/ipsec/ipSec", *admin_socket = "/run/kmesh/ipsec-agent.sock";
 	const char *boot_id_file = "/proc/sys/kernel/random/boot_id";
 	const char *mw_socket = "/run/kmesh/map-writer.sock", *kubeconfig = "";
+	const char *metrics_dir = "/run/kmesh/metrics";
 	uint64_t grace_s = 60, resync_s = 300;
 	int uninstall = 0;
 	const struct km_option opts[] = {
@@ -150,6 +156,9 @@ int main(int argc, char **argv)
 		{ "uninstall-on-exit", KM_OPT_BOOL, &uninstall, NULL,
 		  "on shutdown remove every XFRM state and policy this agent installed, and have the "
 		  "map writer take the IPsec tc programs off and empty its IPsec tables", NULL },
+		{ "metrics-dir", KM_OPT_STRING, &metrics_dir, "DIR",
+		  "write this agent's metrics to DIR/ipsec-agent.prom, which the xDS agent serves "
+		  "(empty: none)", "KMESH_METRICS_DIR" },
 		{ "log-level", KM_OPT_FUNC, &level, "LEVEL", "error, warn, info (default) or debug",
 		  "KMESH_LOG_LEVEL", 0, 0, km_option_log_level },
 		{ 0 },
@@ -187,7 +196,6 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	m.tick.data = &m.agent;
 	if (*mw_socket) {
 		if (km_ipsec_mw_link_start(&m.mw, m.loop, mw_socket, &m.agent.plan) != 0)
 			return 2;
@@ -207,6 +215,8 @@ int main(int argc, char **argv)
 		m.agent.advert = &m.advert;
 		m.agent.watch = &m.watch;
 	}
+	km_ipsec_metrics_init(&m.metrics, metrics_dir);
+	m.tick.data = &m;
 	uv_timer_start(&m.tick, on_tick, TICK_MS, TICK_MS);
 	km_info("node %s (%zu addresses, %zu pod CIDRs), key file %s", self.name, self.n_addrs,
 		self.n_cidrs, key_file);
@@ -216,6 +226,7 @@ int main(int argc, char **argv)
 	if (uninstall && *mw_socket)
 		km_ipsec_mw_link_turn_off(mw_socket, 2000);
 	km_ipsec_agent_free(&m.agent, uninstall);
+	km_ipsec_metrics_free(&m.metrics);
 	uv_loop_close(m.loop);
 	km_info("stopped");
 	return 0;

@@ -41,6 +41,26 @@ void km_dataplane_libbpf_capture(char *buf, size_t len)
 		buf[0] = '\0';
 }
 
+/* A long message (a verifier log): its first line, then its last LONG_TAIL_LINES lines, where
+ * the verifier says why it refused, one log line each. */
+#define LONG_TAIL_LINES 40
+
+static void log_long(enum km_log_level level, char *text)
+{
+	size_t lines = 0, skip, i = 0;
+	char *line, *save = NULL;
+
+	for (char *q = text; *q; q++) /* non-empty lines, as strtok_r will see them */
+		lines += *q != '\n' && (q[1] == '\n' || q[1] == '\0');
+	skip = lines > LONG_TAIL_LINES + 1 ? lines - LONG_TAIL_LINES - 1 : 0;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save), i++) {
+		if (i == 0 || i > skip)
+			km_log(level, "%s", line);
+		else if (i == 1)
+			km_log(level, "... (%zu lines left out)", skip);
+	}
+}
+
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	static const char kernel[] = "Kernel error message: ";
@@ -58,7 +78,22 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	}
 	if (level == LIBBPF_DEBUG && !km_log_enabled(KM_LOG_DEBUG))
 		return 0;
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	{
+		va_list again;
+		int len;
+		char *all;
+
+		va_copy(again, ap);
+		len = vsnprintf(buf, sizeof(buf), fmt, ap);
+		if (len >= (int)sizeof(buf) && (all = malloc((size_t)len + 1))) {
+			vsnprintf(all, (size_t)len + 1, fmt, again);
+			log_long(level == LIBBPF_WARN ? KM_LOG_WARN : KM_LOG_DEBUG, all);
+			free(all);
+			va_end(again);
+			return 0;
+		}
+		va_end(again);
+	}
 	n = strlen(buf);
 	if (n && buf[n - 1] == '\n')
 		buf[n - 1] = '\0';
@@ -368,11 +403,11 @@ static int attach_all(struct km_dataplane *dp)
 	return 0;
 }
 
-/* km_config from the flags (rewritten at every start). */
+/* km_config from the flags (rewritten at every start, and by kmeshctl's switches). */
 static int write_node_config(struct km_dataplane *dp, const struct km_node_config *node)
 {
 	struct km_config_value cfg = { .dns4 = node->dns4, .dns6 = node->dns6,
-				       .dns_port = htons(node->dns_port) };
+				       .dns_port = htons(node->dns_port), .flags = node->flags };
 	__u32 key = 0;
 
 	if (bpf_map_update_elem(bpf_map__fd(dp->skel->maps.km_config), &key, &cfg, BPF_ANY) != 0) {
@@ -381,7 +416,16 @@ static int write_node_config(struct km_dataplane *dp, const struct km_node_confi
 		km_error("cannot write km_config: %s", strerror(-err));
 		return err;
 	}
+	dp->node = *node;
 	return 0;
+}
+
+int km_dataplane_set_flags(struct km_dataplane *dp, uint16_t flags)
+{
+	struct km_node_config node = dp->node;
+
+	node.flags = flags;
+	return write_node_config(dp, &node);
 }
 
 /* km_meta: this build's layout, written once every map in the pins has it. */
@@ -484,6 +528,9 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	dp->fd_ipsec_peer = bpf_map__fd(dp->skel->maps.km_ipsec_peer);
 	dp->fd_ipsec_cidr = bpf_map__fd(dp->skel->maps.km_ipsec_cidr);
 	dp->fd_ipsec_encrypt = bpf_program__fd(dp->skel->progs.km_ipsec_encrypt);
+	dp->fd_conn_events = bpf_map__fd(dp->skel->maps.km_conn_events);
+	dp->fd_bpf_log = bpf_map__fd(dp->skel->maps.km_bpf_log);
+	dp->fd_event_drops = bpf_map__fd(dp->skel->maps.km_event_drops);
 	dp->fd_ipsec_decrypt = bpf_program__fd(dp->skel->progs.km_ipsec_decrypt);
 	dp->fd_frontend = bpf_map__fd(dp->skel->maps.km_frontend);
 	dp->fd_service = bpf_map__fd(dp->skel->maps.km_service);

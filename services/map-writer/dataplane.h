@@ -32,6 +32,7 @@ struct km_node_config {
 	struct km_addr dns4;  /* node-local resolver for IPv4 DNS; zero = no redirect */
 	struct km_addr dns6;  /* ... for IPv6 DNS */
 	uint16_t dns_port;    /* host order */
+	uint16_t flags;       /* KM_CFG_F_* and the BPF log level (kmesh_maps.h) */
 };
 
 struct km_dataplane_config {
@@ -67,6 +68,9 @@ struct km_dataplane {
 	int fd_authz_ident, fd_authz_list, fd_authz_match, fd_authz_set, fd_authz_cidr, fd_authz_stats;
 	/* the IPsec tc programs (owned by skel), attached by ipsec_tc.c when the agent asks */
 	int fd_ipsec_encrypt, fd_ipsec_decrypt;
+	/* the ring buffers programs report into (events.c reads them), and their drop counters */
+	int fd_conn_events, fd_bpf_log, fd_event_drops;
+	struct km_node_config node; /* as written to km_config */
 	struct km_table_sizes sizes;
 	char maps_dir[512];
 	char links_dir[512];
@@ -89,6 +93,9 @@ struct km_dataplane {
  * reason for a refusal ("Kernel error message: ...") goes into buf. For calls whose refusals are
  * expected and reported by the caller (ipsec_tc.c). NULL: log them again. */
 void km_dataplane_libbpf_capture(char *buf, size_t len);
+
+/* km_config's flags (kmeshctl's switches): written at once. Returns 0 or -errno (logged). */
+int km_dataplane_set_flags(struct km_dataplane *dp, uint16_t flags);
 
 /* Returns 0 or -errno, with a message logged that says what to do. */
 int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config *cfg);

@@ -15,6 +15,8 @@
 #include "services/map-writer/access.h"
 #include "services/map-writer/authz_recheck.h"
 #include "services/map-writer/dataplane.h"
+#include "services/map-writer/events.h"
+#include "services/map-writer/metrics_file.h"
 #include "services/map-writer/ipsec_tc.h"
 #include "ipc/server.h"
 #include "services/map-writer/requests.h"
@@ -34,6 +36,8 @@ struct writer {
 	struct km_ipsec_tc ipsec_tc;
 	struct km_signals signals;
 	struct km_access access;
+	struct km_mw_events events;
+	struct km_mw_metrics metrics;
 	int detach_on_exit;
 };
 
@@ -74,6 +78,25 @@ static int parse_group(const char *arg, void *target, char *err, size_t errlen)
 	return 0;
 }
 
+/* --monitoring and --authz: on or off. */
+static int parse_on_off(const char *arg, void *target, char *err, size_t errlen)
+{
+	if (strcmp(arg, "on") && strcmp(arg, "off")) {
+		snprintf(err, errlen, "'%s' is not on or off", arg);
+		return -1;
+	}
+	*(int *)target = !strcmp(arg, "on");
+	return 0;
+}
+
+static int parse_bpf_level(const char *arg, void *target, char *err, size_t errlen)
+{
+	if (km_log_parse_level(arg, target) == 0)
+		return 0;
+	snprintf(err, errlen, "'%s' is not error, warn, info or debug", arg);
+	return -1;
+}
+
 /* --dns-resolver ADDR, once per family: the node-local resolver a pod's DNS is sent to. */
 static int parse_resolver(const char *arg, void *target, char *err, size_t errlen)
 {
@@ -104,6 +127,8 @@ static void on_shutdown(void *arg, int signum)
 
 	(void)signum;
 	km_authz_recheck_close(&w->recheck);
+	km_mw_events_stop(&w->events);
+	km_mw_metrics_stop(&w->metrics);
 	km_ipc_server_stop(&w->server, on_server_stopped);
 }
 
@@ -114,6 +139,10 @@ int main(int argc, char **argv)
 	const char *cgroup = "/sys/fs/cgroup";
 	const char *socket_path = "/run/kmesh/map-writer.sock";
 	const char *level = NULL;
+	int monitoring = 1, authz = 1;
+	const char *metrics_dir = "/run/kmesh/metrics", *cni_metrics = "/run/kmesh/cni/metrics.prom";
+	uint64_t metrics_interval = 15;
+	enum km_log_level bpf_level = KM_LOG_ERROR;
 	uint64_t max_manage = 16384, max_frontend = 262144, max_service = 65536,
 		 max_endpoint = 262144, max_backend = 131072, max_override = 65536,
 		 max_authz_idents = 131072, max_authz_rows = 131072, max_authz_cidrs = 32768,
@@ -179,6 +208,25 @@ int main(int argc, char **argv)
 		{ "detach-on-exit", KM_OPT_BOOL, &w.detach_on_exit, NULL,
 		  "on shutdown detach the programs and unpin every map (uninstall); by default they "
 		  "stay so traffic keeps flowing", "KMESH_DETACH_ON_EXIT" },
+		{ "monitoring", KM_OPT_FUNC, &monitoring, "on|off",
+		  "report enrolled pods' connections for metrics and the access log (default on; "
+		  "kmeshctl monitoring switches it at run time)", "KMESH_MONITORING", 0, 0,
+		  parse_on_off },
+		{ "authz", KM_OPT_FUNC, &authz, "on|off",
+		  "enforce authorization policies (default on; kmeshctl authz switches it at run time)",
+		  "KMESH_AUTHZ", 0, 0, parse_on_off },
+		{ "bpf-log-level", KM_OPT_FUNC, &bpf_level, "LEVEL",
+		  "the programs' log level: error (default), warn, info or debug; logged as bpf: ...",
+		  "KMESH_BPF_LOG_LEVEL", 0, 0, parse_bpf_level },
+		{ "metrics-dir", KM_OPT_STRING, &metrics_dir, "DIR",
+		  "write this process's metrics to DIR/map-writer.prom, which the xDS agent serves "
+		  "(empty: none)", "KMESH_METRICS_DIR" },
+		{ "metrics-interval", KM_OPT_UINT, &metrics_interval, "SECONDS",
+		  "how often the metrics file is written (default 15)", "KMESH_METRICS_INTERVAL", 1,
+		  3600 },
+		{ "cni-metrics-file", KM_OPT_STRING, &cni_metrics, "PATH",
+		  "the CNI plugin's counters, copied into the metrics file (empty: none)",
+		  "KMESH_CNI_METRICS_FILE" },
 		{ "log-level", KM_OPT_FUNC, &level, "LEVEL", "error, warn, info (default) or debug",
 		  "KMESH_LOG_LEVEL", 0, 0, km_option_log_level },
 		{ 0 },
@@ -212,6 +260,9 @@ int main(int argc, char **argv)
 	dcfg.preallocate = preallocate;
 	dcfg.node = node;
 	dcfg.node.dns_port = (uint16_t)dns_port;
+	dcfg.node.flags = (uint16_t)((monitoring ? KM_CFG_F_MONITORING : 0) |
+				     (authz ? 0 : KM_CFG_F_AUTHZ_OFF) |
+				     ((unsigned)bpf_level << KM_CFG_LOG_SHIFT));
 	if (km_dataplane_open(&w.dp, &dcfg) != 0) {
 		km_dataplane_close(&w.dp, 0);
 		return 1;
@@ -233,12 +284,18 @@ int main(int argc, char **argv)
 	w.requests.access = &w.access;
 	w.requests.recheck = &w.recheck;
 	w.requests.ipsec_tc = &w.ipsec_tc;
+	w.requests.dp = &w.dp;
+	w.requests.events = &w.events;
 	km_ipsec_tc_init(&w.ipsec_tc, w.dp.fd_ipsec_encrypt, w.dp.fd_ipsec_decrypt, w.dp.fd_manage);
 	km_authz_recheck_init(&w.recheck, w.loop,
 			      w.dp.recheck_link ? bpf_link__fd(w.dp.recheck_link) : -1, w.dp.fd_manage,
 			      w.dp.fd_pod_netns, &w.tables.sync_active);
 	if (km_signals_init(w.loop, &w.signals, on_shutdown, &w) != 0 ||
-	    km_ipc_server_start(&w.server, w.loop, &scfg, &ops, &w.requests) != 0) {
+	    km_ipc_server_start(&w.server, w.loop, &scfg, &ops, &w.requests) != 0 ||
+	    km_mw_events_start(&w.events, w.loop, &w.server, w.dp.fd_conn_events, w.dp.fd_bpf_log,
+			       w.dp.fd_event_drops) != 0 ||
+	    km_mw_metrics_start(&w.metrics, w.loop, metrics_dir, cni_metrics,
+				(unsigned)metrics_interval * 1000, &w.requests) != 0) {
 		km_tables_free(&w.tables);
 		km_dataplane_close(&w.dp, 0);
 		return 1;

@@ -101,6 +101,10 @@ static int role_may(const struct km_ipc_session *s, Kmesh__Ipc__Envelope__BodyCa
 		return s->role == KMESH__IPC__ROLE__ROLE_ADMIN;
 	case KMESH__IPC__ENVELOPE__BODY_IPSEC_DATAPLANE:
 		return s->role == KMESH__IPC__ROLE__ROLE_IPSEC;
+	case KMESH__IPC__ENVELOPE__BODY_SET_CONFIG:
+		return s->role == KMESH__IPC__ROLE__ROLE_ADMIN;
+	case KMESH__IPC__ENVELOPE__BODY_SUBSCRIBE:
+		return s->role == KMESH__IPC__ROLE__ROLE_ADMIN || s->role == KMESH__IPC__ROLE__ROLE_XDS;
 	default:
 		return 1;
 	}
@@ -158,6 +162,114 @@ static Kmesh__Ipc__Code ipsec_dataplane(struct km_mw_requests *w, const Kmesh__I
 	return KMESH__IPC__CODE__OK;
 }
 
+static const char *const kind_labels[KM_MW_KINDS] = {
+	"other", "batch", "sync", "enroll", "unenroll", "enroll_query", "dump", "set_log_level",
+	"ipsec_dataplane", "set_config", "subscribe",
+};
+
+const char *km_mw_role_label(size_t role)
+{
+	static const char *const roles[KM_MW_ROLES] = { "none", "xds", "cni", "admin", "ipsec" };
+
+	return role < KM_MW_ROLES ? roles[role] : "?";
+}
+
+const char *km_mw_kind_label(size_t kind)
+{
+	return kind < KM_MW_KINDS ? kind_labels[kind] : "?";
+}
+
+const char *km_mw_code_label(size_t code)
+{
+	static const char *const codes[KM_MW_CODES] = {
+		"ok", "bad_request", "permission_denied", "table_full", "not_found", "internal",
+		"version_mismatch", "encryption_unavailable",
+	};
+
+	return code < KM_MW_CODES ? codes[code] : "?";
+}
+
+static size_t kind_of(Kmesh__Ipc__Envelope__BodyCase body)
+{
+	switch (body) {
+	case KMESH__IPC__ENVELOPE__BODY_BATCH: return 1;
+	case KMESH__IPC__ENVELOPE__BODY_SYNC: return 2;
+	case KMESH__IPC__ENVELOPE__BODY_ENROLL: return 3;
+	case KMESH__IPC__ENVELOPE__BODY_UNENROLL: return 4;
+	case KMESH__IPC__ENVELOPE__BODY_ENROLL_QUERY: return 5;
+	case KMESH__IPC__ENVELOPE__BODY_DUMP: return 6;
+	case KMESH__IPC__ENVELOPE__BODY_SET_LOG_LEVEL: return 7;
+	case KMESH__IPC__ENVELOPE__BODY_IPSEC_DATAPLANE: return 8;
+	case KMESH__IPC__ENVELOPE__BODY_SET_CONFIG: return 9;
+	case KMESH__IPC__ENVELOPE__BODY_SUBSCRIBE: return 10;
+	default: return 0;
+	}
+}
+
+static void count(struct km_mw_requests *w, const struct km_ipc_session *s,
+		  const km_envelope *env, Kmesh__Ipc__Code code)
+{
+	size_t role = (size_t)s->role < KM_MW_ROLES ? (size_t)s->role : 0;
+	size_t c = (size_t)code < KM_MW_CODES ? (size_t)code : KM_MW_CODES - 1;
+
+	w->counts[role][kind_of(env->body_case)][c]++;
+}
+
+static uint16_t toggle(uint16_t flags, uint16_t bit, Kmesh__Ipc__Toggle t, int bit_means_on)
+{
+	if (t == KMESH__IPC__TOGGLE__TOGGLE_UNCHANGED)
+		return flags;
+	if ((t == KMESH__IPC__TOGGLE__TOGGLE_ON) == bit_means_on)
+		return flags | bit;
+	return flags & (uint16_t)~bit;
+}
+
+/* kmeshctl's switches: monitoring, authz, the BPF log level; then the state, as a reply. */
+static void set_config(struct km_mw_requests *w, struct km_ipc_session *s, const km_envelope *env)
+{
+	const Kmesh__Ipc__SetConfig *c = env->set_config;
+	Kmesh__Ipc__ConfigState st = KMESH__IPC__CONFIG_STATE__INIT;
+	uint16_t old = w->dp->node.flags, flags = old;
+	enum km_log_level level;
+
+	if (c->access_log || (c->access_log_format && *c->access_log_format)) {
+		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__BAD_REQUEST,
+			     "the access log is the xDS agent's switch, not the map writer's", 0);
+		return;
+	}
+	if (c->bpf_log_level && *c->bpf_log_level) {
+		if (km_log_parse_level(c->bpf_log_level, &level) != 0) {
+			km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__BAD_REQUEST,
+				     "unknown BPF log level (error, warn, info, debug)", 0);
+			return;
+		}
+		flags = (uint16_t)((flags & ~KM_CFG_LOG_MASK) | ((unsigned)level << KM_CFG_LOG_SHIFT));
+	}
+	flags = toggle(flags, KM_CFG_F_MONITORING, c->monitoring, 1);
+	flags = toggle(flags, KM_CFG_F_AUTHZ_OFF, c->authz, 0);
+	if (flags != old) {
+		if (km_dataplane_set_flags(w->dp, flags) != 0) {
+			km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__INTERNAL,
+				     "cannot write km_config (see the map writer's log)", 0);
+			return;
+		}
+		km_info("pid %d set monitoring %s, authz %s, BPF log level %s", (int)s->pid,
+			flags & KM_CFG_F_MONITORING ? "on" : "off",
+			flags & KM_CFG_F_AUTHZ_OFF ? "off" : "on",
+			km_log_level_name((enum km_log_level)((flags & KM_CFG_LOG_MASK) >> KM_CFG_LOG_SHIFT)));
+		/* authz back on: open connections it now denies are closed, as after a policy change */
+		if ((old & KM_CFG_F_AUTHZ_OFF) && !(flags & KM_CFG_F_AUTHZ_OFF))
+			km_authz_recheck_request(w->recheck);
+	}
+	st.monitoring = !!(flags & KM_CFG_F_MONITORING);
+	st.authz = !(flags & KM_CFG_F_AUTHZ_OFF);
+	st.bpf_log_level = (char *)km_log_level_name(
+		(enum km_log_level)((flags & KM_CFG_LOG_MASK) >> KM_CFG_LOG_SHIFT));
+	st.subscribers = (uint32_t)km_mw_events_subscribers(w->events);
+	km_mw_events_lost(w->events, &st.conn_events_dropped, &st.bpf_log_dropped);
+	km_msg_reply_config(&s->conn, env->request_id, &st);
+}
+
 void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope *env)
 {
 	struct km_mw_requests *w = arg;
@@ -171,6 +283,7 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 		snprintf(err, sizeof(err), "role '%s' may not make this request",
 			 km_msg_role_name(s->role));
 		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__PERMISSION_DENIED, err, 0);
+		count(w, s, env, KMESH__IPC__CODE__PERMISSION_DENIED);
 		return;
 	}
 	switch (env->body_case) {
@@ -230,10 +343,21 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 		break;
 	case KMESH__IPC__ENVELOPE__BODY_DUMP:
 		handle_dump(w, s, env);
+		count(w, s, env, KMESH__IPC__CODE__OK);
 		return;
 	case KMESH__IPC__ENVELOPE__BODY_SET_LOG_LEVEL:
 		km_ipc_server_set_log_level(s, env);
+		count(w, s, env, KMESH__IPC__CODE__OK);
 		return;
+	case KMESH__IPC__ENVELOPE__BODY_SET_CONFIG:
+		set_config(w, s, env);
+		count(w, s, env, KMESH__IPC__CODE__OK);
+		return;
+	case KMESH__IPC__ENVELOPE__BODY_SUBSCRIBE:
+		if (env->subscribe->conn_events &&
+		    km_mw_events_subscribe(w->events, s, err, sizeof(err)) != 0)
+			code = KMESH__IPC__CODE__INTERNAL;
+		break;
 	default:
 		code = KMESH__IPC__CODE__BAD_REQUEST;
 		snprintf(err, sizeof(err), "the map writer does not take this message");
@@ -242,4 +366,5 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 	if (t->authz_changes != authz_changes)
 		km_authz_recheck_request(w->recheck); /* open connections may be denied now */
 	km_msg_reply(&s->conn, env->request_id, code, err, applied);
+	count(w, s, env, code);
 }

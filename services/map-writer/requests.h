@@ -1,20 +1,36 @@
 /* requests.h — the map writer's request handling behind the shared IPC server: who may take
- * which role (access rules) and what each request does (tables module). */
+ * which role (access rules) and what each request does (tables module; kmeshctl's switches in
+ * km_config; subscriptions to connection reports). */
 #ifndef KM_MW_REQUESTS_H
 #define KM_MW_REQUESTS_H
 
 #include "ipc/server.h"
 #include "services/map-writer/access.h"
 #include "services/map-writer/authz_recheck.h"
+#include "services/map-writer/dataplane.h"
+#include "services/map-writer/events.h"
 #include "services/map-writer/ipsec_tc.h"
 #include "services/map-writer/tables.h"
+
+/* Requests counted by the asker's role, the request and the result (metrics_file.h). */
+#define KM_MW_ROLES 5  /* Kmesh__Ipc__Role */
+#define KM_MW_KINDS 11 /* km_mw_kind_label */
+#define KM_MW_CODES 8  /* Kmesh__Ipc__Code */
 
 struct km_mw_requests {
 	struct km_tables *tables;
 	const struct km_access *access;
 	struct km_authz_recheck *recheck; /* told when a request changed authz rows */
 	struct km_ipsec_tc *ipsec_tc;     /* the IPsec tc programs: on enroll, and the agent's switch */
+	struct km_dataplane *dp;          /* km_config's switches (SetConfig) */
+	struct km_mw_events *events;      /* connection reports (Subscribe) */
+	uint64_t counts[KM_MW_ROLES][KM_MW_KINDS][KM_MW_CODES];
 };
+
+/* Label values of the counts' indexes. */
+const char *km_mw_role_label(size_t role);
+const char *km_mw_kind_label(size_t kind);
+const char *km_mw_code_label(size_t code);
 
 /* May a peer of this role send this batch? The IPsec agent writes only IPsec rows, and the xDS
  * agent only the others. Returns 1, or 0 with err filled. */

@@ -328,6 +328,37 @@ static void inject(struct km_agent_state *st, struct km_ipc_session *s, const km
 		     (uint32_t)(r.applied + r.removed));
 }
 
+/* kmeshctl accesslog: the access log on or off, and its format. */
+static void set_config(struct km_agent_state *st, struct km_ipc_session *s, const km_envelope *env)
+{
+	const Kmesh__Ipc__SetConfig *c = env->set_config;
+	Kmesh__Ipc__ConfigState out = KMESH__IPC__CONFIG_STATE__INIT;
+	struct km_telemetry *t = st->telemetry;
+	enum km_access_log_format format = t->format;
+
+	if (c->monitoring || c->authz || (c->bpf_log_level && *c->bpf_log_level)) {
+		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__BAD_REQUEST,
+			     "monitoring, authz and the BPF log level are the map writer's switches", 0);
+		return;
+	}
+	if (c->access_log_format && *c->access_log_format &&
+	    km_access_log_format_parse(c->access_log_format, &format) != 0) {
+		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__BAD_REQUEST,
+			     "the access log format is text or json", 0);
+		return;
+	}
+	if (c->access_log || format != t->format) {
+		if (c->access_log)
+			t->access_log = c->access_log == KMESH__IPC__TOGGLE__TOGGLE_ON;
+		t->format = format;
+		km_info("pid %d set the access log %s (%s)", (int)s->pid, t->access_log ? "on" : "off",
+			km_access_log_format_name(t->format));
+	}
+	out.access_log = t->access_log;
+	out.access_log_format = (char *)km_access_log_format_name(t->format);
+	km_msg_reply_config(&s->conn, env->request_id, &out);
+}
+
 void km_agent_admin_request(void *arg, struct km_ipc_session *s, const km_envelope *env)
 {
 	struct km_agent_state *st = arg;
@@ -375,6 +406,11 @@ void km_agent_admin_request(void *arg, struct km_ipc_session *s, const km_envelo
 		inject(st, s, env);
 		return;
 	}
+	if (env->body_case == KMESH__IPC__ENVELOPE__BODY_SET_CONFIG) {
+		set_config(st, s, env);
+		return;
+	}
 	km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__BAD_REQUEST,
-		     "the xDS agent's admin socket takes agent_dump, set_log_level and inject", 0);
+		     "the xDS agent's admin socket takes agent_dump, set_log_level, inject and "
+		     "set_config", 0);
 }

@@ -11,6 +11,7 @@
 #include "services/xds-agent/authz_compile.h"
 #include "services/xds-agent/model.h"
 #include "services/xds-agent/policy_store.h"
+#include "services/xds-agent/telemetry.h"
 #include "services/xds-agent/writer_link.h"
 
 struct km_agent_state {
@@ -25,6 +26,7 @@ struct km_agent_state {
 	/* After an injected event (inject.h) changed the model: send its ops. */
 	void (*on_injected)(void *arg);
 	void *arg;
+	struct km_telemetry *telemetry; /* the access log's switch (SetConfig) */
 };
 
 /* The map writer's per-policy decision counters, for the dump (rows sorted by stat id), or why

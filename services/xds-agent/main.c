@@ -11,8 +11,11 @@
 
 #include "ipc/server.h"
 #include "services/xds-agent/admin.h"
+#include "services/xds-agent/agent_metrics.h"
 #include "services/xds-agent/ads_client.h"
 #include "services/xds-agent/file_source.h"
+#include "services/xds-agent/metrics_http.h"
+#include "services/xds-agent/telemetry.h"
 #include "services/xds-agent/model.h"
 #include "services/xds-agent/oplist.h"
 #include "services/xds-agent/writer_link.h"
@@ -46,6 +49,10 @@ struct agent {
 	int sweep_pending; /* a Sync BEGIN was sent; END follows once the whole state is known */
 	struct km_signals signals;
 	uv_timer_t resync;
+	struct km_telemetry telemetry;
+	struct km_metrics_http http;
+	int http_on;
+	const char *metrics_dir;
 };
 
 static void on_resync_timer(uv_timer_t *t);
@@ -101,9 +108,53 @@ static void sync_all(struct agent *a)
 	end_sweep_if_complete(a);
 }
 
+static void on_subscribed(void *arg, const Kmesh__Ipc__Reply *r)
+{
+	(void)arg;
+	if (r && r->code != KMESH__IPC__CODE__OK)
+		km_warn("the map writer will not send connection reports (no metrics, no access log): "
+			"%s: %s", km_msg_code_name(r->code), r->message);
+}
+
+/* The map writer's connection reports, for metrics and the access log. */
+static void subscribe(struct agent *a)
+{
+	km_envelope req = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__Subscribe sub = KMESH__IPC__SUBSCRIBE__INIT;
+
+	sub.conn_events = 1;
+	req.body_case = KMESH__IPC__ENVELOPE__BODY_SUBSCRIBE;
+	req.subscribe = &sub;
+	if (km_writer_link_query(&a->link, &req, on_subscribed, a) != 0)
+		km_warn("cannot subscribe to connection reports");
+}
+
 static void on_ready(void *arg)
 {
+	subscribe(arg);
 	sync_all(arg);
+}
+
+static void on_conn_events(void *arg, const Kmesh__Ipc__ConnEvents *events)
+{
+	struct agent *a = arg;
+
+	km_telemetry_events(&a->telemetry, events);
+}
+
+static char *render_metrics(void *arg, size_t *len)
+{
+	struct agent *a = arg;
+
+	return km_agent_metrics(&a->state, &a->telemetry, a->metrics_dir, len);
+}
+
+/* Ready: the whole configuration is held and written to the tables. */
+static int metrics_ready(void *arg)
+{
+	struct agent *a = arg;
+
+	return km_writer_link_ready(&a->link) && a->state.last_synced_unix_us != 0;
 }
 
 static void on_synced(void *arg)
@@ -240,6 +291,8 @@ static void on_shutdown(void *arg, int signum)
 	else
 		km_file_source_stop(&a->file);
 	km_writer_link_stop(&a->link);
+	if (a->http_on)
+		km_metrics_http_stop(&a->http);
 	uv_close((uv_handle_t *)&a->resync, NULL);
 	km_ipc_server_stop(&a->admin, NULL);
 	km_signals_close(&a->signals);
@@ -261,6 +314,8 @@ int main(int argc, char **argv)
 	uint64_t max_config = 64u << 20, batch_ops = 4096, max_message = 256u << 20;
 	uint64_t keepalive_s = 30, waypoint_data_port = 15019;
 	const char *p2c = "none";
+	const char *metrics_address = "0.0.0.0:15020", *metrics_dir = "/run/kmesh/metrics";
+	const char *access_log = "off", *access_log_format = "text";
 	const struct km_option opts[] = {
 		{ "xds-address", KM_OPT_STRING, &xds_address, "HOST:PORT", "istiod's xDS address",
 		  "XDS_ADDRESS" },
@@ -313,6 +368,17 @@ int main(int argc, char **argv)
 		{ "waypoint-data-port", KM_OPT_UINT, &waypoint_data_port, "PORT",
 		  "port dialled on waypoint pods, where they read the original-destination TLV",
 		  "KMESH_WAYPOINT_DATA_PORT", 1, 65535 },
+		{ "metrics-address", KM_OPT_STRING, &metrics_address, "IP:PORT",
+		  "serve /metrics (Prometheus) and /ready here (empty: no endpoint)",
+		  "KMESH_METRICS_ADDRESS" },
+		{ "metrics-dir", KM_OPT_STRING, &metrics_dir, "DIR",
+		  "the other processes' metrics files (*.prom), served with this agent's",
+		  "KMESH_METRICS_DIR" },
+		{ "access-log", KM_OPT_STRING, &access_log, "on|off",
+		  "a line on stdout per connection opened and closed by an enrolled pod (default "
+		  "off; kmeshctl accesslog switches it at run time)", "KMESH_ACCESS_LOG" },
+		{ "access-log-format", KM_OPT_STRING, &access_log_format, "text|json",
+		  "the access log's lines (default text)", "KMESH_ACCESS_LOG_FORMAT" },
 		{ "log-level", KM_OPT_FUNC, &level, "LEVEL", "error, warn, info (default) or debug",
 		  "KMESH_LOG_LEVEL", 0, 0, km_option_log_level },
 		{ 0 },
@@ -346,6 +412,26 @@ int main(int argc, char **argv)
 			"namespace/hostname\n", argv[0], p2c);
 		return 2;
 	}
+	if (strcmp(access_log, "on") && strcmp(access_log, "off")) {
+		fprintf(stderr, "%s: --access-log '%s' is not on or off\n", argv[0], access_log);
+		return 2;
+	}
+	if (km_access_log_format_parse(access_log_format, &a.telemetry.format) != 0) {
+		fprintf(stderr, "%s: --access-log-format '%s' is not text or json\n", argv[0],
+			access_log_format);
+		return 2;
+	}
+	{
+		enum km_access_log_format format = a.telemetry.format;
+
+		if (km_telemetry_init(&a.telemetry, &a.model, stdout) != 0) {
+			fprintf(stderr, "%s: out of memory\n", argv[0]);
+			return 1;
+		}
+		a.telemetry.format = format;
+		a.telemetry.access_log = !strcmp(access_log, "on");
+	}
+	a.metrics_dir = metrics_dir;
 	a.use_xds = config == NULL;
 	if (a.use_xds && split_address(xds_address, host, sizeof(host), &port) != 0) {
 		fprintf(stderr, "%s: --xds-address '%s' is not HOST:PORT\n", argv[0], xds_address);
@@ -361,7 +447,8 @@ int main(int argc, char **argv)
 	uv_timer_init(a.loop, &a.resync);
 	a.resync.data = &a;
 	{
-		const struct km_writer_link_cbs cbs = { on_ready, on_synced, on_refused, on_progress };
+		const struct km_writer_link_cbs cbs = { on_ready, on_synced, on_refused, on_progress,
+							on_conn_events };
 
 		if (km_signals_init(a.loop, &a.signals, on_shutdown, &a) != 0 ||
 		    km_writer_link_start(&a.link, a.loop, socket_path, (size_t)batch_ops, &cbs, &a) != 0)
@@ -378,6 +465,18 @@ int main(int argc, char **argv)
 	a.state.update_latency = &a.update_latency;
 	a.state.on_injected = on_injected;
 	a.state.arg = &a;
+	a.state.telemetry = &a.telemetry;
+	if (*metrics_address) {
+		char err[512];
+
+		if (km_metrics_http_start(&a.http, a.loop, metrics_address, render_metrics,
+					  metrics_ready, &a, err, sizeof(err)) != 0) {
+			km_error("%s", err);
+			return 1;
+		}
+		a.http_on = 1;
+		km_info("serving metrics on %s (port %u)", metrics_address, a.http.port);
+	}
 	{
 		const struct km_ipc_server_config acfg = { .path = admin_socket, .mode = 0600,
 							   .gid = (gid_t)-1, .max_frame = 64u << 20,
@@ -409,6 +508,7 @@ int main(int argc, char **argv)
 	}
 	uv_run(a.loop, UV_RUN_DEFAULT);
 	km_info("stopped");
+	km_telemetry_free(&a.telemetry);
 	km_model_free(&a.model);
 	km_policy_store_free(&a.policies);
 	km_authz_free(&a.authz);

@@ -203,6 +203,7 @@ void km_model_upsert_service(struct km_model *m, struct km_service_res *res)
 		s->id = km_ids_alloc(&m->ids, s->name, s);
 		s->res = res = km_service_res_pack(res);
 		m->n_services++;
+		mdl_index_service(m, res, 1);
 		mdl_register_service_waypoint(m, s);
 		/* Back-fill: workloads that listed this service before it arrived. */
 		for (size_t i = 0; i < s->n_members; i++) {
@@ -230,6 +231,8 @@ void km_model_upsert_service(struct km_model *m, struct km_service_res *res)
 			if (!frontend_in(res, &old->vips[v], &old->ports[p], 0))
 				mdl_emit_service_frontend(m, s, &old->vips[v], &old->ports[p], 1);
 	s->res = res = km_service_res_pack(res);
+	mdl_index_service(m, old, 0);
+	mdl_index_service(m, res, 1);
 	mdl_register_service_waypoint(m, s);
 	/* mode, priorities, health policy, port overrides: recompute every endpoint (counts follow
 	 * at flush) */
@@ -266,6 +269,7 @@ void km_model_remove_service(struct km_model *m, const char *name)
 	s->fe_flag_written = 0;
 	s->svc_written = 0;
 	km_ids_release(&m->ids, s->id);
+	mdl_index_service(m, s->res, 0);
 	km_service_res_free(s->res);
 	s->res = NULL;
 	free(s->version);
@@ -359,6 +363,8 @@ void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res)
 	had_backend = w->backend_written;
 	n_old_fe = had_backend ? frontend_addrs(old, &old_fe) : 0;
 	w->res = res = km_workload_res_pack(res);
+	mdl_index_workload(m, old, 0);
+	mdl_index_workload(m, res, 1);
 	mdl_register_workload_waypoint(m, w);
 	mdl_backend_row(m, w, &row);
 	has_addr = row.be.has4 || row.be.has6;
@@ -431,6 +437,7 @@ void km_model_remove_workload(struct km_model *m, const char *uid)
 	if (w->backend_written)
 		mdl_emit_backend_delete(m, w);
 	wl_del(m, w);
+	mdl_index_workload(m, w->res, 0);
 	km_workload_res_free(w->res);
 	w->res = NULL;
 	mdl_register_workload_waypoint(m, w);
@@ -579,6 +586,9 @@ int mdl_service_p2c(const struct km_model *m, const struct km_model_svc *s)
 void km_model_free(struct km_model *m)
 {
 	p2c_clear(m);
+	km_addr_index_free(m->wl_addrs);
+	km_addr_index_free(m->vips);
+	m->wl_addrs = m->vips = NULL;
 	struct km_model_svc *s, *stmp;
 	struct mdl_displaced *d, *dtmp;
 	struct km_model_wl *w;

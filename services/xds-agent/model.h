@@ -19,6 +19,7 @@
 
 #include "services/xds-agent/ids.h"
 #include "services/xds-agent/oplist.h"
+#include "services/xds-agent/addr_index.h"
 #include "services/xds-agent/resources.h"
 
 struct km_model_svc;
@@ -51,6 +52,9 @@ struct km_model {
 	int p2c_all;                 /* every service by power of two choices ... */
 	char **p2c_names;            /* ... or these (service names, namespace/hostname) */
 	size_t n_p2c_names;
+	struct km_addr_index *wl_addrs; /* optional (telemetry): workload address -> uid */
+	struct km_addr_index *vips;     /* optional (telemetry): service VIP -> name */
+	int index_oom;                  /* an address could not be indexed */
 };
 
 void km_model_init(struct km_model *m, struct km_oplist *out, km_ids_hash_fn hash);
@@ -65,6 +69,9 @@ void km_model_set_waypoint_data_port(struct km_model *m, uint16_t port);
  * a comma-separated list of namespace/hostname. Returns -1 (model unchanged) on a bad list. */
 int km_model_set_p2c(struct km_model *m, const char *spec);
 void km_model_free(struct km_model *m);
+/* Keep the address indexes (addr_index.h) of workloads and VIPs from now on, filled with what the
+ * model holds already; the model owns and frees them. Returns 0, or -1 when out of memory. */
+int km_model_index_addresses(struct km_model *m);
 
 void km_model_upsert_service(struct km_model *m, struct km_service_res *res);
 void km_model_remove_service(struct km_model *m, const char *name);

@@ -70,6 +70,10 @@ struct mdl_displaced {
 };
 
 /* model.c */
+/* model_index.c: the telemetry address indexes, when kept (add = 0: remove r's addresses). */
+void mdl_index_service(struct km_model *m, const struct km_service_res *r, int add);
+void mdl_index_workload(struct km_model *m, const struct km_workload_res *r, int add);
+
 void mdl_parr_add(struct km_model *m, void ***arr, size_t *n, size_t *cap, void *p);
 void mdl_parr_del(void **arr, size_t *n, void *p);
 int mdl_str_eq(const char *a, const char *b);

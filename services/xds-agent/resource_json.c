@@ -242,6 +242,10 @@ static int j_workload(const json_t *o, pb_workload *m, const char *path, char *e
 	    km_jstring(o, "clusterId", "cluster_id", &m->cluster_id, path, err) ||
 	    km_jstring(o, "trustDomain", "trust_domain", &m->trust_domain, path, err) ||
 	    km_jstring(o, "serviceAccount", "service_account", &m->service_account, path, err) ||
+	    km_jstring(o, "workloadName", "workload_name", &m->workload_name, path, err) ||
+	    km_jstring(o, "canonicalName", "canonical_name", &m->canonical_name, path, err) ||
+	    km_jstring(o, "canonicalRevision", "canonical_revision", &m->canonical_revision, path,
+		       err) ||
 	    km_jarray(o, "addresses", NULL, KM_RES_MAX_ADDRESSES, &addrs, path, err) ||
 	    km_jarray(o, "authorizationPolicies", "authorization_policies", KM_RES_MAX_POLICIES, &pols,
 		    path, err))

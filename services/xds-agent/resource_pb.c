@@ -195,6 +195,12 @@ int km_pb_workload(const Kmesh__Workload__Workload *m, struct km_workload_res **
 		     errlen) ||
 	    copy_str(m->service_account, KM_RES_MAX_NAME, 0, "service_account", &w->service_account,
 		     err, errlen) ||
+	    copy_str(m->workload_name, KM_RES_MAX_NAME, 0, "workload_name", &w->workload_name, err,
+		     errlen) ||
+	    copy_str(m->canonical_name, KM_RES_MAX_NAME, 0, "canonical_name", &w->canonical_name,
+		     err, errlen) ||
+	    copy_str(m->canonical_revision, KM_RES_MAX_NAME, 0, "canonical_revision",
+		     &w->canonical_revision, err, errlen) ||
 	    copy_locality(m->locality, w, err, errlen) ||
 	    copy_waypoint(m->waypoint, &w->waypoint, err, errlen))
 		goto fail;

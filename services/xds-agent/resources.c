@@ -55,6 +55,9 @@ void km_workload_res_free(struct km_workload_res *w)
 	free(w->region);
 	free(w->zone);
 	free(w->subzone);
+	free(w->workload_name);
+	free(w->canonical_name);
+	free(w->canonical_revision);
 	free(w->addrs);
 	for (size_t i = 0; i < w->n_services; i++) {
 		free(w->services[i].service);
@@ -143,7 +146,8 @@ struct km_service_res *km_service_res_pack(struct km_service_res *r)
 static const size_t wl_strings[] = {
 	WL_STR(uid), WL_STR(name), WL_STR(namespace), WL_STR(node), WL_STR(network),
 	WL_STR(cluster_id), WL_STR(trust_domain), WL_STR(service_account), WL_STR(region),
-	WL_STR(zone), WL_STR(subzone), WL_STR(waypoint.service),
+	WL_STR(zone), WL_STR(subzone), WL_STR(waypoint.service), WL_STR(workload_name),
+	WL_STR(canonical_name), WL_STR(canonical_revision),
 };
 
 static char **wl_str(struct km_workload_res *w, size_t i)
@@ -213,6 +217,9 @@ int km_workload_res_equal(const struct km_workload_res *a, const struct km_workl
 	    !str_eq(a->zone, b->zone) || !str_eq(a->subzone, b->subzone) ||
 	    !str_eq(a->namespace, b->namespace) || !str_eq(a->trust_domain, b->trust_domain) ||
 	    !str_eq(a->service_account, b->service_account) ||
+	    !str_eq(a->workload_name, b->workload_name) ||
+	    !str_eq(a->canonical_name, b->canonical_name) ||
+	    !str_eq(a->canonical_revision, b->canonical_revision) ||
 	    !km_waypoint_equal(&a->waypoint, &b->waypoint))
 		return 0;
 	if (!same_bytes(a->addrs, b->addrs, a->n_addrs * sizeof(*a->addrs)))

@@ -87,6 +87,7 @@ struct km_workload_res {
 	char *trust_domain;
 	char *service_account;
 	char *region, *zone, *subzone;
+	char *workload_name, *canonical_name, *canonical_revision; /* for metrics' labels */
 	struct km_addr *addrs;
 	struct km_membership *services; /* sorted by service, unique */
 	char **policies; /* authorization_policies */

@@ -173,10 +173,15 @@ static void on_frame(struct km_conn *c, const uint8_t *payload, size_t len)
 	struct km_writer_link *l = c->data;
 	km_envelope *env = km_msg_unpack(payload, len);
 
-	if (!env || env->body_case != KMESH__IPC__ENVELOPE__BODY_REPLY)
+	if (env && env->body_case == KMESH__IPC__ENVELOPE__BODY_CONN_EVENTS &&
+	    l->state == LINK_READY) {
+		if (l->cbs.on_conn_events) /* a subscription's report, not a reply */
+			l->cbs.on_conn_events(l->arg, env->conn_events);
+	} else if (!env || env->body_case != KMESH__IPC__ENVELOPE__BODY_REPLY) {
 		disconnect(l, "unexpected message");
-	else
+	} else {
 		on_reply(l, env);
+	}
 	km_msg_free(env);
 }
 

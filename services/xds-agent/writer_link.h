@@ -23,6 +23,8 @@ struct km_writer_link_cbs {
 	void (*on_synced)(void *arg);  /* every submitted batch has been acknowledged */
 	void (*on_refused)(void *arg); /* the map writer refused an op: state may differ */
 	void (*on_progress)(void *arg); /* a batch was answered (ops_done moved) */
+	/* optional: connection reports, once subscribed (a Subscribe sent with km_writer_link_query) */
+	void (*on_conn_events)(void *arg, const Kmesh__Ipc__ConnEvents *events);
 };
 
 struct km_writer_link {

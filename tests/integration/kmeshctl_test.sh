@@ -59,17 +59,19 @@ check "version -o yaml parses back the same" \
 check "version as a table: a header and a row per process" \
 	eval 'out=$(ctl version) && head -1 <<<"$out" | grep -q "^PROCESS *VERSION *PID *SOCKET" && [ "$(wc -l <<<"$out")" = 5 ]'
 
-check "log: each process's level" \
-	ctl_is json '{r["process"]: r["level"] for r in d} == {"map-writer": "info", "xds-agent": "info", "ipsec-agent": "debug"}' log
+check "log: each process's level, and the programs' (bpf)" \
+	ctl_is json '{r["process"]: r["level"] for r in d} == {"map-writer": "info", "bpf": "error", "xds-agent": "info", "ipsec-agent": "debug"}' log
+check "log --set bpf:debug sets the programs' level (the map writer keeps it)" \
+	ctl_is json '[r["level"] for r in d if r["process"] == "bpf"] == ["debug"]' log --set bpf:debug
 check "log --set xds-agent:debug changes it, and shows it" \
 	ctl_is yaml '[r["level"] for r in d if r["process"] == "xds-agent"] == ["debug"]' log --set xds-agent:debug
 check "... which the agent logs" logged "log level set to debug" "$KM_DIR/xds-agent.log"
-check "log --set all:warn sets every process" \
-	ctl_is json 'all(r["level"] == "warn" for r in d)' log --set all:warn
+check "log --set all:warn sets every process (not bpf)" \
+	ctl_is json 'all(r["level"] == "warn" for r in d if r["process"] != "bpf")' log --set all:warn
 out=$(ctl log --set nobody:debug 2>&1)
 rc=$?
 check "log --set of an unknown process: usage error (2), naming the known ones" \
-	eval '[ $rc = 2 ] && grep -q "no process .nobody. (map-writer, xds-agent, ipsec-agent, all)" <<<"$out"'
+	eval '[ $rc = 2 ] && grep -q "no process .nobody. (map-writer, xds-agent, ipsec-agent, all, bpf)" <<<"$out"'
 out=$(ctl log --set map-writer:loud 2>&1)
 rc=$?
 check "log --set of an unknown level: the process's refusal, exit 1" \
@@ -90,6 +92,9 @@ check "dump xds as tables: services and workloads" \
 	eval 'out=$(ctl dump xds) && grep -q "^services:" <<<"$out" && grep -q "^workloads:" <<<"$out" && grep -q " t/web.t " <<<"$out"'
 check "dump policies -o yaml: the compiled authorization (none here)" \
 	ctl_is yaml 'd["compiled"] == [] and d["policies"] == 0' dump policies
+check "the node's metrics page holds the IPsec agent's metrics too" \
+	eval 'for _ in $(seq 1 30); do km_metrics | grep -q "^kmesh_ipsec_current_spi 1" && break; sleep 0.1; done
+	      km_metrics | grep -q "^kmesh_ipsec_current_spi 1"'
 check "dump ipsec -o json: the IPsec agent's key" \
 	ctl_is json 'd["current_spi"] == 1 and d["node"] == "node-a"' dump ipsec
 
@@ -123,7 +128,7 @@ wait "$AGENT" 2>/dev/null
 check "a process not running: shown with why, the others still answer (exit 0)" \
 	ctl_is json 'd[3]["process"] == "ipsec-agent" and "cannot reach kmesh-ipsec-agent at" in d[3]["error"] and d[1]["version"] == "'"$VERSION"'"' version
 check "log --set all:info sets every process that runs (a node may have no IPsec agent)" \
-	ctl_is json '[r["level"] for r in d[:2]] == ["info", "info"] and "error" in d[2]' log --set all:info
+	ctl_is json '[r["level"] for r in d if r["process"] != "bpf"][:2] == ["info", "info"] and "error" in d[3]' log --set all:info
 out=$(ctl dump ipsec 2>&1)
 rc=$?
 check "... and a dump of it fails clearly (exit 1)" \

@@ -22,7 +22,7 @@ start_agent() {
 	ip netns exec "$KM_NODE" "$KM_BIN/kmesh-ipsec-agent" --node-name node-a --addresses 10.0.0.1 \
 		--pod-cidrs 10.244.1.0/24 --boot-id-file "$KM_DIR/boot_id" --key-file "$KM_DIR/ipsec/ipSec" \
 		--admin-socket "$KM_DIR/ipsec.sock" --map-writer-socket "$KM_SOCKET" --uninstall-on-exit \
-		--log-level debug "$@" >>"$KM_DIR/ipsec.log" 2>&1 &
+		--log-level debug --metrics-dir "$KM_DIR/metrics" "$@" >>"$KM_DIR/ipsec.log" 2>&1 &
 	AGENT=$!
 	KM_PIDS+=($AGENT)
 	for _ in $(seq 1 100); do [ -S "$KM_DIR/ipsec.sock" ] && break; sleep 0.05; done

@@ -127,7 +127,8 @@ km_map_writer_start() {
 	nsenter --net="/run/netns/$KM_NODE" "$KM_BIN/kmesh-map-writer" --bpffs-dir "$KM_DIR/bpffs/kmesh" --cgroup "$KM_CGROUP" \
 		--socket "$KM_SOCKET" --socket-group "$KM_NOBODY" --allow "xds:uid=$KM_NOBODY" \
 		--max-pods 1024 --max-frontends 4096 --max-services 1024 --max-endpoints 4096 \
-		--max-backends 4096 --detach-on-exit "$@" >>"$KM_DIR/map-writer.log" 2>&1 &
+		--max-backends 4096 --detach-on-exit --metrics-dir "$KM_DIR/metrics" --metrics-interval 1 \
+		--cni-metrics-file "$KM_DIR/cni/state/metrics.prom" "$@" >>"$KM_DIR/map-writer.log" 2>&1 &
 	KM_MW_PID=$!
 	KM_PIDS+=($KM_MW_PID)
 	local i
@@ -151,8 +152,17 @@ km_agent_run() { # km_agent_run LOG ARGS...: an unprivileged agent in the backgr
 	setpriv --reuid=$KM_NOBODY --regid=$KM_NOBODY --clear-groups --inh-caps=-all \
 		--bounding-set=-all --no-new-privs \
 		"$KM_BIN/kmesh-xds-agent" --map-writer-socket "$KM_SOCKET" \
-		--admin-socket "$KM_AGENT_SOCKET" "$@" >>"$log" 2>&1 &
+		--admin-socket "$KM_AGENT_SOCKET" --metrics-address 127.0.0.1:0 \
+		--metrics-dir "$KM_DIR/metrics" "$@" >>"$log" 2>&1 &
 	KM_PIDS+=($!)
+}
+
+# km_metrics [PATH]: GET the agent's metrics endpoint (loopback, the port it logged it chose).
+km_metrics() {
+	local port
+	port=$(sed -n 's/.*serving metrics on .* (port \([0-9]*\)).*/\1/p' "$KM_DIR/xds-agent.log" | tail -n 1)
+	[ -n "$port" ] || { echo "the agent logged no metrics port" >&2; return 1; }
+	curl -sS --max-time 5 "http://127.0.0.1:$port${1:-/metrics}"
 }
 
 # km_agent_json EXPR: evaluate EXPR over the agent's admin dump (as `d`); prints the result.

@@ -1,5 +1,6 @@
 /* cmd_log.c — `kmeshctl log [--set PROCESS:LEVEL ...]`: each process's log level (from its hello
- * reply), and setting it (SetLogLevel) for one process or all. */
+ * reply), and setting it (SetLogLevel) for one process or all; "bpf" is the programs' log level,
+ * which the map writer keeps (SetConfig). */
 #include "tools/kmeshctl/commands.h"
 
 #include <stdio.h>
@@ -8,7 +9,8 @@
 static const char usage[] =
 	"usage: kmeshctl log [--set PROCESS:LEVEL]...\n"
 	"  show each process's log level; --set changes it first (repeatable)\n"
-	"  PROCESS: map-writer, xds-agent, ipsec-agent or all; LEVEL: error, warn, info, debug\n";
+	"  PROCESS: map-writer, xds-agent, ipsec-agent, all (the three), or bpf (the programs' lines,\n"
+	"  which the map writer logs as bpf: ...); LEVEL: error, warn, info, debug\n";
 
 static int set_level(const struct km_ctl *ctl, enum km_proc p, const char *level)
 {
@@ -45,9 +47,9 @@ int km_cmd_log(const struct km_ctl *ctl, int argc, char **argv)
 			return 2;
 		}
 		snprintf(name, sizeof(name), "%.*s", (int)(colon - argv[i + 1]), argv[i + 1]);
-		if (strcmp(name, "all") && km_proc_parse(name, &p) != 0) {
-			fprintf(stderr, "kmeshctl: no process '%s' (map-writer, xds-agent, ipsec-agent, all)\n",
-				name);
+		if (strcmp(name, "all") && strcmp(name, "bpf") && km_proc_parse(name, &p) != 0) {
+			fprintf(stderr, "kmeshctl: no process '%s' (map-writer, xds-agent, ipsec-agent, all, "
+				"bpf)\n", name);
 			return 2;
 		}
 		i++;
@@ -58,7 +60,11 @@ int km_cmd_log(const struct km_ctl *ctl, int argc, char **argv)
 		enum km_proc p;
 
 		snprintf(name, sizeof(name), "%.*s", (int)(colon - argv[i + 1]), argv[i + 1]);
-		if (!strcmp(name, "all")) { /* every process that runs (a node may have no IPsec) */
+		if (!strcmp(name, "bpf")) {
+			char now[16];
+
+			failed |= km_ctl_bpf_log_level(ctl, colon + 1, now, sizeof(now)) != 0;
+		} else if (!strcmp(name, "all")) { /* every process that runs (a node may have no IPsec) */
 			for (int q = 0; q < KM_PROC_COUNT; q++) {
 				struct km_sync_client cl;
 				char err[512];
@@ -82,6 +88,14 @@ int km_cmd_log(const struct km_ctl *ctl, int argc, char **argv)
 		if (json_object_get(h, "error"))
 			json_object_set(r, "error", json_object_get(h, "error"));
 		json_array_append_new(rows, r);
+		if (!strcmp(json_string_value(json_object_get(h, "process")), "map-writer") &&
+		    !json_object_get(h, "error")) {
+			char bpf[16];
+
+			if (km_ctl_bpf_log_level(ctl, NULL, bpf, sizeof(bpf)) == 0)
+				json_array_append_new(rows, json_pack("{s:s, s:s}", "process", "bpf",
+								      "level", bpf));
+		}
 	}
 	json_decref(hellos);
 	return km_proc_print_rows(ctl, rows, unreachable) || failed;

@@ -9,6 +9,12 @@ int km_cmd_version(const struct km_ctl *ctl, int argc, char **argv);
 int km_cmd_log(const struct km_ctl *ctl, int argc, char **argv);
 int km_cmd_dump(const struct km_ctl *ctl, int argc, char **argv);
 int km_cmd_inject(const struct km_ctl *ctl, int argc, char **argv);
+int km_cmd_monitoring(const struct km_ctl *ctl, int argc, char **argv);
+int km_cmd_authz(const struct km_ctl *ctl, int argc, char **argv);
+int km_cmd_accesslog(const struct km_ctl *ctl, int argc, char **argv);
+/* The map writer's BPF log level into level, after setting it to set (NULL: unchanged).
+ * Returns 0, or -1 with the reason printed. */
+int km_ctl_bpf_log_level(const struct km_ctl *ctl, const char *set, char *level, size_t len);
 
 /* 1 when argv holds -h or --help (and prints usage). */
 int km_cmd_wants_help(int argc, char **argv, const char *usage);

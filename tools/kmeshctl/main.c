@@ -1,7 +1,6 @@
 /* main.c — kmeshctl: operate kmesh on this node. Global flags (shared/options.c, as every
  * binary's), then one command family (one file each: cmd_version.c, cmd_log.c, cmd_dump.c,
- * cmd_inject.c),
- * which prints through output.h. The local processes are reached on their Unix sockets
+ * cmd_inject.c, cmd_switch.c), which prints through output.h. The local processes are reached on their Unix sockets
  * (procs.c) as the admin role. */
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +16,9 @@ static const char description[] =
 	"  log                log levels of the processes; --set PROCESS:LEVEL changes one\n"
 	"  dump               tables | xds | policies | ipsec: the state of a process\n"
 	"  inject             PROCESS FILE|-: an event applied by an agent as from its source\n"
+	"  monitoring         enable|disable|status: connection reports (metrics, access log)\n"
+	"  accesslog          enable|disable|status [--format text|json]: the access log\n"
+	"  authz              enable|disable|status: enforcement of authorization policies\n"
 	"  COMMAND --help     a command's own usage\n"
 	"\n"
 	"Exit codes: 0 ok, 1 failed (the reason on stderr), 2 usage.";
@@ -71,6 +73,12 @@ int main(int argc, char **argv)
 		return km_cmd_dump(&ctl, argc, argv);
 	if (!strcmp(cmd, "inject"))
 		return km_cmd_inject(&ctl, argc, argv);
+	if (!strcmp(cmd, "monitoring"))
+		return km_cmd_monitoring(&ctl, argc, argv);
+	if (!strcmp(cmd, "authz"))
+		return km_cmd_authz(&ctl, argc, argv);
+	if (!strcmp(cmd, "accesslog"))
+		return km_cmd_accesslog(&ctl, argc, argv);
 	fprintf(stderr, "kmeshctl: unknown command '%s' (see --help)\n", cmd);
 	return 2;
 }

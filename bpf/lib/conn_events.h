@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* conn_events.h — connection reports for metrics and the access log: sockops calls these at
+ * establishment (the socket is marked KM_SOCK_F_MONITORED and its state changes are asked for)
+ * and at close; one km_conn_event each in the km_conn_events ring buffer, or a counted drop when
+ * the reader is behind. Only while monitoring is on, and only enrolled pods' sockets. */
+#ifndef KM_BPF_CONN_EVENTS_H
+#define KM_BPF_CONN_EVENTS_H
+
+#include <bpf/bpf_endian.h>
+
+#include "maps.h"
+#include "addr.h"
+#include "config.h"
+
+#define KM_AF_INET 2
+
+/* A context field read by one load at its constant offset: the verifier refuses a moved context
+ * pointer, which the compiler makes when it merges the loads of two branches. */
+#define KM_CTX32(ctx, field)                                                                       \
+	({                                                                                         \
+		__u32 ___v;                                                                        \
+		asm volatile("%0 = *(u32 *)(%1 + %2)"                                              \
+			     : "=r"(___v)                                                          \
+			     : "r"(ctx), "i"(__builtin_offsetof(struct bpf_sock_ops, field)));     \
+		___v;                                                                              \
+	})
+#define KM_CTX64(ctx, field)                                                                       \
+	({                                                                                         \
+		__u64 ___v;                                                                        \
+		asm volatile("%0 = *(u64 *)(%1 + %2)"                                              \
+			     : "=r"(___v)                                                          \
+			     : "r"(ctx), "i"(__builtin_offsetof(struct bpf_sock_ops, field)));     \
+		___v;                                                                              \
+	})
+
+static __always_inline void km_sockops_addrs(const struct bpf_sock_ops *skops,
+					     struct km_addr *local, struct km_addr *remote)
+{
+	if (KM_CTX32(skops, family) == KM_AF_INET) {
+		km_addr_from_v4(local, KM_CTX32(skops, local_ip4));
+		km_addr_from_v4(remote, KM_CTX32(skops, remote_ip4));
+		return;
+	}
+	local->words[0] = KM_CTX32(skops, local_ip6[0]);
+	local->words[1] = KM_CTX32(skops, local_ip6[1]);
+	local->words[2] = KM_CTX32(skops, local_ip6[2]);
+	local->words[3] = KM_CTX32(skops, local_ip6[3]);
+	remote->words[0] = KM_CTX32(skops, remote_ip6[0]);
+	remote->words[1] = KM_CTX32(skops, remote_ip6[1]);
+	remote->words[2] = KM_CTX32(skops, remote_ip6[2]);
+	remote->words[3] = KM_CTX32(skops, remote_ip6[3]);
+}
+
+/* The kernel's byte counters count sequence numbers: the SYN the active opener had acked, and
+ * each FIN. At close the state left says which FINs went: out of FIN_WAIT2, LAST_ACK or CLOSING
+ * both were sent and acked; out of CLOSE_WAIT only the peer's came. What remains is data. */
+static __always_inline __u64 km_less(__u64 v, __u64 n)
+{
+	return v > n ? v - n : 0;
+}
+
+static __always_inline void km_conn_bytes(struct bpf_sock_ops *skops, struct km_conn_event *e,
+					  __u32 old_state)
+{
+	int both_fins = old_state == BPF_TCP_FIN_WAIT2 || old_state == BPF_TCP_LAST_ACK ||
+			old_state == BPF_TCP_CLOSING;
+	int peer_fin = both_fins || old_state == BPF_TCP_CLOSE_WAIT;
+
+	e->sent_bytes = km_less(KM_CTX64(skops, bytes_acked),
+				(e->direction == KM_CONN_OUTBOUND) + both_fins);
+	e->received_bytes = km_less(KM_CTX64(skops, bytes_received), peer_fin);
+}
+
+static __always_inline void km_conn_report(struct bpf_sock_ops *skops,
+					   const struct km_sock_state *st, __u8 kind,
+					   __u8 direction, __u32 old_state)
+{
+	struct km_conn_event *e = bpf_ringbuf_reserve(&km_conn_events, sizeof(*e), 0);
+	struct km_addr local = {}, remote = {};
+	__u16 lport = (__u16)KM_CTX32(skops, local_port);
+	__u16 rport = (__u16)bpf_ntohl(KM_CTX32(skops, remote_port));
+
+	if (!e) {
+		km_count_drop(0);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->cookie = bpf_get_socket_cookie(skops);
+	e->ts_ns = bpf_ktime_get_ns();
+	e->kind = kind;
+	e->direction = direction;
+	km_sockops_addrs(skops, &local, &remote);
+	if (direction == KM_CONN_OUTBOUND) {
+		e->src = local;
+		e->sport = lport;
+		e->dst = remote;
+		e->dport = rport;
+		if (st && st->orig_port) {
+			e->orig_dst = st->orig_addr;
+			e->orig_dport = bpf_ntohs(st->orig_port);
+			e->backend_id = st->backend_id;
+		}
+	} else {
+		e->src = remote;
+		e->sport = rport;
+		e->dst = local;
+		e->dport = lport;
+	}
+	if (kind == KM_CONN_CLOSE) {
+		km_conn_bytes(skops, e, old_state);
+		e->retrans = KM_CTX32(skops, total_retrans);
+		e->srtt_us = KM_CTX32(skops, srtt_us) >> 3;
+	}
+	bpf_ringbuf_submit(e, 0);
+}
+
+#endif

@@ -1,0 +1,223 @@
+/* events.c — the programs' ring buffers read on the loop, reports streamed (see events.h). */
+#include "services/map-writer/events.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "kmesh_maps.h"
+#include "shared/addr.h"
+#include "shared/log.h"
+
+/* One report as a message, with room for its addresses. */
+struct km_mw_event_slot {
+	Kmesh__Ipc__ConnEvent msg;
+	uint8_t src[16], dst[16], orig[16];
+};
+
+static void set_bytes(ProtobufCBinaryData *b, uint8_t *buf, const struct km_addr *a)
+{
+	b->data = buf;
+	b->len = km_addr_to_bytes(a, buf);
+}
+
+/* Send the batch to every subscriber; forget subscribers whose session has closed. */
+static void flush(struct km_mw_events *ev)
+{
+	Kmesh__Ipc__ConnEvent *ptrs[KM_EVENTS_BATCH];
+	Kmesh__Ipc__ConnEvents batch = KMESH__IPC__CONN_EVENTS__INIT;
+	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
+	size_t kept = 0;
+
+	if (!ev->n_batch)
+		return;
+	for (size_t i = 0; i < ev->n_batch; i++)
+		ptrs[i] = &ev->batch[i].msg;
+	batch.events = ptrs;
+	batch.n_events = ev->n_batch;
+	env.body_case = KMESH__IPC__ENVELOPE__BODY_CONN_EVENTS;
+	env.conn_events = &batch;
+	for (size_t i = 0; i < ev->n_subs; i++) {
+		struct km_ipc_session *s = km_ipc_server_session(ev->srv, ev->subs[i].serial);
+
+		if (!s)
+			continue; /* gone */
+		ev->subs[kept] = ev->subs[i];
+		if (km_conn_write_queue(&s->conn) > KM_EVENTS_QUEUE_MAX) {
+			if (!ev->subs[kept].lost)
+				km_warn("subscriber pid %d reads connection reports too slowly; dropping "
+					"them until it catches up", (int)s->pid);
+			ev->subs[kept].lost += ev->n_batch;
+			ev->lost_slow += ev->n_batch;
+		} else {
+			batch.lost = ev->subs[kept].lost;
+			if (km_msg_send(&s->conn, &env) == 0)
+				ev->subs[kept].lost = 0;
+			else
+				ev->subs[kept].lost += ev->n_batch;
+		}
+		kept++;
+	}
+	ev->n_subs = kept;
+	ev->n_batch = 0;
+}
+
+static int on_conn_event(void *ctx, void *data, size_t size)
+{
+	struct km_mw_events *ev = ctx;
+	const struct km_conn_event *e = data;
+	struct km_mw_event_slot *slot;
+
+	if (size < sizeof(*e))
+		return 0;
+	ev->conn_reports++;
+	if (!ev->n_subs)
+		return 0;
+	slot = &ev->batch[ev->n_batch++];
+	kmesh__ipc__conn_event__init(&slot->msg);
+	slot->msg.kind = e->kind;
+	slot->msg.direction = e->direction;
+	set_bytes(&slot->msg.src, slot->src, &e->src);
+	set_bytes(&slot->msg.dst, slot->dst, &e->dst);
+	slot->msg.sport = e->sport;
+	slot->msg.dport = e->dport;
+	if (e->orig_dport) {
+		set_bytes(&slot->msg.orig_dst, slot->orig, &e->orig_dst);
+		slot->msg.orig_dport = e->orig_dport;
+	}
+	slot->msg.sent_bytes = e->sent_bytes;
+	slot->msg.received_bytes = e->received_bytes;
+	slot->msg.retrans = e->retrans;
+	slot->msg.srtt_us = e->srtt_us;
+	slot->msg.cookie = e->cookie;
+	slot->msg.mono_ns = e->ts_ns;
+	if (ev->n_batch == KM_EVENTS_BATCH)
+		flush(ev);
+	return 0;
+}
+
+static int on_log_record(void *ctx, void *data, size_t size)
+{
+	struct km_mw_events *ev = ctx;
+	const struct km_bpf_log_record *r = data;
+	char msg[KM_BPF_LOG_MSG];
+
+	if (size < sizeof(*r))
+		return 0;
+	ev->log_records++;
+	memcpy(msg, r->msg, sizeof(msg));
+	msg[sizeof(msg) - 1] = '\0';
+	km_log_always(r->level <= KM_BPF_LOG_DEBUG ? (enum km_log_level)r->level : KM_LOG_DEBUG,
+		      "bpf: %s", msg);
+	return 0;
+}
+
+static void on_readable(uv_poll_t *p, int status, int events)
+{
+	struct km_mw_events *ev = p->data;
+	int n;
+
+	(void)events;
+	if (status < 0) {
+		km_error("reading the programs' reports: %s", uv_strerror(status));
+		return;
+	}
+	n = ring_buffer__consume(ev->rb);
+	if (n < 0)
+		km_warn("reading the programs' reports: %s", strerror(-n));
+	flush(ev);
+}
+
+int km_mw_events_start(struct km_mw_events *ev, uv_loop_t *loop, struct km_ipc_server *srv,
+		       int fd_conn_events, int fd_bpf_log, int fd_drops)
+{
+	int err;
+
+	memset(ev, 0, sizeof(*ev));
+	ev->loop = loop;
+	ev->srv = srv;
+	ev->fd_drops = fd_drops;
+	ev->batch = calloc(KM_EVENTS_BATCH, sizeof(*ev->batch));
+	if (!ev->batch)
+		return -ENOMEM;
+	ev->rb = ring_buffer__new(fd_conn_events, on_conn_event, ev, NULL);
+	if (!ev->rb || ring_buffer__add(ev->rb, fd_bpf_log, on_log_record, ev) != 0) {
+		err = -errno;
+		km_error("cannot read the programs' ring buffers: %s", strerror(-err));
+		km_mw_events_stop(ev);
+		return err;
+	}
+	if ((err = uv_poll_init(loop, &ev->poll, ring_buffer__epoll_fd(ev->rb))) != 0) {
+		km_error("cannot poll the programs' ring buffers: %s", uv_strerror(err));
+		km_mw_events_stop(ev);
+		return err;
+	}
+	ev->poll.data = ev;
+	ev->polling = 1;
+	if ((err = uv_poll_start(&ev->poll, UV_READABLE, on_readable)) != 0) {
+		km_error("cannot poll the programs' ring buffers: %s", uv_strerror(err));
+		km_mw_events_stop(ev);
+		return err;
+	}
+	return 0;
+}
+
+int km_mw_events_subscribe(struct km_mw_events *ev, struct km_ipc_session *s, char *err,
+			   size_t errlen)
+{
+	km_mw_events_subscribers(ev); /* forget closed sessions first */
+	for (size_t i = 0; i < ev->n_subs; i++)
+		if (ev->subs[i].serial == s->serial)
+			return 0;
+	if (ev->n_subs == KM_EVENTS_MAX_SUBSCRIBERS) {
+		snprintf(err, errlen, "already %d subscribers", KM_EVENTS_MAX_SUBSCRIBERS);
+		return -1;
+	}
+	ev->subs[ev->n_subs].serial = s->serial;
+	ev->subs[ev->n_subs].lost = 0;
+	ev->n_subs++;
+	km_info("pid %d (%s) subscribed to connection reports", (int)s->pid, s->process);
+	return 0;
+}
+
+size_t km_mw_events_subscribers(struct km_mw_events *ev)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < ev->n_subs; i++)
+		if (km_ipc_server_session(ev->srv, ev->subs[i].serial))
+			ev->subs[kept++] = ev->subs[i];
+	ev->n_subs = kept;
+	return kept;
+}
+
+void km_mw_events_lost(const struct km_mw_events *ev, uint64_t *conn, uint64_t *log)
+{
+	struct km_event_drops_value d = { 0 };
+	__u32 key = 0;
+
+	if (ev->fd_drops >= 0)
+		bpf_map_lookup_elem(ev->fd_drops, &key, &d);
+	*conn = d.conn_events + ev->lost_slow;
+	*log = d.log_records;
+}
+
+static void on_poll_closed(uv_handle_t *h)
+{
+	(void)h;
+}
+
+void km_mw_events_stop(struct km_mw_events *ev)
+{
+	if (ev->polling) {
+		uv_close((uv_handle_t *)&ev->poll, on_poll_closed);
+		ev->polling = 0;
+	}
+	ring_buffer__free(ev->rb); /* the poll handle's fd is libbpf's: closed after uv_close */
+	ev->rb = NULL;
+	free(ev->batch);
+	ev->batch = NULL;
+}

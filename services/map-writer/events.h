@@ -1,0 +1,56 @@
+/* events.h — what the programs report, read from their ring buffers on the loop thread (libbpf's
+ * epoll fd, polled by libuv):
+ *   - connection reports (km_conn_events) streamed to the sessions that subscribed, as ConnEvents
+ *     messages with request_id 0, up to KM_EVENTS_BATCH per message. A subscriber whose unsent
+ *     data exceeds KM_EVENTS_QUEUE_MAX loses reports rather than grow the map writer's memory;
+ *     the count lost goes in its next message, so the loss is never silent.
+ *   - BPF log lines (km_bpf_log), logged as "bpf: ..." whatever this process's own level (the
+ *     BPF log level chose them). */
+#ifndef KM_MW_EVENTS_H
+#define KM_MW_EVENTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "ipc/server.h"
+
+#define KM_EVENTS_BATCH 256
+#define KM_EVENTS_QUEUE_MAX (4u << 20)
+#define KM_EVENTS_MAX_SUBSCRIBERS 8
+
+struct ring_buffer;
+struct km_mw_event_slot;
+
+struct km_mw_events {
+	uv_loop_t *loop;
+	struct km_ipc_server *srv;
+	struct ring_buffer *rb;
+	uv_poll_t poll;
+	int polling;
+	int fd_drops;
+	struct {
+		uint64_t serial; /* the session */
+		uint64_t lost;   /* reports it has not been told about yet */
+	} subs[KM_EVENTS_MAX_SUBSCRIBERS];
+	size_t n_subs;
+	struct km_mw_event_slot *batch; /* KM_EVENTS_BATCH */
+	size_t n_batch;
+	uint64_t conn_reports, log_records; /* read */
+	uint64_t lost_slow;                 /* reports not sent to a slow subscriber */
+};
+
+/* Start reading (fds owned by the dataplane). Returns 0, or a negative errno (logged). */
+int km_mw_events_start(struct km_mw_events *ev, uv_loop_t *loop, struct km_ipc_server *srv,
+		       int fd_conn_events, int fd_bpf_log, int fd_drops);
+/* This session gets the connection reports from now on. Returns 0, or -1 with err filled. */
+int km_mw_events_subscribe(struct km_mw_events *ev, struct km_ipc_session *s, char *err,
+			   size_t errlen);
+/* Subscribers still connected. */
+size_t km_mw_events_subscribers(struct km_mw_events *ev);
+/* Reports lost so far: the programs' (ring buffer full) plus slow subscribers'. */
+void km_mw_events_lost(const struct km_mw_events *ev, uint64_t *conn, uint64_t *log);
+void km_mw_events_stop(struct km_mw_events *ev);
+
+#endif

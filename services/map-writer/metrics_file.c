@@ -1,0 +1,190 @@
+/* metrics_file.c — the map writer's metrics file (see metrics_file.h). */
+#include "services/map-writer/metrics_file.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <bpf/bpf.h>
+
+#include "shared/atomic_file.h"
+#include "shared/log.h"
+#include "shared/prom.h"
+#include "shared/version.h"
+
+#define CNI_FILE_MAX (1u << 20)
+
+/* Entries in a map, by walking its keys (tables without a key set here). */
+static uint64_t count_entries(int fd, size_t key_len)
+{
+	uint8_t key[KM_TABLES_ROW_BUF], next[KM_TABLES_ROW_BUF];
+	uint64_t n = 0;
+	void *prev = NULL;
+
+	if (fd < 0 || key_len > sizeof(key))
+		return 0;
+	while (bpf_map_get_next_key(fd, prev, next) == 0) {
+		memcpy(key, next, key_len);
+		prev = key;
+		n++;
+	}
+	return n;
+}
+
+static void table(struct km_prom *p, const char *name, uint64_t entries, uint64_t capacity)
+{
+	char labels[64];
+
+	snprintf(labels, sizeof(labels), "table=\"%s\"", name);
+	km_prom_sample(p, "kmesh_table_entries", labels, entries);
+	km_prom_sample(p, "kmesh_table_capacity", labels, capacity);
+}
+
+static void tables(struct km_prom *p, const struct km_tables *t)
+{
+	const struct km_table_sizes *z = &t->sizes;
+
+	km_prom_family(p, "kmesh_table_entries", "gauge", "rows in a BPF table");
+	km_prom_family(p, "kmesh_table_capacity", "gauge", "rows a BPF table can hold");
+	table(p, "manage", count_entries(t->fd_manage, sizeof(struct km_manage_key)), z->manage);
+	table(p, "frontend", count_entries(t->fd_frontend, sizeof(struct km_frontend_key)), z->frontend);
+	table(p, "service", t->present_service.count, z->service);
+	table(p, "endpoint", t->present_endpoint.count, z->endpoint);
+	table(p, "backend", t->present_backend.count, z->backend);
+	table(p, "port_override",
+	      count_entries(t->fd_port_override, sizeof(struct km_port_override_key)), z->port_override);
+	table(p, "authz_ident",
+	      count_entries(t->fd_authz_ident, sizeof(struct km_authz_ident_key)), z->authz_idents);
+	table(p, "authz_list", count_entries(t->fd_authz_list, sizeof(struct km_authz_list_key)),
+	      z->authz_rows);
+}
+
+static void counter(struct km_prom *p, const char *name, const char *help, uint64_t v)
+{
+	km_prom_family(p, name, "counter", help);
+	km_prom_sample(p, name, "", v);
+}
+
+static void gauge(struct km_prom *p, const char *name, const char *help, uint64_t v)
+{
+	km_prom_family(p, name, "gauge", help);
+	km_prom_sample(p, name, "", v);
+}
+
+static void requests(struct km_prom *p, const struct km_mw_requests *rq)
+{
+	km_prom_family(p, "kmesh_ipc_requests_total", "counter",
+		       "requests to the map writer by the asker's role, the request and the result");
+	for (size_t r = 0; r < KM_MW_ROLES; r++)
+		for (size_t k = 0; k < KM_MW_KINDS; k++)
+			for (size_t c = 0; c < KM_MW_CODES; c++) {
+				char labels[160];
+
+				if (!rq->counts[r][k][c])
+					continue;
+				snprintf(labels, sizeof(labels), "role=\"%s\",request=\"%s\",result=\"%s\"",
+					 km_mw_role_label(r), km_mw_kind_label(k), km_mw_code_label(c));
+				km_prom_sample(p, "kmesh_ipc_requests_total", labels, rq->counts[r][k][c]);
+			}
+}
+
+static void render(struct km_mw_metrics *m, struct km_prom *p)
+{
+	struct km_mw_requests *rq = m->rq;
+	const struct km_tables *t = rq->tables;
+	uint64_t lost_conn, lost_log;
+
+	km_prom_family(p, "kmesh_build_info", "gauge", "this build, as a label");
+	km_prom_printf(p, "kmesh_build_info{component=\"map-writer\",version=\"%s\"} 1\n",
+		       km_version());
+	tables(p, t);
+	counter(p, "kmesh_table_rows_applied_total", "table operations applied", t->ops_applied);
+	counter(p, "kmesh_table_rows_refused_total", "table operations refused", t->ops_failed);
+	counter(p, "kmesh_table_full_total", "rows refused because their table was full",
+		t->table_full);
+	counter(p, "kmesh_table_rows_swept_total", "stale rows removed after an agent's resync",
+		t->rows_swept);
+	requests(p, rq);
+	km_mw_events_lost(rq->events, &lost_conn, &lost_log);
+	counter(p, "kmesh_conn_reports_total", "connection reports read from the programs",
+		rq->events->conn_reports);
+	counter(p, "kmesh_conn_reports_lost_total",
+		"connection reports lost (ring buffer full, or a subscriber too slow)", lost_conn);
+	counter(p, "kmesh_bpf_log_lines_lost_total", "BPF log lines lost (ring buffer full)",
+		lost_log);
+	gauge(p, "kmesh_conn_report_subscribers", "sessions receiving connection reports",
+	      km_mw_events_subscribers(rq->events));
+	gauge(p, "kmesh_monitoring_enabled", "1 while connections are reported",
+	      !!(rq->dp->node.flags & KM_CFG_F_MONITORING));
+	gauge(p, "kmesh_authz_enabled", "1 while authorization is enforced",
+	      !(rq->dp->node.flags & KM_CFG_F_AUTHZ_OFF));
+	counter(p, "kmesh_authz_rechecks_total", "passes over open connections after policy changes",
+		rq->recheck->passes);
+	counter(p, "kmesh_authz_rechecks_closed_total",
+		"open connections closed because a policy change denies them", rq->recheck->closed);
+	gauge(p, "kmesh_ipsec_dataplane_enabled", "1 while the IPsec programs are attached",
+	      (uint64_t)rq->ipsec_tc->enabled);
+	gauge(p, "kmesh_ipsec_interfaces", "interfaces with the IPsec decrypt program",
+	      rq->ipsec_tc->n_nics);
+	counter(p, "kmesh_ipsec_attach_failures_total", "IPsec program attaches that failed",
+		rq->ipsec_tc->failures);
+}
+
+void km_mw_metrics_write(struct km_mw_metrics *m)
+{
+	struct km_prom p;
+	char err[256], *cni = NULL;
+	long n;
+
+	if (!m->path[0])
+		return;
+	km_prom_init(&p);
+	render(m, &p);
+	if (m->cni_path[0] && (n = km_read_file(m->cni_path, CNI_FILE_MAX, &cni, err, sizeof(err))) >= 0) {
+		km_prom_append(&p, cni, (size_t)n);
+		free(cni);
+	}
+	if (p.oom || km_atomic_write(m->path, p.buf, p.len, 0644, (uid_t)-1, (gid_t)-1,
+				     KM_ATOMIC_NOSYNC, err, sizeof(err)) != 0) {
+		if (!m->failures++)
+			km_warn("cannot write the metrics file %s: %s", m->path,
+				p.oom ? "out of memory" : err);
+	} else {
+		m->writes++;
+	}
+	km_prom_free(&p);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+	km_mw_metrics_write(t->data);
+}
+
+int km_mw_metrics_start(struct km_mw_metrics *m, uv_loop_t *loop, const char *dir,
+			const char *cni_file, unsigned interval_ms, struct km_mw_requests *rq)
+{
+	memset(m, 0, sizeof(*m));
+	m->loop = loop;
+	m->rq = rq;
+	if (!dir || !*dir)
+		return 0;
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST) { /* metrics are not worth stopping for */
+		km_warn("cannot make the metrics directory %s: %s; no metrics file", dir,
+			strerror(errno));
+		return 0;
+	}
+	snprintf(m->path, sizeof(m->path), "%s/map-writer.prom", dir);
+	snprintf(m->cni_path, sizeof(m->cni_path), "%s", cni_file ? cni_file : "");
+	uv_timer_init(loop, &m->timer);
+	m->timer.data = m;
+	km_mw_metrics_write(m);
+	uv_timer_start(&m->timer, on_timer, interval_ms, interval_ms);
+	return 0;
+}
+
+void km_mw_metrics_stop(struct km_mw_metrics *m)
+{
+	if (m->path[0] && !uv_is_closing((uv_handle_t *)&m->timer))
+		uv_close((uv_handle_t *)&m->timer, NULL);
+}

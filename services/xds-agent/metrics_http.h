@@ -1,0 +1,39 @@
+/* metrics_http.h — the node's metrics endpoint: an HTTP server (libmicrohttpd) run on the libuv
+ * loop (its epoll fd polled by libuv, its timeouts on a libuv timer), so the render callback sees
+ * the agent's state without locks. GET /metrics and /stats/prometheus: the render callback's
+ * text (Prometheus format 0.0.4); GET /ready: 200 when ready() says so, else 503; anything else
+ * 404, and methods other than GET and HEAD 405. At most 16 connections, each 10 s at most idle. */
+#ifndef KM_XDS_METRICS_HTTP_H
+#define KM_XDS_METRICS_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+struct MHD_Daemon;
+
+/* The page (malloc'd, freed by the server), or NULL when out of memory. */
+typedef char *(*km_metrics_render_cb)(void *arg, size_t *len);
+typedef int (*km_metrics_ready_cb)(void *arg);
+
+struct km_metrics_http {
+	uv_loop_t *loop;
+	struct MHD_Daemon *d;
+	uv_poll_t poll;
+	uv_timer_t timer;
+	int handles; /* open libuv handles */
+	km_metrics_render_cb render;
+	km_metrics_ready_cb ready;
+	void *arg;
+	uint16_t port; /* bound (also when 0 was asked) */
+	uint64_t requests;
+};
+
+/* address: "IP:PORT" or "[IPv6]:PORT" (port 0: any free port). Returns 0, or -1 with err. */
+int km_metrics_http_start(struct km_metrics_http *h, uv_loop_t *loop, const char *address,
+			  km_metrics_render_cb render, km_metrics_ready_cb ready, void *arg, char *err,
+			  size_t errlen);
+void km_metrics_http_stop(struct km_metrics_http *h);
+
+#endif

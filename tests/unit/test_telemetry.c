@@ -1,0 +1,251 @@
+/* test_telemetry.c — connection reports to Istio's TCP metrics and access log lines: labels
+ * named from the workloads and the VIP (or the server's service by target port), unknown ends,
+ * both reporters, bytes as request and response, a close without its open, the series bound;
+ * the Prometheus writer's escaping and histograms; the address index's holders. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "services/xds-agent/addr_index.h"
+#include "services/xds-agent/resource_json.h"
+#include "services/xds-agent/snapshot.h"
+#include "services/xds-agent/telemetry.h"
+#include "shared/log.h"
+#include "shared/prom.h"
+
+static const char MESH[] =
+	"{\"resources\": ["
+	" {\"service\": {\"name\": \"web\", \"namespace\": \"t\", \"hostname\": \"web.t\","
+	"  \"addresses\": [{\"address\": \"10.96.0.1\"}], \"ports\": [{\"servicePort\": 80, \"targetPort\": 8080}]}},"
+	" {\"service\": {\"name\": \"api\", \"namespace\": \"t\", \"hostname\": \"api.t\","
+	"  \"addresses\": [{\"address\": \"10.96.0.2\"}], \"ports\": [{\"servicePort\": 90, \"targetPort\": 9090}]}},"
+	" {\"workload\": {\"uid\": \"c\", \"name\": \"c\", \"namespace\": \"t\", \"workloadName\": \"c-wl\","
+	"  \"canonicalName\": \"capp\", \"canonicalRevision\": \"v2\", \"serviceAccount\": \"csa\", \"clusterId\": \"k\","
+	"  \"addresses\": [\"10.0.0.1\"]}},"
+	" {\"workload\": {\"uid\": \"s\", \"name\": \"s\", \"namespace\": \"u\", \"addresses\": [\"10.0.0.2\"],"
+	"  \"services\": {\"t/web.t\": {}, \"t/api.t\": {}}}}]}";
+
+struct fixture {
+	struct km_oplist ops;
+	struct km_model m;
+	struct km_telemetry t;
+	char *log;
+	size_t log_len;
+	FILE *out;
+};
+
+static void load(struct fixture *f)
+{
+	struct km_resource_set set;
+	struct km_snapshot_stats st;
+	char err[256];
+
+	km_log_set_level(KM_LOG_ERROR);
+	km_oplist_init(&f->ops);
+	km_model_init(&f->m, &f->ops, NULL);
+	f->out = open_memstream(&f->log, &f->log_len);
+	/* the indexes are built from what the model holds at init, and kept from then on */
+	assert_int_equal(km_json_decode_document(MESH, strlen(MESH), &set, err, sizeof(err)), 0);
+	km_snapshot_apply(&f->m, &set, &st);
+	km_resource_set_free(&set);
+	assert_int_equal(km_telemetry_init(&f->t, &f->m, f->out), 0);
+}
+
+static void unload(struct fixture *f)
+{
+	km_telemetry_free(&f->t);
+	km_model_free(&f->m);
+	km_oplist_free(&f->ops);
+	fclose(f->out);
+	free(f->log);
+	km_log_set_level(KM_LOG_INFO);
+}
+
+struct ev {
+	Kmesh__Ipc__ConnEvent e;
+	uint8_t src[4], dst[4], orig[4];
+};
+
+static void ev_init(struct ev *v, uint32_t kind, uint32_t dir, const char *src, const char *dst,
+		    uint32_t dport, const char *orig, uint32_t orig_port, uint64_t cookie)
+{
+	kmesh__ipc__conn_event__init(&v->e);
+	v->e.kind = kind;
+	v->e.direction = dir;
+	sscanf(src, "%hhu.%hhu.%hhu.%hhu", &v->src[0], &v->src[1], &v->src[2], &v->src[3]);
+	sscanf(dst, "%hhu.%hhu.%hhu.%hhu", &v->dst[0], &v->dst[1], &v->dst[2], &v->dst[3]);
+	v->e.src.data = v->src;
+	v->e.src.len = 4;
+	v->e.sport = 40000;
+	v->e.dst.data = v->dst;
+	v->e.dst.len = 4;
+	v->e.dport = dport;
+	if (orig) {
+		sscanf(orig, "%hhu.%hhu.%hhu.%hhu", &v->orig[0], &v->orig[1], &v->orig[2], &v->orig[3]);
+		v->e.orig_dst.data = v->orig;
+		v->e.orig_dst.len = 4;
+		v->e.orig_dport = orig_port;
+	}
+	v->e.cookie = cookie;
+	v->e.mono_ns = 1000000000ull * cookie;
+}
+
+static void deliver(struct fixture *f, struct ev *v, size_t n)
+{
+	Kmesh__Ipc__ConnEvents b = KMESH__IPC__CONN_EVENTS__INIT;
+	Kmesh__Ipc__ConnEvent *p[8];
+
+	for (size_t i = 0; i < n; i++)
+		p[i] = &v[i].e;
+	b.events = p;
+	b.n_events = n;
+	km_telemetry_events(&f->t, &b);
+}
+
+static char *render(struct fixture *f)
+{
+	struct km_prom p;
+
+	km_prom_init(&p);
+	km_telemetry_render(&f->t, &p);
+	assert_false(p.oom);
+	return p.buf;
+}
+
+static void test_labels_and_counts(void **state)
+{
+	struct fixture f;
+	struct ev v[4];
+	char *page;
+
+	(void)state;
+	load(&f);
+	/* c -> web VIP (rewritten to s:8080), then its close with 5 bytes out and 7 back */
+	ev_init(&v[0], KM_CONN_OPEN, KM_CONN_OUTBOUND, "10.0.0.1", "10.0.0.2", 8080, "10.96.0.1", 80, 1);
+	ev_init(&v[1], KM_CONN_CLOSE, KM_CONN_OUTBOUND, "10.0.0.1", "10.0.0.2", 8080, "10.96.0.1", 80, 1);
+	v[1].e.sent_bytes = 5;
+	v[1].e.received_bytes = 7;
+	v[1].e.mono_ns += 2500000; /* 2.5 ms */
+	/* s's side of a connection to 9090: the service whose target port it is (api, not web) */
+	ev_init(&v[2], KM_CONN_OPEN, KM_CONN_INBOUND, "10.0.0.1", "10.0.0.2", 9090, NULL, 0, 2);
+	/* from an address nobody holds */
+	ev_init(&v[3], KM_CONN_OPEN, KM_CONN_INBOUND, "10.9.9.9", "10.0.0.2", 8080, NULL, 0, 3);
+	f.t.access_log = 1;
+	deliver(&f, v, 4);
+	page = render(&f);
+	assert_non_null(strstr(page,
+		"istio_tcp_connections_opened_total{reporter=\"source\",source_workload=\"c-wl\","
+		"source_canonical_service=\"capp\",source_canonical_revision=\"v2\","
+		"source_workload_namespace=\"t\",source_principal=\"spiffe://cluster.local/ns/t/sa/csa\","
+		"source_app=\"capp\",source_version=\"v2\",source_cluster=\"k\","
+		"destination_service=\"web.t\",destination_service_namespace=\"t\","
+		"destination_service_name=\"web\",destination_workload=\"unknown\","
+		"destination_canonical_service=\"unknown\",destination_canonical_revision=\"unknown\","
+		"destination_workload_namespace=\"u\",destination_principal=\"unknown\","
+		"destination_app=\"unknown\",destination_version=\"unknown\",destination_cluster=\"unknown\","
+		"request_protocol=\"tcp\",response_flags=\"-\",connection_security_policy=\"unknown\"} 1\n"));
+	/* outbound: the pod sent the request (5) and received the response (7) */
+	assert_non_null(strstr(page, "istio_tcp_received_bytes_total{reporter=\"source\""));
+	assert_non_null(strstr(page, "destination_service=\"web.t\"") );
+	assert_non_null(strstr(page, "connection_security_policy=\"unknown\"} 5\n"));
+	assert_non_null(strstr(page, "connection_security_policy=\"unknown\"} 7\n"));
+	assert_non_null(strstr(page, "{reporter=\"destination\",source_workload=\"c-wl\""));
+	assert_non_null(strstr(page, "destination_service=\"api.t\""));
+	assert_non_null(strstr(page, "{reporter=\"destination\",source_workload=\"unknown\",source_canonical_service=\"unknown\""));
+	assert_non_null(strstr(page, "kmesh_telemetry_open_connections 2\n"));
+	assert_non_null(strstr(page, "kmesh_telemetry_reports_total 4\n"));
+	free(page);
+	fflush(f.out);
+	assert_non_null(strstr(f.log, " close outbound src=10.0.0.1:40000 src.workload=c src.namespace=t "
+				      "dst=10.0.0.2:8080 dst.service=web.t dst.workload=s dst.namespace=u "
+				      "sent_bytes=5 received_bytes=7 retransmissions=0 srtt=0us duration=2.500ms\n"));
+	assert_non_null(strstr(f.log, " open inbound src=10.9.9.9:40000 src.workload=unknown"));
+
+	/* JSON lines; a close whose open this agent never saw still counts, by its own labels */
+	f.t.format = KM_ACCESS_LOG_JSON;
+	ev_init(&v[0], KM_CONN_CLOSE, KM_CONN_INBOUND, "10.0.0.1", "10.0.0.2", 9090, NULL, 0, 99);
+	v[0].e.sent_bytes = 11;
+	deliver(&f, v, 1);
+	assert_int_equal(f.t.closes_unmatched, 1);
+	fflush(f.out);
+	assert_non_null(strstr(f.log, "{\"time\": \"") || strstr(f.log, "{\"time\":\""));
+	assert_non_null(strstr(f.log, "\"dst_service\":\"api.t\""));
+	assert_non_null(strstr(f.log, "\"sent_bytes\":11"));
+	assert_null(strstr(f.log, "duration_ms")); /* no open: no duration */
+	unload(&f);
+}
+
+static void test_series_bound(void **state)
+{
+	struct fixture f;
+	struct ev v;
+	char src[32];
+
+	(void)state;
+	load(&f);
+	/* each unknown source is still one series (all "unknown"): the bound is on distinct label
+	 * sets, so make them distinct through the reporter and the services */
+	for (uint64_t i = 0; i < 3; i++) {
+		snprintf(src, sizeof(src), "10.1.%u.%u", (unsigned)(i >> 8), (unsigned)(i & 255));
+		ev_init(&v, KM_CONN_OPEN, KM_CONN_OUTBOUND, src, "10.0.0.2", 8080, "10.96.0.1", 80, i + 1);
+		deliver(&f, &v, 1);
+	}
+	assert_int_equal(f.t.n_series, 1);
+	assert_int_equal(f.t.n_open, 3);
+	f.t.n_series = KM_TELEMETRY_MAX_SERIES; /* full: a new label set is counted, not kept */
+	ev_init(&v, KM_CONN_OPEN, KM_CONN_INBOUND, "10.0.0.1", "10.0.0.2", 8080, NULL, 0, 9);
+	deliver(&f, &v, 1);
+	assert_int_equal(f.t.series_dropped, 1);
+	f.t.n_series = 1;
+	unload(&f);
+}
+
+static void test_prom_and_index(void **state)
+{
+	const char *pairs[] = { "a", "x\"y\\z\nw", "b", NULL };
+	char out[128];
+	struct km_prom p;
+	double bounds[2] = { 0.001, 0.5 };
+	uint64_t counts[3] = { 2, 1, 4 };
+	struct km_addr_index *x = km_addr_index_new();
+	struct km_addr a;
+
+	(void)state;
+	assert_int_equal(km_prom_labels(out, sizeof(out), pairs, 2, "-"), 20);
+	assert_string_equal(out, "a=\"x\\\"y\\\\z\\nw\",b=\"-\"");
+	assert_int_equal(km_prom_labels(out, 8, pairs, 2, "-"), -1);
+	km_prom_init(&p);
+	km_prom_histogram(&p, "h", "k=\"v\"", bounds, counts, 2, 1.5);
+	assert_string_equal(p.buf, "h_bucket{k=\"v\",le=\"0.001\"} 2\nh_bucket{k=\"v\",le=\"0.5\"} 3\n"
+				   "h_bucket{k=\"v\",le=\"+Inf\"} 7\nh_sum{k=\"v\"} 1.5\nh_count{k=\"v\"} 7\n");
+	km_prom_free(&p);
+
+	km_addr_parse("10.0.0.1", &a);
+	assert_int_equal(km_addr_index_add(x, &a, "one"), 0);
+	assert_int_equal(km_addr_index_add(x, &a, "two"), 0);
+	assert_string_equal(km_addr_index_find(x, &a), "two"); /* the newest holder */
+	assert_int_equal(km_addr_index_add(x, &a, "one"), 0);  /* taken again */
+	assert_string_equal(km_addr_index_find(x, &a), "one");
+	km_addr_index_remove(x, &a, "one");
+	assert_string_equal(km_addr_index_find(x, &a), "two");
+	km_addr_index_remove(x, &a, "two");
+	assert_null(km_addr_index_find(x, &a));
+	assert_int_equal(km_addr_index_size(x), 0);
+	km_addr_index_free(x);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_labels_and_counts),
+		cmocka_unit_test(test_series_bound),
+		cmocka_unit_test(test_prom_and_index),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
