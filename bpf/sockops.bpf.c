@@ -30,7 +30,7 @@ static __always_inline struct km_sock_state *km_monitor_open(struct bpf_sock_ops
 		return st;
 	st->flags |= KM_SOCK_F_MONITORED;
 	bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_STATE_CB_FLAG);
-	km_conn_report(skops, st, KM_CONN_OPEN, direction, 0);
+	km_conn_report(skops, sk, st, KM_CONN_OPEN, direction, 0);
 	return st;
 }
 
@@ -84,7 +84,7 @@ static __always_inline void km_on_close(struct bpf_sock_ops *skops)
 		return;
 	if (st->flags & KM_SOCK_F_MONITORED) { /* reported even if monitoring went off since */
 		st->flags &= ~KM_SOCK_F_MONITORED;
-		km_conn_report(skops, st, KM_CONN_CLOSE,
+		km_conn_report(skops, sk, st, KM_CONN_CLOSE,
 			       st->flags & KM_SOCK_F_INBOUND ? KM_CONN_INBOUND : KM_CONN_OUTBOUND,
 			       skops->args[0]);
 	}

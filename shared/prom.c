@@ -75,6 +75,13 @@ void km_prom_sample(struct km_prom *p, const char *name, const char *labels, uin
 		km_prom_printf(p, "%s %llu\n", name, (unsigned long long)value);
 }
 
+void km_prom_metric(struct km_prom *p, const char *name, const char *type, const char *help,
+		    uint64_t value)
+{
+	km_prom_family(p, name, type, help);
+	km_prom_sample(p, name, "", value);
+}
+
 int km_prom_labels(char *out, size_t len, const char *const *pairs, size_t n, const char *empty_as)
 {
 	size_t o = 0;
@@ -128,7 +135,7 @@ void km_prom_histogram(struct km_prom *p, const char *name, const char *labels,
 	cum += counts[n];
 	km_prom_printf(p, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, sep,
 		       (unsigned long long)cum);
-	km_prom_printf(p, "%s_sum%s%s%s %g\n", name, *labels ? "{" : "", labels, *labels ? "}" : "",
+	km_prom_printf(p, "%s_sum%s%s%s %.17g\n", name, *labels ? "{" : "", labels, *labels ? "}" : "",
 		       sum);
 	km_prom_printf(p, "%s_count%s%s%s %llu\n", name, *labels ? "{" : "", labels,
 		       *labels ? "}" : "", (unsigned long long)cum);

@@ -19,6 +19,9 @@ void km_prom_printf(struct km_prom *p, const char *fmt, ...) __attribute__((form
 void km_prom_append(struct km_prom *p, const char *text, size_t len);
 /* # HELP and # TYPE (counter, gauge, histogram). */
 void km_prom_family(struct km_prom *p, const char *name, const char *type, const char *help);
+/* A family of one unlabelled sample: HELP, TYPE, then name value. */
+void km_prom_metric(struct km_prom *p, const char *name, const char *type, const char *help,
+		    uint64_t value);
 /* name{labels} value; labels as km_prom_labels made them ("" for none). */
 void km_prom_sample(struct km_prom *p, const char *name, const char *labels, uint64_t value);
 /* key="value",... from n (key, value) pairs, values escaped (\\ \" \n), NULL or "" values

@@ -52,26 +52,33 @@ static __always_inline void km_sockops_addrs(const struct bpf_sock_ops *skops,
 }
 
 /* The kernel's byte counters count sequence numbers: the SYN the active opener had acked, and
- * each FIN. At close the state left says which FINs went: out of FIN_WAIT2, LAST_ACK or CLOSING
- * both were sent and acked; out of CLOSE_WAIT only the peer's came. What remains is data. */
+ * each FIN. What remains after these is data:
+ *   - our FIN counts once it was queued (the state we close from is one that follows it) and
+ *     acked (everything written, the FIN included, is acked: snd_una == write_seq, the kernel's
+ *     own test);
+ *   - the peer's FIN counts once received, which tcp_fin() alone marks with SOCK_DONE (an
+ *     orphaned socket leaves FIN_WAIT2 for CLOSE without waiting for it, so the state does not
+ *     say). Reading the socket's flags needs CAP_PERFMON, as the map writer requires. */
 static __always_inline __u64 km_less(__u64 v, __u64 n)
 {
 	return v > n ? v - n : 0;
 }
 
-static __always_inline void km_conn_bytes(struct bpf_sock_ops *skops, struct km_conn_event *e,
-					  __u32 old_state)
+static __always_inline void km_conn_bytes(struct bpf_sock_ops *skops, struct bpf_sock *sk,
+					  struct km_conn_event *e, __u32 old_state)
 {
-	int both_fins = old_state == BPF_TCP_FIN_WAIT2 || old_state == BPF_TCP_LAST_ACK ||
-			old_state == BPF_TCP_CLOSING;
-	int peer_fin = both_fins || old_state == BPF_TCP_CLOSE_WAIT;
+	struct tcp_sock *tp = sk ? bpf_skc_to_tcp_sock(sk) : NULL;
+	int fin_sent = old_state == BPF_TCP_FIN_WAIT1 || old_state == BPF_TCP_FIN_WAIT2 ||
+		       old_state == BPF_TCP_CLOSING || old_state == BPF_TCP_LAST_ACK;
+	int our_fin = fin_sent && tp && tp->snd_una == tp->write_seq;
+	int peer_fin = tp && (tp->inet_conn.icsk_inet.sk.__sk_common.skc_flags & (1ul << SOCK_DONE));
 
 	e->sent_bytes = km_less(KM_CTX64(skops, bytes_acked),
-				(e->direction == KM_CONN_OUTBOUND) + both_fins);
+				(e->direction == KM_CONN_OUTBOUND) + our_fin);
 	e->received_bytes = km_less(KM_CTX64(skops, bytes_received), peer_fin);
 }
 
-static __always_inline void km_conn_report(struct bpf_sock_ops *skops,
+static __always_inline void km_conn_report(struct bpf_sock_ops *skops, struct bpf_sock *sk,
 					   const struct km_sock_state *st, __u8 kind,
 					   __u8 direction, __u32 old_state)
 {
@@ -107,7 +114,7 @@ static __always_inline void km_conn_report(struct bpf_sock_ops *skops,
 		e->dport = lport;
 	}
 	if (kind == KM_CONN_CLOSE) {
-		km_conn_bytes(skops, e, old_state);
+		km_conn_bytes(skops, sk, e, old_state);
 		e->retrans = KM_CTX32(skops, total_retrans);
 		e->srtt_us = KM_CTX32(skops, srtt_us) >> 3;
 	}

@@ -517,9 +517,14 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 			"are still decided");
 		bpf_program__set_autoload(dp->skel->progs.km_authz_recheck, false);
 	}
+	if (!km_probe_has_cap(CAP_PERFMON) && !km_probe_has_cap(CAP_SYS_ADMIN)) {
+		km_error("kmesh-map-writer needs CAP_PERFMON besides CAP_BPF and CAP_NET_ADMIN: its "
+			 "programs read TCP sockets' state (connection reports) and format log lines");
+		return -EPERM;
+	}
 	err = kmesh__load(dp->skel);
 	if (err) {
-		km_error("cannot load the BPF programs: %s (is this process missing CAP_BPF or "
+		km_error("cannot load the BPF programs: %s (is this process missing CAP_BPF, CAP_PERFMON or "
 			 "CAP_SYS_ADMIN?)", strerror(-err));
 		return err;
 	}

@@ -31,6 +31,7 @@ static void flush(struct km_mw_events *ev)
 	Kmesh__Ipc__ConnEvents batch = KMESH__IPC__CONN_EVENTS__INIT;
 	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
 	size_t kept = 0;
+	int lost = 0;
 
 	if (!ev->n_batch)
 		return;
@@ -51,16 +52,20 @@ static void flush(struct km_mw_events *ev)
 				km_warn("subscriber pid %d reads connection reports too slowly; dropping "
 					"them until it catches up", (int)s->pid);
 			ev->subs[kept].lost += ev->n_batch;
-			ev->lost_slow += ev->n_batch;
+			lost = 1;
 		} else {
 			batch.lost = ev->subs[kept].lost;
 			if (km_msg_send(&s->conn, &env) == 0)
 				ev->subs[kept].lost = 0;
-			else
+			else {
 				ev->subs[kept].lost += ev->n_batch;
+				lost = 1;
+			}
 		}
 		kept++;
 	}
+	if (lost) /* each report once, however many subscribers missed it */
+		ev->lost_slow += ev->n_batch;
 	ev->n_subs = kept;
 	ev->n_batch = 0;
 }

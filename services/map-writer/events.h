@@ -38,7 +38,7 @@ struct km_mw_events {
 	struct km_mw_event_slot *batch; /* KM_EVENTS_BATCH */
 	size_t n_batch;
 	uint64_t conn_reports, log_records; /* read */
-	uint64_t lost_slow;                 /* reports not sent to a slow subscriber */
+	uint64_t lost_slow;                 /* reports some subscriber did not get */
 };
 
 /* Start reading (fds owned by the dataplane). Returns 0, or a negative errno (logged). */

@@ -222,8 +222,8 @@ int main(int argc, char **argv)
 		  "write this process's metrics to DIR/map-writer.prom, which the xDS agent serves "
 		  "(empty: none)", "KMESH_METRICS_DIR" },
 		{ "metrics-interval", KM_OPT_UINT, &metrics_interval, "SECONDS",
-		  "how often the metrics file is written (default 15)", "KMESH_METRICS_INTERVAL", 1,
-		  3600 },
+		  "how often the metrics file is written (default 15; the page leaves out files older "
+		  "than 120 s)", "KMESH_METRICS_INTERVAL", 1, 60 },
 		{ "cni-metrics-file", KM_OPT_STRING, &cni_metrics, "PATH",
 		  "the CNI plugin's counters, copied into the metrics file (empty: none)",
 		  "KMESH_CNI_METRICS_FILE" },

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 
@@ -15,20 +16,31 @@
 
 #define CNI_FILE_MAX (1u << 20)
 
-/* Entries in a map, by walking its keys (tables without a key set here). */
-static uint64_t count_entries(int fd, size_t key_len)
-{
-	uint8_t key[KM_TABLES_ROW_BUF], next[KM_TABLES_ROW_BUF];
-	uint64_t n = 0;
-	void *prev = NULL;
+/* Entries in a map (tables without a key set here): read in batches of COUNT_CHUNK rows, a
+ * system call per batch rather than per key, so a full table does not hold the loop. */
+#define COUNT_CHUNK 4096
 
-	if (fd < 0 || key_len > sizeof(key))
+static uint64_t count_entries(int fd, size_t key_len, size_t value_len)
+{
+	uint64_t n = 0;
+	uint8_t token_in[16], token_out[16];
+	void *in = NULL, *buf;
+	__u32 count;
+	int rc;
+
+	if (fd < 0 || !(buf = malloc(COUNT_CHUNK * (key_len + value_len))))
 		return 0;
-	while (bpf_map_get_next_key(fd, prev, next) == 0) {
-		memcpy(key, next, key_len);
-		prev = key;
-		n++;
-	}
+	do {
+		count = COUNT_CHUNK;
+		rc = bpf_map_lookup_batch(fd, in, token_out, buf,
+					  (uint8_t *)buf + COUNT_CHUNK * key_len, &count, NULL);
+		if (rc != 0 && errno != ENOENT)
+			break; /* ENOSPC: a bucket larger than a chunk; the count is a floor */
+		n += count;
+		memcpy(token_in, token_out, sizeof(token_in));
+		in = token_in;
+	} while (rc == 0);
+	free(buf);
 	return n;
 }
 
@@ -47,30 +59,23 @@ static void tables(struct km_prom *p, const struct km_tables *t)
 
 	km_prom_family(p, "kmesh_table_entries", "gauge", "rows in a BPF table");
 	km_prom_family(p, "kmesh_table_capacity", "gauge", "rows a BPF table can hold");
-	table(p, "manage", count_entries(t->fd_manage, sizeof(struct km_manage_key)), z->manage);
-	table(p, "frontend", count_entries(t->fd_frontend, sizeof(struct km_frontend_key)), z->frontend);
+#define COUNT(fd, k, v) count_entries(fd, sizeof(struct k), sizeof(struct v))
+	table(p, "manage", COUNT(t->fd_manage, km_manage_key, km_manage_value), z->manage);
+	table(p, "frontend", COUNT(t->fd_frontend, km_frontend_key, km_frontend_value), z->frontend);
 	table(p, "service", t->present_service.count, z->service);
 	table(p, "endpoint", t->present_endpoint.count, z->endpoint);
 	table(p, "backend", t->present_backend.count, z->backend);
-	table(p, "port_override",
-	      count_entries(t->fd_port_override, sizeof(struct km_port_override_key)), z->port_override);
-	table(p, "authz_ident",
-	      count_entries(t->fd_authz_ident, sizeof(struct km_authz_ident_key)), z->authz_idents);
-	table(p, "authz_list", count_entries(t->fd_authz_list, sizeof(struct km_authz_list_key)),
+	table(p, "port_override", COUNT(t->fd_port_override, km_port_override_key,
+					km_port_override_value), z->port_override);
+	table(p, "authz_ident", COUNT(t->fd_authz_ident, km_authz_ident_key, km_authz_ident_value),
+	      z->authz_idents);
+	table(p, "authz_list", COUNT(t->fd_authz_list, km_authz_list_key, km_authz_list_value),
 	      z->authz_rows);
+#undef COUNT
 }
 
-static void counter(struct km_prom *p, const char *name, const char *help, uint64_t v)
-{
-	km_prom_family(p, name, "counter", help);
-	km_prom_sample(p, name, "", v);
-}
-
-static void gauge(struct km_prom *p, const char *name, const char *help, uint64_t v)
-{
-	km_prom_family(p, name, "gauge", help);
-	km_prom_sample(p, name, "", v);
-}
+#define gauge(p, name, help, v) km_prom_metric(p, name, "gauge", help, v)
+#define counter(p, name, help, v) km_prom_metric(p, name, "counter", help, v)
 
 static void requests(struct km_prom *p, const struct km_mw_requests *rq)
 {
@@ -95,9 +100,9 @@ static void render(struct km_mw_metrics *m, struct km_prom *p)
 	const struct km_tables *t = rq->tables;
 	uint64_t lost_conn, lost_log;
 
-	km_prom_family(p, "kmesh_build_info", "gauge", "this build, as a label");
-	km_prom_printf(p, "kmesh_build_info{component=\"map-writer\",version=\"%s\"} 1\n",
-		       km_version());
+	/* a name of its own: the page joins the files, and a family may appear only once */
+	km_prom_family(p, "kmesh_map_writer_build_info", "gauge", "the map writer's build");
+	km_prom_printf(p, "kmesh_map_writer_build_info{version=\"%s\"} 1\n", km_version());
 	tables(p, t);
 	counter(p, "kmesh_table_rows_applied_total", "table operations applied", t->ops_applied);
 	counter(p, "kmesh_table_rows_refused_total", "table operations refused", t->ops_failed);
@@ -185,6 +190,8 @@ int km_mw_metrics_start(struct km_mw_metrics *m, uv_loop_t *loop, const char *di
 
 void km_mw_metrics_stop(struct km_mw_metrics *m)
 {
-	if (m->path[0] && !uv_is_closing((uv_handle_t *)&m->timer))
+	if (m->path[0] && !uv_is_closing((uv_handle_t *)&m->timer)) {
 		uv_close((uv_handle_t *)&m->timer, NULL);
+		unlink(m->path); /* a stopped process has no metrics to serve */
+	}
 }

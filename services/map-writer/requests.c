@@ -225,7 +225,8 @@ static uint16_t toggle(uint16_t flags, uint16_t bit, Kmesh__Ipc__Toggle t, int b
 }
 
 /* kmeshctl's switches: monitoring, authz, the BPF log level; then the state, as a reply. */
-static void set_config(struct km_mw_requests *w, struct km_ipc_session *s, const km_envelope *env)
+static Kmesh__Ipc__Code set_config(struct km_mw_requests *w, struct km_ipc_session *s,
+				   const km_envelope *env)
 {
 	const Kmesh__Ipc__SetConfig *c = env->set_config;
 	Kmesh__Ipc__ConfigState st = KMESH__IPC__CONFIG_STATE__INIT;
@@ -235,13 +236,13 @@ static void set_config(struct km_mw_requests *w, struct km_ipc_session *s, const
 	if (c->access_log || (c->access_log_format && *c->access_log_format)) {
 		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__BAD_REQUEST,
 			     "the access log is the xDS agent's switch, not the map writer's", 0);
-		return;
+		return KMESH__IPC__CODE__BAD_REQUEST;
 	}
 	if (c->bpf_log_level && *c->bpf_log_level) {
 		if (km_log_parse_level(c->bpf_log_level, &level) != 0) {
 			km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__BAD_REQUEST,
 				     "unknown BPF log level (error, warn, info, debug)", 0);
-			return;
+			return KMESH__IPC__CODE__BAD_REQUEST;
 		}
 		flags = (uint16_t)((flags & ~KM_CFG_LOG_MASK) | ((unsigned)level << KM_CFG_LOG_SHIFT));
 	}
@@ -251,7 +252,7 @@ static void set_config(struct km_mw_requests *w, struct km_ipc_session *s, const
 		if (km_dataplane_set_flags(w->dp, flags) != 0) {
 			km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__INTERNAL,
 				     "cannot write km_config (see the map writer's log)", 0);
-			return;
+			return KMESH__IPC__CODE__INTERNAL;
 		}
 		km_info("pid %d set monitoring %s, authz %s, BPF log level %s", (int)s->pid,
 			flags & KM_CFG_F_MONITORING ? "on" : "off",
@@ -268,6 +269,7 @@ static void set_config(struct km_mw_requests *w, struct km_ipc_session *s, const
 	st.subscribers = (uint32_t)km_mw_events_subscribers(w->events);
 	km_mw_events_lost(w->events, &st.conn_events_dropped, &st.bpf_log_dropped);
 	km_msg_reply_config(&s->conn, env->request_id, &st);
+	return KMESH__IPC__CODE__OK;
 }
 
 void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope *env)
@@ -350,8 +352,7 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 		count(w, s, env, KMESH__IPC__CODE__OK);
 		return;
 	case KMESH__IPC__ENVELOPE__BODY_SET_CONFIG:
-		set_config(w, s, env);
-		count(w, s, env, KMESH__IPC__CODE__OK);
+		count(w, s, env, set_config(w, s, env));
 		return;
 	case KMESH__IPC__ENVELOPE__BODY_SUBSCRIBE:
 		if (env->subscribe->conn_events &&

@@ -6,22 +6,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "services/xds-agent/file_source.h"
 #include "shared/log.h"
 #include "shared/version.h"
 
-static void gauge(struct km_prom *p, const char *name, const char *help, uint64_t v)
-{
-	km_prom_family(p, name, "gauge", help);
-	km_prom_sample(p, name, "", v);
-}
-
-static void counter(struct km_prom *p, const char *name, const char *help, uint64_t v)
-{
-	km_prom_family(p, name, "counter", help);
-	km_prom_sample(p, name, "", v);
-}
+#define gauge(p, name, help, v) km_prom_metric(p, name, "gauge", help, v)
+#define counter(p, name, help, v) km_prom_metric(p, name, "counter", help, v)
 
 static void by_type(struct km_prom *p, const struct km_ads_client *ads, const char *name,
 		    const char *help, size_t field)
@@ -40,9 +33,8 @@ static void own(struct km_prom *p, const struct km_agent_state *st)
 	const struct km_latency *l = st->update_latency;
 	double bounds[KM_LATENCY_BUCKETS];
 
-	km_prom_family(p, "kmesh_build_info", "gauge", "this build, as a label");
-	km_prom_printf(p, "kmesh_build_info{component=\"xds-agent\",version=\"%s\"} 1\n",
-		       km_version());
+	km_prom_family(p, "kmesh_xds_agent_build_info", "gauge", "the xDS agent's build");
+	km_prom_printf(p, "kmesh_xds_agent_build_info{version=\"%s\"} 1\n", km_version());
 	if (st->ads) {
 		gauge(p, "kmesh_xds_connected", "1 while the stream to istiod is open",
 		      (uint64_t)st->ads->connected);
@@ -107,10 +99,17 @@ static void files(struct km_prom *p, const char *dir)
 	qsort(names, n, sizeof(*names), by_name);
 	for (size_t i = 0; i < n; i++) {
 		char path[4096], err[256];
+		struct stat st;
 		size_t len;
 		char *text;
 
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		if (stat(path, &st) != 0 || time(NULL) - st.st_mtime > KM_METRICS_FILE_STALE_S) {
+			/* its writer stopped (killed: a stopped one removes it): not served as current */
+			km_debug("metrics: %s is older than %d s; left out", path, KM_METRICS_FILE_STALE_S);
+			free(names[i]);
+			continue;
+		}
 		text = km_file_read_all(path, KM_METRICS_FILE_MAX, &len, err, sizeof(err));
 		if (text) {
 			km_prom_append(p, text, len);

@@ -131,8 +131,11 @@ static void subscribe(struct agent *a)
 
 static void on_ready(void *arg)
 {
-	subscribe(arg);
-	sync_all(arg);
+	struct agent *a = arg;
+
+	km_telemetry_forget_open(&a->telemetry);
+	subscribe(a);
+	sync_all(a);
 }
 
 static void on_conn_events(void *arg, const Kmesh__Ipc__ConnEvents *events)

@@ -74,9 +74,11 @@ static void on_timer(uv_timer_t *t)
 
 static void on_readable(uv_poll_t *p, int status, int events)
 {
-	(void)status;
 	(void)events;
-	run(p->data);
+	if (status < 0) /* libuv stopped the handle: the endpoint no longer answers */
+		km_error("the metrics endpoint stopped: %s", uv_strerror(status));
+	else
+		run(p->data);
 }
 
 /* Let the server do its work, then wake up again when it says it must run. */
@@ -169,7 +171,11 @@ int km_metrics_http_start(struct km_metrics_http *h, uv_loop_t *loop, const char
 	uv_timer_init(loop, &h->timer);
 	h->timer.data = h;
 	h->handles++;
-	uv_poll_start(&h->poll, UV_READABLE, on_readable);
+	if ((rc = uv_poll_start(&h->poll, UV_READABLE, on_readable)) != 0) {
+		snprintf(err, errlen, "cannot poll the metrics server: %s", uv_strerror(rc));
+		km_metrics_http_stop(h);
+		return -1;
+	}
 	run(h);
 	return 0;
 }

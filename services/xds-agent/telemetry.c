@@ -168,19 +168,26 @@ static const char *or_unknown(const char *s)
 	return s && *s ? s : UNKNOWN;
 }
 
+/* "10.0.0.1:80" or "[fd00::1]:80". */
+static void host_port(const struct km_addr *addr, uint32_t port, char *out, size_t len)
+{
+	char a[KM_ADDR_STRLEN];
+	int v4 = km_addr_is_v4(addr);
+
+	snprintf(out, len, "%s%s%s:%u", v4 ? "" : "[", km_addr_format(addr, a), v4 ? "" : "]", port);
+}
+
 static void access_log(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e,
 		       const struct names *n, int64_t duration_ns)
 {
-	char when[40], src[KM_ADDR_STRLEN + 8], dst[KM_ADDR_STRLEN + 8], a[KM_ADDR_STRLEN];
+	char when[40], src[KM_ADDR_STRLEN + 8], dst[KM_ADDR_STRLEN + 8];
 	int close = e->kind == KM_CONN_CLOSE;
 	const char *dir = e->direction == KM_CONN_INBOUND ? "inbound" : "outbound";
 	/* sent and received as the reporter's pod sees them */
 
 	wall_time(e->mono_ns, when, sizeof(when));
-	snprintf(src, sizeof(src), "%s%s%s:%u", km_addr_is_v4(&n->src_addr) ? "" : "[",
-		 km_addr_format(&n->src_addr, a), km_addr_is_v4(&n->src_addr) ? "" : "]", e->sport);
-	snprintf(dst, sizeof(dst), "%s%s%s:%u", km_addr_is_v4(&n->dst_addr) ? "" : "[",
-		 km_addr_format(&n->dst_addr, a), km_addr_is_v4(&n->dst_addr) ? "" : "]", e->dport);
+	host_port(&n->src_addr, e->sport, src, sizeof(src));
+	host_port(&n->dst_addr, e->dport, dst, sizeof(dst));
 	if (t->format == KM_ACCESS_LOG_JSON) {
 		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "time", when,
 				      "event", close ? "close" : "open", "direction", dir, "src", src,
@@ -244,8 +251,17 @@ static void on_open(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e)
 	if (s)
 		s->opened++;
 	HASH_FIND(hh, t->open, &e->cookie, sizeof(e->cookie), o);
+	if (!o && t->n_open >= KM_TELEMETRY_MAX_OPEN) {
+		/* full (closes were lost): the oldest goes, so the table heals instead of staying full */
+		struct tm_open *oldest = t->open;
+
+		HASH_DEL(t->open, oldest);
+		free(oldest);
+		t->n_open--;
+		t->open_dropped++;
+	}
 	if (!o) {
-		if (t->n_open >= KM_TELEMETRY_MAX_OPEN || !(o = calloc(1, sizeof(*o)))) {
+		if (!(o = calloc(1, sizeof(*o)))) {
 			t->open_dropped++;
 		} else {
 			o->cookie = e->cookie;
@@ -337,20 +353,34 @@ void km_telemetry_render(const struct km_telemetry *t, struct km_prom *p)
 	family(t, p, "istio_tcp_sent_bytes_total",
 	       "bytes of the response (server to client), counted at close",
 	       offsetof(struct tm_series, sent));
-	km_prom_family(p, "kmesh_telemetry_reports_total", "counter",
-		       "connection reports received from the map writer");
-	km_prom_sample(p, "kmesh_telemetry_reports_total", "", t->reports);
-	km_prom_family(p, "kmesh_telemetry_reports_lost_total", "counter",
-		       "connection reports lost on the way (ring buffer full or a slow reader)");
-	km_prom_sample(p, "kmesh_telemetry_reports_lost_total", "", t->lost);
-	km_prom_family(p, "kmesh_telemetry_series_dropped_total", "counter",
-		       "reports not counted because the series table was full");
-	km_prom_sample(p, "kmesh_telemetry_series_dropped_total", "", t->series_dropped);
-	km_prom_family(p, "kmesh_telemetry_open_connections", "gauge",
-		       "connections open (as reported) and tracked for their close");
-	km_prom_sample(p, "kmesh_telemetry_open_connections", "", t->n_open);
-	km_prom_family(p, "kmesh_access_log_lines_total", "counter", "access log lines written");
-	km_prom_sample(p, "kmesh_access_log_lines_total", "", t->log_lines);
+	km_prom_metric(p, "kmesh_telemetry_reports_total", "counter",
+		       "connection reports received from the map writer", t->reports);
+	km_prom_metric(p, "kmesh_telemetry_reports_lost_total", "counter",
+		       "connection reports lost on the way (ring buffer full or a slow reader)", t->lost);
+	km_prom_metric(p, "kmesh_telemetry_series_dropped_total", "counter",
+		       "reports not counted because the series table was full", t->series_dropped);
+	km_prom_metric(p, "kmesh_telemetry_open_connections", "gauge",
+		       "connections open (as reported) and tracked for their close", t->n_open);
+	km_prom_metric(p, "kmesh_telemetry_open_dropped_total", "counter",
+		       "open connections forgotten (the table full, or a new connection to the map writer)",
+		       t->open_dropped);
+	km_prom_metric(p, "kmesh_telemetry_closes_unmatched_total", "counter",
+		       "closes whose open was not seen (opened before the subscription, or lost)",
+		       t->closes_unmatched);
+	km_prom_metric(p, "kmesh_access_log_lines_total", "counter", "access log lines written",
+		       t->log_lines);
+}
+
+void km_telemetry_forget_open(struct km_telemetry *t)
+{
+	struct tm_open *o, *tmp;
+
+	HASH_ITER(hh, t->open, o, tmp) {
+		HASH_DEL(t->open, o);
+		free(o);
+		t->open_dropped++;
+	}
+	t->n_open = 0;
 }
 
 int km_access_log_format_parse(const char *name, enum km_access_log_format *out)

@@ -7,8 +7,8 @@
  * reporter is source for a pod's outbound connections and destination for its inbound ones.
  * opened counts at establishment, closed and the byte counters at close (sent: the response,
  * server to client; received: the request), with the labels the connection was opened with.
- * Both tables are bounded: series beyond KM_TELEMETRY_MAX_SERIES and open connections beyond
- * KM_TELEMETRY_MAX_OPEN are counted, not kept. The access log (off by default) is one line per
+ * Both tables are bounded: series beyond KM_TELEMETRY_MAX_SERIES are counted, not kept; past
+ * KM_TELEMETRY_MAX_OPEN open connections the oldest is forgotten (its close lost, most likely). The access log (off by default) is one line per
  * open and per close on out, text or JSON. */
 #ifndef KM_XDS_TELEMETRY_H
 #define KM_XDS_TELEMETRY_H
@@ -47,6 +47,9 @@ struct km_telemetry {
 /* Returns 0, or -1 when the address indexes could not be built (out of memory). */
 int km_telemetry_init(struct km_telemetry *t, struct km_model *m, FILE *out);
 void km_telemetry_events(struct km_telemetry *t, const Kmesh__Ipc__ConnEvents *batch);
+/* A new connection to the map writer: reports may have been lost meanwhile, so the connections
+ * known open are forgotten (their closes then count as unmatched). */
+void km_telemetry_forget_open(struct km_telemetry *t);
 /* The TCP metrics and telemetry's own counters. */
 void km_telemetry_render(const struct km_telemetry *t, struct km_prom *p);
 /* "text" or "json"; returns 0, or -1 for another name. */

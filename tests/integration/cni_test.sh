@@ -248,8 +248,8 @@ check "the counters file is Prometheus text with one TYPE line per metric" \
 	eval '[ "$(grep -c "^# TYPE kmesh_cni_requests_total counter" "$CNI/state/metrics.prom")" = 1 ] &&
 	      [ "$(metric "kmesh_cni_requests_total{command=\"ADD\",result=\"enrolled\"}")" -ge 4 ]'
 check "... which the node's metrics endpoint serves (copied by the map writer, the dir being root's)" \
-	eval 'for _ in $(seq 1 30); do km_metrics | grep -q "^kmesh_cni_requests_total{command=\"ADD\",result=\"enrolled\"} [4-9]" && break; sleep 0.1; done
-	      km_metrics | grep -q "^kmesh_cni_requests_total{command=\"ADD\",result=\"enrolled\"} [4-9]"'
+	eval 'for _ in $(seq 1 30); do km_metrics_has "^kmesh_cni_requests_total{command=\"ADD\",result=\"enrolled\"} [4-9]" && break; sleep 0.1; done
+	      km_metrics_has "^kmesh_cni_requests_total{command=\"ADD\",result=\"enrolled\"} [4-9]"'
 
 # ---- IPsec on: a pod's traffic must be encryptable --------------------------------------------
 # on as the IPsec agent turns it on (kmesh-testctl in the ipsec role), with cni0's address as the

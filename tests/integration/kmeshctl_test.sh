@@ -93,8 +93,8 @@ check "dump xds as tables: services and workloads" \
 check "dump policies -o yaml: the compiled authorization (none here)" \
 	ctl_is yaml 'd["compiled"] == [] and d["policies"] == 0' dump policies
 check "the node's metrics page holds the IPsec agent's metrics too" \
-	eval 'for _ in $(seq 1 30); do km_metrics | grep -q "^kmesh_ipsec_current_spi 1" && break; sleep 0.1; done
-	      km_metrics | grep -q "^kmesh_ipsec_current_spi 1"'
+	eval 'for _ in $(seq 1 30); do km_metrics_has "^kmesh_ipsec_current_spi 1" && break; sleep 0.1; done
+	      km_metrics_has "^kmesh_ipsec_current_spi 1"'
 check "dump ipsec -o json: the IPsec agent's key" \
 	ctl_is json 'd["current_spi"] == 1 and d["node"] == "node-a"' dump ipsec
 

@@ -32,14 +32,14 @@ sample_is() { # sample_is NAME REPORTER VALUE (within 3 s: closes come after the
 	echo "$1{reporter=$2} is $(sample "$1" "$2"), not $3" >&2
 	return 1
 }
-connect() { km_connect client "$VIP" 80 --count "$1" --timeout 1; }
+connect() { km_connect client "$VIP" 80 --count "$1" --timeout 1 --send hello; }
 log_lines() { grep -c "^accesslog: .* $1 " "$KM_DIR/xds-agent.log"; }
 
 trap 'km_env_cleanup' EXIT
 km_env_setup kmt$$
 km_pod_add client "$S.10"
 km_pod_add b1 "$S.21"
-km_backend_start b1 8080
+km_backend_start b1 8080 keep # reads until the client closes: the client closes first
 km_wait_listen b1 8080 || exit 1
 wl() { # wl NAME IP [SERVICES]
 	echo '{"workload": {"uid": "Kubernetes//Pod/t/'$1'", "name": "'$1'", "namespace": "t", "workloadName": "'$1'-v1",
@@ -67,16 +67,17 @@ check "opened: 3 reported by the client's side (reporter=source)" \
 check "... and 3 by the server's side (reporter=destination)" \
 	sample_is istio_tcp_connections_opened_total destination 3
 check "closed: 3 each" eval 'sample_is istio_tcp_connections_closed_total source 3 && sample_is istio_tcp_connections_closed_total destination 3'
-check "sent (the response, b1 to client: 'b1\\n' each): 9 data bytes, seen alike by both sides" \
+check "sent (the response, 'b1\\n' each): 9 data bytes, seen alike by both sides" \
 	eval 'sample_is istio_tcp_sent_bytes_total source 9 && sample_is istio_tcp_sent_bytes_total destination 9'
-check "received (the request): 0 bytes" sample_is istio_tcp_received_bytes_total source 0
+check "received (the request, 'hello\\n' each): 18 data bytes, alike" \
+	eval 'sample_is istio_tcp_received_bytes_total source 18 && sample_is istio_tcp_received_bytes_total destination 18' 
 check "every label of the series, in Istio's order, from the workloads and the VIP's service" \
-	eval 'km_metrics | grep -qF "istio_tcp_connections_opened_total{reporter=\"source\",source_workload=\"client-v1\",source_canonical_service=\"client\",source_canonical_revision=\"v1\",source_workload_namespace=\"t\",source_principal=\"spiffe://td.local/ns/t/sa/client-sa\",source_app=\"client\",source_version=\"v1\",source_cluster=\"c1\",destination_service=\"web.t\",destination_service_namespace=\"t\",destination_service_name=\"web\",destination_workload=\"b1-v1\",destination_canonical_service=\"b1\",destination_canonical_revision=\"v1\",destination_workload_namespace=\"t\",destination_principal=\"spiffe://td.local/ns/t/sa/b1-sa\",destination_app=\"b1\",destination_version=\"v1\",destination_cluster=\"c1\",request_protocol=\"tcp\",response_flags=\"-\",connection_security_policy=\"unknown\"} 3"'
+	eval 'km_metrics_has "istio_tcp_connections_opened_total{reporter=\"source\",source_workload=\"client-v1\",source_canonical_service=\"client\",source_canonical_revision=\"v1\",source_workload_namespace=\"t\",source_principal=\"spiffe://td.local/ns/t/sa/client-sa\",source_app=\"client\",source_version=\"v1\",source_cluster=\"c1\",destination_service=\"web.t\",destination_service_namespace=\"t\",destination_service_name=\"web\",destination_workload=\"b1-v1\",destination_canonical_service=\"b1\",destination_canonical_revision=\"v1\",destination_workload_namespace=\"t\",destination_principal=\"spiffe://td.local/ns/t/sa/b1-sa\",destination_app=\"b1\",destination_version=\"v1\",destination_cluster=\"c1\",request_protocol=\"tcp\",response_flags=\"-\",connection_security_policy=\"unknown\"} 3"'
 check "the agent's own metrics are on the page" \
-	eval 'out=$(km_metrics) && grep -q "^kmesh_build_info{component=\"xds-agent\"" <<<"$out" && grep -q "^kmesh_map_writer_connected 1" <<<"$out" && grep -q "^kmesh_xds_apply_seconds_bucket{le=\"+Inf\"}" <<<"$out" && grep -q "^kmesh_model_workloads 2" <<<"$out"'
+	eval 'out=$(km_metrics) && grep -q "^kmesh_xds_agent_build_info{version=" <<<"$out" && grep -q "^kmesh_map_writer_connected 1" <<<"$out" && grep -q "^kmesh_xds_apply_seconds_bucket{le=\"+Inf\"}" <<<"$out" && grep -q "^kmesh_model_workloads 2" <<<"$out"'
 check "... and the map writer's (its file in the metrics directory, every second): tables and requests" \
 	eval 'for _ in $(seq 1 30); do out=$(km_metrics); grep -q "^kmesh_table_entries{table=\"backend\"} 2" <<<"$out" && break; sleep 0.1; done; grep -q "^kmesh_table_entries{table=\"backend\"} 2" <<<"$out" && grep -q "^kmesh_table_capacity{table=\"backend\"} 4096" <<<"$out" && grep -q "^kmesh_ipc_requests_total{role=\"xds\",request=\"subscribe\",result=\"ok\"} 1" <<<"$out" && grep -q "^kmesh_conn_reports_lost_total 0" <<<"$out"'
-check "no report was lost" eval 'km_metrics | grep -q "^kmesh_telemetry_reports_lost_total 0"'
+check "no report was lost" eval 'km_metrics_has "^kmesh_telemetry_reports_lost_total 0"'
 check "other paths: 404" eval '[ "$(curl -s -o /dev/null -w "%{http_code}" "http://127.0.0.1:$(sed -n "s/.*(port \([0-9]*\)).*/\1/p" "$KM_DIR/xds-agent.log" | tail -n 1)/nope")" = 404 ]'
 
 check "the access log is off by default" eval '[ "$(grep -c "^accesslog:" "$KM_DIR/xds-agent.log")" = 0 ]'
@@ -85,7 +86,7 @@ connect 2 >/dev/null
 check "one line per open and close, on each side: 4 open, 4 close" \
 	eval 'for _ in $(seq 1 30); do [ "$(log_lines close)" = 4 ] && break; sleep 0.1; done; [ "$(log_lines open)" = 4 ] && [ "$(log_lines close)" = 4 ]'
 check "an outbound close line names both ends and counts the bytes" \
-	eval 'grep -E "^accesslog: [0-9T:.-]+Z close outbound src=$S.10:[0-9]+ src.workload=client src.namespace=t dst=$S.21:8080 dst.service=web.t dst.workload=b1 dst.namespace=t sent_bytes=0 received_bytes=3 retransmissions=0 srtt=[0-9]+us duration=[0-9.]+ms$" "$KM_DIR/xds-agent.log" | grep -q .'
+	eval 'grep -E "^accesslog: [0-9T:.-]+Z close outbound src=$S.10:[0-9]+ src.workload=client src.namespace=t dst=$S.21:8080 dst.service=web.t dst.workload=b1 dst.namespace=t sent_bytes=6 received_bytes=3 retransmissions=0 srtt=[0-9]+us duration=[0-9.]+ms$" "$KM_DIR/xds-agent.log" | grep -q .'
 check "accesslog --format json" eval 'ctl -o json accesslog enable --format json | "$KM_PY" -c "import json,sys; d=json.load(sys.stdin); sys.exit(d[0][\"format\"] != \"json\")"'
 connect 1 >/dev/null
 check "JSON lines parse, with the same facts" \
@@ -93,7 +94,7 @@ check "JSON lines parse, with the same facts" \
 	      grep "^{" "$KM_DIR/xds-agent.log" | "$KM_PY" -c "import json, sys
 lines = [json.loads(l) for l in sys.stdin]
 c = [l for l in lines if l[\"event\"] == \"close\" and l[\"direction\"] == \"inbound\"][0]
-sys.exit(not (len(lines) == 4 and c[\"dst_service\"] == \"web.t\" and c[\"src_workload\"] == \"client\" and c[\"sent_bytes\"] == 3 and c[\"duration_ms\"] >= 0))"'
+sys.exit(not (len(lines) == 4 and c[\"dst_service\"] == \"web.t\" and c[\"src_workload\"] == \"client\" and c[\"sent_bytes\"] == 3 and c[\"received_bytes\"] == 6 and c[\"duration_ms\"] >= 0))"'
 ctl accesslog disable >/dev/null
 before=$(wc -l <"$KM_DIR/xds-agent.log")
 connect 1 >/dev/null

@@ -165,6 +165,14 @@ km_metrics() {
 	curl -sS --max-time 5 "http://127.0.0.1:$port${1:-/metrics}"
 }
 
+# km_metrics_has REGEX: the metrics page has a line matching REGEX (the page is read whole
+# first: `km_metrics | grep -q` fails under pipefail when grep stops curl mid-write).
+km_metrics_has() {
+	local page
+	page=$(km_metrics) || return 1
+	grep -q -- "$1" <<<"$page"
+}
+
 # km_agent_json EXPR: evaluate EXPR over the agent's admin dump (as `d`); prints the result.
 km_agent_json() {
 	"$KM_TESTCTL" agent-dump --socket "$KM_DIR/run/xds-agent.sock" |
@@ -223,6 +231,17 @@ km_make_cert() {
 # km_kube_api_start STATE TOKEN: the fake Kubernetes API (tests/lib/fake_kube_api.py) over TLS
 # on a free port of the node namespace's loopback, where the CNI plugin runs; objects from the
 # JSON file STATE; requests logged to $KM_DIR/kube-api.requests. Sets KM_KUBE_PORT.
+# km_kubeconfig_write TOKEN: $KM_DIR/kubeconfig for the fake API (km_kube_api_start) and token.
+km_kubeconfig_write() {
+	cat >"$KM_DIR/kubeconfig" <<JSON
+{"apiVersion": "v1", "kind": "Config", "current-context": "t",
+ "clusters": [{"name": "t", "cluster": {"server": "https://127.0.0.1:$KM_KUBE_PORT",
+                                        "certificate-authority": "$KM_DIR/pki/ca.pem"}}],
+ "users": [{"name": "t", "user": {"token": "$1"}}],
+ "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}]}
+JSON
+}
+
 km_kube_api_start() {
 	km_make_cert kube-api IP:127.0.0.1
 	rm -f "$KM_DIR/kube-api.port"
