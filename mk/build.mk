@@ -19,7 +19,7 @@ COMMON_LIBS := $(shell pkg-config --libs libuv libprotobuf-c)
 MW_LIBS     := $(shell pkg-config --libs libbpf) -lelf -lz $(COMMON_LIBS)
 XDS_LIBS    := $(shell pkg-config --libs jansson libnghttp2 wolfssl libmicrohttpd) $(COMMON_LIBS)
 CNI_LIBS    := $(shell pkg-config --libs jansson libcurl yaml-0.1 libmnl) $(COMMON_LIBS)
-CTL_LIBS    := $(shell pkg-config --libs jansson) $(COMMON_LIBS)
+CTL_LIBS    := $(shell pkg-config --libs jansson libcurl yaml-0.1) $(COMMON_LIBS)
 IPSEC_LIBS  := $(shell pkg-config --libs jansson wolfssl libnl-xfrm-3.0 libcurl yaml-0.1) $(COMMON_LIBS)
 LDLIBS      := $(MW_LIBS) $(XDS_LIBS) $(CNI_LIBS) $(IPSEC_LIBS)
 SANFLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -122,7 +122,7 @@ $(B)/bin/kmesh-cni: $(call obj,services/cni-plugin/main.c $(CNI_SRCS) $(COMMON_S
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(CNI_LIBS)
 
-$(B)/bin/kmeshctl: $(call obj,tools/kmeshctl/main.c $(CTL_SRCS) $(COMMON_SRCS))
+$(B)/bin/kmeshctl: $(call obj,tools/kmeshctl/main.c $(CTL_SRCS) $(KUBE_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(CTL_LIBS)
 

@@ -41,16 +41,14 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
-int km_kube_open(struct km_kube_client *c, const char *kubeconfig_path, long timeout_ms,
-		 char *err, size_t errlen)
+/* The connection for the kubeconfig in c->kc (freed with c on failure); what names it in
+ * errors. */
+static int open_loaded(struct km_kube_client *c, const char *what, char *err, size_t errlen)
 {
 	CURL *h;
 	char auth[8192];
+	long timeout_ms = c->timeout_ms;
 
-	memset(c, 0, sizeof(*c));
-	c->timeout_ms = timeout_ms;
-	if (km_kubeconfig_load(kubeconfig_path, &c->kc, err, errlen) != 0)
-		return -1;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || !(h = curl_easy_init())) {
 		km_kubeconfig_free(&c->kc);
 		return km_errf(err, errlen, "libcurl cannot start");
@@ -95,12 +93,32 @@ int km_kube_open(struct km_kube_client *c, const char *kubeconfig_path, long tim
 		if (strlen(c->kc.token) > sizeof(auth) - 32 || strpbrk(c->kc.token, "\r\n")) {
 			km_kube_close(c);
 			return km_errf(err, errlen, "kubeconfig %s: the token is not a single line "
-				       "under 8 KiB", kubeconfig_path);
+				       "under 8 KiB", what);
 		}
 		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", c->kc.token);
 		c->headers = curl_slist_append(c->headers, auth);
 	}
 	return 0;
+}
+
+int km_kube_open(struct km_kube_client *c, const char *kubeconfig_path, long timeout_ms,
+		 char *err, size_t errlen)
+{
+	memset(c, 0, sizeof(*c));
+	c->timeout_ms = timeout_ms;
+	if (km_kubeconfig_load(kubeconfig_path, &c->kc, err, errlen) != 0)
+		return -1;
+	return open_loaded(c, kubeconfig_path, err, errlen);
+}
+
+int km_kube_open_text(struct km_kube_client *c, const char *text, size_t len, long timeout_ms,
+		      char *err, size_t errlen)
+{
+	memset(c, 0, sizeof(*c));
+	c->timeout_ms = timeout_ms;
+	if (km_kubeconfig_parse(text, len, NULL, &c->kc, err, errlen) != 0)
+		return -1;
+	return open_loaded(c, "(in-cluster)", err, errlen);
 }
 
 /* The "message" of a Kubernetes Status answer, or the start of the body. */

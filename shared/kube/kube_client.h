@@ -25,6 +25,9 @@ struct km_kube_client {
  * err filled. */
 int km_kube_open(struct km_kube_client *c, const char *kubeconfig_path, long timeout_ms,
 		 char *err, size_t errlen);
+/* The same from a kubeconfig's text (e.g. one made for the pod's service account). */
+int km_kube_open_text(struct km_kube_client *c, const char *text, size_t len, long timeout_ms,
+		      char *err, size_t errlen);
 /* One request. path starts with "/" (e.g. "/api/v1/namespaces/default"); body and content_type
  * may be NULL. Returns the HTTP status, or -1 when no answer came (err says why: connection
  * refused, timeout, TLS). A 2xx JSON answer is parsed into *out (the caller decrefs); for

@@ -41,13 +41,7 @@ km_env_setup kmw$$
 km_make_pki
 echo '{}' >"$KM_DIR/kube.json"
 km_kube_api_start "$KM_DIR/kube.json" tok-w
-cat >"$KM_DIR/kubeconfig" <<JSON
-{"apiVersion": "v1", "kind": "Config", "current-context": "t",
- "clusters": [{"name": "t", "cluster": {"server": "https://127.0.0.1:$KM_KUBE_PORT",
-                                        "certificate-authority": "$KM_DIR/pki/ca.pem"}}],
- "users": [{"name": "t", "user": {"token": "tok-w"}}],
- "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}]}
-JSON
+km_kubeconfig_write tok-w
 key_file 1 17
 # left by an earlier run: an out policy of ours (reqid 1) to a peer that is gone, and one of
 # another owner (reqid 7) that must stay

@@ -2,7 +2,7 @@
 """A small fake Kubernetes API server over HTTPS, for the CNI tests and benchmark.
 
 It answers what kmesh-cni asks: GET /api/v1/namespaces/NS, GET /api/v1/namespaces/NS/pods/NAME
-and a JSON merge PATCH of a pod. Objects come from a JSON state file, re-read on every request so
+and a JSON merge PATCH of a pod; and what kmeshctl asks: a merge PATCH of a namespace's labels. Objects come from a JSON state file, re-read on every request so
 a test changes them by rewriting it:
   {"namespaces": {"NS": {"labels": {...}}},
    "pods": {"NS/NAME": {"labels": {...}, "annotations": {...}, "hostNetwork": false}},
@@ -11,10 +11,11 @@ Patched annotations are kept in memory and show in later GETs. Every request is 
 --log file as one JSON line (method, path, content_type, body, authorized). A request without
 the bearer token of --token gets 401.
 
-KmeshNodeInfo objects (kmesh.net/v1alpha1, namespace kmesh-system) live in memory, as an API
-server keeps them (fake_kube_objects.py): list, watch (streamed, from a resourceVersion, with
-410 Gone for a compacted one), get, create, merge patch, replace, delete; and test controls
-that break, pause and expire watches (see that file)."""
+KmeshNodeInfo objects (kmesh.net/v1alpha1, namespace kmesh-system), Secrets and Gateways live in
+memory, as an API server keeps them (fake_kube_objects.py): list, watch (KmeshNodeInfo: streamed,
+from a resourceVersion, with 410 Gone for a compacted one), get, create, merge patch, replace,
+delete; and test controls that break, pause and expire watches, take the Gateway CRDs away and
+mark a Gateway Programmed (see that file)."""
 import argparse
 import json
 import re
@@ -26,6 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from fake_kube_objects import STORE
 
 PATCHED = {}
+NS_LABELS = {}
 LOCK = threading.Lock()
 
 
@@ -71,7 +73,8 @@ class Handler(BaseHTTPRequestHandler):
         self.record(body, authorized)
         if not authorized:
             return self.reply(401, status(401, "Unauthorized", "Unauthorized"))
-        if self.path.startswith("/test/") or self.path.startswith("/apis/kmesh.net/"):
+        if (self.path.startswith("/test/") or self.path.startswith("/apis/")
+                or re.match(r"/api/v1/namespaces/[^/]+/secrets", self.path)):
             return STORE.handle(self, body)
         st = self.state()
         fail = st.get("fail", {}).get(self.command)
@@ -82,11 +85,19 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(404, status(404, "NotFound", "no such path " + self.path))
         ns, pod = m.group(1), m.group(2)
         if pod is None:
-            if self.command != "GET" or ns not in st.get("namespaces", {}):
+            if self.command not in ("GET", "PATCH") or ns not in st.get("namespaces", {}):
                 return self.reply(404, status(404, "NotFound", 'namespaces "%s" not found' % ns))
-            n = st["namespaces"][ns]
+            if self.command == "PATCH":  # labels only, kept in memory like patched annotations
+                if self.headers.get("Content-Type") != "application/merge-patch+json":
+                    return self.reply(415, status(415, "UnsupportedMediaType", "merge patch only"))
+                with LOCK:  # a null label value removes it (merge patch)
+                    for k, v in json.loads(body).get("metadata", {}).get("labels", {}).items():
+                        NS_LABELS.setdefault(ns, {})[k] = v
+            labels = dict(st["namespaces"][ns].get("labels", {}))
+            labels.update(NS_LABELS.get(ns, {}))
+            labels = {k: v for k, v in labels.items() if v is not None}
             return self.reply(200, {"kind": "Namespace", "apiVersion": "v1",
-                                    "metadata": {"name": ns, "labels": n.get("labels", {})}})
+                                    "metadata": {"name": ns, "labels": labels}})
         key = ns + "/" + pod
         if key not in st.get("pods", {}):
             return self.reply(404, status(404, "NotFound", 'pods "%s" not found' % pod))

@@ -1,6 +1,7 @@
 /* main.c — kmeshctl: operate kmesh on this node. Global flags (shared/options.c, as every
  * binary's), then one command family (one file each: cmd_version.c, cmd_log.c, cmd_dump.c,
- * cmd_inject.c, cmd_switch.c), which prints through output.h. The local processes are reached on their Unix sockets
+ * cmd_inject.c, cmd_switch.c, cmd_secret.c, cmd_waypoint.c), which prints through output.h;
+ * the Kubernetes API through kube.c. The local processes are reached on their Unix sockets
  * (procs.c) as the admin role. */
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +20,8 @@ static const char description[] =
 	"  monitoring         enable|disable|status: connection reports (metrics, access log)\n"
 	"  accesslog          enable|disable|status [--format text|json]: the access log\n"
 	"  authz              enable|disable|status: enforcement of authorization policies\n"
+	"  secret             create|get|delete: the IPsec key (Kubernetes API)\n"
+	"  waypoint           generate|apply|list|status|delete: waypoints (Kubernetes API)\n"
 	"  COMMAND --help     a command's own usage\n"
 	"\n"
 	"Exit codes: 0 ok, 1 failed (the reason on stderr), 2 usage.";
@@ -49,6 +52,9 @@ int main(int argc, char **argv)
 		{ "ipsec-socket", KM_OPT_STRING, &ctl.socket[KM_PROC_IPSEC_AGENT], "PATH",
 		  "the IPsec agent's admin socket", "KMESH_IPSEC_SOCKET" },
 		{ "timeout-ms", KM_OPT_UINT, &timeout_ms, "MS", "for each request", NULL, 1, 600000 },
+		{ "kubeconfig", KM_OPT_STRING, &ctl.kubeconfig, "PATH",
+		  "secret, waypoint: the Kubernetes API's kubeconfig (default ~/.kube/config, else the "
+		  "pod's service account)", "KUBECONFIG" },
 		{ 0 },
 	};
 	int first, rc;
@@ -79,6 +85,10 @@ int main(int argc, char **argv)
 		return km_cmd_authz(&ctl, argc, argv);
 	if (!strcmp(cmd, "accesslog"))
 		return km_cmd_accesslog(&ctl, argc, argv);
+	if (!strcmp(cmd, "secret"))
+		return km_cmd_secret(&ctl, argc, argv);
+	if (!strcmp(cmd, "waypoint"))
+		return km_cmd_waypoint(&ctl, argc, argv);
 	fprintf(stderr, "kmeshctl: unknown command '%s' (see --help)\n", cmd);
 	return 2;
 }

@@ -14,6 +14,7 @@ struct km_ctl {
 	const char *socket[KM_PROC_COUNT];
 	enum km_out_format format;
 	int timeout_ms;
+	const char *kubeconfig; /* secret, waypoint: --kubeconfig / KUBECONFIG (NULL: look further) */
 };
 
 /* "map-writer", "xds-agent", "ipsec-agent". */
