@@ -5,49 +5,5 @@
 # markdown section. Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source tests/lib/mesh-env.sh
-ENDPOINTS=${ENDPOINTS:-100000}
-ROUNDS=${ROUNDS:-40}
-PER_ROUND=${PER_ROUND:-1000}
-[ "$ENDPOINTS" -le 262144 ] || { echo "ENDPOINTS: at most 262144 (10.64.0.0/14)" >&2; exit 2; }
-
-cleanup() {
-	[ -n "${plain:-}" ] && rmdir "$plain" 2>/dev/null
-	km_env_cleanup
-}
-trap cleanup EXIT
-km_env_setup kmc$$ >/dev/null
-plain=$(dirname "$KM_CGROUP")/$KM_PREFIX-plain # a sibling: no kmesh program applies there
-mkdir "$plain"
-km_pod_add client "$KM_SUBNET.10"
-ip -n "$KM_PREFIX-client" route add local 10.64.0.0/14 dev lo # every endpoint address is here
-
-"$KM_PY" - "$ENDPOINTS" >"$KM_CONFIG" <<'PY'
-import json, sys
-n = int(sys.argv[1])
-res = [{"service": {"name": "bench", "namespace": "b", "hostname": "bench.b",
-                    "addresses": [{"address": "10.96.0.1"}],
-                    "ports": [{"servicePort": 80, "targetPort": 8080}]}}]
-for i in range(n):
-    ip = "10.%d.%d.%d" % (64 + (i >> 16), (i >> 8) & 255, i & 255)
-    res.append({"workload": {"uid": "Kubernetes//Pod/b/w%d" % i, "addresses": [ip],
-                             "services": {"b/bench.b": {}}}})
-json.dump({"resources": res}, sys.stdout)
-PY
-chmod 644 "$KM_CONFIG"
-rows=$((ENDPOINTS + 64))
-km_map_writer_start --max-frontends "$rows" --max-endpoints "$rows" --max-backends "$rows" \
-	--log-level warn || exit 1
-km_agent_start --max-config-bytes $((64 << 20)) --log-level warn
-"$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path client)" >/dev/null
-has_all() { grep -q "count $ENDPOINTS " <<<"$("$KM_TESTCTL" dump --socket "$KM_SOCKET" --table service 2>/dev/null)"; }
-for _ in $(seq 1 600); do
-	has_all && break
-	sleep 0.1
-done
-has_all ||
-	{ echo "the service never had $ENDPOINTS endpoints" >&2; km_dump_logs map-writer xds-agent >&2; exit 1; }
-
-build/bench/connect_bench --netns "$(km_netns_path client)" --mesh-cgroup "$KM_CGROUP" \
-	--plain-cgroup "$plain" --links-dir "$KM_DIR/bpffs/kmesh/links" --vip 10.96.0.1 \
-	--endpoints "$ENDPOINTS" --first-endpoint 10.64.0.0 --rounds "$ROUNDS" --per-round "$PER_ROUND"
+source bench/lib/connect_env.sh
+connect_run

@@ -211,6 +211,7 @@ enum km_bpf_log_level {
  * (inbound), one record at establishment and one at close, written by sockops while monitoring
  * is on; the map writer streams them to subscribers (metrics, access log). */
 #define KM_CONN_EVENTS_BYTES (256 * 1024)
+#define KM_CONN_EVENTS_POLL_MS 50 /* the map writer reads at least this often (no wakeup per report) */
 enum km_conn_kind {
 	KM_CONN_OPEN = 1,
 	KM_CONN_CLOSE = 2,

@@ -118,7 +118,11 @@ static __always_inline void km_conn_report(struct bpf_sock_ops *skops, struct bp
 		e->retrans = KM_CTX32(skops, total_retrans);
 		e->srtt_us = KM_CTX32(skops, srtt_us) >> 3;
 	}
-	bpf_ringbuf_submit(e, 0);
+	/* No wakeup per report: waking the reader costs an interrupt each time (a VM exit in a
+	 * VM). The map writer reads every KM_CONN_EVENTS_POLL_MS anyway; it is woken only when the
+	 * ring fills past a quarter. */
+	bpf_ringbuf_submit(e, bpf_ringbuf_query(&km_conn_events, BPF_RB_AVAIL_DATA) >
+				      KM_CONN_EVENTS_BYTES / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 }
 
 #endif

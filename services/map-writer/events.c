@@ -120,20 +120,28 @@ static int on_log_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+static void consume(struct km_mw_events *ev)
+{
+	int n = ring_buffer__consume(ev->rb);
+
+	if (n < 0)
+		km_warn("reading the programs' reports: %s", strerror(-n));
+	flush(ev);
+}
+
 static void on_readable(uv_poll_t *p, int status, int events)
 {
-	struct km_mw_events *ev = p->data;
-	int n;
-
 	(void)events;
 	if (status < 0) {
 		km_error("reading the programs' reports: %s", uv_strerror(status));
 		return;
 	}
-	n = ring_buffer__consume(ev->rb);
-	if (n < 0)
-		km_warn("reading the programs' reports: %s", strerror(-n));
-	flush(ev);
+	consume(p->data);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+	consume(t->data);
 }
 
 int km_mw_events_start(struct km_mw_events *ev, uv_loop_t *loop, struct km_ipc_server *srv,
@@ -167,6 +175,10 @@ int km_mw_events_start(struct km_mw_events *ev, uv_loop_t *loop, struct km_ipc_s
 		km_mw_events_stop(ev);
 		return err;
 	}
+	uv_timer_init(loop, &ev->timer);
+	ev->timer.data = ev;
+	ev->timing = 1;
+	uv_timer_start(&ev->timer, on_timer, KM_CONN_EVENTS_POLL_MS, KM_CONN_EVENTS_POLL_MS);
 	return 0;
 }
 
@@ -220,6 +232,10 @@ void km_mw_events_stop(struct km_mw_events *ev)
 	if (ev->polling) {
 		uv_close((uv_handle_t *)&ev->poll, on_poll_closed);
 		ev->polling = 0;
+	}
+	if (ev->timing) {
+		uv_close((uv_handle_t *)&ev->timer, on_poll_closed);
+		ev->timing = 0;
 	}
 	ring_buffer__free(ev->rb); /* the poll handle's fd is libbpf's: closed after uv_close */
 	ev->rb = NULL;

@@ -1,6 +1,7 @@
 /* events.h — what the programs report, read from their ring buffers on the loop thread (libbpf's
  * epoll fd, polled by libuv):
- *   - connection reports (km_conn_events) streamed to the sessions that subscribed, as ConnEvents
+ *   - connection reports (km_conn_events; read every KM_CONN_EVENTS_POLL_MS, and when the
+ *     programs wake the reader as the ring fills) streamed to the sessions that subscribed, as ConnEvents
  *     messages with request_id 0, up to KM_EVENTS_BATCH per message. A subscriber whose unsent
  *     data exceeds KM_EVENTS_QUEUE_MAX loses reports rather than grow the map writer's memory;
  *     the count lost goes in its next message, so the loss is never silent.
@@ -28,7 +29,8 @@ struct km_mw_events {
 	struct km_ipc_server *srv;
 	struct ring_buffer *rb;
 	uv_poll_t poll;
-	int polling;
+	uv_timer_t timer; /* reads every KM_CONN_EVENTS_POLL_MS: the programs wake the reader rarely */
+	int polling, timing;
 	int fd_drops;
 	struct {
 		uint64_t serial; /* the session */

@@ -150,6 +150,12 @@ sed 's/tok-k/wrong/' "$KM_DIR/kubeconfig" >"$KM_DIR/home/bad"
 out=$(nsenter --net="/run/netns/$KM_NODE" env KUBECONFIG="$KM_DIR/home/bad:/nonexistent" "$CTL" secret get 2>&1)
 rc=$?
 check "KUBECONFIG (its first file) is read; a refused token shows the API's 401" eval '[ $rc = 1 ] && grep -q "HTTP 401" <<<"$out"'
+mkdir -p "$KM_DIR/sa"
+echo tok-k >"$KM_DIR/sa/token"
+cp "$KM_DIR/pki/ca.pem" "$KM_DIR/sa/ca.crt"
+check "in a pod (no kubeconfig): the service account's token and CA, to KUBERNETES_SERVICE_HOST" \
+	eval 'nsenter --net="/run/netns/$KM_NODE" env -u KUBECONFIG HOME="$KM_DIR/home" KUBERNETES_SERVICE_HOST=127.0.0.1 \
+		KUBERNETES_SERVICE_PORT=$KM_KUBE_PORT KMESH_SERVICE_ACCOUNT_DIR="$KM_DIR/sa" "$CTL" -o json secret create | py_is "d[0][\"spi\"] == 1"'
 check "secret and waypoint have --help" eval 'kctl secret --help | grep -q "usage: kmeshctl secret" && kctl waypoint --help | grep -q "usage: kmeshctl waypoint"'
 
 km_check_summary kmeshctl_kube

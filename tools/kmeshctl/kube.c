@@ -14,17 +14,24 @@
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 #define KUBE_TIMEOUT_MS 10000
 
-/* The pod's service account as a kubeconfig, or NULL (not in a pod). */
+/* The pod's service account as a kubeconfig, or NULL (not in a pod). Its directory may be moved
+ * with KMESH_SERVICE_ACCOUNT_DIR (tests, unusual mounts). */
 static char *in_cluster(char *err, size_t errlen)
 {
 	const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");
-	char server[300], *token = NULL, *ca = NULL, *text = NULL;
+	const char *dir = getenv("KMESH_SERVICE_ACCOUNT_DIR");
+	char server[300], path[4096], *token = NULL, *ca = NULL, *text = NULL;
 	long ca_len;
 
 	if (!host || !*host)
 		return NULL;
-	if (km_read_file(SA_DIR "/token", 65536, &token, err, errlen) < 0 ||
-	    (ca_len = km_read_file(SA_DIR "/ca.crt", 1u << 20, &ca, err, errlen)) < 0)
+	if (!dir || !*dir)
+		dir = SA_DIR;
+	snprintf(path, sizeof(path), "%s/token", dir);
+	if (km_read_file(path, 65536, &token, err, errlen) < 0)
+		goto out;
+	snprintf(path, sizeof(path), "%s/ca.crt", dir);
+	if ((ca_len = km_read_file(path, 1u << 20, &ca, err, errlen)) < 0)
 		goto out;
 	token[strcspn(token, "\r\n")] = '\0';
 	snprintf(server, sizeof(server), strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host,
