@@ -136,24 +136,30 @@ void km_msg_free(km_envelope *env)
 		arena_release((struct km_arena *)((char *)env - KM_ARENA_HEADER));
 }
 
+/* Send reply (its code, message and body set) in an envelope answering request_id. */
+static int send_reply(struct km_conn *c, uint64_t request_id, Kmesh__Ipc__Reply *reply)
+{
+	Kmesh__Ipc__Envelope env = KMESH__IPC__ENVELOPE__INIT;
+
+	env.request_id = request_id;
+	env.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
+	env.reply = reply;
+	return km_msg_send(c, &env);
+}
+
 int km_msg_reply(struct km_conn *c, uint64_t request_id, Kmesh__Ipc__Code code,
 		 const char *message, uint32_t applied)
 {
-	Kmesh__Ipc__Envelope env = KMESH__IPC__ENVELOPE__INIT;
 	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
 
 	reply.code = code;
 	reply.message = (char *)(message ? message : "");
 	reply.applied = applied;
-	env.request_id = request_id;
-	env.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
-	env.reply = &reply;
-	return km_msg_send(c, &env);
+	return send_reply(c, request_id, &reply);
 }
 
 int km_msg_reply_json(struct km_conn *c, uint64_t request_id, const char *json)
 {
-	Kmesh__Ipc__Envelope env = KMESH__IPC__ENVELOPE__INIT;
 	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
 
 	if (!json)
@@ -162,10 +168,7 @@ int km_msg_reply_json(struct km_conn *c, uint64_t request_id, const char *json)
 	reply.message = "";
 	reply.body_case = KMESH__IPC__REPLY__BODY_JSON;
 	reply.json = (char *)json;
-	env.request_id = request_id;
-	env.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
-	env.reply = &reply;
-	if (km_msg_send(c, &env) == 0)
+	if (send_reply(c, request_id, &reply) == 0)
 		return 0;
 	return km_msg_reply(c, request_id, KMESH__IPC__CODE__INTERNAL,
 			    "the answer is larger than a frame; ask for fewer items", 0);
@@ -213,15 +216,11 @@ const char *km_msg_role_name(Kmesh__Ipc__Role role)
 
 int km_msg_reply_config(struct km_conn *c, uint64_t request_id, const Kmesh__Ipc__ConfigState *st)
 {
-	Kmesh__Ipc__Envelope env = KMESH__IPC__ENVELOPE__INIT;
 	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
 
 	reply.code = KMESH__IPC__CODE__OK;
 	reply.message = "";
 	reply.body_case = KMESH__IPC__REPLY__BODY_CONFIG;
 	reply.config = (Kmesh__Ipc__ConfigState *)st;
-	env.request_id = request_id;
-	env.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
-	env.reply = &reply;
-	return km_msg_send(c, &env);
+	return send_reply(c, request_id, &reply);
 }

@@ -168,6 +168,16 @@ int km_options_parse(const struct km_option *opts, int argc, char **argv, const 
 	return rc;
 }
 
+int km_option_on_off(const char *arg, void *target, char *err, size_t errlen)
+{
+	if (strcmp(arg, "on") && strcmp(arg, "off")) {
+		snprintf(err, errlen, "'%s' is not on or off", arg);
+		return -1;
+	}
+	*(int *)target = !strcmp(arg, "on");
+	return 0;
+}
+
 int km_option_log_level(const char *arg, void *target, char *err, size_t errlen)
 {
 	enum km_log_level lvl;

@@ -78,17 +78,6 @@ static int parse_group(const char *arg, void *target, char *err, size_t errlen)
 	return 0;
 }
 
-/* --monitoring and --authz: on or off. */
-static int parse_on_off(const char *arg, void *target, char *err, size_t errlen)
-{
-	if (strcmp(arg, "on") && strcmp(arg, "off")) {
-		snprintf(err, errlen, "'%s' is not on or off", arg);
-		return -1;
-	}
-	*(int *)target = !strcmp(arg, "on");
-	return 0;
-}
-
 static int parse_bpf_level(const char *arg, void *target, char *err, size_t errlen)
 {
 	if (km_log_parse_level(arg, target) == 0)
@@ -211,10 +200,10 @@ int main(int argc, char **argv)
 		{ "monitoring", KM_OPT_FUNC, &monitoring, "on|off",
 		  "report enrolled pods' connections for metrics and the access log (default on; "
 		  "kmeshctl monitoring switches it at run time)", "KMESH_MONITORING", 0, 0,
-		  parse_on_off },
+		  km_option_on_off },
 		{ "authz", KM_OPT_FUNC, &authz, "on|off",
 		  "enforce authorization policies (default on; kmeshctl authz switches it at run time)",
-		  "KMESH_AUTHZ", 0, 0, parse_on_off },
+		  "KMESH_AUTHZ", 0, 0, km_option_on_off },
 		{ "bpf-log-level", KM_OPT_FUNC, &bpf_level, "LEVEL",
 		  "the programs' log level: error (default), warn, info or debug; logged as bpf: ...",
 		  "KMESH_BPF_LOG_LEVEL", 0, 0, parse_bpf_level },

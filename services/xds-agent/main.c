@@ -318,7 +318,8 @@ int main(int argc, char **argv)
 	uint64_t keepalive_s = 30, waypoint_data_port = 15019;
 	const char *p2c = "none";
 	const char *metrics_address = "0.0.0.0:15020", *metrics_dir = "/run/kmesh/metrics";
-	const char *access_log = "off", *access_log_format = "text";
+	const char *access_log_format = "text";
+	int access_log = 0;
 	const struct km_option opts[] = {
 		{ "xds-address", KM_OPT_STRING, &xds_address, "HOST:PORT", "istiod's xDS address",
 		  "XDS_ADDRESS" },
@@ -377,9 +378,10 @@ int main(int argc, char **argv)
 		{ "metrics-dir", KM_OPT_STRING, &metrics_dir, "DIR",
 		  "the other processes' metrics files (*.prom), served with this agent's",
 		  "KMESH_METRICS_DIR" },
-		{ "access-log", KM_OPT_STRING, &access_log, "on|off",
+		{ "access-log", KM_OPT_FUNC, &access_log, "on|off",
 		  "a line on stdout per connection opened and closed by an enrolled pod (default "
-		  "off; kmeshctl accesslog switches it at run time)", "KMESH_ACCESS_LOG" },
+		  "off; kmeshctl accesslog switches it at run time)", "KMESH_ACCESS_LOG", 0, 0,
+		  km_option_on_off },
 		{ "access-log-format", KM_OPT_STRING, &access_log_format, "text|json",
 		  "the access log's lines (default text)", "KMESH_ACCESS_LOG_FORMAT" },
 		{ "log-level", KM_OPT_FUNC, &level, "LEVEL", "error, warn, info (default) or debug",
@@ -415,10 +417,6 @@ int main(int argc, char **argv)
 			"namespace/hostname\n", argv[0], p2c);
 		return 2;
 	}
-	if (strcmp(access_log, "on") && strcmp(access_log, "off")) {
-		fprintf(stderr, "%s: --access-log '%s' is not on or off\n", argv[0], access_log);
-		return 2;
-	}
 	if (km_access_log_format_parse(access_log_format, &a.telemetry.format) != 0) {
 		fprintf(stderr, "%s: --access-log-format '%s' is not text or json\n", argv[0],
 			access_log_format);
@@ -432,7 +430,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		a.telemetry.format = format;
-		a.telemetry.access_log = !strcmp(access_log, "on");
+		a.telemetry.access_log = access_log;
 	}
 	a.metrics_dir = metrics_dir;
 	a.use_xds = config == NULL;

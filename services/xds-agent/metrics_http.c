@@ -45,7 +45,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (*upload_size) /* a body: not ours to read */
 		*upload_size = 0;
-	h->requests++;
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
 		return send_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "GET or HEAD only\n", 17,
 				 MHD_RESPMEM_PERSISTENT);

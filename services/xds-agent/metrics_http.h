@@ -27,7 +27,6 @@ struct km_metrics_http {
 	km_metrics_ready_cb ready;
 	void *arg;
 	uint16_t port; /* bound (also when 0 was asked) */
-	uint64_t requests;
 };
 
 /* address: "IP:PORT" or "[IPv6]:PORT" (port 0: any free port). Returns 0, or -1 with err. */

@@ -184,7 +184,7 @@ static void test_labels_and_counts(void **state)
 	deliver(&f, v, 1);
 	assert_int_equal(f.t.closes_unmatched, 1);
 	fflush(f.out);
-	assert_non_null(strstr(f.log, "{\"time\": \"") || strstr(f.log, "{\"time\":\""));
+	assert_non_null(strstr(f.log, "{\"time\":\"")); /* one compact object per line */
 	assert_non_null(strstr(f.log, "\"dst_service\":\"api.t\""));
 	assert_non_null(strstr(f.log, "\"sent_bytes\":11"));
 	assert_null(strstr(f.log, "duration_ms")); /* no open: no duration */
