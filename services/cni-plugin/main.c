@@ -16,6 +16,7 @@
 #include "services/cni-plugin/invocation.h"
 #include "services/cni-plugin/netconf.h"
 #include "services/cni-plugin/plugin.h"
+#include "shared/kube/kubeconfig.h"
 #include "shared/log.h"
 #include "shared/version.h"
 #include "shared/options.h"
@@ -150,7 +151,7 @@ static int run_installer(int argc, char **argv, int uninstall)
 	struct km_cni_install_config cfg = {
 		.bin_dir = "/opt/cni/bin",
 		.conf_dir = "/etc/cni/net.d",
-		.sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount",
+		.sa_dir = KM_SERVICE_ACCOUNT_DIR,
 		.map_writer_socket = "/run/kmesh/map-writer.sock",
 		.fail_policy = "open",
 		.state_dir = "/run/kmesh/cni",

@@ -13,6 +13,7 @@
 #include "services/ipsec-agent/key_watch.h"
 #include "services/ipsec-agent/mw_link.h"
 #include "services/ipsec-agent/node_advert.h"
+#include "services/ipsec-agent/node_cidrs.h"
 #include "services/ipsec-agent/node_spec.h"
 #include "services/ipsec-agent/node_watch.h"
 #include "shared/log.h"
@@ -122,6 +123,7 @@ int main(int argc, char **argv)
 	const char *boot_id_file = "/proc/sys/kernel/random/boot_id";
 	const char *mw_socket = "/run/kmesh/map-writer.sock", *kubeconfig = "";
 	const char *metrics_dir = "/run/kmesh/metrics";
+	static char node_cidrs[512];
 	uint64_t grace_s = 60, resync_s = 300;
 	int uninstall = 0;
 	const struct km_option opts[] = {
@@ -131,7 +133,8 @@ int main(int argc, char **argv)
 		  "this node's addresses as its KmeshNodeInfo lists them (required; at most 4)",
 		  "KMESH_NODE_IPS" },
 		{ "pod-cidrs", KM_OPT_STRING, &cidrs, "CIDR[,CIDR]",
-		  "this node's pod CIDRs: traffic to them is taken only decrypted (at most 4)",
+		  "this node's pod CIDRs: traffic to them is taken only decrypted (at most 4; default: "
+		  "the Node object's spec.podCIDRs when --kubeconfig is given)",
 		  "KMESH_POD_CIDRS" },
 		{ "boot-id-file", KM_OPT_STRING, &boot_id_file, "PATH",
 		  "where this node's boot id is read (part of every pair key)", NULL },
@@ -145,8 +148,8 @@ int main(int argc, char **argv)
 		  "admin socket (peers by hand, dump, log level)", NULL },
 		{ "kubeconfig", KM_OPT_STRING, &kubeconfig, "PATH",
 		  "the Kubernetes API: peers from the KmeshNodeInfo objects in kmesh-system, and this "
-		  "node's own written there once its ingress is ready; empty: no API (peers only over "
-		  "the admin socket)", "KUBECONFIG" },
+		  "node's own written there once its ingress is ready; 'in-cluster': the pod's service "
+		  "account; empty: no API (peers only over the admin socket)", "KUBECONFIG" },
 		{ "kube-resync", KM_OPT_UINT, &resync_s, "SECONDS",
 		  "list the KmeshNodeInfo objects again this often (the watch carries changes between)",
 		  NULL, 10, 86400 },
@@ -177,6 +180,17 @@ int main(int argc, char **argv)
 	if (!node_name || !addresses) {
 		km_error("--node-name and --addresses are required");
 		return 2;
+	}
+	if ((!cidrs || !*cidrs) && *kubeconfig) {
+		char err[512];
+
+		if (km_node_pod_cidrs_fetch(kubeconfig, node_name, 10000, node_cidrs,
+					    sizeof(node_cidrs), err, sizeof(err)) != 0) {
+			km_error("no --pod-cidrs, and this node's are not known: %s", err);
+			return 1;
+		}
+		km_info("pod CIDRs from node %s: %s", node_name, *node_cidrs ? node_cidrs : "none");
+		cidrs = node_cidrs;
 	}
 	if (self_node(node_name, addresses, cidrs, boot_id_file, &self) != 0)
 		return 2;

@@ -2,6 +2,8 @@
 #include "services/map-writer/access.h"
 
 #include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,8 +49,18 @@ int km_access_add(struct km_access *a, const char *spec, char *err, size_t errle
 	val = colon + 5;
 	errno = 0;
 	id = strtoul(val, &end, 10);
-	if (errno || end == val || *end || id > 0xfffffffeul) {
-		snprintf(err, errlen, "'%s': '%s' is not a numeric id", spec, val);
+	if (end == val && *val) { /* a name: resolved now, as the socket's group is */
+		struct passwd *pw = r.is_gid ? NULL : getpwnam(val);
+		struct group *gr = r.is_gid ? getgrnam(val) : NULL;
+
+		if (!pw && !gr) {
+			snprintf(err, errlen, "'%s': no %s named '%s'", spec, r.is_gid ? "group" : "user",
+				 val);
+			return -1;
+		}
+		id = pw ? pw->pw_uid : gr->gr_gid;
+	} else if (errno || end == val || *end || id > 0xfffffffeul) {
+		snprintf(err, errlen, "'%s': '%s' is not an id or a name", spec, val);
 		return -1;
 	}
 	if (a->n == KM_ACCESS_MAX_RULES) {

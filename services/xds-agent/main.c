@@ -305,7 +305,7 @@ int main(int argc, char **argv)
 {
 	static struct agent a;
 	const char *config = NULL, *socket_path = "/run/kmesh/map-writer.sock", *level = NULL;
-	const char *admin_socket = "/run/kmesh/xds-agent.sock";
+	const char *admin_socket = "/run/kmesh/xds-agent/admin.sock";
 	const char *xds_address = "istiod.istio-system.svc:15012";
 	const char *ca_file = "/var/run/secrets/istio/root-cert.pem";
 	const char *server_name = "istiod.istio-system.svc";

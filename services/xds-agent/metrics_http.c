@@ -54,9 +54,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 					 MHD_RESPMEM_PERSISTENT);
 		return send_text(c, MHD_HTTP_OK, "ready\n", 6, MHD_RESPMEM_PERSISTENT);
 	}
+	if (!strcmp(url, "/healthz")) /* answered on the agent's loop: the loop runs */
+		return send_text(c, MHD_HTTP_OK, "ok\n", 3, MHD_RESPMEM_PERSISTENT);
 	if (strcmp(url, "/metrics") && strcmp(url, "/stats/prometheus"))
-		return send_text(c, MHD_HTTP_NOT_FOUND, "/metrics, /stats/prometheus or /ready\n", 38,
-				 MHD_RESPMEM_PERSISTENT);
+		return send_text(c, MHD_HTTP_NOT_FOUND, "/metrics, /stats/prometheus, /ready or /healthz\n",
+				 48, MHD_RESPMEM_PERSISTENT);
 	page = h->render(h->arg, &len);
 	if (!page)
 		return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n", 14,

@@ -1,7 +1,8 @@
 /* metrics_http.h — the node's metrics endpoint: an HTTP server (libmicrohttpd) run on the libuv
  * loop (its epoll fd polled by libuv, its timeouts on a libuv timer), so the render callback sees
  * the agent's state without locks. GET /metrics and /stats/prometheus: the render callback's
- * text (Prometheus format 0.0.4); GET /ready: 200 when ready() says so, else 503; anything else
+ * text (Prometheus format 0.0.4); GET /ready: 200 when ready() says so, else 503; GET /healthz: 200
+ * (the loop answers: a liveness probe); anything else
  * 404, and methods other than GET and HEAD 405. At most 16 connections, each 10 s at most idle. */
 #ifndef KM_XDS_METRICS_HTTP_H
 #define KM_XDS_METRICS_HTTP_H

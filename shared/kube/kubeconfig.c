@@ -165,13 +165,49 @@ out:
 	return rc;
 }
 
+/* The pod's service account, found as in-cluster clients find it. */
+static int load_in_cluster(struct km_kubeconfig *kc, char *err, size_t errlen)
+{
+	const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");
+	const char *dir = getenv("KMESH_SERVICE_ACCOUNT_DIR");
+	char path[4096], why[320], server[300];
+	long n;
+
+	if (!host || !*host)
+		return km_errf(err, errlen, "in-cluster: KUBERNETES_SERVICE_HOST is not set (not in a "
+				"pod?)");
+	if (!dir || !*dir)
+		dir = KM_SERVICE_ACCOUNT_DIR;
+	snprintf(server, sizeof(server), strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host,
+		 port && *port ? port : "443");
+	snprintf(path, sizeof(path), "%s/token", dir);
+	if (km_read_file(path, KM_TOKEN_MAX_BYTES, &kc->token, why, sizeof(why)) < 0)
+		goto fail;
+	kc->token[strcspn(kc->token, "\r\n")] = '\0';
+	snprintf(path, sizeof(path), "%s/ca.crt", dir);
+	if ((n = km_read_file(path, 1u << 20, &kc->ca_pem, why, sizeof(why))) < 0)
+		goto fail;
+	kc->ca_pem_len = (size_t)n;
+	if (!(kc->server = strdup(server))) {
+		snprintf(why, sizeof(why), "out of memory");
+		goto fail;
+	}
+	return 0;
+fail:
+	km_kubeconfig_free(kc);
+	return km_errf(err, errlen, "in-cluster: %s", why);
+}
+
 int km_kubeconfig_load(const char *path, struct km_kubeconfig *kc, char *err, size_t errlen)
 {
 	char why[320], dir[4096], *text;
-	long n = km_read_file(path, KM_KUBECONFIG_MAX_BYTES, &text, why, sizeof(why));
+	long n;
 	int rc;
 
 	memset(kc, 0, sizeof(*kc));
+	if (!strcmp(path, KM_KUBECONFIG_IN_CLUSTER))
+		return load_in_cluster(kc, err, errlen);
+	n = km_read_file(path, KM_KUBECONFIG_MAX_BYTES, &text, why, sizeof(why));
 	if (n < 0)
 		return km_errf(err, errlen, "kubeconfig: %s", why);
 	snprintf(dir, sizeof(dir), "%s", path);

@@ -25,7 +25,13 @@ struct km_kubeconfig {
  * Returns 0, or -1 with err filled; kc is then empty (free it anyway). */
 int km_kubeconfig_parse(const char *text, size_t len, const char *base_dir,
 			struct km_kubeconfig *kc, char *err, size_t errlen);
-/* Read and parse a file (at most KM_KUBECONFIG_MAX_BYTES). */
+/* The path that names the pod's service account instead of a file: the server from
+ * KUBERNETES_SERVICE_HOST/PORT, token and ca.crt from KM_SERVICE_ACCOUNT_DIR (or the directory
+ * in KMESH_SERVICE_ACCOUNT_DIR), read at each load so a rotated token is picked up. */
+#define KM_KUBECONFIG_IN_CLUSTER "in-cluster"
+#define KM_SERVICE_ACCOUNT_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+
+/* Read and parse a file (at most KM_KUBECONFIG_MAX_BYTES), or KM_KUBECONFIG_IN_CLUSTER. */
 int km_kubeconfig_load(const char *path, struct km_kubeconfig *kc, char *err, size_t errlen);
 void km_kubeconfig_free(struct km_kubeconfig *kc);
 

@@ -129,5 +129,27 @@ kill -TERM "$AGENT"
 wait "$AGENT"
 check "SIGTERM: a clean exit, the watch thread stopped" test $? -eq 0
 
+# In a pod: the service account's token and CA (--kubeconfig in-cluster), and this node's pod
+# CIDRs from its Node object when --pod-cidrs is not given.
+mkdir -p "$KM_DIR/sa"
+echo tok-w >"$KM_DIR/sa/token"
+cp "$KM_DIR/pki/ca.pem" "$KM_DIR/sa/ca.crt"
+export KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=$KM_KUBE_PORT KMESH_SERVICE_ACCOUNT_DIR=$KM_DIR/sa
+: >"$KM_DIR/ipsec.log"
+ip netns exec "$KM_NODE" "$KM_BIN/kmesh-ipsec-agent" --node-name node-a --addresses 10.0.0.1 \
+	--boot-id-file "$KM_DIR/boot_id" --key-file "$KM_DIR/ipsec/ipSec" --admin-socket "$KM_DIR/ipsec.sock" \
+	--map-writer-socket "" --kubeconfig in-cluster >>"$KM_DIR/ipsec.log" 2>&1
+rc=$?
+check "in a pod, no --pod-cidrs, and no Node object: a clear refusal to start (exit 1)" \
+	eval '[ $rc = 1 ] && grep -q "no --pod-cidrs, and this node.s are not known: reading node node-a: HTTP 404: nodes \"node-a\" not found" "$KM_DIR/ipsec.log"'
+"$KM_PY" -c 'import json, sys; s = json.load(open(sys.argv[1])); s["nodes"] = {"node-a": {"podCIDR": "10.244.7.0/24", "podCIDRs": ["10.244.7.0/24", "fd00:7::/64"]}}; json.dump(s, open(sys.argv[1], "w"))' "$KM_DIR/kube.json"
+start_agent --pod-cidrs "" --kubeconfig in-cluster --map-writer-socket ""
+check "--kubeconfig in-cluster: this node's object written with the service account's token" \
+	own_is 'o["spec"]["podCIDRS"] == ["10.244.7.0/24", "fd00:7::/64"]' 10
+check "... its pod CIDRs read from the Node object's spec.podCIDRs" \
+	grep -q "pod CIDRs from node node-a: 10.244.7.0/24,fd00:7::/64" "$KM_DIR/ipsec.log"
+kill -TERM "$AGENT"
+wait "$AGENT"
+
 [ $KM_FAIL -eq 0 ] || cat "$KM_DIR/ipsec.log"
 km_check_summary ipsec_watch

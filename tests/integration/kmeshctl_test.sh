@@ -47,6 +47,9 @@ start_agent --map-writer-socket ""
 km_wait_rows endpoint "^endpoint" 1 || true
 VERSION=$("$CTL" --version | awk '{print $2}')
 
+check "ready: the map writer and the xDS agent (synced, linked) are ready, exit 0" \
+	ctl_is json '[(r["process"], r["ready"]) for r in d] == [("map-writer", True), ("xds-agent", True)]' ready --wait 10
+check "ready ipsec-agent: it answers" ctl_is json 'd == [{"process": "ipsec-agent", "ready": True}]' ready ipsec-agent
 check "kmeshctl --help names every command" \
 	eval 'out=$("$CTL" --help) && grep -q "^  version" <<<"$out" && grep -q "^  log" <<<"$out" && grep -q "^  dump" <<<"$out"'
 check "... and each command has its own --help" \
@@ -140,5 +143,26 @@ out=$(ctl -o xml version 2>&1)
 rc=$?
 check "an unknown output format: usage error (2)" eval '[ $rc = 2 ] && grep -q -- "--output: .xml. is not table, json or yaml" <<<"$out"'
 check "--output=yaml works as --output yaml" ctl_is yaml 'len(d) == 4' --output=yaml version
+
+out=$(ctl ready ipsec-agent xds-agent 2>&1)
+rc=$?
+check "ready with the IPsec agent stopped: exit 1, with why; the agent still ready" \
+	eval '[ $rc = 1 ] && grep -q "^ipsec-agent  *false  *cannot reach kmesh-ipsec-agent" <<<"$out" && grep -q "^xds-agent  *true" <<<"$out"'
+kill -TERM "$KM_MW_PID"
+wait "$KM_MW_PID" 2>/dev/null
+began=$(date +%s%N)
+out=$(ctl ready --wait 1.5 2>&1)
+rc=$?
+waited=$(( ($(date +%s%N) - began) / 1000000 ))
+check "ready --wait 1.5 with the map writer stopped: asks until the time is up, then exit 1" \
+	eval '[ $rc = 1 ] && [ $waited -ge 1400 ] && [ $waited -lt 5000 ]'
+check "... the xDS agent is not ready without its link to the map writer" \
+	eval 'grep -q "^xds-agent  *false  *not linked to the map writer" <<<"$out" && grep -q "^map-writer  *false  *cannot reach" <<<"$out"'
+km_map_writer_start
+check "ready --wait 30: ready again once the map writer is back and the agent relinked" ctl ready --wait 30
+out=$(ctl ready --wait x 2>&1)
+rc=$?
+check "ready --wait with a bad number, or an unknown process: usage error (2)" \
+	eval '[ $rc = 2 ] && grep -q -- "--wait takes 0 to 3600 seconds" <<<"$out" && { ctl ready nosuch >/dev/null 2>&1; [ $? = 2 ]; }'
 
 km_check_summary kmeshctl

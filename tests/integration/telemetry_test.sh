@@ -61,6 +61,7 @@ done
 km_wait_rows endpoint "^endpoint" 1 || exit 1
 
 check "the endpoint is ready once the configuration is in the tables" eval '[ "$(km_metrics /ready)" = ready ]'
+check "/healthz answers while the agent's loop runs (the liveness probe)" eval '[ "$(km_metrics /healthz)" = ok ]'
 check "3 connections through the VIP reach b1" eval '[ "$(connect 3)" = "3 b1" ]'
 check "opened: 3 reported by the client's side (reporter=source)" \
 	sample_is istio_tcp_connections_opened_total source 3

@@ -80,6 +80,13 @@ class Handler(BaseHTTPRequestHandler):
         fail = st.get("fail", {}).get(self.command)
         if fail:
             return self.reply(fail, status(fail, "InternalError", "injected failure"))
+        m = re.fullmatch(r"/api/v1/nodes/([^/]+)", self.path)
+        if m:  # a Node: its spec from the state file's "nodes"
+            spec = st.get("nodes", {}).get(m.group(1))
+            if self.command != "GET" or spec is None:
+                return self.reply(404, status(404, "NotFound", 'nodes "%s" not found' % m.group(1)))
+            return self.reply(200, {"kind": "Node", "apiVersion": "v1",
+                                    "metadata": {"name": m.group(1)}, "spec": spec})
         m = re.fullmatch(r"/api/v1/namespaces/([^/]+)(?:/pods/([^/]+))?", self.path)
         if not m:
             return self.reply(404, status(404, "NotFound", "no such path " + self.path))

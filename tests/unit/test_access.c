@@ -1,4 +1,6 @@
 /* test_access.c — role rules of the map writer's socket, and which rows each role may write. */
+#include <grp.h>
+#include <pwd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -77,11 +79,35 @@ static void test_bad_rules(void **state)
 	assert_int_equal(a.n, 0);
 }
 
+/* Names are resolved when the rule is added, as the socket's group is. */
+static void test_rules_by_name(void **state)
+{
+	struct km_access a = { 0 };
+	struct passwd *pw = getpwnam("nobody");
+	struct group *gr = getgrnam("root");
+	char err[128];
+
+	(void)state;
+	assert_non_null(pw);
+	assert_non_null(gr);
+	assert_int_equal(km_access_add(&a, "xds:uid=nobody", err, sizeof(err)), 0);
+	assert_int_equal(km_access_add(&a, "admin:gid=root", err, sizeof(err)), 0);
+	assert_true(km_access_allowed(&a, XDS, pw->pw_uid, 12345));
+	assert_false(km_access_allowed(&a, XDS, pw->pw_uid + 1, 12345));
+	assert_true(km_access_allowed(&a, ADMIN, 4242, gr->gr_gid));
+	assert_int_equal(km_access_add(&a, "xds:uid=no-such-user-km", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "no user named 'no-such-user-km'"));
+	assert_int_equal(km_access_add(&a, "xds:gid=no-such-group-km", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "no group named"));
+	assert_int_equal(a.n, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rules),
 		cmocka_unit_test(test_bad_rules),
+		cmocka_unit_test(test_rules_by_name),
 		cmocka_unit_test(test_rows_by_role),
 	};
 

@@ -137,7 +137,7 @@ static int dump_agent(const struct km_ctl *ctl, enum km_proc p, const char *part
 		      const char *const *sections)
 {
 	char err[512];
-	json_t *d = km_proc_agent_dump(ctl, p, err, sizeof(err)), *top, *doc;
+	json_t *d = km_proc_agent_dump(ctl, p, 0, err, sizeof(err)), *top, *doc;
 
 	if (!d) {
 		fprintf(stderr, "kmeshctl: %s\n", err);

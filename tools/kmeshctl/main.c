@@ -14,6 +14,7 @@ static const char description[] =
 	"\n"
 	"Commands:\n"
 	"  version            kmeshctl's version and every running process's\n"
+	"  ready              whether processes are ready (probes, systemd): exit 0 or 1\n"
 	"  log                log levels of the processes; --set PROCESS:LEVEL changes one\n"
 	"  dump               tables | xds | policies | ipsec: the state of a process\n"
 	"  inject             PROCESS FILE|-: an event applied by an agent as from its source\n"
@@ -37,7 +38,7 @@ static int parse_format(const char *arg, void *target, char *err, size_t errlen)
 int main(int argc, char **argv)
 {
 	struct km_ctl ctl = {
-		.socket = { "/run/kmesh/map-writer.sock", "/run/kmesh/xds-agent.sock",
+		.socket = { "/run/kmesh/map-writer.sock", "/run/kmesh/xds-agent/admin.sock",
 			    "/run/kmesh/ipsec-agent.sock" },
 		.format = KM_OUT_TABLE,
 	};
@@ -89,6 +90,8 @@ int main(int argc, char **argv)
 		return km_cmd_secret(&ctl, argc, argv);
 	if (!strcmp(cmd, "waypoint"))
 		return km_cmd_waypoint(&ctl, argc, argv);
+	if (!strcmp(cmd, "ready"))
+		return km_cmd_ready(&ctl, argc, argv);
 	fprintf(stderr, "kmeshctl: unknown command '%s' (see --help)\n", cmd);
 	return 2;
 }

@@ -99,13 +99,15 @@ int km_proc_print_rows(const struct km_ctl *ctl, json_t *rows, int unreachable)
 	return 1;
 }
 
-json_t *km_proc_agent_dump(const struct km_ctl *ctl, enum km_proc p, char *err, size_t errlen)
+json_t *km_proc_agent_dump(const struct km_ctl *ctl, enum km_proc p, unsigned max_items, char *err,
+			   size_t errlen)
 {
 	km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep;
 	Kmesh__Ipc__AgentDumpRequest d = KMESH__IPC__AGENT_DUMP_REQUEST__INIT;
 	json_error_t jerr;
 	json_t *j;
 
+	d.max_items = max_items;
 	req.body_case = KMESH__IPC__ENVELOPE__BODY_AGENT_DUMP;
 	req.agent_dump = &d;
 	if (km_proc_call(ctl, p, &req, &rep, err, errlen) != 0)

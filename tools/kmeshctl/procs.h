@@ -36,7 +36,9 @@ json_t *km_proc_hellos(const struct km_ctl *ctl, int *unreachable);
 /* Print rows (taking them) for a command over every process; when none answered (unreachable
  * == KM_PROC_COUNT) say so on stderr and return 1, else 0: a node may run no IPsec agent. */
 int km_proc_print_rows(const struct km_ctl *ctl, json_t *rows, int unreachable);
-/* An agent's state as JSON (AgentDumpRequest), a new reference; NULL with err filled. */
-json_t *km_proc_agent_dump(const struct km_ctl *ctl, enum km_proc p, char *err, size_t errlen);
+/* An agent's state as JSON (AgentDumpRequest, lists cut at max_items; 0: the agent's default), a
+ * new reference; NULL with err filled. */
+json_t *km_proc_agent_dump(const struct km_ctl *ctl, enum km_proc p, unsigned max_items, char *err,
+			   size_t errlen);
 
 #endif
