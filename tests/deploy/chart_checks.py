@@ -1,0 +1,122 @@
+"""chart_checks.py — checks of the objects `helm template` rendered from charts/kmesh.
+
+usage: chart_checks.py default|all RENDERED.yaml COMMANDS.json
+Prints "ok   - ..." / "FAIL - ..." per check (as tests/lib/check.sh does) and writes every
+container's command line (and each probe's) to COMMANDS.json, for the shell test to run against
+the real binaries. Exit status: the number of failed checks (at most 100)."""
+import json
+import sys
+
+import yaml
+
+mode, rendered, commands_out = sys.argv[1:4]
+docs = [d for d in yaml.safe_load_all(open(rendered)) if d]
+failed = 0
+
+
+def check(what, ok):
+    global failed
+    print(("ok   - " if ok else "FAIL - ") + what)
+    failed += 0 if ok else 1
+
+
+def kinds(kind):
+    return [d for d in docs if d["kind"] == kind]
+
+
+ds = kinds("DaemonSet")[0]
+pod = ds["spec"]["template"]["spec"]
+inits, mains = pod.get("initContainers", []), pod["containers"]
+by_name = {c["name"]: c for c in inits + mains}
+caps = {n: c.get("securityContext", {}).get("capabilities", {}) for n, c in by_name.items()}
+ipsec = mode == "all"
+
+expect = ["map-writer", "xds-agent"] + (["ipsec-agent"] if ipsec else []) + ["cni-installer"]
+check(f"{mode}: one container per process: {expect}", [c["name"] for c in inits + mains] == expect)
+check("only the map writer has CAP_BPF",
+      [n for n, c in caps.items() if "BPF" in c.get("add", [])] == ["map-writer"])
+check("the map writer adds exactly BPF, PERFMON, NET_ADMIN, SYS_ADMIN",
+      sorted(caps["map-writer"].get("add", [])) == ["BPF", "NET_ADMIN", "PERFMON", "SYS_ADMIN"])
+check("every container drops ALL capabilities first", all(c.get("drop") == ["ALL"] for c in caps.values()))
+xs = by_name["xds-agent"]["securityContext"]
+check("the xDS agent: runAsNonRoot, a non-zero uid, no capabilities added",
+      xs.get("runAsNonRoot") is True and xs.get("runAsUser", 0) > 0 and not caps["xds-agent"].get("add"))
+check("every container: read-only root file system, no privilege escalation, not privileged",
+      all(c["securityContext"].get("readOnlyRootFilesystem") is True
+          and c["securityContext"].get("allowPrivilegeEscalation") is False
+          and not c["securityContext"].get("privileged") for c in by_name.values()))
+check("no hostPID or hostIPC; hostNetwork (IPsec and the node's metrics port)",
+      not pod.get("hostPID") and not pod.get("hostIPC") and pod.get("hostNetwork") is True)
+if ipsec:
+    check("the IPsec agent adds NET_ADMIN only, and runs the in-cluster kubeconfig",
+          caps["ipsec-agent"].get("add") == ["NET_ADMIN"]
+          and "--kubeconfig=in-cluster" in by_name["ipsec-agent"]["args"])
+mw = by_name["map-writer"]
+check("the map writer is a native sidecar (init, restartPolicy Always) gated by a startup probe",
+      mw in inits and mw.get("restartPolicy") == "Always"
+      and mw["startupProbe"]["exec"]["command"] == ["kmeshctl", "ready", "map-writer"])
+mwargs = dict(a[2:].split("=", 1) for a in mw["args"] if "=" in a)
+check("the map writer lets exactly the xDS agent's uid take the xds role, its gid own the socket",
+      mwargs["allow"] == f"xds:uid={xs['runAsUser']}" and mwargs["socket-group"] == str(xs["runAsGroup"]))
+port = int(next(a.split(":")[-1] for a in by_name["xds-agent"]["args"] if a.startswith("--metrics-address=")))
+xa = by_name["xds-agent"]
+check("xDS agent probes: readiness GET /ready, liveness GET /healthz, on the metrics port",
+      xa["readinessProbe"]["httpGet"] == {"path": "/ready", "port": port}
+      and xa["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": port})
+ann = ds["spec"]["template"]["metadata"]["annotations"]
+check("Prometheus scrape annotations name the same port and /metrics",
+      ann.get("prometheus.io/scrape") == "true" and ann.get("prometheus.io/port") == str(port)
+      and ann.get("prometheus.io/path") == "/metrics")
+
+mounts = {n: {m["mountPath"]: m for m in c.get("volumeMounts", [])} for n, c in by_name.items()}
+sa = "/var/run/secrets/kubernetes.io/serviceaccount"
+check("no automounted API token; it is mounted only where the API is called",
+      pod.get("automountServiceAccountToken") is False
+      and sorted(n for n, m in mounts.items() if sa in m) == sorted(["cni-installer"] + (["ipsec-agent"] if ipsec else [])))
+check("the xDS agent gets the istio-ca token and Istio's root CA, and the run dir read-only",
+      "/var/run/secrets/tokens" in mounts["xds-agent"] and "/var/run/secrets/istio" in mounts["xds-agent"]
+      and mounts["xds-agent"]["/run/kmesh"].get("readOnly") is True)
+vols = {v["name"]: v for v in pod["volumes"]}
+token = vols["istio-token"]["projected"]["sources"][0]["serviceAccountToken"]
+check("the istio token is projected with audience istio-ca", token["audience"] == "istio-ca")
+check("one metrics directory shared by the map writer, the xDS agent (and the IPsec agent)",
+      all("/run/kmesh-metrics" in mounts[n] for n in expect if n != "cni-installer")
+      and "emptyDir" in vols["metrics"])
+check("the map writer sees the host's cgroup root, bpffs, run dir and pod netns mounts",
+      {"/host/cgroup", "/sys/fs/bpf", "/run/kmesh", "/run/netns"} <= set(mounts["map-writer"])
+      and mounts["map-writer"]["/run/netns"].get("mountPropagation") == "HostToContainer")
+if ipsec:
+    check("the kmesh-ipsec Secret is mounted (optional) at the key file's directory",
+          vols["ipsec-key"]["secret"] == {"secretName": "kmesh-ipsec", "optional": True}
+          and "/etc/kmesh/ipsec" in mounts["ipsec-agent"])
+
+rules = {(tuple(r["apiGroups"]), tuple(r["resources"])): sorted(r["verbs"]) for r in kinds("ClusterRole")[0]["rules"]}
+want = {(("",), ("pods",)): ["get", "patch"], (("",), ("namespaces",)): ["get"]}
+if ipsec:
+    want[(("",), ("nodes",))] = ["get"]
+check("ClusterRole: exactly pods get/patch, namespaces get" + (", nodes get" if ipsec else ""), rules == want)
+roles = kinds("Role")
+if ipsec:
+    r = roles[0]
+    check("Role in kmesh-system: kmeshnodeinfos get, list, watch, create, patch (no delete, no update)",
+          r["metadata"]["namespace"] == "kmesh-system"
+          and r["rules"] == [{"apiGroups": ["kmesh.net"], "resources": ["kmeshnodeinfos"],
+                              "verbs": ["get", "list", "watch", "create", "patch"]}])
+else:
+    check("no KmeshNodeInfo Role without IPsec", roles == [])
+check("nothing may read Secrets", all("secrets" not in r["resources"]
+                                       for role in kinds("ClusterRole") + roles for r in role["rules"]))
+crds = kinds("CustomResourceDefinition")
+check("the KmeshNodeInfo CRD: kmesh.net/v1alpha1, namespaced, spec fields as Kmesh names them",
+      len(crds) == 1 and crds[0]["spec"]["scope"] == "Namespaced"
+      and sorted(crds[0]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["required"])
+      == ["addresses", "bootID", "podCIDRS", "spi"])
+
+cmds = []
+for c in inits + mains:
+    cmds.append({"name": c["name"], "argv": c["command"] + c.get("args", [])})
+    for p in ("startupProbe", "livenessProbe", "readinessProbe"):
+        if "exec" in c.get(p, {}):
+            cmds.append({"name": f"{c['name']} {p}", "argv": c[p]["exec"]["command"]})
+json.dump(cmds, open(commands_out, "w"))
+sys.exit(min(failed, 100))

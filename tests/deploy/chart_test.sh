@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# chart_test.sh — charts/kmesh checked with a real helm (3.17, fetched by mk/helm.sh): lint,
+# template with default and all-features values, the rendered objects checked (chart_checks.py:
+# privileges per container, probes, mounts, RBAC, CRD), every rendered command line accepted by
+# the real binaries, and values.schema.json refusing bad values with the key named.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+source "$ROOT/tests/lib/check.sh"
+PY=/usr/bin/python3
+HELM=$("$ROOT/mk/helm.sh") || { echo "no helm"; exit 1; }
+CHART=$ROOT/charts/kmesh
+TMP=$(mktemp -d /tmp/kmesh-chart.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+render() { "$HELM" template kmesh "$CHART" --namespace kmesh-system --kube-version 1.30.0 --include-crds "$@"; }
+
+check "helm lint --strict (default values)" "$HELM" lint --strict "$CHART" --namespace kmesh-system
+check "helm lint --strict (every feature on)" "$HELM" lint --strict "$CHART" --namespace kmesh-system \
+	--values "$ROOT/tests/deploy/values-all.yaml"
+
+# run_all COMMANDS.json: each rendered command line with --help appended, run by the real binary
+# of that name: every flag the chart passes is parsed and validated before --help ends it.
+run_all() {
+	local n=0 line name
+	while IFS=$'\t' read -r name line; do
+		eval "set -- $line"
+		local bin=$ROOT/build/bin/$1
+		shift
+		if ! "$bin" "$@" --help >"$TMP/out" 2>&1; then
+			echo "# $name: $(head -c 300 "$TMP/out")"
+			return 1
+		fi
+		n=$((n + 1))
+	done < <("$PY" -c 'import json, shlex, sys
+for c in json.load(open(sys.argv[1])):
+    print(c["name"] + "\t" + " ".join(shlex.quote(a) for a in c["argv"]))' "$1")
+	[ $n -ge 4 ]
+}
+
+for mode in default all; do
+	values=()
+	[ $mode = all ] && values=(--values "$ROOT/tests/deploy/values-all.yaml")
+	if render "${values[@]}" >"$TMP/$mode.yaml" 2>"$TMP/$mode.err"; then
+		check "helm template ($mode values)" true
+		"$PY" "$ROOT/tests/deploy/chart_checks.py" $mode "$TMP/$mode.yaml" "$TMP/$mode.json" >"$TMP/$mode.checks"
+		cat "$TMP/$mode.checks"
+		KM_PASS=$((KM_PASS + $(grep -c '^ok' "$TMP/$mode.checks")))
+		KM_FAIL=$((KM_FAIL + $(grep -c '^FAIL' "$TMP/$mode.checks")))
+		check "every container's and probe's command line ($mode) is accepted by the real binary" run_all "$TMP/$mode.json"
+	else
+		check "helm template ($mode values): $(head -c 300 "$TMP/$mode.err")" false
+	fi
+done
+
+# refused VALUE... -- TEXT: helm template with --set VALUE fails, its error containing TEXT
+refused() {
+	local sets=() out
+	while [ "$1" != -- ]; do sets+=(--set "$1"); shift; done
+	out=$(render "${sets[@]}" 2>&1 >/dev/null) && return 1
+	grep -qF -- "$2" <<<"$out" || { echo "# got: $(head -c 300 <<<"$out")"; return 1; }
+}
+check "schema: an unknown log level is refused, naming the key" refused logLevel.xdsAgent=verbose -- "logLevel.xdsAgent"
+check "schema: a table smaller than 16 entries is refused" refused tables.maxPods=8 -- "tables.maxPods"
+check "schema: a fail policy other than open|closed is refused" refused cni.failPolicy=maybe -- "cni.failPolicy"
+check "schema: the xDS agent as uid 0 is refused" refused xdsAgent.uid=0 -- "xdsAgent.uid"
+check "schema: an unknown key is refused (a typo is not silently ignored)" refused features.ipsek.enabled=true -- "ipsek"
+check "schema: a port out of range is refused" refused metrics.port=70000 -- "metrics.port"
+check "schema: an xDS address without a port is refused" refused xds.address=istiod -- "xds.address"
+check "schema: a relative host path is refused" refused node.cgroupPath=sys/fs/cgroup -- "node.cgroupPath"
+out=$("$HELM" template kmesh "$CHART" --namespace other --kube-version 1.30.0 --set features.ipsec.enabled=true 2>&1)
+check "IPsec outside kmesh-system: refused with the reason" grep -qF "needs the release in namespace kmesh-system" <<<"$out"
+out=$("$HELM" template kmesh "$CHART" --namespace kmesh-system --kube-version 1.28.0 2>&1)
+check "Kubernetes older than 1.29 (no native sidecars): refused" grep -qF "incompatible with Kubernetes v1.28.0" <<<"$out"
+
+km_check_summary chart
