@@ -71,4 +71,18 @@ check "IPsec outside kmesh-system: refused with the reason" grep -qF "needs the 
 out=$("$HELM" template kmesh "$CHART" --namespace kmesh-system --kube-version 1.28.0 2>&1)
 check "Kubernetes older than 1.29 (no native sidecars): refused" grep -qF "incompatible with Kubernetes v1.28.0" <<<"$out"
 
+# The image's packages: each library a binary links (its NEEDED entries) must come from a package
+# the Dockerfile installs (libc6 is in the base image).
+image_has_every_library() {
+	local lib pkg missing=
+	for lib in $(for b in "$ROOT"/build/bin/kmesh-* "$ROOT"/build/bin/kmeshctl; do
+			readelf -d "$b" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'; done | sort -u); do
+		pkg=$(dpkg -S "*/$lib" 2>/dev/null | cut -d: -f1 | grep -v -- -dev | head -n 1)
+		[ -n "$pkg" ] || { echo "# no package has $lib"; return 1; }
+		[ "$pkg" = libc6 ] || grep -qw -- "$pkg" "$ROOT/deploy/image/Dockerfile" || missing+=" $pkg($lib)"
+	done
+	[ -z "$missing" ] || { echo "# the Dockerfile lacks:$missing"; return 1; }
+}
+check "the image installs the package of every library the binaries link" image_has_every_library
+
 km_check_summary chart
