@@ -160,10 +160,15 @@ static int metrics_ready(void *arg)
 	return km_writer_link_ready(&a->link) && a->state.last_synced_unix_us != 0;
 }
 
+/* Every op sent is answered. Only once the whole configuration was among them (istiod's first
+ * Address response applied, or the file read) is this the sync /ready and kmeshctl ready wait
+ * for: the reply to the Sync BEGIN sent on connecting comes before any of istiod's. */
 static void on_synced(void *arg)
 {
 	struct agent *a = arg;
 
+	if (!state_complete(a))
+		return;
 	{
 		struct timespec ts;
 

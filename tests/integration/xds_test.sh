@@ -36,8 +36,21 @@ chmod 644 "$KM_DIR/token"
 km_istiod_start --max-connection-age-ms 4000
 set_state "$SVC" "$(pod b1)" "$(pod b2)" "$(pod b3)"
 km_map_writer_start || exit 1
+km_istiod send '{"cmd": "hold", "on": true}' >/dev/null # a slow istiod: no first response yet
 km_agent_start_xds
 "$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path client)" >/dev/null
+
+# --- readiness waits for istiod's first whole answer in the tables, not just the link
+ready() { "$KM_ROOT/build/bin/kmeshctl" --map-writer-socket "$KM_SOCKET" --xds-socket "$KM_AGENT_SOCKET" ready "$@"; }
+km_istiod wait 'any(reqs(st, ADDRESS) for st in s["streams"])' >/dev/null
+sleep 0.5 # the Sync BEGIN on linking to the map writer is answered meanwhile
+out=$(ready xds-agent 2>&1)
+rc=$?
+check "subscribed, linked, but istiod has not answered: not ready (kmeshctl ready exit 1, /ready 503)" \
+	eval '[ $rc = 1 ] && grep -q "whole configuration is not yet in the tables" <<<"$out" &&
+	      [ "$(km_metrics /ready)" = "not ready" ]'
+km_istiod send '{"cmd": "hold", "on": false}' >/dev/null
+check "... ready once the first response is applied" eval 'ready --wait 10 xds-agent >/dev/null && [ "$(km_metrics /ready)" = ready ]'
 
 # --- initial sync, and what the agent told istiod
 check "initial sync: 3 endpoints" km_wait_rows endpoint "^endpoint" 3

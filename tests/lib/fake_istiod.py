@@ -19,6 +19,8 @@ A test drives it over a Unix socket, one JSON command per line, one JSON answer 
                                                        pushed; PATH gets the response's bytes)
   {"cmd": "push-prepared"}                             make it the state and push it at once
   {"cmd": "flap", "count": K, "interval_ms": I}        K one-workload changes, one per response
+  {"cmd": "hold", "on": true|false}                    while on, first responses on new streams
+                                                       wait (a slow istiod); off sends them
 Generated protobuf modules must be importable (protoc --python_out of proto/*.proto)."""
 import argparse
 import base64
@@ -81,6 +83,7 @@ class State:
         self.resources = {ADDRESS: {}, AUTHZ: {}}  # type -> name -> (version, payload bytes)
         self.streams = []
         self.nonce = 0
+        self.hold = False
 
     def next_nonce(self):
         self.nonce += 1
@@ -96,6 +99,7 @@ class Stream:
         self.metadata = {k: v for k, v in metadata}
         self.requests = []
         self.open = True
+        self.held = []  # first responses kept back while STATE.hold
 
     def describe(self):
         return {"authorization": self.metadata.get("authorization"),
@@ -137,7 +141,11 @@ def reader(stream, requests):
                     have = STATE.resources[req.type_url]
                     items = [(n, vp) for n, vp in sorted(have.items()) if held.get(n) != vp[0] or not vp[0]]
                     removed = sorted(n for n in held if n not in have)
-                    stream.queue.put(response(req.type_url, items, removed))
+                    r = response(req.type_url, items, removed)
+                    if STATE.hold:
+                        stream.held.append(r)
+                    else:
+                        stream.queue.put(r)
     except Exception:  # the stream ended
         pass
     finally:
@@ -279,6 +287,16 @@ def handle(cmd):
                     s.queue.put(("end", cmd.get("code", 0), cmd.get("message", "")))
                     n += 1
             return {"ended": n}
+        if c == "hold":
+            STATE.hold = bool(cmd["on"])
+            n = 0
+            if not STATE.hold:
+                for s in STATE.streams:
+                    for r in s.held:
+                        s.queue.put(r)
+                        n += 1
+                    s.held = []
+            return {"hold": STATE.hold, "released": n}
         if c == "state":
             return {"streams": [s.describe() for s in STATE.streams],
                     "address": sorted(STATE.resources[ADDRESS]),
