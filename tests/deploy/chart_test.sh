@@ -71,12 +71,12 @@ check "IPsec outside kmesh-system: refused with the reason" grep -qF "needs the 
 out=$("$HELM" template kmesh "$CHART" --namespace kmesh-system --kube-version 1.28.0 2>&1)
 check "Kubernetes older than 1.29 (no native sidecars): refused" grep -qF "incompatible with Kubernetes v1.28.0" <<<"$out"
 
-out=$(render --set cleanupOnExit=true --show-only templates/daemonset.yaml 2>&1)
-check "cleanupOnExit: the map writer detaches and unpins on exit, the CNI installer unchains" \
-	eval 'grep -q -- "- --detach-on-exit" <<<"$out" && ! grep -q -- "--keep-on-exit" <<<"$out"'
-out=$(render --show-only templates/daemonset.yaml 2>&1)
-check "... and by default neither (restarts and upgrades keep everything in place)" \
-	eval '! grep -q -- "--detach-on-exit" <<<"$out" && grep -q -- "- --keep-on-exit" <<<"$out"'
+out=$(render --set cleanupOnExit=true,features.ipsec.enabled=true --show-only templates/daemonset.yaml 2>&1)
+check "cleanupOnExit: the map writer detaches and unpins, the IPsec agent uninstalls, the CNI installer unchains" \
+	eval 'grep -q -- "- --detach-on-exit" <<<"$out" && grep -q -- "- --uninstall-on-exit" <<<"$out" && ! grep -q -- "--keep-on-exit" <<<"$out"'
+out=$(render --set features.ipsec.enabled=true --show-only templates/daemonset.yaml 2>&1)
+check "... and by default none of it (restarts and upgrades keep everything in place)" \
+	eval '! grep -q -- "--detach-on-exit" <<<"$out" && ! grep -q -- "--uninstall-on-exit" <<<"$out" && grep -q -- "- --keep-on-exit" <<<"$out"'
 
 # The image's packages: each library a binary links (its NEEDED entries) must come from a package
 # the Dockerfile installs (libc6 is in the base image).
