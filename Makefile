@@ -7,11 +7,14 @@
 #   make fuzz       every libFuzzer target for a bounded time
 #   make bench      the benchmarks; rewrites docs/performance.md
 #   make deps       install the Debian packages
+#   make install    build, then install the binaries and the systemd units (mk/install.mk:
+#                   PREFIX=/usr/local, DESTDIR=; docs/install-vm.md)
+#   make uninstall  remove what make install installed (not /etc/kmesh)
 #   make clean
 
 BUILD_MK := $(MAKE) --no-print-directory -f mk/build.mk
 
-.PHONY: all deps test unit integration demo fuzz bench clean
+.PHONY: all deps test unit integration demo fuzz bench install uninstall clean
 all: deps
 	@$(BUILD_MK) all
 
@@ -35,6 +38,12 @@ fuzz: deps
 
 bench: deps
 	@$(BUILD_MK) bench
+
+install: all
+	@$(MAKE) --no-print-directory -f mk/install.mk install
+
+uninstall:
+	@$(MAKE) --no-print-directory -f mk/install.mk uninstall
 
 clean:
 	rm -rf build
