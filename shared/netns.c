@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,4 +83,46 @@ static int cookie_fn(void *arg, char *err, size_t errlen)
 int km_netns_cookie(const char *path, uint64_t *cookie, char *err, size_t errlen)
 {
 	return km_netns_call(path, cookie_fn, cookie, err, errlen);
+}
+
+struct identity {
+	uint64_t *cookie;
+	struct km_addr *addrs;
+	size_t max, *n;
+};
+
+static int identity_fn(void *arg, char *err, size_t errlen)
+{
+	struct identity *id = arg;
+	struct ifaddrs *ifa, *i;
+	int rc = km_netns_cookie_here(id->cookie, err, errlen);
+
+	*id->n = 0;
+	if (rc)
+		return rc;
+	if (getifaddrs(&ifa) != 0)
+		return 0; /* no addresses known: the cookie alone enrolls */
+	for (i = ifa; i && *id->n < id->max; i = i->ifa_next) {
+		const struct sockaddr *sa = i->ifa_addr;
+
+		if (!sa || !strcmp(i->ifa_name, "lo"))
+			continue;
+		if (sa->sa_family == AF_INET)
+			km_addr_from_bytes((const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr, 4,
+					   &id->addrs[(*id->n)++]);
+		else if (sa->sa_family == AF_INET6 &&
+			 !IN6_IS_ADDR_LINKLOCAL(&((const struct sockaddr_in6 *)sa)->sin6_addr))
+			km_addr_from_bytes((const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr,
+					   16, &id->addrs[(*id->n)++]);
+	}
+	freeifaddrs(ifa);
+	return 0;
+}
+
+int km_netns_identity(const char *path, uint64_t *cookie, struct km_addr *addrs, size_t max,
+		      size_t *n, char *err, size_t errlen)
+{
+	struct identity id = { cookie, addrs, max, n };
+
+	return km_netns_call(path, identity_fn, &id, err, errlen);
 }

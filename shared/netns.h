@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shared/addr.h"
+
 /* Run fn(arg) inside the namespace at path; fn returns 0 or -errno and fills err itself. Returns
  * fn's result, -ENOENT when the namespace is gone (no such file, or not a network namespace any
  * more), or another -errno (EPERM: no CAP_SYS_ADMIN), with err filled. Aborts the process if it
@@ -20,5 +22,10 @@ int km_netns_cookie_here(uint64_t *cookie, char *err, size_t errlen);
 
 /* The cookie of the namespace at path. Returns as km_netns_call. */
 int km_netns_cookie(const char *path, uint64_t *cookie, char *err, size_t errlen);
+
+/* The cookie and the addresses (not loopback, not IPv6 link-local; at most max) of the namespace
+ * at path, as an enrollment names a pod. Returns as km_netns_call. */
+int km_netns_identity(const char *path, uint64_t *cookie, struct km_addr *addrs, size_t max,
+		      size_t *n, char *err, size_t errlen);
 
 #endif

@@ -40,6 +40,10 @@ cat <<JSON | km_write_config
    "services": {"t/web.t": {}}}}
 ]}
 JSON
+km_pod_add client "$KM_SUBNET.10"
+km_pod_add b1 "$KM_SUBNET.21"
+km_backend_start b1 8080
+km_wait_listen b1 8080 || exit 1
 km_map_writer_start || exit 1
 km_agent_start
 key_file 1 17
@@ -50,6 +54,17 @@ VERSION=$("$CTL" --version | awk '{print $2}')
 check "ready: the map writer and the xDS agent (synced, linked) are ready, exit 0" \
 	ctl_is json '[(r["process"], r["ready"]) for r in d] == [("map-writer", True), ("xds-agent", True)]' ready --wait 10
 check "ready ipsec-agent: it answers" ctl_is json 'd == [{"process": "ipsec-agent", "ready": True}]' ready ipsec-agent
+out=$(ctl enroll "$(km_netns_path client)" --name t/client)
+check "enroll NETNS: enrolled through the map writer (as the CNI plugin would), with its address" \
+	eval 'grep -q "^enrolled $(km_netns_path client) (netns cookie [0-9]*, 1 addresses)$" <<<"$out"'
+check "... and its connections to the VIP are balanced by the kernel" eval '[ "$(km_connect client 10.96.9.1 80)" = "1 b1" ]'
+check "... the map writer logs the name given" grep -q "t/client" "$KM_DIR/map-writer.log"
+check "unenroll NETNS: out of the mesh again, the VIP is not rewritten" \
+	eval 'ctl unenroll "$(km_netns_path client)" >/dev/null && [ "$(km_connect client 10.96.9.1 80 --timeout 1)" != "1 b1" ]'
+out=$(ctl enroll /nonexistent/netns 2>&1)
+rc=$?
+check "enroll of a path that is no network namespace: exit 1, saying so" \
+	eval '[ $rc = 1 ] && grep -q "cannot open network namespace /nonexistent/netns" <<<"$out"'
 check "kmeshctl --help names every command" \
 	eval 'out=$("$CTL" --help) && grep -q "^  version" <<<"$out" && grep -q "^  log" <<<"$out" && grep -q "^  dump" <<<"$out"'
 check "... and each command has its own --help" \

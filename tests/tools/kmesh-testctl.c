@@ -28,6 +28,7 @@
 
 #include "ipc/client_sync.h"
 #include "shared/addr.h"
+#include "shared/netns.h"
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE 71
@@ -78,44 +79,6 @@ static int connect_as(struct km_sync_client *cl, const char *socket, Kmesh__Ipc_
 	return err;
 }
 
-/* The netns cookie and non-loopback addresses of a network namespace, read from inside it. */
-static int netns_identity(const char *path, uint64_t *cookie, struct km_addr *addrs, size_t *n)
-{
-	socklen_t len = sizeof(*cookie);
-	struct ifaddrs *ifa, *i;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), s;
-
-	if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
-		fprintf(stderr, "kmesh-testctl: cannot enter netns %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	close(fd);
-	s = socket(AF_INET, SOCK_STREAM, 0);
-	if (s < 0 || getsockopt(s, SOL_SOCKET, SO_NETNS_COOKIE, cookie, &len) != 0) {
-		fprintf(stderr, "kmesh-testctl: SO_NETNS_COOKIE: %s\n", strerror(errno));
-		return -1;
-	}
-	close(s);
-	*n = 0;
-	if (getifaddrs(&ifa) == 0) {
-		for (i = ifa; i && *n < 8; i = i->ifa_next) {
-			const struct sockaddr *sa = i->ifa_addr;
-
-			if (!sa || !strcmp(i->ifa_name, "lo"))
-				continue;
-			if (sa->sa_family == AF_INET)
-				km_addr_from_bytes((const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr,
-						   4, &addrs[(*n)++]);
-			else if (sa->sa_family == AF_INET6 &&
-				 !IN6_IS_ADDR_LINKLOCAL(&((const struct sockaddr_in6 *)sa)->sin6_addr))
-				km_addr_from_bytes((const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr,
-						   16, &addrs[(*n)++]);
-		}
-		freeifaddrs(ifa);
-	}
-	return 0;
-}
-
 /* Send req, wait for the reply, close. Returns 0, or 1 after saying why. */
 static int call_and_close(struct km_sync_client *cl, km_envelope *req, km_envelope **rep)
 {
@@ -148,13 +111,17 @@ static int cmd_enroll(const struct args *a, int enroll)
 	ProtobufCBinaryData bytes[8];
 	uint8_t raw[8][16];
 	uint64_t cookie;
+	char why[512];
 	size_t n;
 
 	/* Connect first, from this process's own netns (the socket path lives there). */
 	if (connect_as(&cl, a->socket, KMESH__IPC__ROLE__ROLE_CNI))
 		return 1;
-	if (netns_identity(a->netns, &cookie, addrs, &n))
+	if (km_netns_identity(a->netns, &cookie, addrs, 8, &n, why, sizeof(why)) != 0) {
+		fprintf(stderr, "kmesh-testctl: %s\n", why);
+		km_sync_close(&cl);
 		return 1;
+	}
 	if (enroll) {
 		for (size_t i = 0; i < n; i++) {
 			bytes[i].len = km_addr_to_bytes(&addrs[i], raw[i]);

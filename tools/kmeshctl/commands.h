@@ -15,6 +15,8 @@ int km_cmd_accesslog(const struct km_ctl *ctl, int argc, char **argv);
 int km_cmd_secret(const struct km_ctl *ctl, int argc, char **argv);
 int km_cmd_waypoint(const struct km_ctl *ctl, int argc, char **argv);
 int km_cmd_ready(const struct km_ctl *ctl, int argc, char **argv);
+/* enroll: 1 for enroll, 0 for unenroll. */
+int km_cmd_enroll(const struct km_ctl *ctl, int argc, char **argv, int enroll);
 /* The map writer's BPF log level into level, after setting it to set (NULL: unchanged).
  * Returns 0, or -1 with the reason printed. */
 int km_ctl_bpf_log_level(const struct km_ctl *ctl, const char *set, char *level, size_t len);

@@ -15,6 +15,7 @@ static const char description[] =
 	"Commands:\n"
 	"  version            kmeshctl's version and every running process's\n"
 	"  ready              whether processes are ready (probes, systemd): exit 0 or 1\n"
+	"  enroll, unenroll   [NETNS]: a network namespace in or out of the mesh (VMs: this machine's)\n"
 	"  log                log levels of the processes; --set PROCESS:LEVEL changes one\n"
 	"  dump               tables | xds | policies | ipsec: the state of a process\n"
 	"  inject             PROCESS FILE|-: an event applied by an agent as from its source\n"
@@ -92,6 +93,8 @@ int main(int argc, char **argv)
 		return km_cmd_waypoint(&ctl, argc, argv);
 	if (!strcmp(cmd, "ready"))
 		return km_cmd_ready(&ctl, argc, argv);
+	if (!strcmp(cmd, "enroll") || !strcmp(cmd, "unenroll"))
+		return km_cmd_enroll(&ctl, argc, argv, !strcmp(cmd, "enroll"));
 	fprintf(stderr, "kmeshctl: unknown command '%s' (see --help)\n", cmd);
 	return 2;
 }
