@@ -100,7 +100,7 @@ km_connect client $WEB 80 --count 2 >/dev/null
 sleep 1
 page=$(km_metrics)
 grep '^istio_tcp_connections_opened_total{reporter="source"' <<<"$page" | head -3 |
-	sed -E 's/,[a-z_]*(cluster|protocol|flags|version|principal|app|canonical_revision|canonical_service|service_name|service_namespace|security_policy)="[^"]*"//g; s/^/    /'
+	sed -E 's/,[a-z_]*(cluster|protocol|flags|version|principal|app|canonical_revision|canonical_service|service_name|service_namespace|security_policy)="[^"]*"//g; s/^/    /' || true
 grep -E '^kmesh_table_entries\{table="(frontend|endpoint)"' <<<"$page" | sed 's/^/    /' || true
 say "the access log (the agent's stdout), the last two lines:"
 grep '^accesslog: ' "$KM_DIR/xds-agent.log" | tail -2 | cut -c1-180 | sed 's/^/    /' || true

@@ -224,8 +224,13 @@ int km_ipc_server_start(struct km_ipc_server *srv, uv_loop_t *loop,
 	umask(old_umask);
 	if (!err && chmod(srv->path, cfg->mode) != 0)
 		err = -errno;
-	if (!err && cfg->gid != (gid_t)-1 && chown(srv->path, (uid_t)-1, cfg->gid) != 0)
+	if (!err && cfg->gid != (gid_t)-1 && chown(srv->path, (uid_t)-1, cfg->gid) != 0) {
 		err = -errno;
+		if (err == -EPERM)
+			km_error("cannot give %s to group %u: without CAP_CHOWN a process may give a file "
+				 "only to a group it is in (systemd: SupplementaryGroups=; Kubernetes: the "
+				 "pod's supplementalGroups)", srv->path, (unsigned)cfg->gid);
+	}
 	if (!err)
 		err = uv_listen((uv_stream_t *)&srv->listener, 128, on_connection);
 	if (err) {

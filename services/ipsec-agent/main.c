@@ -133,8 +133,8 @@ int main(int argc, char **argv)
 		  "this node's addresses as its KmeshNodeInfo lists them (required; at most 4)",
 		  "KMESH_NODE_IPS" },
 		{ "pod-cidrs", KM_OPT_STRING, &cidrs, "CIDR[,CIDR]",
-		  "this node's pod CIDRs: traffic to them is taken only decrypted (at most 4; default: "
-		  "the Node object's spec.podCIDRs when --kubeconfig is given)",
+		  "this node's pod CIDRs: traffic to them is taken only decrypted (at most 4; 'none'; "
+		  "default: the Node object's spec.podCIDRs when --kubeconfig is given)",
 		  "KMESH_POD_CIDRS" },
 		{ "boot-id-file", KM_OPT_STRING, &boot_id_file, "PATH",
 		  "where this node's boot id is read (part of every pair key)", NULL },
@@ -181,7 +181,9 @@ int main(int argc, char **argv)
 		km_error("--node-name and --addresses are required");
 		return 2;
 	}
-	if ((!cidrs || !*cidrs) && *kubeconfig) {
+	if (cidrs && !strcmp(cidrs, "none")) {
+		cidrs = NULL; /* none, and not looked up */
+	} else if ((!cidrs || !*cidrs) && *kubeconfig) {
 		char err[512];
 
 		if (km_node_pod_cidrs_fetch(kubeconfig, node_name, 10000, node_cidrs,

@@ -99,7 +99,11 @@ static void run_pass(uv_work_t *req)
 			continue; /* unenrolled meanwhile (or left by an older map writer) */
 		where.path[sizeof(where.path) - 1] = '\0';
 		r->pass_pods++;
-		rc = km_netns_call(where.path, open_iter_here, &e, err, sizeof(err));
+		/* the map writer's own namespace (a VM enrolled as a whole): nothing to enter, and its
+		 * path (/proc/1/ns/net) may not open without CAP_SYS_PTRACE */
+		rc = key.netns_cookie == r->own_netns_cookie
+			     ? open_iter_here(&e, err, sizeof(err))
+			     : km_netns_call(where.path, open_iter_here, &e, err, sizeof(err));
 		if (rc == 0) {
 			rc = read_iter(r, e.iter_fd, e.cookie, err, sizeof(err));
 			close(e.iter_fd);
@@ -187,6 +191,8 @@ int km_authz_recheck_init(struct km_authz_recheck *r, uv_loop_t *loop, int link_
 	r->fd_manage = fd_manage;
 	r->fd_pod_netns = fd_pod_netns;
 	r->hold = hold;
+	if (km_netns_cookie_here(&r->own_netns_cookie, NULL, 0) != 0)
+		r->own_netns_cookie = 0; /* cookies start at 1: then no pod matches */
 	r->timer.data = r;
 	return uv_timer_init(loop, &r->timer);
 }

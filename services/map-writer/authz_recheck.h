@@ -26,6 +26,7 @@ struct km_authz_recheck {
 	int link_fd;      /* the iterator's link; -1: the kernel cannot (requests are ignored) */
 	int fd_manage;    /* the enrolled pods */
 	int fd_pod_netns; /* cookie -> netns path */
+	uint64_t own_netns_cookie; /* the map writer's own: entered without setns */
 	const int *hold;  /* nonzero while the xDS agent's sync runs: its state is incomplete */
 	int busy;         /* a pass is on the thread pool */
 	int again;        /* a change arrived during the pass: run once more */

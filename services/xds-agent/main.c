@@ -134,6 +134,7 @@ static void on_ready(void *arg)
 	struct agent *a = arg;
 
 	km_telemetry_forget_open(&a->telemetry);
+	a->state.last_synced_unix_us = 0; /* a new map writer: ready once the replay is in */
 	subscribe(a);
 	sync_all(a);
 }
@@ -484,7 +485,10 @@ int main(int argc, char **argv)
 		km_info("serving metrics on %s (port %u)", metrics_address, a.http.port);
 	}
 	{
-		const struct km_ipc_server_config acfg = { .path = admin_socket, .mode = 0600,
+		/* 0660, group the agent's own: a root without CAP_DAC_OVERRIDE in that group (kmeshctl
+		 * in the chart's map-writer container) can open it; the peer check still admits only
+		 * root and this uid */
+		const struct km_ipc_server_config acfg = { .path = admin_socket, .mode = 0660,
 							   .gid = (gid_t)-1, .max_frame = 64u << 20,
 							   .name = "kmesh-xds-agent" };
 		const struct km_ipc_server_ops aops = { km_agent_admin_allowed, km_agent_admin_request };

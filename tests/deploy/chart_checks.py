@@ -28,6 +28,12 @@ ds = kinds("DaemonSet")[0]
 pod = ds["spec"]["template"]["spec"]
 inits, mains = pod.get("initContainers", []), pod["containers"]
 by_name = {c["name"]: c for c in inits + mains}
+
+
+def mounts_of(name):
+    return {m["mountPath"]: m for m in by_name[name].get("volumeMounts", [])}
+
+
 caps = {n: c.get("securityContext", {}).get("capabilities", {}) for n, c in by_name.items()}
 ipsec = mode == "all"
 
@@ -58,6 +64,13 @@ check("the map writer is a native sidecar (init, restartPolicy Always) gated by 
 mwargs = dict(a[2:].split("=", 1) for a in mw["args"] if "=" in a)
 check("the map writer lets exactly the xDS agent's uid take the xds role, its gid own the socket",
       mwargs["allow"] == f"xds:uid={xs['runAsUser']}" and mwargs["socket-group"] == str(xs["runAsGroup"]))
+check("the pod's supplemental groups hold that gid (root without CAP_CHOWN gives a file only to its own groups)",
+      int(mwargs["socket-group"]) in pod.get("securityContext", {}).get("supplementalGroups", []))
+cni_args = dict(a[2:].split("=", 1) for a in by_name["cni-installer"]["args"] if "=" in a)
+run_host = next(v["hostPath"]["path"] for v in pod["volumes"] if v["name"] == "run")
+check("the CNI plugin (on the host) is told the host's path of the map writer's socket and its state dir",
+      cni_args["map-writer-socket"] == run_host + "/map-writer.sock" and cni_args["state-dir"] == run_host + "/cni"
+      and mounts_of("map-writer")["/run/kmesh"]["name"] == "run")
 port = int(next(a.split(":")[-1] for a in by_name["xds-agent"]["args"] if a.startswith("--metrics-address=")))
 xa = by_name["xds-agent"]
 check("xDS agent probes: readiness GET /ready, liveness GET /healthz, on the metrics port",
@@ -119,4 +132,5 @@ for c in inits + mains:
         if "exec" in c.get(p, {}):
             cmds.append({"name": f"{c['name']} {p}", "argv": c[p]["exec"]["command"]})
 json.dump(cmds, open(commands_out, "w"))
+print("# checks done")
 sys.exit(min(failed, 100))

@@ -41,8 +41,9 @@ for mode in default all; do
 	[ $mode = all ] && values=(--values "$ROOT/tests/deploy/values-all.yaml")
 	if render "${values[@]}" >"$TMP/$mode.yaml" 2>"$TMP/$mode.err"; then
 		check "helm template ($mode values)" true
-		"$PY" "$ROOT/tests/deploy/chart_checks.py" $mode "$TMP/$mode.yaml" "$TMP/$mode.json" >"$TMP/$mode.checks"
+		"$PY" "$ROOT/tests/deploy/chart_checks.py" $mode "$TMP/$mode.yaml" "$TMP/$mode.json" >"$TMP/$mode.checks" 2>&1
 		cat "$TMP/$mode.checks"
+		check "chart_checks.py ($mode) ran to its end" grep -qx "# checks done" "$TMP/$mode.checks"
 		KM_PASS=$((KM_PASS + $(grep -c '^ok' "$TMP/$mode.checks")))
 		KM_FAIL=$((KM_FAIL + $(grep -c '^FAIL' "$TMP/$mode.checks")))
 		check "every container's and probe's command line ($mode) is accepted by the real binary" run_all "$TMP/$mode.json"

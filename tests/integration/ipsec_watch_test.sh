@@ -150,6 +150,12 @@ check "... its pod CIDRs read from the Node object's spec.podCIDRs" \
 	grep -q "pod CIDRs from node node-a: 10.244.7.0/24,fd00:7::/64" "$KM_DIR/ipsec.log"
 kill -TERM "$AGENT"
 wait "$AGENT"
+: >"$KM_DIR/ipsec.log"
+start_agent --pod-cidrs none --kubeconfig in-cluster --map-writer-socket ""
+check "--pod-cidrs none: no pod CIDRs, and the Node is not asked (a VM has none)" \
+	eval 'own_is "o[\"spec\"][\"podCIDRS\"] == []" 10 && ! grep -q "pod CIDRs from node" "$KM_DIR/ipsec.log"'
+kill -TERM "$AGENT"
+wait "$AGENT"
 
 [ $KM_FAIL -eq 0 ] || cat "$KM_DIR/ipsec.log"
 km_check_summary ipsec_watch

@@ -43,7 +43,8 @@ km_agent_start_xds
 # --- readiness waits for istiod's first whole answer in the tables, not just the link
 ready() { "$KM_ROOT/build/bin/kmeshctl" --map-writer-socket "$KM_SOCKET" --xds-socket "$KM_AGENT_SOCKET" ready "$@"; }
 km_istiod wait 'any(reqs(st, ADDRESS) for st in s["streams"])' >/dev/null
-sleep 0.5 # the Sync BEGIN on linking to the map writer is answered meanwhile
+for _ in $(seq 1 50); do [ "$(km_agent_json 'd["map_writer"]["connected"]')" = true ] && break; sleep 0.1; done
+sleep 0.5 # linked: the Sync BEGIN sent on linking is answered meanwhile
 out=$(ready xds-agent 2>&1)
 rc=$?
 check "subscribed, linked, but istiod has not answered: not ready (kmeshctl ready exit 1, /ready 503)" \

@@ -124,7 +124,8 @@ km_map_writer_start() {
 	rm -f "$KM_SOCKET" # a killed one leaves its socket file: wait for the new one's
 	# in the node's network namespace, where it puts tc programs (IPsec) on interfaces; nsenter,
 	# not 'ip netns exec', which would hide the cgroup mount under /sys
-	nsenter --net="/run/netns/$KM_NODE" "$KM_BIN/kmesh-map-writer" --bpffs-dir "$KM_DIR/bpffs/kmesh" --cgroup "$KM_CGROUP" \
+	# KM_MW_WRAP: a command the map writer runs under (e.g. setpriv with fewer privileges)
+	nsenter --net="/run/netns/$KM_NODE" ${KM_MW_WRAP[@]+"${KM_MW_WRAP[@]}"} "$KM_BIN/kmesh-map-writer" --bpffs-dir "$KM_DIR/bpffs/kmesh" --cgroup "$KM_CGROUP" \
 		--socket "$KM_SOCKET" --socket-group "$KM_NOBODY" --allow "xds:uid=$KM_NOBODY" \
 		--max-pods 1024 --max-frontends 4096 --max-services 1024 --max-endpoints 4096 \
 		--max-backends 4096 --detach-on-exit --metrics-dir "$KM_DIR/metrics" --metrics-interval 1 \
