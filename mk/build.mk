@@ -118,9 +118,17 @@ $(B)/bin/kmesh-xds-agent: $(call obj,services/xds-agent/main.c $(XDS_SRCS) $(COM
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(XDS_LIBS)
 
+# kmesh-cni runs on the node, whose libraries may differ or be missing: the installer puts this
+# program's own beside the plugin (services/cni-plugin/bundle.h). DT_RPATH (which, unlike
+# RUNPATH, its libraries' own dependencies inherit) finds them there, and the interpreter path,
+# padded with leading slashes ("//x" is "/x"), leaves room to name the loader copied there.
+SYS_INTERP := $(shell readelf -l /bin/sh 2>/dev/null | sed -n 's/.*interpreter: \(.*\)\]/\1/p')
+CNI_LDFLAGS := -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/kmesh-cni.d' \
+	-Wl,--dynamic-linker=$(shell printf '%.0s/' $$(seq 1 160))$(SYS_INTERP)
+
 $(B)/bin/kmesh-cni: $(call obj,services/cni-plugin/main.c $(CNI_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $^ $(CNI_LIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(CNI_LIBS) $(CNI_LDFLAGS)
 
 $(B)/bin/kmeshctl: $(call obj,tools/kmeshctl/main.c $(CTL_SRCS) $(KUBE_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
@@ -149,7 +157,7 @@ $(B)/san-bin/kmesh-xds-agent: $(call san,services/xds-agent/main.c $(XDS_SRCS) $
 
 $(B)/san-bin/kmesh-cni: $(call san,services/cni-plugin/main.c $(CNI_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(CNI_LIBS)
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(CNI_LIBS) $(CNI_LDFLAGS)
 
 # ---- unit tests (cmocka, always under ASan+UBSan) ------------------------------------------------
 $(B)/tests/test_%: $(call san,tests/unit/test_%.c $(XDS_SRCS) $(MW_SRCS) $(CNI_SRCS) $(IPSEC_SRCS) \

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "services/cni-plugin/bundle.h"
 #include "services/cni-plugin/conflist.h"
 #include "shared/atomic_file.h"
 #include "shared/kube/kubeconfig.h"
@@ -56,7 +57,29 @@ static int write_if_changed(const char *path, const char *data, size_t len, mode
 	return 1;
 }
 
-static int install_binary(struct installer *in)
+/* With cfg->bundle: this process's libraries and loader into BIN/kmesh-cni.d, and data (the
+ * plugin's image, this program) pointed at that loader, so the plugin runs on a node without
+ * them. The libraries go first: the binary never names a loader that is not there. */
+static void bundle(struct installer *in, char *data, size_t len, int verify)
+{
+	char dir[4200], loader[4500], name[256], why[512];
+	int n;
+
+	snprintf(dir, sizeof(dir), "%s/" KM_CNI_BUNDLE_DIR, in->cfg->bin_dir);
+	if (km_bundle_interp_name(data, len, name, sizeof(name), why, sizeof(why)) == 0 &&
+	    (n = km_bundle_libs(dir, verify, why, sizeof(why))) >= 0 &&
+	    (snprintf(loader, sizeof(loader), "%s/%s", dir, name),
+	     km_bundle_set_interp(data, len, loader, why, sizeof(why)) == 0)) {
+		if (verify)
+			km_info("the plugin's %d shared objects are in %s: it runs on any node", n, dir);
+		return;
+	}
+	km_warn("the plugin is installed without its libraries, so it runs only on a node that "
+		"has them: %s", why);
+}
+
+/* first: at start, when the libraries are compared byte for byte (later only by size) */
+static int install_binary(struct installer *in, int first)
 {
 	char dst[4200], why[512], *data;
 	long n = km_read_file(in->cfg->plugin_binary, KM_BINARY_MAX_BYTES, &data, why, sizeof(why));
@@ -66,6 +89,8 @@ static int install_binary(struct installer *in)
 		km_error("plugin binary: %s", why);
 		return -1;
 	}
+	if (in->cfg->bundle)
+		bundle(in, data, (size_t)n, first);
 	snprintf(dst, sizeof(dst), "%s/" KM_CNI_PLUGIN_TYPE, in->cfg->bin_dir);
 	rc = write_if_changed(dst, data, (size_t)n, 0755, KM_BINARY_MAX_BYTES);
 	free(data);
@@ -315,7 +340,7 @@ static void on_resync(uv_timer_t *t)
 {
 	struct installer *in = t->data;
 
-	install_binary(in);
+	install_binary(in, 0);
 	install_kubeconfig(in);
 	install_entry(in);
 }
@@ -348,7 +373,7 @@ static void kubeconfig_path(const struct km_cni_install_config *cfg, char *out, 
 
 int km_cni_uninstall(const struct km_cni_install_config *cfg)
 {
-	char path[4200];
+	char path[4200], why[512];
 	int rc = 0;
 
 	if (remove_entries(cfg->conf_dir, NULL, cfg->conflist_name) != 0) {
@@ -369,8 +394,13 @@ int km_cni_uninstall(const struct km_cni_install_config *cfg)
 		km_error("cannot remove %s: %s", path, strerror(errno));
 		rc = 1;
 	}
+	snprintf(path, sizeof(path), "%s/" KM_CNI_BUNDLE_DIR, cfg->bin_dir);
+	if (!rc && km_bundle_remove(path, why, sizeof(why)) != 0) { /* the binary first: it needs these */
+		km_error("%s", why);
+		rc = 1;
+	}
 	if (!rc)
-		km_info("uninstalled: no kmesh-cni entry, binary or kubeconfig left");
+		km_info("uninstalled: no kmesh-cni entry, binary, libraries or kubeconfig left");
 	return rc;
 }
 
@@ -419,7 +449,7 @@ int km_cni_install_run(const struct km_cni_install_config *cfg)
 		return 1;
 	}
 	/* what a reconcile needs from outside must be there at start, or it is an error */
-	if (install_binary(&in) != 0 || install_kubeconfig(&in) != 0)
+	if (install_binary(&in, 1) != 0 || install_kubeconfig(&in) != 0)
 		return 1;
 	uv_fs_event_init(in.loop, &in.conf_watch);
 	in.conf_watch.data = &in;

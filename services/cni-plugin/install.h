@@ -15,6 +15,7 @@
 struct km_cni_install_config {
 	const char *bin_dir, *conf_dir, *conflist_name; /* conflist_name NULL: the first */
 	const char *plugin_binary;                      /* the file to copy */
+	int bundle; /* it is this program: its libraries and loader go beside it (bundle.h) */
 	const char *kubeconfig;      /* an existing kubeconfig to use; NULL: generate one */
 	const char *sa_dir, *kube_server;
 	/* written into the entry for the plugin */

@@ -221,6 +221,13 @@ static int run_installer(int argc, char **argv, int uninstall)
 		fprintf(stderr, "kmesh-cni: cannot find this program's path; pass --plugin-binary\n");
 		return 2;
 	}
+	{ /* the plugin is this program (the default, or --plugin-binary naming it) */
+		char *a = realpath(cfg.plugin_binary, NULL), *b = *self ? realpath(self, NULL) : NULL;
+
+		cfg.bundle = a && b && !strcmp(a, b);
+		free(a);
+		free(b);
+	}
 	cfg.resync_seconds = (unsigned)resync;
 	cfg.plugin_timeout_ms = (unsigned)timeout_ms;
 	return uninstall ? km_cni_uninstall(&cfg) : km_cni_install_run(&cfg);

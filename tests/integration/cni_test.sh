@@ -58,6 +58,16 @@ km_map_writer_start || exit 1
 INSTALLER=$!
 KM_PIDS+=($INSTALLER)
 
+# The plugin runs on the node, whatever libraries it has: the installer puts this program's
+# shared objects and loader beside it and points the copy at that loader.
+for _ in $(seq 1 50); do [ -x "$CNI/bin/kmesh-cni" ] && break; sleep 0.1; done
+check "install: the plugin's libraries and loader beside it, the plugin pointed at that loader" \
+	eval '[ -e "$CNI/bin/kmesh-cni.d/libc.so.6" ] && [ -e "$CNI/bin/kmesh-cni.d/libcurl.so.4" ] &&
+	      readelf -l "$CNI/bin/kmesh-cni" | grep -q "interpreter: /*$CNI/bin/kmesh-cni.d/ld-linux"'
+out=$(unshare -m bash -c 'mount -t tmpfs none /usr/lib/x86_64-linux-gnu && CNI_COMMAND=VERSION exec "$1" </dev/null' _ "$CNI/bin/kmesh-cni" 2>&1)
+check "... so it runs with the system's libraries hidden (a node without them, or an older glibc)" \
+	grep -q '"cniVersion"' <<<"$out"
+
 # plugins_of FILE: the plugin types of a conflist, comma-separated ("invalid" if it is not one)
 plugins_of() {
 	"$KM_PY" -c 'import json, sys
@@ -80,8 +90,22 @@ mode_of() { stat -c %a "$1"; }
 
 check "installer: kmesh-cni is appended as the last plugin" wait_plugins bridge,kmesh-cni
 check "installer: the conflist keeps its mode 0640" test "$(mode_of "$CONFLIST")" = 640
-check "installer: the binary is in the CNI bin dir, executable, identical" \
-	cmp -s "$KM_BIN/kmesh-cni" "$CNI/bin/kmesh-cni"
+# same_but_interp A B: the files differ only inside A's interpreter path (PT_INTERP)
+same_but_interp() {
+	"$KM_PY" - "$1" "$2" <<'PY'
+import struct, sys
+a, b = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+phoff, = struct.unpack_from("<Q", a, 32)
+phnum, = struct.unpack_from("<H", a, 56)
+for i in range(phnum):
+    p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", a, phoff + 56 * i)
+    if p_type == 3:  # PT_INTERP
+        lo, hi = p_offset, p_offset + p_filesz
+sys.exit(0 if len(a) == len(b) and a != b and a[:lo] == b[:lo] and a[hi:] == b[hi:] else 1)
+PY
+}
+check "installer: the binary is in the CNI bin dir, executable, identical but for its interpreter" \
+	eval '[ -x "$CNI/bin/kmesh-cni" ] && same_but_interp "$KM_BIN/kmesh-cni" "$CNI/bin/kmesh-cni"'
 check "installer: the kubeconfig is mode 0600 and carries the token" \
 	eval '[ "$(mode_of "$CNI/net.d/kmesh-cni-kubeconfig")" = 600 ] &&
 	      grep -q token-1 "$CNI/net.d/kmesh-cni-kubeconfig"'
@@ -305,9 +329,10 @@ kill -TERM $INSTALLER
 for _ in $(seq 1 50); do kill -0 $INSTALLER 2>/dev/null || break; sleep 0.1; done
 wait $INSTALLER
 rc=$?
-check "uninstall on SIGTERM: exit 0; the entry, the binary and the kubeconfig are gone" \
+check "uninstall on SIGTERM: exit 0; the entry, the binary, its libraries and the kubeconfig are gone" \
 	eval '[ $rc -eq 0 ] && [ "$(plugins_of "$CONFLIST")" = bridge ] &&
-	      [ ! -e "$CNI/bin/kmesh-cni" ] && [ ! -e "$KCFG" ] && [ "$(mode_of "$CONFLIST")" = 640 ]'
+	      [ ! -e "$CNI/bin/kmesh-cni" ] && [ ! -e "$CNI/bin/kmesh-cni.d" ] && [ ! -e "$KCFG" ] &&
+	      [ "$(mode_of "$CONFLIST")" = 640 ]'
 check "no temporary files left in the CNI directories" \
 	test -z "$(ls -A "$CNI/net.d" "$CNI/bin" | grep kmesh-tmp)"
 
