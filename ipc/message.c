@@ -224,3 +224,17 @@ int km_msg_reply_config(struct km_conn *c, uint64_t request_id, const Kmesh__Ipc
 	reply.config = (Kmesh__Ipc__ConfigState *)st;
 	return send_reply(c, request_id, &reply);
 }
+
+void km_msg_enroll_set(Kmesh__Ipc__Enroll *e, struct km_enroll_addrs *buf, uint64_t cookie,
+		       const struct km_addr *addrs, size_t n)
+{
+	if (n > KM_ENROLL_MAX_ADDRS)
+		n = KM_ENROLL_MAX_ADDRS;
+	for (size_t i = 0; i < n; i++) {
+		buf->bytes[i].len = km_addr_to_bytes(&addrs[i], buf->raw[i]);
+		buf->bytes[i].data = buf->raw[i];
+	}
+	e->netns_cookie = cookie;
+	e->n_addresses = n;
+	e->addresses = buf->bytes;
+}

@@ -8,6 +8,7 @@
 
 #include "kmesh_ipc.pb-c.h"
 #include "ipc/conn.h"
+#include "shared/addr.h"
 
 #define KM_IPC_PROTOCOL_VERSION 1
 
@@ -31,6 +32,15 @@ int km_msg_reply_json(struct km_conn *c, uint64_t request_id, const char *json);
 
 /* Reply OK with the switches of the process (SetConfig). */
 int km_msg_reply_config(struct km_conn *c, uint64_t request_id, const Kmesh__Ipc__ConfigState *st);
+
+/* An Enroll's cookie and addresses (at most KM_ENROLL_MAX_ADDRS), their bytes kept in buf. */
+#define KM_ENROLL_MAX_ADDRS 8
+struct km_enroll_addrs {
+	ProtobufCBinaryData bytes[KM_ENROLL_MAX_ADDRS];
+	uint8_t raw[KM_ENROLL_MAX_ADDRS][16];
+};
+void km_msg_enroll_set(Kmesh__Ipc__Enroll *e, struct km_enroll_addrs *buf, uint64_t cookie,
+		       const struct km_addr *addrs, size_t n);
 
 const char *km_msg_code_name(Kmesh__Ipc__Code code);
 const char *km_msg_role_name(Kmesh__Ipc__Role role);

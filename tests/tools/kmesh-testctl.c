@@ -107,9 +107,8 @@ static int cmd_enroll(const struct args *a, int enroll)
 	km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep;
 	Kmesh__Ipc__Enroll e = KMESH__IPC__ENROLL__INIT;
 	Kmesh__Ipc__Unenroll u = KMESH__IPC__UNENROLL__INIT;
-	struct km_addr addrs[8];
-	ProtobufCBinaryData bytes[8];
-	uint8_t raw[8][16];
+	struct km_addr addrs[KM_ENROLL_MAX_ADDRS];
+	struct km_enroll_addrs buf;
 	uint64_t cookie;
 	char why[512];
 	size_t n;
@@ -117,19 +116,13 @@ static int cmd_enroll(const struct args *a, int enroll)
 	/* Connect first, from this process's own netns (the socket path lives there). */
 	if (connect_as(&cl, a->socket, KMESH__IPC__ROLE__ROLE_CNI))
 		return 1;
-	if (km_netns_identity(a->netns, &cookie, addrs, 8, &n, why, sizeof(why)) != 0) {
+	if (km_netns_identity(a->netns, &cookie, addrs, KM_ENROLL_MAX_ADDRS, &n, why, sizeof(why)) != 0) {
 		fprintf(stderr, "kmesh-testctl: %s\n", why);
 		km_sync_close(&cl);
 		return 1;
 	}
 	if (enroll) {
-		for (size_t i = 0; i < n; i++) {
-			bytes[i].len = km_addr_to_bytes(&addrs[i], raw[i]);
-			bytes[i].data = raw[i];
-		}
-		e.netns_cookie = cookie;
-		e.n_addresses = n;
-		e.addresses = bytes;
+		km_msg_enroll_set(&e, &buf, cookie, addrs, n);
 		e.pod = (char *)(a->pod ? a->pod : a->netns);
 		e.netns_path = (char *)a->netns;
 		e.host_ifindex = a->host_ifindex ? (uint32_t)strtoul(a->host_ifindex, NULL, 10) : 0;

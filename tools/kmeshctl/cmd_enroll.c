@@ -9,7 +9,6 @@
 #include "shared/netns.h"
 
 #define HOST_NETNS "/proc/1/ns/net"
-#define MAX_ADDRS 8
 
 static const char usage[] =
 	"usage: kmeshctl enroll|unenroll [NETNS] [--name NAME]\n"
@@ -24,9 +23,8 @@ int km_cmd_enroll(const struct km_ctl *ctl, int argc, char **argv, int enroll)
 	km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep = NULL;
 	Kmesh__Ipc__Enroll e = KMESH__IPC__ENROLL__INIT;
 	Kmesh__Ipc__Unenroll u = KMESH__IPC__UNENROLL__INIT;
-	struct km_addr addrs[MAX_ADDRS];
-	ProtobufCBinaryData bytes[MAX_ADDRS];
-	uint8_t raw[MAX_ADDRS][16];
+	struct km_addr addrs[KM_ENROLL_MAX_ADDRS];
+	struct km_enroll_addrs buf;
 	struct km_sync_client cl;
 	Kmesh__Ipc__Code code;
 	char err[512] = "", msg[256] = "";
@@ -46,18 +44,12 @@ int km_cmd_enroll(const struct km_ctl *ctl, int argc, char **argv, int enroll)
 			return 2;
 		}
 	}
-	if (km_netns_identity(netns, &cookie, addrs, MAX_ADDRS, &n, err, sizeof(err)) != 0) {
+	if (km_netns_identity(netns, &cookie, addrs, KM_ENROLL_MAX_ADDRS, &n, err, sizeof(err)) != 0) {
 		fprintf(stderr, "kmeshctl: %s\n", err);
 		return 1;
 	}
 	if (enroll) {
-		for (size_t i = 0; i < n; i++) {
-			bytes[i].len = km_addr_to_bytes(&addrs[i], raw[i]);
-			bytes[i].data = raw[i];
-		}
-		e.netns_cookie = cookie;
-		e.n_addresses = n;
-		e.addresses = bytes;
+		km_msg_enroll_set(&e, &buf, cookie, addrs, n);
 		e.pod = (char *)(name ? name : netns);
 		e.netns_path = (char *)netns;
 		req.body_case = KMESH__IPC__ENVELOPE__BODY_ENROLL;
