@@ -7,6 +7,7 @@
 
 #include <wolfssl/options.h>
 #include <wolfssl/ssl.h>
+#include <wolfssl/wolfcrypt/ecc.h>
 
 #include "shared/log.h"
 
@@ -128,6 +129,17 @@ static int tls_setup(struct km_tls_conn *c)
 	return 0;
 }
 
+/* wolfSSL built with FP_ECC (Debian's is) keeps a table of precomputed multiples for each ECC
+ * point it has multiplied, up to 15 of ~0.8 MB each, until the thread ends: every reconnect to
+ * istiod added one (its ephemeral key), so the agent grew ~0.8 MB per reconnect up to ~12 MB
+ * (found by `make chaos`). Handshakes are rare, so the cache buys nothing: drop it after each. */
+static void release_ecc_cache(void)
+{
+#ifdef FP_ECC
+	wc_ecc_fp_free();
+#endif
+}
+
 static void handshake(struct km_tls_conn *c)
 {
 	WOLFSSL *ssl = c->ssl;
@@ -141,6 +153,7 @@ static void handshake(struct km_tls_conn *c)
 
 		if (err == WOLFSSL_ERROR_WANT_READ || err == WOLFSSL_ERROR_WANT_WRITE)
 			return;
+		release_ecc_cache();
 		wolfSSL_ERR_error_string_n((unsigned long)err, msg, sizeof(msg));
 		fail(c, "TLS handshake with %s failed: %s%s", c->cfg.server_name, msg,
 		     err == DOMAIN_NAME_MISMATCH ? " (certificate is not for this name)" : "");
@@ -151,6 +164,7 @@ static void handshake(struct km_tls_conn *c)
 		fail(c, "TLS: the server did not agree to ALPN h2");
 		return;
 	}
+	release_ecc_cache();
 	c->state = TC_READY;
 	c->cbs.on_ready(c);
 }
@@ -344,6 +358,7 @@ static void handle_closed(uv_handle_t *h)
 	if (c->ssl_ctx)
 		wolfSSL_CTX_free(c->ssl_ctx);
 	c->ssl = c->ssl_ctx = NULL;
+	release_ecc_cache(); /* a handshake cut short may have filled it too */
 	free(c->in);
 	c->in = NULL;
 	c->in_len = c->in_cap = 0;
