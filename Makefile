@@ -2,10 +2,14 @@
 # installed (mk/deps.sh), then runs the real rules in mk/build.mk.
 #   make            build everything into build/ (binaries in build/bin/)
 #   make test       unit tests (ASan+UBSan), fuzz smoke, the integration tests (root) with the
-#                   daemons as shipped and again under ASan+UBSan
+#                   daemons as shipped and again under ASan+UBSan, and chaos --quick
 #   make demo       the mesh end to end on one machine, from demo/mesh.json
 #   make fuzz       every libFuzzer target for a bounded time
+#   make fuzz-long  the fuzz campaign: FUZZ_RUNS (10M) executions per target; docs/fuzzing.md
 #   make bench      the benchmarks; rewrites docs/performance.md
+#   make chaos      faults under steady traffic (10 min at most): kills, istiod flaps, CNI
+#                   conflist rewrites, IPsec key rotation, a full table; counts failures
+#   make soak       churn of workloads and connections (SOAK_MINUTES, 30 at most); growth checks
 #   make deps       install the Debian packages
 #   make install    build, then install the binaries and the systemd units (mk/install.mk:
 #                   PREFIX=/usr/local, DESTDIR=; docs/install-vm.md)
@@ -14,7 +18,7 @@
 
 BUILD_MK := $(MAKE) --no-print-directory -f mk/build.mk
 
-.PHONY: all deps test unit integration demo fuzz bench install uninstall clean
+.PHONY: all deps test unit integration demo fuzz fuzz-long bench chaos soak install uninstall clean
 all: deps
 	@$(BUILD_MK) all
 
@@ -38,6 +42,15 @@ fuzz: deps
 
 bench: deps
 	@$(BUILD_MK) bench
+
+fuzz-long: deps
+	@$(BUILD_MK) fuzz-long
+
+chaos: deps
+	@$(BUILD_MK) chaos
+
+soak: deps
+	@$(BUILD_MK) soak
 
 install: all
 	@$(MAKE) --no-print-directory -f mk/install.mk install

@@ -48,7 +48,8 @@ TEST_TOOLS := $(B)/tests/kmesh-testctl
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 
-.PHONY: all test unit integration integration-san deploy-check demo fuzz fuzz-smoke bench
+.PHONY: all test unit integration integration-san deploy-check demo fuzz fuzz-smoke fuzz-long bench \
+	chaos chaos-quick soak
 .SECONDARY:
 .DELETE_ON_ERROR:
 
@@ -189,7 +190,18 @@ integration-san: all next-map-writer $(B)/san-bin/kmesh-map-writer $(B)/san-bin/
 deploy-check: all
 	@set -e; for t in tests/deploy/*_test.sh; do echo "== $$t"; bash $$t; done
 
-test: unit fuzz-smoke deploy-check integration integration-san
+# faults under steady traffic (tests/chaos/chaos.sh): `make chaos`, and a subset in make test
+chaos: all
+	@bash tests/chaos/chaos.sh
+
+chaos-quick: all
+	@echo "== tests/chaos/chaos.sh --quick"; bash tests/chaos/chaos.sh --quick
+
+# churn of workloads and connections, with growth checks (tests/soak/soak.sh)
+soak: all
+	@bash tests/soak/soak.sh
+
+test: unit fuzz-smoke deploy-check integration chaos-quick integration-san
 
 demo: all
 	@bash demo/run.sh
@@ -236,6 +248,10 @@ $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(XDS_SRCS) $(CNI_SRCS) $(IPSEC_SRCS) $(CO
 # make test runs each target briefly so they keep building and a shallow crash shows at once.
 fuzz-smoke:
 	@$(MAKE) --no-print-directory -f mk/build.mk fuzz FUZZ_SECONDS=5
+
+# the campaign: a fixed number of executions per target, finds merged into tests/fuzz/corpus
+fuzz-long: $(FUZZERS)
+	@bash tests/fuzz/long.sh
 
 fuzz: $(FUZZERS)
 	@set -e; for f in $(FUZZERS); do \

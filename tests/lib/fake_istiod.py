@@ -21,6 +21,9 @@ A test drives it over a Unix socket, one JSON command per line, one JSON answer 
   {"cmd": "flap", "count": K, "interval_ms": I}        K one-workload changes, one per response
   {"cmd": "hold", "on": true|false}                    while on, first responses on new streams
                                                        wait (a slow istiod); off sends them
+Started with --state FILE, it serves that state ({"resources": [...], "policies": [...]}, as
+"set" and "set-authz" take them) from its first stream, as a restarted istiod does; with --port it
+listens on that port (a restart on the same address).
 Generated protobuf modules must be importable (protoc --python_out of proto/*.proto)."""
 import argparse
 import base64
@@ -322,7 +325,16 @@ def main():
     ap.add_argument("--cert")
     ap.add_argument("--key")
     ap.add_argument("--max-connection-age-ms", type=int, default=0)
+    ap.add_argument("--port", type=int, default=0, help="listen on this port (0: a free one)")
+    ap.add_argument("--state", help="JSON file with the initial resources and policies")
     args = ap.parse_args()
+    if args.state:
+        with open(args.state) as f:
+            initial = json.load(f)
+        for cmd, key in (("set", "resources"), ("set-authz", "policies")):
+            answer = handle({"cmd": cmd, key: initial.get(key, [])})
+            if "error" in answer:
+                sys.exit("--state %s: %s" % (args.state, answer["error"]))
 
     options = [("grpc.max_receive_message_length", 64 << 20),
                ("grpc.max_send_message_length", 512 << 20)]
@@ -338,9 +350,9 @@ def main():
     server.add_generic_rpc_handlers((handler,))
     if args.cert:
         creds = grpc.ssl_server_credentials([(open(args.key, "rb").read(), open(args.cert, "rb").read())])
-        port = server.add_secure_port("127.0.0.1:0", creds)
+        port = server.add_secure_port("127.0.0.1:%d" % args.port, creds)
     else:
-        port = server.add_insecure_port("127.0.0.1:0")
+        port = server.add_insecure_port("127.0.0.1:%d" % args.port)
     server.start()
     if os.path.exists(args.control):
         os.unlink(args.control)
