@@ -245,9 +245,9 @@ $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(XDS_SRCS) $(CNI_SRCS) $(IPSEC_SRCS) $(CO
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) -o $@ $^ $(LDLIBS)
 
-# make test runs each target briefly so they keep building and a shallow crash shows at once.
+# make test runs each target briefly (3 s) so they keep building and a shallow crash shows at once.
 fuzz-smoke:
-	@$(MAKE) --no-print-directory -f mk/build.mk fuzz FUZZ_SECONDS=5
+	@$(MAKE) --no-print-directory -f mk/build.mk fuzz FUZZ_SECONDS=3
 
 # the campaign: a fixed number of executions per target, finds merged into tests/fuzz/corpus
 fuzz-long: $(FUZZERS)

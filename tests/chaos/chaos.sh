@@ -24,6 +24,7 @@ source "$(dirname "$0")/../lib/fault-env.sh"
 [ "$(id -u)" -eq 0 ] || { echo "make chaos needs root (namespaces, cgroups, BPF)" >&2; exit 1; }
 
 QUICK=0
+declare -A LAST_FDS LAST_RSS BASE_FDS BASE_RSS
 [ "${1:-}" = --quick ] && QUICK=1
 if [ $QUICK = 1 ]; then
 	ROUNDS=${CHAOS_ROUNDS:-2} HOLD=2 REPORT=${CHAOS_REPORT:-$KM_ROOT/build/chaos-quick.md}
@@ -35,6 +36,7 @@ MAX_BACKENDS=64
 S=$KM_SUBNET
 CTL=$KM_ROOT/build/bin/kmeshctl
 START=$(date +%s)
+[ "$ROUNDS" -ge 2 ] || { echo "CHAOS_ROUNDS must be 2 or more (growth is compared across them)" >&2; exit 2; }
 
 # ---- the mesh: services web (b1-b3) and api (b4, b5), one DENY policy ----------------------------
 mesh_json() { # mesh_json [EXTRA]: the mesh, with EXTRA more workloads in service big
@@ -98,37 +100,45 @@ fault_kill_cni_installer() {
 	kill9 "$INSTALLER"
 	installer_start
 	sleep 1
+	kill -0 "$INSTALLER" 2>/dev/null || { echo "the restarted installer exited" >&2; return 1; }
 	chained 1 || { echo "the restarted installer left the conflist unchained" >&2; return 1; }
 }
 fault_istiod_drop() {
 	km_istiod_kill
 	sleep "$HOLD" # istiod away: the agent keeps what it has and retries
-	km_istiod_restartable
+	km_istiod_restartable || return 1
 	km_istiod wait 'any(s["open"] for s in s["streams"])' 15 >/dev/null ||
 		{ echo "the agent did not come back to the restarted istiod" >&2; return 1; }
 }
 fault_istiod_goaway() {
-	local before after
-	before=$(grep -c GOAWAY "$KM_DIR/xds-agent.log")
+	local streams
 	km_istiod_kill
-	km_istiod_restartable --max-connection-age-ms 1000
-	sleep $((HOLD + 1))
-	after=$(grep -c GOAWAY "$KM_DIR/xds-agent.log")
+	km_istiod_restartable --max-connection-age-ms 1000 || return 1
+	# each GOAWAY ends a connection: the agent must open a stream on each new one
+	km_istiod wait 'len(s["streams"]) >= 3' 15 >/dev/null
+	streams=$(km_istiod query 'len(s["streams"])')
 	km_istiod_kill
-	km_istiod_restartable
+	km_istiod_restartable || return 1
 	km_istiod wait 'any(s["open"] for s in s["streams"])' 15 >/dev/null || return 1
-	[ $((after - before)) -ge 2 ] ||
-		{ echo "expected 2 or more GOAWAYs in $((HOLD + 1)) s, the agent logged $((after - before))" >&2; return 1; }
-	NOTE="$((after - before)) GOAWAYs"
+	[ "${streams:-0}" -ge 3 ] ||
+		{ echo "expected 3 or more streams within 15 s of GOAWAYs, the agent opened ${streams:-0}" >&2; return 1; }
+	NOTE="$streams streams, each ended by GOAWAY"
 }
 fault_istiod_slow() {
+	local streams released
+	streams=$(km_istiod query 'len(s["streams"])')
 	km_istiod send '{"cmd": "hold", "on": true}' >/dev/null
 	km_istiod send '{"cmd": "end-stream", "code": 14, "message": "chaos"}' >/dev/null
-	sleep "$HOLD" # a new stream waits for its first response; the tables must not change
+	# the agent opens a new stream, whose first response waits; the tables must not change
+	km_istiod wait "len(s['streams']) > $streams and s['streams'][-1]['open']" 10 >/dev/null ||
+		{ echo "the agent opened no new stream" >&2; km_istiod send '{"cmd": "hold", "on": false}' >/dev/null; return 1; }
+	sleep "$HOLD"
 	[ "$(km_tables)" = "$EXPECTED" ] ||
 		{ echo "the tables changed while istiod was slow" >&2; km_istiod send '{"cmd": "hold", "on": false}' >/dev/null; return 1; }
-	km_istiod send '{"cmd": "hold", "on": false}' >/dev/null
+	released=$(km_istiod send '{"cmd": "hold", "on": false}' | "$KM_PY" -c 'import json, sys; print(json.load(sys.stdin)["released"])')
+	[ "${released:-0}" -ge 1 ] || { echo "no first response was held back" >&2; return 1; }
 	agent_synced
+	NOTE="first responses held $HOLD s on a new stream"
 }
 fault_cni_conflist() {
 	local before
@@ -136,6 +146,7 @@ fault_cni_conflist() {
 	chained 2 || { echo "the installer did not chain the plugin again within 2 s" >&2; return 1; }
 	before=$(manage_rows)
 	ip netns add "$KM_PREFIX-cx"
+	KM_PODS+=("$KM_PREFIX-cx") # removed below; listed so an abort removes it too
 	chain ADD cx >"$KM_DIR/cx.result" 2>"$KM_DIR/cx.err" ||
 		{ echo "ADD through the chain failed: $(cat "$KM_DIR/cx.err")" >&2; ip netns del "$KM_PREFIX-cx"; return 1; }
 	local added=$(($(manage_rows) - before))
@@ -148,10 +159,10 @@ fault_ipsec_rotate() { # a new SPI through the key file; advertised once its ing
 	key_file "$SPI" $((16 + SPI))
 	dump_is "d['current_spi'] == $SPI" || { echo "the IPsec agent did not load SPI $SPI" >&2; return 1; }
 	for _ in $(seq 1 60); do
-		api GET "$KNI/node-a" | grep -q "\"spi\": *$SPI[,}]" && { NOTE="SPI $SPI advertised"; return 0; }
+		says "\"spi\": $SPI," api GET "$KNI/node-a" && { NOTE="SPI $SPI advertised"; return 0; }
 		# a kernel without ESP (this one) refuses the ingress state: the agent must say so and
 		# keep advertising the SPI peers can use
-		logged "SPI $SPI is not advertised: not every peer's ingress state is in place (state 10.0.0.2 -> 10.0.0.1 spi $SPI: Function not implemented)" &&
+		grep -qF "SPI $SPI is not advertised: not every peer's ingress state is in place (state 10.0.0.2 -> 10.0.0.1 spi $SPI: Function not implemented)" "$KM_DIR/ipsec.log" &&
 			{ NOTE="SPI $SPI loaded; the kernel (no ESP) refused its state, reported"; return 0; }
 		sleep 0.05
 	done
@@ -201,19 +212,20 @@ under_traffic() { # under_traffic ROUND NAME: the fault function fault_NAME unde
 }
 
 # ---- samples of the long-lived processes --------------------------------------------------------
-declare -A FIRST_FDS FIRST_RSS
 SAMPLES=()
 sample() { # sample ROUND: open files and resident kB of each daemon
 	local p pid fds rss line="| $1 |"
 	for p in map-writer:$KM_MW_PID xds-agent:$KM_AGENT_PID ipsec-agent:$AGENT cni-installer:$INSTALLER; do
 		pid=${p#*:}
-		fds=$(km_proc_fds "$pid") rss=$(km_proc_rss_kb "$pid")
+		if ! fds=$(km_proc_fds "$pid") || ! rss=$(km_proc_rss_kb "$pid"); then
+			check "${p%%:*} is still running at the end of round $1" false
+			fds=999999 rss=999999999
+		fi
 		line+=" $fds / $((rss / 1024)).$(((rss % 1024) * 10 / 1024)) |"
 		LAST_FDS[${p%%:*}]=$fds LAST_RSS[${p%%:*}]=$rss
 	done
 	SAMPLES+=("$line")
 }
-declare -A LAST_FDS LAST_RSS
 
 # ---- set up ------------------------------------------------------------------------------------
 cleanup() { km_env_cleanup; }
@@ -267,6 +279,7 @@ check "set up: the IPsec agent took SPI 1 and peer node-b" dump_is "d['current_s
 check "set up: the installer chained the plugin" chained 5
 km_wait_rows endpoint '^endpoint' 5 >/dev/null
 km_wait_rows ipsec_peer '^ipsec_peer' 1 >/dev/null
+km_wait_rows ipsec_cidr '^ipsec_cidr' 1 >/dev/null
 EXPECTED=$(km_tables)
 check "set up: the expected state has 5 endpoints, 2 enrolled pods and the IPsec peer" \
 	eval '[ "$(grep -c "^endpoint" <<<"$EXPECTED")" = 5 ] && [ "$(grep -c "^manage" <<<"$EXPECTED")" = 2 ] &&
@@ -284,7 +297,7 @@ sample 1
 for r in $(seq 2 $((ROUNDS + 1))); do
 	for f in $FAULTS; do under_traffic "$r" "$f"; done
 	sample "$r"
-	[ "$r" = 2 ] && { declare -A BASE_FDS BASE_RSS; for k in "${!LAST_FDS[@]}"; do BASE_FDS[$k]=${LAST_FDS[$k]} BASE_RSS[$k]=${LAST_RSS[$k]}; done; }
+	[ "$r" = 2 ] && for k in "${!LAST_FDS[@]}"; do BASE_FDS[$k]=${LAST_FDS[$k]} BASE_RSS[$k]=${LAST_RSS[$k]}; done
 done
 # growth from the end of round 2 (warm: every path has run once with these processes) to the end
 for k in map-writer xds-agent ipsec-agent cni-installer; do

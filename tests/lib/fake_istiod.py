@@ -328,16 +328,19 @@ def main():
     ap.add_argument("--port", type=int, default=0, help="listen on this port (0: a free one)")
     ap.add_argument("--state", help="JSON file with the initial resources and policies")
     args = ap.parse_args()
-    if args.state:
-        with open(args.state) as f:
-            initial = json.load(f)
-        for cmd, key in (("set", "resources"), ("set-authz", "policies")):
-            answer = handle({"cmd": cmd, key: initial.get(key, [])})
-            if "error" in answer:
-                sys.exit("--state %s: %s" % (args.state, answer["error"]))
+    if args.state:  # a restarted istiod serves its whole state from its first stream
+        try:
+            with open(args.state) as f:
+                initial = json.load(f)
+            handle({"cmd": "set", "resources": initial["resources"]})
+            handle({"cmd": "set-authz", "policies": initial.get("policies", [])})
+        except Exception as e:  # an empty state would tell the agent to remove everything
+            sys.exit("--state %s: %r" % (args.state, e))
 
     options = [("grpc.max_receive_message_length", 64 << 20),
-               ("grpc.max_send_message_length", 512 << 20)]
+               ("grpc.max_send_message_length", 1024 << 20)]
+    if args.port:  # a restart on the same port: never share it with a server still alive
+        options.append(("grpc.so_reuseport", 0))
     if args.max_connection_age_ms:
         options += [("grpc.max_connection_age_ms", args.max_connection_age_ms),
                     ("grpc.max_connection_age_grace_ms", 500)]
@@ -353,6 +356,8 @@ def main():
         port = server.add_secure_port("127.0.0.1:%d" % args.port, creds)
     else:
         port = server.add_insecure_port("127.0.0.1:%d" % args.port)
+    if not port or (args.port and port != args.port):
+        sys.exit("cannot listen on 127.0.0.1:%d" % args.port)
     server.start()
     if os.path.exists(args.control):
         os.unlink(args.control)

@@ -313,7 +313,11 @@ km_env_cleanup() {
 		[ -n "$pid" ] || continue
 		for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
 	done
-	for pid in "${KM_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null; done
+	# only PIDs that are still this shell's children: a process killed and reaped earlier may have
+	# had its PID reused by now, after a long run
+	for pid in "${KM_PIDS[@]}"; do
+		[ "$(ps -o ppid= -p "$pid" 2>/dev/null | tr -d ' ')" = "$$" ] && kill -KILL "$pid" 2>/dev/null
+	done
 	wait 2>/dev/null
 	for ns in "${KM_PODS[@]}" "${KM_NODE:-}"; do
 		[ -n "$ns" ] && ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null

@@ -66,19 +66,19 @@ CTL=$KM_ROOT/build/bin/kmeshctl
 "$CTL" --map-writer-socket "$KM_SOCKET" --xds-socket "$KM_AGENT_SOCKET" ready --wait 20 >/dev/null ||
 	{ echo "the mesh did not come up" >&2; km_dump_logs map-writer xds-agent; exit 1; }
 
-km_steady_begin web client $WEB 80 200
-km_steady_begin api client2 $API 80 100
+km_steady_begin web client $WEB 80 200 $((MINUTES * 60 + 120))
+km_steady_begin api client2 $API 80 100 $((MINUTES * 60 + 120))
 START=$(date +%s)
 END=$((START + MINUTES * 60))
 WARM=$((START + MINUTES * 12)) # a fifth of the run
-g=0 next_sample=$START
+g=0 next_sample=$START step_failures=0
 declare -a SAMPLES
 base_mw_fds= base_ag_fds= base_mw_rss= base_ag_rss=
 while [ "$(date +%s)" -lt $END ]; do
 	now=$(date +%s)
 	if [ "$now" -ge $next_sample ]; then
-		mw_fds=$(km_proc_fds "$KM_MW_PID") ag_fds=$(km_proc_fds "$KM_AGENT_PID")
-		mw_rss=$(km_proc_rss_kb "$KM_MW_PID") ag_rss=$(km_proc_rss_kb "$KM_AGENT_PID")
+		mw_fds=$(km_proc_fds "$KM_MW_PID") ag_fds=$(km_proc_fds "$KM_AGENT_PID") || break
+		mw_rss=$(km_proc_rss_kb "$KM_MW_PID") ag_rss=$(km_proc_rss_kb "$KM_AGENT_PID") || break
 		SAMPLES+=("| $(((now - START) / 60)):$(printf %02d $(((now - START) % 60))) | $g | $mw_fds | $mw_rss | $ag_fds | $ag_rss |")
 		if [ -z "$base_mw_fds" ] && [ "$now" -ge $WARM ]; then
 			base_mw_fds=$mw_fds base_ag_fds=$ag_fds base_mw_rss=$mw_rss base_ag_rss=$ag_rss
@@ -87,13 +87,13 @@ while [ "$(date +%s)" -lt $END ]; do
 	fi
 	g=$((g + 1))
 	mesh_json $g >"$KM_DIR/mesh-state.json.tmp" && mv "$KM_DIR/mesh-state.json.tmp" "$KM_DIR/mesh-state.json"
-	km_istiod_state "$KM_DIR/mesh-state.json"
+	km_istiod_state "$KM_DIR/mesh-state.json" || step_failures=$((step_failures + 1))
 	p=p$((g % 2 + 1)) # pods come and go
 	if [ $((g / 2 % 2)) = 0 ]; then
 		"$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path $p)" --pod "chaos/$p" >/dev/null
 	else
 		"$KM_TESTCTL" unenroll --socket "$KM_SOCKET" --netns "$(km_netns_path $p)" >/dev/null
-	fi
+	fi || step_failures=$((step_failures + 1))
 	kill -0 "$KM_MW_PID" 2>/dev/null && kill -0 "$KM_AGENT_PID" 2>/dev/null || break
 	sleep "$STEP"
 done
@@ -104,16 +104,29 @@ ok=$((web_ok + STEADY_OK)) failed=$((web_failed + STEADY_FAILED)) detail="$web_d
 now=$(date +%s)
 mw_fds=$(km_proc_fds "$KM_MW_PID") ag_fds=$(km_proc_fds "$KM_AGENT_PID")
 mw_rss=$(km_proc_rss_kb "$KM_MW_PID") ag_rss=$(km_proc_rss_kb "$KM_AGENT_PID")
+: "${mw_fds:=999999}" "${ag_fds:=999999}" "${mw_rss:=999999999}" "${ag_rss:=999999999}" # gone: fail below
 SAMPLES+=("| $(((now - START) / 60)):$(printf %02d $(((now - START) % 60))) (end) | $g | $mw_fds | $mw_rss | $ag_fds | $ag_rss |")
 
 check "both daemons ran the whole soak" eval 'kill -0 "$KM_MW_PID" && kill -0 "$KM_AGENT_PID"'
 check "$g mesh changes in $(((now - START) / 60)) min: 0 of $((ok + failed)) connections failed ($failed ${detail// /})" \
 	test "$failed" -eq 0
 check "... at >= 200 connections/s ($((ok / (now - START + 1)))/s)" test $((ok / (now - START + 1))) -ge 200
-# the final mesh: rows of the last step only (a fresh map writer and agent would write the same)
-final_endpoints=$((2 + ($g % 2 == 0) + 2 + CHURN))
-check "the tables end equal to the final mesh ($final_endpoints endpoints)" km_wait_rows endpoint '^endpoint' $final_endpoints
-check "... and no workload of an earlier step is left (backends = workloads)" km_wait_rows backend '^backend' $final_endpoints
+check "every mesh change was taken and every enroll and unenroll answered OK ($step_failures failed)" \
+	test "$step_failures" -eq 0
+# the final mesh: the backend rows hold exactly the addresses of the last step's workloads, and
+# there is one endpoint per workload
+want_addrs=$("$KM_PY" -c 'import json, sys
+for r in json.load(open(sys.argv[1]))["resources"]:
+    for a in r.get("workload", {}).get("addresses", []): print(a)' "$KM_DIR/mesh-state.json" | sort)
+backend_addrs() { "$KM_TESTCTL" dump --socket "$KM_SOCKET" --table backend | awk '$1 == "backend" {for (i = 3; i <= NF; i++) print $i}' | sort; }
+final_is_mesh() {
+	for _ in $(seq 1 100); do [ "$(backend_addrs)" = "$want_addrs" ] && return 0; sleep 0.1; done
+	diff <(echo "$want_addrs") <(backend_addrs) | head -n 5 >&2
+	return 1
+}
+final_endpoints=$(grep -c . <<<"$want_addrs")
+check "the backend table ends holding exactly the final mesh's $final_endpoints workload addresses" final_is_mesh
+check "... and one endpoint each" km_wait_rows endpoint '^endpoint' "$final_endpoints"
 check "map writer: open files end where they were after the warm-up ($base_mw_fds -> $mw_fds)" test "$mw_fds" -le "$base_mw_fds"
 check "xDS agent: open files end where they were after the warm-up ($base_ag_fds -> $ag_fds)" test "$ag_fds" -le "$base_ag_fds"
 check "map writer: resident memory grows by at most 1 MB after the warm-up ($base_mw_rss -> $mw_rss kB)" \
