@@ -336,11 +336,12 @@ int main(int argc, char **argv)
 	       "Baseline: a `cgroup_skb` program that only passes the packet (%.0f ns per run, the "
 	       "harness and hook cost any program pays).\n\n",
 	       rounds, rounds, med[N_CASES]);
-	printf("| case | what the destination has | ns per SYN | x baseline | added by the decision |\n");
+	printf("| case | what the destination has | ns per SYN: min / median / max | x baseline | added by the decision |\n");
 	printf("|---|---|---:|---:|---:|\n");
 	for (int c = 0; c < N_CASES; c++)
-		printf("| %s | %s | %.0f | %.1f | %.0f ns |\n", case_name[c], case_what[c], med[c],
-		       med[c] / med[N_CASES], med[c] - med[N_CASES]);
+		printf("| %s | %s | %.0f / **%.0f** / %.0f | %.1f | %.0f ns |\n", case_name[c],
+		       case_what[c], t[c][0], med[c], t[c][rounds - 1], med[c] / med[N_CASES],
+		       med[c] - med[N_CASES]);
 	printf("\nEvery case's verdict was checked before timing (the matching ALLOWs allow, the "
 	       "non-matching ones deny).\n");
 	km_authz_free(&authz);
