@@ -53,7 +53,8 @@ bytes=$(echo "$prep" | "$KM_PY" -c 'import json,sys; print(json.load(sys.stdin)[
 decode=$(build/bench/decode_bench "$KM_DIR/push.bin" 5)
 # sizes for this scale: every workload is a frontend (its address), an endpoint and a backend
 FLAGS=(--max-frontends $((WORKLOADS + SERVICES + 64)) --max-endpoints $((WORKLOADS + 64))
-	--max-backends $((WORKLOADS + 64)) --max-services $((SERVICES + 64)) --log-level warn)
+	--max-backends $((WORKLOADS + 64)) --max-services $((SERVICES + 64))
+	--max-authz-addresses $((WORKLOADS + 64)) --log-level warn)
 # the raw baseline: the same kind of rows written with bpf() batches (table_ops_bench), on a fresh
 # map writer's maps
 km_map_writer_start "${FLAGS[@]}" || exit 1

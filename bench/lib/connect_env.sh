@@ -34,6 +34,7 @@ PY
 chmod 644 "$KM_CONFIG"
 rows=$((ENDPOINTS + 64))
 km_map_writer_start --max-frontends "$rows" --max-endpoints "$rows" --max-backends "$rows" \
+	--max-authz-addresses "$rows" \
 	--log-level warn || exit 1
 km_agent_start --max-config-bytes $((512 << 20)) --log-level "${AGENT_LOG_LEVEL:-warn}"
 "$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path client)" >/dev/null
