@@ -153,7 +153,6 @@ static void handshake(struct km_tls_conn *c)
 
 		if (err == WOLFSSL_ERROR_WANT_READ || err == WOLFSSL_ERROR_WANT_WRITE)
 			return;
-		release_ecc_cache();
 		wolfSSL_ERR_error_string_n((unsigned long)err, msg, sizeof(msg));
 		fail(c, "TLS handshake with %s failed: %s%s", c->cfg.server_name, msg,
 		     err == DOMAIN_NAME_MISMATCH ? " (certificate is not for this name)" : "");
@@ -358,7 +357,7 @@ static void handle_closed(uv_handle_t *h)
 	if (c->ssl_ctx)
 		wolfSSL_CTX_free(c->ssl_ctx);
 	c->ssl = c->ssl_ctx = NULL;
-	release_ecc_cache(); /* a handshake cut short may have filled it too */
+	release_ecc_cache(); /* a failed or cut-short handshake may have filled it too */
 	free(c->in);
 	c->in = NULL;
 	c->in_len = c->in_cap = 0;
