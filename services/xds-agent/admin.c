@@ -195,6 +195,14 @@ char *km_agent_dump_json(const struct km_agent_state *st, size_t max_items,
 			 (json_int_t)st->link->ops_acked, "ops_refused",
 			 (json_int_t)st->link->ops_refused, "last_synced_unix_us",
 			 (json_int_t)st->last_synced_unix_us);
+	if (st->resync) {
+		json_t *mw = json_object_get(root, "map_writer");
+
+		json_object_set_new(mw, "rewrites_after_refusal",
+				    json_integer((json_int_t)st->resync->rewrites));
+		json_object_set_new(mw, "next_rewrite_in_ms",
+				    json_integer((json_int_t)st->resync->armed_ms));
+	}
 	if (st->authz)
 		json_object_set_new(root, "authz", authz_json(st->authz, max_items, counters));
 	if (st->ads)

@@ -11,6 +11,7 @@
 #include "services/xds-agent/authz_compile.h"
 #include "services/xds-agent/model.h"
 #include "services/xds-agent/policy_store.h"
+#include "services/xds-agent/resync.h"
 #include "services/xds-agent/telemetry.h"
 #include "services/xds-agent/writer_link.h"
 
@@ -20,6 +21,7 @@ struct km_agent_state {
 	const struct km_authz *authz; /* the compiled policies (may be NULL) */
 	const struct km_ads_client *ads; /* NULL in file mode */
 	struct km_writer_link *link; /* also asked for the policies' decision counters */
+	const struct km_resync *resync; /* rewrites after refusals (may be NULL) */
 	const char *source; /* "istiod host:port" or "file PATH" */
 	const struct km_latency *update_latency;
 	uint64_t last_synced_unix_us; /* wall clock of the last time every op was applied */

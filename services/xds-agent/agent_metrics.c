@@ -62,6 +62,15 @@ static void own(struct km_prom *p, const struct km_agent_state *st)
 		st->link->ops_acked);
 	counter(p, "kmesh_table_ops_refused_total", "table operations the map writer refused",
 		st->link->ops_refused);
+	if (st->resync) {
+		counter(p, "kmesh_table_rewrites_total",
+			"whole-model rewrites run because the map writer refused rows",
+			st->resync->rewrites);
+		km_prom_family(p, "kmesh_table_rewrite_wait_seconds", "gauge",
+			       "the wait before the next whole-model rewrite (0: none due)");
+		km_prom_printf(p, "kmesh_table_rewrite_wait_seconds %.3f\n",
+			       (double)st->resync->armed_ms / 1000.0);
+	}
 	km_model_stats(st->model, &ms);
 	gauge(p, "kmesh_model_services", "services known", ms.services);
 	gauge(p, "kmesh_model_workloads", "workloads known", ms.workloads);

@@ -18,13 +18,16 @@
 #include "services/xds-agent/telemetry.h"
 #include "services/xds-agent/model.h"
 #include "services/xds-agent/oplist.h"
+#include "services/xds-agent/resync.h"
 #include "services/xds-agent/writer_link.h"
 #include "shared/log.h"
 #include "services/xds-agent/authz_compile.h"
 #include "shared/options.h"
 #include "shared/signals.h"
 
-#define RESYNC_AFTER_REFUSAL_MS 5000
+/* after a refusal, the whole model is written again: first after --rewrite-after-refusal-ms, then
+ * twice as long each time it is refused again, up to this */
+#define REWRITE_WAIT_MAX_MS (300u * 1000u)
 
 struct agent {
 	uv_loop_t *loop;
@@ -48,14 +51,12 @@ struct agent {
 	char source[512];
 	int sweep_pending; /* a Sync BEGIN was sent; END follows once the whole state is known */
 	struct km_signals signals;
-	uv_timer_t resync;
+	struct km_resync resync;
 	struct km_telemetry telemetry;
 	struct km_metrics_http http;
 	int http_on;
 	const char *metrics_dir;
 };
-
-static void on_resync_timer(uv_timer_t *t);
 
 /* Hand whatever the model emitted to the map writer (or drop it: a reconnect replays all). */
 static void submit(struct agent *a)
@@ -64,7 +65,7 @@ static void submit(struct agent *a)
 		km_error("out of memory building table operations; a full resync follows");
 		km_oplist_clear(&a->ops);
 		a->ops.oom = 0;
-		uv_timer_start(&a->resync, on_resync_timer, RESYNC_AFTER_REFUSAL_MS, 0);
+		km_resync_refused(&a->resync);
 		return;
 	}
 	km_writer_link_submit(&a->link, &a->ops);
@@ -104,6 +105,7 @@ static void sync_all(struct agent *a)
 {
 	km_writer_link_sync(&a->link, 0);
 	a->sweep_pending = 1;
+	km_resync_started(&a->resync);
 	replay(a);
 	end_sweep_if_complete(a);
 }
@@ -170,6 +172,7 @@ static void on_synced(void *arg)
 
 	if (!state_complete(a))
 		return;
+	km_resync_synced(&a->resync);
 	{
 		struct timespec ts;
 
@@ -207,11 +210,11 @@ static void on_progress(void *arg)
 	}
 }
 
-static void on_resync_timer(uv_timer_t *t)
+static void on_rewrite_due(void *arg)
 {
-	struct agent *a = t->data;
+	struct agent *a = arg;
 
-	if (km_writer_link_ready(&a->link))
+	if (km_writer_link_ready(&a->link)) /* else the next connection rewrites everything */
 		sync_all(a);
 }
 
@@ -221,8 +224,7 @@ static void on_refused(void *arg)
 
 	/* Refused rows (and deletes that came with them) may be missing; write everything again,
 	 * with a sweep, once the cause may have gone (e.g. rows removed, a table enlarged). */
-	if (!uv_is_active((uv_handle_t *)&a->resync))
-		uv_timer_start(&a->resync, on_resync_timer, RESYNC_AFTER_REFUSAL_MS, 0);
+	km_resync_refused(&a->resync);
 }
 
 static void on_file_applied(struct km_file_source *fs, void *arg)
@@ -302,7 +304,7 @@ static void on_shutdown(void *arg, int signum)
 	km_writer_link_stop(&a->link);
 	if (a->http_on)
 		km_metrics_http_stop(&a->http);
-	uv_close((uv_handle_t *)&a->resync, NULL);
+	km_resync_close(&a->resync);
 	km_ipc_server_stop(&a->admin, NULL);
 	km_signals_close(&a->signals);
 }
@@ -321,7 +323,7 @@ int main(int argc, char **argv)
 				    .mesh_id = "cluster.local" };
 	int insecure = 0;
 	uint64_t max_config = 64u << 20, batch_ops = 4096, max_message = 256u << 20;
-	uint64_t keepalive_s = 30, waypoint_data_port = 15019;
+	uint64_t keepalive_s = 30, waypoint_data_port = 15019, rewrite_after_ms = 5000;
 	const char *p2c = "none";
 	const char *metrics_address = "0.0.0.0:15020", *metrics_dir = "/run/kmesh/metrics";
 	const char *access_log_format = "text";
@@ -371,6 +373,10 @@ int main(int argc, char **argv)
 		  "largest configuration file accepted", "KMESH_MAX_CONFIG_BYTES", 1024, 1u << 30 },
 		{ "batch-ops", KM_OPT_UINT, &batch_ops, "N",
 		  "table operations per message to the map writer", "KMESH_BATCH_OPS", 1, 65536 },
+		{ "rewrite-after-refusal-ms", KM_OPT_UINT, &rewrite_after_ms, "MS",
+		  "after the map writer refuses rows (a table full), write the whole model again this "
+		  "much later; each rewrite refused again doubles the wait, up to 300 s",
+		  "KMESH_REWRITE_AFTER_REFUSAL_MS", 10, 300000 },
 		{ "p2c-services", KM_OPT_STRING, &p2c, "all|none|NS/HOST,...",
 		  "services whose endpoints are picked by power of two choices on live connections "
 		  "(the less loaded of two); others by weight at random (default none)",
@@ -451,8 +457,7 @@ int main(int argc, char **argv)
 	}
 
 	a.loop = uv_default_loop();
-	uv_timer_init(a.loop, &a.resync);
-	a.resync.data = &a;
+	km_resync_init(&a.resync, a.loop, rewrite_after_ms, REWRITE_WAIT_MAX_MS, on_rewrite_due, &a);
 	{
 		const struct km_writer_link_cbs cbs = { on_ready, on_synced, on_refused, on_progress,
 							on_conn_events };
@@ -465,6 +470,7 @@ int main(int argc, char **argv)
 	a.state.policies = &a.policies;
 	a.state.authz = &a.authz;
 	a.state.link = &a.link;
+	a.state.resync = &a.resync;
 	a.state.ads = a.use_xds ? &a.ads : NULL;
 	snprintf(a.source, sizeof(a.source), "%s %s", a.use_xds ? "istiod" : "file",
 		 a.use_xds ? xds_address : config);
