@@ -37,7 +37,7 @@ IPSEC_SRCS  := $(filter-out %/main.c,$(wildcard services/ipsec-agent/*.c)) $(KUB
                shared/kube/kube_watch.c
 COMMON_SRCS := $(IPC_SRCS) $(SHARED_SRCS)
 
-GEN_HDRS := $(GEN)/kmesh_ipc.pb-c.h $(GEN)/kmesh.skel.h $(WIRE_SRCS:.c=.h) $(GEN)/km_version.h
+GEN_HDRS := $(GEN)/kmesh_ipc.pb-c.h $(GEN)/kmesh.skel.h $(GEN)/map_count.skel.h $(WIRE_SRCS:.c=.h) $(GEN)/km_version.h
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(patsubst $(B)/%,%,$(1)))
 san = $(patsubst %.c,$(B)/san/%.o,$(patsubst $(B)/%,%,$(1)))
@@ -93,6 +93,15 @@ $(B)/bpf/kmesh.o: $(BPF_ENTRIES)
 
 $(GEN)/kmesh.skel.h: $(B)/bpf/kmesh.o
 	$(BPFTOOL) gen skeleton $< name kmesh > $@
+
+# The map-count iterator is an object of its own: a kernel that cannot load it still loads the
+# data plane (services/map-writer/map_count.h).
+$(B)/bpf/count/%.bpf.o: bpf/count/%.bpf.c bpf/count/%.h $(GEN)/vmlinux.h
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(GEN)/map_count.skel.h: $(B)/bpf/count/map_count.bpf.o
+	$(BPFTOOL) gen skeleton $< name map_count > $@
 
 # ---- C objects (normal and sanitized) ------------------------------------------------------------
 $(B)/obj/%.o: %.c | $(GEN_HDRS)

@@ -16,8 +16,9 @@
 
 #define CNI_FILE_MAX (1u << 20)
 
-/* Entries in a map (tables without a key set here): read in batches of COUNT_CHUNK rows, a
- * system call per batch rather than per key, so a full table does not hold the loop. */
+/* Entries in a map, walked where the kernel cannot count them (map_count.h): read in batches of
+ * COUNT_CHUNK rows, a system call per batch rather than per key; still O(rows), with the loop
+ * held (~60 ms per 100k rows). */
 #define COUNT_CHUNK 4096
 
 static uint64_t count_entries(int fd, size_t key_len, size_t value_len)
@@ -53,25 +54,57 @@ static void table(struct km_prom *p, const char *name, uint64_t entries, uint64_
 	km_prom_sample(p, "kmesh_table_capacity", labels, capacity);
 }
 
-static void tables(struct km_prom *p, const struct km_tables *t)
+/* Rows of the tables the map writer keeps no key set for: counted by the kernel (map_count.h),
+ * or else by walking them. */
+struct counted {
+	int fd;
+	size_t key_len, value_len;
+};
+
+static void row_counts(struct km_mw_metrics *m, const struct counted *c, uint64_t *counts,
+		       size_t n)
+{
+	int fds[8];
+
+	for (size_t i = 0; i < n; i++)
+		fds[i] = c[i].fd;
+	if (m->counter_on && km_map_count_read(&m->counter, fds, counts, n) == 0) {
+		int all = 1;
+
+		for (size_t i = 0; i < n; i++)
+			all &= fds[i] < 0 || counts[i] != KM_MAP_COUNT_UNKNOWN;
+		if (all)
+			return;
+	}
+	for (size_t i = 0; i < n; i++)
+		counts[i] = count_entries(c[i].fd, c[i].key_len, c[i].value_len);
+}
+
+static void tables(struct km_mw_metrics *m, struct km_prom *p, const struct km_tables *t)
 {
 	const struct km_table_sizes *z = &t->sizes;
+#define ROW(fd, k, v) { fd, sizeof(struct k), sizeof(struct v) }
+	const struct counted c[] = {
+		ROW(t->fd_manage, km_manage_key, km_manage_value),
+		ROW(t->fd_frontend, km_frontend_key, km_frontend_value),
+		ROW(t->fd_port_override, km_port_override_key, km_port_override_value),
+		ROW(t->fd_authz_ident, km_authz_ident_key, km_authz_ident_value),
+		ROW(t->fd_authz_list, km_authz_list_key, km_authz_list_value),
+	};
+#undef ROW
+	uint64_t n[5];
 
+	row_counts(m, c, n, 5);
 	km_prom_family(p, "kmesh_table_entries", "gauge", "rows in a BPF table");
 	km_prom_family(p, "kmesh_table_capacity", "gauge", "rows a BPF table can hold");
-#define COUNT(fd, k, v) count_entries(fd, sizeof(struct k), sizeof(struct v))
-	table(p, "manage", COUNT(t->fd_manage, km_manage_key, km_manage_value), z->manage);
-	table(p, "frontend", COUNT(t->fd_frontend, km_frontend_key, km_frontend_value), z->frontend);
+	table(p, "manage", n[0], z->manage);
+	table(p, "frontend", n[1], z->frontend);
 	table(p, "service", t->present_service.count, z->service);
 	table(p, "endpoint", t->present_endpoint.count, z->endpoint);
 	table(p, "backend", t->present_backend.count, z->backend);
-	table(p, "port_override", COUNT(t->fd_port_override, km_port_override_key,
-					km_port_override_value), z->port_override);
-	table(p, "authz_ident", COUNT(t->fd_authz_ident, km_authz_ident_key, km_authz_ident_value),
-	      z->authz_idents);
-	table(p, "authz_list", COUNT(t->fd_authz_list, km_authz_list_key, km_authz_list_value),
-	      z->authz_rows);
-#undef COUNT
+	table(p, "port_override", n[2], z->port_override);
+	table(p, "authz_ident", n[3], z->authz_idents);
+	table(p, "authz_list", n[4], z->authz_rows);
 }
 
 #define gauge(p, name, help, v) km_prom_metric(p, name, "gauge", help, v)
@@ -103,7 +136,7 @@ static void render(struct km_mw_metrics *m, struct km_prom *p)
 	/* a name of its own: the page joins the files, and a family may appear only once */
 	km_prom_family(p, "kmesh_map_writer_build_info", "gauge", "the map writer's build");
 	km_prom_printf(p, "kmesh_map_writer_build_info{version=\"%s\"} 1\n", km_version());
-	tables(p, t);
+	tables(m, p, t);
 	counter(p, "kmesh_table_rows_applied_total", "table operations applied", t->ops_applied);
 	counter(p, "kmesh_table_rows_refused_total", "table operations refused", t->ops_failed);
 	counter(p, "kmesh_table_full_total", "rows refused because their table was full",
@@ -181,6 +214,13 @@ int km_mw_metrics_start(struct km_mw_metrics *m, uv_loop_t *loop, const char *di
 	}
 	snprintf(m->path, sizeof(m->path), "%s/map-writer.prom", dir);
 	snprintf(m->cni_path, sizeof(m->cni_path), "%s", cni_file ? cni_file : "");
+	{
+		char err[256];
+
+		m->counter_on = km_map_count_open(&m->counter, err, sizeof(err)) == 0;
+		if (!m->counter_on)
+			km_info("%s; table fill gauges walk the rows instead", err);
+	}
 	uv_timer_init(loop, &m->timer);
 	m->timer.data = m;
 	km_mw_metrics_write(m);
@@ -194,4 +234,7 @@ void km_mw_metrics_stop(struct km_mw_metrics *m)
 		uv_close((uv_handle_t *)&m->timer, NULL);
 		unlink(m->path); /* a stopped process has no metrics to serve */
 	}
+	if (m->counter_on)
+		km_map_count_close(&m->counter);
+	m->counter_on = 0;
 }

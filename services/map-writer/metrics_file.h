@@ -13,6 +13,7 @@
 
 #include <uv.h>
 
+#include "services/map-writer/map_count.h"
 #include "services/map-writer/requests.h"
 
 struct km_mw_metrics {
@@ -22,6 +23,8 @@ struct km_mw_metrics {
 	char cni_path[4096];
 	struct km_mw_requests *rq; /* and what it points to: tables, dataplane, events, ... */
 	uint64_t writes, failures;
+	struct km_map_count counter; /* rows counted by the kernel, if counter_on */
+	int counter_on;
 };
 
 /* Returns 0 (a directory that cannot be made is logged, and there is no file then); dir ""

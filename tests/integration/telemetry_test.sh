@@ -78,6 +78,8 @@ check "the agent's own metrics are on the page" \
 	eval 'out=$(km_metrics) && grep -q "^kmesh_xds_agent_build_info{version=" <<<"$out" && grep -q "^kmesh_map_writer_connected 1" <<<"$out" && grep -q "^kmesh_xds_apply_seconds_bucket{le=\"+Inf\"}" <<<"$out" && grep -q "^kmesh_model_workloads 2" <<<"$out"'
 check "... and the map writer's (its file in the metrics directory, every second): tables and requests" \
 	eval 'for _ in $(seq 1 30); do out=$(km_metrics); grep -q "^kmesh_table_entries{table=\"backend\"} 2" <<<"$out" && break; sleep 0.1; done; grep -q "^kmesh_table_entries{table=\"backend\"} 2" <<<"$out" && grep -q "^kmesh_table_capacity{table=\"backend\"} 4096" <<<"$out" && grep -q "^kmesh_ipc_requests_total{role=\"xds\",request=\"subscribe\",result=\"ok\"} 1" <<<"$out" && grep -q "^kmesh_conn_reports_lost_total 0" <<<"$out"'
+check "... the tables it keeps no key set for, counted by the kernel: 2 pods enrolled in km_manage" \
+	eval 'km_metrics_has "^kmesh_table_entries{table=\"manage\"} 2" && ! grep -q "map-count iterator" "$KM_DIR/map-writer.log"'
 check "no report was lost" eval 'km_metrics_has "^kmesh_telemetry_reports_lost_total 0"'
 check "other paths: 404" eval '[ "$(curl -s -o /dev/null -w "%{http_code}" "http://127.0.0.1:$(sed -n "s/.*(port \([0-9]*\)).*/\1/p" "$KM_DIR/xds-agent.log" | tail -n 1)/nope")" = 404 ]'
 
