@@ -35,12 +35,12 @@ int km_map_count_open(struct km_map_count *c, char *err, size_t len)
 
 int km_map_count_read(struct km_map_count *c, const int *fds, uint64_t *counts, size_t n)
 {
-	uint32_t ids[16];
+	uint32_t ids[KM_MAP_COUNT_MAX];
 	struct km_map_count_rec recs[64];
 	ssize_t got;
 	int fd;
 
-	if (n > sizeof(ids) / sizeof(ids[0]) || !c->link)
+	if (n > KM_MAP_COUNT_MAX || !c->link)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
 		struct bpf_map_info info;

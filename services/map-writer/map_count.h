@@ -16,11 +16,13 @@ struct km_map_count {
 	struct bpf_link *link;
 };
 
-/* Returns 0, or -1 with the reason in err. */
+/* Returns 0, or -1 with the reason in err. Closing is safe either way (and on a zeroed one). */
 int km_map_count_open(struct km_map_count *c, char *err, size_t len);
 /* counts[i] = rows in the map open as fds[i] (KM_MAP_COUNT_UNKNOWN for fd < 0 or a map the
- * iterator did not report). Returns 0, or -1 if the iterator could not be read. */
+ * iterator did not report), for n <= KM_MAP_COUNT_MAX. Returns 0, or -1 if the iterator is not
+ * open or could not be read. */
 #define KM_MAP_COUNT_UNKNOWN UINT64_MAX
+#define KM_MAP_COUNT_MAX 16
 int km_map_count_read(struct km_map_count *c, const int *fds, uint64_t *counts, size_t n);
 void km_map_count_close(struct km_map_count *c);
 

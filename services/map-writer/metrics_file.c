@@ -64,11 +64,11 @@ struct counted {
 static void row_counts(struct km_mw_metrics *m, const struct counted *c, uint64_t *counts,
 		       size_t n)
 {
-	int fds[8];
+	int fds[KM_MAP_COUNT_MAX];
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n && i < KM_MAP_COUNT_MAX; i++)
 		fds[i] = c[i].fd;
-	if (m->counter_on && km_map_count_read(&m->counter, fds, counts, n) == 0) {
+	if (km_map_count_read(&m->counter, fds, counts, n) == 0) { /* -1 if not open */
 		int all = 1;
 
 		for (size_t i = 0; i < n; i++)
@@ -217,8 +217,7 @@ int km_mw_metrics_start(struct km_mw_metrics *m, uv_loop_t *loop, const char *di
 	{
 		char err[256];
 
-		m->counter_on = km_map_count_open(&m->counter, err, sizeof(err)) == 0;
-		if (!m->counter_on)
+		if (km_map_count_open(&m->counter, err, sizeof(err)) != 0)
 			km_info("%s; table fill gauges walk the rows instead", err);
 	}
 	uv_timer_init(loop, &m->timer);
@@ -234,7 +233,5 @@ void km_mw_metrics_stop(struct km_mw_metrics *m)
 		uv_close((uv_handle_t *)&m->timer, NULL);
 		unlink(m->path); /* a stopped process has no metrics to serve */
 	}
-	if (m->counter_on)
-		km_map_count_close(&m->counter);
-	m->counter_on = 0;
+	km_map_count_close(&m->counter);
 }

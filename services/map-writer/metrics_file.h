@@ -23,8 +23,7 @@ struct km_mw_metrics {
 	char cni_path[4096];
 	struct km_mw_requests *rq; /* and what it points to: tables, dataplane, events, ... */
 	uint64_t writes, failures;
-	struct km_map_count counter; /* rows counted by the kernel, if counter_on */
-	int counter_on;
+	struct km_map_count counter; /* rows counted by the kernel, if it could be opened */
 };
 
 /* Returns 0 (a directory that cannot be made is logged, and there is no file then); dir ""
