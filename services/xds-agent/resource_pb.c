@@ -33,6 +33,21 @@ static int copy_addr(ProtobufCBinaryData b, const char *field, struct km_addr *o
 	return 0;
 }
 
+/* istiod sends one Port per Kubernetes ServicePort, so a port served over both UDP and TCP
+ * (kube-dns: 53/UDP and 53/TCP) is listed twice. The tables key a frontend by address and port
+ * only, so the entries become one: the same target port merges; a different one replaces the
+ * earlier (the last one listed wins, as in ztunnel's port map). Returns 1 if sp was listed. */
+static int merge_port(struct km_port *ports, size_t n, uint32_t sp, uint32_t tp)
+{
+	for (size_t j = 0; j < n; j++) {
+		if (ports[j].service_port != sp)
+			continue;
+		ports[j].target_port = tp;
+		return 1;
+	}
+	return 0;
+}
+
 static int copy_ports(Kmesh__Workload__Port *const *in, size_t n, int need_service_port,
 		      struct km_port **out, size_t *n_out, const char *field, char *err, size_t errlen)
 {
@@ -51,12 +66,11 @@ static int copy_ports(Kmesh__Workload__Port *const *in, size_t n, int need_servi
 		if (sp > 65535 || tp > 65535 || (need_service_port && sp == 0))
 			return km_errf(err, errlen, "%s[%zu]: ports must be 1..65535 (got %u -> %u)", field,
 				   i, sp, tp);
-		for (size_t j = 0; j < i; j++)
-			if ((*out)[j].service_port == sp)
-				return km_errf(err, errlen, "%s: service port %u is listed twice", field, sp);
-		(*out)[i].service_port = sp;
-		(*out)[i].target_port = tp;
-		(*n_out)++;
+		if (!merge_port(*out, *n_out, sp, tp)) {
+			(*out)[*n_out].service_port = sp;
+			(*out)[*n_out].target_port = tp;
+			(*n_out)++;
+		}
 	}
 	return 0;
 }

@@ -130,8 +130,7 @@ static void test_bad_resources_rejected(void **state)
 	expect_rejected("{\"service\": {\"namespace\": \"ns\"}}", "no hostname");
 	expect_rejected("{\"service\": {\"namespace\": \"ns\", \"hostname\": \"h\", \"ports\": "
 			"[{\"servicePort\": 70000}]}}", "port out of range");
-	expect_rejected("{\"service\": {\"namespace\": \"ns\", \"hostname\": \"h\", \"ports\": "
-			"[{\"servicePort\": 80}, {\"servicePort\": 80}]}}", "duplicate port");
+	/* a port listed twice (UDP and TCP) is not an error: resource_pb.c merges it (test_xds.c) */
 	expect_rejected("{\"service\": {\"namespace\": \"ns\", \"hostname\": \"h\", \"addresses\": "
 			"[{\"address\": \"10.0.0\"}]}}", "bad VIP");
 	expect_rejected("{\"workload\": {\"uid\": \"u\", \"addresses\": [\"AAAA\"]}}", "3-byte address");

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "services/xds-agent/ads_client.h"
+#include "services/xds-agent/resource_pb.h"
 #include "services/xds-agent/xds_apply.h"
 #include "shared/log.h"
 #include "workload.pb-c.h"
@@ -273,6 +274,72 @@ static void test_view_rejects_malformed_bytes(void **state)
 	km_response_view_free(&v);
 }
 
+/* istiod sends one Port per Kubernetes ServicePort, so a port served over UDP and TCP (kube-dns:
+ * 53/UDP + 53/TCP) arrives twice. Never a NACK: the same target port collapses into one entry;
+ * different target ports for one service port keep the last one listed (as ztunnel's port map
+ * does). The same holds for a workload's own port mapping of a service. */
+static void test_port_listed_per_protocol_is_accepted(void **state)
+{
+	Kmesh__Workload__Service s = KMESH__WORKLOAD__SERVICE__INIT;
+	Kmesh__Workload__Workload w = KMESH__WORKLOAD__WORKLOAD__INIT;
+	Kmesh__Workload__Port p[5] = { KMESH__WORKLOAD__PORT__INIT, KMESH__WORKLOAD__PORT__INIT,
+				       KMESH__WORKLOAD__PORT__INIT, KMESH__WORKLOAD__PORT__INIT,
+				       KMESH__WORKLOAD__PORT__INIT };
+	Kmesh__Workload__Port *pp[5] = { &p[0], &p[1], &p[2], &p[3], &p[4] };
+	Kmesh__Workload__PortList pl = KMESH__WORKLOAD__PORT_LIST__INIT;
+	Kmesh__Workload__Workload__ServicesEntry e = KMESH__WORKLOAD__WORKLOAD__SERVICES_ENTRY__INIT;
+	Kmesh__Workload__Workload__ServicesEntry *ep = &e;
+	uint8_t vip[4] = { 10, 96, 0, 10 }, ip[4] = { 10, 244, 0, 5 };
+	ProtobufCBinaryData a = { 4, ip };
+	Kmesh__Workload__NetworkAddress na = KMESH__WORKLOAD__NETWORK_ADDRESS__INIT;
+	Kmesh__Workload__NetworkAddress *nap = &na;
+	struct km_service_res *out = NULL;
+	struct km_workload_res *wout = NULL;
+	char err[256] = "";
+
+	(void)state;
+	p[0].service_port = 53, p[0].target_port = 53;   /* UDP */
+	p[1].service_port = 53, p[1].target_port = 53;   /* TCP */
+	p[2].service_port = 9153, p[2].target_port = 0;
+	p[3].service_port = 9153, p[3].target_port = 9153; /* differs: the last one listed wins */
+	p[4].service_port = 8080, p[4].target_port = 80;
+	s.name = "kube-dns";
+	s.namespace_ = "kube-system";
+	s.hostname = "kube-dns.kube-system.svc.cluster.local";
+	na.address.len = 4;
+	na.address.data = vip;
+	s.n_addresses = 1;
+	s.addresses = &nap;
+	s.n_ports = 5;
+	s.ports = pp;
+	assert_int_equal(km_pb_service(&s, &out, err, sizeof(err)), 0);
+	assert_string_equal(err, "");
+	assert_int_equal(out->n_ports, 3);
+	assert_int_equal(out->ports[0].service_port, 53);
+	assert_int_equal(out->ports[0].target_port, 53);
+	assert_int_equal(out->ports[1].service_port, 9153);
+	assert_int_equal(out->ports[1].target_port, 9153);
+	assert_int_equal(out->ports[2].service_port, 8080);
+	assert_int_equal(out->ports[2].target_port, 80);
+	km_service_res_free(out);
+
+	/* the same list as a workload's mapping for the service */
+	w.uid = "Kubernetes//Pod/kube-system/coredns-1";
+	w.n_addresses = 1;
+	w.addresses = &a;
+	pl.n_ports = 5;
+	pl.ports = pp;
+	e.key = "kube-system/kube-dns.kube-system.svc.cluster.local";
+	e.value = &pl;
+	w.n_services = 1;
+	w.services = &ep;
+	assert_int_equal(km_pb_workload(&w, &wout, err, sizeof(err)), 0);
+	assert_int_equal(wout->n_services, 1);
+	assert_int_equal(wout->services[0].n_ports, 3);
+	assert_int_equal(wout->services[0].ports[1].target_port, 9153);
+	km_workload_res_free(wout);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -281,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_apply_address_partial),
 		cmocka_unit_test(test_apply_authorization),
 		cmocka_unit_test(test_view_rejects_malformed_bytes),
+		cmocka_unit_test(test_port_listed_per_protocol_is_accepted),
 	};
 
 	return cmocka_run_group_tests_name("xds", tests, NULL, NULL);
