@@ -12,9 +12,6 @@
 #include "shared/grow.h"
 #include "shared/log.h"
 
-/* Id owners are entries; a workload's pointer carries this tag in its lowest bit. */
-#define OWNER_WORKLOAD 1u
-
 /* ---- small helpers ------------------------------------------------------------------------- */
 
 void mdl_parr_add(struct km_model *m, void ***arr, size_t *n, size_t *cap, void *p)
@@ -80,8 +77,7 @@ struct km_model_svc *mdl_svc_get(struct km_model *m, const char *name, int creat
 
 static struct km_model_wl *wl_of_owner(uintptr_t owner)
 {
-	return owner & OWNER_WORKLOAD ? (struct km_model_wl *)(owner & ~(uintptr_t)OWNER_WORKLOAD)
-				      : NULL;
+	return owner & MDL_OWNER_WORKLOAD ? mdl_owner_workload(owner) : NULL;
 }
 
 /* The workload in slot i of the id table, or NULL (free slot or a service). */
@@ -126,7 +122,7 @@ static int wl_add(struct km_model *m, struct km_model_wl *w, const char *uid)
 {
 	struct mdl_displaced *d;
 
-	if (!(w->id = km_ids_alloc(&m->ids, uid, (void *)((uintptr_t)w | OWNER_WORKLOAD))))
+	if (!(w->id = km_ids_alloc(&m->ids, uid, (void *)((uintptr_t)w | MDL_OWNER_WORKLOAD))))
 		return -1;
 	if (w->id == km_ids_home(&m->ids, uid))
 		return 0;
@@ -586,6 +582,7 @@ int mdl_service_p2c(const struct km_model *m, const struct km_model_svc *s)
 void km_model_free(struct km_model *m)
 {
 	p2c_clear(m);
+	mdl_frontends_free(m);
 	km_addr_index_free(m->wl_addrs);
 	km_addr_index_free(m->vips);
 	m->wl_addrs = m->vips = NULL;
@@ -727,7 +724,7 @@ const char *km_model_name_of(const struct km_model *m, uint32_t id)
 
 	if (!owner)
 		return NULL;
-	if (owner & OWNER_WORKLOAD)
+	if (owner & MDL_OWNER_WORKLOAD)
 		return wl_of_owner(owner)->res->uid;
 	return ((const struct km_model_svc *)owner)->name;
 }

@@ -25,6 +25,7 @@
 struct km_model_svc;
 struct km_model_wl;
 struct mdl_displaced;
+struct mdl_fe_slot;
 struct km_authz;
 
 /* Where this node is: the reference for locality priorities. The node name is configured; the
@@ -55,6 +56,9 @@ struct km_model {
 	struct km_addr_index *wl_addrs; /* optional (telemetry): workload address -> uid */
 	struct km_addr_index *vips;     /* optional (telemetry): service VIP -> name */
 	int index_oom;                  /* an address could not be indexed */
+	/* every holder of every frontend key (model_frontends.c) */
+	struct mdl_fe_slot *fe_slots;
+	size_t fe_cap, fe_used;
 };
 
 void km_model_init(struct km_model *m, struct km_oplist *out, km_ids_hash_fn hash);

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "services/xds-agent/model_internal.h"
-#include "shared/addr.h"
 
 /* ---- op emitters --------------------------------------------------------------------------- */
 
@@ -43,42 +42,6 @@ void mdl_emit_endpoint(struct km_model *m, const struct km_model_svc *s, uint32_
 		return;
 	op->ep.backend_id = s->eps[prio][index];
 	op->ep.cum_weight = mdl_slot_cum(s, prio, index);
-}
-
-void mdl_emit_service_frontend(struct km_model *m, const struct km_model_svc *s,
-				  const struct km_addr *vip, const struct km_port *port, int del)
-{
-	struct km_op *op = km_oplist_add(m->out, KM_OP_FRONTEND, del);
-
-	if (!op)
-		return;
-	op->fe.addr = *vip;
-	op->fe.port = (uint16_t)port->service_port;
-	op->fe.kind = KM_FRONTEND_SERVICE;
-	if (del)
-		return;
-	op->fe.upstream_id = s->id;
-	op->fe.target_port = (uint16_t)(port->target_port ? port->target_port : port->service_port);
-	op->fe.flags = s->fe_flag_written ? KM_FE_F_PORT_OVERRIDES : 0;
-}
-
-void mdl_emit_service_frontends(struct km_model *m, const struct km_model_svc *s, int del)
-{
-	for (size_t v = 0; v < s->res->n_vips; v++)
-		for (size_t p = 0; p < s->res->n_ports; p++)
-			mdl_emit_service_frontend(m, s, &s->res->vips[v], &s->res->ports[p], del);
-}
-
-void mdl_emit_workload_frontend(struct km_model *m, const struct km_model_wl *w,
-				   const struct km_addr *addr, int del)
-{
-	struct km_op *op = km_oplist_add(m->out, KM_OP_FRONTEND, del);
-
-	if (!op)
-		return;
-	op->fe.addr = *addr;
-	op->fe.kind = KM_FRONTEND_WORKLOAD;
-	op->fe.upstream_id = del ? 0 : w->id;
 }
 
 void mdl_emit_override(struct km_model *m, const struct km_model_svc *s, const struct override *o,

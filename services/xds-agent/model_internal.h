@@ -3,7 +3,8 @@
  *   model.c           services, workloads, flush, replay, queries (the public API)
  *   model_emit.c      turning entries into table operations
  *   model_endpoints.c endpoint slots, priorities, per-workload target ports
- *   model_waypoint.c  waypoint resolution and the objects that depend on a waypoint service */
+ *   model_waypoint.c  waypoint resolution and the objects that depend on a waypoint service
+ *   model_frontends.c who holds each frontend key, and whose row the table carries */
 #ifndef KM_XDS_MODEL_INTERNAL_H
 #define KM_XDS_MODEL_INTERNAL_H
 
@@ -49,6 +50,10 @@ struct km_model_svc {
 	UT_hash_handle hh;
 };
 
+/* Entries are named by pointer where one may be either: a workload's carries this tag in its
+ * lowest bit (the id table's owners, the frontend holders). */
+#define MDL_OWNER_WORKLOAD ((uintptr_t)1)
+
 /* A workload: its name is res->uid (an entry always holds its resource). */
 struct km_model_wl {
 	uint32_t id;
@@ -69,6 +74,11 @@ struct mdl_displaced {
 	UT_hash_handle hh;
 };
 
+static inline struct km_model_wl *mdl_owner_workload(uintptr_t owner)
+{
+	return (struct km_model_wl *)(owner & ~MDL_OWNER_WORKLOAD);
+}
+
 /* model.c */
 /* model_index.c: the telemetry address indexes, when kept (add = 0: remove r's addresses). */
 void mdl_index_service(struct km_model *m, const struct km_service_res *r, int add);
@@ -85,11 +95,6 @@ struct km_model_svc *mdl_svc_get(struct km_model *m, const char *name, int creat
 void mdl_emit_service(struct km_model *m, const struct km_model_svc *s, int now);
 void mdl_emit_endpoint(struct km_model *m, const struct km_model_svc *s, uint32_t prio, uint32_t index,
 		   int del, int now);
-void mdl_emit_service_frontend(struct km_model *m, const struct km_model_svc *s,
-			   const struct km_addr *vip, const struct km_port *port, int del);
-void mdl_emit_service_frontends(struct km_model *m, const struct km_model_svc *s, int del);
-void mdl_emit_workload_frontend(struct km_model *m, const struct km_model_wl *w,
-			    const struct km_addr *addr, int del);
 void mdl_emit_override(struct km_model *m, const struct km_model_svc *s, const struct override *o,
 		   int del);
 void mdl_backend_row(struct km_model *m, const struct km_model_wl *w, struct km_op *op);
@@ -98,6 +103,15 @@ uint64_t mdl_row_sum(const struct km_op *op);
 /* Emit the workload's backend row (row, or built now if NULL) and remember its checksum. */
 void mdl_emit_backend(struct km_model *m, struct km_model_wl *w, const struct km_op *row);
 void mdl_emit_backend_delete(struct km_model *m, const struct km_model_wl *w);
+
+/* model_frontends.c: an upsert holds the key and writes the row if its holder wins it; a delete
+ * lets go and hands the row to the next holder (or deletes it when none is left). */
+void mdl_emit_service_frontend(struct km_model *m, const struct km_model_svc *s,
+			       const struct km_addr *vip, const struct km_port *port, int del);
+void mdl_emit_service_frontends(struct km_model *m, const struct km_model_svc *s, int del);
+void mdl_emit_workload_frontend(struct km_model *m, const struct km_model_wl *w,
+				const struct km_addr *addr, int del);
+void mdl_frontends_free(struct km_model *m);
 
 /* model_endpoints.c */
 uint32_t mdl_endpoint_prio(const struct km_model *m, const struct km_model_svc *s,

@@ -343,6 +343,127 @@ static void test_workload_loses_address(void **state)
 }
 
 
+/* ---- an address held by two resources ---------------------------------------------------------- */
+
+/* The frontend rows as the table would hold them after applying ops: (address, port) -> row. */
+struct fe_rows {
+	struct km_op rows[64];
+	size_t n;
+};
+
+static struct km_op *fe_row(struct fe_rows *t, const char *ip, uint16_t port)
+{
+	struct km_addr a;
+
+	km_addr_parse(ip, &a);
+	for (size_t i = 0; i < t->n; i++)
+		if (!memcmp(&t->rows[i].fe.addr, &a, sizeof(a)) && t->rows[i].fe.port == port)
+			return &t->rows[i];
+	return NULL;
+}
+
+static void fe_apply(struct fe_rows *t, const struct km_op *o)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++)
+		if (!memcmp(&t->rows[i].fe.addr, &o->fe.addr, sizeof(o->fe.addr)) &&
+		    t->rows[i].fe.port == o->fe.port)
+			break;
+	if (o->del) {
+		if (i < t->n)
+			t->rows[i] = t->rows[--t->n];
+		return;
+	}
+	assert_true(i < 64);
+	t->rows[i] = *o;
+	t->n += i == t->n;
+}
+
+/* Flush, and apply the frontend ops to t. */
+static void flush_into(struct fx *f, struct fe_rows *t)
+{
+	km_model_flush(&f->m);
+	for (size_t i = 0; i < f->l.n; i++)
+		if (f->l.ops[i].table == KM_OP_FRONTEND)
+			fe_apply(t, &f->l.ops[i]);
+	km_oplist_clear(&f->l);
+}
+
+static void expect_fe(struct fe_rows *t, const char *ip, uint16_t port, const char *owner)
+{
+	struct km_op *r = fe_row(t, ip, port);
+
+	if (!owner) {
+		if (r)
+			fail_msg("%s:%u still has a row (upstream %u)", ip, port, r->fe.upstream_id);
+		return;
+	}
+	if (!r)
+		fail_msg("%s:%u has no row; %s holds it", ip, port, owner);
+	assert_int_equal(r->fe.upstream_id, km_ids_fnv1a(owner));
+}
+
+/* Pods reuse IPs: the new pod's workload may arrive before the old one's removal, in one
+ * response or in two, or the old one may move to another address. The row of the address must
+ * end up naming the holder that remains, never be deleted under it. */
+static void test_address_taken_over_keeps_its_frontend(void **state)
+{
+	struct fx *f = *state;
+	struct fe_rows t = { .n = 0 };
+
+	/* in one response: new listed, old removed */
+	km_model_upsert_workload(&f->m, wl("old", "10.244.0.12", KM_WORKLOAD_HEALTHY, 0));
+	flush_into(f, &t);
+	expect_fe(&t, "10.244.0.12", 0, "old");
+	km_model_upsert_workload(&f->m, wl("new", "10.244.0.12", KM_WORKLOAD_HEALTHY, 0));
+	km_model_remove_workload(&f->m, "old");
+	flush_into(f, &t);
+	expect_fe(&t, "10.244.0.12", 0, "new");
+
+	/* in two responses */
+	km_model_upsert_workload(&f->m, wl("next", "10.244.0.12", KM_WORKLOAD_HEALTHY, 0));
+	flush_into(f, &t);
+	km_model_remove_workload(&f->m, "new");
+	flush_into(f, &t);
+	expect_fe(&t, "10.244.0.12", 0, "next");
+
+	/* the old holder moves to another address */
+	km_model_upsert_workload(&f->m, wl("after", "10.244.0.12", KM_WORKLOAD_HEALTHY, 0));
+	flush_into(f, &t);
+	km_model_upsert_workload(&f->m, wl("next", "10.244.0.13", KM_WORKLOAD_HEALTHY, 0));
+	flush_into(f, &t);
+	expect_fe(&t, "10.244.0.12", 0, "after");
+	expect_fe(&t, "10.244.0.13", 0, "next");
+	/* ... or loses every address */
+	km_model_upsert_workload(&f->m, wl("again", "10.244.0.13", KM_WORKLOAD_HEALTHY, 0));
+	km_model_upsert_workload(&f->m, wl("next", NULL, KM_WORKLOAD_HEALTHY, 0));
+	flush_into(f, &t);
+	expect_fe(&t, "10.244.0.13", 0, "again");
+
+	/* the last holder goes: the row goes */
+	km_model_remove_workload(&f->m, "again");
+	flush_into(f, &t);
+	expect_fe(&t, "10.244.0.13", 0, NULL);
+	expect_fe(&t, "10.244.0.12", 0, "after");
+
+	/* a VIP moving between services, both ways */
+	km_model_upsert_service(&f->m, svc("ns/a", "10.96.0.10", 80, 8080));
+	flush_into(f, &t);
+	km_model_upsert_service(&f->m, svc("ns/b", "10.96.0.10", 80, 9090));
+	km_model_remove_service(&f->m, "ns/a");
+	flush_into(f, &t);
+	expect_fe(&t, "10.96.0.10", 80, "ns/b");
+	assert_int_equal(fe_row(&t, "10.96.0.10", 80)->fe.target_port, 9090);
+	km_model_upsert_service(&f->m, svc("ns/a", "10.96.0.10", 80, 8080));
+	flush_into(f, &t);
+	km_model_upsert_service(&f->m, svc("ns/b", "10.96.0.11", 80, 9090));
+	flush_into(f, &t);
+	expect_fe(&t, "10.96.0.10", 80, "ns/a");
+	assert_int_equal(fe_row(&t, "10.96.0.10", 80)->fe.target_port, 8080);
+	expect_fe(&t, "10.96.0.11", 80, "ns/b");
+}
+
 /* ---- locality, waypoints, overrides, host network --------------------------------------------- */
 
 static struct km_workload_res *located(const char *uid, const char *ip, const char *node,
@@ -548,10 +669,8 @@ struct sim {
 	uint64_t cum[SIM_SVCS][KM_PRIO_COUNT][SIM_SLOTS]; /* cumulative weight of the slot */
 	uint64_t total[SIM_SVCS][KM_PRIO_COUNT];
 	int be_row[SIM_WLS];
-	int fe_svc[SIM_SVCS][4];      /* (service, vip variant) frontend present */
-	int fe_flag[SIM_SVCS][4];     /* ... with KM_FE_F_PORT_OVERRIDES */
 	uint16_t ovr[SIM_SVCS][SIM_WLS]; /* override target for port 80, 0 = no row */
-	int fe_wl[SIM_WLS];
+	struct fe_rows fe;               /* frontends by (address, port) */
 };
 
 static char sim_names[SIM_SVCS + SIM_WLS][32];
@@ -584,7 +703,8 @@ static int backend_live(const struct sim *s, uint32_t id)
 
 static void sim_check_exposed(const struct sim *s, int svc, uint32_t backend_id);
 
-/* Frontend keys are per (service, vip): VIP 10.96.<variant>.<service>. */
+/* Addresses are drawn from small pools, so workloads share pod IPs and services share VIPs (a
+ * pod IP reused, a VIP moving between services): rows are found by key, owners by id. */
 static void sim_apply(struct sim *s, const struct km_op *o)
 {
 	switch (o->table) {
@@ -640,22 +760,16 @@ static void sim_apply(struct sim *s, const struct km_op *o)
 		return;
 	}
 	default:
-		if (o->fe.kind == KM_FRONTEND_SERVICE) {
-			int i = o->fe.addr.bytes[15], v = o->fe.addr.bytes[14];
+		if (!o->del && o->fe.kind == KM_FRONTEND_SERVICE) {
+			int i = svc_index(o->fe.upstream_id);
 
-			assert_true(i < SIM_SVCS && v < 4);
-			if (!o->del && s->svc_row[i] != (int)o->fe.upstream_id)
+			assert_true(i >= 0);
+			if (s->svc_row[i] != (int)o->fe.upstream_id)
 				fail_msg("frontend of service %d written before its service row", i);
-			s->fe_svc[i][v] = !o->del;
-			s->fe_flag[i][v] = !o->del && (o->fe.flags & KM_FE_F_PORT_OVERRIDES);
-		} else {
-			int w = o->fe.addr.bytes[15] - 1;
-
-			assert_true(w >= 0 && w < SIM_WLS);
-			if (!o->del && !backend_live(s, o->fe.upstream_id))
-				fail_msg("workload frontend written before its backend row");
-			s->fe_wl[w] = !o->del;
+		} else if (!o->del && !backend_live(s, o->fe.upstream_id)) {
+			fail_msg("workload frontend written before its backend row");
 		}
+		fe_apply(&s->fe, o);
 		return;
 	}
 }
@@ -663,18 +777,21 @@ static void sim_apply(struct sim *s, const struct km_op *o)
 /* What BPF may rely on at every moment. */
 static void sim_invariants(const struct sim *s)
 {
+	for (size_t k = 0; k < s->fe.n; k++) {
+		const struct km_op *r = &s->fe.rows[k];
+
+		if (r->fe.kind == KM_FRONTEND_SERVICE && !s->svc_row[svc_index(r->fe.upstream_id)])
+			fail_msg("frontend of service %d without its service row",
+				 svc_index(r->fe.upstream_id));
+		if (r->fe.kind == KM_FRONTEND_WORKLOAD && !backend_live(s, r->fe.upstream_id))
+			fail_msg("pod frontend of %d without backend row", wl_index(r->fe.upstream_id));
+	}
 	for (int i = 0; i < SIM_SVCS; i++) {
-		for (int v = 0; v < 4; v++)
-			if (s->fe_svc[i][v] && !s->svc_row[i])
-				fail_msg("frontend of service %d without its service row", i);
 		for (int p = 0; s->svc_row[i] && p < KM_PRIO_COUNT; p++)
 			for (uint32_t k = 0; k < s->svc_count[i][p]; k++)
 				if (!backend_live(s, s->ep[i][p][k]))
 					fail_msg("service %d prio %d slot %u has no live backend", i, p, k);
 	}
-	for (int w = 0; w < SIM_WLS; w++)
-		if (s->fe_wl[w] && !s->be_row[w])
-			fail_msg("pod frontend %d without backend row", w);
 }
 
 /* A backend newly exposed (by a count increase or a slot overwrite) that has its own target port
@@ -684,8 +801,10 @@ static void sim_check_exposed(const struct sim *s, int svc, uint32_t backend_id)
 {
 	int w = wl_index(backend_id);
 
-	for (int v = 0; w >= 0 && s->ovr[svc][w] && v < 4; v++)
-		if (s->fe_svc[svc][v] && !s->fe_flag[svc][v])
+	for (size_t k = 0; w >= 0 && s->ovr[svc][w] && k < s->fe.n; k++)
+		if (s->fe.rows[k].fe.kind == KM_FRONTEND_SERVICE &&
+		    svc_index(s->fe.rows[k].fe.upstream_id) == svc &&
+		    !(s->fe.rows[k].fe.flags & KM_FE_F_PORT_OVERRIDES))
 			fail_msg("service %d exposes backend %d, which has its own port, through a "
 				 "frontend without the override flag", svc, w);
 }
@@ -734,10 +853,103 @@ static void sim_matches_model(const struct sim *s, const struct km_model *m)
 			if (sr)
 				assert_int_equal(s->total[i][p], sum);
 		}
-		for (int v = 0; v < 4; v++)
-			if (s->fe_svc[i][v])
-				assert_int_equal(s->fe_flag[i][v], any_override);
+		for (size_t k = 0; k < s->fe.n; k++)
+			if (s->fe.rows[k].fe.kind == KM_FRONTEND_SERVICE &&
+			    svc_index(s->fe.rows[k].fe.upstream_id) == i)
+				assert_int_equal(!!(s->fe.rows[k].fe.flags & KM_FE_F_PORT_OVERRIDES),
+						 any_override);
 	}
+}
+
+/* What each resource was last given, to build the same state again from scratch. */
+struct sim_spec {
+	int present;
+	int addr;             /* pool index, -1 = none */
+	uint32_t target;      /* services: target port; workloads: status */
+	uint32_t mode;        /* services: lb mode; workloads: capacity */
+	int node, mask;       /* workloads */
+	uint32_t own[SIM_SVCS]; /* workloads: own target port per service, 0 = none */
+};
+
+static const char *sim_nodes[SIM_NODES] = { "n0", "n1", "n2" };
+
+static struct km_service_res *sim_service(int i, const struct sim_spec *sp)
+{
+	char vip[32];
+
+	snprintf(vip, sizeof(vip), "10.96.0.%d", sp->addr);
+	return with_mode(svc(sim_names[i], vip, 80, sp->target), sp->mode, 1, KM_SCOPE_NODE);
+}
+
+static struct km_workload_res *sim_workload(int w, const struct sim_spec *sp)
+{
+	char ip[32];
+	struct km_workload_res *res;
+
+	snprintf(ip, sizeof(ip), "10.0.0.%d", sp->addr + 1);
+	res = wl(sim_names[SIM_SVCS + w], sp->addr >= 0 ? ip : NULL, sp->target, 0);
+	res->node = strdup(sim_nodes[sp->node]);
+	res->capacity = sp->mode;
+	for (int i = 0; i < SIM_SVCS; i++) {
+		struct km_membership *ms;
+
+		if (!(sp->mask & (1 << i)))
+			continue;
+		ms = &res->services[res->n_services++];
+		ms->service = strdup(sim_names[i]);
+		if (sp->own[i]) {
+			ms->ports = calloc(1, sizeof(*ms->ports));
+			ms->ports[0] = (struct km_port){ 80, sp->own[i] };
+			ms->n_ports = 1;
+		}
+	}
+	assert_int_equal(km_workload_res_normalize(res), 0);
+	return res;
+}
+
+/* The frontend rows a model built from scratch out of the same resources writes, in the
+ * opposite order of names, must be the rows the tables hold now: which resource an address
+ * names may not depend on the order the changes came in. */
+static void sim_matches_scratch(const struct sim *s, const struct sim_spec *spec)
+{
+	struct km_oplist l;
+	struct km_model m;
+	static struct fe_rows t;
+	char a[KM_ADDR_STRLEN];
+
+	km_oplist_init(&l);
+	km_model_init(&m, &l, NULL);
+	km_model_set_local_node(&m, "n0");
+	memset(&t, 0, sizeof(t));
+	for (int i = SIM_SVCS - 1; i >= 0; i--)
+		if (spec[i].present)
+			km_model_upsert_service(&m, sim_service(i, &spec[i]));
+	for (int w = SIM_WLS - 1; w >= 0; w--)
+		if (spec[SIM_SVCS + w].present)
+			km_model_upsert_workload(&m, sim_workload(w, &spec[SIM_SVCS + w]));
+	km_model_flush(&m);
+	for (size_t k = 0; k < l.n; k++)
+		if (l.ops[k].table == KM_OP_FRONTEND)
+			fe_apply(&t, &l.ops[k]);
+	assert_int_equal(s->fe.n, t.n);
+	for (size_t k = 0; k < t.n; k++) {
+		const struct km_op *want = &t.rows[k], *got = NULL;
+
+		for (size_t j = 0; j < s->fe.n; j++)
+			if (!memcmp(&s->fe.rows[j].fe.addr, &want->fe.addr, sizeof(want->fe.addr)) &&
+			    s->fe.rows[j].fe.port == want->fe.port)
+				got = &s->fe.rows[j];
+		if (!got)
+			fail_msg("%s:%u has no row", km_addr_format(&want->fe.addr, a), want->fe.port);
+		if (got->fe.upstream_id != want->fe.upstream_id ||
+		    got->fe.target_port != want->fe.target_port || got->fe.flags != want->fe.flags)
+			fail_msg("%s:%u names %u (port %u, flags %u), from scratch %u (port %u, flags %u)",
+				 km_addr_format(&want->fe.addr, a), want->fe.port, got->fe.upstream_id,
+				 got->fe.target_port, got->fe.flags, want->fe.upstream_id,
+				 want->fe.target_port, want->fe.flags);
+	}
+	km_model_free(&m);
+	km_oplist_free(&l);
 }
 
 static void test_random_sequences_keep_invariants(void **state)
@@ -745,8 +957,8 @@ static void test_random_sequences_keep_invariants(void **state)
 	struct km_oplist l;
 	struct km_model m;
 	static struct sim sim;
-	size_t applied = 0;
-	static const char *nodes[SIM_NODES] = { "n0", "n1", "n2" };
+	static struct sim_spec spec[SIM_SVCS + SIM_WLS];
+	size_t applied = 0, shared = 0;
 
 	(void)state;
 	srand(20261121);
@@ -759,48 +971,44 @@ static void test_random_sequences_keep_invariants(void **state)
 	km_model_init(&m, &l, NULL);
 	km_model_set_local_node(&m, "n0");
 	memset(&sim, 0, sizeof(sim));
+	memset(spec, 0, sizeof(spec));
 
 	for (int step = 0; step < 4000; step++) {
 		int r = rand() % 10;
 
 		if (r < 2) {
 			int i = rand() % SIM_SVCS;
-			char vip[32];
+			struct sim_spec *sp = &spec[i];
 			static const uint32_t modes[] = { KM_LB_RANDOM, KM_LB_FAILOVER, KM_LB_STRICT };
 
-			snprintf(vip, sizeof(vip), "10.96.%d.%d", rand() % 4, i);
-			km_model_upsert_service(&m, with_mode(svc(sim_names[i], vip, 80,
-								 (uint32_t)(8080 + rand() % 2)),
-							     modes[rand() % 3], 1, KM_SCOPE_NODE));
+			sp->present = 1;
+			sp->addr = rand() % 3; /* 4 services, 3 VIPs */
+			sp->target = (uint32_t)(8080 + rand() % 2);
+			sp->mode = modes[rand() % 3];
+			km_model_upsert_service(&m, sim_service(i, sp));
 		} else if (r < 3) {
-			km_model_remove_service(&m, sim_names[rand() % SIM_SVCS]);
+			int i = rand() % SIM_SVCS;
+
+			spec[i].present = 0;
+			km_model_remove_service(&m, sim_names[i]);
 		} else if (r < 9) {
-			int w = rand() % SIM_WLS, mask = rand() % 16;
-			char ip[32];
-			struct km_workload_res *res;
+			int w = rand() % SIM_WLS;
+			struct sim_spec *sp = &spec[SIM_SVCS + w];
 
-			snprintf(ip, sizeof(ip), "10.0.0.%d", w + 1);
-			res = wl(sim_names[SIM_SVCS + w], rand() % 8 ? ip : NULL,
-				 rand() % 4 ? KM_WORKLOAD_HEALTHY : KM_WORKLOAD_UNHEALTHY, 0);
-			res->node = strdup(nodes[rand() % SIM_NODES]);
-			res->capacity = rand() % 3 ? 1 : (uint32_t)(rand() % 4); /* 0 reads as 1 */
-			for (int i = 0; i < SIM_SVCS; i++) {
-				struct km_membership *ms;
-
-				if (!(mask & (1 << i)))
-					continue;
-				ms = &res->services[res->n_services++];
-				ms->service = strdup(sim_names[i]);
-				if (rand() % 3 == 0) { /* this workload's own target port */
-					ms->ports = calloc(1, sizeof(*ms->ports));
-					ms->ports[0] = (struct km_port){ 80, (uint32_t)(9000 + rand() % 2) };
-					ms->n_ports = 1;
-				}
-			}
-			assert_int_equal(km_workload_res_normalize(res), 0);
-			km_model_upsert_workload(&m, res);
+			sp->present = 1;
+			sp->mask = rand() % 16;
+			sp->addr = rand() % 8 ? rand() % 9 : -1; /* 12 workloads, 9 pod IPs */
+			sp->target = rand() % 4 ? KM_WORKLOAD_HEALTHY : KM_WORKLOAD_UNHEALTHY;
+			sp->node = rand() % SIM_NODES;
+			sp->mode = rand() % 3 ? 1 : (uint32_t)(rand() % 4); /* 0 reads as 1 */
+			for (int i = 0; i < SIM_SVCS; i++) /* this workload's own target port */
+				sp->own[i] = rand() % 3 == 0 ? (uint32_t)(9000 + rand() % 2) : 0;
+			km_model_upsert_workload(&m, sim_workload(w, sp));
 		} else {
-			km_model_remove_workload(&m, sim_names[SIM_SVCS + rand() % SIM_WLS]);
+			int w = rand() % SIM_WLS;
+
+			spec[SIM_SVCS + w].present = 0;
+			km_model_remove_workload(&m, sim_names[SIM_SVCS + w]);
 		}
 		if (rand() % 3 == 0 || step == 3999) {
 			km_model_flush(&m);
@@ -812,9 +1020,16 @@ static void test_random_sequences_keep_invariants(void **state)
 			applied += l.n;
 			km_oplist_clear(&l);
 			sim_matches_model(&sim, &m);
+			sim_matches_scratch(&sim, spec);
+			for (int a = 0; a < SIM_WLS; a++) /* how often an address had two holders */
+				for (int b = a + 1; b < SIM_WLS; b++)
+					shared += spec[SIM_SVCS + a].present && spec[SIM_SVCS + b].present &&
+						  spec[SIM_SVCS + a].addr >= 0 &&
+						  spec[SIM_SVCS + a].addr == spec[SIM_SVCS + b].addr;
 		}
 	}
 	assert_true(applied > 1000);
+	assert_true(shared > 100);
 	km_model_free(&m);
 	km_oplist_free(&l);
 	km_log_set_level(KM_LOG_INFO);
@@ -829,6 +1044,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unhealthy_leaves_endpoints_but_keeps_backend, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_service_changes_and_removal, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_workload_loses_address, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_address_taken_over_keeps_its_frontend, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_locality_priorities, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_waypoint_resolution_order, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_waypoint_pointing_at_itself_is_ignored, fx_setup, fx_teardown),
