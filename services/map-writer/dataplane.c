@@ -101,10 +101,12 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
-static int mkdir_p(const char *path, mode_t mode)
+/* Create path and its missing parents; *created says whether path itself was made now. */
+static int mkdir_p(const char *path, mode_t mode, int *created)
 {
 	char tmp[512];
 
+	*created = 0;
 	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
 	for (char *p = tmp + 1; *p; p++) {
@@ -115,8 +117,9 @@ static int mkdir_p(const char *path, mode_t mode)
 			return -errno;
 		*p = '/';
 	}
-	if (mkdir(tmp, mode) != 0 && errno != EEXIST)
-		return -errno;
+	if (mkdir(tmp, mode) != 0)
+		return errno == EEXIST ? 0 : -errno;
+	*created = 1;
 	return 0;
 }
 
@@ -335,7 +338,8 @@ static int attach_link(struct km_dataplane *dp, struct bpf_program *prog, const 
 	int err;
 
 	snprintf(path, sizeof(path), "%s/%s", dp->links_dir, name);
-	link = bpf_link__open(path);
+	/* no pin is the normal first start: not worth libbpf's warning */
+	link = access(path, F_OK) == 0 ? bpf_link__open(path) : NULL;
 	if (link) {
 		err = bpf_link__update_program(link, prog);
 		if (err) {
@@ -443,15 +447,26 @@ static int write_layout(struct km_dataplane *dp)
 	return 0;
 }
 
+/* The directory, or its nearest existing parent, must be on a bpffs: checked before anything is
+ * created (an unmounted /sys/fs/bpf would otherwise fail as "No such file or directory"). */
 static int check_bpffs(const char *dir)
 {
+	char at[512];
 	struct statfs st;
 
-	if (statfs(dir, &st) != 0)
-		return -errno;
+	snprintf(at, sizeof(at), "%s", dir);
+	while (statfs(at, &st) != 0) {
+		char *slash = strrchr(at, '/');
+
+		if (errno != ENOENT || !slash || slash == at) {
+			km_error("cannot reach %s: %s", dir, strerror(errno));
+			return -errno;
+		}
+		*slash = '\0';
+	}
 	if ((unsigned long)st.f_type != BPF_FS_MAGIC) {
-		km_error("%s is not on a bpf filesystem; mount one first (mount -t bpf bpf /sys/fs/bpf)",
-			 dir);
+		km_error("%s is not on a bpf filesystem (%s is not a bpffs); mount one first "
+			 "(mount -t bpf bpf /sys/fs/bpf)", dir, at);
 		return -ENOTSUP;
 	}
 	return 0;
@@ -469,12 +484,14 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	snprintf(dp->maps_dir, sizeof(dp->maps_dir), "%s/maps", cfg->bpffs_dir);
 	snprintf(dp->links_dir, sizeof(dp->links_dir), "%s/links", cfg->bpffs_dir);
 
-	if ((err = mkdir_p(dp->maps_dir, 0700)) || (err = mkdir_p(dp->links_dir, 0700))) {
+	if ((err = check_bpffs(dp->dir)))
+		return err;
+	if ((err = mkdir_p(dp->dir, 0700, &dp->made_dir)) ||
+	    (err = mkdir_p(dp->maps_dir, 0700, &dp->made_maps_dir)) ||
+	    (err = mkdir_p(dp->links_dir, 0700, &dp->made_links_dir))) {
 		km_error("cannot create %s: %s", cfg->bpffs_dir, strerror(-err));
 		return err;
 	}
-	if ((err = check_bpffs(dp->dir)))
-		return err;
 	dp->lock_fd = open(dp->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dp->lock_fd < 0 || flock(dp->lock_fd, LOCK_EX | LOCK_NB) != 0) {
 		err = -errno;
@@ -566,6 +583,7 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	km_info("data plane ready: %s (maps %s, links %s), attached to %s", dp->dir,
 		dp->n_migrating ? "migrated" : dp->adopted_maps ? "adopted" : "new", dp->adopted_links ? "updated in place" : "new",
 		cfg->cgroup_path);
+	dp->opened = 1;
 	return 0;
 }
 
@@ -596,10 +614,14 @@ void km_dataplane_close(struct km_dataplane *dp, int detach)
 		kmesh__destroy(dp->skel);
 		dp->skel = NULL;
 	}
-	if (detach && dp->dir[0]) {
-		rmdir(dp->maps_dir);
-		rmdir(dp->links_dir);
-		rmdir(dp->dir);
+	if ((detach || !dp->opened) && dp->dir[0]) {
+		/* on a failed start only what this start created (rmdir keeps a non-empty one) */
+		if (detach || dp->made_maps_dir)
+			rmdir(dp->maps_dir);
+		if (detach || dp->made_links_dir)
+			rmdir(dp->links_dir);
+		if (detach || dp->made_dir)
+			rmdir(dp->dir);
 		km_info("detached and unpinned everything under %s", dp->dir);
 	}
 	if (dp->cgroup_fd >= 0)

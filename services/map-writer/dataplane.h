@@ -75,6 +75,8 @@ struct km_dataplane {
 	char maps_dir[512];
 	char links_dir[512];
 	char dir[512];
+	int made_dir, made_maps_dir, made_links_dir; /* created by this start */
+	int opened; /* km_dataplane_open succeeded */
 	/* an upgrade: maps whose layout changed get new maps, filled from the pinned ones, and
 	 * take their pins once the new programs are in the links */
 	uint32_t from_layout; /* layout of the pinned maps (0: none pinned) */

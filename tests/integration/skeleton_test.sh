@@ -36,9 +36,24 @@ for b in b1 b2 b3; do
 done
 for b in b1 b2 b3; do km_wait_listen "$b" 8080 || exit 1; done
 
+# --- start-up failures say what to do and leave nothing behind
+mkdir -p "$KM_DIR/plain"
+"$KM_BIN/kmesh-map-writer" --bpffs-dir "$KM_DIR/plain/kmesh" --cgroup "$KM_CGROUP" \
+	--socket "$KM_DIR/plain.sock" >"$KM_DIR/plain.log" 2>&1
+rc=$?
+check "a bpffs directory on another filesystem: exit 1, says to mount a bpffs" \
+	eval '[ $rc = 1 ] && grep -q "is not on a bpf filesystem.*mount -t bpf bpf" "$KM_DIR/plain.log"'
+check "... and creates nothing there" test ! -e "$KM_DIR/plain/kmesh"
+"$KM_BIN/kmesh-map-writer" --bpffs-dir "$KM_DIR/bpffs/failed" --cgroup "$KM_DIR/no-such-cgroup" \
+	--socket "$KM_DIR/failed.sock" >"$KM_DIR/failed.log" 2>&1
+check "a start that fails after creating its bpffs directories removes them" \
+	eval 'grep -q "cannot open cgroup" "$KM_DIR/failed.log" && [ ! -e "$KM_DIR/bpffs/failed" ]'
+
 config "b1 b2 b3"
 km_map_writer_start || exit 1
 km_agent_start
+check "a fresh start logs no libbpf warning (no pinned link yet is expected)" \
+	eval '! grep -q "libbpf" "$KM_DIR/map-writer.log"'
 check "map writer enrolls the client netns (cni role)" \
 	"$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path client)" --pod demo/client
 check "agent converges: 3 endpoints" km_wait_rows endpoint "^endpoint" 3
