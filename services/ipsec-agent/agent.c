@@ -86,19 +86,23 @@ void km_ipsec_agent_published(void *arg, uint32_t spi)
 		km_ipsec_plan_published(&a->plan, spi, uv_now(a->loop));
 }
 
-void km_ipsec_agent_key(struct km_ipsec_agent *a, const struct km_ipsec_key *k)
+void km_ipsec_agent_key_refused(struct km_ipsec_agent *a, const char *why)
+{
+	a->keys_refused++;
+	km_error("key file refused: %s; the keys already loaded stay in use", why);
+}
+
+int km_ipsec_agent_key(struct km_ipsec_agent *a, const struct km_ipsec_key *k, char *err,
+		       size_t errlen)
 {
 	uint32_t dropped;
-	char err[256];
 
-	switch (km_ipsec_keyring_add(&a->keys, k, &dropped, err, sizeof(err))) {
+	switch (km_ipsec_keyring_add(&a->keys, k, &dropped, err, errlen)) {
 	case KM_KEYRING_REFUSED:
-		a->keys_refused++;
-		km_error("key file refused: %s; the keys already loaded stay in use", err);
-		return;
+		return -1;
 	case KM_KEYRING_UNCHANGED:
 		km_debug("key file read again: SPI %u, unchanged", k->spi);
-		return;
+		return 0;
 	case KM_KEYRING_CURRENT:
 		break;
 	}
@@ -108,6 +112,7 @@ void km_ipsec_agent_key(struct km_ipsec_agent *a, const struct km_ipsec_key *k)
 		a->plan.n_peers);
 	a->retry_ms = 0;
 	advertise(a);
+	return 0;
 }
 
 void km_ipsec_agent_peer(struct km_ipsec_agent *a, const struct km_ipsec_node *n)

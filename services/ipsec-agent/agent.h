@@ -28,7 +28,7 @@ struct km_ipsec_agent {
 	struct km_ipsec_mw_link *mw; /* the map writer's IPsec tables follow the peers (may be NULL) */
 	struct km_node_advert *advert; /* this node's KmeshNodeInfo (NULL: no Kubernetes API) */
 	struct km_node_watch *watch;   /* the peers' (NULL: none), for the dump */
-	uint64_t keys_refused;
+	uint64_t keys_refused; /* versions of the key file refused, whatever the reason */
 	uint64_t reconciled; /* leftover XFRM objects removed */
 	uint64_t retry_at_ms, retry_ms; /* the current key not advertised yet: when to try again */
 };
@@ -37,7 +37,13 @@ struct km_ipsec_agent {
 int km_ipsec_agent_init(struct km_ipsec_agent *a, uv_loop_t *loop, const struct km_ipsec_node *self,
 			uint64_t grace_ms);
 void km_ipsec_agent_free(struct km_ipsec_agent *a, int uninstall);
-void km_ipsec_agent_key(struct km_ipsec_agent *a, const struct km_ipsec_key *k);
+/* A key read from the key file: 0 when it is used (or the same again), else -1 with err saying
+ * why the keyring refuses it (an SPI that already names another key). */
+int km_ipsec_agent_key(struct km_ipsec_agent *a, const struct km_ipsec_key *k, char *err,
+		       size_t errlen);
+/* A version of the key file refused, for any reason (why: "PATH: reason"): counted and logged
+ * as "key file refused: PATH: reason" (kmesh_ipsec_key_files_refused_total). */
+void km_ipsec_agent_key_refused(struct km_ipsec_agent *a, const char *why);
 void km_ipsec_agent_peer(struct km_ipsec_agent *a, const struct km_ipsec_node *n);
 void km_ipsec_agent_peer_gone(struct km_ipsec_agent *a, const char *name);
 void km_ipsec_agent_tick(struct km_ipsec_agent *a);
