@@ -122,9 +122,16 @@ void km_ipsec_agent_peer(struct km_ipsec_agent *a, const struct km_ipsec_node *n
 	 * what the kernel refused before, but not logged as news */
 	int same = known && km_ipsec_node_equal(&known->node, n);
 
-	if (km_ipsec_plan_peer(&a->plan, n, uv_now(a->loop)) != 0)
-		km_warn("peer %s: not every rule is in place: %s", n->name, a->plan.last_error);
-	else
+	if (km_ipsec_plan_peer(&a->plan, n, uv_now(a->loop)) != 0) {
+		const struct km_ipsec_peer *p = km_ipsec_plan_find(&a->plan, n->name);
+
+		if (p && p->retry_ms)
+			km_warn("peer %s: not every rule is in place: %s; trying again in %u s",
+				n->name, a->plan.last_error, p->retry_ms / 1000);
+		else
+			km_warn("peer %s: not every rule is in place: %s", n->name,
+				a->plan.last_error);
+	} else
 		km_log(same ? KM_LOG_DEBUG : KM_LOG_INFO, "peer %s (SPI %u, %zu addresses, %zu pod "
 		       "CIDRs) in place", n->name, n->spi, n->n_addrs, n->n_cidrs);
 	if (a->mw)
@@ -144,6 +151,9 @@ void km_ipsec_agent_tick(struct km_ipsec_agent *a)
 	if (a->keys.current && a->keys.current != a->plan.self.spi && a->retry_ms &&
 	    uv_now(a->loop) >= a->retry_at_ms)
 		advertise(a);
+	/* peers the kernel refused something of, whoever gave them (a list, a watch event, the
+	 * admin socket): not only at their next event */
+	km_ipsec_plan_retry(&a->plan, uv_now(a->loop));
 	km_ipsec_plan_tick(&a->plan, uv_now(a->loop));
 }
 
@@ -163,10 +173,12 @@ char *km_ipsec_agent_dump(const struct km_ipsec_agent *a)
 
 		for (size_t k = 0; k < p->n_accepted; k++)
 			json_array_append_new(acc, json_integer(p->accepted[k]));
-		json_array_append_new(peers, json_pack("{s:s, s:I, s:I, s:I, s:o}", "name",
+		json_array_append_new(peers, json_pack("{s:s, s:I, s:I, s:I, s:o, s:b, s:I}", "name",
 						       p->node.name, "id", (json_int_t)p->id, "spi",
 						       (json_int_t)p->node.spi, "egress_spi",
-						       (json_int_t)p->egress_spi, "ingress_spis", acc));
+						       (json_int_t)p->egress_spi, "ingress_spis", acc,
+						       "pending", p->retry_ms != 0, "retries",
+						       (json_int_t)p->retries));
 	}
 	root = json_pack("{s:s, s:I, s:I, s:o, s:o, s:I, s:s, s:I, s:I, s:I}", "node",
 			 a->plan.self.name, "advertised_spi", (json_int_t)a->plan.self.spi, "current_spi",
@@ -174,8 +186,12 @@ char *km_ipsec_agent_dump(const struct km_ipsec_agent *a)
 			 (json_int_t)a->plan.errors, "last_error", a->plan.last_error,
 			 "xfrm_requests", (json_int_t)a->link.sent, "xfrm_refused",
 			 (json_int_t)a->link.refused, "key_files_refused", (json_int_t)a->keys_refused);
-	if (root)
+	if (root) {
 		json_object_set_new(root, "leftovers_removed", json_integer((json_int_t)a->reconciled));
+		json_object_set_new(root, "peers_pending",
+				    json_integer((json_int_t)km_ipsec_plan_pending(&a->plan)));
+		json_object_set_new(root, "peer_retries", json_integer((json_int_t)a->plan.retries));
+	}
 	if (root && (a->advert || a->watch))
 		json_object_set_new(root, "kubernetes",
 				    json_pack("{s:o, s:o}", "own_object",

@@ -1,6 +1,7 @@
 /* agent.h — the IPsec agent's state and what it does with each event: a key loaded (into the
  * keyring; a new current key gets its ingress states, then is advertised), a peer appeared,
- * changed or left, and the periodic cleanup; plus its JSON dump. Events come from the key watch,
+ * changed or left, and the periodic work (peers the kernel refused something of are tried
+ * again, old states and keys cleaned up); plus its JSON dump. Events come from the key watch,
  * the admin socket and the KmeshNodeInfo watch (node_watch.h); the advert goes out through
  * node_advert.h when there is a Kubernetes API, else it counts as published at once. */
 #ifndef KM_IPSEC_AGENT_H

@@ -2,10 +2,11 @@
 # ipsec_test.sh — the real kmesh-ipsec-agent in the test's node network namespace (its XFRM
 # objects never touch the host's): the key file loaded and advertised, the local in/fwd policies
 # in the kernel, a peer given over the admin socket, the kernel's refusal of ESP states (this
-# kernel has no ESP) reported clearly, a rotation through the watched key file, bad key files (each
-# kind counted and logged as "key file refused: PATH: REASON") refused while the loaded keys stay,
-# the map writer's IPsec tables kept equal to the peers
-# (also across a crash of the agent), and everything removed on exit.
+# kernel has no ESP) reported clearly, refused peers (by message and by kmeshctl inject) tried
+# again on a timer until they leave, a rotation through the watched key file, bad key files
+# refused while the loaded keys stay (each counted and logged as "key file refused: PATH:
+# REASON"), the map writer's IPsec tables kept equal to the peers (also across a crash of the
+# agent), and everything removed on exit.
 set -uo pipefail
 source "$(dirname "$0")/../lib/mesh-env.sh"
 source "$(dirname "$0")/../lib/check.sh"
@@ -40,6 +41,35 @@ else
 		logged "add ESP state 10.0.0.2 -> 10.0.0.1 spi 1: the kernel refused it: Function not implemented (this kernel has no ESP support for the AEAD"
 	check "... and in the admin reply" eval 'echo "$reply" | grep -q "spi 1: Function not implemented"'
 	check "... and counted" dump_is 'd["errors"] >= 1 and d["xfrm_refused"] >= 1'
+
+	# a peer whose state the kernel refused is tried again on a timer (1 s, doubling), whoever
+	# gave it: node-b came as the admin socket's message, node-r comes by kmeshctl inject
+	"$KM_ROOT/build/bin/kmeshctl" --ipsec-socket "$KM_DIR/ipsec.sock" inject ipsec-agent - >/dev/null <<<'{"type": "ADDED",
+	  "object": {"apiVersion": "kmesh.net/v1alpha1", "kind": "KmeshNodeInfo",
+	  "metadata": {"name": "node-r", "namespace": "kmesh-system"}, "spec": {"spi": 1,
+	  "addresses": ["10.0.0.5"], "bootID": "rrrrrrrr-1111-2222-3333-444444444444",
+	  "podCIDRS": ["10.244.5.0/24"]}}}'
+	req0=$(dump_field 'd["xfrm_requests"]') r0=$(grep -c "add ESP state 10.0.0.5 -> 10.0.0.1" "$KM_DIR/ipsec.log")
+	check "refused peers are tried again on a timer, with no new event: netlink requests rise" \
+		dump_within 8 "d['xfrm_requests'] >= $req0 + 4"
+	check "... both the peer given by message and the one given by kmeshctl inject (2 tries each within 8 s)" \
+		dump_within 8 "sorted((p['name'], p['retries'] >= 2) for p in d['peers']) == [('node-b', True), ('node-r', True)]"
+	check "... each try sent to the kernel again" \
+		eval '[ "$(grep -c "add ESP state 10.0.0.5 -> 10.0.0.1" "$KM_DIR/ipsec.log")" -ge $((r0 + 2)) ]'
+	check "... the log saying when the next try comes (1 s, then 2 s, doubling)" \
+		eval 'logged "peer node-r: not every rule is in place" && logged "; trying again in 2 s"'
+	check "... and the metrics counting the tries and the peers waiting for one" \
+		eval 'for _ in $(seq 1 30); do grep -qx "kmesh_ipsec_peers_pending 2" "$KM_DIR/metrics/ipsec-agent.prom" && break; sleep 0.1; done
+		      grep -qx "kmesh_ipsec_peers_pending 2" "$KM_DIR/metrics/ipsec-agent.prom" &&
+		      grep -Eqx "kmesh_ipsec_peer_retries_total ([4-9]|[0-9]{2,})" "$KM_DIR/metrics/ipsec-agent.prom"'
+	"$KM_ROOT/build/bin/kmeshctl" --ipsec-socket "$KM_DIR/ipsec.sock" inject ipsec-agent - >/dev/null <<<'{"type": "DELETED",
+	  "object": {"apiVersion": "kmesh.net/v1alpha1", "kind": "KmeshNodeInfo",
+	  "metadata": {"name": "node-r", "namespace": "kmesh-system"}}}'
+	gone=$(grep -c "ESP state 10.0.0.5 -> 10.0.0.1" "$KM_DIR/ipsec.log")
+	sleep 4
+	check "a refused peer that leaves is not tried again" \
+		eval '[ "$(grep -c "ESP state 10.0.0.5 -> 10.0.0.1" "$KM_DIR/ipsec.log")" = "$gone" ] &&
+		      dump_is "[p[\"name\"] for p in d[\"peers\"]] == [\"node-b\"]"'
 fi
 
 key_file 2 18

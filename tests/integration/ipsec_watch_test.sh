@@ -3,7 +3,8 @@
 # fake_kube_api.py over TLS with a bearer token; KmeshNodeInfo objects kept as an API server
 # keeps them): this node's own object written once its key is ready to receive, updated on a
 # rotation and written again when deleted; peers from the other objects as they are added,
-# updated with a new SPI and deleted; a broken watch (a deletion seen only by the next list); an
+# updated with a new SPI and deleted; a peer whose state the kernel refused tried again on a
+# timer; a broken watch (a deletion seen only by the next list); an
 # expired watch (410 Gone: listed again at once, not a failure); a bad object refused by name;
 # peers given on the admin socket left alone by lists.
 set -uo pipefail
@@ -73,6 +74,15 @@ check "... and the agent knows it is published" \
 
 api POST "$KNI" "$(kni node-b 2 10.0.0.2 10.244.2.0/24 "$KM_BOOT_B")" >/dev/null
 check "a peer's object added: the agent takes it (watch)" peers_are "[('node-b', 2)]"
+if ! says "proto esp" ip -n "$KM_NODE" xfrm state; then
+	# no ESP here: its ingress state was refused. It is tried again on a timer, not only at the
+	# next event or resync (--kube-resync 600)
+	req0=$(dump_field 'd["xfrm_requests"]')
+	check "... its state refused by the kernel, it is tried again on a timer: netlink requests rise with no new event" \
+		dump_within 8 "d['xfrm_requests'] >= $req0 + 2"
+	check "... 2 tries within 8 s (1 s, then 2 s), in the dump" \
+		dump_within 8 "[p['retries'] for p in d['peers'] if p['name'] == 'node-b'] >= [2]"
+fi
 api PATCH "$KNI/node-b" '{"spec": {"spi": 3}}' application/merge-patch+json >/dev/null
 check "... updated with a new SPI (merge patch): the agent sees SPI 3" peers_are "[('node-b', 3)]"
 api POST "$KNI" "$(kni node-x 1 10.0.0.9 10.244.9.0/24 short)" >/dev/null
