@@ -38,6 +38,22 @@ void km_ipsec_agent_free(struct km_ipsec_agent *a, int uninstall)
 	km_ipsec_keyring_wipe(&a->keys);
 }
 
+/* Peers start encrypting to this node with the advertised SPI when they see our object, so it
+ * is written only once every known peer's ingress state for that SPI was sent (in place, or
+ * refused and reported): with the Kubernetes API, not before the first list of peers has been
+ * applied (after a reboot a slow first list would otherwise let peers encrypt to keys this
+ * node does not hold yet). */
+static void publish(struct km_ipsec_agent *a)
+{
+	if (!a->advert) { /* peers fed by hand are told by whoever feeds them */
+		km_ipsec_plan_published(&a->plan, a->plan.self.spi, uv_now(a->loop));
+		return;
+	}
+	km_ipsec_plan_published(&a->plan, 0, uv_now(a->loop)); /* not yet */
+	if (a->peers_listed)
+		km_node_advert_set(a->advert, &a->plan.self);
+}
+
 /* Ingress for the current key from every peer, then advertise it; on a refusal try again later
  * (1 s, doubling to a minute): a transient netlink error must not hold back a rotation. */
 static void advertise(struct km_ipsec_agent *a)
@@ -53,16 +69,15 @@ static void advertise(struct km_ipsec_agent *a)
 		return;
 	}
 	a->retry_ms = 0;
-	km_info("SPI %u is ready to receive: advertised", a->plan.self.spi);
-	if (a->advert) { /* peers learn it from our KmeshNodeInfo: written now */
-		km_ipsec_plan_published(&a->plan, 0, uv_now(a->loop)); /* not yet */
-		km_node_advert_set(a->advert, &a->plan.self);
-	}
-	else /* peers fed by hand are told by whoever feeds them */
-		km_ipsec_plan_published(&a->plan, a->plan.self.spi, uv_now(a->loop));
+	if (a->advert && !a->peers_listed)
+		km_info("SPI %u is ready to receive from the %zu peers known so far: advertised once "
+			"the first list of peers is applied", a->plan.self.spi, a->plan.n_peers);
+	else
+		km_info("SPI %u is ready to receive: advertised", a->plan.self.spi);
+	publish(a);
 }
 
-void km_ipsec_agent_reconcile(struct km_ipsec_agent *a)
+static void reconcile(struct km_ipsec_agent *a)
 {
 	long n;
 
@@ -76,6 +91,20 @@ void km_ipsec_agent_reconcile(struct km_ipsec_agent *a)
 			"while no agent ran, or by an older run)", n);
 	if (n > 0)
 		a->reconciled += (uint64_t)n;
+}
+
+void km_ipsec_agent_listed(struct km_ipsec_agent *a)
+{
+	reconcile(a);
+	if (a->peers_listed)
+		return;
+	a->peers_listed = 1;
+	/* every listed peer was applied: its ingress state for our SPI sent */
+	if (a->plan.self.spi) {
+		km_info("first list of peers applied (%zu peers): SPI %u is ready to receive: "
+			"advertised", a->plan.n_peers, a->plan.self.spi);
+		publish(a);
+	}
 }
 
 void km_ipsec_agent_published(void *arg, uint32_t spi)
@@ -194,10 +223,11 @@ char *km_ipsec_agent_dump(const struct km_ipsec_agent *a)
 	}
 	if (root && (a->advert || a->watch))
 		json_object_set_new(root, "kubernetes",
-				    json_pack("{s:o, s:o}", "own_object",
+				    json_pack("{s:o, s:o, s:b}", "own_object",
 					      a->advert ? km_node_advert_status(a->advert) : json_null(),
 					      "watch", a->watch ? km_node_watch_status(a->watch)
-								: json_null()));
+								: json_null(),
+					      "peers_listed", a->peers_listed));
 	if (root && a->mw)
 		json_object_set_new(root, "map_writer",
 				    json_pack("{s:b, s:b, s:s, s:I, s:I}", "connected",

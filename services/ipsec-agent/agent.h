@@ -3,7 +3,9 @@
  * changed or left, and the periodic work (peers the kernel refused something of are tried
  * again, old states and keys cleaned up); plus its JSON dump. Events come from the key watch,
  * the admin socket and the KmeshNodeInfo watch (node_watch.h); the advert goes out through
- * node_advert.h when there is a Kubernetes API, else it counts as published at once. */
+ * node_advert.h when there is a Kubernetes API (not before the first list of peers has been
+ * applied, so that peers never encrypt to this node before their ingress states were sent),
+ * else it counts as published at once. */
 #ifndef KM_IPSEC_AGENT_H
 #define KM_IPSEC_AGENT_H
 
@@ -32,6 +34,7 @@ struct km_ipsec_agent {
 	uint64_t keys_refused; /* versions of the key file refused, whatever the reason */
 	uint64_t reconciled; /* leftover XFRM objects removed */
 	uint64_t retry_at_ms, retry_ms; /* the current key not advertised yet: when to try again */
+	int peers_listed; /* the watch's first list was applied: our object may be written */
 };
 
 /* self: this node (its spi ignored). Returns 0, or -1 after logging why. */
@@ -48,9 +51,10 @@ void km_ipsec_agent_key_refused(struct km_ipsec_agent *a, const char *why);
 void km_ipsec_agent_peer(struct km_ipsec_agent *a, const struct km_ipsec_node *n);
 void km_ipsec_agent_peer_gone(struct km_ipsec_agent *a, const char *name);
 void km_ipsec_agent_tick(struct km_ipsec_agent *a);
-/* Every peer is known (a full list): remove what the kernel holds with our reqid that no peer
- * needs. Skipped until a key is loaded (the states of that key would look unneeded). */
-void km_ipsec_agent_reconcile(struct km_ipsec_agent *a);
+/* A full list of peers was applied (every peer known): remove what the kernel holds with our
+ * reqid that no peer needs (skipped until a key is loaded: the states of that key would look
+ * unneeded); at the first, this node's object, held back until then, is written. */
+void km_ipsec_agent_listed(struct km_ipsec_agent *a);
 /* Our object advertising spi was written (node_advert.h's done callback; arg is the agent). */
 void km_ipsec_agent_published(void *arg, uint32_t spi);
 /* malloc'd JSON text, or NULL. */

@@ -6,7 +6,8 @@
 # updated with a new SPI and deleted; a peer whose state the kernel refused tried again on a
 # timer; a broken watch (a deletion seen only by the next list); an
 # expired watch (410 Gone: listed again at once, not a failure); a bad object refused by name;
-# peers given on the admin socket left alone by lists.
+# peers given on the admin socket left alone by lists; after a reboot with a slow first list,
+# this node's object written only once the listed peers' ingress states were sent.
 set -uo pipefail
 source "$(dirname "$0")/../lib/mesh-env.sh"
 source "$(dirname "$0")/../lib/check.sh"
@@ -138,6 +139,45 @@ check "a peer's object deleted: the peer is gone" peers_are "[('node-v', 1)]"
 kill -TERM "$AGENT"
 wait "$AGENT"
 check "SIGTERM: a clean exit, the watch thread stopped" test $? -eq 0
+
+# A reboot (a new boot id: every pair key changes) with a slow first list. Peers start
+# encrypting to this node when they see its object, so it must be written only once the
+# listed peers' ingress states were sent to the kernel (in place, or refused and reported).
+KM_BOOT_NEW=eeeeeeee-1111-2222-3333-444444444444
+api POST "$KNI" "$(kni node-e 2 10.0.0.5 10.244.5.0/24)" >/dev/null
+api POST "$KNI" "$(kni node-f 2 10.0.0.6 10.244.6.0/24)" >/dev/null
+api POST /test/slow-lists '{"seconds": 2, "count": 1}' >/dev/null
+: >"$KM_DIR/ipsec.log"
+since=$(date +%s.%N)
+KM_BOOT_ID=$KM_BOOT_NEW start_agent --kubeconfig "$KM_DIR/kubeconfig" --kube-resync 600 --map-writer-socket ""
+check "after a reboot with a slow first list, this node's object is written with the new boot id" \
+	own_is 'o["spec"]["bootID"] == "'"$KM_BOOT_NEW"'" and o["spec"]["spi"] == 2' 10
+check "... the listed peers taken" peers_are_within 3 "[('node-e', 2), ('node-f', 2)]"
+check "... only after the ingress states from the listed peers were sent to the kernel" \
+	"$KM_PY" -c 'import datetime, json, re, sys
+log, requests, since = sys.argv[1], sys.argv[2], float(sys.argv[3])
+def at(line):
+    ts = line.split(" ", 1)[0]
+    return datetime.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
+lines = open(log).read().splitlines()
+sent = {}
+for peer, addr in (("node-e", "10.0.0.5"), ("node-f", "10.0.0.6")):
+    mine = [at(l) for l in lines if "add ESP state %s -> 10.0.0.1 spi 2" % addr in l]
+    assert mine, "no ingress state from %s was sent" % peer
+    sent[peer] = min(mine)
+reqs = [json.loads(l) for l in open(requests)]
+writes = [r["time"] for r in reqs if r["time"] > since and r["method"] in ("PATCH", "POST")
+          and r["path"].endswith("/kmeshnodeinfos/node-a")]
+assert writes, "no write of node-a"
+late = {p: round(t - writes[0], 3) for p, t in sent.items() if t >= writes[0]}
+assert not late, "node-a written before the ingress states of %s were sent (by s: %s)" % (sorted(late), late)
+print("written %.3f s after the last ingress state, %.3f s after start" % (writes[0] - max(sent.values()), writes[0] - since))' \
+	"$KM_DIR/ipsec.log" "$KM_DIR/kube-api.requests" "$since"
+check "... and the dump says the first list was applied" dump_is 'd["kubernetes"]["peers_listed"]'
+kill -TERM "$AGENT"
+wait "$AGENT"
+api DELETE "$KNI/node-e" >/dev/null
+api DELETE "$KNI/node-f" >/dev/null
 
 # In a pod: the service account's token and CA (--kubeconfig in-cluster), and this node's pod
 # CIDRs from its Node object when --pod-cidrs is not given.

@@ -14,10 +14,10 @@ print(json.dumps({"spi": spi, "aeadKeyName": "rfc4106(gcm(aes))",
 		"$1" "$2" "${3:-36}" >"$KM_DIR/ipsec/.ipSec.tmp" && mv "$KM_DIR/ipsec/.ipSec.tmp" "$KM_DIR/ipsec/ipSec"
 }
 
-# start_agent [FLAGS]: the agent for node-a (address 10.0.0.1, pod CIDR 10.244.1.0/24),
-# uninstalling on exit, with FLAGS added (later ones win); sets AGENT.
+# start_agent [FLAGS]: the agent for node-a (address 10.0.0.1, pod CIDR 10.244.1.0/24, boot id
+# $KM_BOOT_ID or KM_BOOT_A), uninstalling on exit, with FLAGS added (later ones win); sets AGENT.
 start_agent() {
-	echo "$KM_BOOT_A" >"$KM_DIR/boot_id"
+	echo "${KM_BOOT_ID:-$KM_BOOT_A}" >"$KM_DIR/boot_id"
 	rm -f "$KM_DIR/ipsec.sock"
 	ip netns exec "$KM_NODE" "$KM_BIN/kmesh-ipsec-agent" --node-name node-a --addresses 10.0.0.1 \
 		--pod-cidrs 10.244.1.0/24 --boot-id-file "$KM_DIR/boot_id" --key-file "$KM_DIR/ipsec/ipSec" \
