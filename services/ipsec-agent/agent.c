@@ -38,6 +38,22 @@ void km_ipsec_agent_free(struct km_ipsec_agent *a, int uninstall)
 	km_ipsec_keyring_wipe(&a->keys);
 }
 
+/* Peers start encrypting to this node with the advertised SPI when they see our object, so it
+ * is written only once every known peer's ingress state for that SPI was sent (in place, or
+ * refused and reported): with the Kubernetes API, not before the first list of peers has been
+ * applied (after a reboot a slow first list would otherwise let peers encrypt to keys this
+ * node does not hold yet). */
+static void publish(struct km_ipsec_agent *a)
+{
+	if (!a->advert) { /* peers fed by hand are told by whoever feeds them */
+		km_ipsec_plan_published(&a->plan, a->plan.self.spi, uv_now(a->loop));
+		return;
+	}
+	km_ipsec_plan_published(&a->plan, 0, uv_now(a->loop)); /* not yet */
+	if (a->peers_listed)
+		km_node_advert_set(a->advert, &a->plan.self);
+}
+
 /* Ingress for the current key from every peer, then advertise it; on a refusal try again later
  * (1 s, doubling to a minute): a transient netlink error must not hold back a rotation. */
 static void advertise(struct km_ipsec_agent *a)
@@ -53,16 +69,15 @@ static void advertise(struct km_ipsec_agent *a)
 		return;
 	}
 	a->retry_ms = 0;
-	km_info("SPI %u is ready to receive: advertised", a->plan.self.spi);
-	if (a->advert) { /* peers learn it from our KmeshNodeInfo: written now */
-		km_ipsec_plan_published(&a->plan, 0, uv_now(a->loop)); /* not yet */
-		km_node_advert_set(a->advert, &a->plan.self);
-	}
-	else /* peers fed by hand are told by whoever feeds them */
-		km_ipsec_plan_published(&a->plan, a->plan.self.spi, uv_now(a->loop));
+	if (a->advert && !a->peers_listed)
+		km_info("SPI %u is ready to receive from the %zu peers known so far: advertised once "
+			"the first list of peers is applied", a->plan.self.spi, a->plan.n_peers);
+	else
+		km_info("SPI %u is ready to receive: advertised", a->plan.self.spi);
+	publish(a);
 }
 
-void km_ipsec_agent_reconcile(struct km_ipsec_agent *a)
+static void reconcile(struct km_ipsec_agent *a)
 {
 	long n;
 
@@ -78,6 +93,20 @@ void km_ipsec_agent_reconcile(struct km_ipsec_agent *a)
 		a->reconciled += (uint64_t)n;
 }
 
+void km_ipsec_agent_listed(struct km_ipsec_agent *a)
+{
+	reconcile(a);
+	if (a->peers_listed)
+		return;
+	a->peers_listed = 1;
+	/* every listed peer was applied: its ingress state for our SPI sent */
+	if (a->plan.self.spi) {
+		km_info("first list of peers applied (%zu peers): SPI %u is ready to receive: "
+			"advertised", a->plan.n_peers, a->plan.self.spi);
+		publish(a);
+	}
+}
+
 void km_ipsec_agent_published(void *arg, uint32_t spi)
 {
 	struct km_ipsec_agent *a = arg;
@@ -86,19 +115,23 @@ void km_ipsec_agent_published(void *arg, uint32_t spi)
 		km_ipsec_plan_published(&a->plan, spi, uv_now(a->loop));
 }
 
-void km_ipsec_agent_key(struct km_ipsec_agent *a, const struct km_ipsec_key *k)
+void km_ipsec_agent_key_refused(struct km_ipsec_agent *a, const char *why)
+{
+	a->keys_refused++;
+	km_error("key file refused: %s; the keys already loaded stay in use", why);
+}
+
+int km_ipsec_agent_key(struct km_ipsec_agent *a, const struct km_ipsec_key *k, char *err,
+		       size_t errlen)
 {
 	uint32_t dropped;
-	char err[256];
 
-	switch (km_ipsec_keyring_add(&a->keys, k, &dropped, err, sizeof(err))) {
+	switch (km_ipsec_keyring_add(&a->keys, k, &dropped, err, errlen)) {
 	case KM_KEYRING_REFUSED:
-		a->keys_refused++;
-		km_error("key file refused: %s; the keys already loaded stay in use", err);
-		return;
+		return -1;
 	case KM_KEYRING_UNCHANGED:
 		km_debug("key file read again: SPI %u, unchanged", k->spi);
-		return;
+		return 0;
 	case KM_KEYRING_CURRENT:
 		break;
 	}
@@ -108,6 +141,7 @@ void km_ipsec_agent_key(struct km_ipsec_agent *a, const struct km_ipsec_key *k)
 		a->plan.n_peers);
 	a->retry_ms = 0;
 	advertise(a);
+	return 0;
 }
 
 void km_ipsec_agent_peer(struct km_ipsec_agent *a, const struct km_ipsec_node *n)
@@ -117,9 +151,16 @@ void km_ipsec_agent_peer(struct km_ipsec_agent *a, const struct km_ipsec_node *n
 	 * what the kernel refused before, but not logged as news */
 	int same = known && km_ipsec_node_equal(&known->node, n);
 
-	if (km_ipsec_plan_peer(&a->plan, n, uv_now(a->loop)) != 0)
-		km_warn("peer %s: not every rule is in place: %s", n->name, a->plan.last_error);
-	else
+	if (km_ipsec_plan_peer(&a->plan, n, uv_now(a->loop)) != 0) {
+		const struct km_ipsec_peer *p = km_ipsec_plan_find(&a->plan, n->name);
+
+		if (p && p->retry_ms)
+			km_warn("peer %s: not every rule is in place: %s; trying again in %u s",
+				n->name, a->plan.last_error, p->retry_ms / 1000);
+		else
+			km_warn("peer %s: not every rule is in place: %s", n->name,
+				a->plan.last_error);
+	} else
 		km_log(same ? KM_LOG_DEBUG : KM_LOG_INFO, "peer %s (SPI %u, %zu addresses, %zu pod "
 		       "CIDRs) in place", n->name, n->spi, n->n_addrs, n->n_cidrs);
 	if (a->mw)
@@ -139,6 +180,9 @@ void km_ipsec_agent_tick(struct km_ipsec_agent *a)
 	if (a->keys.current && a->keys.current != a->plan.self.spi && a->retry_ms &&
 	    uv_now(a->loop) >= a->retry_at_ms)
 		advertise(a);
+	/* peers the kernel refused something of, whoever gave them (a list, a watch event, the
+	 * admin socket): not only at their next event */
+	km_ipsec_plan_retry(&a->plan, uv_now(a->loop));
 	km_ipsec_plan_tick(&a->plan, uv_now(a->loop));
 }
 
@@ -158,10 +202,12 @@ char *km_ipsec_agent_dump(const struct km_ipsec_agent *a)
 
 		for (size_t k = 0; k < p->n_accepted; k++)
 			json_array_append_new(acc, json_integer(p->accepted[k]));
-		json_array_append_new(peers, json_pack("{s:s, s:I, s:I, s:I, s:o}", "name",
+		json_array_append_new(peers, json_pack("{s:s, s:I, s:I, s:I, s:o, s:b, s:I}", "name",
 						       p->node.name, "id", (json_int_t)p->id, "spi",
 						       (json_int_t)p->node.spi, "egress_spi",
-						       (json_int_t)p->egress_spi, "ingress_spis", acc));
+						       (json_int_t)p->egress_spi, "ingress_spis", acc,
+						       "pending", p->retry_ms != 0, "retries",
+						       (json_int_t)p->retries));
 	}
 	root = json_pack("{s:s, s:I, s:I, s:o, s:o, s:I, s:s, s:I, s:I, s:I}", "node",
 			 a->plan.self.name, "advertised_spi", (json_int_t)a->plan.self.spi, "current_spi",
@@ -169,14 +215,19 @@ char *km_ipsec_agent_dump(const struct km_ipsec_agent *a)
 			 (json_int_t)a->plan.errors, "last_error", a->plan.last_error,
 			 "xfrm_requests", (json_int_t)a->link.sent, "xfrm_refused",
 			 (json_int_t)a->link.refused, "key_files_refused", (json_int_t)a->keys_refused);
-	if (root)
+	if (root) {
 		json_object_set_new(root, "leftovers_removed", json_integer((json_int_t)a->reconciled));
+		json_object_set_new(root, "peers_pending",
+				    json_integer((json_int_t)km_ipsec_plan_pending(&a->plan)));
+		json_object_set_new(root, "peer_retries", json_integer((json_int_t)a->plan.retries));
+	}
 	if (root && (a->advert || a->watch))
 		json_object_set_new(root, "kubernetes",
-				    json_pack("{s:o, s:o}", "own_object",
+				    json_pack("{s:o, s:o, s:b}", "own_object",
 					      a->advert ? km_node_advert_status(a->advert) : json_null(),
 					      "watch", a->watch ? km_node_watch_status(a->watch)
-								: json_null()));
+								: json_null(),
+					      "peers_listed", a->peers_listed));
 	if (root && a->mw)
 		json_object_set_new(root, "map_writer",
 				    json_pack("{s:b, s:b, s:s, s:I, s:I}", "connected",

@@ -5,13 +5,49 @@
 #include <libgen.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "shared/log.h"
 
+/* The version of the file at the path now (stat follows the Secret's symlinks). */
+static struct km_key_version version_of(const char *path)
+{
+	struct km_key_version v = { 0 };
+	struct stat st;
+
+	if (stat(path, &st) == 0) {
+		v.dev = st.st_dev;
+		v.ino = st.st_ino;
+		v.size = st.st_size;
+		v.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		v.valid = 1;
+	}
+	return v;
+}
+
+static int same_version(const struct km_key_version *a, const struct km_key_version *b)
+{
+	return a->valid && b->valid && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime_ns == b->mtime_ns;
+}
+
+/* Told once per version of the file. */
+static void refuse(struct km_key_watch *w, const struct km_key_version *v, const char *why)
+{
+	if (same_version(v, &w->last_refused)) {
+		km_debug("key file read again, still refused: %s", why);
+		return;
+	}
+	w->last_refused = *v;
+	w->refused++;
+	w->ops.refused(w->arg, why);
+}
+
 static void reload(struct km_key_watch *w)
 {
+	struct km_key_version v = version_of(w->path);
 	struct km_ipsec_key k;
-	char err[512];
+	char err[1024], why[256];
 	int rc = km_ipsec_key_load(w->path, &k, err, sizeof(err));
 
 	if (rc == -ENOENT) {
@@ -21,12 +57,16 @@ static void reload(struct km_key_watch *w)
 	}
 	w->missing_reported = 0;
 	if (rc) {
-		w->refused++;
-		km_error("%s; the keys already loaded stay in use", err);
+		refuse(w, &v, err);
 		return;
 	}
-	w->loads++;
-	w->cb(w->arg, &k);
+	if (w->ops.load(w->arg, &k, why, sizeof(why)) != 0) {
+		snprintf(err, sizeof(err), "%s: %s", w->path, why);
+		refuse(w, &v, err);
+	} else {
+		w->loads++;
+		w->last_refused.valid = 0;
+	}
 	km_ipsec_key_wipe(&k);
 }
 
@@ -69,7 +109,7 @@ static void on_timer(uv_timer_t *t)
 }
 
 int km_key_watch_start(struct km_key_watch *w, uv_loop_t *loop, const char *path,
-		       km_key_watch_cb cb, void *arg)
+		       const struct km_key_watch_ops *ops, void *arg)
 {
 	char copy[512];
 	int rc;
@@ -80,7 +120,7 @@ int km_key_watch_start(struct km_key_watch *w, uv_loop_t *loop, const char *path
 	snprintf(copy, sizeof(copy), "%s", path);
 	snprintf(w->dir, sizeof(w->dir), "%s", dirname(copy));
 	w->loop = loop;
-	w->cb = cb;
+	w->ops = *ops;
 	w->arg = arg;
 	if ((rc = uv_fs_event_init(loop, &w->event)) || (rc = uv_timer_init(loop, &w->timer)))
 		return rc;

@@ -116,7 +116,7 @@ int km_ipsec_key_load(const char *path, struct km_ipsec_key *out, char *err, siz
 	if (fd < 0) {
 		e = errno;
 		free(buf);
-		km_errf(err, errlen, "cannot open the key file %s: %s", path, strerror(e));
+		km_errf(err, errlen, "%s: cannot open it: %s", path, strerror(e));
 		return -e;
 	}
 	while ((n = read(fd, buf + len, KM_IPSEC_KEYFILE_MAX + 1 - len)) > 0)
@@ -126,14 +126,14 @@ int km_ipsec_key_load(const char *path, struct km_ipsec_key *out, char *err, siz
 	close(fd);
 	if (e) {
 		free(buf);
-		km_errf(err, errlen, "cannot read the key file %s: %s", path, strerror(e));
+		km_errf(err, errlen, "%s: cannot read it: %s", path, strerror(e));
 		return -e;
 	}
 	if (km_ipsec_key_parse(buf, len, out, err, errlen) != 0) {
 		char why[256];
 
 		snprintf(why, sizeof(why), "%s", err);
-		km_errf(err, errlen, "key file %s: %s", path, why);
+		km_errf(err, errlen, "%s: %s", path, why);
 		e = EINVAL;
 	}
 	explicit_bzero(buf, len < KM_IPSEC_KEYFILE_MAX + 1 ? len : KM_IPSEC_KEYFILE_MAX + 1);

@@ -37,9 +37,14 @@ struct ipsec_main {
 	struct km_ipsec_metrics metrics;
 };
 
-static void on_key(void *arg, const struct km_ipsec_key *k)
+static int on_key(void *arg, const struct km_ipsec_key *k, char *err, size_t errlen)
 {
-	km_ipsec_agent_key(arg, k);
+	return km_ipsec_agent_key(arg, k, err, errlen);
+}
+
+static void on_key_refused(void *arg, const char *why)
+{
+	km_ipsec_agent_key_refused(arg, why);
 }
 
 static void on_tick(uv_timer_t *t)
@@ -236,7 +241,8 @@ int main(int argc, char **argv)
 	uv_timer_start(&m.tick, on_tick, TICK_MS, TICK_MS);
 	km_info("node %s (%zu addresses, %zu pod CIDRs), key file %s", self.name, self.n_addrs,
 		self.n_cidrs, key_file);
-	if (km_key_watch_start(&m.keys, m.loop, key_file, on_key, &m.agent) != 0)
+	if (km_key_watch_start(&m.keys, m.loop, key_file,
+			       &(struct km_key_watch_ops){ on_key, on_key_refused }, &m.agent) != 0)
 		km_error("cannot watch the key file %s", key_file);
 	uv_run(m.loop, UV_RUN_DEFAULT);
 	if (uninstall && *mw_socket)

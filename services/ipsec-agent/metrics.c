@@ -36,7 +36,13 @@ static void render(const struct km_ipsec_agent *a, struct km_prom *p)
 	km_prom_metric(p, "kmesh_ipsec_xfrm_refused_total", "counter", "XFRM changes the kernel refused",
 	       a->link.refused);
 	km_prom_metric(p, "kmesh_ipsec_key_files_refused_total", "counter",
-	       "key file versions refused (the previous key stays)", a->keys_refused);
+	       "key file versions refused, for any reason (the previous key stays)", a->keys_refused);
+	km_prom_metric(p, "kmesh_ipsec_peers_pending", "gauge",
+	       "peers with a rule the kernel refused, waiting for their next try",
+	       km_ipsec_plan_pending(&a->plan));
+	km_prom_metric(p, "kmesh_ipsec_peer_retries_total", "counter",
+	       "peers applied again after the kernel refused some of their rules (1 s, doubling "
+	       "to a minute)", a->plan.retries);
 	km_prom_metric(p, "kmesh_ipsec_leftovers_removed_total", "counter",
 	       "XFRM objects of ours that no peer needed, removed", a->reconciled);
 	km_prom_metric(p, "kmesh_ipsec_errors_total", "counter", "refusals and derivation failures",

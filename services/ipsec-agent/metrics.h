@@ -1,7 +1,8 @@
 /* metrics.h — the IPsec agent's metrics, for the node's metrics endpoint (the xDS agent serves
  * every *.prom file of the metrics directory): written as <dir>/ipsec-agent.prom (mode 0644) at
  * each tick when they changed, and every KM_IPSEC_METRICS_REFRESH_S in any case; removed at exit. Keys held and the current SPI, peers, ingress and egress states,
- * XFRM requests and refusals, key files refused, leftovers removed, errors. */
+ * XFRM requests and refusals, key files refused, peers waiting for a try again and the tries,
+ * leftovers removed, errors. */
 #ifndef KM_IPSEC_METRICS_H
 #define KM_IPSEC_METRICS_H
 

@@ -1,7 +1,8 @@
 /* node_advert.h — this node's own KmeshNodeInfo (kmesh-system/<node name>), written through the
  * Kubernetes API once the agent is ready to receive with its current SPI: a JSON merge patch of
  * the object, or a create when there is none. Peers start encrypting to this node with an SPI
- * only when they see it here, which is why it is written after the ingress states are in.
+ * only when they see it here, which is why it is written after the ingress states are in (and
+ * the agent asks for it only once the first list of peers was applied: agent.c).
  *   - Writes run on the libuv thread pool (libcurl blocks), one at a time; a newer wish waits
  *     for the write in flight.
  *   - A failed write is retried (1 s, doubling to a minute), with the API's reason logged.

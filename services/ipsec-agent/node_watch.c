@@ -121,8 +121,8 @@ static void on_change(void *arg, enum km_kube_change change, json_t *obj)
 		free(keep);
 		km_info("KmeshNodeInfo list: %zu objects, %zu peers", json_array_size(obj), nw->n_names);
 		/* every peer known: what the kernel holds for others (peers that left while no
-		 * agent ran) can go */
-		km_ipsec_agent_reconcile(nw->agent);
+		 * agent ran) can go; and at the first, our object can be written */
+		km_ipsec_agent_listed(nw->agent);
 		break;
 	}
 	case KM_KUBE_ADDED:

@@ -3,8 +3,9 @@
  * validated by node_info.c.
  *   - An object deleted, or missing from a new list, is a peer gone. Peers given on the admin
  *     socket are not this watch's to remove.
- *   - After each list, XFRM objects of ours that no known peer needs are removed (the agent's
- *     reconcile: peers that left while no agent ran).
+ *   - After each list, XFRM objects of ours that no known peer needs are removed (peers that
+ *     left while no agent ran); after the first, this node's object may be written (agent.h:
+ *     km_ipsec_agent_listed).
  *   - An object that does not validate is logged (at each change and each list); if it was a
  *     peer, the peer stays as it was (a bad edit does not cut a node off).
  *   - This node's own object deleted, or changed by someone else, is written again. */

@@ -305,6 +305,21 @@ static void caught_up(struct km_ipsec_plan *p, struct km_ipsec_peer *peer, uint6
 	}
 }
 
+/* Something of the peer was refused (rc != 0): try it again later, 1 s doubling to a minute
+ * while it keeps failing; everything in place: no more tries. */
+static void schedule(struct km_ipsec_peer *peer, int rc, uint64_t now_ms)
+{
+	if (!rc) {
+		peer->retry_ms = 0;
+		peer->retry_at_ms = 0;
+		return;
+	}
+	peer->retry_ms = !peer->retry_ms ? KM_IPSEC_RETRY_MIN_MS
+		       : peer->retry_ms >= KM_IPSEC_RETRY_MAX_MS / 2 ? KM_IPSEC_RETRY_MAX_MS
+								   : peer->retry_ms * 2;
+	peer->retry_at_ms = now_ms + peer->retry_ms;
+}
+
 static void remove_peer(struct km_ipsec_plan *p, struct km_ipsec_peer *peer)
 {
 	if (peer->egress_spi) {
@@ -431,9 +446,9 @@ int km_ipsec_plan_peer(struct km_ipsec_plan *p, const struct km_ipsec_node *n, u
 		memset(peer, 0, sizeof(*peer));
 		peer->node = *n;
 		peer->id = id;
-		if (ensure_local(p) != 0)
-			rc = -1;
 	}
+	if (ensure_local(p) != 0) /* installed once; tried again while refused */
+		rc = -1;
 	/* what it may encrypt with: the SPI we advertise, and the key about to be (idempotent,
 	 * so a peer refused before is retried on its next update) */
 	if (p->self.spi && ingress_add(p, peer, p->self.spi) != 0)
@@ -445,7 +460,41 @@ int km_ipsec_plan_peer(struct km_ipsec_plan *p, const struct km_ipsec_node *n, u
 	if (egress_set(p, peer) != 0)
 		rc = -1;
 	caught_up(p, peer, now_ms);
+	schedule(peer, rc, now_ms);
 	return rc;
+}
+
+size_t km_ipsec_plan_retry(struct km_ipsec_plan *p, uint64_t now_ms)
+{
+	size_t tried = 0;
+
+	for (size_t i = 0; i < p->n_peers; i++) {
+		struct km_ipsec_peer *peer = &p->peers[i];
+		struct km_ipsec_node n;
+
+		if (!peer->retry_ms || now_ms < peer->retry_at_ms)
+			continue;
+		n = peer->node; /* the same spec again: the peer keeps its place and its id */
+		peer->retries++;
+		p->retries++;
+		tried++;
+		if (km_ipsec_plan_peer(p, &n, now_ms) == 0)
+			km_info("ipsec: peer %s: every rule in place, at try %llu", n.name,
+				(unsigned long long)p->peers[i].retries);
+		else
+			km_warn("ipsec: peer %s: still not every rule in place (%s); trying again in "
+				"%u s", n.name, p->last_error, p->peers[i].retry_ms / 1000);
+	}
+	return tried;
+}
+
+size_t km_ipsec_plan_pending(const struct km_ipsec_plan *p)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->n_peers; i++)
+		n += p->peers[i].retry_ms != 0;
+	return n;
 }
 
 void km_ipsec_plan_published(struct km_ipsec_plan *p, uint32_t spi, uint64_t now_ms)
@@ -556,14 +605,20 @@ int km_ipsec_plan_key_changed(struct km_ipsec_plan *p, uint64_t now_ms)
 	}
 	if (ensure_local(p) != 0)
 		rc = -1;
+	/* a peer refused here is tried again on its own too (not sooner than it already would) */
 	for (size_t i = 0; i < p->n_peers; i++)
-		if (ingress_add(p, &p->peers[i], cur->spi) != 0)
+		if (ingress_add(p, &p->peers[i], cur->spi) != 0) {
 			rc = -1;
+			if (!p->peers[i].retry_ms)
+				schedule(&p->peers[i], -1, now_ms);
+		}
 	if (rc)
 		return -1; /* not advertised: peers would send what we cannot decrypt */
 	p->self.spi = cur->spi;
 	for (size_t i = 0; i < p->n_peers; i++) {
-		egress_set(p, &p->peers[i]); /* a peer's SPI may be a key we only have now */
+		/* a peer's SPI may be a key we only have now */
+		if (egress_set(p, &p->peers[i]) != 0 && !p->peers[i].retry_ms)
+			schedule(&p->peers[i], -1, now_ms);
 		p->peers[i].caught_up_ms = 0;
 		caught_up(p, &p->peers[i], now_ms);
 	}

@@ -16,6 +16,9 @@
  * ingress state is removed once our advert is published (km_ipsec_plan_published: written to
  * the API) and P advertises exactly our current SPI, and grace_ms have passed since the later
  * of the two; a key nothing uses any more leaves the keyring (Kmesh never removes either).
+ * Refusals: a peer some of whose rules the kernel refused (or whose key could not be derived)
+ * is applied again by km_ipsec_plan_retry, 1 s after, doubling to a minute while it keeps
+ * failing; once all is in place the tries stop, and they die with the peer.
  * The kernel is reached through a sink, so tests can run two nodes against simulated kernels. */
 #ifndef KM_IPSEC_PLAN_H
 #define KM_IPSEC_PLAN_H
@@ -30,6 +33,8 @@
 #define KM_IPSEC_ADDRS_MAX 4
 #define KM_IPSEC_CIDRS_MAX 4
 #define KM_IPSEC_NAME_MAX 254 /* a Kubernetes node name, NUL included */
+#define KM_IPSEC_RETRY_MIN_MS 1000   /* a refused peer's first try again */
+#define KM_IPSEC_RETRY_MAX_MS 60000  /* ... doubling up to this */
 
 /* A node as its KmeshNodeInfo spec says. */
 struct km_ipsec_node {
@@ -70,6 +75,10 @@ struct km_ipsec_peer {
 	size_t n_accepted;
 	uint64_t caught_up_ms; /* since when it advertises exactly our SPI, ours being published;
 				* 0: not yet */
+	uint32_t retry_ms;     /* something of it was refused: the wait before the next try, which
+				* doubles (0: all in place) */
+	uint64_t retry_at_ms;  /* when that try is due */
+	uint64_t retries;      /* tries again so far */
 };
 
 struct km_ipsec_plan {
@@ -82,6 +91,7 @@ struct km_ipsec_plan {
 	size_t n_peers, cap_peers;
 	int local_policies;  /* the in/fwd policies are installed */
 	uint64_t errors;     /* sink refusals and derivation failures, each logged */
+	uint64_t retries;    /* peers applied again after a refusal (km_ipsec_plan_retry) */
 	char last_error[256];
 };
 
@@ -104,6 +114,11 @@ const struct km_ipsec_peer *km_ipsec_plan_find(const struct km_ipsec_plan *p, co
 int km_ipsec_plan_peer(struct km_ipsec_plan *p, const struct km_ipsec_node *n, uint64_t now_ms);
 /* A peer left: everything of it is removed. */
 void km_ipsec_plan_peer_gone(struct km_ipsec_plan *p, const char *name);
+/* Apply again every peer something of which was refused and whose next try is due (its spec as
+ * last given). Returns how many were tried. */
+size_t km_ipsec_plan_retry(struct km_ipsec_plan *p, uint64_t now_ms);
+/* Peers waiting for a try again. */
+size_t km_ipsec_plan_pending(const struct km_ipsec_plan *p);
 /* Remove ingress states and keys no peer needs any more. */
 void km_ipsec_plan_tick(struct km_ipsec_plan *p, uint64_t now_ms);
 /* Remove what the kernel holds with our reqid that the plan does not want: states and policies

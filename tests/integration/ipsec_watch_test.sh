@@ -3,9 +3,11 @@
 # fake_kube_api.py over TLS with a bearer token; KmeshNodeInfo objects kept as an API server
 # keeps them): this node's own object written once its key is ready to receive, updated on a
 # rotation and written again when deleted; peers from the other objects as they are added,
-# updated with a new SPI and deleted; a broken watch (a deletion seen only by the next list); an
+# updated with a new SPI and deleted; a peer whose state the kernel refused tried again on a
+# timer; a broken watch (a deletion seen only by the next list); an
 # expired watch (410 Gone: listed again at once, not a failure); a bad object refused by name;
-# peers given on the admin socket left alone by lists.
+# peers given on the admin socket left alone by lists; after a reboot with a slow first list,
+# this node's object written only once the listed peers' ingress states were sent.
 set -uo pipefail
 source "$(dirname "$0")/../lib/mesh-env.sh"
 source "$(dirname "$0")/../lib/check.sh"
@@ -73,6 +75,15 @@ check "... and the agent knows it is published" \
 
 api POST "$KNI" "$(kni node-b 2 10.0.0.2 10.244.2.0/24 "$KM_BOOT_B")" >/dev/null
 check "a peer's object added: the agent takes it (watch)" peers_are "[('node-b', 2)]"
+if ! says "proto esp" ip -n "$KM_NODE" xfrm state; then
+	# no ESP here: its ingress state was refused. It is tried again on a timer, not only at the
+	# next event or resync (--kube-resync 600)
+	req0=$(dump_field 'd["xfrm_requests"]')
+	check "... its state refused by the kernel, it is tried again on a timer: netlink requests rise with no new event" \
+		dump_within 8 "d['xfrm_requests'] >= $req0 + 2"
+	check "... 2 tries within 8 s (1 s, then 2 s), in the dump" \
+		dump_within 8 "[p['retries'] for p in d['peers'] if p['name'] == 'node-b'] >= [2]"
+fi
 api PATCH "$KNI/node-b" '{"spec": {"spi": 3}}' application/merge-patch+json >/dev/null
 check "... updated with a new SPI (merge patch): the agent sees SPI 3" peers_are "[('node-b', 3)]"
 api POST "$KNI" "$(kni node-x 1 10.0.0.9 10.244.9.0/24 short)" >/dev/null
@@ -128,6 +139,45 @@ check "a peer's object deleted: the peer is gone" peers_are "[('node-v', 1)]"
 kill -TERM "$AGENT"
 wait "$AGENT"
 check "SIGTERM: a clean exit, the watch thread stopped" test $? -eq 0
+
+# A reboot (a new boot id: every pair key changes) with a slow first list. Peers start
+# encrypting to this node when they see its object, so it must be written only once the
+# listed peers' ingress states were sent to the kernel (in place, or refused and reported).
+KM_BOOT_NEW=eeeeeeee-1111-2222-3333-444444444444
+api POST "$KNI" "$(kni node-e 2 10.0.0.5 10.244.5.0/24)" >/dev/null
+api POST "$KNI" "$(kni node-f 2 10.0.0.6 10.244.6.0/24)" >/dev/null
+api POST /test/slow-lists '{"seconds": 2, "count": 1}' >/dev/null
+: >"$KM_DIR/ipsec.log"
+since=$(date +%s.%N)
+KM_BOOT_ID=$KM_BOOT_NEW start_agent --kubeconfig "$KM_DIR/kubeconfig" --kube-resync 600 --map-writer-socket ""
+check "after a reboot with a slow first list, this node's object is written with the new boot id" \
+	own_is 'o["spec"]["bootID"] == "'"$KM_BOOT_NEW"'" and o["spec"]["spi"] == 2' 10
+check "... the listed peers taken" peers_are_within 3 "[('node-e', 2), ('node-f', 2)]"
+check "... only after the ingress states from the listed peers were sent to the kernel" \
+	"$KM_PY" -c 'import datetime, json, re, sys
+log, requests, since = sys.argv[1], sys.argv[2], float(sys.argv[3])
+def at(line):
+    ts = line.split(" ", 1)[0]
+    return datetime.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
+lines = open(log).read().splitlines()
+sent = {}
+for peer, addr in (("node-e", "10.0.0.5"), ("node-f", "10.0.0.6")):
+    mine = [at(l) for l in lines if "add ESP state %s -> 10.0.0.1 spi 2" % addr in l]
+    assert mine, "no ingress state from %s was sent" % peer
+    sent[peer] = min(mine)
+reqs = [json.loads(l) for l in open(requests)]
+writes = [r["time"] for r in reqs if r["time"] > since and r["method"] in ("PATCH", "POST")
+          and r["path"].endswith("/kmeshnodeinfos/node-a")]
+assert writes, "no write of node-a"
+late = {p: round(t - writes[0], 3) for p, t in sent.items() if t >= writes[0]}
+assert not late, "node-a written before the ingress states of %s were sent (by s: %s)" % (sorted(late), late)
+print("written %.3f s after the last ingress state, %.3f s after start" % (writes[0] - max(sent.values()), writes[0] - since))' \
+	"$KM_DIR/ipsec.log" "$KM_DIR/kube-api.requests" "$since"
+check "... and the dump says the first list was applied" dump_is 'd["kubernetes"]["peers_listed"]'
+kill -TERM "$AGENT"
+wait "$AGENT"
+api DELETE "$KNI/node-e" >/dev/null
+api DELETE "$KNI/node-f" >/dev/null
 
 # In a pod: the service account's token and CA (--kubeconfig in-cluster), and this node's pod
 # CIDRs from its Node object when --pod-cidrs is not given.

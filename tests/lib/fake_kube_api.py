@@ -8,20 +8,21 @@ a test changes them by rewriting it:
    "pods": {"NS/NAME": {"labels": {...}, "annotations": {...}, "hostNetwork": false}},
    "fail": {"PATCH": 500, "GET": 503}}          # optional: answer these methods with an error
 Patched annotations are kept in memory and show in later GETs. Every request is appended to the
---log file as one JSON line (method, path, content_type, body, authorized). A request without
-the bearer token of --token gets 401.
+--log file as one JSON line (method, path, content_type, body, authorized, and time: when it
+arrived, in seconds since the epoch). A request without the bearer token of --token gets 401.
 
 KmeshNodeInfo objects (kmesh.net/v1alpha1, namespace kmesh-system), Secrets and Gateways live in
 memory, as an API server keeps them (fake_kube_objects.py): list, watch (KmeshNodeInfo: streamed,
 from a resourceVersion, with 410 Gone for a compacted one), get, create, merge patch, replace,
-delete; and test controls that break, pause and expire watches, take the Gateway CRDs away and
-mark a Gateway Programmed (see that file)."""
+delete; and test controls that break, pause and expire watches, slow the next lists down, take
+the Gateway CRDs away and mark a Gateway Programmed (see that file)."""
 import argparse
 import json
 import re
 import socket
 import ssl
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from fake_kube_objects import STORE
@@ -62,7 +63,7 @@ class Handler(BaseHTTPRequestHandler):
     def record(self, body, authorized):
         entry = {"method": self.command, "path": self.path,
                  "content_type": self.headers.get("Content-Type"), "body": body,
-                 "authorized": authorized}
+                 "authorized": authorized, "time": time.time()}
         with LOCK, open(self.server.args.log, "a") as f:
             f.write(json.dumps(entry) + "\n")
 

@@ -22,6 +22,10 @@ application/apply-patch+yaml) creates the object, or replaces its labels, annota
   POST   /test/pause-watches                      break every open watch (no end chunk), and
                                                   answer new ones 503 (lists still work)
   POST   /test/resume-watches                     watches work again
+  POST   /test/slow-lists {"seconds": S, "count": N}
+                                                  the next N lists of KmeshNodeInfo answer S
+                                                  seconds late (the objects as they are then),
+                                                  as a loaded API server's first list can
   POST   /test/expire                             end every open watch cleanly, and make every
                                                   resourceVersion so far too old (410)
   POST   /test/gateway-crds-missing               the Gateway API answers as without its CRDs:
@@ -74,6 +78,7 @@ class Store:
         self.paused = False
         self.other = {}       # (collection key, name) -> object, for the other collections
         self.no_gateway_crds = False
+        self.slow_lists = (0.0, 0)  # (seconds, how many lists still to slow down)
 
     def _write(self, kind, obj):
         self.rv += 1
@@ -121,6 +126,11 @@ class Store:
             if m:
                 return self.handle_other(req, body, key.format(ns=m.group(1)), m.group(1),
                                          m.group(2), kind)
+        if url.path == "/test/slow-lists":
+            ask = json.loads(body or "{}")
+            with self.cond:
+                self.slow_lists = (float(ask.get("seconds", 2)), int(ask.get("count", 1)))
+            return req.reply(200, {})
         if url.path in ("/test/pause-watches", "/test/resume-watches", "/test/expire"):
             with self.cond:
                 if url.path == "/test/pause-watches":
@@ -143,6 +153,13 @@ class Store:
                 return req.reply(503, status(503, "ServiceUnavailable", "watches paused by the test"))
             return self.watch(req, int(query.get("resourceVersion", ["0"])[0] or 0),
                               int(query.get("timeoutSeconds", ["300"])[0]))
+        if cmd == "GET" and name is None:
+            with self.cond:
+                delay, left = self.slow_lists
+                if left:
+                    self.slow_lists = (delay, left - 1)
+            if left:
+                time.sleep(delay)  # outside the lock: writes and watches go on meanwhile
         with self.cond:
             if cmd == "GET" and name is None:
                 return req.reply(200, {"kind": "KmeshNodeInfoList", "apiVersion": "kmesh.net/v1alpha1",

@@ -14,10 +14,10 @@ print(json.dumps({"spi": spi, "aeadKeyName": "rfc4106(gcm(aes))",
 		"$1" "$2" "${3:-36}" >"$KM_DIR/ipsec/.ipSec.tmp" && mv "$KM_DIR/ipsec/.ipSec.tmp" "$KM_DIR/ipsec/ipSec"
 }
 
-# start_agent [FLAGS]: the agent for node-a (address 10.0.0.1, pod CIDR 10.244.1.0/24),
-# uninstalling on exit, with FLAGS added (later ones win); sets AGENT.
+# start_agent [FLAGS]: the agent for node-a (address 10.0.0.1, pod CIDR 10.244.1.0/24, boot id
+# $KM_BOOT_ID or KM_BOOT_A), uninstalling on exit, with FLAGS added (later ones win); sets AGENT.
 start_agent() {
-	echo "$KM_BOOT_A" >"$KM_DIR/boot_id"
+	echo "${KM_BOOT_ID:-$KM_BOOT_A}" >"$KM_DIR/boot_id"
 	rm -f "$KM_DIR/ipsec.sock"
 	ip netns exec "$KM_NODE" "$KM_BIN/kmesh-ipsec-agent" --node-name node-a --addresses 10.0.0.1 \
 		--pod-cidrs 10.244.1.0/24 --boot-id-file "$KM_DIR/boot_id" --key-file "$KM_DIR/ipsec/ipSec" \
@@ -29,13 +29,15 @@ start_agent() {
 }
 
 dump() { "$KM_TESTCTL" agent-dump --socket "$KM_DIR/ipsec.sock"; }
-dump_is() { # dump_is PYTHON-EXPR: true within 3 s
-	for _ in $(seq 1 60); do
-		[ "$(dump 2>/dev/null | "$KM_PY" -c 'import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1]))' "$1" 2>/dev/null)" = True ] && return 0
+dump_is() { dump_within 3 "$1"; } # dump_is PYTHON-EXPR: true of the dump d within 3 s
+dump_within() { # dump_within SECONDS PYTHON-EXPR: true of the dump d within SECONDS
+	for _ in $(seq 1 $(($1 * 20))); do
+		[ "$(dump 2>/dev/null | "$KM_PY" -c 'import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1]))' "$2" 2>/dev/null)" = True ] && return 0
 		sleep 0.05
 	done
 	return 1
 }
+dump_field() { dump | "$KM_PY" -c 'import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 logged() { # logged TEXT [LOG]: the agent's log (or LOG) says it (within 3 s)
 	for _ in $(seq 1 60); do
 		grep -qF -- "$1" "${2:-$KM_DIR/ipsec.log}" && return 0

@@ -3,7 +3,9 @@
  * the order a real cluster can produce it. After every step traffic must flow both ways: the
  * sender's out policy names an SPI, the sender has that state, and the receiver has the same
  * state with the same key (derived on its own) plus in and fwd policies that accept it. At the
- * end the old SPI's states and keys are gone; a peer that leaves takes everything of its own. */
+ * end the old SPI's states and keys are gone; a peer that leaves takes everything of its own.
+ * A peer whose states the kernel refused is tried again, 1 s doubling to a minute, until it
+ * is in place or gone. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,6 +31,7 @@ struct kernel {
 	size_t n_st;
 	struct km_xfrm_policy_spec pol[MAX_OBJ];
 	size_t n_pol;
+	int refuse_states; /* adds answered as a kernel without ESP answers them */
 };
 
 static int eq(const struct km_addr *a, const struct km_addr *b)
@@ -58,6 +61,8 @@ static int k_state(void *arg, enum km_xfrm_op op, const struct km_xfrm_state_spe
 		k->st[i].key = k->keys[i];
 		return 0;
 	}
+	if (op == KM_XFRM_ADD && k->refuse_states)
+		return -ENOSYS;
 	if (op == KM_XFRM_ADD && i < k->n_st)
 		return -EEXIST;
 	if (op == KM_XFRM_UPDATE && i == k->n_st)
@@ -463,6 +468,72 @@ static void test_bad_peer(void **state)
 	km_ipsec_plan_free(&B.plan);
 }
 
+/* A peer whose states the kernel refused: tried again 1 s later, doubling to a minute; in place
+ * once the kernel takes them, and then no more tries; a new refusal starts from 1 s again; a
+ * peer gone is not tried again. */
+static void test_retry(void **state)
+{
+	static const uint32_t waits[] = { 1000, 2000, 4000, 8000, 16000, 32000, 60000, 60000 };
+	const struct km_ipsec_peer *p;
+	struct km_ipsec_node b;
+	struct km_ipsec_key k2 = secret(2);
+	uint32_t dropped;
+	uint64_t now = 100, retries;
+	char err[128];
+
+	(void)state;
+	km_log_set_level(KM_LOG_ERROR);
+	make_node(&A, "node-a", "10.0.0.1", "10.244.1.0", "aaaaaaaa-1111-2222-3333-444444444444");
+	make_node(&B, "node-b", "10.0.0.2", "10.244.2.0", "bbbbbbbb-1111-2222-3333-444444444444");
+	load(&A, 1, 0);
+	load(&B, 1, 0);
+	A.kernel.refuse_states = 1;
+	b = B.spec;
+	b.spi = 1;
+	assert_int_equal(km_ipsec_plan_peer(&A.plan, &b, now), -1);
+	p = km_ipsec_plan_find(&A.plan, "node-b");
+	assert_non_null(p);
+	for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++) {
+		assert_int_equal(p->retry_ms, waits[i]);
+		assert_int_equal(km_ipsec_plan_retry(&A.plan, now + waits[i] - 1), 0); /* not yet */
+		now += waits[i];
+		assert_int_equal(km_ipsec_plan_retry(&A.plan, now), 1);
+		assert_int_equal(p->retries, i + 1);
+		assert_int_equal(km_ipsec_plan_pending(&A.plan), 1);
+	}
+	assert_int_equal(A.plan.retries, 8);
+	assert_int_equal(A.kernel.n_st, 0);
+
+	/* the kernel takes them now: in place at the next try, traffic flows, no more tries */
+	A.kernel.refuse_states = 0;
+	now += p->retry_ms;
+	assert_int_equal(km_ipsec_plan_retry(&A.plan, now), 1);
+	assert_int_equal(p->retry_ms, 0);
+	assert_int_equal(km_ipsec_plan_pending(&A.plan), 0);
+	learn(&B, &A, now);
+	assert_int_equal(flows(&A, &B), 1);
+	assert_int_equal(flows(&B, &A), 1);
+	assert_int_equal(km_ipsec_plan_retry(&A.plan, now + 3600000), 0);
+
+	/* refused again (a new key's ingress state): from 1 s again */
+	A.kernel.refuse_states = 1;
+	assert_int_equal(km_ipsec_keyring_add(&A.keys, &k2, &dropped, err, sizeof(err)),
+			 KM_KEYRING_CURRENT);
+	assert_int_equal(km_ipsec_plan_key_changed(&A.plan, now), -1);
+	assert_int_equal(p->retry_ms, 1000);
+	assert_int_equal(km_ipsec_plan_retry(&A.plan, now + 1000), 1);
+	assert_int_equal(p->retry_ms, 2000);
+
+	/* gone: not tried again */
+	retries = A.plan.retries;
+	km_ipsec_plan_peer_gone(&A.plan, "node-b");
+	assert_int_equal(km_ipsec_plan_pending(&A.plan), 0);
+	assert_int_equal(km_ipsec_plan_retry(&A.plan, now + 3600000), 0);
+	assert_int_equal(A.plan.retries, retries);
+	km_ipsec_plan_free(&A.plan);
+	km_ipsec_plan_free(&B.plan);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -471,6 +542,7 @@ int main(void)
 		cmocka_unit_test(test_reconcile),
 		cmocka_unit_test(test_bad_peer),
 		cmocka_unit_test(test_leftover_state),
+		cmocka_unit_test(test_retry),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
