@@ -323,6 +323,7 @@ int main(int argc, char **argv)
 				    .mesh_id = "cluster.local" };
 	int insecure = 0;
 	uint64_t max_config = 64u << 20, batch_ops = 4096, max_message = 256u << 20;
+	uint64_t max_initial = KM_ADS_MAX_INITIAL_DEFAULT;
 	uint64_t keepalive_s = 30, waypoint_data_port = 15019, rewrite_after_ms = 5000;
 	const char *p2c = "none";
 	const char *metrics_address = "0.0.0.0:15020", *metrics_dir = "/run/kmesh/metrics";
@@ -343,6 +344,11 @@ int main(int argc, char **argv)
 		  "(empty: none)", "KMESH_XDS_TOKEN_FILE" },
 		{ "xds-max-message", KM_OPT_UINT, &max_message, "BYTES", "largest xDS response accepted",
 		  "KMESH_XDS_MAX_MESSAGE", 1u << 20, 1u << 31 },
+		{ "xds-max-initial-request", KM_OPT_UINT, &max_initial, "BYTES",
+		  "largest first request per type on a new stream (istiod refuses requests over "
+		  "4 MiB); past it, the versions held are not named: istiod sends its whole state "
+		  "and what it does not name is removed", "KMESH_XDS_MAX_INITIAL_REQUEST", 1024,
+		  1u << 30 },
 		{ "xds-keepalive", KM_OPT_UINT, &keepalive_s, "SECONDS",
 		  "HTTP/2 ping interval (istiod refuses pings more often than every 15 s)",
 		  "KMESH_XDS_KEEPALIVE", 15, 3600 },
@@ -519,6 +525,7 @@ int main(int argc, char **argv)
 
 		km_ads_client_start(&a.ads, a.loop, &g, &node, &a.model, &a.policies, on_xds_applied, &a);
 		a.ads.backlogged = writer_backlogged;
+		a.ads.max_initial = (size_t)max_initial; /* read at the stream's opening */
 	} else if (km_file_source_watch(&a.file, a.loop, on_file_applied, &a) != 0) {
 		return 1;
 	}
