@@ -7,6 +7,7 @@
 
 #include "services/xds-agent/authz_compile.h"
 #include "services/xds-agent/xds_apply.h"
+#include "shared/backoff.h"
 #include "shared/latency.h"
 #include "shared/log.h"
 #include "shared/msgbuf.h"
@@ -303,8 +304,7 @@ static void schedule_reconnect(struct km_ads_client *c)
 		delay = FAST_RECONNECT_MS + (uint64_t)(rand() % 20);
 		c->fast_reconnect = 0;
 	} else {
-		delay = c->backoff_ms + (uint64_t)rand() % (c->backoff_ms / 2 + 1);
-		c->backoff_ms = c->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : c->backoff_ms * 2;
+		delay = km_backoff_delay(&c->backoff_ms, BACKOFF_MAX_MS, (uint32_t)rand());
 	}
 	km_info("reconnecting to istiod in %llu ms", (unsigned long long)delay);
 	uv_timer_start(&c->retry, on_retry, delay, 0);
