@@ -3,8 +3,9 @@
 # Delta ADS over TLS with a CA made now, rotating connections with GOAWAY every few seconds.
 # Scenarios: initial sync, incremental add/update/remove, a malformed resource (NACK, the rest
 # applied), a stream ended by the server (reconnect with initial_resource_versions and removals
-# learnt from them), token rotation, authorization resources, and a certificate for the wrong
-# name. Each ends by checking the map writer's tables, the basic ones with real connections.
+# learnt from them), token rotation, authorization resources, a certificate for the wrong name,
+# and servers that accept TCP and never answer (the setup is bounded: logged, backoff, retry).
+# Each ends by checking the map writer's tables, the basic ones with real connections.
 set -uo pipefail
 source "$(dirname "$0")/../lib/mesh-env.sh"
 source "$(dirname "$0")/../lib/check.sh"
@@ -37,7 +38,7 @@ km_istiod_start --max-connection-age-ms 4000
 set_state "$SVC" "$(pod b1)" "$(pod b2)" "$(pod b3)"
 km_map_writer_start || exit 1
 km_istiod send '{"cmd": "hold", "on": true}' >/dev/null # a slow istiod: no first response yet
-km_agent_start_xds
+km_agent_start_xds --xds-handshake-timeout 2 # streams live 4 s: the bound must end at SETTINGS
 "$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path client)" >/dev/null
 
 # --- readiness waits for istiod's first whole answer in the tables, not just the link
@@ -130,6 +131,34 @@ sleep 1.5
 kill "$wrong" 2>/dev/null
 check "TLS to a certificate for another name fails with a clear error" \
 	grep -q "certificate is not for this name" "$KM_DIR/wrong-name.log"
+
+# --- a server that accepts TCP and never answers: the setup is bounded, then backoff and retry
+silent() { # silent NAME: a silent_tcp.py listener; sets PORT
+	rm -f "$KM_DIR/$1.port"
+	"$KM_PY" "$KM_ROOT/tests/lib/silent_tcp.py" "$KM_DIR/$1.port" "$KM_DIR/$1.accepts" &
+	KM_PIDS+=($!)
+	PORT=$(km_port_file "$KM_DIR/$1.port")
+}
+silent stuck-tls
+km_agent_run "$KM_DIR/stuck-tls.log" --xds-address "127.0.0.1:$PORT" --xds-handshake-timeout 1 \
+	--xds-ca-file "$KM_DIR/pki/ca.pem" --xds-token-file ""
+stuck_tls=$! stuck_tls_port=$PORT
+silent stuck-h2
+km_agent_run "$KM_DIR/stuck-h2.log" --xds-address "127.0.0.1:$PORT" --xds-handshake-timeout 1 \
+	--xds-insecure --xds-token-file ""
+stuck_h2=$! stuck_h2_port=$PORT
+sleep 4
+kill "$stuck_tls" "$stuck_h2" 2>/dev/null
+accepts() { wc -l <"$KM_DIR/$1.accepts" 2>/dev/null || echo 0; }
+check "a server silent after TCP accept: the TLS handshake times out after 1 s, and the agent reconnects ($(accepts stuck-tls) connections in 4 s)" \
+	eval '[ "$(accepts stuck-tls)" -ge 3 ] &&
+	      grep -q "127.0.0.1:$stuck_tls_port: the TLS handshake did not complete within 1000 ms" "$KM_DIR/stuck-tls.log"'
+check "... and without TLS, the HTTP/2 setup times out the same way ($(accepts stuck-h2) connections)" \
+	eval '[ "$(accepts stuck-h2)" -ge 3 ] &&
+	      grep -q "127.0.0.1:$stuck_h2_port: the HTTP/2 setup (no SETTINGS from the server) did not complete within 1000 ms" "$KM_DIR/stuck-h2.log"'
+check "connections that istiod answers never hit the bound (streams outlive its 2 s)" \
+	eval '! grep -q "did not complete within" "$KM_DIR/xds-agent.log"'
+check "the handshake timeout is in --help" says "--xds-handshake-timeout SECONDS" "$KM_BIN/kmesh-xds-agent" --help
 
 [ $KM_FAIL -eq 0 ] || km_dump_logs map-writer xds-agent istiod
 [ -n "${KM_SHOW_LOGS:-}" ] && km_dump_logs map-writer xds-agent istiod
