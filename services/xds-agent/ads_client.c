@@ -332,6 +332,30 @@ static void on_open(struct km_grpc_stream *g)
 		km_grpc_stream_close(g);
 }
 
+/* istiod refused the credentials (istio-wire §4.3): no valid token is UNAUTHENTICATED, a token
+ * whose identity does not match the node's namespace or service account is PERMISSION_DENIED.
+ * Either way the fix is in the token file or the flags: name them. Returns 0 for other ends. */
+static int log_auth_refusal(const struct km_ads_client *c, int status, const char *message)
+{
+	const char *file = c->grpc_cfg.token_file;
+
+	if (status == KM_GRPC_UNAUTHENTICATED && file)
+		km_error("istiod rejected the token read from %s (grpc-status 16 UNAUTHENTICATED: %s); "
+			 "the file is read again at the next connection", file, message);
+	else if (status == KM_GRPC_UNAUTHENTICATED)
+		km_error("istiod wants a token and none is sent: --xds-token-file is empty "
+			 "(grpc-status 16 UNAUTHENTICATED: %s)", message);
+	else if (status == KM_GRPC_PERMISSION_DENIED)
+		km_error("istiod refused this agent's identity (grpc-status 7 PERMISSION_DENIED: %s): the "
+			 "token read from %s must be for namespace '%s' (--pod-namespace) and service "
+			 "account '%s' (--service-account)", message, file ? file : "(none)",
+			 c->node.pod_namespace ? c->node.pod_namespace : "",
+			 c->node.service_account ? c->node.service_account : "");
+	else
+		return 0;
+	return 1;
+}
+
 static void on_end(struct km_grpc_stream *g, int status, const char *message, int goaway)
 {
 	struct km_ads_client *c = g->data;
@@ -343,7 +367,7 @@ static void on_end(struct km_grpc_stream *g, int status, const char *message, in
 	work_abandon_queue(c);
 	/* Connection-age rotation (GOAWAY) and ordinary server-side ends are not failures. */
 	c->fast_reconnect = goaway || status == KM_GRPC_OK;
-	if (!c->stopping)
+	if (!c->stopping && !log_auth_refusal(c, status, message))
 		km_log(c->fast_reconnect ? KM_LOG_INFO : KM_LOG_WARN, "ADS stream ended: %s%s",
 		       c->last_error, goaway ? " (GOAWAY)" : "");
 	km_grpc_stream_close(g);

@@ -3,9 +3,10 @@
 # Delta ADS over TLS with a CA made now, rotating connections with GOAWAY every few seconds.
 # Scenarios: initial sync, incremental add/update/remove, a malformed resource (NACK, the rest
 # applied), a stream ended by the server (reconnect with initial_resource_versions and removals
-# learnt from them), token rotation, authorization resources, a certificate for the wrong name,
-# and servers that accept TCP and never answer (the setup is bounded: logged, backoff, retry).
-# Each ends by checking the map writer's tables, the basic ones with real connections.
+# learnt from them), token rotation, a rejected token (the log names its file), authorization
+# resources, a certificate for the wrong name, and servers that accept TCP and never answer
+# (the setup is bounded: logged, backoff, retry). Each ends by checking the map writer's tables,
+# the basic ones with real connections.
 set -uo pipefail
 source "$(dirname "$0")/../lib/mesh-env.sh"
 source "$(dirname "$0")/../lib/check.sh"
@@ -107,6 +108,18 @@ check "the agent logged the GOAWAY" grep -q "GOAWAY" "$KM_DIR/xds-agent.log"
 check "the new stream uses the rotated token" km_istiod wait 'last(s)["authorization"] == "Bearer t2"' 8
 out=$(km_connect client $VIP 80 --count 40)
 check "traffic still flows across rotations" test "$(($(count_of b2 <<<"$out") + $(count_of b3 <<<"$out")))" -eq 40
+
+# --- istiod rejects the token (grpc-status 16): the log says which file it came from
+km_istiod send '{"cmd": "require-token", "token": "t3"}' >/dev/null
+km_istiod send '{"cmd": "end-stream", "code": 0}' >/dev/null
+check "istiod rejects the token" km_istiod wait 's["rejected"] >= 1' 5
+rejected_logged() { grep -q "istiod rejected the token read from $KM_DIR/token (grpc-status 16 UNAUTHENTICATED" "$KM_DIR/xds-agent.log"; }
+check "the agent's log names the token file" eval 'for _ in $(seq 1 20); do rejected_logged && break; sleep 0.1; done; rejected_logged'
+streams=$(km_istiod query 'len(s["streams"])')
+echo t3 >"$KM_DIR/token"
+check "with the file fixed, the agent gets back in at a reconnect" km_istiod wait \
+	"len(s['streams']) > $streams and last(s)['authorization'] == 'Bearer t3' and last(s)['open']" 10
+km_istiod send '{"cmd": "require-token", "token": null}' >/dev/null
 
 # --- authorization resources are decoded, kept and ACKed
 km_istiod send '{"cmd": "set-authz", "policies": [{"name": "deny-all", "namespace": "demo", "scope": "NAMESPACE",

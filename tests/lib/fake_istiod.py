@@ -28,6 +28,10 @@ A test drives it over a Unix socket, one JSON command per line, one JSON answer 
                                                        pushed; PATH gets the response's bytes)
   {"cmd": "push-prepared"}                             make it the state and push it at once
   {"cmd": "flap", "count": K, "interval_ms": I}        K one-workload changes, one per response
+  {"cmd": "require-token", "token": T|null}           streams whose authorization is not
+                                                       "Bearer T" end at once with grpc-status
+                                                       16 UNAUTHENTICATED, as istiod's (counted
+                                                       in "rejected"); null: any token
   {"cmd": "hold", "on": true|false}                    while on, first responses on new streams
                                                        wait (a slow istiod); off sends them
 Started with --state FILE, it serves that state ({"resources": [...], "policies": [...]}, as
@@ -96,6 +100,8 @@ class State:
         self.streams = []
         self.nonce = 0
         self.hold = False
+        self.require_token = None
+        self.rejected = 0
 
     def next_nonce(self):
         self.nonce += 1
@@ -173,7 +179,15 @@ def reader(stream, requests):
 def delta_ads(requests, context):
     stream = Stream(context.invocation_metadata())
     with STATE.lock:
-        STATE.streams.append(stream)
+        want = STATE.require_token
+        if want is not None and stream.metadata.get("authorization") != "Bearer " + want:
+            STATE.rejected += 1
+            refused = True
+        else:
+            refused = False
+            STATE.streams.append(stream)
+    if refused:  # as istiod: before any message is read
+        context.abort(grpc.StatusCode.UNAUTHENTICATED, "authentication failure")
     threading.Thread(target=reader, args=(stream, requests), daemon=True).start()
     while True:
         item = stream.queue.get()
@@ -315,6 +329,9 @@ def handle(cmd):
                     s.queue.put(("end", cmd.get("code", 0), cmd.get("message", "")))
                     n += 1
             return {"ended": n}
+        if c == "require-token":
+            STATE.require_token = cmd.get("token")
+            return {"require_token": STATE.require_token}
         if c == "hold":
             STATE.hold = bool(cmd["on"])
             n = 0
@@ -327,7 +344,7 @@ def handle(cmd):
             return {"hold": STATE.hold, "released": n}
         if c == "state":
             names = STATE.resources[ADDRESS]
-            return {"streams": [s.describe() for s in STATE.streams],
+            return {"streams": [s.describe() for s in STATE.streams], "rejected": STATE.rejected,
                     "address": sorted(names) if len(names) <= LIST_MAX else None,
                     "address_count": len(names),
                     "authz": sorted(STATE.resources[AUTHZ])}
