@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "services/xds-agent/authz_compile.h"
 #include "services/xds-agent/xds_apply.h"
+#include "shared/backoff.h"
 #include "shared/latency.h"
 #include "shared/log.h"
 #include "shared/msgbuf.h"
@@ -39,6 +41,36 @@ static size_t policy_each_version(const void *store, km_version_cb cb, void *arg
 	return km_policy_store_each_version(store, cb, arg);
 }
 
+static size_t model_mark(void *store)
+{
+	return km_model_mark_unconfirmed(store);
+}
+
+static size_t model_sweep(void *store)
+{
+	size_t n = km_model_sweep_unconfirmed(store);
+
+	km_model_flush(store);
+	return n;
+}
+
+static size_t policy_mark(void *store)
+{
+	return km_policy_store_mark_unconfirmed(store);
+}
+
+static size_t policy_sweep(void *store)
+{
+	struct km_policy_store *ps = store;
+	size_t n = km_policy_store_sweep_unconfirmed(ps);
+
+	if (ps->authz) {
+		km_authz_flush(ps->authz);
+		km_oplist_settle(ps->authz->out);
+	}
+	return n;
+}
+
 size_t km_ads_versions_held(const struct km_ads_type *t)
 {
 	return t->each_version ? t->each_version(t->store, NULL, NULL) : 0;
@@ -60,6 +92,44 @@ static void collect_version(void *arg, const char *name, const char *version)
 	l->entries[l->n].value = (char *)version;
 	l->ptrs[l->n] = &l->entries[l->n];
 	l->n++;
+}
+
+/* The bytes one initial_resource_versions entry adds to a request, at most: the map entry
+ * (field 5, length-delimited) holding key (1) and value (2). */
+static size_t varint_len(size_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static void add_entry_size(void *arg, const char *name, const char *version)
+{
+	size_t k = strlen(name), v = strlen(version ? version : "");
+	size_t entry = 1 + varint_len(k) + k + 1 + varint_len(v) + v;
+
+	*(size_t *)arg += 1 + varint_len(entry) + entry;
+}
+
+static size_t versions_size(const struct km_ads_type *t)
+{
+	size_t n = 0;
+
+	if (t->each_version)
+		t->each_version(t->store, add_entry_size, &n);
+	return n;
+}
+
+/* "Address" from its type URL, for logs */
+static const char *type_name(const struct km_ads_type *t)
+{
+	const char *dot = strrchr(t->type_url, '.');
+
+	return dot ? dot + 1 : t->type_url;
 }
 
 /* ---- requests ------------------------------------------------------------------------------ */
@@ -121,8 +191,8 @@ uint8_t *km_ads_build_request(struct km_ads_client *c, struct km_ads_type *t, in
 		node.user_agent_name = "kmesh-xds-agent";
 		req.node = &node;
 		/* Everything held, with its version, so istiod skips what is unchanged and names
-		 * what went away while we were disconnected. */
-		versions.cap = km_ads_versions_held(t);
+		 * what went away while we were disconnected (unless withheld: too many). */
+		versions.cap = t->withheld ? 0 : km_ads_versions_held(t);
 		versions.entries = calloc(versions.cap + 1, sizeof(*versions.entries));
 		versions.ptrs = calloc(versions.cap + 1, sizeof(*versions.ptrs));
 		if (!versions.entries || !versions.ptrs) {
@@ -130,7 +200,7 @@ uint8_t *km_ads_build_request(struct km_ads_client *c, struct km_ads_type *t, in
 			free(versions.ptrs);
 			return NULL;
 		}
-		if (t->each_version)
+		if (t->each_version && !t->withheld)
 			t->each_version(t->store, collect_version, &versions);
 		req.n_initial_resource_versions = versions.n;
 		req.initial_resource_versions = versions.ptrs;
@@ -151,11 +221,59 @@ uint8_t *km_ads_build_request(struct km_ads_client *c, struct km_ads_type *t, in
 	return buf;
 }
 
+/* Past the limit, versions are withheld altogether rather than in part: istiod's answer to a
+ * partial list would be the whole state less what the list showed unchanged, and telling what
+ * went from that needs the list kept until the answer; with none, the answer is everything istiod
+ * has, and what it does not name is gone (docs/decisions.md). */
+uint8_t *km_ads_initial_request(struct km_ads_client *c, struct km_ads_type *t, size_t *len)
+{
+	size_t base, need;
+	uint8_t *buf;
+
+	t->withheld = 1; /* the request without versions, measured */
+	buf = km_ads_build_request(c, t, 1, NULL, NULL, &base);
+	free(buf);
+	need = base + versions_size(t);
+	t->withheld = need > c->max_initial;
+	if (t->withheld) {
+		size_t marked = t->mark ? t->mark(t->store) : 0;
+
+		t->withholds++;
+		km_warn("%zu %s versions held: too many to name in the first request (%zu bytes, over "
+			"the limit of %zu, --xds-max-initial-request); naming none: istiod sends its "
+			"whole state, and what it does not name of the %zu held is removed after it",
+			km_ads_versions_held(t), type_name(t), need, c->max_initial, marked);
+	}
+	return km_ads_build_request(c, t, 1, NULL, NULL, len);
+}
+
+size_t km_ads_sweep_after_whole_state(struct km_ads_client *c, struct km_ads_type *t,
+				      const struct km_xds_result *res)
+{
+	size_t n;
+
+	(void)c;
+	if (!t->withheld)
+		return 0;
+	t->withheld = 0;
+	if (res->unnamed) {
+		km_warn("istiod's whole %s state came with %zu resources that could not be named: "
+			"nothing is removed this time", type_name(t), res->unnamed);
+		return 0;
+	}
+	n = t->sweep ? t->sweep(t->store) : 0;
+	t->swept += n;
+	km_info("istiod's whole %s state applied: removed %zu %s it no longer has", type_name(t), n,
+		strcmp(t->type_url, KM_TYPE_ADDRESS) == 0 ? "workloads and services" : "policies");
+	return n;
+}
+
 static int send_request(struct km_ads_client *c, struct km_ads_type *t, int initial,
 			const char *nonce, const char *error)
 {
 	size_t len;
-	uint8_t *buf = km_ads_build_request(c, t, initial, nonce, error, &len);
+	uint8_t *buf = initial ? km_ads_initial_request(c, t, &len)
+			       : km_ads_build_request(c, t, 0, nonce, error, &len);
 	int rc;
 
 	if (!buf)
@@ -186,8 +304,7 @@ static void schedule_reconnect(struct km_ads_client *c)
 		delay = FAST_RECONNECT_MS + (uint64_t)(rand() % 20);
 		c->fast_reconnect = 0;
 	} else {
-		delay = c->backoff_ms + (uint64_t)rand() % (c->backoff_ms / 2 + 1);
-		c->backoff_ms = c->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : c->backoff_ms * 2;
+		delay = km_backoff_delay(&c->backoff_ms, BACKOFF_MAX_MS, (uint32_t)rand());
 	}
 	km_info("reconnecting to istiod in %llu ms", (unsigned long long)delay);
 	uv_timer_start(&c->retry, on_retry, delay, 0);
@@ -215,6 +332,30 @@ static void on_open(struct km_grpc_stream *g)
 		km_grpc_stream_close(g);
 }
 
+/* istiod refused the credentials (istio-wire §4.3): no valid token is UNAUTHENTICATED, a token
+ * whose identity does not match the node's namespace or service account is PERMISSION_DENIED.
+ * Either way the fix is in the token file or the flags: name them. Returns 0 for other ends. */
+static int log_auth_refusal(const struct km_ads_client *c, int status, const char *message)
+{
+	const char *file = c->grpc_cfg.token_file;
+
+	if (status == KM_GRPC_UNAUTHENTICATED && file)
+		km_error("istiod rejected the token read from %s (grpc-status 16 UNAUTHENTICATED: %s); "
+			 "the file is read again at the next connection", file, message);
+	else if (status == KM_GRPC_UNAUTHENTICATED)
+		km_error("istiod wants a token and none is sent: --xds-token-file is empty "
+			 "(grpc-status 16 UNAUTHENTICATED: %s)", message);
+	else if (status == KM_GRPC_PERMISSION_DENIED)
+		km_error("istiod refused this agent's identity (grpc-status 7 PERMISSION_DENIED: %s): the "
+			 "token read from %s must be for namespace '%s' (--pod-namespace) and service "
+			 "account '%s' (--service-account)", message, file ? file : "(none)",
+			 c->node.pod_namespace ? c->node.pod_namespace : "",
+			 c->node.service_account ? c->node.service_account : "");
+	else
+		return 0;
+	return 1;
+}
+
 static void on_end(struct km_grpc_stream *g, int status, const char *message, int goaway)
 {
 	struct km_ads_client *c = g->data;
@@ -226,7 +367,7 @@ static void on_end(struct km_grpc_stream *g, int status, const char *message, in
 	work_abandon_queue(c);
 	/* Connection-age rotation (GOAWAY) and ordinary server-side ends are not failures. */
 	c->fast_reconnect = goaway || status == KM_GRPC_OK;
-	if (!c->stopping)
+	if (!c->stopping && !log_auth_refusal(c, status, message))
 		km_log(c->fast_reconnect ? KM_LOG_INFO : KM_LOG_WARN, "ADS stream ended: %s%s",
 		       c->last_error, goaway ? " (GOAWAY)" : "");
 	km_grpc_stream_close(g);
@@ -254,6 +395,8 @@ static void job_finish(struct km_ads_client *c)
 	struct km_ads_job *j = &c->job;
 	struct km_ads_type *t = &c->address;
 
+	if (!t->synced) /* the stream's first: if versions were withheld, the whole state */
+		km_ads_sweep_after_whole_state(c, t, &j->res);
 	km_xds_apply_address_end(c->model, &j->v, &j->res);
 	t->responses++;
 	snprintf(t->last_nonce, sizeof(t->last_nonce), "%s", j->v.nonce);
@@ -298,6 +441,8 @@ static void apply_other(struct km_ads_client *c, struct km_response_view *v)
 		return;
 	}
 	km_xds_apply_authorization(c->policies, v, on_accepted, t, &res);
+	if (!t->synced)
+		km_ads_sweep_after_whole_state(c, t, &res);
 	t->responses++;
 	snprintf(t->last_nonce, sizeof(t->last_nonce), "%s", v->nonce);
 	if (res.rejected) {
@@ -473,13 +618,18 @@ int km_ads_client_start(struct km_ads_client *c, uv_loop_t *loop,
 	c->on_applied = on_applied;
 	c->arg = arg;
 	c->backoff_ms = BACKOFF_MIN_MS;
+	c->max_initial = KM_ADS_MAX_INITIAL_DEFAULT;
 	c->address.type_url = KM_TYPE_ADDRESS;
 	c->address.set_version = model_set_version;
 	c->address.each_version = model_each_version;
+	c->address.mark = model_mark;
+	c->address.sweep = model_sweep;
 	c->address.store = model;
 	c->authz.type_url = KM_TYPE_AUTHORIZATION;
 	c->authz.set_version = policy_set_version;
 	c->authz.each_version = policy_each_version;
+	c->authz.mark = policy_mark;
+	c->authz.sweep = policy_sweep;
 	c->authz.store = policies;
 	km_ads_node_id(node, c->node_id, sizeof(c->node_id));
 	uv_timer_init(loop, &c->retry);

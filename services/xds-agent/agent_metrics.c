@@ -47,6 +47,12 @@ static void own(struct km_prom *p, const struct km_agent_state *st)
 			offsetof(struct km_ads_type, acks));
 		by_type(p, st->ads, "kmesh_xds_nacks_total", "responses refused (NACK)",
 			offsetof(struct km_ads_type, nacks));
+		by_type(p, st->ads, "kmesh_xds_versions_withheld_total",
+			"streams whose first request named no versions (too many): istiod's whole "
+			"state followed", offsetof(struct km_ads_type, withholds));
+		by_type(p, st->ads, "kmesh_xds_swept_total",
+			"resources removed because istiod's whole state did not name them",
+			offsetof(struct km_ads_type, swept));
 	}
 	if (l) {
 		for (size_t i = 0; i < KM_LATENCY_BUCKETS; i++)

@@ -198,7 +198,11 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *u
 	(void)s;
 	if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK))
 		g->ping_outstanding = 0;
-	else if (frame->hd.type == NGHTTP2_GOAWAY) {
+	else if (frame->hd.type == NGHTTP2_SETTINGS && !(frame->hd.flags & NGHTTP2_FLAG_ACK) &&
+		 !g->setup_done) {
+		g->setup_done = 1; /* the server speaks HTTP/2: the setup is over */
+		uv_timer_stop(&g->setup_timer);
+	} else if (frame->hd.type == NGHTTP2_GOAWAY) {
 		g->got_goaway = 1;
 		km_info("istiod sent GOAWAY (error %u, last stream %d): will reconnect",
 			frame->goaway.error_code, frame->goaway.last_stream_id);
@@ -348,9 +352,26 @@ static void on_conn_closed(struct km_tls_conn *c)
 	maybe_closed(c->data);
 }
 
-static void on_ping_timer_closed(uv_handle_t *h)
+static void on_timer_closed(uv_handle_t *h)
 {
 	maybe_closed(h->data);
+}
+
+/* The setup took too long: say where it stuck (the connection's stage, or waiting for the
+ * server's HTTP/2 SETTINGS after it), and end the call so the owner backs off and retries. */
+static void on_setup_timeout(uv_timer_t *t)
+{
+	struct km_grpc_stream *g = t->data;
+	const char *stage = km_tls_conn_stage(&g->conn);
+	char msg[256];
+
+	if (g->setup_done || g->ended)
+		return;
+	snprintf(msg, sizeof(msg), "%s:%u: the %s did not complete within %u ms", g->cfg.conn.host,
+		 g->cfg.conn.port, stage ? stage : "HTTP/2 setup (no SETTINGS from the server)",
+		 g->cfg.setup_timeout_ms);
+	km_error("connection to %s; giving up on it", msg);
+	end_call(g, KM_GRPC_UNAVAILABLE, msg);
 }
 
 /* Keepalive: a ping every interval (istiod tolerates one per 15 s at most), and the call ends if
@@ -405,7 +426,11 @@ int km_grpc_stream_start(struct km_grpc_stream *g, uv_loop_t *loop,
 		return -1;
 	uv_timer_init(loop, &g->ping_timer);
 	g->ping_timer.data = g;
-	g->handles = 2;
+	uv_timer_init(loop, &g->setup_timer);
+	g->setup_timer.data = g;
+	if (cfg->setup_timeout_ms)
+		uv_timer_start(&g->setup_timer, on_setup_timeout, cfg->setup_timeout_ms, 0);
+	g->handles = 3;
 	g->conn.data = g;
 	return km_tls_conn_start(&g->conn, loop, &cfg->conn, &ccbs);
 }
@@ -416,6 +441,7 @@ void km_grpc_stream_close(struct km_grpc_stream *g)
 		return;
 	g->closing = 1;
 	end_call(g, KM_GRPC_CANCELLED, "closed by the agent");
-	uv_close((uv_handle_t *)&g->ping_timer, on_ping_timer_closed);
+	uv_close((uv_handle_t *)&g->ping_timer, on_timer_closed);
+	uv_close((uv_handle_t *)&g->setup_timer, on_timer_closed);
 	km_tls_conn_close(&g->conn);
 }

@@ -2,7 +2,8 @@
  * request headers (with `authorization: Bearer` read from a token file at every call, and
  * `clusterid`), 5-byte length-prefixed messages both ways reassembled across DATA frames, large
  * flow-control windows for multi-megabyte pushes, client keepalive pings within istiod's policy,
- * and the call's end reported once with its grpc-status (from trailers, RST_STREAM, GOAWAY or the
+ * a bound on the whole setup (TCP, TLS, until the server's HTTP/2 SETTINGS), and the call's end
+ * reported once with its grpc-status (from trailers, RST_STREAM, GOAWAY or the
  * connection failing). */
 #ifndef KM_XDS_GRPC_STREAM_H
 #define KM_XDS_GRPC_STREAM_H
@@ -17,6 +18,7 @@
 #define KM_GRPC_OK 0
 #define KM_GRPC_CANCELLED 1
 #define KM_GRPC_UNKNOWN 2
+#define KM_GRPC_PERMISSION_DENIED 7
 #define KM_GRPC_RESOURCE_EXHAUSTED 8
 #define KM_GRPC_INTERNAL 13
 #define KM_GRPC_UNAVAILABLE 14
@@ -43,6 +45,9 @@ struct km_grpc_stream_config {
 	size_t max_message;     /* largest message accepted */
 	uint32_t window;        /* stream and connection receive window */
 	unsigned ping_interval_ms, ping_timeout_ms;
+	/* from the start until the server's SETTINGS arrive (0: no bound): a server that accepts
+	 * TCP and never answers ends the call rather than holding it forever */
+	unsigned setup_timeout_ms;
 };
 
 struct km_grpc_stream {
@@ -53,6 +58,8 @@ struct km_grpc_stream {
 	int32_t stream_id;
 	uv_timer_t ping_timer;
 	int ping_outstanding;
+	uv_timer_t setup_timer;
+	int setup_done; /* the server's SETTINGS came */
 	/* outgoing gRPC bytes not yet taken by nghttp2 */
 	uint8_t *out;
 	size_t out_len, out_off, out_cap;

@@ -323,6 +323,8 @@ int main(int argc, char **argv)
 				    .mesh_id = "cluster.local" };
 	int insecure = 0;
 	uint64_t max_config = 64u << 20, batch_ops = 4096, max_message = 256u << 20;
+	uint64_t max_initial = KM_ADS_MAX_INITIAL_DEFAULT;
+	uint64_t handshake_s = 10;
 	uint64_t keepalive_s = 30, waypoint_data_port = 15019, rewrite_after_ms = 5000;
 	const char *p2c = "none";
 	const char *metrics_address = "0.0.0.0:15020", *metrics_dir = "/run/kmesh/metrics";
@@ -343,6 +345,15 @@ int main(int argc, char **argv)
 		  "(empty: none)", "KMESH_XDS_TOKEN_FILE" },
 		{ "xds-max-message", KM_OPT_UINT, &max_message, "BYTES", "largest xDS response accepted",
 		  "KMESH_XDS_MAX_MESSAGE", 1u << 20, 1u << 31 },
+		{ "xds-max-initial-request", KM_OPT_UINT, &max_initial, "BYTES",
+		  "largest first request per type on a new stream (istiod refuses requests over "
+		  "4 MiB); past it, the versions held are not named: istiod sends its whole state "
+		  "and what it does not name is removed", "KMESH_XDS_MAX_INITIAL_REQUEST", 1024,
+		  1u << 30 },
+		{ "xds-handshake-timeout", KM_OPT_UINT, &handshake_s, "SECONDS",
+		  "bound on setting up a connection to istiod: TCP connect, TLS handshake, and until "
+		  "istiod's HTTP/2 SETTINGS arrive; past it the agent logs the stage that stuck, "
+		  "backs off and retries", "KMESH_XDS_HANDSHAKE_TIMEOUT", 1, 600 },
 		{ "xds-keepalive", KM_OPT_UINT, &keepalive_s, "SECONDS",
 		  "HTTP/2 ping interval (istiod refuses pings more often than every 15 s)",
 		  "KMESH_XDS_KEEPALIVE", 15, 3600 },
@@ -515,10 +526,12 @@ int main(int argc, char **argv)
 			.window = 16u << 20,
 			.ping_interval_ms = (unsigned)keepalive_s * 1000,
 			.ping_timeout_ms = 10000,
+			.setup_timeout_ms = (unsigned)handshake_s * 1000,
 		};
 
 		km_ads_client_start(&a.ads, a.loop, &g, &node, &a.model, &a.policies, on_xds_applied, &a);
 		a.ads.backlogged = writer_backlogged;
+		a.ads.max_initial = (size_t)max_initial; /* read at the stream's opening */
 	} else if (km_file_source_watch(&a.file, a.loop, on_file_applied, &a) != 0) {
 		return 1;
 	}

@@ -195,6 +195,7 @@ void km_model_upsert_service(struct km_model *m, struct km_service_res *res)
 		km_service_res_free(res);
 		return;
 	}
+	s->unconfirmed = 0;
 	if (!s->res) {
 		s->id = km_ids_alloc(&m->ids, s->name, s);
 		s->res = res = km_service_res_pack(res);
@@ -351,6 +352,7 @@ void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res)
 		}
 		m->n_workloads++;
 	}
+	w->unconfirmed = 0;
 	old = w->res;
 	if (old && km_workload_res_equal(old, res)) {
 		km_workload_res_free(res);
@@ -705,6 +707,77 @@ size_t km_model_each_version(const struct km_model *m, km_version_cb cb, void *a
 		n++;
 	}
 	return n;
+}
+
+size_t km_model_mark_unconfirmed(struct km_model *m)
+{
+	struct km_model_svc *s, *stmp;
+	struct km_model_wl *w;
+	size_t n = 0;
+
+	for (size_t i = 0; i < m->ids.cap; i++)
+		if ((w = wl_at(m, i))) {
+			w->unconfirmed = 1;
+			n++;
+		}
+	HASH_ITER(hh, m->services, s, stmp) {
+		s->unconfirmed = s->res != NULL;
+		n += (size_t)s->unconfirmed;
+	}
+	return n;
+}
+
+void km_model_confirm(struct km_model *m, const char *name)
+{
+	struct km_model_wl *w = wl_find(m, name);
+	struct km_model_svc *s;
+
+	if (w) {
+		w->unconfirmed = 0;
+		return;
+	}
+	HASH_FIND_STR(m->services, name, s);
+	if (s)
+		s->unconfirmed = 0;
+}
+
+/* Names first, removals after: a removal may move or free other entries. */
+size_t km_model_sweep_unconfirmed(struct km_model *m)
+{
+	struct km_model_svc *s, *stmp;
+	struct km_model_wl *w;
+	size_t cap = 0, n = 0, n_wl, removed = 0;
+	char **names;
+
+	for (size_t i = 0; i < m->ids.cap; i++)
+		cap += (w = wl_at(m, i)) && w->unconfirmed;
+	HASH_ITER(hh, m->services, s, stmp)
+		cap += s->res && s->unconfirmed;
+	if (!cap)
+		return 0;
+	if (!(names = calloc(cap, sizeof(*names)))) {
+		m->out->oom = 1; /* the agent resyncs on it; nothing is removed now */
+		return 0;
+	}
+	for (size_t i = 0; i < m->ids.cap && n < cap; i++)
+		if ((w = wl_at(m, i)) && w->unconfirmed && (names[n] = strdup(w->res->uid)))
+			n++;
+	n_wl = n;
+	HASH_ITER(hh, m->services, s, stmp)
+		if (n < cap && s->res && s->unconfirmed && (names[n] = strdup(s->name)))
+			n++;
+	for (size_t i = 0; i < n; i++) {
+		if (i < n_wl && km_model_find_workload(m, names[i])) {
+			km_model_remove_workload(m, names[i]);
+			removed++;
+		} else if (i >= n_wl && km_model_find_service(m, names[i])) {
+			km_model_remove_service(m, names[i]);
+			removed++;
+		}
+		free(names[i]);
+	}
+	free(names);
+	return removed;
 }
 
 uint32_t km_model_id_of(const struct km_model *m, const char *name)

@@ -99,6 +99,16 @@ void km_model_each_workload(const struct km_model *m, km_model_name_cb cb, void 
 void km_model_set_version(struct km_model *m, const char *name, const char *version);
 size_t km_model_each_version(const struct km_model *m, km_version_cb cb, void *arg);
 
+/* Mark and sweep against a whole state from istiod (a stream whose first request named no
+ * versions: its first response is everything istiod has). km_model_mark_unconfirmed marks every
+ * service and workload held and returns how many; an upsert unmarks its resource, and
+ * km_model_confirm unmarks one by name (istiod named it, but it was rejected: its previous
+ * version stays); km_model_sweep_unconfirmed removes those still marked and returns how many
+ * (km_model_flush follows, as after any change). */
+size_t km_model_mark_unconfirmed(struct km_model *m);
+void km_model_confirm(struct km_model *m, const char *name);
+size_t km_model_sweep_unconfirmed(struct km_model *m);
+
 /* The id of a service or workload by name (0 if unknown), and the name behind an id (NULL). */
 uint32_t km_model_id_of(const struct km_model *m, const char *name);
 const char *km_model_name_of(const struct km_model *m, uint32_t id);

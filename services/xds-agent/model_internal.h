@@ -45,6 +45,7 @@ struct km_model_svc {
 	struct km_addr published_vip;
 	int published;
 	char *version;   /* istiod's version of the resource, if any */
+	int unconfirmed; /* marked for a sweep, not named by istiod since (km_model_mark_unconfirmed) */
 	int in_dirty;    /* in m->dirty (pointer kept until flush) */
 	int count_dirty; /* the service row must be re-emitted at flush */
 	UT_hash_handle hh;
@@ -57,6 +58,7 @@ struct km_model_svc {
 /* A workload: its name is res->uid (an entry always holds its resource). */
 struct km_model_wl {
 	uint32_t id;
+	uint8_t unconfirmed; /* marked for a sweep, not named by istiod since */
 	struct km_workload_res *res;
 	int backend_written;
 	uint64_t backend_sum; /* checksum of the backend row as last written (mdl_row_sum) */

@@ -14,6 +14,7 @@
 struct km_policy {
 	char *name;
 	char *version;
+	int unconfirmed; /* marked for a sweep; a put replaces the entry, unmarked */
 	Kmesh__Security__Authorization *msg;
 	UT_hash_handle hh;
 };
@@ -213,6 +214,42 @@ size_t km_policy_store_each_version(const struct km_policy_store *ps, km_version
 			continue;
 		if (cb)
 			cb(arg, p->name, p->version);
+		n++;
+	}
+	return n;
+}
+
+size_t km_policy_store_mark_unconfirmed(struct km_policy_store *ps)
+{
+	struct km_policy *p, *tmp;
+
+	HASH_ITER(hh, ps->by_name, p, tmp)
+		p->unconfirmed = 1;
+	return ps->count;
+}
+
+void km_policy_store_confirm(struct km_policy_store *ps, const char *name)
+{
+	struct km_policy *p;
+
+	HASH_FIND_STR(ps->by_name, name, p);
+	if (p)
+		p->unconfirmed = 0;
+}
+
+size_t km_policy_store_sweep_unconfirmed(struct km_policy_store *ps)
+{
+	struct km_policy *p, *tmp;
+	size_t n = 0;
+
+	HASH_ITER(hh, ps->by_name, p, tmp) { /* removes only the current entry: safe here */
+		if (!p->unconfirmed)
+			continue;
+		if (ps->authz)
+			km_authz_remove_policy(ps->authz, p->name);
+		HASH_DEL(ps->by_name, p);
+		policy_free(p);
+		ps->count--;
 		n++;
 	}
 	return n;

@@ -33,6 +33,12 @@ const Kmesh__Security__Authorization *km_policy_store_find(const struct km_polic
 /* istiod's version of a policy (kept for initial_resource_versions; goes with the policy). */
 void km_policy_store_set_version(struct km_policy_store *ps, const char *name, const char *version);
 size_t km_policy_store_each_version(const struct km_policy_store *ps, km_version_cb cb, void *arg);
+/* Mark and sweep against istiod's whole state, as the model's (model.h): mark every policy, a
+ * put or a confirm (named but rejected) unmarks one, the sweep removes the rest (the caller
+ * flushes the compiler). */
+size_t km_policy_store_mark_unconfirmed(struct km_policy_store *ps);
+void km_policy_store_confirm(struct km_policy_store *ps, const char *name);
+size_t km_policy_store_sweep_unconfirmed(struct km_policy_store *ps);
 typedef void (*km_policy_cb)(void *arg, const char *name, const Kmesh__Security__Authorization *p);
 void km_policy_store_each(const struct km_policy_store *ps, km_policy_cb cb, void *arg);
 

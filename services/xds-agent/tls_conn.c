@@ -377,6 +377,16 @@ void km_tls_conn_close(struct km_tls_conn *c)
 		uv_close((uv_handle_t *)&c->tcp, handle_closed);
 }
 
+const char *km_tls_conn_stage(const struct km_tls_conn *c)
+{
+	switch (c->state) {
+	case TC_RESOLVING: return "name resolution";
+	case TC_CONNECTING: return "TCP connect";
+	case TC_HANDSHAKE: return "TLS handshake";
+	default: return NULL;
+	}
+}
+
 const char *km_tls_conn_describe(const struct km_tls_conn *c, char *buf, size_t len)
 {
 	if (c->cfg.insecure || !c->ssl)

@@ -55,6 +55,9 @@ int km_tls_conn_start(struct km_tls_conn *c, uv_loop_t *loop, const struct km_tl
 int km_tls_conn_write(struct km_tls_conn *c, const uint8_t *data, size_t len);
 /* Close; on_closed runs once every handle is closed. Idempotent. */
 void km_tls_conn_close(struct km_tls_conn *c);
+/* What the connection is doing, for a log saying what took too long: "name resolution",
+ * "TCP connect", "TLS handshake", or NULL once it is ready (or has failed). */
+const char *km_tls_conn_stage(const struct km_tls_conn *c);
 /* The negotiated protocol and cipher for logs ("h2c" when insecure). */
 const char *km_tls_conn_describe(const struct km_tls_conn *c, char *buf, size_t len);
 

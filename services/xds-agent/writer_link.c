@@ -7,6 +7,7 @@
 
 #include "ipc/message.h"
 #include "kmesh_maps.h"
+#include "shared/backoff.h"
 #include "shared/log.h"
 
 enum { LINK_IDLE, LINK_CONNECTING, LINK_HELLO, LINK_READY };
@@ -52,12 +53,10 @@ static void on_timer(uv_timer_t *t)
 
 static void schedule_reconnect(struct km_writer_link *l)
 {
-	uint64_t jitter = l->backoff_ms / 4 ? (uint64_t)rand() % (l->backoff_ms / 4) : 0;
-
 	if (l->stopping)
 		return;
-	uv_timer_start(&l->timer, on_timer, l->backoff_ms + jitter, 0);
-	l->backoff_ms = l->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : l->backoff_ms * 2;
+	uv_timer_start(&l->timer, on_timer, km_backoff_delay(&l->backoff_ms, BACKOFF_MAX_MS,
+							     (uint32_t)rand()), 0);
 }
 
 static void conn_closed(struct km_conn *c)

@@ -21,6 +21,23 @@ static void reject(struct km_xds_result *res, const char *name, const char *why)
 			 name ? name : "?", why);
 }
 
+/* A rejected resource keeps its previous version: istiod still has it. */
+static void keep_address(struct km_model *m, struct km_xds_result *res, const char *name)
+{
+	if (name && *name)
+		km_model_confirm(m, name);
+	else
+		res->unnamed++;
+}
+
+static void keep_policy(struct km_policy_store *ps, struct km_xds_result *res, const char *name)
+{
+	if (name && *name)
+		km_policy_store_confirm(ps, name);
+	else
+		res->unnamed++;
+}
+
 /* The payload of a resource, if it is of the expected type. */
 static const ProtobufCBinaryData *payload(const Kmesh__Xds__Resource *r, const char *type,
 					  const char **why)
@@ -52,15 +69,19 @@ int km_xds_apply_address_some(struct km_model *m, struct km_response_view *v, si
 
 		if (!r) {
 			reject(res, NULL, "not a valid Resource message");
+			res->unnamed++;
 			continue;
 		}
 		if (!p) {
 			reject(res, r->name, why);
+			keep_address(m, res, r->name);
 		} else if (km_pb_address(p->data, p->len, &svc, &wl, &name, err, sizeof(err)) != 0) {
 			reject(res, name ? name : r->name, err);
+			keep_address(m, res, name ? name : r->name);
 		} else if (r->name && *r->name && strcmp(r->name, name) != 0) {
 			snprintf(err, sizeof(err), "resource name does not match its payload (%.100s)", name);
 			reject(res, r->name, err);
+			keep_address(m, res, r->name);
 			km_service_res_free(svc);
 			km_workload_res_free(wl);
 		} else {
@@ -118,12 +139,15 @@ void km_xds_apply_authorization(struct km_policy_store *ps, struct km_response_v
 
 		if (!r) {
 			reject(res, NULL, "not a valid Resource message");
+			res->unnamed++;
 			continue;
 		}
 		if (!p) {
 			reject(res, r->name, why);
+			keep_policy(ps, res, r->name);
 		} else if (km_policy_store_put(ps, p->data, p->len, &name, err, sizeof(err)) != 0) {
 			reject(res, name ? name : r->name, err);
+			keep_policy(ps, res, name ? name : r->name);
 		} else {
 			res->applied++;
 			if (cb)

@@ -19,9 +19,13 @@ struct km_xds_result {
 	size_t applied;  /* resources accepted */
 	size_t rejected; /* resources refused (previous version kept) */
 	size_t removed;  /* names removed that were known */
+	size_t unnamed;  /* rejected resources whose name could not be read */
 	char error[1024]; /* the first rejections, for error_detail and the log */
 };
 
+/* A rejected resource whose name is known is confirmed in the model or the store (istiod still
+ * has it: a sweep must not remove it, see km_model_mark_unconfirmed); one without is counted in
+ * unnamed. */
 /* Called for each resource applied, with its name and version (the caller records it). */
 typedef void (*km_xds_accepted_cb)(void *arg, const char *name, const char *version);
 

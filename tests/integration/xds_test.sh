@@ -3,8 +3,10 @@
 # Delta ADS over TLS with a CA made now, rotating connections with GOAWAY every few seconds.
 # Scenarios: initial sync, incremental add/update/remove, a malformed resource (NACK, the rest
 # applied), a stream ended by the server (reconnect with initial_resource_versions and removals
-# learnt from them), token rotation, authorization resources, and a certificate for the wrong
-# name. Each ends by checking the map writer's tables, the basic ones with real connections.
+# learnt from them), token rotation, a rejected token (the log names its file), authorization
+# resources, a certificate for the wrong name, and servers that accept TCP and never answer
+# (the setup is bounded: logged, backoff, retry). Each ends by checking the map writer's tables,
+# the basic ones with real connections.
 set -uo pipefail
 source "$(dirname "$0")/../lib/mesh-env.sh"
 source "$(dirname "$0")/../lib/check.sh"
@@ -37,7 +39,7 @@ km_istiod_start --max-connection-age-ms 4000
 set_state "$SVC" "$(pod b1)" "$(pod b2)" "$(pod b3)"
 km_map_writer_start || exit 1
 km_istiod send '{"cmd": "hold", "on": true}' >/dev/null # a slow istiod: no first response yet
-km_agent_start_xds
+km_agent_start_xds --xds-handshake-timeout 2 # streams live 4 s: the bound must end at SETTINGS
 "$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path client)" >/dev/null
 
 # --- readiness waits for istiod's first whole answer in the tables, not just the link
@@ -107,6 +109,18 @@ check "the new stream uses the rotated token" km_istiod wait 'last(s)["authoriza
 out=$(km_connect client $VIP 80 --count 40)
 check "traffic still flows across rotations" test "$(($(count_of b2 <<<"$out") + $(count_of b3 <<<"$out")))" -eq 40
 
+# --- istiod rejects the token (grpc-status 16): the log says which file it came from
+km_istiod send '{"cmd": "require-token", "token": "t3"}' >/dev/null
+km_istiod send '{"cmd": "end-stream", "code": 0}' >/dev/null
+check "istiod rejects the token" km_istiod wait 's["rejected"] >= 1' 5
+rejected_logged() { grep -q "istiod rejected the token read from $KM_DIR/token (grpc-status 16 UNAUTHENTICATED" "$KM_DIR/xds-agent.log"; }
+check "the agent's log names the token file" eval 'for _ in $(seq 1 20); do rejected_logged && break; sleep 0.1; done; rejected_logged'
+streams=$(km_istiod query 'len(s["streams"])')
+echo t3 >"$KM_DIR/token"
+check "with the file fixed, the agent gets back in at a reconnect" km_istiod wait \
+	"len(s['streams']) > $streams and last(s)['authorization'] == 'Bearer t3' and last(s)['open']" 10
+km_istiod send '{"cmd": "require-token", "token": null}' >/dev/null
+
 # --- authorization resources are decoded, kept and ACKed
 km_istiod send '{"cmd": "set-authz", "policies": [{"name": "deny-all", "namespace": "demo", "scope": "NAMESPACE",
   "action": "DENY", "rules": [{"clauses": [{"matches": [{"destinationPorts": [80], "sourceIps": [{"address": "10.0.0.0", "length": 8}]}]}]}]}]}' >/dev/null
@@ -130,6 +144,34 @@ sleep 1.5
 kill "$wrong" 2>/dev/null
 check "TLS to a certificate for another name fails with a clear error" \
 	grep -q "certificate is not for this name" "$KM_DIR/wrong-name.log"
+
+# --- a server that accepts TCP and never answers: the setup is bounded, then backoff and retry
+silent() { # silent NAME: a silent_tcp.py listener; sets PORT
+	rm -f "$KM_DIR/$1.port"
+	"$KM_PY" "$KM_ROOT/tests/lib/silent_tcp.py" "$KM_DIR/$1.port" "$KM_DIR/$1.accepts" &
+	KM_PIDS+=($!)
+	PORT=$(km_port_file "$KM_DIR/$1.port")
+}
+silent stuck-tls
+km_agent_run "$KM_DIR/stuck-tls.log" --xds-address "127.0.0.1:$PORT" --xds-handshake-timeout 1 \
+	--xds-ca-file "$KM_DIR/pki/ca.pem" --xds-token-file ""
+stuck_tls=$! stuck_tls_port=$PORT
+silent stuck-h2
+km_agent_run "$KM_DIR/stuck-h2.log" --xds-address "127.0.0.1:$PORT" --xds-handshake-timeout 1 \
+	--xds-insecure --xds-token-file ""
+stuck_h2=$! stuck_h2_port=$PORT
+sleep 4
+kill "$stuck_tls" "$stuck_h2" 2>/dev/null
+accepts() { wc -l <"$KM_DIR/$1.accepts" 2>/dev/null || echo 0; }
+check "a server silent after TCP accept: the TLS handshake times out after 1 s, and the agent reconnects ($(accepts stuck-tls) connections in 4 s)" \
+	eval '[ "$(accepts stuck-tls)" -ge 3 ] &&
+	      grep -q "127.0.0.1:$stuck_tls_port: the TLS handshake did not complete within 1000 ms" "$KM_DIR/stuck-tls.log"'
+check "... and without TLS, the HTTP/2 setup times out the same way ($(accepts stuck-h2) connections)" \
+	eval '[ "$(accepts stuck-h2)" -ge 3 ] &&
+	      grep -q "127.0.0.1:$stuck_h2_port: the HTTP/2 setup (no SETTINGS from the server) did not complete within 1000 ms" "$KM_DIR/stuck-h2.log"'
+check "connections that istiod answers never hit the bound (streams outlive its 2 s)" \
+	eval '! grep -q "did not complete within" "$KM_DIR/xds-agent.log"'
+check "the handshake timeout is in --help" says "--xds-handshake-timeout SECONDS" "$KM_BIN/kmesh-xds-agent" --help
 
 [ $KM_FAIL -eq 0 ] || km_dump_logs map-writer xds-agent istiod
 [ -n "${KM_SHOW_LOGS:-}" ] && km_dump_logs map-writer xds-agent istiod

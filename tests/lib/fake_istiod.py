@@ -5,7 +5,9 @@
   - resources carry a content-hash version; the first request of a type on a stream gets every
     resource whose version differs from initial_resource_versions, and removed_resources for
     names the client holds that no longer exist;
-  - changes are pushed to every open stream; ACKs and NACKs are recorded, never answered.
+  - changes are pushed to every open stream; ACKs and NACKs are recorded, never answered;
+  - like istiod (ISTIO_GPRC_MAXRECVMSGSIZE), it refuses a request larger than 4 MiB with
+    grpc-status 8 RESOURCE_EXHAUSTED (--max-receive-bytes).
 
 A test drives it over a Unix socket, one JSON command per line, one JSON answer per line:
   {"cmd": "set", "resources": [Address...]}          replace the Address state (the kmesh JSON
@@ -13,12 +15,23 @@ A test drives it over a Unix socket, one JSON command per line, one JSON answer 
                                                        {"bad_workload_uid": U} is an invalid one)
   {"cmd": "set-authz", "policies": [Authorization...]}  replace the Authorization state
   {"cmd": "push-raw", "type": URL, "name": N, "payload_b64": B}  push one resource as is
+  {"cmd": "add", "resources": [Address...]}          add or replace these, push them
+  {"cmd": "drop", "names": [N...]}                    remove Address resources without telling
+                                                       anyone (as if gone while no stream was
+                                                       open: only a new stream learns it)
   {"cmd": "end-stream", "code": 0, "message": ""}     end every open stream with that status
   {"cmd": "state"}                                     streams, headers and requests seen
+                                                       (a request's initial_resource_versions
+                                                       listed only up to 10000; its size and
+                                                       count always; Address names up to 10000)
   {"cmd": "prepare", "workloads": N, "services": M, "dump": PATH}  build a synthetic mesh (not
                                                        pushed; PATH gets the response's bytes)
   {"cmd": "push-prepared"}                             make it the state and push it at once
   {"cmd": "flap", "count": K, "interval_ms": I}        K one-workload changes, one per response
+  {"cmd": "require-token", "token": T|null}           streams whose authorization is not
+                                                       "Bearer T" end at once with grpc-status
+                                                       16 UNAUTHENTICATED, as istiod's (counted
+                                                       in "rejected"); null: any token
   {"cmd": "hold", "on": true|false}                    while on, first responses on new streams
                                                        wait (a slow istiod); off sends them
 Started with --state FILE, it serves that state ({"resources": [...], "policies": [...]}, as
@@ -87,6 +100,8 @@ class State:
         self.streams = []
         self.nonce = 0
         self.hold = False
+        self.require_token = None
+        self.rejected = 0
 
     def next_nonce(self):
         self.nonce += 1
@@ -120,9 +135,14 @@ def response(type_url, items, removed):
     return r
 
 
+LIST_MAX = 10000  # longer lists are left out of "state" answers (a count stays)
+
+
 def record(stream, req):
+    n = len(req.initial_resource_versions)
     entry = {"type_url": req.type_url, "nonce": req.response_nonce,
-             "initial": dict(req.initial_resource_versions)}
+             "initial": dict(req.initial_resource_versions) if n <= LIST_MAX else None,
+             "initial_count": n, "bytes": req.ByteSize()}
     if req.HasField("error_detail"):
         entry["error"] = req.error_detail.message
         entry["error_code"] = req.error_detail.code
@@ -159,7 +179,15 @@ def reader(stream, requests):
 def delta_ads(requests, context):
     stream = Stream(context.invocation_metadata())
     with STATE.lock:
-        STATE.streams.append(stream)
+        want = STATE.require_token
+        if want is not None and stream.metadata.get("authorization") != "Bearer " + want:
+            STATE.rejected += 1
+            refused = True
+        else:
+            refused = False
+            STATE.streams.append(stream)
+    if refused:  # as istiod: before any message is read
+        context.abort(grpc.StatusCode.UNAUTHENTICATED, "authentication failure")
     threading.Thread(target=reader, args=(stream, requests), daemon=True).start()
     while True:
         item = stream.queue.get()
@@ -236,6 +264,18 @@ def set_one(type_url, name, vp):
             s.queue.put(response(type_url, [(name, vp)], []))
 
 
+def parse_addresses(resources):
+    new = {}
+    for item in resources:
+        if "bad_workload_uid" in item:  # a workload whose address has 3 bytes
+            addr = workload_pb2.Address(workload=workload_pb2.Workload(
+                uid=item["bad_workload_uid"], addresses=[b"\x01\x02\x03"]))
+        else:
+            addr = json_format.ParseDict(ip_text_to_base64(item), workload_pb2.Address())
+        new[address_name(addr)] = versioned(addr.SerializeToString())
+    return new
+
+
 def handle(cmd):
     if cmd["cmd"] == "flap":  # runs without the lock held between changes
         threading.Thread(target=flap, args=(cmd["count"], cmd.get("interval_ms", 5)), daemon=True).start()
@@ -243,16 +283,15 @@ def handle(cmd):
     with STATE.lock:
         c = cmd["cmd"]
         if c == "set":
-            new = {}
-            for item in cmd["resources"]:
-                if "bad_workload_uid" in item:  # a workload whose address has 3 bytes
-                    addr = workload_pb2.Address(workload=workload_pb2.Workload(
-                        uid=item["bad_workload_uid"], addresses=[b"\x01\x02\x03"]))
-                else:
-                    addr = json_format.ParseDict(ip_text_to_base64(item), workload_pb2.Address())
-                payload = addr.SerializeToString()
-                new[address_name(addr)] = versioned(payload)
+            return set_type(ADDRESS, parse_addresses(cmd["resources"]))
+        if c == "add":
+            new = dict(STATE.resources[ADDRESS])
+            new.update(parse_addresses(cmd["resources"]))
             return set_type(ADDRESS, new)
+        if c == "drop":
+            have = STATE.resources[ADDRESS]
+            gone = [n for n in cmd["names"] if have.pop(n, None)]
+            return {"dropped": len(gone)}
         if c == "set-authz":
             new = {}
             for item in cmd["policies"]:
@@ -290,6 +329,9 @@ def handle(cmd):
                     s.queue.put(("end", cmd.get("code", 0), cmd.get("message", "")))
                     n += 1
             return {"ended": n}
+        if c == "require-token":
+            STATE.require_token = cmd.get("token")
+            return {"require_token": STATE.require_token}
         if c == "hold":
             STATE.hold = bool(cmd["on"])
             n = 0
@@ -301,8 +343,10 @@ def handle(cmd):
                     s.held = []
             return {"hold": STATE.hold, "released": n}
         if c == "state":
-            return {"streams": [s.describe() for s in STATE.streams],
-                    "address": sorted(STATE.resources[ADDRESS]),
+            names = STATE.resources[ADDRESS]
+            return {"streams": [s.describe() for s in STATE.streams], "rejected": STATE.rejected,
+                    "address": sorted(names) if len(names) <= LIST_MAX else None,
+                    "address_count": len(names),
                     "authz": sorted(STATE.resources[AUTHZ])}
         return {"error": "unknown command %s" % c}
 
@@ -325,6 +369,8 @@ def main():
     ap.add_argument("--cert")
     ap.add_argument("--key")
     ap.add_argument("--max-connection-age-ms", type=int, default=0)
+    ap.add_argument("--max-receive-bytes", type=int, default=4 << 20,
+                    help="largest request accepted (istiod's default: 4 MiB)")
     ap.add_argument("--port", type=int, default=0, help="listen on this port (0: a free one)")
     ap.add_argument("--state", help="JSON file with the initial resources and policies")
     args = ap.parse_args()
@@ -337,7 +383,7 @@ def main():
         except Exception as e:  # an empty state would tell the agent to remove everything
             sys.exit("--state %s: %r" % (args.state, e))
 
-    options = [("grpc.max_receive_message_length", 64 << 20),
+    options = [("grpc.max_receive_message_length", args.max_receive_bytes),
                ("grpc.max_send_message_length", 1024 << 20)]
     if args.port:  # a restart on the same port: never share it with a server still alive
         options.append(("grpc.so_reuseport", 0))

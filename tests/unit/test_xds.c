@@ -340,6 +340,349 @@ static void test_port_listed_per_protocol_is_accepted(void **state)
 	km_workload_res_free(wout);
 }
 
+/* ---- the first request past istiod's limit, and the sweep after its whole state ------------- */
+
+#define FAKE_HELD 500
+static size_t fake_marks, fake_sweeps;
+
+static size_t fake_each_version(const void *store, km_version_cb cb, void *arg)
+{
+	static char names[FAKE_HELD][40]; /* a store's names outlive the walk */
+
+	(void)store;
+	for (int i = 0; cb && i < FAKE_HELD; i++) {
+		snprintf(names[i], sizeof(names[i]), "Kubernetes//Pod/bench/w%d", i);
+		cb(arg, names[i], "0123456789abcdef");
+	}
+	return FAKE_HELD;
+}
+
+static size_t fake_mark(void *store)
+{
+	(void)store;
+	fake_marks++;
+	return FAKE_HELD;
+}
+
+static size_t fake_sweep(void *store)
+{
+	(void)store;
+	fake_sweeps++;
+	return 7;
+}
+
+static size_t initial_versions(const uint8_t *buf, size_t len)
+{
+	Kmesh__Xds__DeltaDiscoveryRequest *r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
+	size_t n;
+
+	assert_non_null(r);
+	assert_non_null(r->node); /* withheld or not, it is a first request */
+	n = r->n_initial_resource_versions;
+	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
+	return n;
+}
+
+/* istiod refuses requests over 4 MiB (grpc-status 8): the first request names every version
+ * held only while that fits the limit, and otherwise none, marking the store for the sweep. */
+static void test_initial_request_within_limit(void **state)
+{
+	struct km_ads_client *c = client();
+	struct km_ads_type *t = &c->address;
+	struct km_xds_result res = { 0 };
+	size_t full, len;
+	uint8_t *buf;
+
+	(void)state;
+	km_log_set_level(KM_LOG_ERROR);
+	t->each_version = fake_each_version;
+	t->mark = fake_mark;
+	t->sweep = fake_sweep;
+	fake_marks = fake_sweeps = 0;
+	c->max_initial = KM_ADS_MAX_INITIAL_DEFAULT;
+	buf = km_ads_initial_request(c, t, &full);
+	assert_int_equal(initial_versions(buf, full), FAKE_HELD);
+	assert_false(t->withheld);
+	assert_int_equal(fake_marks, 0);
+	free(buf);
+	/* the size is known before building: exactly the limit still fits ... */
+	c->max_initial = full;
+	buf = km_ads_initial_request(c, t, &len);
+	assert_int_equal(len, full);
+	assert_int_equal(initial_versions(buf, len), FAKE_HELD);
+	assert_false(t->withheld);
+	free(buf);
+	/* ... one byte less does not: no versions at all, and the store is marked */
+	c->max_initial = full - 1;
+	buf = km_ads_initial_request(c, t, &len);
+	assert_true(len <= c->max_initial);
+	assert_int_equal(initial_versions(buf, len), 0);
+	assert_true(t->withheld);
+	assert_int_equal(t->withholds, 1);
+	assert_int_equal(fake_marks, 1);
+	free(buf);
+	/* the first response is the whole state: the sweep runs once, for that response only */
+	assert_int_equal(km_ads_sweep_after_whole_state(c, t, &res), 7);
+	assert_int_equal(t->swept, 7);
+	assert_false(t->withheld);
+	assert_int_equal(km_ads_sweep_after_whole_state(c, t, &res), 0);
+	assert_int_equal(fake_sweeps, 1);
+	/* a rejected resource that could not be named might be one held: nothing is swept */
+	buf = km_ads_initial_request(c, t, &len);
+	free(buf);
+	res.unnamed = 1;
+	assert_int_equal(km_ads_sweep_after_whole_state(c, t, &res), 0);
+	assert_int_equal(fake_sweeps, 1);
+	assert_false(t->withheld);
+	km_log_set_level(KM_LOG_INFO);
+}
+
+static size_t test_model_mark(void *store)
+{
+	return km_model_mark_unconfirmed(store);
+}
+
+static size_t test_model_sweep(void *store)
+{
+	size_t n = km_model_sweep_unconfirmed(store);
+
+	km_model_flush(store);
+	return n;
+}
+
+static size_t test_model_each_version(const void *store, km_version_cb cb, void *arg)
+{
+	return km_model_each_version(store, cb, arg);
+}
+
+static void test_model_set_version(void *store, const char *name, const char *version)
+{
+	km_model_set_version(store, name, version);
+}
+
+static void set_version_cb(void *arg, const char *name, const char *version)
+{
+	struct km_ads_type *t = arg;
+
+	t->set_version(t->store, name, version);
+}
+
+/* A workload with one IPv4 address, as an Address message. */
+struct wl_msg {
+	Kmesh__Workload__Workload w;
+	Kmesh__Workload__Address a;
+	uint8_t ip[4];
+	ProtobufCBinaryData addr;
+};
+
+static void wl_msg(struct wl_msg *m, const char *uid, uint8_t last, size_t ip_len)
+{
+	kmesh__workload__workload__init(&m->w);
+	kmesh__workload__address__init(&m->a);
+	m->ip[0] = 10, m->ip[1] = 0, m->ip[2] = 0, m->ip[3] = last;
+	m->addr.len = ip_len;
+	m->addr.data = m->ip;
+	m->w.uid = (char *)uid;
+	m->w.n_addresses = 1;
+	m->w.addresses = &m->addr;
+	m->a.type_case = KMESH__WORKLOAD__ADDRESS__TYPE_WORKLOAD;
+	m->a.workload = &m->w;
+}
+
+static int deletes_backend(const struct km_oplist *ops, uint32_t id)
+{
+	for (size_t i = 0; i < ops->n; i++)
+		if (ops->ops[i].table == KM_OP_BACKEND && ops->ops[i].del && ops->ops[i].be.id == id)
+			return 1;
+	return 0;
+}
+
+static size_t count_deletes(const struct km_oplist *ops)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < ops->n; i++)
+		n += ops->ops[i].del;
+	return n;
+}
+
+/* After a stream that named no versions, the first response is istiod's whole state: what it
+ * re-sends unchanged stays untouched (no delete, no re-add), what it rejects keeps its previous
+ * version, and only what it does not name is removed — after the whole response is applied. */
+static void test_whole_state_sweeps_only_what_istiod_dropped(void **state)
+{
+	static const char *uid[4] = { "Kubernetes//Pod/ns/a", "Kubernetes//Pod/ns/b",
+				      "Kubernetes//Pod/ns/c", "Kubernetes//Pod/ns/d" };
+	struct km_ads_client *c = client();
+	struct km_ads_type *t = &c->address;
+	struct km_oplist ops;
+	struct km_model m;
+	struct resp p = { 0 }, q = { 0 };
+	struct wl_msg w[4], changed, bad;
+	struct km_xds_result res;
+	struct km_response_view *v;
+	uint32_t id_a, id_d;
+	size_t len;
+	uint8_t *buf;
+
+	(void)state;
+	km_log_set_level(KM_LOG_ERROR);
+	km_oplist_init(&ops);
+	km_model_init(&m, &ops, NULL);
+	t->store = &m;
+	t->each_version = test_model_each_version;
+	t->set_version = test_model_set_version;
+	t->mark = test_model_mark;
+	t->sweep = test_model_sweep;
+	/* held: a, b, c, d */
+	kmesh__xds__delta_discovery_response__init(&p.r);
+	p.r.type_url = KM_TYPE_ADDRESS;
+	for (int i = 0; i < 4; i++) {
+		wl_msg(&w[i], uid[i], (uint8_t)(i + 1), 4);
+		add(&p, uid[i], KM_TYPE_ADDRESS, &w[i].a.base);
+	}
+	v = view_of(&p);
+	km_xds_apply_address(&m, v, set_version_cb, t, &res);
+	km_response_view_free(v);
+	assert_int_equal(res.applied, 4);
+	assert_int_equal(km_model_each_version(&m, NULL, NULL), 4);
+	id_a = km_model_id_of(&m, uid[0]);
+	id_d = km_model_id_of(&m, uid[3]);
+	km_oplist_clear(&ops);
+
+	/* a new stream, over the limit: no versions named, everything marked */
+	c->max_initial = 64;
+	buf = km_ads_initial_request(c, t, &len);
+	assert_int_equal(initial_versions(buf, len), 0);
+	assert_true(t->withheld);
+	free(buf);
+
+	/* istiod's whole state: a unchanged, b rejected (its previous version stays), c changed;
+	 * d is gone */
+	kmesh__xds__delta_discovery_response__init(&q.r);
+	q.r.type_url = KM_TYPE_ADDRESS;
+	wl_msg(&bad, uid[1], 2, 3);
+	wl_msg(&changed, uid[2], 33, 4);
+	add(&q, uid[0], KM_TYPE_ADDRESS, &w[0].a.base);
+	add(&q, uid[1], KM_TYPE_ADDRESS, &bad.a.base);
+	add(&q, uid[2], KM_TYPE_ADDRESS, &changed.a.base);
+	v = view_of(&q);
+	memset(&res, 0, sizeof(res));
+	/* in slices: nothing is removed before the last resource is in */
+	assert_int_equal(km_xds_apply_address_some(&m, v, 1, set_version_cb, t, &res), 1);
+	assert_non_null(km_model_find_workload(&m, uid[3]));
+	while (km_xds_apply_address_some(&m, v, 1, set_version_cb, t, &res))
+		;
+	assert_non_null(km_model_find_workload(&m, uid[3]));
+	assert_int_equal(km_ads_sweep_after_whole_state(c, t, &res), 1);
+	km_xds_apply_address_end(&m, v, &res);
+	km_response_view_free(v);
+	assert_int_equal(res.applied, 2);
+	assert_int_equal(res.rejected, 1);
+	assert_non_null(km_model_find_workload(&m, uid[0]));
+	assert_non_null(km_model_find_workload(&m, uid[1]));
+	assert_int_equal(km_model_find_workload(&m, uid[1])->addrs[0].bytes[15], 2);
+	assert_int_equal(km_model_find_workload(&m, uid[2])->addrs[0].bytes[15], 33);
+	assert_null(km_model_find_workload(&m, uid[3]));
+	assert_int_equal(t->swept, 1);
+	/* the rows: d's backend deleted; a's never */
+	assert_true(deletes_backend(&ops, id_d));
+	assert_false(deletes_backend(&ops, id_a));
+	km_oplist_clear(&ops);
+
+	/* the next stream still withholds (a sweep never follows a stream that named versions,
+	 * and a stream that withheld sweeps once) */
+	c->max_initial = KM_ADS_MAX_INITIAL_DEFAULT;
+	buf = km_ads_initial_request(c, t, &len);
+	assert_int_equal(initial_versions(buf, len), 3);
+	assert_false(t->withheld);
+	free(buf);
+	memset(&res, 0, sizeof(res));
+	assert_int_equal(km_ads_sweep_after_whole_state(c, t, &res), 0);
+	assert_int_equal(count_deletes(&ops), 0);
+	assert_int_equal(km_model_each_version(&m, NULL, NULL), 3);
+
+	for (int i = 0; i < 4; i++) {
+		free(p.payload[i]);
+		free(q.payload[i]);
+	}
+	km_model_free(&m);
+	km_oplist_free(&ops);
+	free(wire);
+	wire = NULL;
+	km_log_set_level(KM_LOG_INFO);
+}
+
+/* The same for Authorization: re-sent policies stay, a rejected one named stays, the rest go. */
+static void test_whole_state_sweeps_policies(void **state)
+{
+	struct km_policy_store ps;
+	struct resp p = { 0 }, q = { 0 };
+	struct km_xds_result res;
+	struct km_response_view *v;
+	Kmesh__Security__Authorization a[3] = { KMESH__SECURITY__AUTHORIZATION__INIT,
+						KMESH__SECURITY__AUTHORIZATION__INIT,
+						KMESH__SECURITY__AUTHORIZATION__INIT };
+	static const char *names[3] = { "demo/p0", "demo/p1", "demo/p2" };
+	uint32_t bad_port = 70000; /* not a port: the policy is rejected */
+	Kmesh__Security__Match match = KMESH__SECURITY__MATCH__INIT;
+	Kmesh__Security__Match *matches[1] = { &match };
+	Kmesh__Security__Clause clause = KMESH__SECURITY__CLAUSE__INIT;
+	Kmesh__Security__Clause *clauses[1] = { &clause };
+	Kmesh__Security__Rule rule = KMESH__SECURITY__RULE__INIT;
+	Kmesh__Security__Rule *rules[1] = { &rule };
+	Kmesh__Security__Authorization broken = KMESH__SECURITY__AUTHORIZATION__INIT;
+
+	(void)state;
+	km_log_set_level(KM_LOG_ERROR);
+	km_policy_store_init(&ps);
+	kmesh__xds__delta_discovery_response__init(&p.r);
+	p.r.type_url = KM_TYPE_AUTHORIZATION;
+	for (int i = 0; i < 3; i++) {
+		a[i].name = (char *)names[i] + 5;
+		a[i].namespace_ = "demo";
+		a[i].action = KMESH__SECURITY__ACTION__DENY;
+		add(&p, names[i], KM_TYPE_AUTHORIZATION, &a[i].base);
+	}
+	v = view_of(&p);
+	km_xds_apply_authorization(&ps, v, NULL, NULL, &res);
+	km_response_view_free(v);
+	assert_int_equal(ps.count, 3);
+	assert_int_equal(km_policy_store_mark_unconfirmed(&ps), 3);
+	/* whole state: p0 again, p1 rejected (a destination port out of range); p2 gone */
+	match.n_destination_ports = 1;
+	match.destination_ports = &bad_port;
+	clause.n_matches = 1;
+	clause.matches = matches;
+	rule.n_clauses = 1;
+	rule.clauses = clauses;
+	broken = a[1];
+	broken.n_rules = 1;
+	broken.rules = rules;
+	kmesh__xds__delta_discovery_response__init(&q.r);
+	q.r.type_url = KM_TYPE_AUTHORIZATION;
+	add(&q, names[0], KM_TYPE_AUTHORIZATION, &a[0].base);
+	add(&q, names[1], KM_TYPE_AUTHORIZATION, &broken.base);
+	v = view_of(&q);
+	km_xds_apply_authorization(&ps, v, NULL, NULL, &res);
+	km_response_view_free(v);
+	assert_int_equal(res.rejected, 1);
+	assert_int_equal(res.unnamed, 0);
+	assert_int_equal(km_policy_store_sweep_unconfirmed(&ps), 1);
+	assert_non_null(km_policy_store_find(&ps, names[0]));
+	assert_non_null(km_policy_store_find(&ps, names[1]));
+	assert_null(km_policy_store_find(&ps, names[2]));
+	assert_int_equal(ps.count, 2);
+	for (int i = 0; i < 3; i++)
+		free(p.payload[i]);
+	for (int i = 0; i < 2; i++)
+		free(q.payload[i]);
+	km_policy_store_free(&ps);
+	free(wire);
+	wire = NULL;
+	km_log_set_level(KM_LOG_INFO);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -349,6 +692,9 @@ int main(void)
 		cmocka_unit_test(test_apply_authorization),
 		cmocka_unit_test(test_view_rejects_malformed_bytes),
 		cmocka_unit_test(test_port_listed_per_protocol_is_accepted),
+		cmocka_unit_test(test_initial_request_within_limit),
+		cmocka_unit_test(test_whole_state_sweeps_only_what_istiod_dropped),
+		cmocka_unit_test(test_whole_state_sweeps_policies),
 	};
 
 	return cmocka_run_group_tests_name("xds", tests, NULL, NULL);
