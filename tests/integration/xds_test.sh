@@ -80,7 +80,25 @@ out=$(km_connect client $VIP 80 --count 60)
 check "the unhealthy pod gets nothing, b3 gets traffic again" \
 	eval '[ $(count_of b2 <<<"$out") -eq 0 ] && [ $(count_of b3 <<<"$out") -gt 0 ]'
 
-# --- a malformed resource in a response: NACK naming it, the rest of the response applied
+# --- a pod IP taken over: the new pod listed and the old one removed in the same response
+holder_named() { # holder_named ADDR: the pod-IP frontend row of ADDR names the backend holding it
+	local be fe
+	be=$("$KM_TESTCTL" dump --socket "$KM_SOCKET" --table backend | awk -v a="$1" '$3 == a {print $2}')
+	fe=$("$KM_TESTCTL" dump --socket "$KM_SOCKET" --table frontend |
+		awk -v a="$1" '$2 == a && $4 == 0 {print $10}')
+	[ -n "$be" ] && [ "$fe" = "$be" ]
+}
+wait_holder_named() {
+	for _ in $(seq 1 50); do holder_named "$1" && return 0; sleep 0.1; done
+	"$KM_TESTCTL" dump --socket "$KM_SOCKET" --table frontend >&2
+	return 1
+}
+set_state "$SVC" "$(pod b1)" "$(pod b2)" '{"workload": {"uid": "Kubernetes//Pod/demo/b3-new",
+  "name": "b3-new", "namespace": "demo", "addresses": ["'$KM_SUBNET.23'"],
+  "services": {"demo/web.demo.svc.cluster.local": {}}}}'
+check "b3's IP taken over by b3-new in one response: the frontend row names b3-new" \
+	wait_holder_named "$KM_SUBNET.23"
+
 set_state "$SVC" "$(pod b1)" "$(pod b2)" "$(pod b3)" '{"bad_workload_uid": "Kubernetes//Pod/demo/bad"}'
 check "the good part of the response is applied: 3 endpoints" km_wait_rows endpoint "^endpoint" 3
 check "the response is NACKed with error_detail naming the bad resource" km_istiod wait \
