@@ -228,6 +228,15 @@ $(B)/bench/table_ops_bench: $(call obj,bench/table_ops_bench.c $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS)
 
+# the reference connect4 program (the floor) the connect benchmark measures beside the shipped ones
+$(B)/bench/ref/ref_connect.bpf.o: bench/ref/ref_connect.bpf.c bench/ref/ref_connect.h $(GEN)/vmlinux.h
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -Ibench/ref -c $< -o $@
+
+$(GEN)/ref_connect.skel.h: $(B)/bench/ref/ref_connect.bpf.o
+	$(BPFTOOL) gen skeleton $< name ref_connect > $@
+
+$(call obj,bench/connect_bench.c): $(GEN)/ref_connect.skel.h
 $(B)/bench/connect_bench: $(call obj,bench/connect_bench.c)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS) -lpthread

@@ -10,12 +10,15 @@ PER_ROUND=${PER_ROUND:-1000}
 
 cleanup() {
 	[ -n "${plain:-}" ] && rmdir "$plain" 2>/dev/null
+	[ -n "${ref:-}" ] && rmdir "$ref" 2>/dev/null
 	km_env_cleanup
 }
 trap cleanup EXIT
 km_env_setup kmc$$ >/dev/null
 plain=$(dirname "$KM_CGROUP")/$KM_PREFIX-plain # a sibling: no kmesh program applies there
 mkdir "$plain"
+ref=$(dirname "$KM_CGROUP")/$KM_PREFIX-ref # a sibling with only the reference program (the floor)
+mkdir "$ref"
 km_pod_add client "$KM_SUBNET.10"
 ip -n "$KM_PREFIX-client" route add local 10.64.0.0/12 dev lo # every endpoint address is here
 
@@ -49,6 +52,6 @@ has_all ||
 
 connect_run() {
 	build/bench/connect_bench --netns "$(km_netns_path client)" --mesh-cgroup "$KM_CGROUP" \
-		--plain-cgroup "$plain" --links-dir "$KM_DIR/bpffs/kmesh/links" --vip 10.96.0.1 \
+		--plain-cgroup "$plain" --ref-cgroup "$ref" --links-dir "$KM_DIR/bpffs/kmesh/links" --vip 10.96.0.1 \
 		--endpoints "$ENDPOINTS" --first-endpoint 10.64.0.0 --rounds "$ROUNDS" --per-round "$PER_ROUND"
 }
