@@ -296,12 +296,15 @@ static void member_remove(struct km_model *m, struct km_model_svc *s, struct km_
 	mdl_mark_dirty(m, s, 0);
 }
 
-/* Addresses that get pod-IP frontend rows: none for host-network workloads (they share the
- * node's IP, so the IP does not name them). */
+/* Addresses that get pod-IP frontend rows. A connect() to a pod IP reads its row only to send it
+ * to the workload's own waypoint, so only a workload that names one gets rows: the frontend table
+ * then holds VIPs and waypointed pods, not every pod, and a connect() to any other address misses
+ * in a small table. None for host-network workloads either (they share the node's IP, so the IP
+ * does not name them). */
 static size_t frontend_addrs(const struct km_workload_res *r, const struct km_addr **addrs)
 {
 	*addrs = r ? r->addrs : NULL;
-	return r && !r->host_network ? r->n_addrs : 0;
+	return r && !r->host_network && r->waypoint.kind != KM_WAYPOINT_NONE ? r->n_addrs : 0;
 }
 
 static int in_addrs(const struct km_addr *list, size_t n, const struct km_addr *a)

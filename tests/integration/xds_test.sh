@@ -93,9 +93,15 @@ wait_holder_named() {
 	"$KM_TESTCTL" dump --socket "$KM_SOCKET" --table frontend >&2
 	return 1
 }
-set_state "$SVC" "$(pod b1)" "$(pod b2)" '{"workload": {"uid": "Kubernetes//Pod/demo/b3-new",
-  "name": "b3-new", "namespace": "demo", "addresses": ["'$KM_SUBNET.23'"],
-  "services": {"demo/web.demo.svc.cluster.local": {}}}}'
+# (pod-IP rows exist for workloads with a waypoint of their own: these two have one)
+waypointed() { # waypointed NAME: a workload on b3's address with a workload waypoint
+	echo '{"workload": {"uid": "Kubernetes//Pod/demo/'$1'", "name": "'$1'", "namespace": "demo",
+	  "addresses": ["'$KM_SUBNET.23'"], "services": {"demo/web.demo.svc.cluster.local": {}},
+	  "waypoint": {"address": {"address": "'$KM_SUBNET.99'"}, "hboneMtlsPort": 15008}}}'
+}
+set_state "$SVC" "$(pod b1)" "$(pod b2)" "$(waypointed b3)"
+check "a workload with its own waypoint has a pod-IP frontend row" wait_holder_named "$KM_SUBNET.23"
+set_state "$SVC" "$(pod b1)" "$(pod b2)" "$(waypointed b3-new)"
 check "b3's IP taken over by b3-new in one response: the frontend row names b3-new" \
 	wait_holder_named "$KM_SUBNET.23"
 

@@ -59,6 +59,15 @@ static struct km_workload_res *wl(const char *uid, const char *ip, uint32_t stat
 	return w;
 }
 
+/* The workload with a waypoint of its own (an address): only such a workload gets pod-IP
+ * frontend rows, since a connect() to a pod IP reads its row only to go to that waypoint. */
+static struct km_workload_res *with_wp(struct km_workload_res *w)
+{
+	w->waypoint = (struct km_waypoint){ .kind = KM_WAYPOINT_ADDRESS, .hbone_port = 15008 };
+	km_addr_parse("10.99.0.1", &w->waypoint.addr);
+	return w;
+}
+
 /* ---- op matching ----------------------------------------------------------------------------- */
 
 /* A compact text form of an op: "BE+ 5", "EP+ s/0/1=w", "SVC+ s 2", "FE- 10.0.0.1:80" ... */
@@ -173,11 +182,12 @@ static void test_new_service_then_workloads(void **state)
 	assert_int_equal(f->l.n, 0);
 
 	km_model_upsert_workload(&f->m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
-	km_model_upsert_workload(&f->m, wl("w2", "10.0.0.2", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_upsert_workload(&f->m, with_wp(wl("w2", "10.0.0.2", KM_WORKLOAD_HEALTHY, 1, SVC)));
 	km_model_flush(&f->m);
-	/* backend before endpoint before the count; one count row for the whole group */
+	/* backend before endpoint before the count; one count row for the whole group; a pod-IP
+	 * row only for w2, which has a waypoint of its own */
 	EXPECT(&f->m, &f->l, "BE+ w1", "BE+ w2", "EP+ 0=w1", "EP+ 1=w2", "SVC+ demo/web 2",
-	       "FE+ 10.0.0.1:0", "FE+ 10.0.0.2:0");
+	       "FE+ 10.0.0.2:0");
 
 	/* an identical update emits nothing */
 	km_model_upsert_workload(&f->m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
@@ -192,7 +202,7 @@ static void test_workload_before_service_is_back_filled(void **state)
 
 	km_model_upsert_workload(&f->m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
 	km_model_flush(&f->m);
-	EXPECT(&f->m, &f->l, "BE+ w1", "FE+ 10.0.0.1:0");
+	EXPECT(&f->m, &f->l, "BE+ w1");
 	km_model_upsert_service(&f->m, svc(SVC, "10.96.0.1", 80, 8080));
 	km_model_flush(&f->m);
 	EXPECT(&f->m, &f->l, "EP+ 0=w1", "SVC+ demo/web 1", "FE+ 10.96.0.1:80");
@@ -280,9 +290,9 @@ static void test_remove_swaps_last_into_hole(void **state)
 
 	km_model_remove_workload(&f->m, "w1");
 	km_model_flush(&f->m);
-	/* frontend first; the last slot moves into the hole before the count shrinks; the old
+	/* the last slot moves into the hole before the count shrinks; the old
 	 * last slot goes after the count; the backend row goes last */
-	EXPECT(&f->m, &f->l, "FE- 10.0.0.1:0", "EP+ 0=w3", "SVC+ demo/web 2", "EP- 2=", "BE- ?");
+	EXPECT(&f->m, &f->l, "EP+ 0=w3", "SVC+ demo/web 2", "EP- 2=", "BE- ?");
 	assert_int_equal(km_model_endpoints(&f->m, SVC, 0, &eps), 2);
 	assert_int_equal(eps[0], km_model_id_of(&f->m, "w3"));
 	assert_int_equal(eps[1], km_model_id_of(&f->m, "w2"));
@@ -290,7 +300,7 @@ static void test_remove_swaps_last_into_hole(void **state)
 	/* removing the last slot needs no move */
 	km_model_remove_workload(&f->m, "w2");
 	km_model_flush(&f->m);
-	EXPECT(&f->m, &f->l, "FE- 10.0.0.2:0", "SVC+ demo/web 1", "EP- 1=", "BE- ?");
+	EXPECT(&f->m, &f->l, "SVC+ demo/web 1", "EP- 1=", "BE- ?");
 }
 
 static void test_unhealthy_leaves_endpoints_but_keeps_backend(void **state)
@@ -337,9 +347,31 @@ static void test_workload_loses_address(void **state)
 	struct fx *f = *state;
 
 	seed(f, 1, 0);
-	km_model_upsert_workload(&f->m, wl("w1", NULL, KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_upsert_workload(&f->m, with_wp(wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC)));
+	km_model_flush(&f->m);
+	EXPECT(&f->m, &f->l, "BE+ w1", "FE+ 10.0.0.1:0");
+	/* its pod-IP frontend first, the backend row last */
+	km_model_upsert_workload(&f->m, with_wp(wl("w1", NULL, KM_WORKLOAD_HEALTHY, 1, SVC)));
 	km_model_flush(&f->m);
 	EXPECT(&f->m, &f->l, "FE- 10.0.0.1:0", "SVC+ demo/web 0", "EP- 0=", "BE- w1");
+}
+
+/* The pod-IP row follows the workload's own waypoint: written when it gains one (after the
+ * backend row that carries it), deleted when it loses it. */
+static void test_pod_ip_row_only_with_a_waypoint(void **state)
+{
+	struct fx *f = *state;
+
+	seed(f, 1, 0);
+	km_model_upsert_workload(&f->m, with_wp(wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC)));
+	km_model_flush(&f->m);
+	EXPECT(&f->m, &f->l, "BE+ w1", "FE+ 10.0.0.1:0");
+	km_model_upsert_workload(&f->m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_flush(&f->m);
+	EXPECT(&f->m, &f->l, "BE+ w1", "FE- 10.0.0.1:0");
+	km_model_remove_workload(&f->m, "w1");
+	km_model_flush(&f->m);
+	EXPECT(&f->m, &f->l, "SVC+ demo/web 0", "EP- 0=", "BE- ?");
 }
 
 
@@ -413,31 +445,31 @@ static void test_address_taken_over_keeps_its_frontend(void **state)
 	struct fe_rows t = { .n = 0 };
 
 	/* in one response: new listed, old removed */
-	km_model_upsert_workload(&f->m, wl("old", "10.244.0.12", KM_WORKLOAD_HEALTHY, 0));
+	km_model_upsert_workload(&f->m, with_wp(wl("old", "10.244.0.12", KM_WORKLOAD_HEALTHY, 0)));
 	flush_into(f, &t);
 	expect_fe(&t, "10.244.0.12", 0, "old");
-	km_model_upsert_workload(&f->m, wl("new", "10.244.0.12", KM_WORKLOAD_HEALTHY, 0));
+	km_model_upsert_workload(&f->m, with_wp(wl("new", "10.244.0.12", KM_WORKLOAD_HEALTHY, 0)));
 	km_model_remove_workload(&f->m, "old");
 	flush_into(f, &t);
 	expect_fe(&t, "10.244.0.12", 0, "new");
 
 	/* in two responses */
-	km_model_upsert_workload(&f->m, wl("next", "10.244.0.12", KM_WORKLOAD_HEALTHY, 0));
+	km_model_upsert_workload(&f->m, with_wp(wl("next", "10.244.0.12", KM_WORKLOAD_HEALTHY, 0)));
 	flush_into(f, &t);
 	km_model_remove_workload(&f->m, "new");
 	flush_into(f, &t);
 	expect_fe(&t, "10.244.0.12", 0, "next");
 
 	/* the old holder moves to another address */
-	km_model_upsert_workload(&f->m, wl("after", "10.244.0.12", KM_WORKLOAD_HEALTHY, 0));
+	km_model_upsert_workload(&f->m, with_wp(wl("after", "10.244.0.12", KM_WORKLOAD_HEALTHY, 0)));
 	flush_into(f, &t);
-	km_model_upsert_workload(&f->m, wl("next", "10.244.0.13", KM_WORKLOAD_HEALTHY, 0));
+	km_model_upsert_workload(&f->m, with_wp(wl("next", "10.244.0.13", KM_WORKLOAD_HEALTHY, 0)));
 	flush_into(f, &t);
 	expect_fe(&t, "10.244.0.12", 0, "after");
 	expect_fe(&t, "10.244.0.13", 0, "next");
 	/* ... or loses every address */
-	km_model_upsert_workload(&f->m, wl("again", "10.244.0.13", KM_WORKLOAD_HEALTHY, 0));
-	km_model_upsert_workload(&f->m, wl("next", NULL, KM_WORKLOAD_HEALTHY, 0));
+	km_model_upsert_workload(&f->m, with_wp(wl("again", "10.244.0.13", KM_WORKLOAD_HEALTHY, 0)));
+	km_model_upsert_workload(&f->m, with_wp(wl("next", NULL, KM_WORKLOAD_HEALTHY, 0)));
 	flush_into(f, &t);
 	expect_fe(&t, "10.244.0.13", 0, "again");
 
@@ -616,7 +648,7 @@ static void test_port_override_order(void **state)
 	struct km_workload_res *w;
 
 	seed(f, 1, 8080); /* w1 uses the service's 80 -> 8080 */
-	w = wl("w2", "10.0.0.2", KM_WORKLOAD_HEALTHY, 1, SVC);
+	w = with_wp(wl("w2", "10.0.0.2", KM_WORKLOAD_HEALTHY, 1, SVC));
 	w->services[0].ports = calloc(1, sizeof(struct km_port));
 	w->services[0].ports[0] = (struct km_port){ 80, 9090 };
 	w->services[0].n_ports = 1;
@@ -867,7 +899,7 @@ struct sim_spec {
 	int addr;             /* pool index, -1 = none */
 	uint32_t target;      /* services: target port; workloads: status */
 	uint32_t mode;        /* services: lb mode; workloads: capacity */
-	int node, mask;       /* workloads */
+	int node, mask, wp;   /* workloads */
 	uint32_t own[SIM_SVCS]; /* workloads: own target port per service, 0 = none */
 };
 
@@ -888,6 +920,8 @@ static struct km_workload_res *sim_workload(int w, const struct sim_spec *sp)
 
 	snprintf(ip, sizeof(ip), "10.0.0.%d", sp->addr + 1);
 	res = wl(sim_names[SIM_SVCS + w], sp->addr >= 0 ? ip : NULL, sp->target, 0);
+	if (sp->wp)
+		with_wp(res);
 	res->node = strdup(sim_nodes[sp->node]);
 	res->capacity = sp->mode;
 	for (int i = 0; i < SIM_SVCS; i++) {
@@ -1000,6 +1034,7 @@ static void test_random_sequences_keep_invariants(void **state)
 			sp->addr = rand() % 8 ? rand() % 9 : -1; /* 12 workloads, 9 pod IPs */
 			sp->target = rand() % 4 ? KM_WORKLOAD_HEALTHY : KM_WORKLOAD_UNHEALTHY;
 			sp->node = rand() % SIM_NODES;
+			sp->wp = rand() % 4 != 0; /* most have one: their pod IPs get rows */
 			sp->mode = rand() % 3 ? 1 : (uint32_t)(rand() % 4); /* 0 reads as 1 */
 			for (int i = 0; i < SIM_SVCS; i++) /* this workload's own target port */
 				sp->own[i] = rand() % 3 == 0 ? (uint32_t)(9000 + rand() % 2) : 0;
@@ -1044,6 +1079,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unhealthy_leaves_endpoints_but_keeps_backend, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_service_changes_and_removal, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_workload_loses_address, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_pod_ip_row_only_with_a_waypoint, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_address_taken_over_keeps_its_frontend, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_locality_priorities, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_waypoint_resolution_order, fx_setup, fx_teardown),
