@@ -414,6 +414,13 @@ int km_grpc_stream_start(struct km_grpc_stream *g, uv_loop_t *loop,
 	g->cfg = *cfg;
 	g->cbs = *cbs;
 	g->grpc_status = -1;
+	/* the timers first: a failure below is then closed like any stream (km_grpc_stream_close),
+	 * its on_closed coming from the timers' close callbacks */
+	uv_timer_init(loop, &g->ping_timer);
+	g->ping_timer.data = g;
+	uv_timer_init(loop, &g->setup_timer);
+	g->setup_timer.data = g;
+	g->handles = 2;
 	if (nghttp2_session_callbacks_new(&cb) != 0)
 		return -1;
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
@@ -424,13 +431,10 @@ int km_grpc_stream_start(struct km_grpc_stream *g, uv_loop_t *loop,
 	nghttp2_session_callbacks_del(cb);
 	if (rc != 0)
 		return -1;
-	uv_timer_init(loop, &g->ping_timer);
-	g->ping_timer.data = g;
-	uv_timer_init(loop, &g->setup_timer);
-	g->setup_timer.data = g;
 	if (cfg->setup_timeout_ms)
 		uv_timer_start(&g->setup_timer, on_setup_timeout, cfg->setup_timeout_ms, 0);
-	g->handles = 3;
+	g->handles = 3; /* and the connection's */
+	g->conn_started = 1;
 	g->conn.data = g;
 	return km_tls_conn_start(&g->conn, loop, &cfg->conn, &ccbs);
 }
@@ -443,5 +447,6 @@ void km_grpc_stream_close(struct km_grpc_stream *g)
 	end_call(g, KM_GRPC_CANCELLED, "closed by the agent");
 	uv_close((uv_handle_t *)&g->ping_timer, on_timer_closed);
 	uv_close((uv_handle_t *)&g->setup_timer, on_timer_closed);
-	km_tls_conn_close(&g->conn);
+	if (g->conn_started)
+		km_tls_conn_close(&g->conn);
 }

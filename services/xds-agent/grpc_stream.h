@@ -76,6 +76,7 @@ struct km_grpc_stream {
 	int ended;
 	int closing;
 	int handles;
+	int conn_started; /* km_tls_conn_start was called: its close counts in handles */
 	char token[8192];
 	void *data; /* owner's pointer */
 };
