@@ -14,11 +14,8 @@
 
 /* ---- small helpers ------------------------------------------------------------------------- */
 
-void mdl_parr_add(struct km_model *m, void ***arr, size_t *n, size_t *cap, void *p)
+void mdl_parr_append(struct km_model *m, void ***arr, size_t *n, size_t *cap, void *p)
 {
-	for (size_t i = 0; i < *n; i++)
-		if ((*arr)[i] == p)
-			return;
 	if (km_grow((void **)arr, cap, *n + 1, sizeof(void *)) != 0) {
 		m->out->oom = 1;
 		return;
@@ -395,11 +392,14 @@ void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res)
 	}
 	for (size_t i = 0; i < res->n_services; i++) {
 		struct km_model_svc *s = mdl_svc_get(m, res->services[i].service, 1);
+		/* a member already exactly when the previous version listed the service */
+		int member = old && km_workload_membership(old, res->services[i].service);
 
 		if (!s)
 			continue;
-		mdl_parr_add(m, (void ***)&s->members, &s->n_members, &s->cap_members, w);
-		mdl_sync_endpoint(m, s, w);
+		if (!member)
+			mdl_parr_append(m, (void ***)&s->members, &s->n_members, &s->cap_members, w);
+		mdl_sync_endpoint(m, s, w, !member);
 	}
 
 	/* 4. Pod-IP frontends that are new. */

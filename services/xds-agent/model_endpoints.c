@@ -248,7 +248,8 @@ int mdl_eligible(const struct km_model_svc *s, const struct km_model_wl *w)
 /* Make the workload an endpoint of the service (in the right priority, with the right port
  * overrides) iff it should be one. Overrides are written before the endpoint is exposed and
  * removed after it is gone. */
-void mdl_sync_endpoint(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w)
+void mdl_sync_endpoint(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w,
+		       int new_member)
 {
 	uint32_t prio = 0, want_prio;
 	size_t idx = 0;
@@ -256,7 +257,7 @@ void mdl_sync_endpoint(struct km_model *m, struct km_model_svc *s, struct km_mod
 
 	if (!s->res)
 		return;
-	have = mdl_find_slot(s, w->id, &prio, &idx);
+	have = !new_member && mdl_find_slot(s, w->id, &prio, &idx);
 	if (!mdl_eligible(s, w)) {
 		if (have)
 			mdl_endpoint_remove(m, s, prio, idx);
@@ -278,5 +279,5 @@ void mdl_sync_endpoint(struct km_model *m, struct km_model_svc *s, struct km_mod
 void mdl_sync_all_endpoints(struct km_model *m, struct km_model_svc *s)
 {
 	for (size_t i = 0; i < s->n_members; i++)
-		mdl_sync_endpoint(m, s, s->members[i]);
+		mdl_sync_endpoint(m, s, s->members[i], 0);
 }

@@ -86,7 +86,9 @@ static inline struct km_model_wl *mdl_owner_workload(uintptr_t owner)
 void mdl_index_service(struct km_model *m, const struct km_service_res *r, int add);
 void mdl_index_workload(struct km_model *m, const struct km_workload_res *r, int add);
 
-void mdl_parr_add(struct km_model *m, void ***arr, size_t *n, size_t *cap, void *p);
+/* Append p, which the caller knows is not in the array yet (no scan: arrays of a big service's
+ * members hold millions). */
+void mdl_parr_append(struct km_model *m, void ***arr, size_t *n, size_t *cap, void *p);
 void mdl_parr_del(void **arr, size_t *n, void *p);
 int mdl_str_eq(const char *a, const char *b);
 void mdl_mark_dirty(struct km_model *m, struct km_model_svc *s, int count);
@@ -127,7 +129,9 @@ void mdl_endpoint_append(struct km_model *m, struct km_model_svc *s, uint32_t pr
 void mdl_endpoint_remove(struct km_model *m, struct km_model_svc *s, uint32_t prio, size_t i);
 void mdl_sync_overrides(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w, int want);
 int mdl_eligible(const struct km_model_svc *s, const struct km_model_wl *w);
-void mdl_sync_endpoint(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w);
+/* new_member: w has just started listing s, so it holds no slot there (no search) */
+void mdl_sync_endpoint(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w,
+		       int new_member);
 void mdl_sync_all_endpoints(struct km_model *m, struct km_model_svc *s);
 
 /* model_waypoint.c */

@@ -65,7 +65,7 @@ void mdl_register_service_waypoint(struct km_model *m, struct km_model_svc *s)
 		mdl_mark_dirty(m, s->wp_of, 0);
 	}
 	if (t)
-		mdl_parr_add(m, (void ***)&t->wp_svcs, &t->n_wp_svcs, &t->cap_wp_svcs, s);
+		mdl_parr_append(m, (void ***)&t->wp_svcs, &t->n_wp_svcs, &t->cap_wp_svcs, s);
 	s->wp_of = t;
 }
 
@@ -80,7 +80,7 @@ void mdl_register_workload_waypoint(struct km_model *m, struct km_model_wl *w)
 		mdl_mark_dirty(m, w->wp_of, 0);
 	}
 	if (t)
-		mdl_parr_add(m, (void ***)&t->wp_wls, &t->n_wp_wls, &t->cap_wp_wls, w);
+		mdl_parr_append(m, (void ***)&t->wp_wls, &t->n_wp_wls, &t->cap_wp_wls, w);
 	w->wp_of = t;
 }
 
