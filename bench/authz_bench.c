@@ -1,4 +1,4 @@
-/* authz_bench.c — what the L4 authorization decision costs per SYN, with 0, 100 and 1,000
+/* authz_bench.c — what the L4 authorization decision costs per SYN, with 0 to 10,000
  * policies, against a program that only passes the packet (what any cgroup_skb hook costs; the
  * baseline), measured in the same run with BPF_PROG_TEST_RUN's repeat on a crafted IPv4 SYN to
  * an enrolled pod.
@@ -8,9 +8,9 @@
  *   spread-100  100 namespaces with one ALLOW each; the destination's own one matches
  *   spread-1000 100 namespaces with ten ALLOWs each; the destination's tenth matches (realistic:
  *               a mesh with 1,000 policies, ten per namespace)
- *   all-100     100 ALLOWs in the destination's namespace, none matching (default deny)
- *   all-1000    1,000 ALLOWs in the destination's namespace, none matching: the worst case,
- *               every policy walked on every SYN
+ *   all-N       N ALLOWs in the destination's namespace, none matching (default deny), for N =
+ *               10, 100, 1,000 and 10,000: every policy walked on every SYN, the worst case;
+ *               the ladder shows how the cost grows with the number of policies (issue 24)
  * Policies go through the real compiler and the map writer's table code into the real maps.
  * Cases and the baseline are interleaved in rounds; the median per case is printed as one
  * markdown section. Runs in a network namespace of its own (a veth, so the SYN is not on
@@ -40,15 +40,17 @@
 #define NET "net-a"
 #define PORT 8080
 
-enum { C_NONE, C_SPREAD_100, C_SPREAD_1000, C_ALL_100, C_ALL_1000, N_CASES };
-static const char *const case_name[N_CASES] = { "none", "spread-100", "spread-1000", "all-100",
-						 "all-1000" };
+enum { C_NONE, C_SPREAD_100, C_SPREAD_1000, C_ALL_10, C_ALL_100, C_ALL_1000, C_ALL_10000, N_CASES };
+static const char *const case_name[N_CASES] = { "none",	    "spread-100", "spread-1000", "all-10",
+						 "all-100", "all-1000",	  "all-10000" };
 static const char *const case_what[N_CASES] = {
 	"enrolled pod, no policy applies",
 	"100 policies, 1 per namespace; the destination's matches",
 	"1,000 policies, 10 per namespace; the destination's 10th matches",
+	"10 policies all on the destination, none matches (default deny)",
 	"100 policies all on the destination, none matches (default deny)",
-	"1,000 policies all on the destination, none matches (worst case)",
+	"1,000 policies all on the destination, none matches",
+	"10,000 policies all on the destination, none matches (worst case)",
 };
 
 static struct kmesh *skel;
@@ -169,16 +171,14 @@ static void build_world(void)
 			put_allow(ns, name, n == 0 && k == 9 ? "clients" : "elsewhere");
 		}
 	put_workload(12, "s1000-0", &dst[C_SPREAD_1000]);
-	for (int k = 0; k < 100; k++) {
-		snprintf(name, sizeof(name), "allow-%d", k);
-		put_allow("all100", name, "elsewhere");
+	for (int c = C_ALL_10, n = 10; c <= C_ALL_10000; c++, n *= 10) {
+		snprintf(ns, sizeof(ns), "all%d", n);
+		for (int k = 0; k < n; k++) {
+			snprintf(name, sizeof(name), "allow-%d", k);
+			put_allow(ns, name, "elsewhere");
+		}
+		put_workload((uint32_t)(13 + c - C_ALL_10), ns, &dst[c]);
 	}
-	put_workload(13, "all100", &dst[C_ALL_100]);
-	for (int k = 0; k < 1000; k++) {
-		snprintf(name, sizeof(name), "allow-%d", k);
-		put_allow("all1000", name, "elsewhere");
-	}
-	put_workload(14, "all1000", &dst[C_ALL_1000]);
 	km_authz_flush(&authz);
 	apply_ops();
 }
@@ -285,7 +285,7 @@ static int cmp_double(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	static const int want_allow[N_CASES] = { 1, 1, 1, 0, 0 };
+	static const int want_allow[N_CASES] = { 1, 1, 1, 0, 0, 0, 0 };
 	int rounds = argc > 1 ? atoi(argv[1]) : 15;
 	double t[N_CASES + 1][64], med[N_CASES + 1];
 	uint32_t repeat[N_CASES + 1], verdict;
