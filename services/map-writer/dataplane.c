@@ -458,9 +458,11 @@ static int check_bpffs(const char *dir)
 	while (statfs(at, &st) != 0) {
 		char *slash = strrchr(at, '/');
 
-		if (errno != ENOENT || !slash || slash == at) {
-			km_error("cannot reach %s: %s", dir, strerror(errno));
-			return -errno;
+		int err = errno;
+
+		if (err != ENOENT || !slash || slash == at) {
+			km_error("cannot reach %s: %s", dir, strerror(err));
+			return -err;
 		}
 		*slash = '\0';
 	}
@@ -622,7 +624,8 @@ void km_dataplane_close(struct km_dataplane *dp, int detach)
 			rmdir(dp->links_dir);
 		if (detach || dp->made_dir)
 			rmdir(dp->dir);
-		km_info("detached and unpinned everything under %s", dp->dir);
+		if (detach)
+			km_info("detached and unpinned everything under %s", dp->dir);
 	}
 	if (dp->cgroup_fd >= 0)
 		close(dp->cgroup_fd);
