@@ -13,6 +13,7 @@
 #include "lib/resolve.h"
 #include "lib/dns.h"
 #include "lib/sock_state.h"
+#include "lib/conn_events.h"
 
 #define KM_IPPROTO_UDP 17
 #define KM_SOCK_ALLOW 1
@@ -39,11 +40,6 @@ static __always_inline enum km_verdict km_connect_decide(struct bpf_sock_addr *c
 		return KM_REFUSE;
 	if (rc != KM_RESOLVE_REWRITE)
 		return KM_KEEP;
-	/* Socket storage only where something reads it later (an allocation per socket is the
-	 * largest cost of this program): the TLV for a waypoint, the count for a P2C service, the
-	 * original destination for monitoring (the service a connection's metrics name).
-	 * A waypoint must get the original destination: without a record it could not, so such a
-	 * connection fails rather than reaching the waypoint without it. */
 	if (km_addr_is_v4mapped(dst) && km_addr_is_v4mapped(&t->addr))
 		km_log(KM_BPF_LOG_DEBUG, "connect: %pI4:%u to %pI4:%u",
 		       (__u64)(unsigned long)&dst->words[3], bpf_ntohs(port),
@@ -52,10 +48,18 @@ static __always_inline enum km_verdict km_connect_decide(struct bpf_sock_addr *c
 		km_log(KM_BPF_LOG_DEBUG, "connect: [%pI6c]:%u to [%pI6c]:%u",
 		       (__u64)(unsigned long)dst->bytes, bpf_ntohs(port),
 		       (__u64)(unsigned long)t->addr.bytes, bpf_ntohs(t->port));
-	if ((t->waypoint || t->backend_id || (km_config_flags() & KM_CFG_F_MONITORING)) &&
-	    km_sock_record(ctx->sk, dst, port, t->waypoint ? KM_SOCK_F_VIA_WAYPOINT : 0,
-			   t->backend_id) != 0 && t->waypoint)
-		return KM_REFUSE;
+	/* Socket storage only where something reads it later (an allocation per socket is the
+	 * largest cost of this program): the TLV for a waypoint, the count for a P2C service. A
+	 * waypoint must get the original destination: without a record it could not, so such a
+	 * connection fails rather than reaching the waypoint without it. Monitoring needs none:
+	 * a ring-buffer record names the original destination, which sockops' open then carries. */
+	if (t->waypoint || t->backend_id) {
+		if (km_sock_record(ctx->sk, dst, port, t->waypoint ? KM_SOCK_F_VIA_WAYPOINT : 0,
+				   t->backend_id) != 0 && t->waypoint)
+			return KM_REFUSE;
+	} else if (km_monitoring()) {
+		km_conn_dial(ctx, dst, port);
+	}
 	return KM_REWRITE;
 }
 

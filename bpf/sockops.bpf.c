@@ -3,7 +3,8 @@
  * connection counts per backend (established .. closed), for the power-of-two-choices pick, and
  * the hand-over of waypoint sockets to the sk_msg program that prepends the TLV. Also marks the
  * connections an enrolled pod accepts, which authz_recheck.bpf.c re-decides on policy changes,
- * and, while monitoring is on, reports enrolled pods' connections (lib/conn_events.h). */
+ * and, while monitoring is on, reports enrolled pods' connections as they are established
+ * (lib/conn_events.h). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 
@@ -15,23 +16,13 @@
 
 #define KM_SOCKOPS_OK 1
 
-/* Monitoring: report an enrolled pod's new connection, and ask for its state changes so its close
- * is reported too. Returns the socket's record (created if need be), or what it was given. */
-static __always_inline struct km_sock_state *km_monitor_open(struct bpf_sock_ops *skops,
-							     struct bpf_sock *sk,
-							     struct km_sock_state *st,
-							     __u8 direction)
+/* Monitoring: report an enrolled pod's new connection. Its close is reported by
+ * conn_close.bpf.c when the application lets the socket go: no state callbacks, no storage. */
+static __always_inline void km_monitor_open(struct bpf_sock_ops *skops,
+					    const struct km_sock_state *st, __u8 direction)
 {
-	if (!(km_config_flags() & KM_CFG_F_MONITORING) || !km_netns_managed(skops))
-		return st;
-	if (!st)
-		st = bpf_sk_storage_get(&km_sock, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	if (!st || (st->flags & KM_SOCK_F_MONITORED))
-		return st;
-	st->flags |= KM_SOCK_F_MONITORED;
-	bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_STATE_CB_FLAG);
-	km_conn_report(skops, sk, st, KM_CONN_OPEN, direction, 0);
-	return st;
+	if (km_monitoring() && km_netns_managed(skops))
+		km_conn_open(skops, st, direction);
 }
 
 static __always_inline void km_on_established(struct bpf_sock_ops *skops)
@@ -41,7 +32,8 @@ static __always_inline void km_on_established(struct bpf_sock_ops *skops)
 
 	if (!sk)
 		return;
-	st = km_monitor_open(skops, sk, bpf_sk_storage_get(&km_sock, sk, 0, 0), KM_CONN_OUTBOUND);
+	st = bpf_sk_storage_get(&km_sock, sk, 0, 0);
+	km_monitor_open(skops, st, KM_CONN_OUTBOUND);
 	if (!st)
 		return;
 	if (st->backend_id && !(st->flags & KM_SOCK_F_COUNTED)) {
@@ -58,7 +50,8 @@ static __always_inline void km_on_established(struct bpf_sock_ops *skops)
 }
 
 /* A connection an enrolled pod accepted: remember its direction, which the socket itself does not
- * say, so a later policy change can find and close it if it becomes denied. */
+ * say, so a later policy change can find and close it if it becomes denied, and its close is
+ * reported as inbound. */
 static __always_inline void km_on_passive_established(struct bpf_sock_ops *skops)
 {
 	struct bpf_sock *sk = skops->sk;
@@ -69,9 +62,11 @@ static __always_inline void km_on_passive_established(struct bpf_sock_ops *skops
 	st = bpf_sk_storage_get(&km_sock, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (st)
 		st->flags |= KM_SOCK_F_INBOUND;
-	km_monitor_open(skops, sk, st, KM_CONN_INBOUND);
+	if (km_monitoring())
+		km_conn_open(skops, NULL, KM_CONN_INBOUND);
 }
 
+/* A P2C-counted connection is uncounted when TCP closes it. */
 static __always_inline void km_on_close(struct bpf_sock_ops *skops)
 {
 	struct bpf_sock *sk = skops->sk;
@@ -80,15 +75,7 @@ static __always_inline void km_on_close(struct bpf_sock_ops *skops)
 	if (!sk)
 		return;
 	st = bpf_sk_storage_get(&km_sock, sk, 0, 0);
-	if (!st)
-		return;
-	if (st->flags & KM_SOCK_F_MONITORED) { /* reported even if monitoring went off since */
-		st->flags &= ~KM_SOCK_F_MONITORED;
-		km_conn_report(skops, sk, st, KM_CONN_CLOSE,
-			       st->flags & KM_SOCK_F_INBOUND ? KM_CONN_INBOUND : KM_CONN_OUTBOUND,
-			       skops->args[0]);
-	}
-	if (!(st->flags & KM_SOCK_F_COUNTED))
+	if (!st || !(st->flags & KM_SOCK_F_COUNTED))
 		return;
 	st->flags &= ~KM_SOCK_F_COUNTED;
 	km_conn_count_add(st->backend_id, -1);

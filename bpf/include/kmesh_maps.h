@@ -164,7 +164,7 @@ struct km_port_override_value {
 #define KM_SOCK_F_COUNTED 0x4      /* counted in km_conn_count[backend_id] until it closes */
 #define KM_SOCK_F_DNS 0x8          /* DNS sent to the node-local resolver: replies get orig_addr */
 #define KM_SOCK_F_INBOUND 0x10     /* accepted by an enrolled pod: subject to its authz policies */
-#define KM_SOCK_F_MONITORED 0x20   /* reported open in km_conn_events: its close is reported too */
+/* 0x20 was KM_SOCK_F_MONITORED (layouts <= 3 kept monitoring state per socket): not reused */
 struct km_sock_state {
 	struct km_addr orig_addr; /* the destination the application asked for (v4-mapped for IPv4) */
 	__u16 orig_port;          /* network byte order */
@@ -208,8 +208,13 @@ enum km_bpf_log_level {
 };
 
 /* km_conn_events: a ring buffer of the TCP connections enrolled pods open (outbound) and accept
- * (inbound), one record at establishment and one at close, written by sockops while monitoring
- * is on; the map writer streams them to subscribers (metrics, access log). */
+ * (inbound), written while monitoring is on, three kinds of record told apart by their sizes
+ * (each as small as it can be: writing the ring's cache lines is most of a report's cost):
+ *   - km_conn_dial, from connect4/6: a rewritten connection's original destination;
+ *   - km_conn_open, from sockops: its establishment;
+ *   - km_conn_close, from cgroup/sock_release: its close, with the byte counters.
+ * The map writer adds each dial to its open (by cookie) and streams the reports to subscribers
+ * (metrics, access log). */
 #define KM_CONN_EVENTS_BYTES (256 * 1024)
 #define KM_CONN_EVENTS_POLL_MS 50 /* the map writer reads at least this often (no wakeup per report) */
 enum km_conn_kind {
@@ -220,21 +225,31 @@ enum km_conn_direction {
 	KM_CONN_INBOUND = 1,  /* the pod accepted it (reporter: destination) */
 	KM_CONN_OUTBOUND = 2, /* the pod connected (reporter: source) */
 };
-struct km_conn_event {
-	__u64 cookie;             /* the socket's cookie: pairs a close with its open */
-	__u64 ts_ns;              /* bpf_ktime_get_ns() (CLOCK_MONOTONIC) */
-	struct km_addr src, dst;  /* client and server (v4-mapped for IPv4), as connected */
-	struct km_addr orig_dst;  /* outbound: what the application asked, when rewritten (else 0) */
-	__u16 sport, dport;       /* host byte order */
-	__u16 orig_dport;         /* host byte order; 0 when not rewritten */
-	__u8 kind;                /* enum km_conn_kind */
-	__u8 direction;           /* enum km_conn_direction */
-	__u64 sent_bytes;         /* close: data bytes the pod sent that were acked */
-	__u64 received_bytes;     /* close: data bytes the pod received */
-	__u32 retrans;            /* close: segments retransmitted */
-	__u32 srtt_us;            /* close: smoothed round-trip time */
-	__u32 backend_id;         /* outbound: the backend chosen (0: none) */
-	__u32 pad;
+struct km_conn_dial {
+	__u64 cookie;            /* the socket's cookie */
+	struct km_addr orig_dst; /* what the application asked (v4-mapped for IPv4) */
+	__u16 orig_dport;        /* host byte order */
+	__u16 pad[3];
+};
+struct km_conn_open {
+	__u64 cookie;            /* the socket's cookie: pairs a close with its open */
+	__u64 ts_ns;             /* bpf_ktime_get_ns() (CLOCK_MONOTONIC) */
+	struct km_addr src, dst; /* client and server (v4-mapped for IPv4), as connected */
+	__u16 sport, dport;      /* host byte order */
+	__u8 direction;          /* enum km_conn_direction */
+	__u8 pad[3];
+};
+struct km_conn_close {
+	__u64 cookie;
+	__u64 ts_ns;
+	struct km_addr src, dst;
+	__u64 sent_bytes;     /* data bytes the pod wrote (sent once, or still queued) */
+	__u64 received_bytes; /* data bytes the pod received */
+	__u16 sport, dport;
+	__u32 retrans;        /* segments retransmitted */
+	__u32 srtt_us;        /* smoothed round-trip time */
+	__u8 direction;
+	__u8 pad[3];
 };
 
 /* km_bpf_log: a ring buffer of the programs' log lines at or above the BPF log level (bits 2-3

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* conn_events.h — connection reports for metrics and the access log: sockops calls these at
- * establishment (the socket is marked KM_SOCK_F_MONITORED and its state changes are asked for)
- * and at close; one km_conn_event each in the km_conn_events ring buffer, or a counted drop when
- * the reader is behind. Only while monitoring is on, and only enrolled pods' sockets. */
+/* conn_events.h — connection reports for metrics and the access log, without storage per
+ * connection: connect4/6 report where a rewritten connection was meant to go (a km_conn_dial,
+ * keyed by the socket cookie), sockops reports its establishment (KM_CONN_OPEN, the 4-tuple),
+ * and cgroup/sock_release its close with the TCP counters (KM_CONN_CLOSE). The map writer joins
+ * a dial to its open by cookie. One record each in the km_conn_events ring buffer, or a counted
+ * drop when the reader is behind. Only while monitoring is on, and only enrolled pods'
+ * sockets. */
 #ifndef KM_BPF_CONN_EVENTS_H
 #define KM_BPF_CONN_EVENTS_H
 
 #include <bpf/bpf_endian.h>
+#include <bpf/bpf_core_read.h>
 
 #include "maps.h"
 #include "addr.h"
@@ -16,113 +20,189 @@
 
 /* A context field read by one load at its constant offset: the verifier refuses a moved context
  * pointer, which the compiler makes when it merges the loads of two branches. */
-#define KM_CTX32(ctx, field)                                                                       \
+#define KM_CTX32(ctx, type, field)                                                                 \
 	({                                                                                         \
 		__u32 ___v;                                                                        \
 		asm volatile("%0 = *(u32 *)(%1 + %2)"                                              \
 			     : "=r"(___v)                                                          \
-			     : "r"(ctx), "i"(__builtin_offsetof(struct bpf_sock_ops, field)));     \
-		___v;                                                                              \
-	})
-#define KM_CTX64(ctx, field)                                                                       \
-	({                                                                                         \
-		__u64 ___v;                                                                        \
-		asm volatile("%0 = *(u64 *)(%1 + %2)"                                              \
-			     : "=r"(___v)                                                          \
-			     : "r"(ctx), "i"(__builtin_offsetof(struct bpf_sock_ops, field)));     \
+			     : "r"(ctx), "i"(__builtin_offsetof(type, field)));                    \
 		___v;                                                                              \
 	})
 
-static __always_inline void km_sockops_addrs(const struct bpf_sock_ops *skops,
-					     struct km_addr *local, struct km_addr *remote)
+static __always_inline int km_monitoring(void)
 {
-	if (KM_CTX32(skops, family) == KM_AF_INET) {
-		km_addr_from_v4(local, KM_CTX32(skops, local_ip4));
-		km_addr_from_v4(remote, KM_CTX32(skops, remote_ip4));
-		return;
-	}
-	local->words[0] = KM_CTX32(skops, local_ip6[0]);
-	local->words[1] = KM_CTX32(skops, local_ip6[1]);
-	local->words[2] = KM_CTX32(skops, local_ip6[2]);
-	local->words[3] = KM_CTX32(skops, local_ip6[3]);
-	remote->words[0] = KM_CTX32(skops, remote_ip6[0]);
-	remote->words[1] = KM_CTX32(skops, remote_ip6[1]);
-	remote->words[2] = KM_CTX32(skops, remote_ip6[2]);
-	remote->words[3] = KM_CTX32(skops, remote_ip6[3]);
+	return km_config_flags() & KM_CFG_F_MONITORING;
 }
 
-/* The kernel's byte counters count sequence numbers: the SYN the active opener had acked, and
- * each FIN. What remains after these is data:
- *   - our FIN counts once it was queued (the state we close from is one that follows it) and
- *     acked (everything written, the FIN included, is acked: snd_una == write_seq, the kernel's
- *     own test);
- *   - the peer's FIN counts once received, which tcp_fin() alone marks with SOCK_DONE (an
- *     orphaned socket leaves FIN_WAIT2 for CLOSE without waiting for it, so the state does not
- *     say). Reading the socket's flags needs CAP_PERFMON, as the map writer requires. */
+/* Room for a record of this size, or NULL (a drop is counted) when the ring is full. */
+static __always_inline void *km_conn_reserve(__u64 size)
+{
+	void *r = bpf_ringbuf_reserve(&km_conn_events, size, 0);
+
+	if (!r)
+		km_count_drop(0);
+	return r;
+}
+
+/* No wakeup per report: waking the reader costs an interrupt each time (a VM exit in a VM). The
+ * map writer reads every KM_CONN_EVENTS_POLL_MS anyway; it is woken only when the ring fills past
+ * a quarter. */
+static __always_inline void km_conn_submit(void *e)
+{
+	bpf_ringbuf_submit(e, bpf_ringbuf_query(&km_conn_events, BPF_RB_AVAIL_DATA) >
+				      KM_CONN_EVENTS_BYTES / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+}
+
+/* Where the application asked a rewritten connection to go: connect4/6 (cookie from ctx), or
+ * sockops for a socket that kept it in its own record (a waypoint's or a P2C pick's). */
+static __always_inline void km_conn_dial(void *ctx, const struct km_addr *orig, __u16 orig_port_nbo)
+{
+	struct km_conn_dial *d = km_conn_reserve(sizeof(*d));
+
+	if (!d)
+		return;
+	d->cookie = bpf_get_socket_cookie(ctx);
+	d->orig_dst = *orig;
+	d->orig_dport = bpf_ntohs(orig_port_nbo);
+	d->pad[0] = d->pad[1] = d->pad[2] = 0;
+	km_conn_submit(d);
+}
+
+/* sockops, at establishment: the connection as connected. */
+static __always_inline void km_conn_open(struct bpf_sock_ops *skops, const struct km_sock_state *st,
+					 __u8 direction)
+{
+	struct km_addr local, remote;
+	struct km_conn_open *o;
+	__u16 lport, rport;
+
+	if (st && st->orig_port && direction == KM_CONN_OUTBOUND)
+		km_conn_dial(skops, &st->orig_addr, st->orig_port);
+	if (!(o = km_conn_reserve(sizeof(*o))))
+		return;
+	o->cookie = bpf_get_socket_cookie(skops);
+	o->ts_ns = bpf_ktime_get_ns();
+	lport = (__u16)KM_CTX32(skops, struct bpf_sock_ops, local_port);
+	rport = (__u16)bpf_ntohl(KM_CTX32(skops, struct bpf_sock_ops, remote_port));
+	if (KM_CTX32(skops, struct bpf_sock_ops, family) == KM_AF_INET) {
+		km_addr_from_v4(&local, KM_CTX32(skops, struct bpf_sock_ops, local_ip4));
+		km_addr_from_v4(&remote, KM_CTX32(skops, struct bpf_sock_ops, remote_ip4));
+	} else {
+		local.words[0] = KM_CTX32(skops, struct bpf_sock_ops, local_ip6[0]);
+		local.words[1] = KM_CTX32(skops, struct bpf_sock_ops, local_ip6[1]);
+		local.words[2] = KM_CTX32(skops, struct bpf_sock_ops, local_ip6[2]);
+		local.words[3] = KM_CTX32(skops, struct bpf_sock_ops, local_ip6[3]);
+		remote.words[0] = KM_CTX32(skops, struct bpf_sock_ops, remote_ip6[0]);
+		remote.words[1] = KM_CTX32(skops, struct bpf_sock_ops, remote_ip6[1]);
+		remote.words[2] = KM_CTX32(skops, struct bpf_sock_ops, remote_ip6[2]);
+		remote.words[3] = KM_CTX32(skops, struct bpf_sock_ops, remote_ip6[3]);
+	}
+	if (direction == KM_CONN_OUTBOUND) {
+		o->src = local;
+		o->sport = lport;
+		o->dst = remote;
+		o->dport = rport;
+	} else {
+		o->src = remote;
+		o->sport = rport;
+		o->dst = local;
+		o->dport = lport;
+	}
+	o->direction = direction;
+	o->pad[0] = o->pad[1] = o->pad[2] = 0;
+	km_conn_submit(o);
+}
+
 static __always_inline __u64 km_less(__u64 v, __u64 n)
 {
 	return v > n ? v - n : 0;
 }
 
-static __always_inline void km_conn_bytes(struct bpf_sock_ops *skops, struct bpf_sock *sk,
-					  struct km_conn_event *e, __u32 old_state)
-{
-	struct tcp_sock *tp = sk ? bpf_skc_to_tcp_sock(sk) : NULL;
-	int fin_sent = old_state == BPF_TCP_FIN_WAIT1 || old_state == BPF_TCP_FIN_WAIT2 ||
-		       old_state == BPF_TCP_CLOSING || old_state == BPF_TCP_LAST_ACK;
-	int our_fin = fin_sent && tp && tp->snd_una == tp->write_seq;
-	int peer_fin = tp && (tp->inet_conn.icsk_inet.sk.__sk_common.skc_flags & (1ul << SOCK_DONE));
+/* What a close reports, read from the socket. */
+struct km_tcp_counters {
+	__u64 bytes_acked, bytes_sent, bytes_retrans, bytes_received;
+	__u32 snd_nxt, write_seq, total_retrans, srtt_us;
+	unsigned long skc_flags;
+	struct km_addr local, remote;
+	__u16 family, lport, rport; /* ports in host byte order */
+};
 
-	e->sent_bytes = km_less(KM_CTX64(skops, bytes_acked),
-				(e->direction == KM_CONN_OUTBOUND) + our_fin);
-	e->received_bytes = km_less(KM_CTX64(skops, bytes_received), peer_fin);
+/* Fill *c from tp with READ(tp, field) and READ_INTO(dst, tp, field): a cgroup/sock program can
+ * neither call bpf_skc_to_tcp_sock nor read the addresses from its context, which is the socket
+ * itself, so conn_close.bpf.c reads the socket as a kernel object (see there). */
+#define KM_TCP_COUNTERS(tp, c, READ, READ_INTO)                                                    \
+	do {                                                                                       \
+		(c)->bytes_acked = READ(tp, bytes_acked);                                          \
+		(c)->bytes_sent = READ(tp, bytes_sent);                                            \
+		(c)->bytes_retrans = READ(tp, bytes_retrans);                                      \
+		(c)->bytes_received = READ(tp, bytes_received);                                    \
+		(c)->snd_nxt = READ(tp, snd_nxt);                                                  \
+		(c)->write_seq = READ(tp, write_seq);                                              \
+		(c)->total_retrans = READ(tp, total_retrans);                                      \
+		(c)->srtt_us = READ(tp, srtt_us);                                                  \
+		(c)->skc_flags = READ(tp, inet_conn.icsk_inet.sk.__sk_common.skc_flags);           \
+		(c)->family = READ(tp, inet_conn.icsk_inet.sk.__sk_common.skc_family);             \
+		if ((c)->family == KM_AF_INET) {                                                   \
+			km_addr_from_v4(&(c)->local,                                               \
+					READ(tp, inet_conn.icsk_inet.sk.__sk_common.skc_rcv_saddr)); \
+			km_addr_from_v4(&(c)->remote,                                              \
+					READ(tp, inet_conn.icsk_inet.sk.__sk_common.skc_daddr));   \
+		} else { /* an IPv4 peer of a dual-stack socket is v4-mapped, as km_addr wants */ \
+			READ_INTO(&(c)->local, tp,                                                 \
+				  inet_conn.icsk_inet.sk.__sk_common.skc_v6_rcv_saddr);            \
+			READ_INTO(&(c)->remote, tp,                                                \
+				  inet_conn.icsk_inet.sk.__sk_common.skc_v6_daddr);                \
+		}                                                                                  \
+		(c)->lport = READ(tp, inet_conn.icsk_inet.sk.__sk_common.skc_num);                 \
+		(c)->rport = bpf_ntohs(READ(tp, inet_conn.icsk_inet.sk.__sk_common.skc_dport));    \
+	} while (0)
+
+/* cgroup/sock_release runs when the application lets the socket go, before the kernel queues its
+ * FIN. Is this a connection to report? Not a listening socket, nor one that never connected
+ * (closed in SYN_SENT, or refused: its SYN was never acked). */
+static __always_inline int km_conn_was_open(__u32 state, const struct km_tcp_counters *c,
+					    __u8 direction)
+{
+	return state != BPF_TCP_LISTEN && state != BPF_TCP_SYN_SENT &&
+	       (direction == KM_CONN_INBOUND || c->bytes_acked != 0);
 }
 
-static __always_inline void km_conn_report(struct bpf_sock_ops *skops, struct bpf_sock *sk,
-					   const struct km_sock_state *st, __u8 kind,
-					   __u8 direction, __u32 old_state)
+/* The close: what the application wrote is what went out once (bytes_sent counts every
+ * transmission of data, bytes_retrans the repeated ones; neither counts a SYN or a FIN) plus what
+ * is still queued unsent (write_seq - snd_nxt), less our FIN when an earlier shutdown() queued it
+ * and it has not gone out yet (it is the queue's last sequence number). Received data is
+ * bytes_received less the peer's FIN once received, which tcp_fin() alone marks with
+ * SOCK_DONE. */
+static __always_inline void km_conn_close(struct bpf_sock *sk, __u32 state,
+					  const struct km_tcp_counters *c, __u8 direction)
 {
-	struct km_conn_event *e = bpf_ringbuf_reserve(&km_conn_events, sizeof(*e), 0);
-	struct km_addr local = {}, remote = {};
-	__u16 lport = (__u16)KM_CTX32(skops, local_port);
-	__u16 rport = (__u16)bpf_ntohl(KM_CTX32(skops, remote_port));
+	int fin_queued = state == BPF_TCP_FIN_WAIT1 || state == BPF_TCP_CLOSING ||
+			 state == BPF_TCP_LAST_ACK;
+	__u32 unsent = c->write_seq - c->snd_nxt;
+	struct km_conn_close *e = km_conn_reserve(sizeof(*e));
 
-	if (!e) {
-		km_count_drop(0);
+	if (!e)
 		return;
-	}
-	__builtin_memset(e, 0, sizeof(*e));
-	e->cookie = bpf_get_socket_cookie(skops);
+	e->cookie = bpf_get_socket_cookie(sk);
 	e->ts_ns = bpf_ktime_get_ns();
-	e->kind = kind;
-	e->direction = direction;
-	km_sockops_addrs(skops, &local, &remote);
 	if (direction == KM_CONN_OUTBOUND) {
-		e->src = local;
-		e->sport = lport;
-		e->dst = remote;
-		e->dport = rport;
-		if (st && st->orig_port) {
-			e->orig_dst = st->orig_addr;
-			e->orig_dport = bpf_ntohs(st->orig_port);
-			e->backend_id = st->backend_id;
-		}
-	} else {
-		e->src = remote;
-		e->sport = rport;
-		e->dst = local;
-		e->dport = lport;
+		e->src = c->local;
+		e->sport = c->lport;
+		e->dst = c->remote;
+		e->dport = c->rport;
+	} else { /* the pod is the server: the client is the remote end */
+		e->src = c->remote;
+		e->sport = c->rport;
+		e->dst = c->local;
+		e->dport = c->lport;
 	}
-	if (kind == KM_CONN_CLOSE) {
-		km_conn_bytes(skops, sk, e, old_state);
-		e->retrans = KM_CTX32(skops, total_retrans);
-		e->srtt_us = KM_CTX32(skops, srtt_us) >> 3;
-	}
-	/* No wakeup per report: waking the reader costs an interrupt each time (a VM exit in a
-	 * VM). The map writer reads every KM_CONN_EVENTS_POLL_MS anyway; it is woken only when the
-	 * ring fills past a quarter. */
-	bpf_ringbuf_submit(e, bpf_ringbuf_query(&km_conn_events, BPF_RB_AVAIL_DATA) >
-				      KM_CONN_EVENTS_BYTES / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+	e->sent_bytes = km_less(c->bytes_sent, c->bytes_retrans) + km_less(unsent, fin_queued && unsent);
+	e->received_bytes = km_less(c->bytes_received, !!(c->skc_flags & (1ul << SOCK_DONE)));
+	e->retrans = c->total_retrans;
+	e->srtt_us = c->srtt_us >> 3;
+	e->direction = direction;
+	e->pad[0] = e->pad[1] = e->pad[2] = 0;
+	km_conn_submit(e);
 }
 
 #endif

@@ -384,6 +384,9 @@ static int attach_all(struct km_dataplane *dp)
 		[KM_HOOK_RECVMSG6] = { dp->skel->progs.km_recvmsg6, "recvmsg6" },
 		[KM_HOOK_SOCKOPS] = { dp->skel->progs.km_sockops, "sockops" },
 		[KM_HOOK_AUTHZ_INGRESS] = { dp->skel->progs.km_authz_ingress, "authz_ingress" },
+		[KM_HOOK_SOCK_RELEASE] = { dp->rdonly_cast ? dp->skel->progs.km_sock_release
+							   : dp->skel->progs.km_sock_release_compat,
+					   "sock_release" },
 	};
 	int err;
 
@@ -526,7 +529,12 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	}
 	if ((err = setup_maps(dp, cfg)))
 		return err;
-	if (!km_probe_sock_destroy()) {
+	/* one of the two ways of reading a closing socket (conn_close.bpf.c) */
+	dp->rdonly_cast = !cfg->compat_programs && km_probe_kfunc("bpf_rdonly_cast");
+	bpf_program__set_autoload(dp->rdonly_cast ? dp->skel->progs.km_sock_release_compat
+						  : dp->skel->progs.km_sock_release,
+				  false);
+	if (!km_probe_kfunc("bpf_sock_destroy")) {
 		km_warn("this kernel lacks bpf_sock_destroy (Linux 6.5): connections already open when "
 			"a policy change denies them stay open; new ones are still decided");
 		bpf_program__set_autoload(dp->skel->progs.km_authz_recheck, false);

@@ -40,6 +40,7 @@ struct km_dataplane_config {
 	const char *cgroup_path; /* cgroup-v2 directory the programs attach to */
 	struct km_table_sizes sizes;
 	int preallocate; /* routing tables without BPF_F_NO_PREALLOC (maps created from now on) */
+	int compat_programs; /* the variants for older kernels even where newer features exist */
 	struct km_node_config node;
 };
 
@@ -53,6 +54,7 @@ enum km_dp_hook {
 	KM_HOOK_RECVMSG6,
 	KM_HOOK_SOCKOPS,
 	KM_HOOK_AUTHZ_INGRESS,
+	KM_HOOK_SOCK_RELEASE,
 	KM_HOOK_COUNT
 };
 
@@ -61,6 +63,7 @@ struct km_dataplane {
 	struct bpf_link *links[KM_HOOK_COUNT];
 	struct bpf_link *recheck_link; /* the authz re-check iterator; NULL: kernel lacks it */
 	int sk_msg_attached; /* the TLV program is attached to km_sockhash */
+	int rdonly_cast;     /* the kernel has bpf_rdonly_cast: km_sock_release, not its compat twin */
 	int lock_fd; /* flock on the pin directory: one map writer per directory */
 	int cgroup_fd;
 	/* map fds, owned by skel */

@@ -70,35 +70,74 @@ static void flush(struct km_mw_events *ev)
 	ev->n_batch = 0;
 }
 
+/* The three kinds of record in km_conn_events are told apart by their sizes. */
+_Static_assert(sizeof(struct km_conn_dial) != sizeof(struct km_conn_open) &&
+		       sizeof(struct km_conn_dial) != sizeof(struct km_conn_close) &&
+		       sizeof(struct km_conn_open) != sizeof(struct km_conn_close),
+	       "record sizes");
+
+/* The next message of the batch, or NULL when nobody subscribed. */
+static struct km_mw_event_slot *next_slot(struct km_mw_events *ev, uint32_t kind, uint8_t direction,
+					  uint64_t cookie, uint64_t ts_ns, const struct km_addr *src,
+					  const struct km_addr *dst, uint16_t sport, uint16_t dport)
+{
+	struct km_mw_event_slot *slot;
+
+	ev->conn_reports++;
+	if (!ev->n_subs)
+		return NULL;
+	slot = &ev->batch[ev->n_batch++];
+	kmesh__ipc__conn_event__init(&slot->msg);
+	slot->msg.kind = kind;
+	slot->msg.direction = direction;
+	slot->msg.cookie = cookie;
+	slot->msg.mono_ns = ts_ns;
+	set_bytes(&slot->msg.src, slot->src, src);
+	set_bytes(&slot->msg.dst, slot->dst, dst);
+	slot->msg.sport = sport;
+	slot->msg.dport = dport;
+	return slot;
+}
+
 static int on_conn_event(void *ctx, void *data, size_t size)
 {
 	struct km_mw_events *ev = ctx;
-	const struct km_conn_event *e = data;
 	struct km_mw_event_slot *slot;
 
-	if (size < sizeof(*e))
+	if (size == sizeof(struct km_conn_dial)) {
+		const struct km_conn_dial *d = data;
+
+		ev->dials++;
+		km_dial_cache_put(&ev->dials_pending, d->cookie, &d->orig_dst, d->orig_dport);
 		return 0;
-	ev->conn_reports++;
-	if (!ev->n_subs)
-		return 0;
-	slot = &ev->batch[ev->n_batch++];
-	kmesh__ipc__conn_event__init(&slot->msg);
-	slot->msg.kind = e->kind;
-	slot->msg.direction = e->direction;
-	set_bytes(&slot->msg.src, slot->src, &e->src);
-	set_bytes(&slot->msg.dst, slot->dst, &e->dst);
-	slot->msg.sport = e->sport;
-	slot->msg.dport = e->dport;
-	if (e->orig_dport) {
-		set_bytes(&slot->msg.orig_dst, slot->orig, &e->orig_dst);
-		slot->msg.orig_dport = e->orig_dport;
 	}
-	slot->msg.sent_bytes = e->sent_bytes;
-	slot->msg.received_bytes = e->received_bytes;
-	slot->msg.retrans = e->retrans;
-	slot->msg.srtt_us = e->srtt_us;
-	slot->msg.cookie = e->cookie;
-	slot->msg.mono_ns = e->ts_ns;
+	if (size == sizeof(struct km_conn_open)) {
+		const struct km_conn_open *o = data;
+		struct km_addr orig;
+		uint16_t port;
+
+		slot = next_slot(ev, KM_CONN_OPEN, o->direction, o->cookie, o->ts_ns, &o->src, &o->dst,
+				 o->sport, o->dport);
+		/* taken even with nobody to tell: the entry is done with */
+		if (o->direction == KM_CONN_OUTBOUND &&
+		    km_dial_cache_take(&ev->dials_pending, o->cookie, &orig, &port) && slot) {
+			set_bytes(&slot->msg.orig_dst, slot->orig, &orig);
+			slot->msg.orig_dport = port;
+		}
+	} else if (size == sizeof(struct km_conn_close)) {
+		const struct km_conn_close *c = data;
+
+		slot = next_slot(ev, KM_CONN_CLOSE, c->direction, c->cookie, c->ts_ns, &c->src, &c->dst,
+				 c->sport, c->dport);
+		if (slot) {
+			slot->msg.sent_bytes = c->sent_bytes;
+			slot->msg.received_bytes = c->received_bytes;
+			slot->msg.retrans = c->retrans;
+			slot->msg.srtt_us = c->srtt_us;
+		}
+	} else {
+		return 0; /* not a record this build knows */
+	}
 	if (ev->n_batch == KM_EVENTS_BATCH)
 		flush(ev);
 	return 0;
@@ -154,8 +193,10 @@ int km_mw_events_start(struct km_mw_events *ev, uv_loop_t *loop, struct km_ipc_s
 	ev->srv = srv;
 	ev->fd_drops = fd_drops;
 	ev->batch = calloc(KM_EVENTS_BATCH, sizeof(*ev->batch));
-	if (!ev->batch)
+	if (!ev->batch || km_dial_cache_init(&ev->dials_pending) != 0) {
+		km_mw_events_stop(ev);
 		return -ENOMEM;
+	}
 	ev->rb = ring_buffer__new(fd_conn_events, on_conn_event, ev, NULL);
 	if (!ev->rb || ring_buffer__add(ev->rb, fd_bpf_log, on_log_record, ev) != 0) {
 		err = -errno;
@@ -241,4 +282,5 @@ void km_mw_events_stop(struct km_mw_events *ev)
 	ev->rb = NULL;
 	free(ev->batch);
 	ev->batch = NULL;
+	km_dial_cache_free(&ev->dials_pending);
 }

@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "ipc/server.h"
+#include "services/map-writer/dial_cache.h"
 
 #define KM_EVENTS_BATCH 256
 #define KM_EVENTS_QUEUE_MAX (4u << 20)
@@ -39,6 +40,8 @@ struct km_mw_events {
 	size_t n_subs;
 	struct km_mw_event_slot *batch; /* KM_EVENTS_BATCH */
 	size_t n_batch;
+	struct km_dial_cache dials_pending; /* original destinations until their open is read */
+	uint64_t dials;                     /* connect-time reports read (joined, not streamed) */
 	uint64_t conn_reports, log_records; /* read */
 	uint64_t lost_slow;                 /* reports some subscriber did not get */
 };

@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 		 max_waypoint_sockets = 65536, dns_port = 53, max_frame = KM_FRAME_MAX_DEFAULT;
 	struct km_node_config node = { 0 };
 	mode_t socket_mode = 0660;
-	int preallocate = 0;
+	int preallocate = 0, compat_programs = 0;
 	gid_t socket_gid = (gid_t)-1;
 	const uint64_t table_min = 16, table_max = 1u << 24;
 	const struct km_option opts[] = {
@@ -195,6 +195,10 @@ int main(int argc, char **argv)
 		  "allocate every routing-table entry at start (kernel memory for the full sizes, "
 		  "see docs/performance.md): about 1.5x the table write rate and no allocation at "
 		  "update time; applies to maps created from now on", "KMESH_PREALLOCATE_TABLES" },
+		{ "compat-programs", KM_OPT_BOOL, &compat_programs, NULL,
+		  "load the variants of the programs written for kernels that lack newer BPF features "
+		  "(e.g. bpf_rdonly_cast, Linux 6.2), even where the kernel has them: to test them",
+		  "KMESH_COMPAT_PROGRAMS" },
 		{ "detach-on-exit", KM_OPT_BOOL, &w.detach_on_exit, NULL,
 		  "on shutdown detach the programs and unpin every map (uninstall); by default they "
 		  "stay so traffic keeps flowing", "KMESH_DETACH_ON_EXIT" },
@@ -248,6 +252,7 @@ int main(int argc, char **argv)
 	dcfg.sizes.authz_rows = (uint32_t)max_authz_rows;
 	dcfg.sizes.authz_cidrs = (uint32_t)max_authz_cidrs;
 	dcfg.preallocate = preallocate;
+	dcfg.compat_programs = compat_programs;
 	dcfg.node = node;
 	dcfg.node.dns_port = (uint16_t)dns_port;
 	dcfg.node.flags = (uint16_t)((monitoring ? KM_CFG_F_MONITORING : 0) |

@@ -147,6 +147,12 @@ static void render(struct km_mw_metrics *m, struct km_prom *p)
 	km_mw_events_lost(rq->events, &lost_conn, &lost_log);
 	counter(p, "kmesh_conn_reports_total", "connection reports read from the programs",
 		rq->events->conn_reports);
+	counter(p, "kmesh_conn_dials_total",
+		"original destinations reported at connect(), joined to the connections' opens",
+		rq->events->dials);
+	counter(p, "kmesh_conn_dials_evicted_total",
+		"original destinations forgotten before their open was read (bounded cache)",
+		rq->events->dials_pending.evicted);
 	counter(p, "kmesh_conn_reports_lost_total",
 		"connection reports lost (ring buffer full, or a subscriber too slow)", lost_conn);
 	counter(p, "kmesh_bpf_log_lines_lost_total", "BPF log lines lost (ring buffer full)",

@@ -22,6 +22,7 @@ int km_probe_kernel(void)
 		{ BPF_PROG_TYPE_CGROUP_SOCK_ADDR, "cgroup socket-address programs (connect, sendmsg, recvmsg)" },
 		{ BPF_PROG_TYPE_SOCK_OPS, "sockops programs" },
 		{ BPF_PROG_TYPE_SK_MSG, "sk_msg programs" },
+		{ BPF_PROG_TYPE_CGROUP_SOCK, "cgroup socket programs (sock_release)" },
 	};
 	static const struct {
 		enum bpf_map_type map;
@@ -43,6 +44,9 @@ int km_probe_kernel(void)
 		{ BPF_PROG_TYPE_SOCK_OPS, BPF_FUNC_sk_storage_get, "bpf_sk_storage_get in sockops" },
 		{ BPF_PROG_TYPE_SK_MSG, BPF_FUNC_msg_push_data, "bpf_msg_push_data in sk_msg" },
 		{ BPF_PROG_TYPE_SK_MSG, BPF_FUNC_sk_storage_get, "bpf_sk_storage_get in sk_msg" },
+		{ BPF_PROG_TYPE_CGROUP_SOCK, BPF_FUNC_get_netns_cookie, "bpf_get_netns_cookie in sock_release" },
+		{ BPF_PROG_TYPE_CGROUP_SOCK, BPF_FUNC_sk_storage_get, "bpf_sk_storage_get in sock_release" },
+		{ BPF_PROG_TYPE_CGROUP_SOCK, BPF_FUNC_get_socket_cookie, "bpf_get_socket_cookie in sock_release" },
 	};
 	int missing = 0;
 
@@ -70,14 +74,14 @@ int km_probe_kernel(void)
 	return 0;
 }
 
-int km_probe_sock_destroy(void)
+int km_probe_kfunc(const char *name)
 {
 	struct btf *vmlinux = btf__load_vmlinux_btf();
 	int found;
 
 	if (!vmlinux)
 		return 0;
-	found = btf__find_by_name_kind(vmlinux, "bpf_sock_destroy", BTF_KIND_FUNC) > 0;
+	found = btf__find_by_name_kind(vmlinux, name, BTF_KIND_FUNC) > 0;
 	btf__free(vmlinux);
 	return found;
 }

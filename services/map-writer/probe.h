@@ -5,8 +5,9 @@
 
 /* Returns 0, or -ENOTSUP after logging every missing feature. */
 int km_probe_kernel(void);
-/* Does the kernel have bpf_sock_destroy (6.5), for closing connections a policy change denies? */
-int km_probe_sock_destroy(void);
+/* Does the kernel have this kfunc? E.g. bpf_sock_destroy (6.5), for closing connections a policy
+ * change denies; bpf_rdonly_cast (6.2), for reading a closing socket's counters cheaply. */
+int km_probe_kfunc(const char *name);
 /* Is the capability (CAP_*) in this process's effective set? */
 int km_probe_has_cap(int cap);
 

@@ -49,7 +49,7 @@ wl() { # wl NAME IP [SERVICES]
 cat <<JSON | km_write_config
 {"resources": [
  {"service": {"name": "web", "namespace": "t", "hostname": "web.t", "addresses": [{"address": "$VIP"}],
-   "ports": [{"servicePort": 80, "targetPort": 8080}]}},
+   "ports": [{"servicePort": 80, "targetPort": 8080}, {"servicePort": 81, "targetPort": 8081}]}},
  $(wl client "$S.10"), $(wl b1 "$S.21" '"t/web.t": {}')
 ]}
 JSON
@@ -74,6 +74,14 @@ check "received (the request, 'hello\\n' each): 18 data bytes, alike" \
 	eval 'sample_is istio_tcp_received_bytes_total source 18 && sample_is istio_tcp_received_bytes_total destination 18' 
 check "every label of the series, in Istio's order, from the workloads and the VIP's service" \
 	eval 'km_metrics_has "istio_tcp_connections_opened_total{reporter=\"source\",source_workload=\"client-v1\",source_canonical_service=\"client\",source_canonical_revision=\"v1\",source_workload_namespace=\"t\",source_principal=\"spiffe://td.local/ns/t/sa/client-sa\",source_app=\"client\",source_version=\"v1\",source_cluster=\"c1\",destination_service=\"web.t\",destination_service_namespace=\"t\",destination_service_name=\"web\",destination_workload=\"b1-v1\",destination_canonical_service=\"b1\",destination_canonical_revision=\"v1\",destination_workload_namespace=\"t\",destination_principal=\"spiffe://td.local/ns/t/sa/b1-sa\",destination_app=\"b1\",destination_version=\"v1\",destination_cluster=\"c1\",request_protocol=\"tcp\",response_flags=\"-\",connection_security_policy=\"unknown\"} 3"'
+# closes are reported when the application lets the socket go (cgroup/sock_release)
+km_connect client "$VIP" 80 --send hello --half-close --timeout 2 >/dev/null
+check "a client that shut its side down first: sent and received still count data only (+3, +6)" \
+	eval 'sample_is istio_tcp_sent_bytes_total source 12 && sample_is istio_tcp_received_bytes_total source 24 && sample_is istio_tcp_received_bytes_total destination 24'
+km_connect client "$VIP" 81 --timeout 1 >/dev/null # nothing listens on its target port
+connect 1 >/dev/null
+check "a refused connect is neither opened nor closed (the next one counts exactly once)" \
+	eval 'sample_is istio_tcp_connections_closed_total source 5 && sample_is istio_tcp_connections_opened_total source 5'
 check "the agent's own metrics are on the page" \
 	eval 'out=$(km_metrics) && grep -q "^kmesh_xds_agent_build_info{version=" <<<"$out" && grep -q "^kmesh_map_writer_connected 1" <<<"$out" && grep -q "^kmesh_xds_apply_seconds_bucket{le=\"+Inf\"}" <<<"$out" && grep -q "^kmesh_model_workloads 2" <<<"$out"'
 check "... and the map writer's (its file in the metrics directory, every second): tables and requests" \
@@ -136,5 +144,32 @@ check "at debug the programs' lines reach the map writer's log (its own level in
 out=$(ctl monitoring sideways 2>&1)
 rc=$?
 check "every switch has --help" eval 'ctl monitoring --help | grep -q "usage: kmeshctl monitoring" && ctl authz --help | grep -q "usage: kmeshctl authz" && ctl accesslog --help | grep -q "usage: kmeshctl accesslog" && [ $rc = 2 ]'
+
+# the same close read the way kernels before 6.2 need (bpf_probe_read_kernel): a map writer
+# restarted with --compat-programs updates the pinned link to that variant (killed: it was
+# started to detach everything on a clean exit)
+subs=$(grep -c "subscribed to connection reports" "$KM_DIR/map-writer.log")
+kill -KILL "$KM_MW_PID"; wait "$KM_MW_PID" 2>/dev/null
+km_map_writer_start --compat-programs || exit 1
+for _ in $(seq 1 100); do # the agent reconnects and subscribes again
+	[ "$(grep -c "subscribed to connection reports" "$KM_DIR/map-writer.log")" -gt "$subs" ] && break
+	sleep 0.1
+done
+totals() { echo "$(sample istio_tcp_sent_bytes_total source) $(sample istio_tcp_received_bytes_total source) $(sample istio_tcp_connections_closed_total source)"; }
+last=$(totals) # the reports still in the pinned ring buffer arrive first: wait until they have
+for _ in $(seq 1 20); do
+	sleep 0.3
+	now=$(totals)
+	[ "$now" = "$last" ] && break
+	last=$now
+done
+read -r sent received closed <<<"$last"
+release_prog=$(bpftool -j link show pinned "$KM_DIR/bpffs/kmesh/links/sock_release" | "$KM_PY" -c "import json,sys; print(json.load(sys.stdin)['prog_id'])")
+check "the compat close program is the one attached (it reads with bpf_probe_read_kernel)" \
+	eval '[ "$(bpftool prog dump xlated id "$release_prog" | grep -c probe_read_kernel)" -gt 0 ]'
+km_connect client "$VIP" 81 --timeout 1 >/dev/null
+km_connect client "$VIP" 80 --send hello --half-close --timeout 2 >/dev/null
+check "... and counts the same: sent +3, received +6, refused connects not at all" \
+	eval 'sample_is istio_tcp_sent_bytes_total source $((sent + 3)) && sample_is istio_tcp_received_bytes_total source $((received + 6)) && sample_is istio_tcp_connections_closed_total source $((closed + 1))'
 
 km_check_summary telemetry

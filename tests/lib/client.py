@@ -4,7 +4,8 @@
 --send TEXT sends TEXT first (the answer is whatever comes back); --hold SECONDS keeps every
 connection open that long after printing; --watch SECONDS keeps the (one) connection open and
 then prints how it ended, "end error:<ERRNO> <unix time>" or "end eof <unix time>", or "end open"
-if it lasted SECONDS; --udp sends one datagram per count and the answer is
+if it lasted SECONDS; --half-close shuts its sending side down after --send and reads until the
+server closes before closing itself; --udp sends one datagram per count and the answer is
 "<reply> from <source address> <source port>" (the source as recvfrom reports it)."""
 import argparse
 import collections
@@ -25,7 +26,12 @@ def tcp_once(args, family, held):
         s.connect((args.host, args.port))
         if args.send:
             s.sendall(args.send.encode() + b"\n")
+        if args.half_close:
+            s.shutdown(socket.SHUT_WR)
         data = s.recv(512).decode().strip()
+        if args.half_close:
+            while s.recv(512):
+                pass
         if args.hold or args.watch:
             held.append(s)
             s = None
@@ -61,6 +67,8 @@ def main():
     ap.add_argument("--hold", type=float, default=0, help="keep connections open SECONDS")
     ap.add_argument("--watch", type=float, default=0,
                     help="after the answer, wait up to SECONDS for the connection to end")
+    ap.add_argument("--half-close", action="store_true",
+                    help="shutdown(SHUT_WR) after sending, then read until the server closes")
     ap.add_argument("--udp", action="store_true")
     args = ap.parse_args()
     seen = collections.Counter()
