@@ -15,7 +15,14 @@ ctl() { build/bin/kmeshctl --map-writer-socket "$KM_SOCKET" "$@" >/dev/null; }
 vip_row() { # p50 and ratio of the VIP row
 	awk -F'|' '/through the VIP, programs attached/ {gsub(/ /, "", $4); gsub(/ /, "", $8); print $4, $8}' <<<"$1"
 }
-sockops_ns() { awk -F'|' '/the VIP/ && /`sockops`/ {gsub(/ /, "", $4); print $4}' <<<"$1"; }
+prog_ns() { # prog_ns PROGRAM OUTPUT: its ns per VIP connect
+	awk -F'|' -v p="\`$1\`" '/the VIP/ && index($3, p) {gsub(/ /, "", $4); print $4}' <<<"$2"
+}
+row() { # row off|on OUTPUT P50 RATIO
+	local c s r
+	c=$(prog_ns connect4 "$2") s=$(prog_ns sockops "$2") r=$(prog_ns sock_release "$2")
+	echo "| $1 | $3 | $4 | $c | $s | $r | $((c + s + r)) |"
+}
 
 ctl monitoring disable
 off=$(connect_run)
@@ -32,14 +39,16 @@ cat <<MD
 Command: \`make bench\` (runs \`bench/monitoring.sh\`; \`ENDPOINTS=$ENDPOINTS\`, \`ROUNDS=$ROUNDS\`,
 \`PER_ROUND=$PER_ROUND\`). The mesh of \`bench/connect.sh\` with $ENDPOINTS endpoints; connect_bench
 runs twice in it, monitoring switched off and then on with \`kmeshctl monitoring\`. With it on,
-sockops reports each connection at establishment (inside connect(), on loopback) and at its
-reset, and the xDS agent counts them. Each run's ratio is against the direct connects with no
-program measured in the same run.
+connect4 reports the original destination of each connection it rewrites, sockops each
+connection at establishment (inside connect(), on loopback) and sock_release each close, one
+small ring-buffer record each, and the xDS agent counts them. Each run's ratio is against the
+direct connects with no program measured in the same run; the programs' times are
+\`BPF_ENABLE_STATS\` per VIP connect.
 
-| monitoring | p50 through the VIP (us) | ratio to direct (p50) | sockops ns per connect |
-|---|---|---|---|
-| off | $off_p50 | $off_ratio | $(sockops_ns "$off") |
-| on | $on_p50 | $on_ratio | $(sockops_ns "$on") |
+| monitoring | p50 through the VIP (us) | ratio to direct (p50) | connect4 ns | sockops ns | sock_release ns | all three |
+|---|---|---|---|---|---|---|
+$(row off "$off" "$off_p50" "$off_ratio")
+$(row on "$on" "$on_p50" "$on_ratio")
 
 The agent received $reports connection reports; $lost were lost.
 MD
