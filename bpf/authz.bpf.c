@@ -1,9 +1,17 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* authz.bpf.c — L4 authorization of new inbound TCP connections to enrolled pods, decided on the
- * SYN before the kernel answers it: a denied SYN is dropped, so a denied client never reaches the
- * server (it sees a connect timeout, as behind a dropping firewall). The decision is
- * bpf/lib/authz.h. Traffic on the loopback device (a pod talking to itself) is not checked, as
- * ztunnel never sees it; nothing is checked while authorization is switched off (km_config). */
+/* authz.bpf.c — L4 authorization of new inbound TCP connections to enrolled pods, decided before
+ * the kernel answers the SYN, in one of two places:
+ *   - km_authz_lookup (sk_lookup, attached to each enrolled pod's network namespace by the map
+ *     writer): decided when the kernel looks for the listening socket; a denied connection is
+ *     given none, so the kernel answers with a reset and the client's connect() fails at once
+ *     with ECONNREFUSED, as ztunnel resets it;
+ *   - km_authz_ingress (cgroup_skb/ingress), for an enrolled pod whose namespace has no such
+ *     program (KM_MANAGE_F_AUTHZ_LOOKUP unset: enrolled without its namespace's path, or the
+ *     attach failed): a denied SYN is dropped and the client times out, as behind a dropping
+ *     firewall.
+ * The decision is bpf/lib/authz.h. Traffic on the loopback device (a pod talking to itself) is
+ * not checked, as ztunnel never sees it; nothing is checked while authorization is switched off
+ * (km_config). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
@@ -82,6 +90,7 @@ static __always_inline int parse_v6(struct __sk_buff *skb, struct km_authz_conn 
 SEC("cgroup_skb/ingress")
 int km_authz_ingress(struct __sk_buff *skb)
 {
+	struct km_manage_value *pod;
 	struct km_authz_conn c = {};
 	struct km_authz_result r;
 	int syn;
@@ -94,8 +103,11 @@ int km_authz_ingress(struct __sk_buff *skb)
 		syn = parse_v6(skb, &c);
 	else
 		return KM_SKB_PASS;
-	if (syn == SYN_NO || (km_config_flags() & KM_CFG_F_AUTHZ_OFF) || !km_netns_managed(skb))
+	if (syn == SYN_NO || (km_config_flags() & KM_CFG_F_AUTHZ_OFF))
 		return KM_SKB_PASS;
+	pod = km_netns_manage(skb);
+	if (!pod || (pod->flags & KM_MANAGE_F_AUTHZ_LOOKUP))
+		return KM_SKB_PASS; /* not enrolled, or decided at the socket lookup */
 	if (syn == SYN_UNPARSED)
 		return KM_SKB_DROP; /* cannot be decided: never let it reach an enrolled pod */
 	km_authz_identify(&c);
@@ -105,6 +117,40 @@ int km_authz_ingress(struct __sk_buff *skb)
 		       (__u64)(unsigned long)c.src.bytes, (__u64)(unsigned long)c.dst.bytes, c.dport,
 		       r.stat_id);
 	return r.deny ? KM_SKB_DROP : KM_SKB_PASS;
+}
+
+#define KM_AF_INET 2
+
+SEC("sk_lookup")
+int km_authz_lookup(struct bpf_sk_lookup *ctx)
+{
+	struct km_authz_conn c = {};
+	struct km_authz_result r;
+
+	if (ctx->protocol != IPPROTO_TCP || ctx->ingress_ifindex == KM_LOOPBACK_IFINDEX ||
+	    (km_config_flags() & KM_CFG_F_AUTHZ_OFF))
+		return SK_PASS;
+	if (ctx->family == KM_AF_INET) {
+		km_addr_from_v4(&c.src, ctx->remote_ip4);
+		km_addr_from_v4(&c.dst, ctx->local_ip4);
+	} else {
+		c.src.words[0] = ctx->remote_ip6[0];
+		c.src.words[1] = ctx->remote_ip6[1];
+		c.src.words[2] = ctx->remote_ip6[2];
+		c.src.words[3] = ctx->remote_ip6[3];
+		c.dst.words[0] = ctx->local_ip6[0];
+		c.dst.words[1] = ctx->local_ip6[1];
+		c.dst.words[2] = ctx->local_ip6[2];
+		c.dst.words[3] = ctx->local_ip6[3];
+	}
+	c.dport = ctx->local_port;
+	km_authz_identify(&c);
+	km_authz_decide(&c, &r);
+	if (r.deny)
+		km_log(KM_BPF_LOG_INFO, "authz: connection from [%pI6c] to [%pI6c]:%u refused (stat %u)",
+		       (__u64)(unsigned long)c.src.bytes, (__u64)(unsigned long)c.dst.bytes, c.dport,
+		       r.stat_id);
+	return r.deny ? SK_DROP : SK_PASS;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

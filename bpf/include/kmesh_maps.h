@@ -61,8 +61,10 @@ struct km_addr {
 struct km_manage_key {
 	__u64 netns_cookie;
 };
+#define KM_MANAGE_F_AUTHZ_LOOKUP 0x1 /* the pod's network namespace has the sk_lookup
+					* authorization program: cgroup_skb leaves its SYNs alone */
 struct km_manage_value {
-	__u32 flags;        /* reserved, 0 */
+	__u32 flags;        /* KM_MANAGE_F_*; 0 in layouts <= 3 before it was used: same layout */
 	__u32 host_ifindex; /* the pod's node-side interface (IPsec's encrypt mark goes there);
 			     * 0: none. Padding, always 0, in earlier builds: same layout. */
 };

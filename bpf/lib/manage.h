@@ -6,11 +6,17 @@
 
 #include "maps.h"
 
-static __always_inline int km_netns_managed(void *ctx)
+/* The socket's (or packet's) network namespace's enrollment, or NULL. */
+static __always_inline struct km_manage_value *km_netns_manage(void *ctx)
 {
 	struct km_manage_key key = { .netns_cookie = bpf_get_netns_cookie(ctx) };
 
-	return bpf_map_lookup_elem(&km_manage, &key) != NULL;
+	return bpf_map_lookup_elem(&km_manage, &key);
+}
+
+static __always_inline int km_netns_managed(void *ctx)
+{
+	return km_netns_manage(ctx) != NULL;
 }
 
 #endif

@@ -560,6 +560,7 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	dp->fd_ipsec_peer = bpf_map__fd(dp->skel->maps.km_ipsec_peer);
 	dp->fd_ipsec_cidr = bpf_map__fd(dp->skel->maps.km_ipsec_cidr);
 	dp->fd_ipsec_encrypt = bpf_program__fd(dp->skel->progs.km_ipsec_encrypt);
+	dp->fd_authz_lookup = bpf_program__fd(dp->skel->progs.km_authz_lookup);
 	dp->fd_conn_events = bpf_map__fd(dp->skel->maps.km_conn_events);
 	dp->fd_bpf_log = bpf_map__fd(dp->skel->maps.km_bpf_log);
 	dp->fd_event_drops = bpf_map__fd(dp->skel->maps.km_event_drops);

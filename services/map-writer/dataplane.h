@@ -71,6 +71,8 @@ struct km_dataplane {
 	int fd_authz_ident, fd_authz_list, fd_authz_match, fd_authz_set, fd_authz_cidr, fd_authz_stats;
 	/* the IPsec tc programs (owned by skel), attached by ipsec_tc.c when the agent asks */
 	int fd_ipsec_encrypt, fd_ipsec_decrypt;
+	/* the sk_lookup authorization program (owned by skel), attached per pod by authz_lookup.c */
+	int fd_authz_lookup;
 	/* the ring buffers programs report into (events.c reads them), and their drop counters */
 	int fd_conn_events, fd_bpf_log, fd_event_drops;
 	struct km_node_config node; /* as written to km_config */

@@ -13,6 +13,7 @@
 
 #include "ipc/frame.h"
 #include "services/map-writer/access.h"
+#include "services/map-writer/authz_lookup.h"
 #include "services/map-writer/authz_recheck.h"
 #include "services/map-writer/dataplane.h"
 #include "services/map-writer/events.h"
@@ -33,6 +34,7 @@ struct writer {
 	struct km_ipc_server server;
 	struct km_mw_requests requests;
 	struct km_authz_recheck recheck;
+	struct km_authz_lookup lookup;
 	struct km_ipsec_tc ipsec_tc;
 	struct km_signals signals;
 	struct km_access access;
@@ -269,6 +271,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	if (km_authz_lookup_init(&w.lookup, w.dp.fd_authz_lookup, w.dp.links_dir, w.dp.fd_manage,
+				 w.dp.fd_pod_netns) != 0) {
+		km_tables_free(&w.tables);
+		km_dataplane_close(&w.dp, 0);
+		return 1;
+	}
+
 	w.loop = uv_default_loop();
 	scfg.path = socket_path;
 	scfg.mode = socket_mode;
@@ -279,6 +288,7 @@ int main(int argc, char **argv)
 	w.requests.access = &w.access;
 	w.requests.recheck = &w.recheck;
 	w.requests.ipsec_tc = &w.ipsec_tc;
+	w.requests.lookup = &w.lookup;
 	w.requests.dp = &w.dp;
 	w.requests.events = &w.events;
 	km_ipsec_tc_init(&w.ipsec_tc, w.dp.fd_ipsec_encrypt, w.dp.fd_ipsec_decrypt, w.dp.fd_manage);
@@ -301,6 +311,8 @@ int main(int argc, char **argv)
 	if (w.detach_on_exit && w.ipsec_tc.enabled)
 		km_info("IPsec: tc programs taken off %d interfaces", km_ipsec_tc_disable(&w.ipsec_tc));
 	km_tables_free(&w.tables);
+	if (w.detach_on_exit)
+		km_authz_lookup_remove_all(&w.lookup);
 	km_dataplane_close(&w.dp, w.detach_on_exit);
 	uv_loop_close(w.loop);
 	return 0;

@@ -23,6 +23,7 @@ int km_probe_kernel(void)
 		{ BPF_PROG_TYPE_SOCK_OPS, "sockops programs" },
 		{ BPF_PROG_TYPE_SK_MSG, "sk_msg programs" },
 		{ BPF_PROG_TYPE_CGROUP_SOCK, "cgroup socket programs (sock_release)" },
+		{ BPF_PROG_TYPE_SK_LOOKUP, "sk_lookup programs (authorization at the socket lookup)" },
 	};
 	static const struct {
 		enum bpf_map_type map;

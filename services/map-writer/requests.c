@@ -2,6 +2,7 @@
  * kind, then table batches, enroll/unenroll, the IPsec switch, dumps and log levels
  * (see requests.h). */
 #include "services/map-writer/requests.h"
+#include "services/map-writer/authz_lookup.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -110,20 +111,26 @@ static int role_may(const struct km_ipc_session *s, Kmesh__Ipc__Envelope__BodyCa
 	}
 }
 
-/* The encrypt program on the pod's interface first (when IPsec is on), then the rows: a pod is
- * never enrolled with its traffic unmarked. An enroll again (same cookie) that fails leaves the
+/* The encrypt program on the pod's interface first (when IPsec is on), and the authorization
+ * link on its namespace, then the rows: a pod is never enrolled with its traffic unmarked. An enroll again (same cookie) that fails leaves the
  * pod as it was; one with another interface takes the program off the old one. */
 static Kmesh__Ipc__Code enroll(struct km_mw_requests *w, const Kmesh__Ipc__Enroll *e, char *err,
 			       size_t errlen)
 {
-	uint32_t old = km_tables_host_ifindex(w->tables, e->netns_cookie);
+	uint32_t old = km_tables_host_ifindex(w->tables, e->netns_cookie), flags;
 	Kmesh__Ipc__Code code;
+	char why[64];
 
-	if (!w->ipsec_tc->enabled)
-		return km_tables_enroll(w->tables, e, err, errlen);
-	if (km_ipsec_tc_pod(w->ipsec_tc, e->host_ifindex, err, errlen) != 0)
+	if (w->ipsec_tc->enabled && km_ipsec_tc_pod(w->ipsec_tc, e->host_ifindex, err, errlen) != 0)
 		return KMESH__IPC__CODE__ENCRYPTION_UNAVAILABLE;
-	code = km_tables_enroll(w->tables, e, err, errlen);
+	/* the link first, then the row that says the pod has it */
+	flags = km_authz_lookup_attach(w->lookup, e->netns_cookie, e->netns_path, e->pod);
+	code = km_tables_enroll(w->tables, e, flags, err, errlen);
+	if (code != KMESH__IPC__CODE__OK && flags &&
+	    km_tables_enrolled(w->tables, e->netns_cookie, why, sizeof(why)) != KMESH__IPC__CODE__OK)
+		km_authz_lookup_detach(w->lookup, e->netns_cookie); /* not enrolled: no link either */
+	if (!w->ipsec_tc->enabled)
+		return code;
 	if (code != KMESH__IPC__CODE__OK && e->host_ifindex != old)
 		km_ipsec_tc_pod_gone(w->ipsec_tc, e->host_ifindex);
 	else if (code == KMESH__IPC__CODE__OK && old && old != e->host_ifindex)
@@ -313,6 +320,8 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 		uint32_t ifindex;
 
 		code = km_tables_unenroll(t, env->unenroll, &ifindex, err, sizeof(err));
+		if (code == KMESH__IPC__CODE__OK)
+			km_authz_lookup_detach(w->lookup, env->unenroll->netns_cookie);
 		if (code == KMESH__IPC__CODE__OK && w->ipsec_tc->enabled)
 			km_ipsec_tc_pod_gone(w->ipsec_tc, ifindex);
 		km_log(code ? KM_LOG_WARN : KM_LOG_INFO, "unenroll netns cookie %llu (%s): %s%s%s",

@@ -17,11 +17,14 @@
 #define KM_MW_KINDS 11 /* km_mw_kind_label */
 #define KM_MW_CODES 8  /* Kmesh__Ipc__Code */
 
+struct km_authz_lookup;
+
 struct km_mw_requests {
 	struct km_tables *tables;
 	const struct km_access *access;
 	struct km_authz_recheck *recheck; /* told when a request changed authz rows */
 	struct km_ipsec_tc *ipsec_tc;     /* the IPsec tc programs: on enroll, and the agent's switch */
+	struct km_authz_lookup *lookup;   /* authorization at the socket lookup: on (un)enroll */
 	struct km_dataplane *dp;          /* km_config's switches (SetConfig) */
 	struct km_mw_events *events;      /* connection reports (Subscribe) */
 	uint64_t counts[KM_MW_ROLES][KM_MW_KINDS][KM_MW_CODES];

@@ -720,11 +720,11 @@ Kmesh__Ipc__Code km_tables_apply_batch(struct km_tables *t, const Kmesh__Ipc__Ta
 	return run.first_code;
 }
 
-Kmesh__Ipc__Code km_tables_enroll(struct km_tables *t, const Kmesh__Ipc__Enroll *e, char *err,
-				  size_t errlen)
+Kmesh__Ipc__Code km_tables_enroll(struct km_tables *t, const Kmesh__Ipc__Enroll *e,
+				  uint32_t manage_flags, char *err, size_t errlen)
 {
 	struct km_manage_key k = { .netns_cookie = e->netns_cookie };
-	struct km_manage_value v = { .host_ifindex = e->host_ifindex };
+	struct km_manage_value v = { .flags = manage_flags, .host_ifindex = e->host_ifindex };
 	struct km_pod_netns_value where = { 0 };
 	Kmesh__Ipc__Code c;
 

@@ -68,8 +68,9 @@ Kmesh__Ipc__Code km_tables_apply(struct km_tables *t, const Kmesh__Ipc__TableOp 
 Kmesh__Ipc__Code km_tables_apply_batch(struct km_tables *t, const Kmesh__Ipc__TableBatch *b,
 				       uint32_t *applied, char *err, size_t errlen);
 
-Kmesh__Ipc__Code km_tables_enroll(struct km_tables *t, const Kmesh__Ipc__Enroll *e, char *err,
-				  size_t errlen);
+/* Enroll a pod; manage_flags: its km_manage row's KM_MANAGE_F_* (authz_lookup.h). */
+Kmesh__Ipc__Code km_tables_enroll(struct km_tables *t, const Kmesh__Ipc__Enroll *e,
+				  uint32_t manage_flags, char *err, size_t errlen);
 /* The node-side interface a pod was enrolled with (0: none, or not enrolled). */
 uint32_t km_tables_host_ifindex(struct km_tables *t, uint64_t netns_cookie);
 /* OK when the netns cookie is in km_manage, NOT_FOUND when not. */

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # authz_test.sh — L4 authorization with real connections: istiod (the fake, over Delta xDS) sends
 # workloads and Authorization policies, the agent compiles them, the map writer writes them, and
-# the cgroup_skb program decides each SYN to an enrolled server pod. A denied client never gets
-# an answer (its SYN is dropped: it times out). Scenarios: no policy allows; ALLOW by source
-# namespace; ALLOW present but none matching denies; allow only a port; DENY beats ALLOW; deny by
-# source namespace; dry-run does not deny; a workload-selector policy; a pod of another network
-# with a colliding address is not taken for ours, and our non-empty network is not a reason to
-# deny (Kmesh denies every connection in multi-network meshes); a policy change closes the open
-# connections it denies, within a second, and leaves the others open.
+# the sk_lookup program in the server pod's namespace decides each new connection: a denied
+# client is refused at once (the kernel answers with a reset: ECONNREFUSED, well before its 1 s
+# timeout). A second server enrolled without its namespace's path is decided by the cgroup_skb
+# program instead (its SYN is dropped: the client times out). Scenarios: no policy allows; ALLOW
+# by source namespace; ALLOW present but none matching denies; allow only a port; DENY beats
+# ALLOW; deny by source namespace; dry-run does not deny; a workload-selector policy; a pod of
+# another network with a colliding address is not taken for ours, and our non-empty network is
+# not a reason to deny (Kmesh denies every connection in multi-network meshes); a policy change
+# closes the open connections it denies, within a second, and leaves the others open; the
+# lookup links survive a map writer restart and go with the pod's unenrollment.
 set -uo pipefail
 source "$(dirname "$0")/../lib/mesh-env.sh"
 source "$(dirname "$0")/../lib/check.sh"
@@ -40,30 +43,46 @@ raw_counter() { # raw_counter POLICY allowed|denied: the same, from the map writ
 	"$KM_TESTCTL" dump --socket "$KM_SOCKET" --table authz_stats |
 		awk -v id="$id" -v f="$2" '$1 == "authz_stat" && $2 == id {print (f == "allowed" ? $4 : $6)}'
 }
-reach() { # reach CLIENT PORT: prints what the server answered, or error:TIMEOUT when denied
-	km_connect "$1" "$SRV_IP" "$2" --count 1 --timeout 1 | awk '{print $2}'
+reach() { # reach CLIENT PORT [SERVER_IP]: what the server answered, or error:ECONNREFUSED when
+	# denied (error:TIMEOUT where the SYN is dropped)
+	km_connect "$1" "${3:-$SRV_IP}" "$2" --count 1 --timeout 1 | awk '{print $2}'
+}
+refused_fast() { # refused_fast CLIENT PORT: refused, and well before the client's 1 s timeout
+	local t0 out ms
+	t0=$(date +%s%N)
+	out=$(reach "$1" "$2")
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	echo "refused after $ms ms (client start included): $out"
+	[ "$out" = error:ECONNREFUSED ] && [ "$ms" -lt 900 ]
 }
 
 trap 'km_env_cleanup' EXIT
 km_env_setup kmz$$
 SRV_IP=$KM_SUBNET.20
+SRV2_IP=$KM_SUBNET.21
 km_pod_add srv "$SRV_IP"
+km_pod_add srv2 "$SRV2_IP"
 km_pod_add cprod "$KM_SUBNET.11"
 km_pod_add cdev "$KM_SUBNET.12"
 km_backend_start srv 8080
 km_backend_start srv 9090
 km_backend_start srv 7070 keep
-km_wait_listen srv 8080 && km_wait_listen srv 9090 && km_wait_listen srv 7070 || exit 1
+km_backend_start srv2 8080
+km_wait_listen srv 8080 && km_wait_listen srv 9090 && km_wait_listen srv 7070 &&
+	km_wait_listen srv2 8080 || exit 1
 km_make_pki
 echo t1 >"$KM_DIR/token"
 chmod 644 "$KM_DIR/token"
 km_istiod_start
 # srv names the workload-selector policy web/only-9090; "ghost" lives in another network at
 # cdev's address, in namespace prod.
-km_istiod send '{"cmd": "set", "resources": ['"$(wl srv web "$SRV_IP" net-a web/only-9090),$(wl cprod prod $KM_SUBNET.11 net-a),$(wl cdev dev $KM_SUBNET.12 net-a),$(wl ghost prod $KM_SUBNET.12 net-b)"']}' >/dev/null
+km_istiod send '{"cmd": "set", "resources": ['"$(wl srv web "$SRV_IP" net-a web/only-9090),$(wl srv2 web "$SRV2_IP" net-a),$(wl cprod prod $KM_SUBNET.11 net-a),$(wl cdev dev $KM_SUBNET.12 net-a),$(wl ghost prod $KM_SUBNET.12 net-b)"']}' >/dev/null
 km_map_writer_start || exit 1
 km_agent_start_xds --network net-a
 "$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path srv)" >/dev/null
+"$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path srv2)" --tell-path no >/dev/null
+lookup_pins() { ls "$KM_DIR/bpffs/kmesh/links/lookup" 2>/dev/null | wc -l; }
+check "one lookup link, for the pod enrolled with its namespace's path" test "$(lookup_pins)" = 1
 identities_are() { # identities_are N: the agent holds N identities (waits 3 s at most)
 	for _ in $(seq 1 60); do
 		[ "$(km_agent_json 'd["authz"]["identities"]' 2>/dev/null)" = "$1" ] && return 0
@@ -71,23 +90,25 @@ identities_are() { # identities_are N: the agent holds N identities (waits 3 s a
 	done
 	return 1
 }
-check "the agent knows the 3 identities of its network (not the other network's)" identities_are 3
+check "the agent knows the 4 identities of its network (not the other network's)" identities_are 4
 
 check "no policy: allowed" test "$(reach cdev 8080)" = srv
 
 apply_policies 1 "$(policy allow-prod web NAMESPACE ALLOW '{"namespaces": [{"exact": "prod"}]}')"
 check "ALLOW from namespace prod: a prod pod (network net-a, not empty) is allowed" \
 	test "$(reach cprod 8080)" = srv
-check "ALLOW present, none matching: the dev pod is denied (its address is 'prod' only in net-b)" \
-	test "$(reach cdev 8080)" = error:TIMEOUT
+check "ALLOW present, none matching: the dev pod is refused at once (its address is 'prod' only in net-b)" \
+	refused_fast cdev 8080
+check "... by a server enrolled without its path too, there by cgroup_skb (dropped: a timeout)" \
+	test "$(reach cdev 8080 "$SRV2_IP")" = error:TIMEOUT
 
 apply_policies 1 "$(policy allow-port web NAMESPACE ALLOW '{"destinationPorts": [9090]}')"
 check "allow only a port: 9090 allowed" test "$(reach cdev 9090)" = srv
-check "allow only a port: 8080 denied" test "$(reach cdev 8080)" = error:TIMEOUT
+check "allow only a port: 8080 denied" refused_fast cdev 8080
 
 apply_policies 2 "$(policy allow-prod web NAMESPACE ALLOW '{"namespaces": [{"exact": "prod"}]}')" \
 	"$(policy deny-8080 web NAMESPACE DENY '{"destinationPorts": [8080], "principals": [{"suffix": "/sa/cprod-sa"}]}')"
-check "DENY beats ALLOW: prod to 8080 denied" test "$(reach cprod 8080)" = error:TIMEOUT
+check "DENY beats ALLOW: prod to 8080 denied" refused_fast cprod 8080
 check "DENY beats ALLOW: prod to 9090 allowed" test "$(reach cprod 9090)" = srv
 check "the DENY policy counted its denial, the ALLOW policy its allowance" \
 	eval '[ "$(counter web/deny-8080 denied)" -ge 1 ] && [ "$(counter web/allow-prod allowed)" -ge 1 ]'
@@ -97,7 +118,7 @@ check "the agent's dump shows the map writer's counters, joined by stat id" \
 	      [ "$(km_agent_json "d[\"authz\"][\"decided_by_no_policy\"][\"denied\"] >= 1")" = true ]'
 
 apply_policies 1 "$(policy deny-dev "" GLOBAL DENY '{"namespaces": [{"prefix": "de"}]}')"
-check "deny by source namespace (mesh-wide): dev denied" test "$(reach cdev 8080)" = error:TIMEOUT
+check "deny by source namespace (mesh-wide): dev denied" refused_fast cdev 8080
 check "deny by source namespace: prod allowed (no ALLOW policy applies)" test "$(reach cprod 8080)" = srv
 
 apply_policies 1 "$(policy deny-all web NAMESPACE DENY '{"notNamespaces": [{"exact": "nowhere"}]}' true)"
@@ -106,7 +127,7 @@ check "... but counts what it would have denied" test "$(counter web/deny-all de
 
 apply_policies 1 "$(policy only-9090 web WORKLOAD_SELECTOR ALLOW '{"destinationPorts": [9090]}')"
 check "a workload-selector policy applies to the workload naming it (8080 denied)" \
-	test "$(reach cprod 8080)" = error:TIMEOUT
+	refused_fast cprod 8080
 check "... and allows what it matches (9090)" test "$(reach cprod 9090)" = srv
 
 apply_policies 0
@@ -142,6 +163,19 @@ apply_policies 0
 
 check "the map writer refused none of the compiled rows" \
 	test "$(km_agent_json 'd["map_writer"]["ops_refused"]')" = 0
+
+# the lookup link outlives the map writer (pinned), and goes with the pod
+apply_policies 1 "$(policy deny-dev "" GLOBAL DENY '{"namespaces": [{"exact": "dev"}]}')"
+kill -KILL "$KM_MW_PID"
+wait "$KM_MW_PID" 2>/dev/null
+check "with the map writer killed, a denied connection is still refused at once" refused_fast cdev 8080
+km_map_writer_start || exit 1
+check "a restarted map writer keeps the pod's link (and says so)" \
+	eval '[ "$(lookup_pins)" = 1 ] && grep -q "authorization at the socket lookup: 1 pods" "$KM_DIR/map-writer.log"'
+check "... and it still refuses" refused_fast cdev 8080
+"$KM_TESTCTL" unenroll --socket "$KM_SOCKET" --netns "$(km_netns_path srv)" >/dev/null
+check "unenrolled: the pod's link is gone, and nothing decides its connections" \
+	eval '[ "$(lookup_pins)" = 0 ] && [ "$(reach cdev 8080)" = srv ]'
 
 kill "$KM_MW_PID" && wait "$KM_MW_PID" 2>/dev/null
 check "with the map writer gone the agent's dump still answers, saying why counters are missing" \

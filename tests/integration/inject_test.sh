@@ -66,7 +66,7 @@ DENY='{"authorization": {"name": "deny-web", "namespace": "t", "scope": "NAMESPA
 inject '{"resources": ['"$DENY"']}' >/dev/null
 check "an injected DENY policy is compiled" \
 	eval '[ "$(km_agent_json "[p[\"name\"] for p in d[\"authz\"][\"compiled\"]]")" = "[\"t/deny-web\"]" ]'
-check "... and denies the real connection" eval '[ "$(answers 1)" = "1 error:TIMEOUT" ]'
+check "... and denies the real connection (refused at once)" eval '[ "$(answers 1)" = "1 error:ECONNREFUSED" ]'
 inject '{"removedPolicies": ["t/deny-web"]}' >/dev/null
 check "removing it lets connections through again" all_reach b2
 

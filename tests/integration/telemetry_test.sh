@@ -130,9 +130,9 @@ DENY='{"resources": [{"authorization": {"name": "deny-client", "namespace": "t",
   "rules": [{"clauses": [{"matches": [{"principals": [{"suffix": "/sa/client-sa"}]}]}]}]}}]}'
 ctl inject xds-agent - <<<"$DENY" >/dev/null
 check "an injected DENY policy denies (authz status: enabled)" \
-	eval 'for _ in $(seq 1 20); do [ "$(connect 1)" = "1 error:TIMEOUT" ] && break; done; ctl authz status | grep -q "enabled"'
+	eval 'for _ in $(seq 1 20); do [ "$(connect 1)" = "1 error:ECONNREFUSED" ] && break; done; ctl authz status | grep -q "enabled"'
 check "authz disable: the connection passes" eval 'ctl authz disable | grep -q disabled && [ "$(connect 1)" = "1 b1" ]'
-check "authz enable: denied again" eval 'ctl authz enable >/dev/null && [ "$(connect 1)" = "1 error:TIMEOUT" ]'
+check "authz enable: denied again" eval 'ctl authz enable >/dev/null && [ "$(connect 1)" = "1 error:ECONNREFUSED" ]'
 ctl inject xds-agent - <<<'{"removedPolicies": ["t/deny-client"]}' >/dev/null
 
 check "the BPF log is quiet at level error" eval '! grep -q "bpf: connect" "$KM_DIR/map-writer.log"'

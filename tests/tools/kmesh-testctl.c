@@ -1,6 +1,7 @@
 /* kmesh-testctl.c — a test and demo helper that talks to the map writer as a real peer:
- *   enroll   --socket S --netns PATH [--pod NAME] [--host-ifindex N]
- *                                                    enroll a network namespace (CNI role)
+ *   enroll   --socket S --netns PATH [--pod NAME] [--host-ifindex N] [--tell-path no]
+ *                                                    enroll a network namespace (CNI role);
+ *                                                    --tell-path no leaves its path out
  *   unenroll --socket S --netns PATH                 unenroll it
  *   dump     --socket S --table NAME                 print a table, one row per line (admin role)
  *   hello    --socket S --role ROLE                  exit 0 if accepted, 3 if refused
@@ -36,13 +37,13 @@
 
 struct args {
 	const char *cmd, *socket, *netns, *pod, *table, *role;
-	const char *name, *spi, *addrs, *boot_id, *cidrs, *level, *host_ifindex, *state;
+	const char *name, *spi, *addrs, *boot_id, *cidrs, *level, *host_ifindex, *state, *tell_path;
 };
 
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: kmesh-testctl enroll|unenroll --socket S --netns PATH [--pod NAME] [--host-ifindex N]\n"
+		"usage: kmesh-testctl enroll|unenroll --socket S --netns PATH [--pod NAME] [--host-ifindex N] [--tell-path no]\n"
 		"       kmesh-testctl dump --socket S --table manage|frontend|service|endpoint|backend|port_override|authz_stats|ipsec_peer|ipsec_cidr\n"
 		"       kmesh-testctl hello --socket S --role xds|cni|admin|ipsec\n"
 		"       kmesh-testctl abuse --socket S\n"
@@ -124,7 +125,7 @@ static int cmd_enroll(const struct args *a, int enroll)
 	if (enroll) {
 		km_msg_enroll_set(&e, &buf, cookie, addrs, n);
 		e.pod = (char *)(a->pod ? a->pod : a->netns);
-		e.netns_path = (char *)a->netns;
+		e.netns_path = (char *)(a->tell_path && !strcmp(a->tell_path, "no") ? "" : a->netns);
 		e.host_ifindex = a->host_ifindex ? (uint32_t)strtoul(a->host_ifindex, NULL, 10) : 0;
 		req.body_case = KMESH__IPC__ENVELOPE__BODY_ENROLL;
 		req.enroll = &e;
@@ -453,6 +454,8 @@ int main(int argc, char **argv)
 			a.netns = argv[i + 1];
 		else if (!strcmp(argv[i], "--pod"))
 			a.pod = argv[i + 1];
+		else if (!strcmp(argv[i], "--tell-path"))
+			a.tell_path = argv[i + 1];
 		else if (!strcmp(argv[i], "--table"))
 			a.table = argv[i + 1];
 		else if (!strcmp(argv[i], "--role"))

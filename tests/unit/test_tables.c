@@ -382,33 +382,33 @@ static void test_enroll_and_dump(void **state)
 	memset(long_path, 'a', sizeof(long_path) - 1);
 	long_path[0] = '/';
 	long_path[KM_NETNS_PATH_MAX] = '\0';
-	assert_int_equal(km_tables_enroll(t, &e, err, sizeof(err)), BAD); /* cookie 0 */
+	assert_int_equal(km_tables_enroll(t, &e, 0, err, sizeof(err)), BAD); /* cookie 0 */
 	e.netns_cookie = 4096;
 	e.n_addresses = 1;
 	e.addresses = &bad;
-	assert_int_equal(km_tables_enroll(t, &e, err, sizeof(err)), BAD);
+	assert_int_equal(km_tables_enroll(t, &e, 0, err, sizeof(err)), BAD);
 	e.n_addresses = 0;
 	e.netns_path = "run/netns/relative";
-	assert_int_equal(km_tables_enroll(t, &e, err, sizeof(err)), BAD);
+	assert_int_equal(km_tables_enroll(t, &e, 0, err, sizeof(err)), BAD);
 	e.netns_path = long_path;
-	assert_int_equal(km_tables_enroll(t, &e, err, sizeof(err)), BAD);
+	assert_int_equal(km_tables_enroll(t, &e, 0, err, sizeof(err)), BAD);
 	assert_non_null(strstr(err, "at most 127 bytes"));
 	assert_int_equal(km_tables_enrolled(t, 4096, err, sizeof(err)), KMESH__IPC__CODE__NOT_FOUND);
 	e.netns_path = "/run/netns/cni-1";
-	assert_int_equal(km_tables_enroll(t, &e, err, sizeof(err)), OK);
+	assert_int_equal(km_tables_enroll(t, &e, 0, err, sizeof(err)), OK);
 	assert_int_equal(km_tables_dump(t, KMESH__IPC__TABLE__TABLE_MANAGE, 0, &d, err, sizeof(err)), OK);
 	assert_int_equal(d.n_manage, 1);
 	assert_int_equal(d.manage[0]->netns_cookie, 4096);
 	assert_string_equal(d.manage[0]->netns_path, "/run/netns/cni-1");
 	km_tables_dump_free(&d);
 	e.netns_path = ""; /* enrolled again without a path: the old one is forgotten */
-	assert_int_equal(km_tables_enroll(t, &e, err, sizeof(err)), OK);
+	assert_int_equal(km_tables_enroll(t, &e, 0, err, sizeof(err)), OK);
 	assert_int_equal(km_tables_dump(t, KMESH__IPC__TABLE__TABLE_MANAGE, 0, &d, err, sizeof(err)), OK);
 	assert_string_equal(d.manage[0]->netns_path, "");
 	km_tables_dump_free(&d);
 	e.netns_path = "/run/netns/cni-1";
 	e.host_ifindex = 77; /* kept for IPsec's encrypt program, and given back at unenroll */
-	assert_int_equal(km_tables_enroll(t, &e, err, sizeof(err)), OK);
+	assert_int_equal(km_tables_enroll(t, &e, 0, err, sizeof(err)), OK);
 	assert_int_equal(km_tables_dump(t, KMESH__IPC__TABLE__TABLE_MANAGE, 0, &d, err, sizeof(err)), OK);
 	assert_int_equal(d.manage[0]->host_ifindex, 77);
 	km_tables_dump_free(&d);
