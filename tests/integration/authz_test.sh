@@ -105,6 +105,27 @@ check "... by a server enrolled without its path too, there by cgroup_skb (dropp
 apply_policies 1 "$(policy allow-port web NAMESPACE ALLOW '{"destinationPorts": [9090]}')"
 check "allow only a port: 9090 allowed" test "$(reach cdev 9090)" = srv
 check "allow only a port: 8080 denied" refused_fast cdev 8080
+denial_ms() { # denial_ms CLIENT PORT: the median time connect() takes to fail, over 20 tries
+	km_in_pod "$1" "$KM_PY" -c 'import socket, sys, time
+ts = []
+for _ in range(20):
+    s = socket.socket()
+    s.settimeout(1)
+    t0 = time.monotonic()
+    try:
+        s.connect((sys.argv[1], int(sys.argv[2])))
+        print("connected"); sys.exit(1)
+    except ConnectionRefusedError:
+        ts.append(time.monotonic() - t0)
+    finally:
+        s.close()
+ts.sort()
+print("%.3f" % (ts[10] * 1000))' "$SRV_IP" "$2"
+}
+ms=$(denial_ms cdev 8080)
+echo "a denied connect() fails after $ms ms (median of 20)"
+check "a denied connect() fails within 10 ms (the median of 20, timed around connect())" \
+	awk -v ms="$ms" 'BEGIN {exit !(ms != "" && ms < 10)}'
 
 apply_policies 2 "$(policy allow-prod web NAMESPACE ALLOW '{"namespaces": [{"exact": "prod"}]}')" \
 	"$(policy deny-8080 web NAMESPACE DENY '{"destinationPorts": [8080], "principals": [{"suffix": "/sa/cprod-sa"}]}')"
