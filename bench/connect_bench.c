@@ -31,6 +31,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bench/lib/bench_util.h"
 #include "bench/ref/ref_connect.h"
 #include "ref_connect.skel.h"
 
@@ -42,20 +43,6 @@ struct opts {
 	int cpu; /* the client's CPU; -1 = the last one */
 	struct in_addr first_endpoint;
 };
-
-static void die(const char *what)
-{
-	fprintf(stderr, "connect_bench: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -80,26 +67,6 @@ static void *accept_loop(void *arg)
 	return NULL;
 }
 
-static void join_cgroup(int procs_fd)
-{
-	char pid[32];
-	int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-
-	if (pwrite(procs_fd, pid, (size_t)n, 0) != n)
-		die("moving into a cgroup");
-}
-
-static int open_procs(const char *cgroup)
-{
-	char path[512];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup);
-	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0)
-		die(path);
-	return fd;
-}
-
 /* One connect to dst, timed, then the close() that resets it, timed too (*close_ns, if given).
  * Returns the connect's ns, or 0 on failure. */
 static uint64_t timed_connect_close(const struct sockaddr_in *dst, uint64_t *close_ns)
@@ -110,13 +77,13 @@ static uint64_t timed_connect_close(const struct sockaddr_in *dst, uint64_t *clo
 	int rc;
 
 	if (fd < 0)
-		die("socket");
+		bench_die("socket");
 	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	rc = connect(fd, (const struct sockaddr *)dst, sizeof(*dst));
-	t1 = now_ns();
+	t1 = bench_now_ns();
 	close(fd);
-	t2 = now_ns();
+	t2 = bench_now_ns();
 	if (close_ns)
 		*close_ns = t2 - t1;
 	return rc == 0 ? t1 - t0 : 0;
@@ -128,43 +95,6 @@ static uint64_t timed_connect(const struct sockaddr_in *dst)
 }
 
 /* ---- the programs' own run time (BPF_ENABLE_STATS) ------------------------------------------ */
-
-struct prog_stats {
-	uint64_t run_ns, runs;
-};
-
-static struct prog_stats link_prog_stats(const char *links_dir, const char *name)
-{
-	struct bpf_link_info li = { 0 };
-	struct bpf_prog_info pi = { 0 };
-	__u32 len = sizeof(li);
-	char path[512];
-	int lfd, pfd;
-
-	snprintf(path, sizeof(path), "%s/%s", links_dir, name);
-	if ((lfd = bpf_obj_get(path)) < 0)
-		die(path);
-	if (bpf_obj_get_info_by_fd(lfd, &li, &len) != 0)
-		die("reading a link");
-	if ((pfd = bpf_prog_get_fd_by_id(li.prog_id)) < 0)
-		die("opening a program");
-	len = sizeof(pi);
-	if (bpf_obj_get_info_by_fd(pfd, &pi, &len) != 0)
-		die("reading a program");
-	close(pfd);
-	close(lfd);
-	return (struct prog_stats){ pi.run_time_ns, pi.run_cnt };
-}
-
-static struct prog_stats fd_prog_stats(int pfd)
-{
-	struct bpf_prog_info pi = { 0 };
-	__u32 len = sizeof(pi);
-
-	if (bpf_obj_get_info_by_fd(pfd, &pi, &len) != 0)
-		die("reading the reference program's statistics");
-	return (struct prog_stats){ pi.run_time_ns, pi.run_cnt };
-}
 
 /* ---- the reference program ------------------------------------------------------------------ */
 
@@ -179,51 +109,25 @@ static struct ref_connect *ref_load(const struct opts *o, const struct sockaddr_
 
 	if (!r || bpf_map__set_max_entries(r->maps.km_ref_slots, o->endpoints) != 0 ||
 	    ref_connect__load(r) != 0)
-		die("loading the reference program");
+		bench_die("loading the reference program");
 	for (__u32 i = 0; i < o->endpoints; i++) {
 		struct km_ref_slot slot = {
 			.addr4 = htonl(ntohl(o->first_endpoint.s_addr) + i), .port = htons(SERVER_PORT)
 		};
 
 		if (bpf_map_update_elem(bpf_map__fd(r->maps.km_ref_slots), &i, &slot, BPF_ANY) != 0)
-			die("filling the reference slots");
+			bench_die("filling the reference slots");
 	}
 	if (bpf_map_update_elem(bpf_map__fd(r->maps.km_ref_vips), &k, &v, BPF_ANY) != 0)
-		die("writing the reference VIP");
+		bench_die("writing the reference VIP");
 	if ((cg = open(o->ref_cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    !bpf_program__attach_cgroup(r->progs.km_ref_connect4, cg))
-		die("attaching the reference program");
+		bench_die("attaching the reference program");
 	close(cg);
 	return r;
 }
 
-static void pin_cpu(int cpu)
-{
-	cpu_set_t set;
-
-	if (cpu < 0)
-		cpu = (int)sysconf(_SC_NPROCESSORS_ONLN) - 1;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set) != 0)
-		die("pinning the client to a CPU");
-}
-
 /* ---- figures -------------------------------------------------------------------------------- */
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static uint64_t pct(uint64_t *v, size_t n, double p) /* v sorted */
-{
-	size_t i = (size_t)(p * (double)(n - 1) + 0.5);
-
-	return v[i < n ? i : n - 1];
-}
 
 static void usage(FILE *f)
 {
@@ -297,13 +201,21 @@ static struct sockaddr_in destination(const struct opts *o, const struct sockadd
 #define PROGS 4    /* connect4, sockops and sock_release on the path, then the reference program */
 #define REF (PROGS - 1)
 
+static struct bench_prog_stats link_stats(const char *links_dir, const char *name)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", links_dir, name);
+	return bench_link_prog_stats(path);
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
 	struct sockaddr_in vip = { .sin_family = AF_INET }, any = { .sin_family = AF_INET };
 	size_t total;
 	uint64_t *lat[VARIANTS], *closes[VARIANTS], *round_med[VARIANTS], failed[VARIANTS] = { 0 };
-	struct prog_stats before[PROGS], after[PROGS];
+	struct bench_prog_stats before[PROGS], after[PROGS];
 	/* [destination: VIP, pod IP][program: the shipped ones on the path, then the reference] */
 	uint64_t run_ns[2][PROGS], runs[2][PROGS], stats_failed = 0;
 	static const char *const progs[PROGS] = { "connect4", "sockops", "sock_release",
@@ -316,29 +228,30 @@ int main(int argc, char **argv)
 	pthread_t th;
 	int cg[VARIANTS], lfd, nsfd, stats_fd, one = 1;
 
+	bench_name = "connect_bench";
 	parse(argc, argv, &o);
 	if (inet_pton(AF_INET, o.vip, &vip.sin_addr) != 1) {
 		usage(stderr);
 		return 2;
 	}
 	vip.sin_port = htons((uint16_t)o.vip_port);
-	cg[0] = open_procs(o.plain_cgroup); /* before setns: the netns may hide the cgroup mount */
-	cg[1] = open_procs(o.mesh_cgroup);
-	cg[2] = open_procs(o.ref_cgroup);
+	cg[0] = bench_open_procs(o.plain_cgroup); /* before setns: the netns may hide the cgroup mount */
+	cg[1] = bench_open_procs(o.mesh_cgroup);
+	cg[2] = bench_open_procs(o.ref_cgroup);
 	ref = ref_load(&o, &vip);
 	if ((nsfd = open(o.netns, O_RDONLY | O_CLOEXEC)) < 0 || setns(nsfd, CLONE_NEWNET) != 0)
-		die(o.netns);
+		bench_die(o.netns);
 	close(nsfd);
 
-	join_cgroup(cg[0]); /* the listener (and so every accepted socket) runs no program */
+	bench_join_cgroup(cg[0]); /* the listener (and so every accepted socket) runs no program */
 	any.sin_port = htons(SERVER_PORT);
 	if ((lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
 	    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
 	    bind(lfd, (struct sockaddr *)&any, sizeof(any)) != 0 || listen(lfd, 4096) != 0)
-		die("listening on :8080");
+		bench_die("listening on :8080");
 	if (pthread_create(&th, NULL, accept_loop, &lfd) != 0)
-		die("starting the accept thread");
-	pin_cpu(o.cpu); /* this thread only: the accept thread stays free to run elsewhere */
+		bench_die("starting the accept thread");
+	bench_pin_cpu(o.cpu); /* this thread only: the accept thread stays free to run elsewhere */
 
 	total = (size_t)o.rounds * o.per_round;
 	for (int v = 0; v < VARIANTS; v++) {
@@ -346,7 +259,7 @@ int main(int argc, char **argv)
 		closes[v] = calloc(total, sizeof(uint64_t));
 		round_med[v] = calloc(o.rounds, sizeof(uint64_t));
 		if (!lat[v] || !closes[v] || !round_med[v])
-			die("allocating");
+			bench_die("allocating");
 	}
 	/* warm-up, then rounds: direct (0) from the plain cgroup, the VIP from the mesh (1) and
 	 * the reference (2) cgroups */
@@ -355,7 +268,7 @@ int main(int argc, char **argv)
 			uint64_t *row = lat[v] + (r ? (size_t)(r - 1) * o.per_round : 0);
 			uint64_t *crow = closes[v] + (r ? (size_t)(r - 1) * o.per_round : 0);
 
-			join_cgroup(cg[v]);
+			bench_join_cgroup(cg[v]);
 			for (unsigned i = 0; i < o.per_round; i++) {
 				struct sockaddr_in dst = destination(&o, &vip, v == 0);
 				uint64_t cns, ns = timed_connect_close(&dst, &cns);
@@ -371,10 +284,10 @@ int main(int argc, char **argv)
 				uint64_t *copy = malloc(o.per_round * sizeof(uint64_t));
 
 				if (!copy)
-					die("allocating");
+					bench_die("allocating");
 				memcpy(copy, row, o.per_round * sizeof(uint64_t));
-				qsort(copy, o.per_round, sizeof(uint64_t), cmp_u64);
-				round_med[v][r - 1] = pct(copy, o.per_round, 0.5);
+				qsort(copy, o.per_round, sizeof(uint64_t), bench_cmp_u64);
+				round_med[v][r - 1] = bench_pct(copy, o.per_round, 0.5);
 				free(copy);
 			}
 		}
@@ -390,15 +303,15 @@ int main(int argc, char **argv)
 	 * (s = 0) and to endpoint addresses directly (s = 1), from the mesh cgroup (the shipped
 	 * programs), then from the reference cgroup (the floor) */
 	if ((stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME)) < 0)
-		die("BPF_ENABLE_STATS");
+		bench_die("BPF_ENABLE_STATS");
 	for (int s = 0; s < 2; s++) {
 		for (int c = 1; c <= 2; c++) {
 			int p0 = c == 1 ? 0 : REF, p1 = c == 1 ? REF - 1 : REF;
 
-			join_cgroup(cg[c]);
+			bench_join_cgroup(cg[c]);
 			for (int p = p0; p <= p1; p++)
-				before[p] = p == REF ? fd_prog_stats(bpf_program__fd(ref->progs.km_ref_connect4))
-						   : link_prog_stats(o.links_dir, progs[p]);
+				before[p] = p == REF ? bench_fd_prog_stats(bpf_program__fd(ref->progs.km_ref_connect4))
+						   : link_stats(o.links_dir, progs[p]);
 			for (unsigned i = 0; i < o.stats_connects; i++) {
 				struct sockaddr_in dst = destination(&o, &vip, s);
 
@@ -406,20 +319,20 @@ int main(int argc, char **argv)
 					stats_failed++;
 			}
 			for (int p = p0; p <= p1; p++) {
-				after[p] = p == REF ? fd_prog_stats(bpf_program__fd(ref->progs.km_ref_connect4))
-						  : link_prog_stats(o.links_dir, progs[p]);
+				after[p] = p == REF ? bench_fd_prog_stats(bpf_program__fd(ref->progs.km_ref_connect4))
+						  : link_stats(o.links_dir, progs[p]);
 				run_ns[s][p] = after[p].run_ns - before[p].run_ns;
 				runs[s][p] = after[p].runs - before[p].runs;
 			}
 		}
 	}
 	close(stats_fd);
-	join_cgroup(cg[0]);
+	bench_join_cgroup(cg[0]);
 
 	for (int v = 0; v < VARIANTS; v++) {
-		qsort(lat[v], total, sizeof(uint64_t), cmp_u64);
-		qsort(closes[v], total, sizeof(uint64_t), cmp_u64);
-		qsort(round_med[v], o.rounds, sizeof(uint64_t), cmp_u64);
+		qsort(lat[v], total, sizeof(uint64_t), bench_cmp_u64);
+		qsort(closes[v], total, sizeof(uint64_t), bench_cmp_u64);
+		qsort(round_med[v], o.rounds, sizeof(uint64_t), bench_cmp_u64);
 	}
 	printf("## connect() through a VIP with %u endpoints vs. direct with no program\n\n",
 	       o.endpoints);
@@ -438,10 +351,10 @@ int main(int argc, char **argv)
 	printf("|---|---|---|---|---|---|---|\n");
 	for (int v = 0; v < VARIANTS; v++)
 		printf("| %s | %zu | %.2f | %.2f | %.2f | %.2f / %.2f | %.3f |\n", variant_names[v],
-		       total, pct(lat[v], total, 0.5) / 1e3, pct(lat[v], total, 0.9) / 1e3,
-		       pct(lat[v], total, 0.99) / 1e3, round_med[v][0] / 1e3,
+		       total, bench_pct(lat[v], total, 0.5) / 1e3, bench_pct(lat[v], total, 0.9) / 1e3,
+		       bench_pct(lat[v], total, 0.99) / 1e3, round_med[v][0] / 1e3,
 		       round_med[v][o.rounds - 1] / 1e3,
-		       (double)pct(lat[v], total, 0.5) / (double)pct(lat[0], total, 0.5));
+		       (double)bench_pct(lat[v], total, 0.5) / (double)bench_pct(lat[0], total, 0.5));
 	printf("\nThe close() that resets each of those connections, timed too (sock_release reports the\n"
 	       "close of a monitored connection):\n\n");
 	printf("| close() of a connection made | p50 (us) | p90 (us) | p99 (us) | ratio (p50) |\n");
@@ -450,9 +363,9 @@ int main(int argc, char **argv)
 		printf("| %s | %.2f | %.2f | %.2f | %.3f |\n",
 		       v == 0 ? "directly, no program (baseline)" : v == 1 ? "via the VIP, programs attached"
 								 : "via the VIP, reference program only",
-		       pct(closes[v], total, 0.5) / 1e3, pct(closes[v], total, 0.9) / 1e3,
-		       pct(closes[v], total, 0.99) / 1e3,
-		       (double)pct(closes[v], total, 0.5) / (double)pct(closes[0], total, 0.5));
+		       bench_pct(closes[v], total, 0.5) / 1e3, bench_pct(closes[v], total, 0.9) / 1e3,
+		       bench_pct(closes[v], total, 0.99) / 1e3,
+		       (double)bench_pct(closes[v], total, 0.5) / (double)bench_pct(closes[0], total, 0.5));
 	printf("\nBPF run time per connect (`BPF_ENABLE_STATS`, %u more connects of each kind from\n"
 	       "the enrolled cgroup, and as many from the reference one%s; the statistics add their\n"
 	       "own clock reads to every run):\n\n",

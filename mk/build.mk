@@ -237,7 +237,7 @@ $(GEN)/ref_connect.skel.h: $(B)/bench/ref/ref_connect.bpf.o
 	$(BPFTOOL) gen skeleton $< name ref_connect > $@
 
 $(call obj,bench/connect_bench.c): $(GEN)/ref_connect.skel.h
-$(B)/bench/connect_bench: $(call obj,bench/connect_bench.c)
+$(B)/bench/connect_bench: $(call obj,bench/connect_bench.c bench/lib/bench_util.c)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS) -lpthread
 
