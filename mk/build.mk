@@ -241,6 +241,10 @@ $(B)/bench/connect_bench: $(call obj,bench/connect_bench.c bench/lib/bench_util.
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS) -lpthread
 
+$(B)/bench/passive_bench: $(call obj,bench/passive_bench.c bench/lib/bench_util.c)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS)
+
 $(B)/bench/cni_add_bench: $(call obj,bench/cni_add_bench.c)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^
@@ -250,7 +254,7 @@ $(B)/bench/authz_bench: $(call obj,bench/authz_bench.c $(XDS_SRCS) $(MW_SRCS) $(
 	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS) $(XDS_LIBS)
 
 BENCHES := $(addprefix $(B)/bench/,decode_bench map_update_bench table_ops_bench connect_bench \
-	cni_add_bench authz_bench)
+	cni_add_bench authz_bench passive_bench)
 bench: all $(BENCHES)
 	@bash bench/run.sh
 

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# passive.sh — what the data plane adds to an enrolled pod's side of the connections it accepts
+# (bench/passive_bench.c): connect() and bulk throughput from a client pod to a server in an
+# enrolled pod, against a server in a pod that is not enrolled, measured in the same run, and
+# each program's time per connection and cgroup_skb's per packet. One ALLOW policy applies to
+# the enrolled server and matches. ROUNDS, PER_ROUND, BULK_MB override. Prints markdown. Needs root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source tests/lib/mesh-env.sh
+ROUNDS=${ROUNDS:-20}
+PER_ROUND=${PER_ROUND:-500}
+BULK_MB=${BULK_MB:-256}
+cleanup() {
+	[ -n "${plain:-}" ] && rmdir "$plain" 2>/dev/null
+	km_env_cleanup
+}
+trap cleanup EXIT
+km_env_setup kmv$$ >/dev/null
+plain=$(dirname "$KM_CGROUP")/$KM_PREFIX-plain # a sibling: no kmesh program applies there
+mkdir "$plain"
+km_pod_add client "$KM_SUBNET.10"
+km_pod_add srv "$KM_SUBNET.20"
+km_pod_add plain "$KM_SUBNET.30"
+cat <<JSON | km_write_config
+{"resources": [
+ {"workload": {"uid": "Kubernetes//Pod/c/client", "name": "client", "namespace": "c",
+   "serviceAccount": "client", "addresses": ["$KM_SUBNET.10"]}},
+ {"workload": {"uid": "Kubernetes//Pod/s/srv", "name": "srv", "namespace": "s",
+   "serviceAccount": "srv", "addresses": ["$KM_SUBNET.20"]}},
+ {"authorization": {"name": "allow-c", "namespace": "s", "scope": "NAMESPACE", "action": "ALLOW",
+   "rules": [{"clauses": [{"matches": [{"namespaces": [{"exact": "c"}]}]}]}]}}
+]}
+JSON
+km_map_writer_start --log-level warn || exit 1
+km_agent_start --log-level warn
+"$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path srv)" >/dev/null
+for _ in $(seq 1 100); do # the policy is in the tables
+	"$KM_TESTCTL" dump --socket "$KM_SOCKET" --table authz_stats >/dev/null 2>&1 &&
+		[ "$(km_agent_json 'd["authz"]["policies"]' 2>/dev/null)" = 1 ] && break
+	sleep 0.1
+done
+build/bench/passive_bench --client-netns "$(km_netns_path client)" \
+	--mesh-netns "$(km_netns_path srv)" --mesh-cgroup "$KM_CGROUP" --mesh-ip "$KM_SUBNET.20" \
+	--plain-netns "$(km_netns_path plain)" --plain-cgroup "$plain" --plain-ip "$KM_SUBNET.30" \
+	--links-dir "$KM_DIR/bpffs/kmesh/links" --rounds "$ROUNDS" --per-round "$PER_ROUND" \
+	--bulk-mb "$BULK_MB"
