@@ -128,7 +128,10 @@ struct km_endpoint_key {
 };
 struct km_endpoint_value {
 	__u32 backend_id;
-	__u32 pad;
+	__u32 addr4;      /* the backend's IPv4 address (network order) when an IPv4 connection may
+			   * go straight to it (the backend has no waypoint of its own), so the pick
+			   * needs no km_backend lookup; 0 = read km_backend. Padding, always 0, in
+			   * earlier builds of layout 3: the same layout, read the old way. */
 	__u64 cum_weight; /* weights of the slots 0..index, inclusive (index + 1 when all are 1) */
 };
 

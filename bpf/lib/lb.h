@@ -7,11 +7,14 @@
 
 #include "maps.h"
 
-static __always_inline __u32 km_endpoint_backend(__u32 service_id, __u32 prio, __u32 index)
+/* The slot's backend, and its inline IPv4 address in *addr4 (0: read km_backend). */
+static __always_inline __u32 km_endpoint_backend(__u32 service_id, __u32 prio, __u32 index,
+						 __u32 *addr4)
 {
 	struct km_endpoint_key ek = { .service_id = service_id, .prio = prio, .index = index };
 	struct km_endpoint_value *ev = bpf_map_lookup_elem(&km_endpoint, &ek);
 
+	*addr4 = ev ? ev->addr4 : 0;
 	return ev ? ev->backend_id : 0;
 }
 
@@ -58,26 +61,32 @@ static __always_inline __u64 km_backend_weight(__u32 backend_id)
 
 /* Power of two choices: two distinct slots drawn uniformly; the one with fewer live connections
  * per unit of weight wins; a tie goes to either in proportion to their weights. */
-static __noinline __u32 km_pick_p2c(__u32 service_id, __u32 prio, __u32 count)
+static __noinline __u32 km_pick_p2c(__u32 service_id, __u32 prio, __u32 count, __u32 *addr4)
 {
-	__u32 i, j, a, b;
+	__u32 i, j, a, b, a4 = 0, b4 = 0;
 	__u64 ca, cb, wa, wb;
+	int pick_a;
 
 	if (count < 2)
-		return km_endpoint_backend(service_id, prio, 0);
+		return km_endpoint_backend(service_id, prio, 0, addr4);
 	i = bpf_get_prandom_u32() % count;
 	j = (i + 1 + bpf_get_prandom_u32() % (count - 1)) % count;
-	a = km_endpoint_backend(service_id, prio, i);
-	b = km_endpoint_backend(service_id, prio, j);
-	if (!a || !b)
+	a = km_endpoint_backend(service_id, prio, i, &a4);
+	b = km_endpoint_backend(service_id, prio, j, &b4);
+	if (!a || !b) {
+		*addr4 = a ? a4 : b4;
 		return a ? a : b;
+	}
 	ca = km_active_connections(a);
 	cb = km_active_connections(b);
 	wa = km_backend_weight(a);
 	wb = km_backend_weight(b);
 	if (ca * wb != cb * wa)
-		return ca * wb < cb * wa ? a : b;
-	return bpf_get_prandom_u32() % (wa + wb) < wa ? a : b;
+		pick_a = ca * wb < cb * wa;
+	else
+		pick_a = bpf_get_prandom_u32() % (wa + wb) < wa;
+	*addr4 = pick_a ? a4 : b4;
+	return pick_a ? a : b;
 }
 
 /*
@@ -86,13 +95,15 @@ static __noinline __u32 km_pick_p2c(__u32 service_id, __u32 prio, __u32 count)
  *   STRICT   — group 0 only: the endpoints matching every routing-preference scope;
  *   FAILOVER — the first non-empty group, best locality first.
  * Inside the group: by weight, or by power of two choices (KM_SVC_F_P2C).
- * Returns 0 when there is no endpoint.
+ * Returns 0 when there is no endpoint; *addr4 is the slot's inline IPv4 address (0: none).
  */
-static __noinline __u32 km_pick_backend(__u32 service_id, const struct km_service_value *svc)
+static __noinline __u32 km_pick_backend(__u32 service_id, const struct km_service_value *svc,
+					__u32 *addr4)
 {
 	__u32 prio = 0, count;
 	__u64 total;
 
+	*addr4 = 0;
 	if (svc->lb_mode == KM_LB_FAILOVER)
 		while (prio < KM_PRIO_COUNT - 1 && svc->endpoint_count[prio] == 0)
 			prio++;
@@ -101,11 +112,11 @@ static __noinline __u32 km_pick_backend(__u32 service_id, const struct km_servic
 	if (count == 0)
 		return 0;
 	if (svc->flags & KM_SVC_F_P2C)
-		return km_pick_p2c(service_id, prio, count);
+		return km_pick_p2c(service_id, prio, count, addr4);
 	if (total <= count) /* every weight is 1 */
-		return km_endpoint_backend(service_id, prio, bpf_get_prandom_u32() % count);
+		return km_endpoint_backend(service_id, prio, bpf_get_prandom_u32() % count, addr4);
 	return km_endpoint_backend(service_id, prio,
-				   km_weighted_slot(service_id, prio, count, total));
+				   km_weighted_slot(service_id, prio, count, total), addr4);
 }
 
 #endif

@@ -51,6 +51,7 @@ static __noinline int km_to_waypoint(const struct km_waypoint_ref *wp, int want_
 	struct km_service_key sk;
 	struct km_backend_key bk;
 	const struct km_addr *pick;
+	__u32 addr4;
 
 	if (km_addr_is_zero(&wp->addr))
 		return KM_RESOLVE_REFUSE;
@@ -69,12 +70,18 @@ static __noinline int km_to_waypoint(const struct km_waypoint_ref *wp, int want_
 	sv = bpf_map_lookup_elem(&km_service, &sk);
 	if (!sv)
 		return KM_RESOLVE_REFUSE;
-	bk.backend_id = km_pick_backend(sk.service_id, sv);
-	bv = bk.backend_id ? bpf_map_lookup_elem(&km_backend, &bk) : NULL;
-	pick = bv ? km_backend_addr(bv, want_v6, 1) : NULL;
-	if (!pick)
+	bk.backend_id = km_pick_backend(sk.service_id, sv, &addr4);
+	if (!bk.backend_id)
 		return KM_RESOLVE_REFUSE;
-	__builtin_memcpy(&out->addr, pick, sizeof(out->addr));
+	if (addr4 && !want_v6) { /* the slot carries the pod's address: no km_backend lookup */
+		km_addr_from_v4(&out->addr, addr4);
+	} else {
+		bv = bpf_map_lookup_elem(&km_backend, &bk);
+		pick = bv ? km_backend_addr(bv, want_v6, 1) : NULL;
+		if (!pick)
+			return KM_RESOLVE_REFUSE;
+		__builtin_memcpy(&out->addr, pick, sizeof(out->addr));
+	}
 	out->backend_id = sv->flags & KM_SVC_F_P2C ? bk.backend_id : 0;
 	return KM_RESOLVE_REWRITE;
 }
@@ -107,6 +114,7 @@ static __noinline int km_resolve(const struct km_addr *dst, __u16 port_nbo, int 
 	struct km_service_key sk;
 	struct km_backend_key bk;
 	const struct km_addr *pick;
+	__u32 addr4;
 
 	__builtin_memcpy(&fk.addr, dst, sizeof(fk.addr));
 	fv = bpf_map_lookup_elem(&km_frontend, &fk);
@@ -127,18 +135,24 @@ static __noinline int km_resolve(const struct km_addr *dst, __u16 port_nbo, int 
 		return km_to_waypoint(&sv->waypoint, want_v6, out);
 	if (sv->lb_mode == KM_LB_PASSTHROUGH)
 		return KM_RESOLVE_KEEP; /* the original destination, by definition */
-	bk.backend_id = km_pick_backend(sk.service_id, sv);
+	bk.backend_id = km_pick_backend(sk.service_id, sv, &addr4);
 	if (bk.backend_id == 0)
 		return sv->lb_mode == KM_LB_STRICT ? KM_RESOLVE_REFUSE : KM_RESOLVE_KEEP;
-	bv = bpf_map_lookup_elem(&km_backend, &bk);
-	if (!bv)
-		return KM_RESOLVE_KEEP;
-	if (bv->waypoint.port)
-		return km_to_waypoint(&bv->waypoint, want_v6, out);
-	pick = km_backend_addr(bv, want_v6, 0);
-	if (!pick)
-		return KM_RESOLVE_KEEP;
-	__builtin_memcpy(&out->addr, pick, sizeof(out->addr));
+	if (addr4 && !want_v6) {
+		/* the slot carries the pod's address, written only for a backend without a
+		 * waypoint of its own: one lookup less on the hot path */
+		km_addr_from_v4(&out->addr, addr4);
+	} else {
+		bv = bpf_map_lookup_elem(&km_backend, &bk);
+		if (!bv)
+			return KM_RESOLVE_KEEP;
+		if (bv->waypoint.port)
+			return km_to_waypoint(&bv->waypoint, want_v6, out);
+		pick = km_backend_addr(bv, want_v6, 0);
+		if (!pick)
+			return KM_RESOLVE_KEEP;
+		__builtin_memcpy(&out->addr, pick, sizeof(out->addr));
+	}
 	out->port = fv->target_port;
 	out->waypoint = 0;
 	out->backend_id = sv->flags & KM_SVC_F_P2C ? bk.backend_id : 0;

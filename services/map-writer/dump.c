@@ -109,6 +109,7 @@ static void fill_row(struct dump_row *d, Kmesh__Ipc__Table table, const void *ke
 		d->row.endpoint.index = k->index;
 		d->row.endpoint.backend_id = v->backend_id;
 		d->row.endpoint.cum_weight = v->cum_weight;
+		d->row.endpoint.addr4 = v->addr4;
 		d->op.row_case = KMESH__IPC__TABLE_OP__ROW_ENDPOINT;
 		d->op.endpoint = &d->row.endpoint;
 		break;

@@ -534,7 +534,7 @@ static Kmesh__Ipc__Code apply_endpoint(struct km_tables *t, const Kmesh__Ipc__Ta
 {
 	const Kmesh__Ipc__EndpointRow *r = op->endpoint;
 	struct km_endpoint_key k = { .service_id = r->service_id, .prio = r->priority, .index = r->index };
-	struct km_endpoint_value v = { .backend_id = r->backend_id,
+	struct km_endpoint_value v = { .backend_id = r->backend_id, .addr4 = r->addr4,
 					.cum_weight = r->cum_weight ? r->cum_weight : (uint64_t)r->index + 1 };
 	struct km_backend_key bk = { .backend_id = r->backend_id };
 

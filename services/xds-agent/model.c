@@ -83,6 +83,13 @@ static struct km_model_wl *wl_at(const struct km_model *m, size_t i)
 	return m->ids.keys[i] ? wl_of_owner((uintptr_t)m->ids.owners[i]) : NULL;
 }
 
+uint32_t mdl_workload_inline4(const struct km_model *m, uint32_t backend_id)
+{
+	struct km_model_wl *w = wl_of_owner((uintptr_t)km_ids_owner(&m->ids, backend_id));
+
+	return w ? w->inline4 : 0;
+}
+
 static struct km_model_wl *wl_find(const struct km_model *m, const char *uid)
 {
 	struct km_model_wl *w = wl_of_owner((uintptr_t)km_ids_owner(&m->ids, km_ids_home(&m->ids, uid)));
@@ -332,6 +339,18 @@ static void learn_local_locality(struct km_model *m, const struct km_workload_re
 			mdl_sync_all_endpoints(m, s);
 }
 
+/* The workload's slot in s, if it has one, written again (its inline address changed). When it
+ * gains a waypoint, this takes the address out of the slot, so new connections go by its backend
+ * row, which names the waypoint (written before, in the same batch). */
+static void refresh_endpoints(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w)
+{
+	uint32_t prio;
+	size_t idx;
+
+	if (mdl_find_slot(s, w->id, &prio, &idx))
+		mdl_emit_endpoint(m, s, prio, (uint32_t)idx, 0, 1);
+}
+
 void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res)
 {
 	struct km_model_wl *w;
@@ -339,7 +358,7 @@ void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res)
 	const struct km_addr *old_fe = NULL, *new_fe = NULL;
 	size_t n_old_fe, n_new_fe;
 	struct km_op row;
-	int had_backend, has_addr;
+	int had_backend, has_addr, inline_changed;
 
 	w = wl_find(m, res->uid);
 	if (!w) {
@@ -374,6 +393,10 @@ void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res)
 	}
 	if (!has_addr)
 		w->backend_written = 0;
+	/* endpoint rows written from here on carry the new address; those already written are
+	 * rewritten after the memberships below */
+	inline_changed = mdl_inline4(&row) != w->inline4;
+	w->inline4 = mdl_inline4(&row);
 	n_new_fe = w->backend_written ? frontend_addrs(res, &new_fe) : 0;
 
 	/* 2. Pod-IP frontends that went away. */
@@ -400,6 +423,8 @@ void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res)
 		if (!member)
 			mdl_parr_append(m, (void ***)&s->members, &s->n_members, &s->cap_members, w);
 		mdl_sync_endpoint(m, s, w, !member);
+		if (inline_changed && member)
+			refresh_endpoints(m, s, w);
 	}
 
 	/* 4. Pod-IP frontends that are new. */

@@ -42,6 +42,14 @@ void mdl_emit_endpoint(struct km_model *m, const struct km_model_svc *s, uint32_
 		return;
 	op->ep.backend_id = s->eps[prio][index];
 	op->ep.cum_weight = mdl_slot_cum(s, prio, index);
+	op->ep.addr4 = mdl_workload_inline4(m, op->ep.backend_id);
+}
+
+uint32_t mdl_inline4(const struct km_op *backend_row)
+{
+	return backend_row->be.has4 && !backend_row->be.waypoint.port
+		       ? backend_row->be.addr4.words[3]
+		       : 0;
 }
 
 void mdl_emit_override(struct km_model *m, const struct km_model_svc *s, const struct override *o,

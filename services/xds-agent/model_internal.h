@@ -62,6 +62,7 @@ struct km_model_wl {
 	struct km_workload_res *res;
 	int backend_written;
 	uint64_t backend_sum; /* checksum of the backend row as last written (mdl_row_sum) */
+	uint32_t inline4;     /* the IPv4 address its endpoint rows carry (mdl_inline4), 0 = none */
 	struct km_model_svc *wp_of;
 	/* istiod's version of the resource, if any: in version_short when it fits (istiod's
 	 * content hashes do), else malloc'd */
@@ -102,6 +103,12 @@ void mdl_emit_endpoint(struct km_model *m, const struct km_model_svc *s, uint32_
 void mdl_emit_override(struct km_model *m, const struct km_model_svc *s, const struct override *o,
 		   int del);
 void mdl_backend_row(struct km_model *m, const struct km_model_wl *w, struct km_op *op);
+/* The IPv4 address (network order) a backend's endpoint rows carry, from its backend row: its
+ * IPv4 address when it has one and no waypoint of its own (a connection may go straight to it),
+ * else 0 (BPF reads km_backend). */
+uint32_t mdl_inline4(const struct km_op *backend_row);
+/* That address for the workload with this backend id (model.c), 0 for none. */
+uint32_t mdl_workload_inline4(const struct km_model *m, uint32_t backend_id);
 /* A checksum of a row as built by the functions above (zeroed padding): FNV-1a-64 of its bytes. */
 uint64_t mdl_row_sum(const struct km_op *op);
 /* Emit the workload's backend row (row, or built now if NULL) and remember its checksum. */

@@ -184,6 +184,7 @@ static void to_pb(const struct km_op *o, struct pb_op *p)
 		p->row.ep.index = o->ep.index;
 		p->row.ep.backend_id = o->ep.backend_id;
 		p->row.ep.cum_weight = o->ep.cum_weight;
+		p->row.ep.addr4 = o->ep.addr4;
 		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_ENDPOINT;
 		p->op.endpoint = &p->row.ep;
 		break;

@@ -55,6 +55,7 @@ struct km_op {
 			uint32_t prio;
 			uint32_t index;
 			uint32_t backend_id;
+			uint32_t addr4; /* network order; 0 = none (km_endpoint_value.addr4) */
 			uint64_t cum_weight;
 		} ep;
 		struct {

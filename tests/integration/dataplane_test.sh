@@ -37,6 +37,7 @@ wl() { # wl NAME IP IP6 SERVICES [extra JSON]
 	svc only1 '{"address": "10.96.6.3"}'
 	svc wpsvc '{"address": "10.96.6.4"}, {"address": "fd00:96::4"}' \
 		', "waypoint": {"hostname": {"namespace": "t", "hostname": "waypoint.t"}, "hboneMtlsPort": 15008}'
+	svc viawl '{"address": "10.96.6.6"}'
 	svc pending '{"address": "10.96.6.5"}' \
 		', "waypoint": {"hostname": {"namespace": "t", "hostname": "missing.t"}, "hboneMtlsPort": 15008}'
 	echo '{"service": {"name": "waypoint", "namespace": "t", "hostname": "waypoint.t",
@@ -44,7 +45,7 @@ wl() { # wl NAME IP IP6 SERVICES [extra JSON]
 	wl b1 "$S.21" "${S6}21" '"t/weighted.t": {}, "t/p2c.t": {}, "t/only1.t": {}'
 	wl b2 "$S.22" "${S6}22" '"t/p2c.t": {}'
 	wl b3 "$S.23" "${S6}23" '"t/weighted.t": {}' ', "capacity": 3'
-	wl b4 "$S.24" "${S6}24" '' ", \"waypoint\": {\"address\": {\"address\": \"$S.31\"}, \"hboneMtlsPort\": 15008}"
+	wl b4 "$S.24" "${S6}24" '"t/viawl.t": {}' ", \"waypoint\": {\"address\": {\"address\": \"$S.31\"}, \"hboneMtlsPort\": 15008}"
 	wl wp "$S.31" "${S6}31" '"t/waypoint.t": {}'
 	echo '{"service": {"name": "end", "namespace": "t", "hostname": "end.t", "ports": [{"servicePort": 1}]}}'
 	echo ']}'
@@ -52,8 +53,13 @@ wl() { # wl NAME IP IP6 SERVICES [extra JSON]
 km_map_writer_start --dns-resolver "$S.53" --dns-resolver "${S6}53" || exit 1
 km_agent_start --node-name node-a --p2c-services t/p2c.t,t/only1.t
 "$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path client)" >/dev/null
-# weighted 2 + p2c 2 + only1 1 + waypoint 1
-check "every service converges (6 endpoints)" km_wait_rows endpoint "^endpoint" 6
+# weighted 2 + p2c 2 + only1 1 + waypoint 1 + viawl 1
+check "every service converges (7 endpoints)" km_wait_rows endpoint "^endpoint" 7
+# a slot carries its pod's IPv4 address (BPF then skips the backend row), except for a pod with
+# a waypoint of its own, whose connections must reach the waypoint
+check "endpoint rows carry their pods' IPv4 addresses; b4 (own waypoint) none" \
+	eval '[ "$(km_wait_rows endpoint "addr4 $S.21\$" 3 && echo y)" = y ] &&
+	      [ "$("$KM_TESTCTL" dump --socket "$KM_SOCKET" --table endpoint | grep -c "addr4 0.0.0.0$")" = 1 ]'
 
 # ---- weights: b3 (capacity 3) should take 3/4 of the connections; 400 tries, sd ~8.7 ---------
 out=$(km_connect client 10.96.6.1 80 --count 400)
@@ -97,6 +103,9 @@ check "v4-mapped destination on an IPv6 socket: IPv4 TLV" test "$(count_of "wp:$
 out=$(km_connect client "$S.24" 8080 --count 3 --send ping)
 check "workload waypoint: a pod IP goes to its waypoint with the pod's address in the TLV" \
 	test "$(count_of "wp:01000000060a7b00181f90fe00000000" <<<"$out")" -eq 3
+out=$(km_connect client 10.96.6.6 80 --count 3 --send ping)
+check "a service's endpoint with a waypoint of its own: through that waypoint, the VIP in the TLV" \
+	test "$(count_of "wp:01000000060a6006060050fe00000000" <<<"$out")" -eq 3
 out=$(km_connect client 10.96.6.5 80 --count 3)
 check "a waypoint named but unknown: refused, not sent around it" \
 	test "$(count_of error:ECONNREFUSED <<<"$out")" -eq 3

@@ -181,9 +181,11 @@ static void print_row(const Kmesh__Ipc__TableOp *op)
 		printf("\n");
 		break;
 	case KMESH__IPC__TABLE_OP__ROW_ENDPOINT:
-		printf("endpoint service %u prio %u index %u backend %u cum %llu\n",
+		printf("endpoint service %u prio %u index %u backend %u cum %llu addr4 %u.%u.%u.%u\n",
 		       op->endpoint->service_id, op->endpoint->priority, op->endpoint->index,
-		       op->endpoint->backend_id, (unsigned long long)op->endpoint->cum_weight);
+		       op->endpoint->backend_id, (unsigned long long)op->endpoint->cum_weight,
+		       op->endpoint->addr4 & 0xff, (op->endpoint->addr4 >> 8) & 0xff,
+		       (op->endpoint->addr4 >> 16) & 0xff, op->endpoint->addr4 >> 24);
 		break;
 	case KMESH__IPC__TABLE_OP__ROW_BACKEND:
 		printf("backend %u", op->backend->id);

@@ -297,7 +297,7 @@ static void test_workload_loses_address(void **state)
 	seed(f, 1, 0);
 	km_model_upsert_workload(&f->m, with_wp(wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC)));
 	km_model_flush(&f->m);
-	EXPECT(&f->m, &f->l, "BE+ w1", "FE+ 10.0.0.1:0");
+	EXPECT(&f->m, &f->l, "BE+ w1", "EP+ 0=w1", "FE+ 10.0.0.1:0");
 	/* its pod-IP frontend first, the backend row last */
 	km_model_upsert_workload(&f->m, with_wp(wl("w1", NULL, KM_WORKLOAD_HEALTHY, 1, SVC)));
 	km_model_flush(&f->m);
@@ -313,10 +313,10 @@ static void test_pod_ip_row_only_with_a_waypoint(void **state)
 	seed(f, 1, 0);
 	km_model_upsert_workload(&f->m, with_wp(wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC)));
 	km_model_flush(&f->m);
-	EXPECT(&f->m, &f->l, "BE+ w1", "FE+ 10.0.0.1:0");
+	EXPECT(&f->m, &f->l, "BE+ w1", "EP+ 0=w1", "FE+ 10.0.0.1:0");
 	km_model_upsert_workload(&f->m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
 	km_model_flush(&f->m);
-	EXPECT(&f->m, &f->l, "BE+ w1", "FE- 10.0.0.1:0");
+	EXPECT(&f->m, &f->l, "BE+ w1", "FE- 10.0.0.1:0", "EP+ 0=w1");
 	km_model_remove_workload(&f->m, "w1");
 	km_model_flush(&f->m);
 	EXPECT(&f->m, &f->l, "SVC+ demo/web 0", "EP- 0=", "BE- ?");
@@ -436,6 +436,68 @@ static uint32_t prio_of(struct fx *f, const char *uid)
 				return p;
 	}
 	return 99;
+}
+
+/* ---- the address an endpoint row carries ----------------------------------------------------- */
+
+/* The last endpoint op of the list, which must be there. */
+static const struct km_op *last_ep(const struct km_oplist *l)
+{
+	for (size_t i = l->n; i-- > 0;)
+		if (l->ops[i].table == KM_OP_ENDPOINT && !l->ops[i].del)
+			return &l->ops[i];
+	fail_msg("no endpoint op");
+	return NULL;
+}
+
+static uint32_t ip4(const char *text)
+{
+	struct km_addr a;
+
+	assert_int_equal(km_addr_parse(text, &a), 0);
+	return a.words[3];
+}
+
+/* A slot carries its backend's IPv4 address exactly while a connection may go straight there
+ * (BPF then skips the backend row): not with a waypoint of its own, not without IPv4; a change
+ * rewrites the slot, after the backend row. */
+static void test_endpoint_rows_carry_the_address(void **state)
+{
+	struct fx *f = *state;
+
+	km_model_upsert_service(&f->m, svc(SVC, "10.96.0.1", 80, 0));
+	km_model_upsert_workload(&f->m, wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_flush(&f->m);
+	assert_int_equal(last_ep(&f->l)->ep.addr4, ip4("10.0.0.1"));
+	km_oplist_clear(&f->l);
+
+	km_model_upsert_workload(&f->m, with_wp(wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC)));
+	km_model_flush(&f->m);
+	assert_int_equal(last_ep(&f->l)->ep.addr4, 0); /* its waypoint must see the connection */
+	EXPECT(&f->m, &f->l, "BE+ w1", "EP+ 0=w1", "FE+ 10.0.0.1:0");
+
+	km_model_upsert_workload(&f->m, wl("w1", "10.0.0.9", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_flush(&f->m);
+	assert_int_equal(last_ep(&f->l)->ep.addr4, ip4("10.0.0.9"));
+	EXPECT(&f->m, &f->l, "BE+ w1", "FE- 10.0.0.1:0", "EP+ 0=w1");
+
+	km_model_upsert_workload(&f->m, wl("w1", "10.0.0.5", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_flush(&f->m);
+	assert_int_equal(last_ep(&f->l)->ep.addr4, ip4("10.0.0.5"));
+	EXPECT(&f->m, &f->l, "BE+ w1", "EP+ 0=w1"); /* a moved pod: the slot follows */
+
+	km_model_upsert_workload(&f->m, wl("w6", "fd00::6", KM_WORKLOAD_HEALTHY, 1, SVC));
+	km_model_flush(&f->m);
+	assert_int_equal(last_ep(&f->l)->ep.addr4, 0); /* IPv6 only: read from its backend row */
+	km_oplist_clear(&f->l);
+
+	km_model_replay(&f->m); /* a new map writer gets the same */
+	for (size_t i = 0; i < f->l.n; i++)
+		if (f->l.ops[i].table == KM_OP_ENDPOINT)
+			assert_int_equal(f->l.ops[i].ep.addr4,
+					 f->l.ops[i].ep.backend_id == km_ids_fnv1a("w1")
+						 ? ip4("10.0.0.5")
+						 : 0);
 }
 
 static void test_locality_priorities(void **state)
@@ -598,6 +660,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_service_changes_and_removal, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_workload_loses_address, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_pod_ip_row_only_with_a_waypoint, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_endpoint_rows_carry_the_address, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_address_taken_over_keeps_its_frontend, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_locality_priorities, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_waypoint_resolution_order, fx_setup, fx_teardown),

@@ -96,6 +96,7 @@ struct sim {
 	uint32_t svc_count[SIM_SVCS][KM_PRIO_COUNT];
 	uint32_t ep[SIM_SVCS][KM_PRIO_COUNT][SIM_SLOTS]; /* backend id, 0 = no row */
 	uint64_t cum[SIM_SVCS][KM_PRIO_COUNT][SIM_SLOTS]; /* cumulative weight of the slot */
+	uint32_t ep4[SIM_SVCS][KM_PRIO_COUNT][SIM_SLOTS]; /* the slot's inline IPv4 address */
 	uint64_t total[SIM_SVCS][KM_PRIO_COUNT];
 	int be_row[SIM_WLS];
 	uint16_t ovr[SIM_SVCS][SIM_WLS]; /* override target for port 80, 0 = no row */
@@ -175,6 +176,7 @@ static void sim_apply(struct sim *s, const struct km_op *o)
 			fail_msg("endpoint names backend %u, which has no row", o->ep.backend_id);
 		s->ep[i][o->ep.prio][o->ep.index] = o->del ? 0 : o->ep.backend_id;
 		s->cum[i][o->ep.prio][o->ep.index] = o->del ? 0 : o->ep.cum_weight;
+		s->ep4[i][o->ep.prio][o->ep.index] = o->del ? 0 : o->ep.addr4;
 		if (!o->del && s->svc_row[i] && o->ep.index < s->svc_count[i][o->ep.prio])
 			sim_check_exposed(s, i, o->ep.backend_id);
 		return;
@@ -238,6 +240,16 @@ static void sim_check_exposed(const struct sim *s, int svc, uint32_t backend_id)
 				 "frontend without the override flag", svc, w);
 }
 
+static uint32_t inline4_of(const struct km_workload_res *r)
+{
+	if (r->waypoint.kind != KM_WAYPOINT_NONE && r->waypoint.hbone_port)
+		return 0;
+	for (size_t i = 0; i < r->n_addrs; i++)
+		if (km_addr_is_v4(&r->addrs[i]))
+			return r->addrs[i].words[3];
+	return 0;
+}
+
 /* After a flush the tables hold exactly the model's intent, derived here from the resources. */
 static void sim_matches_model(const struct sim *s, const struct km_model *m)
 {
@@ -278,6 +290,9 @@ static void sim_matches_model(const struct sim *s, const struct km_model *m)
 
 				sum += r->capacity ? r->capacity : 1;
 				assert_int_equal(s->cum[i][p][k], sum);
+				/* the address the slot carries: the workload's first IPv4, while it has
+				 * no waypoint of its own */
+				assert_int_equal(s->ep4[i][p][k], inline4_of(r));
 			}
 			if (sr)
 				assert_int_equal(s->total[i][p], sum);
