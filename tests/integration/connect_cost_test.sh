@@ -7,6 +7,12 @@
 # Needs root.
 cd "$(dirname "$0")/../.."
 source tests/lib/check.sh
+if [[ "${KM_BIN:-}" == */san-bin ]]; then
+	# sanitized daemons beside the programs load the machine's caches differently: the
+	# ceilings are for the release build, which make integration checks
+	echo "connect_cost: skipped with the sanitized daemons (checked by make integration)"
+	exit 0
+fi
 ENDPOINTS=1000 ROUNDS=1 PER_ROUND=200
 source bench/lib/connect_env.sh
 set +e
