@@ -12,11 +12,56 @@ void km_frame_decoder_init(struct km_frame_decoder *d, size_t max_frame)
 	d->max_frame = max_frame;
 }
 
-void km_frame_decoder_free(struct km_frame_decoder *d)
+void km_frame_decoder_set_max(struct km_frame_decoder *d, size_t max_frame)
 {
+	if (max_frame == 0 || max_frame > KM_FRAME_MAX_LIMIT)
+		max_frame = KM_FRAME_MAX_DEFAULT;
+	d->max_frame = max_frame;
+}
+
+void km_frame_decoder_set_budget(struct km_frame_decoder *d, struct km_frame_budget *budget)
+{
+	d->budget = budget;
+}
+
+static void body_release(struct km_frame_decoder *d)
+{
+	if (d->budget)
+		d->budget->used -= d->body_cap;
 	free(d->body);
 	d->body = NULL;
+	d->body_cap = 0;
+}
+
+void km_frame_decoder_free(struct km_frame_decoder *d)
+{
+	body_release(d);
 	d->body_len = d->body_have = d->header_have = 0;
+}
+
+/* Room for `more` bytes past what the body holds: it grows with what arrives (an announced
+ * length costs nothing until its bytes come), by doubling, within the budget. */
+static int body_reserve(struct km_frame_decoder *d, size_t more)
+{
+	size_t want = d->body_have + more, cap = d->body_cap;
+	uint8_t *p;
+
+	if (want <= cap)
+		return KM_FRAME_OK;
+	cap = cap ? cap : KM_FRAME_BODY_STEP;
+	while (cap < want)
+		cap *= 2;
+	if (cap > d->body_len)
+		cap = d->body_len;
+	if (d->budget && d->budget->used - d->body_cap + cap > d->budget->max)
+		return KM_FRAME_EBUDGET;
+	if (!(p = realloc(d->body, cap)))
+		return KM_FRAME_ENOMEM;
+	if (d->budget)
+		d->budget->used += cap - d->body_cap;
+	d->body = p;
+	d->body_cap = cap;
+	return KM_FRAME_OK;
 }
 
 void km_frame_header(uint8_t out[KM_FRAME_HEADER], uint32_t len)
@@ -62,27 +107,34 @@ int km_frame_decoder_feed(struct km_frame_decoder *d, const uint8_t *data, size_
 				len -= n;
 				continue;
 			}
-			d->body = malloc(d->body_len);
-			if (!d->body)
-				return d->failed = KM_FRAME_ENOMEM;
+			if (!len)
+				break; /* the body comes with a later read */
 		}
 		size_t take = d->body_len - d->body_have;
+		int err;
 
 		if (take > len)
 			take = len;
+		if ((err = body_reserve(d, take)))
+			return d->failed = err;
 		memcpy(d->body + d->body_have, data, take);
 		d->body_have += take;
 		data += take;
 		len -= take;
 		if (d->body_have == d->body_len) {
+			struct km_frame_budget *budget = d->budget;
 			uint8_t *body = d->body;
-			size_t n = d->body_len;
+			size_t cap = d->body_cap;
 			int stop;
 
+			/* detached first: the receiver may free the decoder's buffers */
 			d->body = NULL;
+			d->body_cap = 0;
 			d->header_have = 0;
-			stop = cb(arg, body, n);
+			stop = cb(arg, body, d->body_len);
 			free(body);
+			if (budget)
+				budget->used -= cap;
 			if (stop)
 				return d->failed = KM_FRAME_ESTOPPED;
 		}
@@ -103,6 +155,8 @@ const char *km_frame_strerror(int err)
 		return "out of memory";
 	case KM_FRAME_ESTOPPED:
 		return "stopped by the receiver";
+	case KM_FRAME_EBUDGET:
+		return "too many bytes of unfinished frames buffered in this process";
 	}
 	return "unknown framing error";
 }

@@ -34,6 +34,10 @@ int km_msg_send(struct km_conn *c, const km_envelope *env)
  * and one arena freed at once costs far less than a malloc and a free for each (the map writer
  * spent a sixth of its time there). The arena's header sits just before the envelope, which is
  * protobuf-c's first allocation for a message; km_msg_unpack checks that it is.
+ *
+ * Bounded: a message may take at most KM_MSG_EXPANSION times its wire size once unpacked (plus a
+ * little). Real messages take a few times; a frame of empty sub-messages (two bytes each on the
+ * wire, a struct each unpacked) would otherwise take ~50 times, and is refused as not valid.
  */
 struct km_arena_chunk {
 	struct km_arena_chunk *next;
@@ -44,6 +48,7 @@ struct km_arena_chunk {
 struct km_arena {
 	struct km_arena_chunk *chunks; /* the newest first; the last one holds this header */
 	void *first;                   /* the first allocation: the envelope */
+	size_t total, limit;           /* bytes of every chunk, and their bound */
 };
 
 #define KM_ARENA_ALIGN (sizeof(max_align_t))
@@ -70,10 +75,14 @@ static void *arena_alloc(void *data, size_t size)
 	void *p;
 
 	if (c->cap - c->used < need) {
-		struct km_arena_chunk *n = arena_chunk(need > c->cap * 2 ? need : c->cap * 2);
+		size_t cap = need > c->cap * 2 ? need : c->cap * 2;
+		struct km_arena_chunk *n;
 
-		if (!n)
+		if (a->total + cap > a->limit)
+			cap = need; /* what is left of the bound, one allocation at a time */
+		if (a->total + cap > a->limit || !(n = arena_chunk(cap)))
 			return NULL;
+		a->total += cap;
 		n->next = c;
 		a->chunks = c = n;
 	}
@@ -105,7 +114,8 @@ static void arena_release(struct km_arena *a)
 km_envelope *km_msg_unpack(const uint8_t *data, size_t len)
 {
 	/* decoded structs take a few times their wire size; a batch fits in one or two chunks */
-	struct km_arena_chunk *c = arena_chunk(KM_ARENA_HEADER + len * 4 + 256);
+	size_t first = KM_ARENA_HEADER + len * 4 + 256;
+	struct km_arena_chunk *c = arena_chunk(first);
 	struct km_arena *a;
 	ProtobufCAllocator alloc = { .alloc = arena_alloc, .free = arena_free };
 	km_envelope *env;
@@ -116,6 +126,8 @@ km_envelope *km_msg_unpack(const uint8_t *data, size_t len)
 	c->used = KM_ARENA_HEADER;
 	a->chunks = c;
 	a->first = NULL;
+	a->total = first;
+	a->limit = KM_ARENA_HEADER + len * KM_MSG_EXPANSION + 4096;
 	alloc.allocator_data = a;
 	env = kmesh__ipc__envelope__unpack(&alloc, len, data);
 	if (env && (void *)env != (char *)c->data + KM_ARENA_HEADER) {

@@ -74,6 +74,7 @@ static void handle_hello(struct km_ipc_session *s, const km_envelope *env)
 {
 	const Kmesh__Ipc__Hello *h = env->hello;
 	char why[256];
+	size_t limit;
 
 	snprintf(s->process, sizeof(s->process), "%s", h->process && *h->process ? h->process : "?");
 	if (!s->srv->ops.allowed(s->srv->arg, h->role, s->uid, s->gid)) {
@@ -95,6 +96,10 @@ static void handle_hello(struct km_ipc_session *s, const km_envelope *env)
 	}
 	s->role = h->role;
 	s->hello_done = 1;
+	/* now it may send what its role needs */
+	limit = s->srv->ops.frame_limit ? s->srv->ops.frame_limit(s->srv->arg, s->role) : 0;
+	km_frame_decoder_set_max(&s->conn.decoder,
+				 limit && limit < s->srv->max_frame ? limit : s->srv->max_frame);
 	/* admins (kmeshctl, and so every probe) at debug: a line per probe would drown the log */
 	km_log(s->role == KMESH__IPC__ROLE__ROLE_ADMIN ? KM_LOG_DEBUG : KM_LOG_INFO,
 	       "peer pid %d uid %u (%s) connected as %s", (int)s->pid, (unsigned)s->uid, s->process,
@@ -135,6 +140,9 @@ static void on_error(struct km_conn *c, int err, const char *what)
 
 	if (err == UV_EOF)
 		km_debug("peer pid %d closed the connection", (int)s->pid);
+	else if (err == KM_FRAME_ETOOBIG && !s->hello_done)
+		km_warn("peer pid %d uid %u announced a frame over %u bytes before its hello; closing",
+			(int)s->pid, (unsigned)s->uid, KM_IPC_PREAUTH_FRAME);
 	else
 		km_warn("peer pid %d: %s; closing", (int)s->pid, what);
 	km_conn_close(c, session_closed);
@@ -156,8 +164,11 @@ static void on_connection(uv_stream_t *listener, int status)
 	}
 	s->srv = srv;
 	s->serial = ++srv->next_serial;
+	s->accepted_ms = uv_now(srv->loop);
 	s->conn.data = s;
-	km_conn_init(srv->loop, &s->conn, srv->max_frame);
+	/* a stranger's frames stay small until its hello is accepted */
+	km_conn_init(srv->loop, &s->conn, KM_IPC_PREAUTH_FRAME);
+	km_frame_decoder_set_budget(&s->conn.decoder, &srv->budget);
 	srv->open_handles++;
 	s->next = srv->sessions;
 	srv->sessions = s;
@@ -168,6 +179,23 @@ static void on_connection(uv_stream_t *listener, int status)
 		return;
 	}
 	km_conn_start(&s->conn, on_frame, on_error);
+}
+
+/* Sessions that sent no hello in time are closed: a peer that only opens connections does not
+ * keep them. */
+static void on_hello_timer(uv_timer_t *t)
+{
+	struct km_ipc_server *srv = t->data;
+	uint64_t now = uv_now(srv->loop);
+
+	for (struct km_ipc_session *s = srv->sessions; s; s = s->next) {
+		if (s->hello_done || s->conn.closing || now - s->accepted_ms < KM_IPC_HELLO_TIMEOUT_MS)
+			continue;
+		srv->hello_timeouts++;
+		km_warn("peer pid %d uid %u sent no hello within %u ms; closing", (int)s->pid,
+			(unsigned)s->uid, KM_IPC_HELLO_TIMEOUT_MS);
+		km_conn_close(&s->conn, session_closed);
+	}
 }
 
 /* An existing socket file is removed only if nothing listens on it (a stale one from a crash). */
@@ -209,6 +237,7 @@ int km_ipc_server_start(struct km_ipc_server *srv, uv_loop_t *loop,
 	srv->arg = arg;
 	srv->name = cfg->name;
 	srv->max_frame = cfg->max_frame;
+	srv->budget.max = KM_IPC_BUFFERED_MAX;
 	if (strlen(cfg->path) >= sizeof(srv->path)) {
 		km_error("socket path %s is too long (at most %zu bytes)", cfg->path,
 			 sizeof(srv->path) - 1);
@@ -240,11 +269,16 @@ int km_ipc_server_start(struct km_ipc_server *srv, uv_loop_t *loop,
 		return err;
 	}
 	srv->listening = 1;
+	uv_timer_init(loop, &srv->hello_timer);
+	srv->hello_timer.data = srv;
+	srv->open_handles++;
+	uv_timer_start(&srv->hello_timer, on_hello_timer, 1000, 1000);
+	uv_unref((uv_handle_t *)&srv->hello_timer); /* never the reason the loop stays up */
 	km_info("serving on %s (mode %04o)", srv->path, (unsigned)cfg->mode);
 	return 0;
 }
 
-static void listener_closed(uv_handle_t *h)
+static void handle_closed(uv_handle_t *h)
 {
 	struct km_ipc_server *srv = h->data;
 
@@ -263,7 +297,12 @@ void km_ipc_server_stop(struct km_ipc_server *srv, void (*on_stopped)(struct km_
 	for (struct km_ipc_session *s = srv->sessions; s; s = s->next)
 		km_conn_close(&s->conn, session_closed);
 	if (!uv_is_closing((uv_handle_t *)&srv->listener))
-		uv_close((uv_handle_t *)&srv->listener, listener_closed);
+		uv_close((uv_handle_t *)&srv->listener, handle_closed);
+	if (uv_is_active((uv_handle_t *)&srv->hello_timer) &&
+	    !uv_is_closing((uv_handle_t *)&srv->hello_timer)) {
+		uv_timer_stop(&srv->hello_timer);
+		uv_close((uv_handle_t *)&srv->hello_timer, handle_closed);
+	}
 }
 
 struct km_ipc_session *km_ipc_server_session(struct km_ipc_server *srv, uint64_t serial)

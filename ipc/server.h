@@ -2,7 +2,13 @@
  * with the given mode and group, never world-open, a stale file replaced only if nothing listens),
  * accepts peers and reads their SO_PEERCRED, requires a hello whose role the daemon allows for
  * that peer, then hands each request to the daemon in arrival order. Framing errors close the
- * peer; a frame that is not an Envelope gets BAD_REQUEST and the connection stays usable. */
+ * peer; a frame that is not an Envelope gets BAD_REQUEST and the connection stays usable.
+ *
+ * Bounded before a peer is known: until its hello is accepted a peer may send frames of at most
+ * KM_IPC_PREAUTH_FRAME bytes (a hello is far smaller), and it must send its hello within
+ * KM_IPC_HELLO_TIMEOUT_MS or be closed. Every session's unfinished frames share one budget of
+ * KM_IPC_BUFFERED_MAX bytes (frame.h); a frame that would go over it closes its connection. An
+ * unpacked message takes at most KM_MSG_EXPANSION times its size (message.h). */
 #ifndef KM_IPC_SERVER_H
 #define KM_IPC_SERVER_H
 
@@ -11,6 +17,10 @@
 
 #include "ipc/conn.h"
 #include "ipc/message.h"
+
+#define KM_IPC_PREAUTH_FRAME 4096u
+#define KM_IPC_HELLO_TIMEOUT_MS 5000u
+#define KM_IPC_BUFFERED_MAX (64u << 20)
 
 struct km_ipc_server;
 
@@ -21,6 +31,7 @@ struct km_ipc_session {
 	uint64_t serial; /* unique per server: finds the session again for a deferred reply */
 	Kmesh__Ipc__Role role;
 	int hello_done;
+	uint64_t accepted_ms; /* uv_now at accept: the hello deadline counts from here */
 	pid_t pid;
 	uid_t uid;
 	gid_t gid;
@@ -33,6 +44,9 @@ struct km_ipc_server_ops {
 	/* A request after the hello. Every request gets exactly one reply, now or later (then found
 	 * again with km_ipc_server_session). */
 	void (*on_request)(void *arg, struct km_ipc_session *s, const km_envelope *env);
+	/* The largest frame a peer of this role may send once its hello is accepted; 0, or this
+	 * callback NULL: the configured max_frame. */
+	size_t (*frame_limit)(void *arg, Kmesh__Ipc__Role role);
 };
 
 struct km_ipc_server_config {
@@ -52,6 +66,9 @@ struct km_ipc_server {
 	struct km_ipc_session *sessions;
 	uint64_t next_serial;
 	size_t max_frame;
+	struct km_frame_budget budget; /* unfinished frames of every session */
+	uv_timer_t hello_timer;        /* closes sessions past their hello deadline */
+	uint64_t hello_timeouts;       /* sessions closed for it */
 	char path[108];
 	int listening;
 	int stopping;

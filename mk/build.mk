@@ -49,7 +49,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_
 FUZZERS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 
 .PHONY: all test unit integration integration-san deploy-check demo fuzz fuzz-smoke fuzz-long bench \
-	chaos chaos-quick soak
+	chaos chaos-quick soak security
 .SECONDARY:
 .DELETE_ON_ERROR:
 
@@ -210,7 +210,11 @@ chaos-quick: all
 soak: all
 	@bash tests/soak/soak.sh
 
-test: unit fuzz-smoke deploy-check integration chaos-quick integration-san
+# attacks by local processes on the daemons' sockets (tests/security/; docs/security.md)
+security: all
+	@set -e; for t in tests/security/*_test.sh; do echo "== $$t"; bash $$t; done
+
+test: unit fuzz-smoke deploy-check integration security chaos-quick integration-san
 
 demo: all
 	@bash demo/run.sh

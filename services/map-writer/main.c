@@ -229,7 +229,8 @@ int main(int argc, char **argv)
 	};
 	struct km_dataplane_config dcfg;
 	struct km_ipc_server_config scfg;
-	const struct km_ipc_server_ops ops = { km_mw_allowed, km_mw_handle_request };
+	const struct km_ipc_server_ops ops = { km_mw_allowed, km_mw_handle_request,
+					       km_mw_frame_limit };
 	int rc;
 
 	km_log_init("kmesh-map-writer");

@@ -17,6 +17,19 @@ int km_mw_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gid)
 	return km_access_allowed(w->access, role, uid, gid);
 }
 
+size_t km_mw_frame_limit(void *arg, Kmesh__Ipc__Role role)
+{
+	(void)arg;
+	switch (role) {
+	case KMESH__IPC__ROLE__ROLE_XDS:
+		return 0; /* whole-table batches: --max-frame */
+	case KMESH__IPC__ROLE__ROLE_IPSEC:
+		return KM_MW_FRAME_IPSEC;
+	default: /* cni, admin: one request at a time */
+		return KM_MW_FRAME_SMALL;
+	}
+}
+
 static void handle_dump(struct km_mw_requests *w, struct km_ipc_session *s, const km_envelope *env)
 {
 	km_envelope out = KMESH__IPC__ENVELOPE__INIT;

@@ -41,6 +41,12 @@ int km_mw_batch_allowed(Kmesh__Ipc__Role role, const Kmesh__Ipc__TableBatch *b, 
 			size_t errlen);
 /* km_ipc_server_ops callbacks; arg is a struct km_mw_requests. */
 int km_mw_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gid);
+/* The largest frame each role may send (server.h): the xDS agent's batches up to --max-frame, the
+ * IPsec agent's peers up to KM_MW_FRAME_IPSEC, a CNI plugin's or kmeshctl's single request up
+ * to KM_MW_FRAME_SMALL. */
+#define KM_MW_FRAME_IPSEC (1u << 20)
+#define KM_MW_FRAME_SMALL (64u << 10)
+size_t km_mw_frame_limit(void *arg, Kmesh__Ipc__Role role);
 void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope *env);
 
 #endif

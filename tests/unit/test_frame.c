@@ -170,6 +170,80 @@ static void test_default_maximum_bounds(void **state)
 	assert_int_equal(d.max_frame, KM_FRAME_MAX_DEFAULT);
 }
 
+/* A peer that announces a 16 MiB frame and sends 10 bytes of it holds a small buffer, not 16 MiB:
+ * the buffer grows with what arrived (an announced length cost 16 MiB at once before). */
+static void test_announced_length_costs_nothing_until_sent(void **state)
+{
+	struct km_frame_decoder d;
+	struct got g = { 0 };
+	static uint8_t chunk[1 << 20];
+	uint8_t hdr[KM_FRAME_HEADER];
+
+	(void)state;
+	km_frame_decoder_init(&d, 16u << 20);
+	km_frame_header(hdr, 16u << 20);
+	assert_int_equal(km_frame_decoder_feed(&d, hdr, sizeof(hdr), collect, &g), KM_FRAME_OK);
+	assert_int_equal(km_frame_decoder_feed(&d, chunk, 10, collect, &g), KM_FRAME_OK);
+	assert_true(d.body_cap <= KM_FRAME_BODY_STEP);
+	assert_int_equal(km_frame_decoder_feed(&d, chunk, sizeof(chunk), collect, &g), KM_FRAME_OK);
+	assert_true(d.body_cap <= 2 * (sizeof(chunk) + 10));
+	for (int i = 0; i < 14; i++) /* 10 bytes and 15 MiB so far */
+		assert_int_equal(km_frame_decoder_feed(&d, chunk, sizeof(chunk), collect, &g), KM_FRAME_OK);
+	assert_int_equal(g.n, 0);
+	assert_int_equal(km_frame_decoder_feed(&d, chunk, sizeof(chunk) - 10, collect, &g), KM_FRAME_OK);
+	assert_int_equal(g.n, 1);
+	assert_int_equal(g.lens[0], 16u << 20);
+	assert_int_equal(d.body_cap, 0); /* released with the frame */
+	km_frame_decoder_free(&d);
+}
+
+/* Decoders sharing a budget: the one that would take it past its bound fails (its connection is
+ * closed); what a finished or freed frame held is given back. */
+static void test_budget_shared_by_decoders(void **state)
+{
+	struct km_frame_budget b = { .max = 512u << 10 };
+	struct km_frame_decoder d1, d2;
+	struct got g = { 0 };
+	static uint8_t chunk[300u << 10];
+	uint8_t hdr[KM_FRAME_HEADER];
+
+	(void)state;
+	km_frame_decoder_init(&d1, 1u << 20);
+	km_frame_decoder_init(&d2, 1u << 20);
+	km_frame_decoder_set_budget(&d1, &b);
+	km_frame_decoder_set_budget(&d2, &b);
+	km_frame_header(hdr, 1u << 20);
+	assert_int_equal(km_frame_decoder_feed(&d1, hdr, sizeof(hdr), collect, &g), KM_FRAME_OK);
+	assert_int_equal(km_frame_decoder_feed(&d2, hdr, sizeof(hdr), collect, &g), KM_FRAME_OK);
+	assert_int_equal(km_frame_decoder_feed(&d1, chunk, sizeof(chunk), collect, &g), KM_FRAME_OK);
+	assert_true(b.used >= sizeof(chunk) && b.used <= b.max);
+	assert_int_equal(km_frame_decoder_feed(&d2, chunk, sizeof(chunk), collect, &g), KM_FRAME_EBUDGET);
+	assert_int_equal(km_frame_decoder_feed(&d2, chunk, 1, collect, &g), KM_FRAME_EBUDGET); /* sticky */
+	km_frame_decoder_free(&d2);
+	km_frame_decoder_free(&d1);
+	assert_int_equal(b.used, 0);
+	assert_int_equal(g.n, 0);
+}
+
+/* A stranger's small limit, raised once it is known. */
+static void test_limit_raised_later(void **state)
+{
+	struct km_frame_decoder d;
+	struct got g = { 0 };
+	static uint8_t buf[KM_FRAME_HEADER + 8192];
+	size_t n = put_frame(buf, 3, 8192);
+
+	(void)state;
+	km_frame_decoder_init(&d, 4096);
+	assert_int_equal(km_frame_decoder_feed(&d, buf, n, collect, &g), KM_FRAME_ETOOBIG);
+	km_frame_decoder_free(&d);
+	km_frame_decoder_init(&d, 4096);
+	km_frame_decoder_set_max(&d, 1u << 20);
+	assert_int_equal(km_frame_decoder_feed(&d, buf, n, collect, &g), KM_FRAME_OK);
+	assert_int_equal(g.n, 1);
+	km_frame_decoder_free(&d);
+}
+
 /* ---- libuv round trip ------------------------------------------------------------------------ */
 
 struct rt {
@@ -256,6 +330,9 @@ int main(void)
 		cmocka_unit_test(test_exact_maximum_accepted),
 		cmocka_unit_test(test_receiver_can_stop),
 		cmocka_unit_test(test_default_maximum_bounds),
+		cmocka_unit_test(test_announced_length_costs_nothing_until_sent),
+		cmocka_unit_test(test_budget_shared_by_decoders),
+		cmocka_unit_test(test_limit_raised_later),
 		cmocka_unit_test(test_libuv_round_trip),
 	};
 

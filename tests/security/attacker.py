@@ -1,0 +1,164 @@
+#!/usr/bin/python3
+"""A hostile local process against a kmesh Unix socket (tests/security/). Each command prints one
+line a shell test can check:
+  bigframe SOCKET           announce a 16 MiB frame without a hello and send it:
+                            "closed after N bytes" or "accepted N bytes"
+  shortframes SOCKET N      N connections, each announcing a 16 MiB frame and sending all but
+                            its last byte: "closed K of N"
+  idle SOCKET SECONDS       connect and send nothing: "closed after S s" or "open after S s"
+  emptyops SOCKET ROLE MB   hello as ROLE, then one TableBatch of empty ops of about MB MiB:
+                            "reply CODE" or "closed"
+PYTHONPATH must reach kmesh_ipc_pb2 (protoc --python_out of ipc/kmesh_ipc.proto)."""
+import socket
+import struct
+import sys
+import time
+
+import kmesh_ipc_pb2 as ipc
+
+MIB = 1 << 20
+
+
+def connect(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    return s
+
+
+def closed_by_peer(s, wait):
+    """True if the peer closed (or reset) the connection within wait seconds."""
+    s.settimeout(wait)
+    try:
+        while True:
+            data = s.recv(65536)
+            if not data:
+                return True
+    except socket.timeout:
+        return False
+    except OSError:
+        return True
+
+
+def send_until_closed(s, total):
+    sent = 0
+    chunk = b"\x00" * MIB
+    try:
+        while sent < total:
+            n = s.send(chunk[: min(len(chunk), total - sent)])
+            sent += n
+    except OSError:
+        return sent, True
+    return sent, False
+
+
+def bigframe(path):
+    s = connect(path)
+    s.sendall(struct.pack(">I", 16 * MIB))
+    sent, closed = send_until_closed(s, 16 * MIB)
+    if closed or closed_by_peer(s, 2):
+        print("closed after %d bytes" % sent)
+    else:
+        print("accepted %d bytes" % sent)
+
+
+def shortframes(path, n):
+    conns = []
+    for _ in range(n):
+        s = connect(path)
+        s.sendall(struct.pack(">I", 16 * MIB))
+        send_until_closed(s, 16 * MIB - 1)
+        conns.append(s)
+    closed = sum(1 for s in conns if closed_by_peer(s, 0.5))
+    print("closed %d of %d" % (closed, n))
+
+
+def idle(path, seconds):
+    s = connect(path)
+    t0 = time.monotonic()
+    if closed_by_peer(s, seconds):
+        print("closed after %.1f s" % (time.monotonic() - t0))
+    else:
+        print("open after %.1f s" % seconds)
+
+
+def frame(env):
+    body = env.SerializeToString()
+    return struct.pack(">I", len(body)) + body
+
+
+def read_reply(s):
+    s.settimeout(10)
+    head = b""
+    while len(head) < 4:
+        c = s.recv(4 - len(head))
+        if not c:
+            return None
+        head += c
+    (n,) = struct.unpack(">I", head)
+    body = b""
+    while len(body) < n:
+        c = s.recv(n - len(body))
+        if not c:
+            return None
+        body += c
+    env = ipc.Envelope()
+    env.ParseFromString(body)
+    return env
+
+
+def emptyops(path, role, mb):
+    s = connect(path)
+    hello = ipc.Envelope(request_id=1)
+    hello.hello.role = getattr(ipc, "ROLE_" + role.upper())
+    hello.hello.protocol_version = 1
+    hello.hello.process = "attacker"
+    s.sendall(frame(hello))
+    r = read_reply(s)
+    if r is None or r.reply.code != ipc.OK:
+        print("hello refused")
+        return
+    # an empty TableOp is two bytes on the wire (tag, length 0): about mb MiB of them
+    n = mb * MIB // 2 - 16
+    payload = b"\x0a\x00" * n  # TableBatch.ops (field 1), each empty
+    # Envelope: request_id 2, then the batch (built by hand: protobuf would take seconds)
+    env_body = b"\x08\x02" + field(ipc.Envelope.DESCRIPTOR.fields_by_name["batch"].number,
+                                   payload)
+    try:
+        s.sendall(struct.pack(">I", len(env_body)) + env_body)
+        r = read_reply(s)
+    except OSError:
+        r = None
+    print("closed" if r is None else "reply %s" % ipc.Code.Name(r.reply.code))
+
+
+def encode_varint(v):
+    out = b""
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def field(number, payload):
+    return encode_varint(number << 3 | 2) + encode_varint(len(payload)) + payload
+
+
+def main():
+    cmd, path = sys.argv[1], sys.argv[2]
+    if cmd == "bigframe":
+        bigframe(path)
+    elif cmd == "shortframes":
+        shortframes(path, int(sys.argv[3]))
+    elif cmd == "idle":
+        idle(path, float(sys.argv[3]))
+    elif cmd == "emptyops":
+        emptyops(path, sys.argv[3], int(sys.argv[4]))
+    else:
+        sys.exit("unknown command " + cmd)
+
+
+if __name__ == "__main__":
+    main()
