@@ -32,6 +32,8 @@ static void session_closed(struct km_conn *c)
 		}
 	}
 	km_debug("peer pid %d (%s) disconnected", (int)s->pid, s->process);
+	if (s->hello_done && srv->ops.on_closed)
+		srv->ops.on_closed(srv->arg, s);
 	free(s);
 	srv->open_handles--;
 	maybe_stopped(srv);
@@ -82,6 +84,17 @@ static void handle_hello(struct km_ipc_session *s, const km_envelope *env)
 			 (unsigned)s->uid, (unsigned)s->gid, km_msg_role_name(h->role));
 		deny(s, env->request_id, why);
 		return;
+	}
+	if (h->role >= 0 && h->role < 32 && (s->srv->exclusive_roles & (1u << h->role))) {
+		for (struct km_ipc_session *o = s->srv->sessions; o; o = o->next) {
+			if (o == s || !o->hello_done || o->conn.closing || o->role != h->role)
+				continue;
+			snprintf(why, sizeof(why), "role '%s' is held by pid %d uid %u (%.40s): one peer "
+				 "at a time", km_msg_role_name(h->role), (int)o->pid,
+				 (unsigned)o->uid, o->process);
+			deny(s, env->request_id, why);
+			return;
+		}
 	}
 	if (h->protocol_version != KM_IPC_PROTOCOL_VERSION ||
 	    (h->layout_version && h->layout_version != KM_LAYOUT_VERSION)) {
@@ -236,6 +249,7 @@ int km_ipc_server_start(struct km_ipc_server *srv, uv_loop_t *loop,
 	srv->ops = *ops;
 	srv->arg = arg;
 	srv->name = cfg->name;
+	srv->exclusive_roles = cfg->exclusive_roles;
 	srv->max_frame = cfg->max_frame;
 	srv->budget.max = KM_IPC_BUFFERED_MAX;
 	if (strlen(cfg->path) >= sizeof(srv->path)) {

@@ -47,6 +47,9 @@ struct km_ipc_server_ops {
 	/* The largest frame a peer of this role may send once its hello is accepted; 0, or this
 	 * callback NULL: the configured max_frame. */
 	size_t (*frame_limit)(void *arg, Kmesh__Ipc__Role role);
+	/* A peer whose hello was accepted is gone (may be NULL): what it left open is the
+	 * daemon's to undo. */
+	void (*on_closed)(void *arg, struct km_ipc_session *s);
 };
 
 struct km_ipc_server_config {
@@ -55,6 +58,9 @@ struct km_ipc_server_config {
 	gid_t gid;   /* group of the socket file; (gid_t)-1 = leave */
 	size_t max_frame;
 	const char *name; /* sent in the hello reply, e.g. "kmesh-map-writer" */
+	/* Roles one peer at a time may hold (bit 1 << role): a second hello for one is refused
+	 * while the first peer is connected. */
+	uint32_t exclusive_roles;
 };
 
 struct km_ipc_server {
@@ -63,6 +69,7 @@ struct km_ipc_server {
 	struct km_ipc_server_ops ops;
 	void *arg;
 	const char *name;
+	uint32_t exclusive_roles;
 	struct km_ipc_session *sessions;
 	uint64_t next_serial;
 	size_t max_frame;

@@ -228,9 +228,9 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	struct km_dataplane_config dcfg;
-	struct km_ipc_server_config scfg;
+	struct km_ipc_server_config scfg = { 0 };
 	const struct km_ipc_server_ops ops = { km_mw_allowed, km_mw_handle_request,
-					       km_mw_frame_limit };
+					       km_mw_frame_limit, km_mw_session_closed };
 	int rc;
 
 	km_log_init("kmesh-map-writer");
@@ -285,6 +285,7 @@ int main(int argc, char **argv)
 	scfg.gid = socket_gid;
 	scfg.max_frame = (size_t)max_frame;
 	scfg.name = "kmesh-map-writer";
+	scfg.exclusive_roles = 1u << KMESH__IPC__ROLE__ROLE_XDS; /* one xDS agent writes the tables */
 	w.requests.tables = &w.tables;
 	w.requests.access = &w.access;
 	w.requests.recheck = &w.recheck;

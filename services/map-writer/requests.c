@@ -17,6 +17,18 @@ int km_mw_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gid)
 	return km_access_allowed(w->access, role, uid, gid);
 }
 
+void km_mw_session_closed(void *arg, struct km_ipc_session *s)
+{
+	struct km_mw_requests *w = arg;
+
+	if (!w->tables->sync_active || w->tables->sync_owner != s->serial)
+		return;
+	/* its rows stay as they are (some rewritten, none swept); the next agent syncs again */
+	w->tables->sync_active = 0;
+	km_warn("the xDS agent (pid %d) left during a sync: nothing was swept", (int)s->pid);
+	km_authz_recheck_release(w->recheck);
+}
+
 size_t km_mw_frame_limit(void *arg, Kmesh__Ipc__Role role)
 {
 	(void)arg;
@@ -354,7 +366,14 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 	case KMESH__IPC__ENVELOPE__BODY_SYNC:
 		if (env->sync->phase == KMESH__IPC__SYNC__PHASE__BEGIN) {
 			km_tables_sync_begin(t);
+			t->sync_owner = s->serial;
 			km_info("sync with the xDS agent (pid %d) begins", (int)s->pid);
+		} else if (env->sync->phase == KMESH__IPC__SYNC__PHASE__END &&
+			   (!t->sync_active || t->sync_owner != s->serial)) {
+			/* a sync is the session's that began it: no other may sweep the rows */
+			code = KMESH__IPC__CODE__BAD_REQUEST;
+			snprintf(err, sizeof(err), "sync END without a BEGIN on this connection");
+			km_warn("sync end from pid %d: %s", (int)s->pid, err);
 		} else if (env->sync->phase == KMESH__IPC__SYNC__PHASE__END) {
 			code = km_tables_sync_end(t, &applied, err, sizeof(err));
 			if (code != KMESH__IPC__CODE__OK)

@@ -35,6 +35,7 @@ struct km_tables {
 	int present_incomplete; /* a key could not be recorded: ask the kernel about absent ones */
 	/* mark and sweep (sync.c): rows written since the xDS agent's Sync BEGIN */
 	int sync_active;
+	uint64_t sync_owner; /* the session (server serial) that began it: only it may end it */
 	int sync_incomplete; /* a key could not be marked (memory): the sweep is skipped */
 	struct km_keyset seen[10]; /* frontend, service, endpoint, backend, port override, and the
 				    * authz ident, list, match, set and cidr tables */

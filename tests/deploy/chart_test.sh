@@ -63,6 +63,9 @@ check "schema: an unknown log level is refused, naming the key" refused logLevel
 check "schema: a table smaller than 16 entries is refused" refused tables.maxPods=8 -- "tables.maxPods"
 check "schema: a fail policy other than open|closed is refused" refused cni.failPolicy=maybe -- "cni.failPolicy"
 check "schema: the xDS agent as uid 0 is refused" refused xdsAgent.uid=0 -- "xdsAgent.uid"
+out=$(render --show-only templates/daemonset.yaml 2>&1)
+check "the xDS agent has a uid of its own by default (the xds role is given to it, not to nobody)" \
+	eval 'grep -q -- "--allow=xds:uid=10901" <<<"$out" && ! grep -q "65534" <<<"$out"'
 check "schema: an unknown key is refused (a typo is not silently ignored)" refused features.ipsek.enabled=true -- "ipsek"
 check "schema: a port out of range is refused" refused metrics.port=70000 -- "metrics.port"
 check "schema: an xDS address without a port is refused" refused xds.address=istiod -- "xds.address"

@@ -115,8 +115,12 @@ out=$(km_connect client $VIP 80 --count 3)
 check "without the service the VIP is not rewritten" test "$(count_of error:ENETUNREACH <<<"$out")" -eq 3
 
 # --- roles and robustness of the map writer socket
-check "uid 65534 may take the xds role" \
-	setpriv --reuid=65534 --regid=65534 --clear-groups "$KM_TESTCTL" hello --socket "$KM_SOCKET" --role xds
+check "uid 65534 may take the xds role: the agent (uid 65534) holds it" \
+	grep -q "uid 65534 (kmesh-xds-agent) connected as xds" "$KM_DIR/map-writer.log"
+setpriv --reuid=65534 --regid=65534 --clear-groups "$KM_TESTCTL" hello --socket "$KM_SOCKET" --role xds
+rc=$?
+check "... and a second peer is refused it while the agent is connected (one xds writer)" \
+	eval '[ $rc -eq 3 ] && grep -q "role '"'"'xds'"'"' is held by pid" "$KM_DIR/map-writer.log"'
 setpriv --reuid=65533 --regid=65534 --clear-groups "$KM_TESTCTL" hello --socket "$KM_SOCKET" --role xds
 check "uid 65533 (not allowed) is refused the xds role" test $? -eq 3
 setpriv --reuid=65534 --regid=65534 --clear-groups "$KM_TESTCTL" hello --socket "$KM_SOCKET" --role cni

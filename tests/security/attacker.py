@@ -8,6 +8,8 @@ line a shell test can check:
   idle SOCKET SECONDS       connect and send nothing: "closed after S s" or "open after S s"
   emptyops SOCKET ROLE MB   hello as ROLE, then one TableBatch of empty ops of about MB MiB:
                             "reply CODE" or "closed"
+  sync SOCKET PHASE...      hello as xds (or "hello refused: MESSAGE"), then each Sync phase
+                            (begin, end) in turn: "begin CODE end CODE ..."; then it leaves
 PYTHONPATH must reach kmesh_ipc_pb2 (protoc --python_out of ipc/kmesh_ipc.proto)."""
 import socket
 import struct
@@ -131,6 +133,31 @@ def emptyops(path, role, mb):
     print("closed" if r is None else "reply %s" % ipc.Code.Name(r.reply.code))
 
 
+def hello(s, role):
+    env = ipc.Envelope(request_id=1)
+    env.hello.role = getattr(ipc, "ROLE_" + role.upper())
+    env.hello.protocol_version = 1
+    env.hello.process = "attacker"
+    s.sendall(frame(env))
+    return read_reply(s)
+
+
+def sync(path, phases):
+    s = connect(path)
+    r = hello(s, "xds")
+    if r is None or r.reply.code != ipc.OK:
+        print("hello refused: %s" % (r.reply.message if r else "closed"))
+        return
+    out = []
+    for i, phase in enumerate(phases):
+        env = ipc.Envelope(request_id=10 + i)
+        env.sync.phase = getattr(ipc.Sync, phase.upper())
+        s.sendall(frame(env))
+        r = read_reply(s)
+        out.append("%s %s" % (phase, "closed" if r is None else ipc.Code.Name(r.reply.code)))
+    print(" ".join(out))
+
+
 def encode_varint(v):
     out = b""
     while True:
@@ -156,6 +183,8 @@ def main():
         idle(path, float(sys.argv[3]))
     elif cmd == "emptyops":
         emptyops(path, sys.argv[3], int(sys.argv[4]))
+    elif cmd == "sync":
+        sync(path, sys.argv[3:])
     else:
         sys.exit("unknown command " + cmd)
 
