@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "shared/errbuf.h"
@@ -17,18 +18,38 @@
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE 71
 #endif
+#ifndef NSFS_MAGIC
+#define NSFS_MAGIC 0x6e736673
+#endif
+
+/* The namespace file at path, opened without blocking (a FIFO put there would block open() for
+ * as long as nobody writes it) and refused unless it is a namespace (nsfs). */
+static int open_ns(const char *path, char *err, size_t errlen)
+{
+	struct statfs st;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), e;
+
+	if (fd < 0) {
+		e = errno;
+		km_errf(err, errlen, "cannot open network namespace %s: %s", path, strerror(e));
+		return e == ENOENT ? -ENOENT : -e;
+	}
+	if (fstatfs(fd, &st) != 0 || (unsigned long)st.f_type != NSFS_MAGIC) {
+		close(fd);
+		km_errf(err, errlen, "%s is not a namespace (not on nsfs)", path);
+		return -EINVAL;
+	}
+	return fd;
+}
 
 int km_netns_call(const char *path, int (*fn)(void *arg, char *err, size_t errlen), void *arg,
 		  char *err, size_t errlen)
 {
 	int self, target, e, rc;
 
-	target = open(path, O_RDONLY | O_CLOEXEC);
-	if (target < 0) {
-		e = errno;
-		km_errf(err, errlen, "cannot open network namespace %s: %s", path, strerror(e));
-		return e == ENOENT ? -ENOENT : -e;
-	}
+	target = open_ns(path, err, errlen);
+	if (target < 0)
+		return target;
 	self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (self < 0) {
 		e = errno;

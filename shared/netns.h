@@ -12,7 +12,8 @@
 
 /* Run fn(arg) inside the namespace at path; fn returns 0 or -errno and fills err itself. Returns
  * fn's result, -ENOENT when the namespace is gone (no such file, or not a network namespace any
- * more), or another -errno (EPERM: no CAP_SYS_ADMIN), with err filled. Aborts the process if it
+ * more), -EINVAL when the file is not a namespace at all (a FIFO, a regular file: opened without
+ * blocking, never waited on), or another -errno (EPERM: no CAP_SYS_ADMIN), with err filled. Aborts the process if it
  * cannot return to its own namespace: carrying on in a pod's namespace would be worse. */
 int km_netns_call(const char *path, int (*fn)(void *arg, char *err, size_t errlen), void *arg,
 		  char *err, size_t errlen);

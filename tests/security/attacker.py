@@ -8,6 +8,8 @@ line a shell test can check:
   idle SOCKET SECONDS       connect and send nothing: "closed after S s" or "open after S s"
   emptyops SOCKET ROLE MB   hello as ROLE, then one TableBatch of empty ops of about MB MiB:
                             "reply CODE" or "closed"
+  enroll SOCKET COOKIE PATH hello as cni, enroll netns COOKIE naming PATH as its namespace:
+                            "reply CODE" or "no reply in 5 s"
   sync SOCKET PHASE...      hello as xds (or "hello refused: MESSAGE"), then each Sync phase
                             (begin, end) in turn: "begin CODE end CODE ..."; then it leaves
 PYTHONPATH must reach kmesh_ipc_pb2 (protoc --python_out of ipc/kmesh_ipc.proto)."""
@@ -88,8 +90,8 @@ def frame(env):
     return struct.pack(">I", len(body)) + body
 
 
-def read_reply(s):
-    s.settimeout(10)
+def read_reply(s, timeout=10):
+    s.settimeout(timeout)
     head = b""
     while len(head) < 4:
         c = s.recv(4 - len(head))
@@ -142,6 +144,25 @@ def hello(s, role):
     return read_reply(s)
 
 
+def enroll(path, cookie, ns_path):
+    s = connect(path)
+    r = hello(s, "cni")
+    if r is None or r.reply.code != ipc.OK:
+        print("hello refused")
+        return
+    env = ipc.Envelope(request_id=2)
+    env.enroll.netns_cookie = cookie
+    env.enroll.pod = "attacker/fifo"
+    env.enroll.netns_path = ns_path
+    s.sendall(frame(env))
+    try:
+        r = read_reply(s, 5)
+    except socket.timeout:
+        print("no reply in 5 s")
+        return
+    print("closed" if r is None else "reply %s" % ipc.Code.Name(r.reply.code))
+
+
 def sync(path, phases):
     s = connect(path)
     r = hello(s, "xds")
@@ -183,6 +204,8 @@ def main():
         idle(path, float(sys.argv[3]))
     elif cmd == "emptyops":
         emptyops(path, sys.argv[3], int(sys.argv[4]))
+    elif cmd == "enroll":
+        enroll(path, int(sys.argv[3]), sys.argv[4])
     elif cmd == "sync":
         sync(path, sys.argv[3:])
     else:
