@@ -18,6 +18,7 @@ int km_conn_init(uv_loop_t *loop, struct km_conn *c, size_t max_frame)
 	memset(c, 0, sizeof(*c));
 	c->data = owner;
 	km_frame_decoder_init(&c->decoder, max_frame);
+	c->max_send = c->decoder.max_frame;
 	c->pipe.data = c;
 	return uv_pipe_init(loop, &c->pipe, 0);
 }
@@ -90,7 +91,7 @@ int km_conn_send(struct km_conn *c, const void *payload, size_t len)
 
 	if (c->closing)
 		return UV_ECANCELED;
-	if (len == 0 || len > c->decoder.max_frame)
+	if (len == 0 || len > c->max_send)
 		return UV_E2BIG;
 	w = malloc(sizeof(*w) + KM_FRAME_HEADER + len);
 	if (!w)

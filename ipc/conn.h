@@ -23,7 +23,8 @@ typedef void (*km_conn_close_cb)(struct km_conn *c);
 
 struct km_conn {
 	uv_pipe_t pipe; /* first member: the handle's data points back to the conn */
-	struct km_frame_decoder decoder;
+	struct km_frame_decoder decoder; /* what the peer may send (its limit may change) */
+	size_t max_send;                 /* the largest frame sent to it: km_conn_init's max_frame */
 	km_conn_frame_cb on_frame;
 	km_conn_error_cb on_error;
 	km_conn_close_cb on_close;
@@ -33,7 +34,8 @@ struct km_conn {
 	void *data; /* owner's pointer */
 };
 
-/* Initialise the pipe handle on loop (before uv_accept / uv_pipe_connect on &c->pipe). */
+/* Initialise the pipe handle on loop (before uv_accept / uv_pipe_connect on &c->pipe). max_frame
+ * bounds the frames both ways; the decoder's (incoming) limit may be changed later on its own. */
 int km_conn_init(uv_loop_t *loop, struct km_conn *c, size_t max_frame);
 /* Start reading frames. */
 int km_conn_start(struct km_conn *c, km_conn_frame_cb on_frame, km_conn_error_cb on_error);

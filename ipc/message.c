@@ -35,9 +35,9 @@ int km_msg_send(struct km_conn *c, const km_envelope *env)
  * spent a sixth of its time there). The arena's header sits just before the envelope, which is
  * protobuf-c's first allocation for a message; km_msg_unpack checks that it is.
  *
- * Bounded: a message may take at most KM_MSG_EXPANSION times its wire size once unpacked (plus a
- * little). Real messages take a few times; a frame of empty sub-messages (two bytes each on the
- * wire, a struct each unpacked) would otherwise take ~50 times, and is refused as not valid.
+ * Bounded: a message may take at most KM_MSG_EXPANSION times its wire size once unpacked, plus
+ * KM_MSG_SLACK. Real messages take 6-15 times; a frame of empty sub-messages (two bytes each on
+ * the wire, a struct each unpacked) would take ~54 times, and is refused as not valid.
  */
 struct km_arena_chunk {
 	struct km_arena_chunk *next;
@@ -127,7 +127,7 @@ km_envelope *km_msg_unpack(const uint8_t *data, size_t len)
 	a->chunks = c;
 	a->first = NULL;
 	a->total = first;
-	a->limit = KM_ARENA_HEADER + len * KM_MSG_EXPANSION + 4096;
+	a->limit = KM_ARENA_HEADER + len * KM_MSG_EXPANSION + KM_MSG_SLACK;
 	alloc.allocator_data = a;
 	env = kmesh__ipc__envelope__unpack(&alloc, len, data);
 	if (env && (void *)env != (char *)c->data + KM_ARENA_HEADER) {

@@ -179,8 +179,9 @@ static void on_connection(uv_stream_t *listener, int status)
 	s->serial = ++srv->next_serial;
 	s->accepted_ms = uv_now(srv->loop);
 	s->conn.data = s;
-	/* a stranger's frames stay small until its hello is accepted */
-	km_conn_init(srv->loop, &s->conn, KM_IPC_PREAUTH_FRAME);
+	/* a stranger's frames stay small until its hello is accepted (replies to it may be large) */
+	km_conn_init(srv->loop, &s->conn, srv->max_frame);
+	km_frame_decoder_set_max(&s->conn.decoder, KM_IPC_PREAUTH_FRAME);
 	km_frame_decoder_set_budget(&s->conn.decoder, &srv->budget);
 	srv->open_handles++;
 	s->next = srv->sessions;

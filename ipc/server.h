@@ -8,7 +8,7 @@
  * KM_IPC_PREAUTH_FRAME bytes (a hello is far smaller), and it must send its hello within
  * KM_IPC_HELLO_TIMEOUT_MS or be closed. Every session's unfinished frames share one budget of
  * KM_IPC_BUFFERED_MAX bytes (frame.h); a frame that would go over it closes its connection. An
- * unpacked message takes at most KM_MSG_EXPANSION times its size (message.h). */
+ * unpacked message takes at most KM_MSG_EXPANSION times its size plus 4 MiB (message.h). */
 #ifndef KM_IPC_SERVER_H
 #define KM_IPC_SERVER_H
 

@@ -10,6 +10,8 @@ line a shell test can check:
                             "reply CODE" or "closed"
   enroll SOCKET COOKIE PATH hello as cni, enroll netns COOKIE naming PATH as its namespace:
                             "reply CODE" or "no reply in 5 s"
+  backends SOCKET N         hello as xds, write N backend rows (a legitimate batch):
+                            "reply CODE"
   sync SOCKET PHASE...      hello as xds (or "hello refused: MESSAGE"), then each Sync phase
                             (begin, end) in turn: "begin CODE end CODE ..."; then it leaves
 PYTHONPATH must reach kmesh_ipc_pb2 (protoc --python_out of ipc/kmesh_ipc.proto)."""
@@ -163,6 +165,23 @@ def enroll(path, cookie, ns_path):
     print("closed" if r is None else "reply %s" % ipc.Code.Name(r.reply.code))
 
 
+def backends(path, n):
+    s = connect(path)
+    r = hello(s, "xds")
+    if r is None or r.reply.code != ipc.OK:
+        print("hello refused")
+        return
+    env = ipc.Envelope(request_id=2)
+    for i in range(1, n + 1):
+        op = env.batch.ops.add()
+        op.kind = ipc.TableOp.UPSERT
+        op.backend.id = i
+        op.backend.addresses.append(bytes([10, 200, i >> 8 & 255, i & 255]))
+    s.sendall(frame(env))
+    r = read_reply(s)
+    print("closed" if r is None else "reply %s" % ipc.Code.Name(r.reply.code))
+
+
 def sync(path, phases):
     s = connect(path)
     r = hello(s, "xds")
@@ -206,6 +225,8 @@ def main():
         emptyops(path, sys.argv[3], int(sys.argv[4]))
     elif cmd == "enroll":
         enroll(path, int(sys.argv[3]), sys.argv[4])
+    elif cmd == "backends":
+        backends(path, int(sys.argv[3]))
     elif cmd == "sync":
         sync(path, sys.argv[3:])
     else:
