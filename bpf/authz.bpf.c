@@ -30,6 +30,20 @@
 
 enum syn_parse { SYN_NO, SYN_YES, SYN_UNPARSED };
 
+/* Decide c (both hooks alike) and log a denial. Returns 1 to deny. */
+static __always_inline int km_authz_denies(struct km_authz_conn *c)
+{
+	struct km_authz_result r;
+
+	km_authz_identify(c);
+	km_authz_decide(c, &r);
+	if (r.deny)
+		km_log(KM_BPF_LOG_INFO, "authz: connection from [%pI6c] to [%pI6c]:%u denied (stat %u)",
+		       (__u64)(unsigned long)c->src.bytes, (__u64)(unsigned long)c->dst.bytes,
+		       c->dport, r.stat_id);
+	return r.deny;
+}
+
 static __always_inline int tcp_is_syn(struct __sk_buff *skb, __u32 off, struct km_authz_conn *c)
 {
 	struct tcphdr th;
@@ -116,7 +130,6 @@ int km_authz_ingress(struct __sk_buff *skb)
 {
 	struct km_manage_value *pod;
 	struct km_authz_conn c = {};
-	struct km_authz_result r;
 	int syn;
 
 	if (skb->ifindex == KM_LOOPBACK_IFINDEX)
@@ -134,13 +147,7 @@ int km_authz_ingress(struct __sk_buff *skb)
 		return KM_SKB_PASS; /* not enrolled, or decided at the socket lookup */
 	if (syn == SYN_UNPARSED)
 		return KM_SKB_DROP; /* cannot be decided: never let it reach an enrolled pod */
-	km_authz_identify(&c);
-	km_authz_decide(&c, &r);
-	if (r.deny)
-		km_log(KM_BPF_LOG_INFO, "authz: SYN from [%pI6c] to [%pI6c]:%u denied (stat %u)",
-		       (__u64)(unsigned long)c.src.bytes, (__u64)(unsigned long)c.dst.bytes, c.dport,
-		       r.stat_id);
-	return r.deny ? KM_SKB_DROP : KM_SKB_PASS;
+	return km_authz_denies(&c) ? KM_SKB_DROP : KM_SKB_PASS;
 }
 
 #define KM_AF_INET 2
@@ -149,7 +156,6 @@ SEC("sk_lookup")
 int km_authz_lookup(struct bpf_sk_lookup *ctx)
 {
 	struct km_authz_conn c = {};
-	struct km_authz_result r;
 
 	if (ctx->protocol != IPPROTO_TCP || ctx->ingress_ifindex == KM_LOOPBACK_IFINDEX ||
 	    (km_config_flags() & KM_CFG_F_AUTHZ_OFF))
@@ -168,13 +174,7 @@ int km_authz_lookup(struct bpf_sk_lookup *ctx)
 		c.dst.words[3] = ctx->local_ip6[3];
 	}
 	c.dport = ctx->local_port;
-	km_authz_identify(&c);
-	km_authz_decide(&c, &r);
-	if (r.deny)
-		km_log(KM_BPF_LOG_INFO, "authz: connection from [%pI6c] to [%pI6c]:%u refused (stat %u)",
-		       (__u64)(unsigned long)c.src.bytes, (__u64)(unsigned long)c.dst.bytes, c.dport,
-		       r.stat_id);
-	return r.deny ? SK_DROP : SK_PASS;
+	return km_authz_denies(&c) ? SK_DROP : SK_PASS;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

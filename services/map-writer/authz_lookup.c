@@ -97,7 +97,6 @@ uint32_t km_authz_lookup_attach(struct km_authz_lookup *l, uint64_t netns_cookie
 			pod && *pod ? pod : "-", netns_path, err);
 		return 0;
 	}
-	l->attached++;
 	return KM_MANAGE_F_AUTHZ_LOOKUP;
 }
 

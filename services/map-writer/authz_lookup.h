@@ -18,7 +18,7 @@ struct km_authz_lookup {
 	int fd_pod_netns;
 	uint64_t own_netns_cookie; /* the map writer's own namespace (a VM enrolled as a whole) */
 	char dir[PATH_MAX];
-	uint64_t attached, failed; /* attaches since start */
+	uint64_t failed; /* attaches that failed since start (kmesh_authz_lookup_attach_failures_total) */
 };
 
 /* Make the pin directory, bring the pinned links to this build's program, drop the pins of pods

@@ -1,5 +1,6 @@
 /* metrics_file.c — the map writer's metrics file (see metrics_file.h). */
 #include "services/map-writer/metrics_file.h"
+#include "services/map-writer/authz_lookup.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -163,6 +164,12 @@ static void render(struct km_mw_metrics *m, struct km_prom *p)
 	      !!(rq->dp->node.flags & KM_CFG_F_MONITORING));
 	gauge(p, "kmesh_authz_enabled", "1 while authorization is enforced",
 	      !(rq->dp->node.flags & KM_CFG_F_AUTHZ_OFF));
+	gauge(p, "kmesh_authz_lookup_pods",
+	      "enrolled pods whose connections are decided at the socket lookup (refused at once)",
+	      km_authz_lookup_count(rq->lookup));
+	counter(p, "kmesh_authz_lookup_attach_failures_total",
+		"pods left to the cgroup_skb decision (denials time out) because the lookup program "
+		"could not be attached to their namespace", rq->lookup->failed);
 	counter(p, "kmesh_authz_rechecks_total", "passes over open connections after policy changes",
 		rq->recheck->passes);
 	counter(p, "kmesh_authz_rechecks_closed_total",

@@ -83,6 +83,8 @@ km_agent_start_xds --network net-a
 "$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path srv2)" --tell-path no >/dev/null
 lookup_pins() { ls "$KM_DIR/bpffs/kmesh/links/lookup" 2>/dev/null | wc -l; }
 check "one lookup link, for the pod enrolled with its namespace's path" test "$(lookup_pins)" = 1
+check "... and the metrics say so (1 pod, no attach failure)" \
+	eval 'for _ in $(seq 1 30); do km_metrics_has "^kmesh_authz_lookup_pods 1$" && break; sleep 0.1; done; km_metrics_has "^kmesh_authz_lookup_pods 1$" && km_metrics_has "^kmesh_authz_lookup_attach_failures_total 0$"'
 identities_are() { # identities_are N: the agent holds N identities (waits 3 s at most)
 	for _ in $(seq 1 60); do
 		[ "$(km_agent_json 'd["authz"]["identities"]' 2>/dev/null)" = "$1" ] && return 0

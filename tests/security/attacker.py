@@ -113,15 +113,8 @@ def read_reply(s, timeout=10):
 
 
 def emptyops(path, role, mb):
-    s = connect(path)
-    hello = ipc.Envelope(request_id=1)
-    hello.hello.role = getattr(ipc, "ROLE_" + role.upper())
-    hello.hello.protocol_version = 1
-    hello.hello.process = "attacker"
-    s.sendall(frame(hello))
-    r = read_reply(s)
-    if r is None or r.reply.code != ipc.OK:
-        print("hello refused")
+    s = session(path, role)
+    if not s:
         return
     # an empty TableOp is two bytes on the wire (tag, length 0): about mb MiB of them
     n = mb * MIB // 2 - 16
@@ -137,20 +130,24 @@ def emptyops(path, role, mb):
     print("closed" if r is None else "reply %s" % ipc.Code.Name(r.reply.code))
 
 
-def hello(s, role):
+def session(path, role):
+    """A connection whose hello for role was accepted, or None (said on stdout)."""
+    s = connect(path)
     env = ipc.Envelope(request_id=1)
     env.hello.role = getattr(ipc, "ROLE_" + role.upper())
     env.hello.protocol_version = 1
     env.hello.process = "attacker"
     s.sendall(frame(env))
-    return read_reply(s)
+    r = read_reply(s)
+    if r is None or r.reply.code != ipc.OK:
+        print("hello refused: %s" % (r.reply.message if r else "closed"))
+        return None
+    return s
 
 
 def enroll(path, cookie, ns_path):
-    s = connect(path)
-    r = hello(s, "cni")
-    if r is None or r.reply.code != ipc.OK:
-        print("hello refused")
+    s = session(path, "cni")
+    if not s:
         return
     env = ipc.Envelope(request_id=2)
     env.enroll.netns_cookie = cookie
@@ -166,10 +163,8 @@ def enroll(path, cookie, ns_path):
 
 
 def backends(path, n):
-    s = connect(path)
-    r = hello(s, "xds")
-    if r is None or r.reply.code != ipc.OK:
-        print("hello refused")
+    s = session(path, "xds")
+    if not s:
         return
     env = ipc.Envelope(request_id=2)
     for i in range(1, n + 1):
@@ -183,10 +178,8 @@ def backends(path, n):
 
 
 def sync(path, phases):
-    s = connect(path)
-    r = hello(s, "xds")
-    if r is None or r.reply.code != ipc.OK:
-        print("hello refused: %s" % (r.reply.message if r else "closed"))
+    s = session(path, "xds")
+    if not s:
         return
     out = []
     for i, phase in enumerate(phases):
