@@ -113,6 +113,14 @@ int km_sync_recv(struct km_sync_client *cl, uint64_t request_id, km_envelope **r
 	err = read_all(cl->fd, buf, len, cl->timeout_ms);
 	if (!err) {
 		*reply = km_msg_unpack(buf, len);
+		/* request id 0: the server refused the connection itself (server.h), whatever
+		 * was asked */
+		if (*reply && (*reply)->request_id == 0 &&
+		    (*reply)->body_case == KMESH__IPC__ENVELOPE__BODY_REPLY &&
+		    (*reply)->reply->code != KMESH__IPC__CODE__OK) {
+			free(buf);
+			return 0;
+		}
 		if (!*reply || (*reply)->request_id != request_id ||
 		    (*reply)->body_case != KMESH__IPC__ENVELOPE__BODY_REPLY) {
 			km_msg_free(*reply);
@@ -185,7 +193,9 @@ int km_sync_connect(struct km_sync_client *cl, const char *path, Kmesh__Ipc__Rol
 		cl->pid = h->pid;
 	}
 	if (rep->reply->code != KMESH__IPC__CODE__OK) {
-		err = rep->reply->code == KMESH__IPC__CODE__PERMISSION_DENIED ? -EACCES : -EPROTO;
+		err = rep->reply->code == KMESH__IPC__CODE__PERMISSION_DENIED	 ? -EACCES
+		      : rep->reply->code == KMESH__IPC__CODE__RESOURCE_EXHAUSTED ? -EBUSY
+										 : -EPROTO;
 		km_msg_free(rep);
 		km_sync_close(cl);
 		return err;

@@ -8,6 +8,8 @@
 
 struct km_write {
 	uv_write_t req;
+	struct km_frame_budget *budget; /* charged len bytes, given back once written */
+	size_t len;
 	uint8_t bytes[]; /* header + payload */
 };
 
@@ -37,7 +39,57 @@ static int deliver(void *arg, const uint8_t *payload, size_t len)
 	struct km_conn *c = arg;
 
 	c->on_frame(c, payload, len);
-	return c->closing; /* stop delivering once the owner closed the connection */
+	if (c->closing)
+		return 1; /* stop delivering once the owner closed the connection */
+	if (c->pause_above && km_conn_write_queue(c) > c->pause_above)
+		return KM_FRAME_CB_PAUSE;
+	return 0;
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+
+/* Hand bytes to the decoder; a pause keeps what was not used (a copy) and stops reading. */
+static void feed(struct km_conn *c, const uint8_t *data, size_t n)
+{
+	size_t used;
+	int err = km_frame_decoder_feed_some(&c->decoder, data, n, deliver, c, &used);
+
+	if (err == KM_FRAME_EPAUSED) {
+		if (c->reading)
+			uv_read_stop((uv_stream_t *)&c->pipe);
+		c->reading = 0;
+		c->paused = 1;
+		c->paused_ms = uv_now(c->pipe.loop);
+		if (used < n && (c->held = malloc(n - used))) {
+			memcpy(c->held, data + used, n - used);
+			c->held_len = n - used;
+		} else if (used < n) {
+			c->on_error(c, UV_ENOMEM, "out of memory keeping a paused peer's bytes");
+		}
+	} else if (err != KM_FRAME_OK && err != KM_FRAME_ESTOPPED && !c->closing) {
+		if (c->reading)
+			uv_read_stop((uv_stream_t *)&c->pipe);
+		c->reading = 0;
+		c->on_error(c, err, km_frame_strerror(err));
+	}
+}
+
+/* The peer read its replies down: handle what was held, then read again (unless it paused
+ * again or was closed meanwhile). */
+static void resume(struct km_conn *c)
+{
+	uint8_t *held = c->held;
+	size_t len = c->held_len;
+
+	c->paused = 0;
+	c->held = NULL;
+	c->held_len = 0;
+	if (held)
+		feed(c, held, len);
+	free(held);
+	if (!c->paused && !c->closing && !c->reading && !c->decoder.failed &&
+	    uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) == 0)
+		c->reading = 1;
 }
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
@@ -45,14 +97,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	struct km_conn *c = s->data;
 
 	if (n > 0 && !c->closing) {
-		int err = km_frame_decoder_feed(&c->decoder, (const uint8_t *)buf->base, (size_t)n,
-						deliver, c);
-
-		if (err != KM_FRAME_OK && err != KM_FRAME_ESTOPPED) {
-			uv_read_stop(s);
-			c->reading = 0;
-			c->on_error(c, err, km_frame_strerror(err));
-		}
+		feed(c, (const uint8_t *)buf->base, (size_t)n);
 	} else if (n < 0 && !c->closing) {
 		uv_read_stop(s);
 		c->reading = 0;
@@ -78,9 +123,13 @@ static void on_written(uv_write_t *req, int status)
 	struct km_write *w = (struct km_write *)req;
 	struct km_conn *c = req->handle->data;
 
+	if (w->budget)
+		w->budget->used -= w->len;
 	free(w);
 	if (status < 0 && status != UV_ECANCELED && !c->closing && c->on_error)
 		c->on_error(c, status, uv_strerror(status));
+	else if (c->paused && !c->closing && km_conn_write_queue(c) <= c->pause_above / 2)
+		resume(c);
 }
 
 int km_conn_send(struct km_conn *c, const void *payload, size_t len)
@@ -93,15 +142,23 @@ int km_conn_send(struct km_conn *c, const void *payload, size_t len)
 		return UV_ECANCELED;
 	if (len == 0 || len > c->max_send)
 		return UV_E2BIG;
+	if (c->send_budget && c->send_budget->used + KM_FRAME_HEADER + len > c->send_budget->max) {
+		c->send_refused = 1;
+		return UV_ENOBUFS;
+	}
 	w = malloc(sizeof(*w) + KM_FRAME_HEADER + len);
 	if (!w)
 		return UV_ENOMEM;
+	w->budget = c->send_budget;
+	w->len = KM_FRAME_HEADER + len;
 	km_frame_header(w->bytes, (uint32_t)len);
 	memcpy(w->bytes + KM_FRAME_HEADER, payload, len);
 	buf = uv_buf_init((char *)w->bytes, (unsigned int)(KM_FRAME_HEADER + len));
 	err = uv_write(&w->req, (uv_stream_t *)&c->pipe, &buf, 1, on_written);
 	if (err)
 		free(w);
+	else if (w->budget)
+		w->budget->used += w->len;
 	return err;
 }
 
@@ -115,6 +172,8 @@ static void on_closed(uv_handle_t *h)
 	struct km_conn *c = h->data;
 
 	km_frame_decoder_free(&c->decoder);
+	free(c->held);
+	c->held = NULL;
 	if (c->on_close)
 		c->on_close(c);
 }

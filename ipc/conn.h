@@ -3,7 +3,14 @@
  * Ownership follows libuv: the caller owns the km_conn memory; it must stay valid until the close
  * callback has run. Sends copy the payload. A framing error (oversize, zero-length frame) or a
  * read error closes nothing by itself: the error callback is told and the owner decides (normally
- * km_conn_close). */
+ * km_conn_close).
+ *
+ * Backpressure: with pause_above set, a peer whose replies are not read stops being read: once
+ * a frame was handled and more than pause_above bytes wait to be written, the connection stops
+ * reading (keeping what it had read but not handled) until the queue is down to half of it. Its
+ * owner sees `paused` and `paused_ms` and decides how long to wait. With a send budget, every
+ * connection sharing it together queues at most its max bytes; a send over it is refused and
+ * `send_refused` stays set. */
 #ifndef KM_IPC_CONN_H
 #define KM_IPC_CONN_H
 
@@ -30,6 +37,13 @@ struct km_conn {
 	km_conn_close_cb on_close;
 	int closing;
 	int reading;
+	size_t pause_above;                  /* 0: never pause */
+	int paused;                          /* not read: its replies wait for it */
+	uint64_t paused_ms;                  /* uv_now when it paused */
+	uint8_t *held;                       /* read but not handled when it paused */
+	size_t held_len;
+	struct km_frame_budget *send_budget; /* NULL: none */
+	int send_refused;                    /* a send went over the budget */
 	uv_shutdown_t shutdown_req;
 	void *data; /* owner's pointer */
 };

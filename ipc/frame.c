@@ -72,9 +72,33 @@ void km_frame_header(uint8_t out[KM_FRAME_HEADER], uint32_t len)
 	out[3] = (uint8_t)len;
 }
 
+/* What a callback's answer means: go on (0), pause, or stop. */
+static int after_cb(struct km_frame_decoder *d, int rc)
+{
+	if (rc == 0)
+		return KM_FRAME_OK;
+	if (rc == KM_FRAME_CB_PAUSE)
+		return KM_FRAME_EPAUSED;
+	return d->failed = KM_FRAME_ESTOPPED;
+}
+
 int km_frame_decoder_feed(struct km_frame_decoder *d, const uint8_t *data, size_t len,
 			  km_frame_cb cb, void *arg)
 {
+	size_t used;
+	int err = km_frame_decoder_feed_some(d, data, len, cb, arg, &used);
+
+	/* a caller that cannot resume: a pause is a stop */
+	return err == KM_FRAME_EPAUSED ? (d->failed = KM_FRAME_ESTOPPED) : err;
+}
+
+int km_frame_decoder_feed_some(struct km_frame_decoder *d, const uint8_t *data, size_t len,
+			       km_frame_cb cb, void *arg, size_t *consumed)
+{
+	const uint8_t *start = data;
+	int err;
+
+	*consumed = 0;
 	if (d->failed)
 		return d->failed;
 	while (len > 0) {
@@ -101,17 +125,19 @@ int km_frame_decoder_feed(struct km_frame_decoder *d, const uint8_t *data, size_
 				size_t n = d->body_len;
 
 				d->header_have = 0;
-				if (cb(arg, data, n) != 0)
-					return d->failed = KM_FRAME_ESTOPPED;
+				err = after_cb(d, cb(arg, data, n));
 				data += n;
 				len -= n;
+				if (err) {
+					*consumed = (size_t)(data - start);
+					return err;
+				}
 				continue;
 			}
 			if (!len)
 				break; /* the body comes with a later read */
 		}
 		size_t take = d->body_len - d->body_have;
-		int err;
 
 		if (take > len)
 			take = len;
@@ -135,10 +161,13 @@ int km_frame_decoder_feed(struct km_frame_decoder *d, const uint8_t *data, size_
 			free(body);
 			if (budget)
 				budget->used -= cap;
-			if (stop)
-				return d->failed = KM_FRAME_ESTOPPED;
+			if ((err = after_cb(d, stop))) {
+				*consumed = (size_t)(data - start);
+				return err;
+			}
 		}
 	}
+	*consumed = (size_t)(data - start);
 	return KM_FRAME_OK;
 }
 
@@ -155,6 +184,8 @@ const char *km_frame_strerror(int err)
 		return "out of memory";
 	case KM_FRAME_ESTOPPED:
 		return "stopped by the receiver";
+	case KM_FRAME_EPAUSED:
+		return "paused by the receiver";
 	case KM_FRAME_EBUDGET:
 		return "too many bytes of unfinished frames buffered in this process";
 	}

@@ -19,6 +19,7 @@ enum km_frame_err {
 	KM_FRAME_ENOMEM = -3,
 	KM_FRAME_ESTOPPED = -4, /* the callback asked to stop */
 	KM_FRAME_EBUDGET = -5,  /* the budget shared by the process's decoders is spent */
+	KM_FRAME_EPAUSED = -6,  /* the callback asked to pause: not sticky, see *consumed */
 };
 
 /* Bytes of partial frames buffered by every decoder that shares it (one per process): a peer
@@ -28,7 +29,9 @@ struct km_frame_budget {
 };
 
 /* Called for each complete frame. The payload is valid only during the call.
- * Return 0 to go on, non-zero to stop feeding (the decoder then reports KM_FRAME_ESTOPPED). */
+ * Return 0 to go on, KM_FRAME_CB_PAUSE to pause (km_frame_decoder_feed_some), anything else to
+ * stop feeding (the decoder then reports KM_FRAME_ESTOPPED). */
+#define KM_FRAME_CB_PAUSE 2
 typedef int (*km_frame_cb)(void *arg, const uint8_t *payload, size_t len);
 
 struct km_frame_decoder {
@@ -52,6 +55,11 @@ void km_frame_decoder_set_budget(struct km_frame_decoder *d, struct km_frame_bud
  * error the stream is out of sync and every later call returns the same error. */
 int km_frame_decoder_feed(struct km_frame_decoder *d, const uint8_t *data, size_t len,
 			  km_frame_cb cb, void *arg);
+/* The same, but a callback may pause: then it returns KM_FRAME_EPAUSED with *consumed the bytes
+ * of data used (the rest is to be fed again later); the stream stays in sync. Otherwise
+ * *consumed is len. */
+int km_frame_decoder_feed_some(struct km_frame_decoder *d, const uint8_t *data, size_t len,
+			       km_frame_cb cb, void *arg, size_t *consumed);
 void km_frame_decoder_free(struct km_frame_decoder *d);
 
 /* Writes the 4-byte header for a payload of len bytes. */

@@ -205,6 +205,8 @@ const char *km_msg_code_name(Kmesh__Ipc__Code code)
 		return "VERSION_MISMATCH";
 	case KMESH__IPC__CODE__ENCRYPTION_UNAVAILABLE:
 		return "ENCRYPTION_UNAVAILABLE";
+	case KMESH__IPC__CODE__RESOURCE_EXHAUSTED:
+		return "RESOURCE_EXHAUSTED";
 	default:
 		return "UNKNOWN";
 	}

@@ -35,14 +35,44 @@ static void session_closed(struct km_conn *c)
 	if (s->hello_done && srv->ops.on_closed)
 		srv->ops.on_closed(srv->arg, s);
 	free(s);
+	srv->n_sessions--;
 	srv->open_handles--;
 	maybe_stopped(srv);
 }
 
+/* Lines about peers refused or closed: at most KM_IPC_PEER_LOG_LINES per 10 s, then one line
+ * saying how many were left out, so a flood of bad peers does not flood the log too. */
+#define KM_IPC_PEER_LOG_LINES 20u
+#define KM_IPC_PEER_LOG_WINDOW_MS 10000u
+
+static void peer_log_window(struct km_ipc_server *srv, uint64_t now)
+{
+	if (now - srv->peer_log_since_ms < KM_IPC_PEER_LOG_WINDOW_MS)
+		return;
+	if (srv->peer_log_dropped)
+		km_warn("%llu more lines about refused or closed peers left out in the last %u s",
+			(unsigned long long)srv->peer_log_dropped, KM_IPC_PEER_LOG_WINDOW_MS / 1000);
+	srv->peer_log_since_ms = now;
+	srv->peer_log_lines = 0;
+	srv->peer_log_dropped = 0;
+}
+
+static int peer_log_ok(struct km_ipc_server *srv)
+{
+	peer_log_window(srv, uv_now(srv->loop));
+	if (srv->peer_log_lines < KM_IPC_PEER_LOG_LINES) {
+		srv->peer_log_lines++;
+		return 1;
+	}
+	srv->peer_log_dropped++;
+	return 0;
+}
+
 static void deny(struct km_ipc_session *s, uint64_t id, const char *why)
 {
-	km_warn("refusing peer pid %d uid %u gid %u: %s", (int)s->pid, (unsigned)s->uid,
-		(unsigned)s->gid, why);
+	if (peer_log_ok(s->srv))
+		km_warn("refusing peer pid %d uid %u gid %u: %s", (int)s->pid, (unsigned)s->uid,
+			(unsigned)s->gid, why);
 	km_msg_reply(&s->conn, id, KMESH__IPC__CODE__PERMISSION_DENIED, why, 0);
 	km_conn_close_after_writes(&s->conn, session_closed);
 }
@@ -78,7 +108,8 @@ static void handle_hello(struct km_ipc_session *s, const km_envelope *env)
 	char why[256];
 	size_t limit;
 
-	snprintf(s->process, sizeof(s->process), "%s", h->process && *h->process ? h->process : "?");
+	/* the peer's words, logged: printable ASCII only */
+	km_log_safe(s->process, sizeof(s->process), h->process && *h->process ? h->process : "?");
 	if (!s->srv->ops.allowed(s->srv->arg, h->role, s->uid, s->gid)) {
 		snprintf(why, sizeof(why), "uid %u gid %u may not take role '%s' (see --allow)",
 			 (unsigned)s->uid, (unsigned)s->gid, km_msg_role_name(h->role));
@@ -102,7 +133,8 @@ static void handle_hello(struct km_ipc_session *s, const km_envelope *env)
 			 "version mismatch: peer speaks protocol %u layout %u, map writer %u/%u",
 			 h->protocol_version, h->layout_version, KM_IPC_PROTOCOL_VERSION,
 			 KM_LAYOUT_VERSION);
-		km_warn("peer pid %d (%s): %s", (int)s->pid, s->process, why);
+		if (peer_log_ok(s->srv))
+			km_warn("peer pid %d (%s): %s", (int)s->pid, s->process, why);
 		hello_reply(s, env->request_id, KMESH__IPC__CODE__VERSION_MISMATCH, why);
 		km_conn_close_after_writes(&s->conn, session_closed);
 		return;
@@ -126,8 +158,9 @@ static void on_frame(struct km_conn *c, const uint8_t *payload, size_t len)
 	km_envelope *env = km_msg_unpack(payload, len);
 
 	if (!env) {
-		km_warn("peer pid %d sent a frame of %zu bytes that is not a valid message", (int)s->pid,
-			len);
+		if (peer_log_ok(s->srv))
+			km_warn("peer pid %d sent a frame of %zu bytes that is not a valid message",
+				(int)s->pid, len);
 		km_msg_reply(c, 0, KMESH__IPC__CODE__BAD_REQUEST, "frame is not a valid Envelope", 0);
 		if (!s->hello_done)
 			km_conn_close_after_writes(c, session_closed);
@@ -145,6 +178,13 @@ static void on_frame(struct km_conn *c, const uint8_t *payload, size_t len)
 		s->srv->ops.on_request(s->srv->arg, s, env);
 	}
 	km_msg_free(env);
+	if (s->conn.send_refused && !s->conn.closing) {
+		s->srv->stats.queue_overflows++;
+		km_warn("peer pid %d uid %u (%s): its replies would take the unsent bytes of all peers "
+			"over %u MiB; cut off", (int)s->pid, (unsigned)s->uid, s->process,
+			KM_IPC_QUEUED_MAX >> 20);
+		km_conn_close(c, session_closed);
+	}
 }
 
 static void on_error(struct km_conn *c, int err, const char *what)
@@ -153,6 +193,8 @@ static void on_error(struct km_conn *c, int err, const char *what)
 
 	if (err == UV_EOF)
 		km_debug("peer pid %d closed the connection", (int)s->pid);
+	else if (!peer_log_ok(s->srv))
+		;
 	else if (err == KM_FRAME_ETOOBIG && !s->hello_done)
 		km_warn("peer pid %d uid %u announced a frame over %u bytes before its hello; closing",
 			(int)s->pid, (unsigned)s->uid, KM_IPC_PREAUTH_FRAME);
@@ -161,13 +203,91 @@ static void on_error(struct km_conn *c, int err, const char *what)
 	km_conn_close(c, session_closed);
 }
 
+/* What the peer may become, from its credentials alone. */
+static enum km_ipc_peer_class classify(struct km_ipc_server *srv, uid_t uid, gid_t gid)
+{
+	static const Kmesh__Ipc__Role keepers[] = { KMESH__IPC__ROLE__ROLE_CNI,
+						    KMESH__IPC__ROLE__ROLE_ADMIN };
+	static const Kmesh__Ipc__Role others[] = { KMESH__IPC__ROLE__ROLE_XDS,
+						   KMESH__IPC__ROLE__ROLE_IPSEC };
+
+	for (size_t i = 0; i < sizeof(keepers) / sizeof(keepers[0]); i++)
+		if (srv->ops.allowed(srv->arg, keepers[i], uid, gid))
+			return KM_IPC_PEER_KEEPER;
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+		if (srv->ops.allowed(srv->arg, others[i], uid, gid))
+			return KM_IPC_PEER_OTHER;
+	return KM_IPC_PEER_STRANGER;
+}
+
+/* NULL if the new session s may stay, else why not (its counter counted). */
+static const char *over_limit(struct km_ipc_server *srv, const struct km_ipc_session *s,
+			      char *why, size_t whylen)
+{
+	const struct km_ipc_limits *l = &srv->limits;
+	unsigned same_uid = 0, strangers = 0, total = 0;
+
+	for (const struct km_ipc_session *o = srv->sessions; o; o = o->next) {
+		if (o == s)
+			continue;
+		total++;
+		same_uid += o->uid == s->uid;
+		strangers += o->peer_class == KM_IPC_PEER_STRANGER;
+	}
+	if (same_uid >= l->per_uid) {
+		srv->stats.refused_per_uid++;
+		snprintf(why, whylen, "uid %u holds %u connections, the most one uid may hold",
+			 (unsigned)s->uid, same_uid);
+	} else if (s->peer_class == KM_IPC_PEER_STRANGER && strangers >= l->strangers) {
+		srv->stats.refused_strangers++;
+		snprintf(why, whylen, "%u peers that may take no role are connected, the most "
+			 "allowed (see --allow)", strangers);
+	} else if (total >= (s->peer_class == KM_IPC_PEER_KEEPER ? l->total : l->total - l->reserved)) {
+		srv->stats.refused_total++;
+		snprintf(why, whylen, "%u connections are open, the most this server takes%s", total,
+			 s->peer_class == KM_IPC_PEER_KEEPER ? "" : " from peers without the cni or "
+								    "admin role");
+	} else {
+		return NULL;
+	}
+	return why;
+}
+
+/* Answered at once, without reading, and closed: RESOURCE_EXHAUSTED with request id 0. */
+static void refuse_busy(struct km_ipc_session *s, const char *why)
+{
+	km_envelope out = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
+	uint8_t buf[512];
+	size_t len;
+
+	reply.code = KMESH__IPC__CODE__RESOURCE_EXHAUSTED;
+	reply.message = (char *)why;
+	out.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
+	out.reply = &reply;
+	len = kmesh__ipc__envelope__get_packed_size(&out);
+	if (len + KM_FRAME_HEADER <= sizeof(buf)) {
+		uv_buf_t b = uv_buf_init((char *)buf, (unsigned)(KM_FRAME_HEADER + len));
+
+		km_frame_header(buf, (uint32_t)len);
+		kmesh__ipc__envelope__pack(&out, buf + KM_FRAME_HEADER);
+		(void)uv_try_write((uv_stream_t *)&s->conn.pipe, &b, 1); /* best effort */
+	}
+	km_conn_close(&s->conn, session_closed);
+}
+
 static void on_connection(uv_stream_t *listener, int status)
 {
 	struct km_ipc_server *srv = listener->data;
 	struct km_ipc_session *s;
+	char why[200];
 
 	if (status < 0) {
-		km_warn("accept: %s", uv_strerror(status));
+		/* e.g. EMFILE: libuv took the connection off the queue and closed it */
+		srv->stats.accept_errors++;
+		if (peer_log_ok(srv))
+			km_warn("accept: %s (%llu so far; see kmesh_ipc_accept_errors_total)",
+				uv_strerror(status), (unsigned long long)srv->stats.accept_errors);
 		return;
 	}
 	s = calloc(1, sizeof(*s));
@@ -183,32 +303,54 @@ static void on_connection(uv_stream_t *listener, int status)
 	km_conn_init(srv->loop, &s->conn, srv->max_frame);
 	km_frame_decoder_set_max(&s->conn.decoder, KM_IPC_PREAUTH_FRAME);
 	km_frame_decoder_set_budget(&s->conn.decoder, &srv->budget);
+	s->conn.send_budget = &srv->send_budget;
+	s->conn.pause_above = KM_IPC_QUEUE_PAUSE;
 	srv->open_handles++;
+	srv->n_sessions++;
 	s->next = srv->sessions;
 	srv->sessions = s;
 	if (uv_accept(listener, (uv_stream_t *)&s->conn.pipe) != 0 ||
 	    km_conn_peer_cred(&s->conn, &s->pid, &s->uid, &s->gid) != 0) {
+		srv->stats.accept_errors++;
 		km_warn("cannot accept a peer or read its credentials");
 		km_conn_close(&s->conn, session_closed);
+		return;
+	}
+	s->peer_class = classify(srv, s->uid, s->gid);
+	if (over_limit(srv, s, why, sizeof(why))) {
+		if (peer_log_ok(srv))
+			km_warn("refusing a connection from pid %d uid %u: %s", (int)s->pid,
+				(unsigned)s->uid, why);
+		refuse_busy(s, why);
 		return;
 	}
 	km_conn_start(&s->conn, on_frame, on_error);
 }
 
 /* Sessions that sent no hello in time are closed: a peer that only opens connections does not
- * keep them. */
+ * keep them. Sessions whose replies have waited unread too long are cut off. */
 static void on_hello_timer(uv_timer_t *t)
 {
 	struct km_ipc_server *srv = t->data;
 	uint64_t now = uv_now(srv->loop);
 
+	peer_log_window(srv, now);
 	for (struct km_ipc_session *s = srv->sessions; s; s = s->next) {
-		if (s->hello_done || s->conn.closing || now - s->accepted_ms < KM_IPC_HELLO_TIMEOUT_MS)
+		if (s->conn.closing)
 			continue;
-		srv->hello_timeouts++;
-		km_warn("peer pid %d uid %u sent no hello within %u ms; closing", (int)s->pid,
-			(unsigned)s->uid, KM_IPC_HELLO_TIMEOUT_MS);
-		km_conn_close(&s->conn, session_closed);
+		if (!s->hello_done && now - s->accepted_ms >= KM_IPC_HELLO_TIMEOUT_MS) {
+			srv->stats.hello_timeouts++;
+			if (peer_log_ok(srv))
+				km_warn("peer pid %d uid %u sent no hello within %u ms; closing", (int)s->pid,
+				(unsigned)s->uid, KM_IPC_HELLO_TIMEOUT_MS);
+			km_conn_close(&s->conn, session_closed);
+		} else if (s->conn.paused && now - s->conn.paused_ms >= KM_IPC_SLOW_READER_MS) {
+			srv->stats.slow_readers++;
+			km_warn("peer pid %d uid %u (%s) left %zu bytes of replies unread for %u ms; "
+				"cut off", (int)s->pid, (unsigned)s->uid, s->process,
+				km_conn_write_queue(&s->conn), KM_IPC_SLOW_READER_MS);
+			km_conn_close(&s->conn, session_closed);
+		}
 	}
 }
 
@@ -253,6 +395,13 @@ int km_ipc_server_start(struct km_ipc_server *srv, uv_loop_t *loop,
 	srv->exclusive_roles = cfg->exclusive_roles;
 	srv->max_frame = cfg->max_frame;
 	srv->budget.max = KM_IPC_BUFFERED_MAX;
+	srv->send_budget.max = KM_IPC_QUEUED_MAX;
+	srv->limits.per_uid = cfg->limits.per_uid ? cfg->limits.per_uid : 64;
+	srv->limits.strangers = cfg->limits.strangers ? cfg->limits.strangers : 16;
+	srv->limits.total = cfg->limits.total ? cfg->limits.total : 512;
+	srv->limits.reserved = cfg->limits.reserved ? cfg->limits.reserved : 64;
+	if (srv->limits.reserved >= srv->limits.total)
+		srv->limits.reserved = srv->limits.total / 2;
 	if (strlen(cfg->path) >= sizeof(srv->path)) {
 		km_error("socket path %s is too long (at most %zu bytes)", cfg->path,
 			 sizeof(srv->path) - 1);

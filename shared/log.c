@@ -89,3 +89,29 @@ void km_log_always(enum km_log_level level, const char *fmt, ...)
 	vlog(level, fmt, ap);
 	va_end(ap);
 }
+
+void km_log_safe(char *dst, size_t dstlen, const char *src)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = 0;
+
+	if (!dstlen)
+		return;
+	for (; src && *src; src++) {
+		unsigned char c = (unsigned char)*src;
+
+		if (c >= 0x20 && c < 0x7f && c != '\\') {
+			if (n + 1 >= dstlen)
+				break;
+			dst[n++] = (char)c;
+		} else {
+			if (n + 4 >= dstlen)
+				break;
+			dst[n++] = '\\';
+			dst[n++] = 'x';
+			dst[n++] = hex[c >> 4];
+			dst[n++] = hex[c & 15];
+		}
+	}
+	dst[n] = '\0';
+}

@@ -3,6 +3,8 @@
 #ifndef KM_SHARED_LOG_H
 #define KM_SHARED_LOG_H
 
+#include <stddef.h>
+
 enum km_log_level {
 	KM_LOG_ERROR = 0,
 	KM_LOG_WARN = 1,
@@ -21,6 +23,10 @@ int km_log_enabled(enum km_log_level level);
 void km_log(enum km_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The same whatever the process's level: for lines another level already chose (the BPF log's). */
 void km_log_always(enum km_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Copies a peer's string (a process or pod name) for a log line: bytes outside printable ASCII
+ * become \xNN, so a peer cannot forge lines or hide text with control bytes. Truncates to dstlen. */
+void km_log_safe(char *dst, size_t dstlen, const char *src);
 
 #define km_error(...) km_log(KM_LOG_ERROR, __VA_ARGS__)
 #define km_warn(...) km_log(KM_LOG_WARN, __VA_ARGS__)

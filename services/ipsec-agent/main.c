@@ -16,6 +16,7 @@
 #include "services/ipsec-agent/node_cidrs.h"
 #include "services/ipsec-agent/node_spec.h"
 #include "services/ipsec-agent/node_watch.h"
+#include "shared/fd_limit.h"
 #include "shared/log.h"
 #include "shared/options.h"
 #include "services/ipsec-agent/metrics.h"
@@ -210,6 +211,7 @@ int main(int argc, char **argv)
 							   .name = "kmesh-ipsec-agent" };
 		const struct km_ipc_server_ops aops = { km_ipsec_admin_allowed, km_ipsec_admin_request };
 
+		km_fd_limit_raise(1024); /* admin peers (capped by the server), netlink, files */
 		if (km_signals_init(m.loop, &m.signals, on_shutdown, &m) != 0 ||
 		    km_ipc_server_start(&m.admin, m.loop, &acfg, &aops, &m.agent) != 0 ||
 		    uv_timer_init(m.loop, &m.tick) != 0) {

@@ -70,7 +70,7 @@ static void disconnect(struct km_ipsec_mw_link *l, const char *why);
 
 static int send_env(struct km_ipsec_mw_link *l, km_envelope *env, int state)
 {
-	env->request_id = l->waiting_id = l->next_id++;
+	env->request_id = l->waiting_id = ++l->next_id; /* from 1: id 0 is the server's own */
 	if (km_msg_send(&l->conn, env) != 0) {
 		disconnect(l, "cannot send a request");
 		return -1;
@@ -296,7 +296,13 @@ static void on_frame(struct km_conn *c, const uint8_t *payload, size_t len)
 	struct km_ipsec_mw_link *l = c->data;
 	km_envelope *env = km_msg_unpack(payload, len);
 
-	if (!env || env->body_case != KMESH__IPC__ENVELOPE__BODY_REPLY || env->request_id != l->waiting_id)
+	if (env && env->body_case == KMESH__IPC__ENVELOPE__BODY_REPLY && env->request_id == 0 &&
+	    env->reply->code != KMESH__IPC__CODE__OK) {
+		km_error("the map writer refused the connection: %s: %s",
+			 km_msg_code_name(env->reply->code), env->reply->message);
+		disconnect(l, "connection refused");
+	} else if (!env || env->body_case != KMESH__IPC__ENVELOPE__BODY_REPLY ||
+		   env->request_id != l->waiting_id)
 		disconnect(l, "unexpected message");
 	else
 		on_reply(l, env->reply);

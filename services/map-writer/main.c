@@ -23,6 +23,7 @@
 #include "services/map-writer/requests.h"
 #include "services/map-writer/tables.h"
 #include "shared/addr.h"
+#include "shared/fd_limit.h"
 #include "shared/log.h"
 #include "shared/options.h"
 #include "shared/signals.h"
@@ -137,7 +138,8 @@ int main(int argc, char **argv)
 	uint64_t max_manage = 16384, max_frontend = 262144, max_service = 65536,
 		 max_endpoint = 262144, max_backend = 131072, max_override = 65536,
 		 max_authz_idents = 131072, max_authz_rows = 131072, max_authz_cidrs = 32768,
-		 max_waypoint_sockets = 65536, dns_port = 53, max_frame = KM_FRAME_MAX_DEFAULT;
+		 max_waypoint_sockets = 65536, dns_port = 53, max_frame = KM_FRAME_MAX_DEFAULT,
+		 max_conns = 512, max_conns_uid = 64;
 	struct km_node_config node = { 0 };
 	mode_t socket_mode = 0660;
 	int preallocate = 0, compat_programs = 0;
@@ -193,6 +195,12 @@ int main(int argc, char **argv)
 		  "KMESH_DNS_PORT", 1, 65535 },
 		{ "max-frame", KM_OPT_UINT, &max_frame, "BYTES", "largest message accepted",
 		  "KMESH_MAX_FRAME", 4096, KM_FRAME_MAX_LIMIT },
+		{ "max-connections", KM_OPT_UINT, &max_conns, "N",
+		  "connections the socket holds at once (default 512); 64 of them are kept for peers "
+		  "that may take the cni or admin role", "KMESH_MAX_CONNECTIONS", 128, 65536 },
+		{ "max-connections-per-uid", KM_OPT_UINT, &max_conns_uid, "N",
+		  "connections one uid may hold at once (default 64)", "KMESH_MAX_CONNECTIONS_PER_UID",
+		  1, 65536 },
 		{ "preallocate-tables", KM_OPT_BOOL, &preallocate, NULL,
 		  "allocate every routing-table entry at start (kernel memory for the full sizes, "
 		  "see docs/performance.md): about 1.5x the table write rate and no allocation at "
@@ -286,6 +294,10 @@ int main(int argc, char **argv)
 	scfg.max_frame = (size_t)max_frame;
 	scfg.name = "kmesh-map-writer";
 	scfg.exclusive_roles = 1u << KMESH__IPC__ROLE__ROLE_XDS; /* one xDS agent writes the tables */
+	scfg.limits.total = (unsigned)max_conns;
+	scfg.limits.per_uid = (unsigned)max_conns_uid;
+	/* the peers, the pinned maps and links it holds, and room to spare */
+	km_fd_limit_raise((unsigned long)max_conns + 1024);
 	w.requests.tables = &w.tables;
 	w.requests.access = &w.access;
 	w.requests.recheck = &w.recheck;
@@ -307,6 +319,7 @@ int main(int argc, char **argv)
 		km_dataplane_close(&w.dp, 0);
 		return 1;
 	}
+	w.metrics.server = &w.server;
 	uv_run(w.loop, UV_RUN_DEFAULT);
 	km_info("stopped after %llu ops applied, %llu refused",
 		(unsigned long long)w.tables.ops_applied, (unsigned long long)w.tables.ops_failed);

@@ -128,6 +128,32 @@ static void requests(struct km_prom *p, const struct km_mw_requests *rq)
 			}
 }
 
+/* The socket server's bounds at work (ipc/server.h). */
+static void ipc_server(struct km_prom *p, const struct km_ipc_server *srv)
+{
+	const struct km_ipc_server_stats *st = &srv->stats;
+
+	gauge(p, "kmesh_ipc_connections", "connections open to the map writer's socket",
+	      srv->n_sessions);
+	km_prom_family(p, "kmesh_ipc_connections_refused_total", "counter",
+		       "connections refused at accept by a connection limit");
+	km_prom_sample(p, "kmesh_ipc_connections_refused_total", "limit=\"per_uid\"",
+		       st->refused_per_uid);
+	km_prom_sample(p, "kmesh_ipc_connections_refused_total", "limit=\"no_role\"",
+		       st->refused_strangers);
+	km_prom_sample(p, "kmesh_ipc_connections_refused_total", "limit=\"total\"",
+		       st->refused_total);
+	counter(p, "kmesh_ipc_accept_errors_total", "accept() failures (e.g. out of descriptors)",
+		st->accept_errors);
+	counter(p, "kmesh_ipc_hello_timeouts_total", "connections closed for sending no hello",
+		st->hello_timeouts);
+	km_prom_family(p, "kmesh_ipc_peers_cut_total", "counter",
+		       "connections cut off for not reading their replies");
+	km_prom_sample(p, "kmesh_ipc_peers_cut_total", "reason=\"slow_reader\"", st->slow_readers);
+	km_prom_sample(p, "kmesh_ipc_peers_cut_total", "reason=\"queue_full\"",
+		       st->queue_overflows);
+}
+
 static void render(struct km_mw_metrics *m, struct km_prom *p)
 {
 	struct km_mw_requests *rq = m->rq;
@@ -145,6 +171,8 @@ static void render(struct km_mw_metrics *m, struct km_prom *p)
 	counter(p, "kmesh_table_rows_swept_total", "stale rows removed after an agent's resync",
 		t->rows_swept);
 	requests(p, rq);
+	if (m->server)
+		ipc_server(p, m->server);
 	km_mw_events_lost(rq->events, &lost_conn, &lost_log);
 	counter(p, "kmesh_conn_reports_total", "connection reports read from the programs",
 		rq->events->conn_reports);

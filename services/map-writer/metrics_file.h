@@ -2,7 +2,8 @@
  * serves every *.prom file of the metrics directory): written every interval, atomically, as
  * <dir>/map-writer.prom (mode 0644, so the unprivileged agent reads it). This process holds
  * CAP_BPF and parses no HTTP. Holds: table fill levels and capacities, operations applied and
- * refused, tables full, rows swept, IPC requests by role, kind and result, enrolled pods,
+ * refused, tables full, rows swept, IPC requests by role, kind and result, IPC connections and
+ * the ones refused or cut off (server.h's bounds), enrolled pods,
  * connection reports and their losses, authorization re-checks, the IPsec programs; then the
  * CNI plugin's counter file, copied as it is (its directory is root's alone). */
 #ifndef KM_MW_METRICS_FILE_H
@@ -22,6 +23,7 @@ struct km_mw_metrics {
 	char path[4096];
 	char cni_path[4096];
 	struct km_mw_requests *rq; /* and what it points to: tables, dataplane, events, ... */
+	const struct km_ipc_server *server; /* its connection counts (NULL: none) */
 	uint64_t writes, failures;
 	struct km_map_count counter; /* rows counted by the kernel, if it could be opened */
 };

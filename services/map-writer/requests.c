@@ -136,6 +136,14 @@ static int role_may(const struct km_ipc_session *s, Kmesh__Ipc__Envelope__BodyCa
 	}
 }
 
+static int printable(const char *s)
+{
+	for (; s && *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+			return 0;
+	return 1;
+}
+
 /* The encrypt program on the pod's interface first (when IPsec is on), and the authorization
  * link on its namespace, then the rows: a pod is never enrolled with its traffic unmarked. An enroll again (same cookie) that fails leaves the
  * pod as it was; one with another interface takes the program off the old one. */
@@ -146,6 +154,11 @@ static Kmesh__Ipc__Code enroll(struct km_mw_requests *w, const Kmesh__Ipc__Enrol
 	Kmesh__Ipc__Code code;
 	char why[64];
 
+	/* they go into logs and dumps: a Kubernetes name and a path are printable */
+	if (!printable(e->pod) || !printable(e->netns_path)) {
+		snprintf(err, errlen, "the pod name and netns path must be printable ASCII");
+		return KMESH__IPC__CODE__BAD_REQUEST;
+	}
 	if (w->ipsec_tc->enabled && km_ipsec_tc_pod(w->ipsec_tc, e->host_ifindex, err, errlen) != 0)
 		return KMESH__IPC__CODE__ENCRYPTION_UNAVAILABLE;
 	/* the link first, then the row that says the pod has it */
@@ -215,7 +228,7 @@ const char *km_mw_code_label(size_t code)
 {
 	static const char *const codes[KM_MW_CODES] = {
 		"ok", "bad_request", "permission_denied", "table_full", "not_found", "internal",
-		"version_mismatch", "encryption_unavailable",
+		"version_mismatch", "encryption_unavailable", "resource_exhausted",
 	};
 
 	return code < KM_MW_CODES ? codes[code] : "?";
@@ -311,7 +324,7 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 	uint64_t authz_changes = t->authz_changes;
 	Kmesh__Ipc__Code code = KMESH__IPC__CODE__OK;
 	uint32_t applied = 0;
-	char err[512] = "";
+	char err[512] = "", pod[300];
 
 	if (!role_may(s, env->body_case)) {
 		snprintf(err, sizeof(err), "role '%s' may not make this request",
@@ -336,10 +349,11 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 		break;
 	case KMESH__IPC__ENVELOPE__BODY_ENROLL:
 		code = enroll(w, env->enroll, err, sizeof(err));
+		km_log_safe(pod, sizeof(pod), env->enroll->pod && *env->enroll->pod ? env->enroll->pod
+									       : "-");
 		km_log(code ? KM_LOG_WARN : KM_LOG_INFO, "enroll netns cookie %llu (%s): %s%s%s",
-		       (unsigned long long)env->enroll->netns_cookie,
-		       env->enroll->pod && *env->enroll->pod ? env->enroll->pod : "-",
-		       km_msg_code_name(code), *err ? ": " : "", err);
+		       (unsigned long long)env->enroll->netns_cookie, pod, km_msg_code_name(code),
+		       *err ? ": " : "", err);
 		break;
 	case KMESH__IPC__ENVELOPE__BODY_UNENROLL: {
 		uint32_t ifindex;
@@ -349,10 +363,11 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 			km_authz_lookup_detach(w->lookup, env->unenroll->netns_cookie);
 		if (code == KMESH__IPC__CODE__OK && w->ipsec_tc->enabled)
 			km_ipsec_tc_pod_gone(w->ipsec_tc, ifindex);
+		km_log_safe(pod, sizeof(pod),
+			    env->unenroll->pod && *env->unenroll->pod ? env->unenroll->pod : "-");
 		km_log(code ? KM_LOG_WARN : KM_LOG_INFO, "unenroll netns cookie %llu (%s): %s%s%s",
-		       (unsigned long long)env->unenroll->netns_cookie,
-		       env->unenroll->pod && *env->unenroll->pod ? env->unenroll->pod : "-",
-		       km_msg_code_name(code), *err ? ": " : "", err);
+		       (unsigned long long)env->unenroll->netns_cookie, pod, km_msg_code_name(code),
+		       *err ? ": " : "", err);
 		break;
 	}
 	case KMESH__IPC__ENVELOPE__BODY_IPSEC_DATAPLANE:

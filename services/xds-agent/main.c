@@ -20,6 +20,7 @@
 #include "services/xds-agent/oplist.h"
 #include "services/xds-agent/resync.h"
 #include "services/xds-agent/writer_link.h"
+#include "shared/fd_limit.h"
 #include "shared/log.h"
 #include "services/xds-agent/authz_compile.h"
 #include "shared/options.h"
@@ -510,6 +511,7 @@ int main(int argc, char **argv)
 							   .name = "kmesh-xds-agent" };
 		const struct km_ipc_server_ops aops = { km_agent_admin_allowed, km_agent_admin_request };
 
+		km_fd_limit_raise(2048); /* admin peers (capped by the server), HTTP clients, files */
 		if (km_ipc_server_start(&a.admin, a.loop, &acfg, &aops, &a.state) != 0)
 			return 1;
 	}

@@ -110,6 +110,12 @@ static void on_reply(struct km_writer_link *l, const km_envelope *env)
 {
 	const Kmesh__Ipc__Reply *r = env->reply;
 
+	if (env->request_id == 0 && r->code != KMESH__IPC__CODE__OK) { /* refused at accept */
+		km_error("the map writer at %s refused the connection: %s: %s", l->path,
+			 km_msg_code_name(r->code), r->message);
+		disconnect(l, "connection refused");
+		return;
+	}
 	if (l->state == LINK_HELLO && env->request_id == l->hello_id) {
 		if (r->code != KMESH__IPC__CODE__OK) {
 			km_error("the map writer at %s refused this agent: %s: %s", l->path,

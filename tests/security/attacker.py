@@ -14,6 +14,16 @@ line a shell test can check:
                             "reply CODE"
   sync SOCKET PHASE...      hello as xds (or "hello refused: MESSAGE"), then each Sync phase
                             (begin, end) in turn: "begin CODE end CODE ..."; then it leaves
+  hold SOCKET N SECONDS [ROLE]
+                            keep N connections open for SECONDS (each with a hello as ROLE
+                            if given, else none), reopening any the server closes; after the
+                            first fill prints "held H of N, refused R: MESSAGE", at the end
+                            "end held H"
+  dumps SOCKET N TABLE      hello as admin, send N dump requests of TABLE at once and read
+                            nothing for 20 s; then read what is there: "replies K of N,
+                            closed after S s" (or "open")
+  forge SOCKET              hello as cni with a process name carrying a newline and a fake log
+                            line, then enroll a pod whose name carries one: "enroll CODE"
 PYTHONPATH must reach kmesh_ipc_pb2 (protoc --python_out of ipc/kmesh_ipc.proto)."""
 import socket
 import struct
@@ -130,13 +140,28 @@ def emptyops(path, role, mb):
     print("closed" if r is None else "reply %s" % ipc.Code.Name(r.reply.code))
 
 
-def session(path, role):
+FORGED = "\n2026-01-01T00:00:00.000Z error kmesh-map-writer: FORGED LINE"
+
+
+def forge(path):
+    s = session(path, "cni", "attacker" + FORGED)
+    if not s:
+        return
+    env = ipc.Envelope(request_id=2)
+    env.enroll.netns_cookie = 4242
+    env.enroll.pod = "ns/pod" + FORGED
+    s.sendall(frame(env))
+    r = read_reply(s)
+    print("closed" if r is None else "enroll %s" % ipc.Code.Name(r.reply.code))
+
+
+def session(path, role, process="attacker"):
     """A connection whose hello for role was accepted, or None (said on stdout)."""
     s = connect(path)
     env = ipc.Envelope(request_id=1)
     env.hello.role = getattr(ipc, "ROLE_" + role.upper())
     env.hello.protocol_version = 1
-    env.hello.process = "attacker"
+    env.hello.process = process
     s.sendall(frame(env))
     r = read_reply(s)
     if r is None or r.reply.code != ipc.OK:
@@ -191,6 +216,102 @@ def sync(path, phases):
     print(" ".join(out))
 
 
+def open_held(path, role):
+    """One held connection: (socket, None) or (None, why it was refused)."""
+    try:
+        s = connect(path)
+    except OSError as e:
+        return None, "connect: %s" % e.strerror
+    if role:
+        env = ipc.Envelope(request_id=1)
+        env.hello.role = getattr(ipc, "ROLE_" + role.upper())
+        env.hello.protocol_version = 1
+        env.hello.process = "attacker"
+        try:
+            s.sendall(frame(env))
+        except OSError:
+            pass
+    # a refusal comes at once: RESOURCE_EXHAUSTED, request id 0
+    s.settimeout(0.05 if not role else 2)
+    try:
+        r = read_reply(s, s.gettimeout())
+    except socket.timeout:
+        return s, None
+    except OSError as e:
+        return None, str(e)
+    if r is None:
+        return None, "closed"
+    if r.request_id == 0 or r.reply.code != ipc.OK:
+        s.close()
+        return None, "%s %s" % (ipc.Code.Name(r.reply.code), r.reply.message)
+    return s, None
+
+
+def hold(path, n, seconds, role):
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    conns, refused, why = [], 0, ""
+    for _ in range(n):
+        s, w = open_held(path, role)
+        if s:
+            conns.append(s)
+        else:
+            refused += 1
+            why = w
+    print("held %d of %d, refused %d: %s" % (len(conns), n, refused, why), flush=True)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(0.5)
+        alive = []
+        for s in conns:
+            s.setblocking(False)
+            try:
+                gone = s.recv(1) == b""
+            except BlockingIOError:
+                gone = False
+            except OSError:
+                gone = True
+            if gone:
+                s.close()
+            else:
+                alive.append(s)
+        conns = alive
+        while len(conns) < n and time.monotonic() < end:
+            s, _ = open_held(path, role)
+            if not s:
+                break
+            conns.append(s)
+    print("end held %d" % len(conns), flush=True)
+
+
+def dumps(path, n, table):
+    s = session(path, "admin")
+    if not s:
+        return
+    out = b""
+    for i in range(n):
+        env = ipc.Envelope(request_id=10 + i)
+        env.dump.table = getattr(ipc, "TABLE_" + table.upper())
+        out += frame(env)
+    s.sendall(out)
+    t0 = time.monotonic()
+    time.sleep(20)
+    got, closed_at = 0, None
+    try:
+        while True:
+            r = read_reply(s, 1)
+            if r is None:
+                closed_at = time.monotonic() - t0
+                break
+            got += 1
+    except socket.timeout:
+        pass
+    except OSError:
+        closed_at = time.monotonic() - t0
+    print("replies %d of %d, %s" % (got, n, "closed" if closed_at is not None else "open"))
+
+
 def encode_varint(v):
     out = b""
     while True:
@@ -222,6 +343,12 @@ def main():
         backends(path, int(sys.argv[3]))
     elif cmd == "sync":
         sync(path, sys.argv[3:])
+    elif cmd == "forge":
+        forge(path)
+    elif cmd == "hold":
+        hold(path, int(sys.argv[3]), float(sys.argv[4]), sys.argv[5] if len(sys.argv) > 5 else "")
+    elif cmd == "dumps":
+        dumps(path, int(sys.argv[3]), sys.argv[4])
     else:
         sys.exit("unknown command " + cmd)
 

@@ -319,6 +319,143 @@ static void test_libuv_round_trip(void **state)
 	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+static int pause_first(void *arg, const uint8_t *payload, size_t len)
+{
+	struct got *g = arg;
+
+	(void)payload;
+	g->lens[g->n++] = len;
+	return g->n == 1 ? KM_FRAME_CB_PAUSE : 0;
+}
+
+/* A pause is not a failure: the bytes after the paused frame are fed again later. */
+static void test_receiver_can_pause(void **state)
+{
+	struct km_frame_decoder d;
+	struct got g = { 0 };
+	uint8_t buf[64];
+	size_t n = put_frame(buf, 1, 3), first = n, used;
+
+	(void)state;
+	n += put_frame(buf + n, 2, 5);
+	km_frame_decoder_init(&d, 1024);
+	assert_int_equal(km_frame_decoder_feed_some(&d, buf, n, pause_first, &g, &used),
+			 KM_FRAME_EPAUSED);
+	assert_int_equal(used, first);
+	assert_int_equal(g.n, 1);
+	assert_int_equal(km_frame_decoder_feed_some(&d, buf + used, n - used, pause_first, &g, &used),
+			 KM_FRAME_OK);
+	assert_int_equal(used, n - first);
+	assert_int_equal(g.n, 2);
+	assert_int_equal(g.lens[1], 5);
+	/* the plain feed has nobody to resume: a pause there is a stop */
+	g.n = 0;
+	assert_int_equal(km_frame_decoder_feed(&d, buf, n, pause_first, &g), KM_FRAME_ESTOPPED);
+	km_frame_decoder_free(&d);
+}
+
+/* A server (b) answering every request with 64 KiB, a client (a) that does not read: b stops
+ * reading once its queue passes pause_above, and resumes, losing nothing, when a reads. */
+struct bp {
+	struct km_conn a, b;
+	int handled, replies, closed;
+};
+
+static void bp_closed(struct km_conn *c)
+{
+	((struct bp *)c->data)->closed++;
+}
+
+static void bp_request(struct km_conn *c, const uint8_t *p, size_t len)
+{
+	struct bp *t = c->data;
+	static uint8_t reply[65536];
+
+	(void)p;
+	(void)len;
+	t->handled++;
+	assert_int_equal(km_conn_send(&t->b, reply, sizeof(reply)), 0);
+}
+
+static void bp_reply(struct km_conn *c, const uint8_t *p, size_t len)
+{
+	struct bp *t = c->data;
+
+	(void)p;
+	assert_int_equal(len, 65536);
+	if (++t->replies == 20) {
+		km_conn_close(&t->a, bp_closed);
+		km_conn_close(&t->b, bp_closed);
+	}
+}
+
+static void bp_error(struct km_conn *c, int err, const char *what)
+{
+	(void)c;
+	fail_msg("unexpected error %d: %s", err, what);
+}
+
+static void test_unread_replies_pause_reading(void **state)
+{
+	uv_loop_t loop;
+	struct bp t = { 0 };
+	uint8_t req[20 * 8];
+	size_t n = 0;
+	int fds[2];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+	uv_loop_init(&loop);
+	t.a.data = t.b.data = &t;
+	assert_int_equal(km_conn_init(&loop, &t.a, 1 << 20), 0);
+	assert_int_equal(km_conn_init(&loop, &t.b, 1 << 20), 0);
+	assert_int_equal(uv_pipe_open(&t.a.pipe, fds[0]), 0);
+	assert_int_equal(uv_pipe_open(&t.b.pipe, fds[1]), 0);
+	t.b.pause_above = 256 << 10;
+	assert_int_equal(km_conn_start(&t.b, bp_request, bp_error), 0);
+	for (int i = 0; i < 20; i++) /* 20 requests in one write: one read on b's side */
+		n += put_frame(req + n, (uint8_t)i, 4);
+	assert_int_equal(write(fds[0], req, n), (ssize_t)n);
+	for (int i = 0; i < 200; i++)
+		uv_run(&loop, UV_RUN_NOWAIT);
+	assert_true(t.b.paused);
+	assert_true(t.handled < 20);
+	assert_true(km_conn_write_queue(&t.b) <= (256 << 10) + 65536 + KM_FRAME_HEADER);
+	/* a reads: b drains, resumes with the requests it held, and answers every one */
+	assert_int_equal(km_conn_start(&t.a, bp_reply, bp_error), 0);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(t.handled, 20);
+	assert_int_equal(t.replies, 20);
+	assert_int_equal(t.closed, 2);
+	assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* Connections sharing a send budget queue at most its max bytes together. */
+static void test_send_budget(void **state)
+{
+	uv_loop_t loop;
+	struct km_conn c = { 0 };
+	struct km_frame_budget budget = { .max = 100 };
+	uint8_t payload[200] = { 0 };
+	int fds[2];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+	uv_loop_init(&loop);
+	assert_int_equal(km_conn_init(&loop, &c, 1 << 20), 0);
+	assert_int_equal(uv_pipe_open(&c.pipe, fds[0]), 0);
+	c.send_budget = &budget;
+	assert_int_equal(km_conn_send(&c, payload, 50), 0);
+	assert_int_equal(budget.used, 54);
+	assert_int_equal(km_conn_send(&c, payload, 50), UV_ENOBUFS);
+	assert_true(c.send_refused);
+	km_conn_close(&c, NULL);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(budget.used, 0); /* given back once written (or cancelled) */
+	close(fds[1]);
+	assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -334,6 +471,9 @@ int main(void)
 		cmocka_unit_test(test_budget_shared_by_decoders),
 		cmocka_unit_test(test_limit_raised_later),
 		cmocka_unit_test(test_libuv_round_trip),
+		cmocka_unit_test(test_receiver_can_pause),
+		cmocka_unit_test(test_unread_replies_pause_reading),
+		cmocka_unit_test(test_send_budget),
 	};
 
 	return cmocka_run_group_tests_name("frame", tests, NULL, NULL);
