@@ -68,6 +68,55 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void run(struct km_metrics_http *h);
 
+/* Every connection is known from its start to its end, with its fd and start time. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct km_metrics_http *h = cls;
+	struct km_http_conn *k = *socket_context;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *info =
+			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		if (!info || !(k = calloc(1, sizeof(*k))))
+			return; /* unknown: only the idle timeout applies to it */
+		k->fd = info->connect_fd;
+		k->since_ms = uv_now(h->loop);
+		k->next = h->conns;
+		k->pprev = &h->conns;
+		if (h->conns)
+			h->conns->pprev = &k->next;
+		h->conns = k;
+		*socket_context = k;
+	} else if (toe == MHD_CONNECTION_NOTIFY_CLOSED && k) {
+		*k->pprev = k->next;
+		if (k->next)
+			k->next->pprev = k->pprev;
+		free(k);
+		*socket_context = NULL;
+	}
+}
+
+/* A client that keeps its connection busy past the deadline (a byte at a time) is shut: the
+ * server then sees it end and frees its slot. */
+static void on_deadline(uv_timer_t *t)
+{
+	struct km_metrics_http *h = t->data;
+	uint64_t now = uv_now(h->loop);
+	int any = 0;
+
+	for (struct km_http_conn *k = h->conns; k; k = k->next)
+		if (k->fd >= 0 && now - k->since_ms >= KM_HTTP_DEADLINE_S * 1000ull) {
+			shutdown(k->fd, SHUT_RDWR);
+			k->fd = -1; /* once */
+			h->cut++;
+			any = 1;
+		}
+	if (any)
+		run(h);
+}
+
 static void on_timer(uv_timer_t *t)
 {
 	run(t->data);
@@ -152,8 +201,10 @@ int km_metrics_http_start(struct km_metrics_http *h, uv_loop_t *loop, const char
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR,
-				(struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, 16u,
-				MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+				(struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
+				KM_HTTP_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+				KM_HTTP_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT, KM_HTTP_IDLE_S,
+				MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_END);
 	if (!h->d) {
 		snprintf(err, errlen, "cannot serve metrics on %s: %s", address, strerror(errno));
 		return -1;
@@ -172,6 +223,10 @@ int km_metrics_http_start(struct km_metrics_http *h, uv_loop_t *loop, const char
 	uv_timer_init(loop, &h->timer);
 	h->timer.data = h;
 	h->handles++;
+	uv_timer_init(loop, &h->deadline);
+	h->deadline.data = h;
+	h->handles++;
+	uv_timer_start(&h->deadline, on_deadline, 1000, 1000);
 	if ((rc = uv_poll_start(&h->poll, UV_READABLE, on_readable)) != 0) {
 		snprintf(err, errlen, "cannot poll the metrics server: %s", uv_strerror(rc));
 		km_metrics_http_stop(h);
@@ -197,4 +252,5 @@ void km_metrics_http_stop(struct km_metrics_http *h)
 		return;
 	uv_close((uv_handle_t *)&h->poll, on_closed);
 	uv_close((uv_handle_t *)&h->timer, on_closed);
+	uv_close((uv_handle_t *)&h->deadline, on_closed);
 }

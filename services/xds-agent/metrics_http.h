@@ -3,7 +3,13 @@
  * the agent's state without locks. GET /metrics and /stats/prometheus: the render callback's
  * text (Prometheus format 0.0.4); GET /ready: 200 when ready() says so, else 503; GET /healthz: 200
  * (the loop answers: a liveness probe); anything else
- * 404, and methods other than GET and HEAD 405. At most 16 connections, each 10 s at most idle. */
+ * 404, and methods other than GET and HEAD 405.
+ *
+ * Bounded against slow or many clients (docs/security.md): at most KM_HTTP_CONNECTIONS
+ * connections, KM_HTTP_PER_IP of them from one address, each closed after KM_HTTP_IDLE_S idle and
+ * KM_HTTP_DEADLINE_S in all (a client trickling bytes does not keep its slot). The chart's
+ * probes do not depend on it: they ask the agent over its admin socket (kmeshctl ready), where
+ * room is kept for them. */
 #ifndef KM_XDS_METRICS_HTTP_H
 #define KM_XDS_METRICS_HTTP_H
 
@@ -14,6 +20,17 @@
 
 struct MHD_Daemon;
 
+#define KM_HTTP_CONNECTIONS 64u
+#define KM_HTTP_PER_IP 4u
+#define KM_HTTP_IDLE_S 5u
+#define KM_HTTP_DEADLINE_S 10u
+
+/* An open connection and when it was accepted: the deadline's bookkeeping. */
+struct km_http_conn {
+	struct km_http_conn *next, **pprev;
+	int fd;
+	uint64_t since_ms;
+};
 /* The page (malloc'd, freed by the server), or NULL when out of memory. */
 typedef char *(*km_metrics_render_cb)(void *arg, size_t *len);
 typedef int (*km_metrics_ready_cb)(void *arg);
@@ -23,6 +40,9 @@ struct km_metrics_http {
 	struct MHD_Daemon *d;
 	uv_poll_t poll;
 	uv_timer_t timer;
+	uv_timer_t deadline; /* once a second: connections past KM_HTTP_DEADLINE_S are shut */
+	struct km_http_conn *conns;
+	uint64_t cut; /* connections shut at their deadline */
 	int handles; /* open libuv handles */
 	km_metrics_render_cb render;
 	km_metrics_ready_cb ready;

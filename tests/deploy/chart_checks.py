@@ -73,9 +73,14 @@ check("the CNI plugin (on the host) is told the host's path of the map writer's 
       and mounts_of("map-writer")["/run/kmesh"]["name"] == "run")
 port = int(next(a.split(":")[-1] for a in by_name["xds-agent"]["args"] if a.startswith("--metrics-address=")))
 xa = by_name["xds-agent"]
-check("xDS agent probes: readiness GET /ready, liveness GET /healthz, on the metrics port",
-      xa["readinessProbe"]["httpGet"] == {"path": "/ready", "port": port}
-      and xa["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": port})
+# over the admin socket, not HTTP: slow HTTP clients cannot starve them (docs/security.md)
+admin_sock = next(a.split("=", 1)[1] for a in xa["args"] if a.startswith("--admin-socket="))
+check("xDS agent probes: kmeshctl ready (readiness) and ready --live (liveness) over its admin "
+      "socket, not the HTTP port",
+      xa["readinessProbe"].get("exec", {}).get("command") ==
+      ["kmeshctl", "--xds-socket=" + admin_sock, "ready", "xds-agent"]
+      and xa["livenessProbe"].get("exec", {}).get("command") ==
+      ["kmeshctl", "--xds-socket=" + admin_sock, "ready", "--live", "xds-agent"])
 ann = ds["spec"]["template"]["metadata"]["annotations"]
 check("Prometheus scrape annotations name the same port and /metrics",
       ann.get("prometheus.io/scrape") == "true" and ann.get("prometheus.io/port") == str(port)

@@ -10,20 +10,22 @@
 #include <unistd.h>
 
 static const char usage[] =
-	"usage: kmeshctl ready [--wait SECONDS] [PROCESS...]\n"
+	"usage: kmeshctl ready [--wait SECONDS] [--live] [PROCESS...]\n"
 	"  exit 0 when every PROCESS is ready, else 1 (default: map-writer xds-agent)\n"
 	"    map-writer   answers on its socket: its programs are attached and its tables open\n"
 	"    xds-agent    linked to the map writer, and its first whole configuration written\n"
 	"    ipsec-agent  answers on its socket\n"
-	"  --wait SECONDS  ask again every half second until all are ready or the time is up\n";
+	"  --wait SECONDS  ask again every half second until all are ready or the time is up\n"
+	"  --live          only whether each answers on its socket (a liveness probe: the xDS\n"
+	"                  agent is live while istiod is away)\n";
 
 /* Whether p is ready now; why says what is missing. */
-static int ready_now(const struct km_ctl *ctl, enum km_proc p, char *why, size_t len)
+static int ready_now(const struct km_ctl *ctl, enum km_proc p, int live, char *why, size_t len)
 {
 	struct km_sync_client cl;
 	json_t *dump, *mw;
 
-	if (p != KM_PROC_XDS_AGENT) {
+	if (p != KM_PROC_XDS_AGENT || live) {
 		if (km_proc_connect(ctl, p, &cl, why, len) != 0)
 			return 0;
 		km_sync_close(&cl);
@@ -56,7 +58,7 @@ int km_cmd_ready(const struct km_ctl *ctl, int argc, char **argv)
 	size_t n = 0, i;
 	double wait_s = 0, until;
 	char why[KM_PROC_COUNT][512];
-	int ready[KM_PROC_COUNT] = { 0 }, all;
+	int ready[KM_PROC_COUNT] = { 0 }, all, live = 0;
 	json_t *rows;
 
 	if (km_cmd_wants_help(argc, argv, usage))
@@ -70,6 +72,8 @@ int km_cmd_ready(const struct km_ctl *ctl, int argc, char **argv)
 				fprintf(stderr, "kmeshctl ready: --wait takes 0 to 3600 seconds\n");
 				return 2;
 			}
+		} else if (!strcmp(argv[a], "--live")) {
+			live = 1;
 		} else if (n < KM_PROC_COUNT && km_proc_parse(argv[a], &procs[n]) == 0) {
 			n++;
 		} else {
@@ -84,7 +88,7 @@ int km_cmd_ready(const struct km_ctl *ctl, int argc, char **argv)
 		all = 1;
 		for (i = 0; i < n; i++) {
 			if (!ready[i])
-				ready[i] = ready_now(ctl, procs[i], why[i], sizeof(why[i]));
+				ready[i] = ready_now(ctl, procs[i], live, why[i], sizeof(why[i]));
 			all &= ready[i];
 		}
 		if (all || now_s() >= until)
