@@ -37,10 +37,11 @@ static int mkdir_p(const char *path, mode_t mode)
 
 int km_cni_state_init(const char *dir, char *err, size_t errlen)
 {
-	char sub[4200];
+	char sub[4200], pend[4200];
 
 	snprintf(sub, sizeof(sub), "%s/containers", dir);
-	if (mkdir_p(dir, 0700) != 0 || mkdir_p(sub, 0700) != 0)
+	snprintf(pend, sizeof(pend), "%s/pending", dir);
+	if (mkdir_p(dir, 0700) != 0 || mkdir_p(sub, 0700) != 0 || mkdir_p(pend, 0700) != 0)
 		return km_errf(err, errlen, "cannot create the state directory %s: %s", sub,
 			       strerror(errno));
 	return 0;
@@ -77,6 +78,31 @@ void km_cni_state_remove(const char *dir, const char *container_id)
 	snprintf(path, sizeof(path), "%s/containers/%s", dir, container_id);
 	if (unlink(path) != 0 && errno != ENOENT)
 		km_warn("cannot remove %s: %s", path, strerror(errno));
+}
+
+int km_cni_pending_save(const char *dir, const char *container_id, const uint8_t *env,
+			size_t len, char *err, size_t errlen)
+{
+	char path[4500];
+
+	snprintf(path, sizeof(path), "%s/pending/%s", dir, container_id);
+	return km_atomic_write(path, env, len, 0600, (uid_t)-1, (gid_t)-1, KM_ATOMIC_NOSYNC, err,
+			       errlen);
+}
+
+int km_cni_pending_remove(const char *dir, const char *container_id)
+{
+	char path[4500];
+	int fd, had;
+
+	snprintf(path, sizeof(path), "%s/pending/%s", dir, container_id);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	flock(fd, LOCK_EX); /* waits while the map writer applies it */
+	had = unlink(path) == 0;
+	close(fd);
+	return had;
 }
 
 struct series {

@@ -2,6 +2,10 @@
  * /run/kmesh/cni, a tmpfs: netns cookies are only valid until reboot):
  *   containers/<CNI_CONTAINERID>  the netns cookie an ADD enrolled, so a DEL can unenroll the
  *                                 pod even when its network namespace is already gone;
+ *   pending/<CNI_CONTAINERID>     an enrollment the map writer could not take when the pod started
+ *                                 (fail-open): the Enroll request as a packed Envelope, which
+ *                                 the map writer applies once it is back (cni_pending.c there);
+ *                                 removed by it, or by DEL under the file's lock;
  *   metrics.prom                  counters in Prometheus text format, updated under a lock by
  *                                 every call (kmesh_cni_requests_total{command,result},
  *                                 kmesh_cni_fail_open_total{reason}). */
@@ -11,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Create the state directory (mode 0700) and its containers/ subdirectory. */
+/* Create the state directory (mode 0700) and its containers/ and pending/ subdirectories. */
 int km_cni_state_init(const char *dir, char *err, size_t errlen);
 int km_cni_state_save(const char *dir, const char *container_id, uint64_t cookie,
 		      const char *pod, char *err, size_t errlen);
@@ -19,6 +23,13 @@ int km_cni_state_save(const char *dir, const char *container_id, uint64_t cookie
  * file cannot be read or parsed. */
 int km_cni_state_load(const char *dir, const char *container_id, uint64_t *cookie);
 void km_cni_state_remove(const char *dir, const char *container_id);
+
+/* Save the Enroll request (a packed Envelope) for the map writer to apply later. */
+int km_cni_pending_save(const char *dir, const char *container_id, const uint8_t *env,
+			size_t len, char *err, size_t errlen);
+/* Remove it, under its lock (the map writer holds it while it applies one): after this returns,
+ * the map writer either applied it already or never will. Returns 1 if there was one. */
+int km_cni_pending_remove(const char *dir, const char *container_id);
 
 /* Add 1 to one counter series, e.g. kmesh_cni_fail_open_total{reason="map_writer"}. Failures
  * are logged, never fatal. */

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ipc/client_sync.h"
@@ -27,6 +28,8 @@ struct call {
 	struct km_kube_client kube;
 	int kube_open;
 	uint32_t host_ifindex; /* the node side of the pod's interface (0: none found) */
+	uint8_t *enroll_env;   /* the Enroll sent, packed: kept as pending if the map writer is away */
+	size_t enroll_env_len;
 };
 
 static void count(const struct call *c, const char *result)
@@ -150,6 +153,8 @@ static int enroll(struct call *c, uint64_t cookie, char *why, size_t whylen)
 	en.host_ifindex = c->host_ifindex;
 	req.body_case = KMESH__IPC__ENVELOPE__BODY_ENROLL;
 	req.enroll = &en;
+	free(c->enroll_env);
+	c->enroll_env = km_msg_pack(&req, &c->enroll_env_len);
 	return map_writer_call(c, &req, why, whylen);
 }
 
@@ -270,6 +275,16 @@ static int cmd_add(struct call *c)
 	}
 	if (rc != KMESH__IPC__CODE__OK) {
 		json_decref(pod);
+		/* fail-open: the map writer enrolls it once it is back (a reconcile, cni_state.h);
+		 * the saved cookie stays so a DEL undoes whichever came first */
+		if (c->nc->fail_policy == KM_CNI_FAIL_OPEN && c->enroll_env &&
+		    km_cni_pending_save(c->nc->state_dir, c->inv->container_id, c->enroll_env,
+					c->enroll_env_len, undo, sizeof(undo)) == 0) {
+			km_cni_metric_inc(c->nc->state_dir, "kmesh_cni_pending_total");
+			return unavailable(c, "map_writer", KM_CNI_E_MAP_WRITER,
+					   "enroll netns cookie %" PRIu64 ": %s; the map writer will "
+					   "enroll it once it is back", cookie, why);
+		}
 		km_cni_state_remove(c->nc->state_dir, c->inv->container_id);
 		return unavailable(c, "map_writer", KM_CNI_E_MAP_WRITER, "enroll netns cookie %" PRIu64
 				   ": %s", cookie, why);
@@ -306,6 +321,9 @@ static int cmd_del(struct call *c)
 	char why[768];
 	int rc;
 
+	/* an enrollment left pending goes first: after this the map writer cannot apply it */
+	if (km_cni_pending_remove(c->nc->state_dir, c->inv->container_id))
+		km_info("DEL %s: its pending enrollment is withdrawn", c->pod);
 	rc = km_cni_state_load(c->nc->state_dir, c->inv->container_id, &saved);
 	if (rc == -ENOENT) {
 		km_debug("DEL %s (%s): nothing enrolled", c->pod, c->inv->container_id);
@@ -408,5 +426,6 @@ int km_cni_run(const struct km_cni_invocation *inv, const struct km_cni_netconf 
 	}
 	if (c.kube_open)
 		km_kube_close(&c.kube);
+	free(c.enroll_env);
 	return rc;
 }

@@ -17,6 +17,7 @@
 #include "services/map-writer/authz_recheck.h"
 #include "services/map-writer/dataplane.h"
 #include "services/map-writer/events.h"
+#include "services/map-writer/cni_pending.h"
 #include "services/map-writer/metrics_file.h"
 #include "services/map-writer/ipsec_tc.h"
 #include "ipc/server.h"
@@ -33,6 +34,7 @@ struct writer {
 	struct km_dataplane dp;
 	struct km_tables tables;
 	struct km_ipc_server server;
+	struct km_cni_pending pending;
 	struct km_mw_requests requests;
 	struct km_authz_recheck recheck;
 	struct km_authz_lookup lookup;
@@ -121,6 +123,7 @@ static void on_shutdown(void *arg, int signum)
 	km_authz_recheck_close(&w->recheck);
 	km_mw_events_stop(&w->events);
 	km_mw_metrics_stop(&w->metrics);
+	km_cni_pending_stop(&w->pending);
 	km_ipc_server_stop(&w->server, on_server_stopped);
 }
 
@@ -133,6 +136,7 @@ int main(int argc, char **argv)
 	const char *level = NULL;
 	int monitoring = 1, authz = 1;
 	const char *metrics_dir = "/run/kmesh/metrics", *cni_metrics = "/run/kmesh/cni/metrics.prom";
+	const char *cni_state = "/run/kmesh/cni";
 	uint64_t metrics_interval = 15;
 	enum km_log_level bpf_level = KM_LOG_ERROR;
 	uint64_t max_manage = 16384, max_frontend = 262144, max_service = 65536,
@@ -228,6 +232,10 @@ int main(int argc, char **argv)
 		{ "metrics-interval", KM_OPT_UINT, &metrics_interval, "SECONDS",
 		  "how often the metrics file is written (default 15; the page leaves out files older "
 		  "than 120 s)", "KMESH_METRICS_INTERVAL", 1, 60 },
+		{ "cni-state-dir", KM_OPT_STRING, &cni_state, "DIR",
+		  "the CNI plugin's state directory: pods that started while the map writer was "
+		  "unavailable (fail-open) are enrolled from DIR/pending (empty: none)",
+		  "KMESH_CNI_STATE_DIR" },
 		{ "cni-metrics-file", KM_OPT_STRING, &cni_metrics, "PATH",
 		  "the CNI plugin's counters, copied into the metrics file (empty: none)",
 		  "KMESH_CNI_METRICS_FILE" },
@@ -314,12 +322,14 @@ int main(int argc, char **argv)
 	    km_mw_events_start(&w.events, w.loop, &w.server, w.dp.fd_conn_events, w.dp.fd_bpf_log,
 			       w.dp.fd_event_drops) != 0 ||
 	    km_mw_metrics_start(&w.metrics, w.loop, metrics_dir, cni_metrics,
-				(unsigned)metrics_interval * 1000, &w.requests) != 0) {
+				(unsigned)metrics_interval * 1000, &w.requests) != 0 ||
+	    km_cni_pending_start(&w.pending, w.loop, cni_state, &w.requests) != 0) {
 		km_tables_free(&w.tables);
 		km_dataplane_close(&w.dp, 0);
 		return 1;
 	}
 	w.metrics.server = &w.server;
+	w.metrics.pending = &w.pending;
 	uv_run(w.loop, UV_RUN_DEFAULT);
 	km_info("stopped after %llu ops applied, %llu refused",
 		(unsigned long long)w.tables.ops_applied, (unsigned long long)w.tables.ops_failed);

@@ -173,6 +173,16 @@ static void render(struct km_mw_metrics *m, struct km_prom *p)
 	requests(p, rq);
 	if (m->server)
 		ipc_server(p, m->server);
+	if (m->pending) {
+		counter(p, "kmesh_cni_pending_enrolled_total",
+			"pods enrolled after starting while the map writer was unavailable (fail-open)",
+			m->pending->enrolled);
+		counter(p, "kmesh_cni_pending_dropped_total",
+			"pending enrollments dropped: the pod was gone, or the request invalid",
+			m->pending->dropped);
+		gauge(p, "kmesh_cni_pending", "pending enrollments left for a later pass",
+		      m->pending->waiting);
+	}
 	km_mw_events_lost(rq->events, &lost_conn, &lost_log);
 	counter(p, "kmesh_conn_reports_total", "connection reports read from the programs",
 		rq->events->conn_reports);

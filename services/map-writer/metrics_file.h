@@ -14,6 +14,7 @@
 
 #include <uv.h>
 
+#include "services/map-writer/cni_pending.h"
 #include "services/map-writer/map_count.h"
 #include "services/map-writer/requests.h"
 
@@ -24,6 +25,7 @@ struct km_mw_metrics {
 	char cni_path[4096];
 	struct km_mw_requests *rq; /* and what it points to: tables, dataplane, events, ... */
 	const struct km_ipc_server *server; /* its connection counts (NULL: none) */
+	const struct km_cni_pending *pending; /* fail-open pods enrolled later (NULL: none) */
 	uint64_t writes, failures;
 	struct km_map_count counter; /* rows counted by the kernel, if it could be opened */
 };

@@ -147,8 +147,8 @@ static int printable(const char *s)
 /* The encrypt program on the pod's interface first (when IPsec is on), and the authorization
  * link on its namespace, then the rows: a pod is never enrolled with its traffic unmarked. An enroll again (same cookie) that fails leaves the
  * pod as it was; one with another interface takes the program off the old one. */
-static Kmesh__Ipc__Code enroll(struct km_mw_requests *w, const Kmesh__Ipc__Enroll *e, char *err,
-			       size_t errlen)
+Kmesh__Ipc__Code km_mw_enroll(struct km_mw_requests *w, const Kmesh__Ipc__Enroll *e, char *err,
+			      size_t errlen)
 {
 	uint32_t old = km_tables_host_ifindex(w->tables, e->netns_cookie), flags;
 	Kmesh__Ipc__Code code;
@@ -348,7 +348,7 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 			km_debug("batch from pid %d: applied %u ops", (int)s->pid, applied);
 		break;
 	case KMESH__IPC__ENVELOPE__BODY_ENROLL:
-		code = enroll(w, env->enroll, err, sizeof(err));
+		code = km_mw_enroll(w, env->enroll, err, sizeof(err));
 		km_log_safe(pod, sizeof(pod), env->enroll->pod && *env->enroll->pod ? env->enroll->pod
 									       : "-");
 		km_log(code ? KM_LOG_WARN : KM_LOG_INFO, "enroll netns cookie %llu (%s): %s%s%s",

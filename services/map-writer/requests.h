@@ -50,5 +50,8 @@ size_t km_mw_frame_limit(void *arg, Kmesh__Ipc__Role role);
 /* A peer left: a sync it began ends without a sweep. */
 void km_mw_session_closed(void *arg, struct km_ipc_session *s);
 void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope *env);
+/* An enrollment, as a CNI peer's request does it (also the pending ones, cni_pending.h). */
+Kmesh__Ipc__Code km_mw_enroll(struct km_mw_requests *w, const Kmesh__Ipc__Enroll *e, char *err,
+			      size_t errlen);
 
 #endif

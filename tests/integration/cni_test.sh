@@ -237,9 +237,41 @@ check "API unreachable, failPolicy closed: CNI error code 100" \
 
 # a dead map writer leaves its socket file behind: connecting is refused
 "$KM_PY" -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$KM_DIR/dead.sock"
+del_c4() { # del_c4 SOCKET POLICY: the runtime's DEL of mesh/c4
+	ip netns exec "$KM_NODE" env CNI_COMMAND=DEL CNI_CONTAINERID=ctr-c4 CNI_IFNAME=eth0 \
+		CNI_NETNS="/run/netns/$KM_PREFIX-c4" \
+		CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=mesh;K8S_POD_NAME=c4" \
+		"$CNI/bin/kmesh-cni" <"$(conf "$KCFG" "$1" "$2")" >/dev/null
+}
+wait_manage_rows() { # wait_manage_rows N SECONDS
+	for _ in $(seq 1 $((${2} * 10))); do [ "$(manage_rows)" -eq "$1" ] && return 0; sleep 0.1; done
+	return 1
+}
+mw_metric() { awk -v s="$1" '$1 == s {print $2}' "$KM_DIR/metrics/map-writer.prom"; }
+# the map writer is paused meanwhile: the pending enrollment waits for it, as for a restart
+kill -STOP "$KM_MW_PID"
 check "map writer dead, failPolicy open: the pod starts, kmesh_cni_fail_open_total{reason=\"map_writer\"} 1" \
 	eval '[ "$(plugin "$(conf "$KCFG" "$KM_DIR/dead.sock" open)")" = 0 ] && passed_through &&
 	      [ "$(metric "kmesh_cni_fail_open_total{reason=\"map_writer\"}")" = 1 ]'
+check "... its enrollment is left pending for the map writer (state/pending/ctr-c4)" \
+	eval '[ -s "$CNI/state/pending/ctr-c4" ] && [ -e "$CNI/state/containers/ctr-c4" ] &&
+	      grep -q "will enroll it once it is back" "$CNI/state/kmesh-cni.log"'
+kill -CONT "$KM_MW_PID"
+check "... and once the map writer is back, it enrolls the pod (a reconcile, within 6 s)" \
+	eval 'wait_manage_rows 2 6 && [ ! -e "$CNI/state/pending/ctr-c4" ] &&
+	      grep -q "enrolled mesh/c4 .*which started while the map writer was unavailable" "$KM_DIR/map-writer.log"'
+sleep 1.2 # the metrics file is written every second
+check "... counted: kmesh_cni_pending_enrolled_total 1" test "$(mw_metric kmesh_cni_pending_enrolled_total)" = 1
+check "... the runtime's DEL then unenrolls it" \
+	eval 'del_c4 "$KM_SOCKET" closed && [ "$(manage_rows)" -eq 1 ] && [ ! -e "$CNI/state/containers/ctr-c4" ]'
+kill -STOP "$KM_MW_PID"
+plugin "$(conf "$KCFG" "$KM_DIR/dead.sock" open)" >/dev/null
+del_c4 "$KM_DIR/dead.sock" open
+kill -CONT "$KM_MW_PID"
+sleep 6
+check "a pod deleted while its enrollment was pending is never enrolled (DEL withdraws it)" \
+	eval '[ "$(manage_rows)" -eq 1 ] && [ ! -e "$CNI/state/pending/ctr-c4" ]'
+rm -f "$CNI/state/containers/ctr-c4" # its unenroll failed open: nothing was enrolled
 check "map writer dead, failPolicy closed: CNI error code 101, no state left for the pod" \
 	eval '[ "$(plugin "$(conf "$KCFG" "$KM_DIR/dead.sock" closed)")" != 0 ] && code_is 101 &&
 	      [ ! -e "$CNI/state/containers/ctr-c4" ]'

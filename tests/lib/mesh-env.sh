@@ -129,7 +129,8 @@ km_map_writer_start() {
 		--socket "$KM_SOCKET" --socket-group "$KM_NOBODY" --allow "xds:uid=$KM_NOBODY" \
 		--max-pods 1024 --max-frontends 4096 --max-services 1024 --max-endpoints 4096 \
 		--max-backends 4096 --detach-on-exit --metrics-dir "$KM_DIR/metrics" --metrics-interval 1 \
-		--cni-metrics-file "$KM_DIR/cni/state/metrics.prom" "$@" >>"$KM_DIR/map-writer.log" 2>&1 &
+		--cni-metrics-file "$KM_DIR/cni/state/metrics.prom" --cni-state-dir "$KM_DIR/cni/state" \
+		"$@" >>"$KM_DIR/map-writer.log" 2>&1 &
 	KM_MW_PID=$!
 	KM_PIDS+=($KM_MW_PID)
 	local i
