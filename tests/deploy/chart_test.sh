@@ -82,6 +82,18 @@ out=$(render --set features.ipsec.enabled=true --show-only templates/daemonset.y
 check "... and by default none of it (restarts and upgrades keep everything in place)" \
 	eval '! grep -q -- "--detach-on-exit" <<<"$out" && ! grep -q -- "--uninstall-on-exit" <<<"$out" && grep -q -- "- --keep-on-exit" <<<"$out"'
 
+# Node-scoped writes (issue 25, item 6): RBAC cannot scope patch to one node's pods; the
+# admission policy does, on API servers that have it. Its expressions are written for the API
+# server's CEL; here the rendered policy's shape is checked.
+VAP=admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy
+render --api-versions "$VAP" --set features.ipsec.enabled=true >"$TMP/vap.yaml" 2>&1
+check "nodeScopedWrites (default): a ValidatingAdmissionPolicy and its Deny binding for the chart's service account" \
+	"$ROOT/tests/deploy/admission_checks.py" "$TMP/vap.yaml" system:serviceaccount:kmesh-system:kmesh
+check "... absent where the API server has no ValidatingAdmissionPolicy v1 (before 1.30)" \
+	eval '! render | grep -q "kind: ValidatingAdmissionPolicy"'
+check "... and when turned off (nodeScopedWrites=false)" \
+	eval '! render --api-versions "$VAP" --set nodeScopedWrites=false | grep -q "kind: ValidatingAdmissionPolicy"'
+
 # The image's packages: each library a binary links (its NEEDED entries) must come from a package
 # the Dockerfile installs (libc6 is in the base image).
 image_has_every_library() {
