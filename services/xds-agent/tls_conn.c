@@ -140,6 +140,15 @@ static void release_ecc_cache(void)
 #endif
 }
 
+static int has_dns_san(WOLFSSL *ssl)
+{
+	WOLFSSL_X509 *x = wolfSSL_get_peer_certificate(ssl);
+	int any = x && wolfSSL_X509_get_next_altname(x) != NULL;
+
+	wolfSSL_X509_free(x);
+	return any;
+}
+
 static void handshake(struct km_tls_conn *c)
 {
 	WOLFSSL *ssl = c->ssl;
@@ -156,6 +165,14 @@ static void handshake(struct km_tls_conn *c)
 		wolfSSL_ERR_error_string_n((unsigned long)err, msg, sizeof(msg));
 		fail(c, "TLS handshake with %s failed: %s%s", c->cfg.server_name, msg,
 		     err == DOMAIN_NAME_MISMATCH ? " (certificate is not for this name)" : "");
+		return;
+	}
+	/* the name was checked against the certificate's DNS names, or, when it has none, its
+	 * common name: a fallback RFC 6125 deprecates (any CA-signed certificate with that CN
+	 * would pass). An istiod certificate names itself in its SAN. */
+	if (!has_dns_san(ssl)) {
+		fail(c, "TLS: %s's certificate has no DNS subjectAltName; a name only in its common "
+		     "name is not accepted (RFC 6125)", c->cfg.server_name);
 		return;
 	}
 	if (wolfSSL_ALPN_GetProtocol(ssl, &proto, &plen) != WOLFSSL_SUCCESS || plen != 2 ||

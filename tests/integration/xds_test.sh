@@ -169,6 +169,26 @@ kill "$wrong" 2>/dev/null
 check "TLS to a certificate for another name fails with a clear error" \
 	grep -q "certificate is not for this name" "$KM_DIR/wrong-name.log"
 
+# --- a certificate that names istiod only in its common name (no SAN) is refused (RFC 6125)
+d=$KM_DIR/pki
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=istiod.istio-system.svc" \
+	-keyout "$d/nosan.key" -out "$d/nosan.csr" 2>/dev/null
+printf 'extendedKeyUsage=serverAuth\n' >"$d/nosan.ext"
+openssl x509 -req -in "$d/nosan.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial -days 1 \
+	-extfile "$d/nosan.ext" -out "$d/nosan.pem" 2>/dev/null
+NOSAN_PORT=$("$KM_PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+openssl s_server -accept "127.0.0.1:$NOSAN_PORT" -cert "$d/nosan.pem" -key "$d/nosan.key" -alpn h2 \
+	-quiet </dev/null >/dev/null 2>&1 &
+KM_PIDS+=($!)
+sleep 0.5
+km_agent_run "$KM_DIR/nosan.log" --xds-address "127.0.0.1:$NOSAN_PORT" \
+	--xds-ca-file "$d/ca.pem" --xds-server-name istiod.istio-system.svc --xds-token-file ""
+nosan=$!
+sleep 1.5
+kill "$nosan" 2>/dev/null
+check "TLS to a certificate with the name only in its CN (no SAN) fails, saying so" \
+	grep -q "certificate has no DNS subjectAltName" "$KM_DIR/nosan.log"
+
 # --- a server that accepts TCP and never answers: the setup is bounded, then backoff and retry
 silent() { # silent NAME: a silent_tcp.py listener; sets PORT
 	rm -f "$KM_DIR/$1.port"
