@@ -126,6 +126,9 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t stream_id, c
 			g->msg_len = ((size_t)g->hdr[1] << 24) | ((size_t)g->hdr[2] << 16) |
 				     ((size_t)g->hdr[3] << 8) | g->hdr[4];
 			if (g->msg_len > g->cfg.max_message) {
+				km_error("istiod sent a message of %zu bytes, over --xds-max-message (%zu): "
+					 "raise it for a mesh this large (about 400 bytes per workload)",
+					 g->msg_len, g->cfg.max_message);
 				end_call(g, KM_GRPC_RESOURCE_EXHAUSTED, "message larger than the limit");
 				return 0;
 			}

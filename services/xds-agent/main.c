@@ -323,7 +323,7 @@ int main(int argc, char **argv)
 				    .pod_namespace = "kmesh-system", .cluster_id = "Kubernetes",
 				    .mesh_id = "cluster.local" };
 	int insecure = 0;
-	uint64_t max_config = 64u << 20, batch_ops = 4096, max_message = 256u << 20;
+	uint64_t max_config = 64u << 20, batch_ops = 4096, max_message = 64u << 20;
 	uint64_t max_initial = KM_ADS_MAX_INITIAL_DEFAULT;
 	uint64_t handshake_s = 10;
 	uint64_t keepalive_s = 30, waypoint_data_port = 15019, rewrite_after_ms = 5000;
@@ -344,7 +344,9 @@ int main(int argc, char **argv)
 		{ "xds-token-file", KM_OPT_STRING, &token_file, "PATH",
 		  "service-account token sent as 'authorization: Bearer', read for every connection "
 		  "(empty: none)", "KMESH_XDS_TOKEN_FILE" },
-		{ "xds-max-message", KM_OPT_UINT, &max_message, "BYTES", "largest xDS response accepted",
+		{ "xds-max-message", KM_OPT_UINT, &max_message, "BYTES",
+		  "largest xDS response accepted (default 64 MiB: ~150k workloads in one push; the "
+		  "agent holds a response's bytes while it applies it)",
 		  "KMESH_XDS_MAX_MESSAGE", 1u << 20, 1u << 31 },
 		{ "xds-max-initial-request", KM_OPT_UINT, &max_initial, "BYTES",
 		  "largest first request per type on a new stream (istiod refuses requests over "

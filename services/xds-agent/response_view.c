@@ -78,7 +78,7 @@ static char *copy_string(const uint8_t *p, size_t n)
 
 int km_response_view_init(struct km_response_view *v, const uint8_t *data, size_t len)
 {
-	size_t off = 0, cap = 0;
+	size_t off = 0;
 
 	memset(v, 0, sizeof(*v));
 	v->data = data;
@@ -99,17 +99,6 @@ int km_response_view_init(struct km_response_view *v, const uint8_t *data, size_
 			if (!(*dst = copy_string(val, vlen)))
 				goto bad;
 		} else if (num == F_REMOVED && val) {
-			if (v->n_removed == cap) {
-				size_t ncap = cap ? cap * 2 : 16;
-				char **r = realloc(v->removed, ncap * sizeof(*r));
-
-				if (!r)
-					goto bad;
-				v->removed = r;
-				cap = ncap;
-			}
-			if (!(v->removed[v->n_removed] = copy_string(val, vlen)))
-				goto bad;
 			v->n_removed++;
 		}
 	}
@@ -143,11 +132,30 @@ int km_response_view_next(struct km_response_view *v, Kmesh__Xds__Resource **out
 	return 0;
 }
 
+int km_response_view_next_removed(struct km_response_view *v, char *buf, size_t *skipped)
+{
+	while (v->next_removed_off < v->len) {
+		uint32_t num;
+		const uint8_t *val;
+		size_t vlen;
+
+		if (field(v->data, v->len, &v->next_removed_off, &num, &val, &vlen) != 0)
+			return 0; /* cannot happen after a successful init */
+		if (num != F_REMOVED || !val)
+			continue;
+		if (vlen == 0 || vlen > KM_XDS_NAME_MAX || memchr(val, '\0', vlen)) {
+			(*skipped)++;
+			continue;
+		}
+		memcpy(buf, val, vlen);
+		buf[vlen] = '\0';
+		return 1;
+	}
+	return 0;
+}
+
 void km_response_view_free(struct km_response_view *v)
 {
-	for (size_t i = 0; i < v->n_removed; i++)
-		free(v->removed[i]);
-	free(v->removed);
 	free(v->type_url);
 	free(v->nonce);
 	memset(v, 0, sizeof(*v));

@@ -21,6 +21,18 @@ static void reject(struct km_xds_result *res, const char *name, const char *why)
 			 name ? name : "?", why);
 }
 
+/* Removed names that cannot name anything (empty, or over KM_XDS_NAME_MAX): ignored, and the
+ * response NACKed saying how many. */
+static void reject_removals(struct km_xds_result *res, size_t n)
+{
+	char why[96];
+
+	snprintf(why, sizeof(why), "%zu removed name(s) empty or over %u bytes, ignored", n,
+		 KM_XDS_NAME_MAX);
+	reject(res, "removed_resources", why);
+	res->rejected += n - 1;
+}
+
 /* A rejected resource keeps its previous version: istiod still has it. */
 static void keep_address(struct km_model *m, struct km_xds_result *res, const char *name)
 {
@@ -104,9 +116,10 @@ void km_xds_apply_address_end(struct km_model *m, struct km_response_view *v,
 {
 	/* A removed name is a workload uid or a service "<ns>/<hostname>"; look it up rather than
 	 * guess from its shape. Names never sent are ignored. */
-	for (size_t i = 0; i < v->n_removed; i++) {
-		const char *name = v->removed[i];
+	char name[KM_XDS_NAME_MAX + 1];
+	size_t skipped = 0;
 
+	while (km_response_view_next_removed(v, name, &skipped)) {
 		if (km_model_find_workload(m, name)) {
 			km_model_remove_workload(m, name);
 			res->removed++;
@@ -115,6 +128,8 @@ void km_xds_apply_address_end(struct km_model *m, struct km_response_view *v,
 			res->removed++;
 		}
 	}
+	if (skipped) /* one line for all: there may be millions */
+		reject_removals(res, skipped);
 	km_model_flush(m);
 }
 
@@ -156,8 +171,15 @@ void km_xds_apply_authorization(struct km_policy_store *ps, struct km_response_v
 		free(name);
 		kmesh__xds__resource__free_unpacked(r, NULL);
 	}
-	for (size_t i = 0; i < v->n_removed; i++)
-		res->removed += (size_t)km_policy_store_remove(ps, v->removed[i]);
+	{
+		char rname[KM_XDS_NAME_MAX + 1];
+		size_t skipped = 0;
+
+		while (km_response_view_next_removed(v, rname, &skipped))
+			res->removed += (size_t)km_policy_store_remove(ps, rname);
+		if (skipped)
+			reject_removals(res, skipped);
+	}
 	if (ps->authz) {
 		km_authz_flush(ps->authz);
 		km_oplist_settle(ps->authz->out);

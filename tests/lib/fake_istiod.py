@@ -15,6 +15,9 @@ A test drives it over a Unix socket, one JSON command per line, one JSON answer 
                                                        {"bad_workload_uid": U} is an invalid one)
   {"cmd": "set-authz", "policies": [Authorization...]}  replace the Authorization state
   {"cmd": "push-raw", "type": URL, "name": N, "payload_b64": B}  push one resource as is
+  {"cmd": "push-removals", "count": N, "name": S}    push one Address response of N removed
+                                                       names, each S ("" for empty): an attack
+                                                       on the client's memory
   {"cmd": "add", "resources": [Address...]}          add or replace these, push them
   {"cmd": "drop", "names": [N...]}                    remove Address resources without telling
                                                        anyone (as if gone while no stream was
@@ -305,6 +308,16 @@ def handle(cmd):
                 if s.open:
                     s.queue.put(response(cmd["type"], [(cmd["name"], versioned(payload))], []))
             return {"pushed": True}
+        if c == "push-removals":
+            name = cmd["name"].encode()
+            # removed_resources is field 6 (wire type 2): built as bytes, Python's encoder
+            # would take minutes for millions
+            data = response(ADDRESS, [], []).SerializeToString() + \
+                (bytes([0x32, len(name)]) + name) * cmd["count"]
+            for s in STATE.streams:
+                if s.open:
+                    s.queue.put(data)
+            return {"bytes": len(data)}
         if c == "prepare":
             PREPARED["items"] = synthetic(cmd["workloads"], cmd["services"])
             r = response(ADDRESS, sorted(PREPARED["items"].items()), [])
