@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -106,6 +107,7 @@ int km_ipsec_key_load(const char *path, struct km_ipsec_key *out, char *err, siz
 {
 	char *buf = malloc(KM_IPSEC_KEYFILE_MAX + 1);
 	size_t len = 0;
+	struct stat st;
 	ssize_t n;
 	int fd, e;
 
@@ -118,6 +120,16 @@ int km_ipsec_key_load(const char *path, struct km_ipsec_key *out, char *err, siz
 		free(buf);
 		km_errf(err, errlen, "%s: cannot open it: %s", path, strerror(e));
 		return -e;
+	}
+	/* the key encrypts every node's traffic: a file other users may read or write is refused,
+	 * not used (a Secret volume: defaultMode 0400; by hand: chmod 0600) */
+	if (fstat(fd, &st) == 0 && (st.st_mode & 0066)) {
+		close(fd);
+		free(buf);
+		km_errf(err, errlen, "%s: mode %04o lets other users read or write the key: chmod "
+			"0600 it (a Kubernetes Secret volume: defaultMode 0400)", path,
+			(unsigned)(st.st_mode & 07777));
+		return -EPERM;
 	}
 	while ((n = read(fd, buf + len, KM_IPSEC_KEYFILE_MAX + 1 - len)) > 0)
 		if ((len += (size_t)n) > KM_IPSEC_KEYFILE_MAX)

@@ -25,8 +25,8 @@ struct km_ipsec_key {
 int km_ipsec_key_parse(const char *text, size_t len, struct km_ipsec_key *out, char *err,
 		       size_t errlen);
 /* Read path (at most KM_IPSEC_KEYFILE_MAX bytes) and parse it. Returns 0, -ENOENT when there is
- * no file, or another negative errno (-EINVAL: not a valid key file), with err filled as
- * "PATH: reason". */
+ * no file, -EPERM when its mode lets group or others read or write it, or another negative
+ * errno (-EINVAL: not a valid key file), with err filled as "PATH: reason". */
 int km_ipsec_key_load(const char *path, struct km_ipsec_key *out, char *err, size_t errlen);
 /* Same key material and parameters? */
 int km_ipsec_key_equal(const struct km_ipsec_key *a, const struct km_ipsec_key *b);

@@ -104,8 +104,9 @@ check("the map writer sees the host's cgroup root, bpffs, run dir and pod netns 
       {"/host/cgroup", "/sys/fs/bpf", "/run/kmesh", "/run/netns"} <= set(mounts["map-writer"])
       and mounts["map-writer"]["/run/netns"].get("mountPropagation") == "HostToContainer")
 if ipsec:
-    check("the kmesh-ipsec Secret is mounted (optional) at the key file's directory",
-          vols["ipsec-key"]["secret"] == {"secretName": "kmesh-ipsec", "optional": True}
+    check("the kmesh-ipsec Secret is mounted (optional, mode 0400: root's alone) at the key file's directory",
+          vols["ipsec-key"]["secret"] == {"secretName": "kmesh-ipsec", "optional": True,
+                                          "defaultMode": 0o400}
           and "/etc/kmesh/ipsec" in mounts["ipsec-agent"])
 
 rules = {(tuple(r["apiGroups"]), tuple(r["resources"])): sorted(r["verbs"]) for r in kinds("ClusterRole")[0]["rules"]}

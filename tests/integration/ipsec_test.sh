@@ -83,7 +83,7 @@ check "a key file with a 35-byte key is refused, saying why" \
 check "... counted as refused (kmesh_ipsec_key_files_refused_total), logged as 'key file refused: PATH: REASON'" \
 	eval 'dump_is "d[\"key_files_refused\"] == 1" &&
 	      logged "key file refused: $KM_DIR/ipsec/ipSec: \"aeadKey\" must be base64 of 20, 28, 36 bytes"'
-raw_key_file() { printf '%s' "$1" >"$KM_DIR/ipsec/.ipSec.tmp" && mv "$KM_DIR/ipsec/.ipSec.tmp" "$KM_DIR/ipsec/ipSec"; }
+raw_key_file() { printf '%s' "$1" >"$KM_DIR/ipsec/.ipSec.tmp" && chmod 600 "$KM_DIR/ipsec/.ipSec.tmp" && mv "$KM_DIR/ipsec/.ipSec.tmp" "$KM_DIR/ipsec/ipSec"; }
 good_b64=$("$KM_PY" -c 'import base64; print(base64.b64encode(bytes([21]) * 36).decode())')
 refused=1
 bad_file() { # bad_file WHAT TEXT REASON: TEXT as the key file is refused, counted, REASON logged
@@ -106,10 +106,17 @@ bad_file "whose key is not base64" '{"spi": 3, "aeadKeyName": "rfc4106(gcm(aes))
 bad_file "with a 100-bit ICV" '{"spi": 3, "aeadKeyName": "rfc4106(gcm(aes))", "aeadKey": "'"$good_b64"'", "length": 100}' \
 	'"length" (ICV bits) must be 64, 96, 128'
 bad_file "larger than 64 KiB" "$(printf '%70000s' '')" "larger than 65536 bytes"
+# a valid key in a file other users may read: refused (the chart's Secret volume is 0400)
+printf '%s' '{"spi": 3, "aeadKeyName": "rfc4106(gcm(aes))", "aeadKey": "'"$good_b64"'", "length": 128}' \
+	>"$KM_DIR/ipsec/.ipSec.tmp" && chmod 644 "$KM_DIR/ipsec/.ipSec.tmp" && mv "$KM_DIR/ipsec/.ipSec.tmp" "$KM_DIR/ipsec/ipSec"
+refused=$((refused + 1))
+check "a valid key file that other users may read (0644) is refused and counted ($refused), saying how to fix it" \
+	eval 'dump_is "d[\"key_files_refused\"] == $refused and d[\"current_spi\"] == 2" &&
+	      logged "key file refused: $KM_DIR/ipsec/ipSec: mode 0644 lets other users read or write the key: chmod 0600"'
 key_file 2 99
 check "a key file reusing SPI 2 with another key is refused" logged "SPI 2 already names another key"
-check "... and the agent keeps SPI 2, counting every refused file (9 malformed, 1 reusing an SPI)" \
-	dump_is 'd["current_spi"] == 2 and d["key_files_refused"] == 10'
+check "... and the agent keeps SPI 2, counting every refused file (9 malformed, 1 open to others, 1 reusing an SPI)" \
+	dump_is 'd["current_spi"] == 2 and d["key_files_refused"] == 11'
 check "... logged as 'key file refused: PATH: REASON'" \
 	logged "key file refused: $KM_DIR/ipsec/ipSec: SPI 2 already names another key"
 check "... and in the metrics file" \

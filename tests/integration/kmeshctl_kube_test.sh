@@ -53,8 +53,12 @@ KEY=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20212223
 out=$(kctl secret get 2>&1)
 rc=$?
 check "secret get before there is one: exit 1, saying so" eval '[ $rc = 1 ] && grep -q "no Secret kmesh-ipsec in kmesh-system" <<<"$out"'
-check "secret create --key: SPI 1, created" \
-	eval 'kctl -o json secret create --key $KEY | py_is "d[0][\"spi\"] == 1 and d[0][\"result\"] == \"created\""'
+out=$(kctl secret create --key $KEY 2>&1)
+rc=$?
+check "secret create --key HEX (the key in argv, visible to every user) is refused (2), naming --key-file" \
+	eval '[ $rc = 2 ] && grep -q "use --key-file PATH, or --key-file -" <<<"$out"'
+check "secret create --key-file - (the key on stdin): SPI 1, created" \
+	eval 'echo "$KEY" | kctl -o json secret create --key-file - | py_is "d[0][\"spi\"] == 1 and d[0][\"result\"] == \"created\""'
 check "... POSTed with field manager kmeshctl: an Opaque Secret whose ipSec is the key file" \
 	last_request POST /api/v1/namespaces/kmesh-system/secrets \
 	'r["path"].endswith("?fieldManager=kmeshctl") and b["type"] == "Opaque" and b["metadata"]["name"] == "kmesh-ipsec" and b["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "kmeshctl" and json.loads(base64.b64decode(b["data"]["ipSec"])) == {"spi": 1, "aeadKeyName": "rfc4106(gcm(aes))", "aeadKey": base64.b64encode(bytes(range(36))).decode(), "length": 128}'
@@ -65,9 +69,10 @@ check "secret create again (random key): rotated to SPI 2" \
 check "... a PUT carrying the resourceVersion it read, with a new 36-byte key" \
 	last_request PUT /api/v1/namespaces/kmesh-system/secrets/kmesh-ipsec \
 	'b["metadata"]["resourceVersion"] and json.loads(base64.b64decode(b["data"]["ipSec"]))["spi"] == 2 and len(base64.b64decode(json.loads(base64.b64decode(b["data"]["ipSec"]))["aeadKey"])) == 36 and base64.b64decode(json.loads(base64.b64decode(b["data"]["ipSec"]))["aeadKey"]) != bytes(range(36))'
-out=$(kctl secret create --key abcd 2>&1)
+echo abcd >"$KM_DIR/short.key"
+out=$(kctl secret create --key-file "$KM_DIR/short.key" 2>&1)
 rc=$?
-check "a --key that is not 72 hex digits: usage error (2)" eval '[ $rc = 2 ] && grep -q "72 hex digits" <<<"$out"'
+check "a --key-file that is not 72 hex digits: usage error (2)" eval '[ $rc = 2 ] && grep -q "72 hex digits" <<<"$out"'
 check "secret delete" eval 'kctl secret delete | grep -qx "Secret kmesh-system/kmesh-ipsec deleted"'
 out=$(kctl secret delete 2>&1)
 rc=$?

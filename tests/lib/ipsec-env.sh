@@ -11,7 +11,8 @@ key_file() { # key_file SPI KEYBYTE [LEN]: write the key file atomically, as a S
 spi, byte, n = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 print(json.dumps({"spi": spi, "aeadKeyName": "rfc4106(gcm(aes))",
                   "aeadKey": base64.b64encode(bytes([byte]) * n).decode(), "length": 128}))' \
-		"$1" "$2" "${3:-36}" >"$KM_DIR/ipsec/.ipSec.tmp" && mv "$KM_DIR/ipsec/.ipSec.tmp" "$KM_DIR/ipsec/ipSec"
+		"$1" "$2" "${3:-36}" >"$KM_DIR/ipsec/.ipSec.tmp" && chmod 600 "$KM_DIR/ipsec/.ipSec.tmp" &&
+		mv "$KM_DIR/ipsec/.ipSec.tmp" "$KM_DIR/ipsec/ipSec"
 }
 
 # start_agent [FLAGS]: the agent for node-a (address 10.0.0.1, pod CIDR 10.244.1.0/24, boot id

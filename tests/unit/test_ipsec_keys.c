@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -111,6 +112,14 @@ static void test_load(void **state)
 	assert_int_equal(write(fd, big, strlen(big)), (ssize_t)strlen(big));
 	assert_int_equal(km_ipsec_key_load(path, &k, err, sizeof(err)), 0);
 	assert_int_equal(k.key_len, 28);
+	/* readable by others: refused, saying how to fix it */
+	assert_int_equal(fchmod(fd, 0644), 0);
+	assert_int_equal(km_ipsec_key_load(path, &k, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "mode 0644"));
+	assert_int_equal(k.key_len, 0);
+	assert_int_equal(fchmod(fd, 0400), 0);
+	assert_int_equal(km_ipsec_key_load(path, &k, err, sizeof(err)), 0);
+	assert_int_equal(fchmod(fd, 0600), 0);
 	/* too large: refused before parsing, naming the file */
 	memset(big, ' ', sizeof(big));
 	assert_int_equal(ftruncate(fd, 0), 0);

@@ -1,11 +1,12 @@
-/* cmd_secret.c — `kmeshctl secret create [--key HEX] | get | delete`: the IPsec key, as the
+/* cmd_secret.c — `kmeshctl secret create [--key-file PATH|-] | get | delete`: the IPsec key, as the
  * Secret kmesh-ipsec in kmesh-system (data ipSec: the key file the IPsec agents read, JSON spi,
  * aeadKeyName rfc4106(gcm(aes)), aeadKey base64, length 128). create makes a new 36-byte key
- * (32 of AES-256, 4 of salt; random, or --key) with the next SPI: 1 for a new Secret, else the
+ * (32 of AES-256, 4 of salt; random, or --key-file) with the next SPI: 1 for a new Secret, else the
  * current SPI + 1, the update carrying the resourceVersion read (a concurrent change is read
  * again, not overwritten). */
 #include "tools/kmeshctl/commands.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,10 +25,11 @@
 #define CONFLICT_RETRIES 3
 
 static const char usage[] =
-	"usage: kmeshctl secret create [--key HEX] | get | delete\n"
+	"usage: kmeshctl secret create [--key-file PATH|-] | get | delete\n"
 	"  the IPsec key: the Secret " NAME " in " NS ", which every node's IPsec agent reads\n"
-	"  create  a new key (random, or --key: 72 hex digits, 32 bytes of AES-256 key then 4 of\n"
-	"          salt) with the next SPI (1 for a new Secret); agents rotate to it\n"
+	"  create  a new key (random, or read from --key-file, '-' for stdin: 72 hex digits, 32\n"
+	"          bytes of AES-256 key then 4 of salt) with the next SPI (1 for a new Secret);\n"
+	"          agents rotate to it. Never on the command line: argv is visible to every user\n"
 	"  get     the Secret: SPI, algorithm, key (hex), creation time\n"
 	"  delete  remove it (agents keep the keys they hold)\n"
 	"  Credentials: --kubeconfig, KUBECONFIG, ~/.kube/config, or the pod's service account.\n";
@@ -107,7 +109,7 @@ static int create(const struct km_ctl *ctl, struct km_kube_client *c, const char
 	char err[1024];
 
 	if (hex && hex_key(hex, key) != 0) {
-		fprintf(stderr, "kmeshctl: --key must be %d hex digits (32 bytes of key, 4 of salt)\n",
+		fprintf(stderr, "kmeshctl: the key must be %d hex digits (32 bytes of key, 4 of salt)\n",
 			2 * KEY_BYTES);
 		return 2;
 	}
@@ -226,10 +228,34 @@ static int delete(struct km_kube_client *c)
 	return 1;
 }
 
+/* The key's hex digits from path ("-": stdin), surrounding whitespace dropped. Returns 0, or
+ * -1 with the reason printed. */
+static int read_key_file(const char *path, char *hex, size_t len)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "re") : stdin;
+	size_t n, a = 0;
+
+	if (!f) {
+		fprintf(stderr, "kmeshctl: --key-file %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	n = fread(hex, 1, len - 1, f);
+	if (f != stdin)
+		fclose(f);
+	hex[n] = '\0';
+	while (n && isspace((unsigned char)hex[n - 1]))
+		hex[--n] = '\0';
+	while (hex[a] && isspace((unsigned char)hex[a]))
+		a++;
+	memmove(hex, hex + a, n - a + 1);
+	return 0;
+}
+
 int km_cmd_secret(const struct km_ctl *ctl, int argc, char **argv)
 {
 	struct km_kube_client c;
 	const char *hex = NULL;
+	char from_file[256];
 	int rc;
 
 	if (km_cmd_wants_help(argc, argv, usage))
@@ -239,10 +265,17 @@ int km_cmd_secret(const struct km_ctl *ctl, int argc, char **argv)
 		return 2;
 	}
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[0], "create") && (!strcmp(argv[i], "--key") || !strcmp(argv[i], "-k")) &&
-		    i + 1 < argc) {
-			hex = argv[++i];
+		if (!strcmp(argv[0], "create") && !strcmp(argv[i], "--key-file") && i + 1 < argc) {
+			if (read_key_file(argv[++i], from_file, sizeof(from_file)) != 0)
+				return 1;
+			hex = from_file;
 			continue;
+		}
+		if (!strcmp(argv[i], "--key") || !strcmp(argv[i], "-k")) {
+			fprintf(stderr, "kmeshctl: --key is gone: a key on the command line is visible to "
+					"every user (ps, /proc); use --key-file PATH, or --key-file - to "
+					"read it from stdin\n");
+			return 2;
 		}
 		fputs(usage, stderr);
 		return 2;
@@ -252,5 +285,6 @@ int km_cmd_secret(const struct km_ctl *ctl, int argc, char **argv)
 	rc = !strcmp(argv[0], "create") ? create(ctl, &c, hex) : !strcmp(argv[0], "get") ? get(ctl, &c)
 											    : delete(&c);
 	km_kube_close(&c);
+	explicit_bzero(from_file, sizeof(from_file));
 	return rc;
 }
