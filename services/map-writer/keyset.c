@@ -4,17 +4,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-void km_keyset_init(struct km_keyset *s, size_t key_len)
+void km_keyset_init_values(struct km_keyset *s, size_t key_len, size_t value_len)
 {
 	memset(s, 0, sizeof(*s));
 	s->key_len = key_len;
-	s->slot_len = 1 + key_len;
+	s->value_len = value_len;
+	s->slot_len = 1 + key_len + value_len;
+}
+
+void km_keyset_init(struct km_keyset *s, size_t key_len)
+{
+	km_keyset_init_values(s, key_len, 0);
 }
 
 void km_keyset_free(struct km_keyset *s)
 {
 	free(s->slots);
-	km_keyset_init(s, s->key_len);
+	km_keyset_init_values(s, s->key_len, s->value_len);
 }
 
 void km_keyset_clear(struct km_keyset *s)
@@ -53,6 +59,15 @@ int km_keyset_has(const struct km_keyset *s, const void *key)
 	return s->cap && slot(s, find(s, key))[0];
 }
 
+void *km_keyset_value(const struct km_keyset *s, const void *key)
+{
+	uint8_t *e;
+
+	if (!s->cap || !(e = slot(s, find(s, key)))[0])
+		return NULL;
+	return e + 1 + s->key_len;
+}
+
 static int grow(struct km_keyset *s)
 {
 	struct km_keyset n = *s;
@@ -80,6 +95,7 @@ int km_keyset_add(struct km_keyset *s, const void *key)
 	if (!e[0]) {
 		e[0] = 1;
 		memcpy(e + 1, key, s->key_len);
+		memset(e + 1 + s->key_len, 0, s->value_len);
 		s->count++;
 	}
 	return 0;

@@ -130,16 +130,60 @@ static struct km_keyset *present_set(struct km_tables *t, int fd)
 				      : NULL;
 }
 
-static void note_row(struct km_tables *t, int fd, const void *key, int written)
+/* One more (delta 1) or one fewer (-1) endpoint slot names this backend. (Values in a key set
+ * are unaligned: copied, never dereferenced.) */
+static void backend_ref(struct km_tables *t, uint32_t backend_id, int delta)
+{
+	uint8_t *v = km_keyset_value(&t->backend_refs, &backend_id);
+	uint32_t n = 0;
+
+	if (!v && delta > 0) {
+		if (km_keyset_add(&t->backend_refs, &backend_id) != 0) {
+			t->present_incomplete = 1;
+			return;
+		}
+		v = km_keyset_value(&t->backend_refs, &backend_id);
+	}
+	if (!v)
+		return;
+	memcpy(&n, v, sizeof(n));
+	n += (uint32_t)delta;
+	if (n == 0)
+		km_keyset_del(&t->backend_refs, &backend_id);
+	else
+		memcpy(v, &n, sizeof(n));
+}
+
+/* A row was written (value: the row's) or deleted (value NULL). */
+static void note_row(struct km_tables *t, int fd, const void *key, const void *value)
 {
 	struct km_keyset *s = present_set(t, fd);
 
 	if (!s)
 		return;
-	if (!written)
+	if (fd == t->fd_endpoint) { /* the backend the slot named is named once less */
+		const uint8_t *old = km_keyset_value(s, key);
+		uint32_t id;
+
+		if (old) {
+			memcpy(&id, old, sizeof(id));
+			backend_ref(t, id, -1);
+		}
+	}
+	if (!value) {
 		km_keyset_del(s, key);
-	else if (km_keyset_add(s, key) != 0)
+		return;
+	}
+	if (km_keyset_add(s, key) != 0) {
 		t->present_incomplete = 1; /* from now on an absent key is asked of the kernel */
+		return;
+	}
+	if (fd == t->fd_endpoint) {
+		uint32_t id = ((const struct km_endpoint_value *)value)->backend_id;
+
+		memcpy(km_keyset_value(s, key), &id, sizeof(id));
+		backend_ref(t, id, 1);
+	}
 }
 
 int km_tables_load_present(struct km_tables *t)
@@ -149,18 +193,23 @@ int km_tables_load_present(struct km_tables *t)
 				sizeof(struct km_backend_key) };
 
 	km_keyset_init(&t->present_service, lens[0]);
-	km_keyset_init(&t->present_endpoint, lens[1]);
+	km_keyset_init_values(&t->present_endpoint, lens[1], sizeof(uint32_t));
 	km_keyset_init(&t->present_backend, lens[2]);
+	km_keyset_init_values(&t->backend_refs, sizeof(uint32_t), sizeof(uint32_t));
 	t->present_incomplete = 0;
 	for (int i = 0; i < 3; i++) {
 		uint8_t key[KM_KEYSET_MAX_KEY], next[KM_KEYSET_MAX_KEY];
-		struct km_keyset *s = present_set(t, fds[i]);
+		struct km_endpoint_value ev;
 		const void *prev = NULL;
 
 		if (fds[i] < 0)
 			continue;
 		while (bpf_map_get_next_key(fds[i], prev, next) == 0) {
-			if (km_keyset_add(s, next) != 0)
+			/* an endpoint's backend is read too: the references are counted */
+			if (fds[i] == t->fd_endpoint && bpf_map_lookup_elem(fds[i], next, &ev) != 0)
+				memset(&ev, 0, sizeof(ev));
+			note_row(t, fds[i], next, fds[i] == t->fd_endpoint ? (const void *)&ev : next);
+			if (t->present_incomplete)
 				return -1;
 			memcpy(key, next, lens[i]);
 			prev = key;
@@ -176,6 +225,7 @@ void km_tables_free(struct km_tables *t)
 	km_keyset_free(&t->present_service);
 	km_keyset_free(&t->present_endpoint);
 	km_keyset_free(&t->present_backend);
+	km_keyset_free(&t->backend_refs);
 }
 
 /*
@@ -292,7 +342,8 @@ static void run_commit(struct km_tables *t)
 		t->batch_calls++;
 		e = errno; /* recording the keys may allocate */
 		for (__u32 i = done; i < done + count; i++)
-			note_row(t, r->fd, r->keys + i * r->key_len, !r->del);
+			note_row(t, r->fd, r->keys + i * r->key_len,
+				 r->del ? NULL : r->values + i * r->value_len);
 		done += count;
 		if (rc != 0) { /* row `done` failed: refuse it, go on after it */
 			char why[256];
@@ -348,7 +399,7 @@ Kmesh__Ipc__Code tbl_write_row(struct km_tables *t, int fd, const char *table, c
 		return OK;
 	}
 	if (bpf_map_update_elem(fd, key, value, BPF_ANY) == 0) {
-		note_row(t, fd, key, 1);
+		note_row(t, fd, key, value);
 		return OK;
 	}
 	return write_failure(t, table, 0, errno, err, errlen);
@@ -358,7 +409,7 @@ int km_tables_delete_key(struct km_tables *t, int fd, const void *key)
 {
 	if (bpf_map_delete_elem(fd, key) != 0 && errno != ENOENT)
 		return -errno;
-	note_row(t, fd, key, 0);
+	note_row(t, fd, key, NULL);
 	return 0;
 }
 
@@ -481,7 +532,7 @@ static Kmesh__Ipc__Code apply_service(struct km_tables *t, const Kmesh__Ipc__Tab
 {
 	const Kmesh__Ipc__ServiceRow *r = op->service;
 	struct km_service_key k = { .service_id = r->id };
-	struct km_service_value v = { 0 };
+	struct km_service_value v = { 0 }, old;
 
 	if (r->id == 0)
 		return tbl_fail(BAD, err, errlen, "service id 0 is reserved");
@@ -509,19 +560,25 @@ static Kmesh__Ipc__Code apply_service(struct km_tables *t, const Kmesh__Ipc__Tab
 		if (c != OK)
 			return c;
 	}
+	if (bpf_map_lookup_elem(t->fd_service, &k, &old) != 0)
+		memset(&old, 0, sizeof(old));
 	for (size_t p = 0; p < r->n_endpoint_count; p++) {
 		uint32_t n = r->endpoint_count[p];
-		struct km_endpoint_key ek = { .service_id = r->id, .prio = (uint32_t)p, .index = n - 1 };
+		struct km_endpoint_key ek = { .service_id = r->id, .prio = (uint32_t)p };
 
 		if (n > t->sizes.endpoint)
 			return tbl_fail(BAD, err, errlen, "service %u: %u endpoints at priority %zu exceed "
 				    "km_endpoint's size %u", r->id, n, p, t->sizes.endpoint);
-		/* A count may only expose endpoints already written (endpoint rows come first). */
-		if (n > 0 && !present(t, t->fd_endpoint, &ek))
-			return tbl_fail(MISSING, err, errlen,
-				    "service %u: count %u at priority %zu exposes endpoint index %u, "
-				    "which is not in km_endpoint (write endpoints first)",
-				    r->id, n, p, n - 1);
+		/* A count may only expose endpoints already written (endpoint rows come first): every
+		 * slot below it. Those below the count in the table are there already (a slot a
+		 * count exposes cannot be deleted), so only the new ones are looked at. */
+		for (ek.index = old.endpoint_count[p] < n ? old.endpoint_count[p] : 0; ek.index < n;
+		     ek.index++)
+			if (!present(t, t->fd_endpoint, &ek))
+				return tbl_fail(MISSING, err, errlen,
+					    "service %u: count %u at priority %zu exposes endpoint index "
+					    "%u, which is not in km_endpoint (write endpoints first)",
+					    r->id, n, p, ek.index);
 		v.endpoint_count[p] = n;
 		/* every weight is at least 1: a total below the count reads as "all 1" */
 		v.weight_total[p] = p < r->n_weight_total && r->weight_total[p] > n ? r->weight_total[p] : n;
@@ -546,8 +603,19 @@ static Kmesh__Ipc__Code apply_endpoint(struct km_tables *t, const Kmesh__Ipc__Ta
 	if (r->index >= t->sizes.endpoint)
 		return tbl_fail(BAD, err, errlen, "endpoint index %u beyond km_endpoint's size %u",
 			    r->index, t->sizes.endpoint);
-	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
+	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE) {
+		struct km_service_key sk = { .service_id = r->service_id };
+		struct km_service_value sv;
+
+		/* a slot its service's count still exposes would be picked and found missing */
+		if (bpf_map_lookup_elem(t->fd_service, &sk, &sv) == 0 &&
+		    r->index < sv.endpoint_count[r->priority])
+			return tbl_fail(BAD, err, errlen,
+				    "endpoint %u of service %u at priority %u is exposed by the "
+				    "service's count %u: lower the count first", r->index,
+				    r->service_id, r->priority, sv.endpoint_count[r->priority]);
 		return tbl_delete_row(t, t->fd_endpoint, "km_endpoint", &k, sizeof(k), err, errlen);
+	}
 	tbl_mark_upsert(t, t->fd_endpoint, &k);
 	if (r->backend_id == 0)
 		return tbl_fail(BAD, err, errlen, "endpoint backend id 0 is reserved");
@@ -568,8 +636,20 @@ static Kmesh__Ipc__Code apply_backend(struct km_tables *t, const Kmesh__Ipc__Tab
 	memset(&v, 0, sizeof(v));
 	if (r->id == 0)
 		return tbl_fail(BAD, err, errlen, "backend id 0 is reserved");
-	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE)
+	if (op->kind == KMESH__IPC__TABLE_OP__KIND__DELETE) {
+		const uint8_t *v = km_keyset_value(&t->backend_refs, &r->id);
+		uint32_t refs;
+
+		/* an endpoint slot naming it would send connections nowhere (when a reference
+		 * could not be counted, for lack of memory, this check is not made) */
+		if (v && !t->present_incomplete) {
+			memcpy(&refs, v, sizeof(refs));
+			return tbl_fail(BAD, err, errlen,
+				    "backend %u is named by %u endpoint slot(s): rewrite or delete "
+				    "them first", r->id, refs);
+		}
 		return tbl_delete_row(t, t->fd_backend, "km_backend", &k, sizeof(k), err, errlen);
+	}
 	tbl_mark_upsert(t, t->fd_backend, &k);
 	if (r->n_addresses == 0 || r->n_addresses > 2)
 		return tbl_fail(BAD, err, errlen, "backend %u: needs one or two addresses, got %zu", r->id,

@@ -30,8 +30,11 @@ struct km_tables {
 	uint64_t table_full;
 	struct km_row_run *run;      /* set while a batch is applied */
 	uint64_t batch_calls;        /* bpf() batch calls made (runs of upserts or deletes) */
-	/* keys of the referenced tables' rows (this process is their only writer) */
+	/* keys of the referenced tables' rows (this process is their only writer); an endpoint
+	 * slot's key carries the backend it names, and backend_refs counts the slots naming each
+	 * backend, so one still named is not deleted */
 	struct km_keyset present_service, present_endpoint, present_backend;
+	struct km_keyset backend_refs;
 	int present_incomplete; /* a key could not be recorded: ask the kernel about absent ones */
 	/* mark and sweep (sync.c): rows written since the xDS agent's Sync BEGIN */
 	int sync_active;

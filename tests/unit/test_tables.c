@@ -356,6 +356,14 @@ static void test_present_rows_adopted_and_deleted(void **state)
 	km_tables_free(t);
 	assert_int_equal(km_tables_load_present(t), 0); /* a restart reads what is there */
 	assert_int_equal(apply(t, endpoint(&r, 700, 0, 0, 77), err), OK);
+	/* a backend an endpoint slot names is not deleted (connections would go nowhere) */
+	backend(&r, 77, NULL, 0);
+	r.op.kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
+	assert_int_equal(apply(t, &r.op, err), BAD);
+	assert_non_null(strstr(err, "backend 77 is named by 1 endpoint slot(s)"));
+	endpoint(&r, 700, 0, 0, 77);
+	r.op.kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
+	assert_int_equal(apply(t, &r.op, err), OK);
 	backend(&r, 77, NULL, 0);
 	r.op.kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
 	assert_int_equal(apply(t, &r.op, err), OK);
@@ -517,6 +525,55 @@ static void test_runs_of_deletes(void **state)
 }
 
 /* Weights, power of two choices and waypoints as stored for BPF. */
+/* A service's count exposes every slot below it: each must be there when the count is written
+ * (not only the last), and none of them may be deleted while the count exposes it (issue 25). */
+static void test_counts_expose_whole_slots(void **state)
+{
+	struct km_tables *t = *state;
+	struct rows r;
+	char err[256];
+
+	if (!maps_available(t))
+		skip();
+	assert_int_equal(apply(t, backend(&r, 900, v4, 4), err), OK);
+	assert_int_equal(apply(t, endpoint(&r, 901, 0, 9, 900), err), OK);
+	/* only slot 9 of 0..9: a pick of 0..8 would find nothing */
+	assert_int_equal(apply(t, service(&r, 901, 10, 0), err), MISSING);
+	assert_non_null(strstr(err, "exposes endpoint index 0"));
+	for (uint32_t i = 0; i < 9; i++)
+		assert_int_equal(apply(t, endpoint(&r, 901, 0, i, 900), err), OK);
+	assert_int_equal(apply(t, service(&r, 901, 10, 0), err), OK);
+	/* a slot below the count stays while the count exposes it */
+	endpoint(&r, 901, 0, 4, 900);
+	r.op.kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
+	assert_int_equal(apply(t, &r.op, err), BAD);
+	assert_non_null(strstr(err, "exposed by the service's count 10"));
+	/* lowered first (as the agent does), then the tail slot goes */
+	assert_int_equal(apply(t, service(&r, 901, 9, 0), err), OK);
+	endpoint(&r, 901, 0, 9, 900);
+	r.op.kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
+	assert_int_equal(apply(t, &r.op, err), OK);
+	/* raising it again checks the slots it newly exposes */
+	assert_int_equal(apply(t, service(&r, 901, 10, 0), err), MISSING);
+	assert_non_null(strstr(err, "exposes endpoint index 9"));
+	/* the backend is named by 9 slots: not deleted; once the service and slots go, it may */
+	backend(&r, 900, NULL, 0);
+	r.op.kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
+	assert_int_equal(apply(t, &r.op, err), BAD);
+	assert_non_null(strstr(err, "named by 9 endpoint slot(s)"));
+	service(&r, 901, 0, 0);
+	r.op.kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
+	assert_int_equal(apply(t, &r.op, err), OK);
+	for (uint32_t i = 0; i < 9; i++) {
+		endpoint(&r, 901, 0, i, 900);
+		r.op.kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
+		assert_int_equal(apply(t, &r.op, err), OK);
+	}
+	backend(&r, 900, NULL, 0);
+	r.op.kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
+	assert_int_equal(apply(t, &r.op, err), OK);
+}
+
 static void test_weights_flags_waypoints(void **state)
 {
 	struct km_tables *t = *state;
@@ -703,6 +760,7 @@ int main(void)
 		cmocka_unit_test(test_present_rows_adopted_and_deleted),
 		cmocka_unit_test(test_enroll_and_dump),
 		cmocka_unit_test(test_weights_flags_waypoints),
+		cmocka_unit_test(test_counts_expose_whole_slots),
 		cmocka_unit_test(test_sync_sweeps_unwritten_rows),
 		cmocka_unit_test(test_ipsec_rows),
 	};
