@@ -35,7 +35,7 @@
 #define KM_IPC_BUFFERED_MAX (64u << 20)
 #define KM_IPC_QUEUE_PAUSE (1u << 20)
 #define KM_IPC_SLOW_READER_MS 10000u
-#define KM_IPC_QUEUED_MAX (128u << 20)
+#define KM_IPC_QUEUED_MAX (64u << 20)
 
 /* Connections peers may hold (0 in a config: the default). */
 struct km_ipc_limits {
