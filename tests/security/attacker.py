@@ -22,6 +22,10 @@ line a shell test can check:
   dumps SOCKET N TABLE      hello as admin, send N dump requests of TABLE at once and read
                             nothing for 20 s; then read what is there: "replies K of N,
                             closed after S s" (or "open")
+  badrows SOCKET            hello as xds, then the row orders the tables refuse: a service
+                            count of 10 with only slot 9 written, the delete of a slot that
+                            count exposes, the delete of a backend a slot names:
+                            "count CODE slot CODE backend CODE"
   forge SOCKET              hello as cni with a process name carrying a newline and a fake log
                             line, then enroll a pod whose name carries one: "enroll CODE"
 PYTHONPATH must reach kmesh_ipc_pb2 (protoc --python_out of ipc/kmesh_ipc.proto)."""
@@ -138,6 +142,41 @@ def emptyops(path, role, mb):
     except OSError:
         r = None
     print("closed" if r is None else "reply %s" % ipc.Code.Name(r.reply.code))
+
+
+def batch(s, rid, ops):
+    env = ipc.Envelope(request_id=rid)
+    for op in ops:
+        env.batch.ops.append(op)
+    s.sendall(frame(env))
+    r = read_reply(s)
+    return "closed" if r is None else ipc.Code.Name(r.reply.code)
+
+
+def badrows(path):
+    s = session(path, "xds")
+    if not s:
+        return
+    be = ipc.TableOp(kind=ipc.TableOp.UPSERT)
+    be.backend.id = 4242
+    be.backend.addresses.append(bytes([10, 201, 0, 1]))
+    slots = []
+    for i in range(10):
+        op = ipc.TableOp(kind=ipc.TableOp.UPSERT)
+        op.endpoint.service_id, op.endpoint.index, op.endpoint.backend_id = 4243, i, 4242
+        slots.append(op)
+    svc = ipc.TableOp(kind=ipc.TableOp.UPSERT)
+    svc.service.id = 4243
+    svc.service.endpoint_count.append(10)
+    out = ["count", batch(s, 2, [be, slots[9], svc])]  # only slot 9 of 0..9
+    batch(s, 3, slots + [svc])  # written whole: accepted
+    dslot = ipc.TableOp(kind=ipc.TableOp.DELETE)
+    dslot.endpoint.service_id, dslot.endpoint.index = 4243, 3
+    out += ["slot", batch(s, 4, [dslot])]
+    dbe = ipc.TableOp(kind=ipc.TableOp.DELETE)
+    dbe.backend.id = 4242
+    out += ["backend", batch(s, 5, [dbe])]
+    print(" ".join(out))
 
 
 FORGED = "\n2026-01-01T00:00:00.000Z error kmesh-map-writer: FORGED LINE"
@@ -343,6 +382,8 @@ def main():
         backends(path, int(sys.argv[3]))
     elif cmd == "sync":
         sync(path, sys.argv[3:])
+    elif cmd == "badrows":
+        badrows(path)
     elif cmd == "forge":
         forge(path)
     elif cmd == "hold":
