@@ -114,35 +114,39 @@ bad:
 	return -1;
 }
 
-int km_response_view_next(struct km_response_view *v, Kmesh__Xds__Resource **out)
+/* The next length-delimited field numbered want from *off on: 1 with its bytes, or 0 at the end. */
+static int next_field(const struct km_response_view *v, size_t *off, uint32_t want,
+		      const uint8_t **val, size_t *vlen)
 {
-	*out = NULL;
-	while (v->next_off < v->len) {
-		uint32_t num;
-		const uint8_t *val;
-		size_t vlen;
+	uint32_t num;
 
-		if (field(v->data, v->len, &v->next_off, &num, &val, &vlen) != 0)
+	while (*off < v->len) {
+		if (field(v->data, v->len, off, &num, val, vlen) != 0)
 			return 0; /* cannot happen after a successful init */
-		if (num == F_RESOURCES && val) {
-			*out = kmesh__xds__resource__unpack(NULL, vlen, val);
+		if (num == want && *val)
 			return 1;
-		}
 	}
 	return 0;
 }
 
+int km_response_view_next(struct km_response_view *v, Kmesh__Xds__Resource **out)
+{
+	const uint8_t *val;
+	size_t vlen;
+
+	*out = NULL;
+	if (!next_field(v, &v->next_off, F_RESOURCES, &val, &vlen))
+		return 0;
+	*out = kmesh__xds__resource__unpack(NULL, vlen, val);
+	return 1;
+}
+
 int km_response_view_next_removed(struct km_response_view *v, char *buf, size_t *skipped)
 {
-	while (v->next_removed_off < v->len) {
-		uint32_t num;
-		const uint8_t *val;
-		size_t vlen;
+	const uint8_t *val;
+	size_t vlen;
 
-		if (field(v->data, v->len, &v->next_removed_off, &num, &val, &vlen) != 0)
-			return 0; /* cannot happen after a successful init */
-		if (num != F_REMOVED || !val)
-			continue;
+	while (next_field(v, &v->next_removed_off, F_REMOVED, &val, &vlen)) {
 		if (vlen == 0 || vlen > KM_XDS_NAME_MAX || memchr(val, '\0', vlen)) {
 			(*skipped)++;
 			continue;
