@@ -141,6 +141,8 @@ static void handle_hello(struct km_ipc_session *s, const km_envelope *env)
 	}
 	s->role = h->role;
 	s->hello_done = 1;
+	if (h->role >= 0 && h->role < 32 && (s->srv->unpaused_roles & (1u << h->role)))
+		s->conn.pause_above = 0; /* never paused nor cut off for reading slowly */
 	/* now it may send what its role needs */
 	limit = s->srv->ops.frame_limit ? s->srv->ops.frame_limit(s->srv->arg, s->role) : 0;
 	km_frame_decoder_set_max(&s->conn.decoder,
@@ -175,6 +177,7 @@ static void on_frame(struct km_conn *c, const uint8_t *payload, size_t len)
 		km_msg_reply(c, env->request_id, KMESH__IPC__CODE__BAD_REQUEST,
 			     "hello was already received", 0);
 	} else {
+		s->conn.send_refused = 0; /* only a reply to this request cuts the peer off */
 		s->srv->ops.on_request(s->srv->arg, s, env);
 	}
 	km_msg_free(env);
@@ -341,8 +344,8 @@ static void on_hello_timer(uv_timer_t *t)
 		if (!s->hello_done && now - s->accepted_ms >= KM_IPC_HELLO_TIMEOUT_MS) {
 			srv->stats.hello_timeouts++;
 			if (peer_log_ok(srv))
-				km_warn("peer pid %d uid %u sent no hello within %u ms; closing", (int)s->pid,
-				(unsigned)s->uid, KM_IPC_HELLO_TIMEOUT_MS);
+				km_warn("peer pid %d uid %u sent no hello within %u ms; closing",
+					(int)s->pid, (unsigned)s->uid, KM_IPC_HELLO_TIMEOUT_MS);
 			km_conn_close(&s->conn, session_closed);
 		} else if (s->conn.paused && now - s->conn.paused_ms >= KM_IPC_SLOW_READER_MS) {
 			srv->stats.slow_readers++;
@@ -393,6 +396,7 @@ int km_ipc_server_start(struct km_ipc_server *srv, uv_loop_t *loop,
 	srv->arg = arg;
 	srv->name = cfg->name;
 	srv->exclusive_roles = cfg->exclusive_roles;
+	srv->unpaused_roles = cfg->unpaused_roles;
 	srv->max_frame = cfg->max_frame;
 	srv->budget.max = KM_IPC_BUFFERED_MAX;
 	srv->send_budget.max = KM_IPC_QUEUED_MAX;

@@ -102,6 +102,10 @@ struct km_ipc_server_config {
 	/* Roles one peer at a time may hold (bit 1 << role): a second hello for one is refused
 	 * while the first peer is connected. */
 	uint32_t exclusive_roles;
+	/* Roles (bit 1 << role) never paused nor cut off for leaving replies unread: the daemon's
+	 * own trusted writer, whose replies are small and whose other traffic (connection reports)
+	 * is bounded by its sender, and who must not be cut off for being busy. */
+	uint32_t unpaused_roles;
 	struct km_ipc_limits limits;
 };
 
@@ -111,7 +115,7 @@ struct km_ipc_server {
 	struct km_ipc_server_ops ops;
 	void *arg;
 	const char *name;
-	uint32_t exclusive_roles;
+	uint32_t exclusive_roles, unpaused_roles;
 	struct km_ipc_session *sessions;
 	uint64_t next_serial;
 	size_t max_frame;

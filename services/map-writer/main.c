@@ -302,6 +302,9 @@ int main(int argc, char **argv)
 	scfg.max_frame = (size_t)max_frame;
 	scfg.name = "kmesh-map-writer";
 	scfg.exclusive_roles = 1u << KMESH__IPC__ROLE__ROLE_XDS; /* one xDS agent writes the tables */
+	/* the agent may be busy for seconds (a large push) while connection reports queue for it:
+	 * those are bounded by events.c, and it is never cut off for it */
+	scfg.unpaused_roles = 1u << KMESH__IPC__ROLE__ROLE_XDS;
 	scfg.limits.total = (unsigned)max_conns;
 	scfg.limits.per_uid = (unsigned)max_conns_uid;
 	/* the peers, the pinned maps and links it holds, and room to spare */
