@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* conn_close.bpf.c — cgroup/sock_release: while monitoring is on, reports the close of an
- * enrolled pod's TCP connection with its byte counters (lib/conn_events.h). One run per socket
+/* conn_close.bpf.c — cgroup/sock_release: uncounts a connection the power-of-two-choices pick
+ * counted (sockops counted it at establishment), and while monitoring is on, reports the close of
+ * an enrolled pod's TCP connection with its byte counters (lib/conn_events.h). One run per socket
  * the application closes, instead of sockops state callbacks on every TCP state change.
  *
  * The socket is read as a kernel object, in one of two ways; the map writer loads one:
@@ -13,6 +14,7 @@
 
 #include "lib/maps.h"
 #include "lib/manage.h"
+#include "lib/conn_count.h"
 #include "lib/conn_events.h"
 
 #define KM_SOCK_RELEASE_OK 1
@@ -23,23 +25,31 @@ extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 #define KM_READ_PLAIN(p, f) ((p)->f)
 #define KM_READ_INTO_PLAIN(dst, p, f) __builtin_memcpy((dst), &(p)->f, sizeof(*(dst)))
 
-/* The direction of a monitored TCP socket of an enrolled pod, or 0: not one to report. Only an
- * accepted connection has a record that says so (sockops marks it inbound). */
+/* Uncounts a P2C-counted connection, and gives the direction of a monitored TCP socket of an
+ * enrolled pod, or 0: not one to report. Only an accepted connection has a record that says so
+ * (sockops marks it inbound). */
 static __always_inline __u8 km_release_direction(struct bpf_sock *sk)
 {
 	struct km_sock_state *st;
 
-	if (sk->protocol != IPPROTO_TCP || !km_monitoring() || !km_netns_managed(sk))
+	if (sk->protocol != IPPROTO_TCP)
 		return 0;
 	st = bpf_sk_storage_get(&km_sock, sk, 0, 0);
+	if (st && (st->flags & KM_SOCK_F_COUNTED)) {
+		st->flags &= ~KM_SOCK_F_COUNTED;
+		km_conn_count_add(st->backend_id, -1);
+	}
+	if (!km_monitoring() || !km_netns_managed(sk))
+		return 0;
 	return st && (st->flags & KM_SOCK_F_INBOUND) ? KM_CONN_INBOUND : KM_CONN_OUTBOUND;
 }
 
 SEC("cgroup/sock_release")
 int km_sock_release(struct bpf_sock *sk)
 {
+	__u32 state = sk->state; /* first: a ctx field read after the branches below would be
+				  * read through a moved ctx pointer, which the verifier refuses */
 	__u8 direction = km_release_direction(sk);
-	__u32 state = sk->state;
 	struct km_tcp_counters c;
 	const struct tcp_sock *tp;
 
@@ -55,8 +65,8 @@ int km_sock_release(struct bpf_sock *sk)
 SEC("cgroup/sock_release")
 int km_sock_release_compat(struct bpf_sock *sk)
 {
+	__u32 state = sk->state; /* first, as above */
 	__u8 direction = km_release_direction(sk);
-	__u32 state = sk->state;
 	struct km_tcp_counters c;
 	const struct tcp_sock *tp = (const void *)sk;
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* sockops.bpf.c — per-connection bookkeeping of sockets that connect.bpf.c rewrote: live
- * connection counts per backend (established .. closed), for the power-of-two-choices pick, and
- * the hand-over of waypoint sockets to the sk_msg program that prepends the TLV. Also marks the
+ * connection counts per backend (established .. released), for the power-of-two-choices pick, and
+ * the hand-over of waypoint sockets to the sk_msg program that prepends the TLV. (The count goes
+ * down in conn_close.bpf.c, when the application releases the socket.) Also marks the
  * connections an enrolled pod accepts, which authz_recheck.bpf.c re-decides on policy changes,
  * and, while monitoring is on, reports enrolled pods' connections as they are established
  * (lib/conn_events.h). */
@@ -36,11 +37,11 @@ static __always_inline void km_on_established(struct bpf_sock_ops *skops)
 	km_monitor_open(skops, st, KM_CONN_OUTBOUND);
 	if (!st)
 		return;
+	/* uncounted by conn_close.bpf.c when the application lets the socket go: no state
+	 * callbacks */
 	if (st->backend_id && !(st->flags & KM_SOCK_F_COUNTED)) {
 		km_conn_count_add(st->backend_id, 1);
 		st->flags |= KM_SOCK_F_COUNTED;
-		bpf_sock_ops_cb_flags_set(skops,
-					  skops->bpf_sock_ops_cb_flags | BPF_SOCK_OPS_STATE_CB_FLAG);
 	}
 	if ((st->flags & KM_SOCK_F_VIA_WAYPOINT) && !(st->flags & KM_SOCK_F_TLV_SENT)) {
 		struct km_sockhash_key key = { .cookie = bpf_get_socket_cookie(skops) };
@@ -66,21 +67,6 @@ static __always_inline void km_on_passive_established(struct bpf_sock_ops *skops
 		km_conn_open(skops, NULL, KM_CONN_INBOUND);
 }
 
-/* A P2C-counted connection is uncounted when TCP closes it. */
-static __always_inline void km_on_close(struct bpf_sock_ops *skops)
-{
-	struct bpf_sock *sk = skops->sk;
-	struct km_sock_state *st;
-
-	if (!sk)
-		return;
-	st = bpf_sk_storage_get(&km_sock, sk, 0, 0);
-	if (!st || !(st->flags & KM_SOCK_F_COUNTED))
-		return;
-	st->flags &= ~KM_SOCK_F_COUNTED;
-	km_conn_count_add(st->backend_id, -1);
-}
-
 SEC("sockops")
 int km_sockops(struct bpf_sock_ops *skops)
 {
@@ -90,10 +76,6 @@ int km_sockops(struct bpf_sock_ops *skops)
 		break;
 	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:
 		km_on_passive_established(skops);
-		break;
-	case BPF_SOCK_OPS_STATE_CB:
-		if (skops->args[1] == BPF_TCP_CLOSE)
-			km_on_close(skops);
 		break;
 	default:
 		break;

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* conn_count.h — live connections per backend (km_conn_count), changed atomically; a row exists
- * only while its backend has connections. */
+/* conn_count.h — live connections per backend (km_conn_count), changed atomically. A backend's
+ * row is made by its first connection and stays (at 0 when none is open): deleting it at each
+ * last close and making it again at the next connection cost a hash delete and insert per short
+ * connection. The table is sized for every backend and service id (ids are dense and reused, so
+ * a reused id finds its row at the count its earlier holder left, 0 once those closed). */
 #ifndef KM_BPF_CONN_COUNT_H
 #define KM_BPF_CONN_COUNT_H
 
@@ -22,13 +25,8 @@ static __always_inline void km_conn_count_add(__u32 backend_id, __s64 delta)
 			return; /* table full: this backend is not counted */
 	}
 	if (delta < 0 && v->active == 0)
-		return;
-	/* A row lives while its backend has connections: the last close deletes it, so the table
-	 * holds only backends in use and a deleted backend's row goes with its last connection.
-	 * A connection counted on another CPU in the instant between is lost to the count, never
-	 * made negative: P2C reads a transiently low count. */
-	if (__sync_fetch_and_add(&v->active, delta) == 1 && delta < 0)
-		bpf_map_delete_elem(&km_conn_count, &k);
+		return; /* never negative: a close racing on another CPU reads a transiently low count */
+	__sync_fetch_and_add(&v->active, delta);
 }
 
 #endif

@@ -61,7 +61,8 @@ static __always_inline __u64 km_backend_weight(__u32 backend_id)
 
 /* Power of two choices: two distinct slots drawn uniformly; the one with fewer live connections
  * per unit of weight wins; a tie goes to either in proportion to their weights. */
-static __noinline __u32 km_pick_p2c(__u32 service_id, __u32 prio, __u32 count, __u32 *addr4)
+static __noinline __u32 km_pick_p2c(__u32 service_id, __u32 prio, __u32 count, int weighted,
+				    __u32 *addr4)
 {
 	__u32 i, j, a, b, a4 = 0, b4 = 0;
 	__u64 ca, cb, wa, wb;
@@ -79,8 +80,9 @@ static __noinline __u32 km_pick_p2c(__u32 service_id, __u32 prio, __u32 count, _
 	}
 	ca = km_active_connections(a);
 	cb = km_active_connections(b);
-	wa = km_backend_weight(a);
-	wb = km_backend_weight(b);
+	/* the backend rows are read only when some weight is not 1 */
+	wa = weighted ? km_backend_weight(a) : 1;
+	wb = weighted ? km_backend_weight(b) : 1;
 	if (ca * wb != cb * wa)
 		pick_a = ca * wb < cb * wa;
 	else
@@ -112,7 +114,7 @@ static __noinline __u32 km_pick_backend(__u32 service_id, const struct km_servic
 	if (count == 0)
 		return 0;
 	if (svc->flags & KM_SVC_F_P2C)
-		return km_pick_p2c(service_id, prio, count, addr4);
+		return km_pick_p2c(service_id, prio, count, total > count, addr4);
 	if (total <= count) /* every weight is 1 */
 		return km_endpoint_backend(service_id, prio, bpf_get_prandom_u32() % count, addr4);
 	return km_endpoint_backend(service_id, prio,

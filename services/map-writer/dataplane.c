@@ -262,7 +262,8 @@ static int setup_maps(struct km_dataplane *dp, const struct km_dataplane_config 
 		{ dp->skel->maps.km_endpoint, dp->sizes.endpoint },
 		{ dp->skel->maps.km_backend, dp->sizes.backend },
 		{ dp->skel->maps.km_port_ovr, dp->sizes.port_override },
-		{ dp->skel->maps.km_conn_count, dp->sizes.backend },
+		/* rows stay once made (lib/conn_count.h): one per id, backends' and services' */
+		{ dp->skel->maps.km_conn_count, dp->sizes.backend + dp->sizes.service },
 		{ dp->skel->maps.km_sockhash, dp->sizes.waypoint_sockets },
 		{ dp->skel->maps.km_authz_ident, dp->sizes.authz_idents },
 		{ dp->skel->maps.km_authz_list, dp->sizes.authz_rows },
