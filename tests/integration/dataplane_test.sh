@@ -71,6 +71,14 @@ check "the service row carries the weight total (4)" km_wait_rows service "total
 # ---- power of two choices: 10 live connections on b1 send new ones to b2 --------------------
 # Connections are counted when a P2C service picked them: only1 (b1 alone) is one too.
 conn_rows() { bpftool -j map dump pinned "$KM_DIR/bpffs/kmesh/maps/km_conn_count" | "$KM_PY" -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
+# conn_live: the live connections all count rows hold (a row stays, at 0, once made)
+conn_live() { bpftool -j map dump pinned "$KM_DIR/bpffs/kmesh/maps/km_conn_count" | "$KM_PY" -c '
+import json, sys
+total = 0
+for e in json.load(sys.stdin):
+    v = e.get("formatted", e)["value"]
+    total += v["active"] if isinstance(v, dict) else int.from_bytes(bytes(int(b, 16) for b in v[:8]), "little")
+print(total)'; }
 km_connect client 10.96.6.1 80 --count 5 --hold 3 >"$KM_DIR/held-plain" &
 held=$!
 for _ in $(seq 1 50); do [ -s "$KM_DIR/held-plain" ] && break; sleep 0.1; done
@@ -79,7 +87,8 @@ wait $held
 km_connect client 10.96.6.3 80 --count 10 --hold 5 >"$KM_DIR/held" &
 held=$!
 for _ in $(seq 1 50); do grep -q "10 b1" "$KM_DIR/held" && break; sleep 0.1; done
-check "10 held connections through a P2C service: b1's count row" test "$(conn_rows)" -eq 1
+check "10 held connections through a P2C service: b1's count row, at 10" \
+	eval '[ "$(conn_rows)" -eq 1 ] && [ "$(conn_live)" -eq 10 ]'
 out=$(km_connect client 10.96.6.2 80 --count 40)
 check "P2C: with 10 live connections on b1, all 40 new ones go to b2" \
 	test "$(count_of b2 <<<"$out")" -eq 40
@@ -87,7 +96,8 @@ wait $held # the held sockets close: their counts must come back down
 out=$(km_connect client 10.96.6.2 80 --count 60)
 check "P2C: once they close, both backends are used again" \
 	eval "[ $(count_of b1 <<<"$out") -gt 10 ] && [ $(count_of b2 <<<"$out") -gt 10 ]"
-check "a backend's count row goes with its last connection (none left)" test "$(conn_rows)" -eq 0
+check "every count is back to 0 once the connections are released (the rows stay)" \
+	eval '[ "$(conn_live)" -eq 0 ] && [ "$(conn_rows)" -le 2 ]'
 
 # ---- waypoints ------------------------------------------------------------------------------
 tlv4=01000000060a6006040050fe00000000
