@@ -224,6 +224,10 @@ $(B)/bench/decode_bench: $(call obj,bench/decode_bench.c $(XDS_SRCS) $(COMMON_SR
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(XDS_LIBS)
 
+$(B)/bench/big_service_bench: $(call obj,bench/big_service_bench.c bench/lib/bench_util.c $(XDS_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(XDS_LIBS) -lbpf
+
 $(B)/bench/map_update_bench: $(call obj,bench/map_update_bench.c shared/latency.c)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS)
@@ -258,7 +262,7 @@ $(B)/bench/authz_bench: $(call obj,bench/authz_bench.c $(XDS_SRCS) $(MW_SRCS) $(
 	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS) $(XDS_LIBS)
 
 BENCHES := $(addprefix $(B)/bench/,decode_bench map_update_bench table_ops_bench connect_bench \
-	cni_add_bench authz_bench passive_bench)
+	cni_add_bench authz_bench passive_bench big_service_bench)
 bench: all $(BENCHES)
 	@bash bench/run.sh
 

@@ -23,6 +23,58 @@ void mdl_parr_append(struct km_model *m, void ***arr, size_t *n, size_t *cap, vo
 	(*arr)[(*n)++] = p;
 }
 
+static struct mdl_place *place_at(const struct km_model_wl *w, size_t i)
+{
+	return i == 0 ? (struct mdl_place *)&w->place0 : &w->more[i - 1];
+}
+
+struct mdl_place *mdl_place_of(const struct km_model_wl *w, const struct km_model_svc *s)
+{
+	for (uint32_t i = 0; i < w->n_places; i++)
+		if (place_at(w, i)->s == s)
+			return place_at(w, i);
+	return NULL;
+}
+
+void mdl_member_add(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w)
+{
+	/* exactly as many as it lists beyond the first: no spare room */
+	if (w->n_places >= 1 && w->n_places - 1 == w->cap_more) {
+		struct mdl_place *p = realloc(w->more, w->n_places * sizeof(*p));
+
+		if (!p) {
+			m->out->oom = 1;
+			return;
+		}
+		w->more = p;
+		w->cap_more = w->n_places;
+	}
+	mdl_parr_append(m, (void ***)&s->members, &s->n_members, &s->cap_members, w);
+	if (!s->n_members || s->members[s->n_members - 1] != w)
+		return; /* out of memory: not a member */
+	*place_at(w, w->n_places++) =
+		(struct mdl_place){ .s = s, .member = (uint32_t)s->n_members - 1 };
+}
+
+void mdl_member_del(struct km_model_svc *s, struct km_model_wl *w)
+{
+	struct mdl_place *p = mdl_place_of(w, s);
+	uint32_t i;
+
+	if (!p)
+		return;
+	i = p->member;
+	if (i < s->n_members && s->members[i] == w) {
+		struct km_model_wl *last = s->members[--s->n_members];
+
+		if (last != w) {
+			s->members[i] = last;
+			mdl_place_of(last, s)->member = i;
+		}
+	}
+	*p = *place_at(w, --w->n_places);
+}
+
 void mdl_parr_del(void **arr, size_t *n, void *p)
 {
 	for (size_t i = 0; i < *n; i++) {
@@ -81,6 +133,11 @@ static struct km_model_wl *wl_of_owner(uintptr_t owner)
 static struct km_model_wl *wl_at(const struct km_model *m, size_t i)
 {
 	return m->ids.keys[i] ? wl_of_owner((uintptr_t)m->ids.owners[i]) : NULL;
+}
+
+struct km_model_wl *mdl_workload_by_id(const struct km_model *m, uint32_t id)
+{
+	return wl_of_owner((uintptr_t)km_ids_owner(&m->ids, id));
 }
 
 uint32_t mdl_workload_inline4(const struct km_model *m, uint32_t backend_id)
@@ -264,6 +321,12 @@ void km_model_remove_service(struct km_model *m, const char *name)
 			mdl_emit_endpoint(m, s, p, (uint32_t)i, 1, 0);
 		s->n_eps[p] = 0;
 	}
+	for (size_t i = 0; i < s->n_members; i++) { /* its members keep their places, not slots */
+		struct mdl_place *pl = mdl_place_of(s->members[i], s);
+
+		if (pl)
+			pl->has_slot = 0;
+	}
 	for (size_t i = 0; i < s->n_ovr; i++)
 		mdl_emit_override(m, s, &s->ovr[i], 1);
 	s->n_ovr = 0;
@@ -292,11 +355,11 @@ static void member_remove(struct km_model *m, struct km_model_svc *s, struct km_
 	size_t idx = 0;
 
 	if (s->res) {
-		if (mdl_find_slot(s, w->id, &prio, &idx))
+		if (mdl_find_slot(s, w, &prio, &idx))
 			mdl_endpoint_remove(m, s, prio, idx);
 		mdl_sync_overrides(m, s, w, 0);
 	}
-	mdl_parr_del((void **)s->members, &s->n_members, w);
+	mdl_member_del(s, w);
 	mdl_mark_dirty(m, s, 0);
 }
 
@@ -347,7 +410,7 @@ static void refresh_endpoints(struct km_model *m, struct km_model_svc *s, struct
 	uint32_t prio;
 	size_t idx;
 
-	if (mdl_find_slot(s, w->id, &prio, &idx))
+	if (mdl_find_slot(s, w, &prio, &idx))
 		mdl_emit_endpoint(m, s, prio, (uint32_t)idx, 0, 1);
 }
 
@@ -421,7 +484,7 @@ void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res)
 		if (!s)
 			continue;
 		if (!member)
-			mdl_parr_append(m, (void ***)&s->members, &s->n_members, &s->cap_members, w);
+			mdl_member_add(m, s, w);
 		mdl_sync_endpoint(m, s, w, !member);
 		if (inline_changed && member)
 			refresh_endpoints(m, s, w);
@@ -463,6 +526,9 @@ void km_model_remove_workload(struct km_model *m, const char *uid)
 	if (w->backend_written)
 		mdl_emit_backend_delete(m, w);
 	wl_del(m, w);
+	free(w->more);
+	w->more = NULL;
+	w->n_places = w->cap_more = 0;
 	mdl_index_workload(m, w->res, 0);
 	km_workload_res_free(w->res);
 	w->res = NULL;
@@ -628,6 +694,7 @@ void km_model_free(struct km_model *m)
 		if ((w = wl_at(m, i))) {
 			km_workload_res_free(w->res);
 			wl_drop_version(w);
+			free(w->more);
 			free(w);
 		}
 	}

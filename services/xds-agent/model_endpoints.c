@@ -47,16 +47,16 @@ uint32_t mdl_endpoint_prio(const struct km_model *m, const struct km_model_svc *
 
 /* ---- endpoint slots ------------------------------------------------------------------------ */
 
-int mdl_find_slot(const struct km_model_svc *s, uint32_t backend_id, uint32_t *prio, size_t *idx)
+int mdl_find_slot(const struct km_model_svc *s, const struct km_model_wl *w, uint32_t *prio,
+		  size_t *idx)
 {
-	for (uint32_t p = 0; p < KM_PRIO_COUNT; p++)
-		for (size_t i = 0; i < s->n_eps[p]; i++)
-			if (s->eps[p][i] == backend_id) {
-				*prio = p;
-				*idx = i;
-				return 1;
-			}
-	return 0;
+	const struct mdl_place *p = mdl_place_of(w, s);
+
+	if (!p || !p->has_slot)
+		return 0;
+	*prio = p->prio;
+	*idx = p->slot;
+	return 1;
 }
 
 /* ---- weights ------------------------------------------------------------------------------- */
@@ -126,10 +126,11 @@ static void endpoint_reweigh(struct km_model *m, struct km_model_svc *s, uint32_
 /* Append without emitting the count: the service row follows at flush (or, for a new service,
  * right after its endpoints). */
 void mdl_endpoint_append(struct km_model *m, struct km_model_svc *s, uint32_t prio,
-			 const struct km_model_wl *w)
+			 struct km_model_wl *w)
 {
 	size_t n = s->n_eps[prio];
 	uint64_t weight = wl_weight(w);
+	struct mdl_place *place = mdl_place_of(w, s);
 
 	if (km_grow((void **)&s->eps[prio], &s->cap_eps[prio], n + 1, sizeof(*s->eps[prio])) != 0 ||
 	    ((weight != 1 || s->cum[prio]) && cum_reserve(s, prio, n + 1) != 0)) {
@@ -140,6 +141,11 @@ void mdl_endpoint_append(struct km_model *m, struct km_model_svc *s, uint32_t pr
 		s->cum[prio][n] = (n ? s->cum[prio][n - 1] : 0) + weight;
 	s->eps[prio][n] = w->id;
 	s->n_eps[prio]++;
+	if (place) {
+		place->has_slot = 1;
+		place->prio = prio & 7;
+		place->slot = (uint32_t)n & 0xfffffff;
+	}
 	mdl_emit_endpoint(m, s, prio, (uint32_t)n, 0, 0); /* a new slot: additive */
 }
 
@@ -149,9 +155,17 @@ void mdl_endpoint_append(struct km_model *m, struct km_model_svc *s, uint32_t pr
 void mdl_endpoint_remove(struct km_model *m, struct km_model_svc *s, uint32_t prio, size_t i)
 {
 	size_t last = s->n_eps[prio] - 1;
+	struct km_model_wl *gone = mdl_workload_by_id(m, s->eps[prio][i]);
+	struct mdl_place *pl = gone ? mdl_place_of(gone, s) : NULL;
 
+	if (pl && pl->has_slot && pl->prio == prio && pl->slot == i)
+		pl->has_slot = 0;
 	if (i != last) {
+		struct km_model_wl *moved = mdl_workload_by_id(m, s->eps[prio][last]);
+
 		s->eps[prio][i] = s->eps[prio][last];
+		if (moved && (pl = mdl_place_of(moved, s)))
+			pl->slot = (uint32_t)i & 0xfffffff;
 		if (s->cum[prio]) {
 			uint64_t moved = slot_weight(s, prio, last);
 			uint64_t prev_old = i ? s->cum[prio][i - 1] : 0, prev_new = prev_old;
@@ -257,7 +271,7 @@ void mdl_sync_endpoint(struct km_model *m, struct km_model_svc *s, struct km_mod
 
 	if (!s->res)
 		return;
-	have = !new_member && mdl_find_slot(s, w->id, &prio, &idx);
+	have = !new_member && mdl_find_slot(s, w, &prio, &idx);
 	if (!mdl_eligible(s, w)) {
 		if (have)
 			mdl_endpoint_remove(m, s, prio, idx);

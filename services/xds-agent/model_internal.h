@@ -55,9 +55,24 @@ struct km_model_svc {
  * lowest bit (the id table's owners, the frontend holders). */
 #define MDL_OWNER_WORKLOAD ((uintptr_t)1)
 
+/* Where a workload sits in a service that lists it: its index in s->members and its endpoint
+ * slot, if it has one, so that neither is ever searched for (a big service has millions). */
+struct mdl_place {
+	struct km_model_svc *s;
+	uint32_t member;       /* index in s->members */
+	uint32_t slot : 28;    /* index in s->eps[prio], when has_slot (km_endpoint holds fewer) */
+	uint32_t prio : 3;     /* KM_PRIO_COUNT 7 */
+	uint32_t has_slot : 1;
+};
+
 /* A workload: its name is res->uid (an entry always holds its resource). */
 struct km_model_wl {
 	uint32_t id;
+	/* one place per service that lists it: the first in the entry (most workloads list one
+	 * service: no allocation), the others in `more` */
+	struct mdl_place place0;
+	struct mdl_place *more;
+	uint32_t n_places, cap_more;
 	uint8_t unconfirmed; /* marked for a sweep, not named by istiod since */
 	struct km_workload_res *res;
 	int backend_written;
@@ -90,6 +105,14 @@ void mdl_index_workload(struct km_model *m, const struct km_workload_res *r, int
 /* Append p, which the caller knows is not in the array yet (no scan: arrays of a big service's
  * members hold millions). */
 void mdl_parr_append(struct km_model *m, void ***arr, size_t *n, size_t *cap, void *p);
+/* w starts (add) or stops listing s: its place in s->members, in O(1) (a removed member's place
+ * is taken by the last one). */
+void mdl_member_add(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w);
+void mdl_member_del(struct km_model_svc *s, struct km_model_wl *w);
+/* w's place in s, or NULL when w does not list s. */
+struct mdl_place *mdl_place_of(const struct km_model_wl *w, const struct km_model_svc *s);
+/* The workload with this backend id, or NULL. */
+struct km_model_wl *mdl_workload_by_id(const struct km_model *m, uint32_t id);
 void mdl_parr_del(void **arr, size_t *n, void *p);
 int mdl_str_eq(const char *a, const char *b);
 void mdl_mark_dirty(struct km_model *m, struct km_model_svc *s, int count);
@@ -127,12 +150,14 @@ void mdl_frontends_free(struct km_model *m);
 /* model_endpoints.c */
 uint32_t mdl_endpoint_prio(const struct km_model *m, const struct km_model_svc *s,
 		       const struct km_model_wl *w);
-int mdl_find_slot(const struct km_model_svc *s, uint32_t backend_id, uint32_t *prio, size_t *idx);
+/* w's endpoint slot in s: 1 with it, or 0 when it has none. O(places of w). */
+int mdl_find_slot(const struct km_model_svc *s, const struct km_model_wl *w, uint32_t *prio,
+		  size_t *idx);
 uint64_t mdl_slot_cum(const struct km_model_svc *s, uint32_t prio, size_t i);
 uint64_t mdl_group_total(const struct km_model_svc *s, uint32_t prio);
 int mdl_service_p2c(const struct km_model *m, const struct km_model_svc *s);
 void mdl_endpoint_append(struct km_model *m, struct km_model_svc *s, uint32_t prio,
-			 const struct km_model_wl *w);
+			 struct km_model_wl *w);
 void mdl_endpoint_remove(struct km_model *m, struct km_model_svc *s, uint32_t prio, size_t i);
 void mdl_sync_overrides(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w, int want);
 int mdl_eligible(const struct km_model_svc *s, const struct km_model_wl *w);
