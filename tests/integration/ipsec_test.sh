@@ -120,8 +120,8 @@ check "... and the agent keeps SPI 2, counting every refused file (9 malformed, 
 check "... logged as 'key file refused: PATH: REASON'" \
 	logged "key file refused: $KM_DIR/ipsec/ipSec: SPI 2 already names another key"
 check "... and in the metrics file" \
-	eval 'for _ in $(seq 1 30); do grep -qx "kmesh_ipsec_key_files_refused_total 10" "$KM_DIR/metrics/ipsec-agent.prom" && break; sleep 0.1; done
-	      grep -qx "kmesh_ipsec_key_files_refused_total 10" "$KM_DIR/metrics/ipsec-agent.prom"'
+	eval 'for _ in $(seq 1 30); do grep -qx "kmesh_ipsec_key_files_refused_total 11" "$KM_DIR/metrics/ipsec-agent.prom" && break; sleep 0.1; done
+	      grep -qx "kmesh_ipsec_key_files_refused_total 11" "$KM_DIR/metrics/ipsec-agent.prom"'
 
 bad=$("$KM_TESTCTL" ipsec-peer --socket "$KM_DIR/ipsec.sock" --name node-x --spi 1 \
 	--addrs 10.0.0.9 --boot-id short 2>&1)
