@@ -161,10 +161,10 @@ void mdl_endpoint_remove(struct km_model *m, struct km_model_svc *s, uint32_t pr
 	if (pl && pl->has_slot && pl->prio == prio && pl->slot == i)
 		pl->has_slot = 0;
 	if (i != last) {
-		struct km_model_wl *moved = mdl_workload_by_id(m, s->eps[prio][last]);
+		struct km_model_wl *mover = mdl_workload_by_id(m, s->eps[prio][last]);
 
 		s->eps[prio][i] = s->eps[prio][last];
-		if (moved && (pl = mdl_place_of(moved, s)))
+		if (mover && (pl = mdl_place_of(mover, s)))
 			pl->slot = (uint32_t)i & 0xfffffff;
 		if (s->cum[prio]) {
 			uint64_t moved = slot_weight(s, prio, last);
