@@ -332,7 +332,7 @@ static void on_connection(uv_stream_t *listener, int status)
 
 /* Sessions that sent no hello in time are closed: a peer that only opens connections does not
  * keep them. Sessions whose replies have waited unread too long are cut off. */
-static void on_hello_timer(uv_timer_t *t)
+static void on_session_timer(uv_timer_t *t)
 {
 	struct km_ipc_server *srv = t->data;
 	uint64_t now = uv_now(srv->loop);
@@ -437,11 +437,11 @@ int km_ipc_server_start(struct km_ipc_server *srv, uv_loop_t *loop,
 		return err;
 	}
 	srv->listening = 1;
-	uv_timer_init(loop, &srv->hello_timer);
-	srv->hello_timer.data = srv;
+	uv_timer_init(loop, &srv->session_timer);
+	srv->session_timer.data = srv;
 	srv->open_handles++;
-	uv_timer_start(&srv->hello_timer, on_hello_timer, 1000, 1000);
-	uv_unref((uv_handle_t *)&srv->hello_timer); /* never the reason the loop stays up */
+	uv_timer_start(&srv->session_timer, on_session_timer, 1000, 1000);
+	uv_unref((uv_handle_t *)&srv->session_timer); /* never the reason the loop stays up */
 	km_info("serving on %s (mode %04o)", srv->path, (unsigned)cfg->mode);
 	return 0;
 }
@@ -466,10 +466,10 @@ void km_ipc_server_stop(struct km_ipc_server *srv, void (*on_stopped)(struct km_
 		km_conn_close(&s->conn, session_closed);
 	if (!uv_is_closing((uv_handle_t *)&srv->listener))
 		uv_close((uv_handle_t *)&srv->listener, handle_closed);
-	if (uv_is_active((uv_handle_t *)&srv->hello_timer) &&
-	    !uv_is_closing((uv_handle_t *)&srv->hello_timer)) {
-		uv_timer_stop(&srv->hello_timer);
-		uv_close((uv_handle_t *)&srv->hello_timer, handle_closed);
+	if (uv_is_active((uv_handle_t *)&srv->session_timer) &&
+	    !uv_is_closing((uv_handle_t *)&srv->session_timer)) {
+		uv_timer_stop(&srv->session_timer);
+		uv_close((uv_handle_t *)&srv->session_timer, handle_closed);
 	}
 }
 

@@ -123,7 +123,7 @@ struct km_ipc_server {
 	struct km_frame_budget send_budget; /* unsent replies of every session */
 	struct km_ipc_limits limits;
 	unsigned n_sessions;
-	uv_timer_t hello_timer; /* closes sessions past their hello deadline, and slow readers */
+	uv_timer_t session_timer; /* closes sessions past their hello deadline, and slow readers */
 	struct km_ipc_server_stats stats;
 	uint64_t peer_log_since_ms, peer_log_lines, peer_log_dropped; /* server.c: peer_log_ok */
 	char path[108];

@@ -108,9 +108,10 @@ static void on_deadline(uv_timer_t *t)
 
 	for (struct km_http_conn *k = h->conns; k; k = k->next)
 		if (k->fd >= 0 && now - k->since_ms >= KM_HTTP_DEADLINE_S * 1000ull) {
+			km_debug("metrics endpoint: a connection open %u s is shut",
+				 KM_HTTP_DEADLINE_S);
 			shutdown(k->fd, SHUT_RDWR);
 			k->fd = -1; /* once */
-			h->cut++;
 			any = 1;
 		}
 	if (any)

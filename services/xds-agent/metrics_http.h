@@ -42,7 +42,6 @@ struct km_metrics_http {
 	uv_timer_t timer;
 	uv_timer_t deadline; /* once a second: connections past KM_HTTP_DEADLINE_S are shut */
 	struct km_http_conn *conns;
-	uint64_t cut; /* connections shut at their deadline */
 	int handles; /* open libuv handles */
 	km_metrics_render_cb render;
 	km_metrics_ready_cb ready;

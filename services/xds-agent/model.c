@@ -23,58 +23,6 @@ void mdl_parr_append(struct km_model *m, void ***arr, size_t *n, size_t *cap, vo
 	(*arr)[(*n)++] = p;
 }
 
-static struct mdl_place *place_at(const struct km_model_wl *w, size_t i)
-{
-	return i == 0 ? (struct mdl_place *)&w->place0 : &w->more[i - 1];
-}
-
-struct mdl_place *mdl_place_of(const struct km_model_wl *w, const struct km_model_svc *s)
-{
-	for (uint32_t i = 0; i < w->n_places; i++)
-		if (place_at(w, i)->s == s)
-			return place_at(w, i);
-	return NULL;
-}
-
-void mdl_member_add(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w)
-{
-	/* exactly as many as it lists beyond the first: no spare room */
-	if (w->n_places >= 1 && w->n_places - 1 == w->cap_more) {
-		struct mdl_place *p = realloc(w->more, w->n_places * sizeof(*p));
-
-		if (!p) {
-			m->out->oom = 1;
-			return;
-		}
-		w->more = p;
-		w->cap_more = w->n_places;
-	}
-	mdl_parr_append(m, (void ***)&s->members, &s->n_members, &s->cap_members, w);
-	if (!s->n_members || s->members[s->n_members - 1] != w)
-		return; /* out of memory: not a member */
-	*place_at(w, w->n_places++) =
-		(struct mdl_place){ .s = s, .member = (uint32_t)s->n_members - 1 };
-}
-
-void mdl_member_del(struct km_model_svc *s, struct km_model_wl *w)
-{
-	struct mdl_place *p = mdl_place_of(w, s);
-	uint32_t i;
-
-	if (!p)
-		return;
-	i = p->member;
-	if (i < s->n_members && s->members[i] == w) {
-		struct km_model_wl *last = s->members[--s->n_members];
-
-		if (last != w) {
-			s->members[i] = last;
-			mdl_place_of(last, s)->member = i;
-		}
-	}
-	*p = *place_at(w, --w->n_places);
-}
-
 void mdl_parr_del(void **arr, size_t *n, void *p)
 {
 	for (size_t i = 0; i < *n; i++) {

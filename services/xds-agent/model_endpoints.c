@@ -1,5 +1,6 @@
-/* model_endpoints.c — which workload is an endpoint of which service, in which priority group and
- * slot, with which own target ports (see model.h for the ordering rules kept here). */
+/* model_endpoints.c — which workload is a member and an endpoint of which service, at which place
+ * among its members, in which priority group and slot, with which own target ports (see model.h
+ * for the ordering rules kept here). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,60 @@ uint32_t mdl_endpoint_prio(const struct km_model *m, const struct km_model_svc *
 	while (rank < r->n_scopes && mdl_scope_matches(&m->local, w->res, r->scopes[rank]))
 		rank++;
 	return (uint32_t)r->n_scopes - rank;
+}
+
+/* ---- memberships: where each workload sits in each service it lists ------------------------ */
+
+static struct mdl_place *place_at(const struct km_model_wl *w, size_t i)
+{
+	return i == 0 ? (struct mdl_place *)&w->place0 : &w->more[i - 1];
+}
+
+struct mdl_place *mdl_place_of(const struct km_model_wl *w, const struct km_model_svc *s)
+{
+	for (uint32_t i = 0; i < w->n_places; i++)
+		if (place_at(w, i)->s == s)
+			return place_at(w, i);
+	return NULL;
+}
+
+void mdl_member_add(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w)
+{
+	/* exactly as many as it lists beyond the first: no spare room */
+	if (w->n_places >= 1 && w->n_places - 1 == w->cap_more) {
+		struct mdl_place *p = realloc(w->more, w->n_places * sizeof(*p));
+
+		if (!p) {
+			m->out->oom = 1;
+			return;
+		}
+		w->more = p;
+		w->cap_more = w->n_places;
+	}
+	mdl_parr_append(m, (void ***)&s->members, &s->n_members, &s->cap_members, w);
+	if (!s->n_members || s->members[s->n_members - 1] != w)
+		return; /* out of memory: not a member */
+	*place_at(w, w->n_places++) =
+		(struct mdl_place){ .s = s, .member = (uint32_t)s->n_members - 1 };
+}
+
+void mdl_member_del(struct km_model_svc *s, struct km_model_wl *w)
+{
+	struct mdl_place *p = mdl_place_of(w, s);
+	uint32_t i;
+
+	if (!p)
+		return;
+	i = p->member;
+	if (i < s->n_members && s->members[i] == w) {
+		struct km_model_wl *last = s->members[--s->n_members];
+
+		if (last != w) {
+			s->members[i] = last;
+			mdl_place_of(last, s)->member = i;
+		}
+	}
+	*p = *place_at(w, --w->n_places);
 }
 
 /* ---- endpoint slots ------------------------------------------------------------------------ */

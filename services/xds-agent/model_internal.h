@@ -2,7 +2,7 @@
  * behind a service and a workload name, and the helpers each file provides to the others.
  *   model.c           services, workloads, flush, replay, queries (the public API)
  *   model_emit.c      turning entries into table operations
- *   model_endpoints.c endpoint slots, priorities, per-workload target ports
+ *   model_endpoints.c memberships, endpoint slots, priorities, per-workload target ports
  *   model_waypoint.c  waypoint resolution and the objects that depend on a waypoint service
  *   model_frontends.c who holds each frontend key, and whose row the table carries */
 #ifndef KM_XDS_MODEL_INTERNAL_H
@@ -105,12 +105,6 @@ void mdl_index_workload(struct km_model *m, const struct km_workload_res *r, int
 /* Append p, which the caller knows is not in the array yet (no scan: arrays of a big service's
  * members hold millions). */
 void mdl_parr_append(struct km_model *m, void ***arr, size_t *n, size_t *cap, void *p);
-/* w starts (add) or stops listing s: its place in s->members, in O(1) (a removed member's place
- * is taken by the last one). */
-void mdl_member_add(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w);
-void mdl_member_del(struct km_model_svc *s, struct km_model_wl *w);
-/* w's place in s, or NULL when w does not list s. */
-struct mdl_place *mdl_place_of(const struct km_model_wl *w, const struct km_model_svc *s);
 /* The workload with this backend id, or NULL. */
 struct km_model_wl *mdl_workload_by_id(const struct km_model *m, uint32_t id);
 void mdl_parr_del(void **arr, size_t *n, void *p);
@@ -148,6 +142,12 @@ void mdl_emit_workload_frontend(struct km_model *m, const struct km_model_wl *w,
 void mdl_frontends_free(struct km_model *m);
 
 /* model_endpoints.c */
+/* w starts (add) or stops listing s: its place in s->members, in O(1) (a removed member's place
+ * is taken by the last one). */
+void mdl_member_add(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w);
+void mdl_member_del(struct km_model_svc *s, struct km_model_wl *w);
+/* w's place in s, or NULL when w does not list s. */
+struct mdl_place *mdl_place_of(const struct km_model_wl *w, const struct km_model_svc *s);
 uint32_t mdl_endpoint_prio(const struct km_model *m, const struct km_model_svc *s,
 		       const struct km_model_wl *w);
 /* w's endpoint slot in s: 1 with it, or 0 when it has none. O(places of w). */
