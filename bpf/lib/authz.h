@@ -88,38 +88,30 @@ static __always_inline int az_member(const struct km_authz_conn *c, __u32 f, __u
 	return az_in_set(set, value);
 }
 
-/* One Match is walked field by field (bpf_loop, so the verifier checks a field once, whatever
- * its index): every non-empty list must hold (a positive list: some element matches; a not_
- * list: none does). */
-struct az_row_walk {
-	const struct km_authz_conn *c;
-	__u32 set[KM_AF_COUNT];
-	__u32 failed;
-};
-
-static long az_field_cb(__u64 i, void *arg)
+/* Does one Match hold? Every non-empty list must (a positive list: some element matches; a not_
+ * list: none does). Unrolled: it runs inside the global az_entry_eval, which the verifier checks
+ * once. */
+static __always_inline int az_row_holds(const struct km_authz_conn *c,
+					const struct km_authz_match_value *m)
 {
-	struct az_row_walk *r = arg;
-	__u32 f = (__u32)i, set;
+#pragma unroll
+	for (__u32 f = 0; f < KM_AF_COUNT; f++) {
+		__u32 set = m->set[f];
 
-	if (f >= KM_AF_COUNT)
-		return 1;
-	set = r->set[f];
-	if (!set)
-		return 0;
-	if (az_member(r->c, f, set) == (int)(f & 1)) {
-		r->failed = 1;
-		return 1;
+		if (set && az_member(c, f, set) == (int)(f & 1))
+			return 0;
 	}
-	return 0;
+	return 1;
 }
 
+/* A walk over one policy's match rows. */
+#define AZ_CLAUSE_OK 0x1
+#define AZ_RULE_OK 0x2
+#define AZ_MATCHED 0x4
 struct az_policy_walk {
 	const struct km_authz_conn *c;
 	__u32 policy_id;
-	__u32 clause_ok;
-	__u32 rule_ok;
-	__u32 matched;
+	__u32 state; /* AZ_* */
 };
 
 static long az_row_cb(__u64 i, void *arg)
@@ -127,30 +119,26 @@ static long az_row_cb(__u64 i, void *arg)
 	struct az_policy_walk *p = arg;
 	struct km_authz_match_key k = { .policy_id = p->policy_id, .index = (__u32)i };
 	struct km_authz_match_value *m = bpf_map_lookup_elem(&km_authz_match, &k);
-	__u32 flags;
+	__u32 flags, st = p->state;
 
 	if (!m)
 		return 1; /* a missing row: the policy does not match */
 	flags = m->flags;
-	if (p->rule_ok && !p->clause_ok) {
-		struct az_row_walk r = { .c = p->c };
-
-		__builtin_memcpy(r.set, m->set, sizeof(r.set));
-		bpf_loop(KM_AF_COUNT, az_field_cb, &r, 0);
-		if (!r.failed)
-			p->clause_ok = 1;
-	}
+	if ((st & AZ_RULE_OK) && !(st & AZ_CLAUSE_OK) && az_row_holds(p->c, m))
+		st |= AZ_CLAUSE_OK;
 	if (flags & KM_AUTHZ_M_END_CLAUSE) {
-		p->rule_ok = p->rule_ok && p->clause_ok;
-		p->clause_ok = 0;
+		if (!(st & AZ_CLAUSE_OK))
+			st &= ~AZ_RULE_OK;
+		st &= ~AZ_CLAUSE_OK;
 	}
 	if (flags & KM_AUTHZ_M_END_RULE) {
-		if (p->rule_ok) {
-			p->matched = 1;
+		if (st & AZ_RULE_OK) {
+			p->state = AZ_MATCHED;
 			return 1;
 		}
-		p->rule_ok = 1;
+		st |= AZ_RULE_OK;
 	}
+	p->state = st;
 	return 0;
 }
 
@@ -176,24 +164,37 @@ static __always_inline void az_count(__u32 stat_id, int deny)
 enum az_segment { AZ_SEG_DENY, AZ_SEG_ALLOW, AZ_SEG_DRY_RUN };
 
 
-/* A walk over one segment of one list. */
-struct az_list_walk {
-	const struct km_authz_conn *c;
+/* A walk over one segment of one list. No pointer in it: the global function that is given it
+ * may have written anything there, so the verifier forgets what it held. */
+struct az_seg {
 	__u32 kind, owner, gen_bit, base;
 	__u32 segment; /* enum az_segment */
 	__u32 found;
 	__u32 stat_id;
 };
 
-static long az_entry_cb(__u64 i, void *arg)
+struct az_list_walk {
+	const struct km_authz_conn *c;
+	struct az_seg s;
+};
+
+/* Evaluate the policy at position base + i of the segment; 1 when the walk is decided. A global
+ * function: the verifier checks it once, not once per state of the walks that call it (__weak:
+ * one copy where several objects include this header). Its pointers are checked as if they could
+ * be NULL. */
+__weak __noinline int az_entry_eval(const struct km_authz_conn *c, struct az_seg *l, __u32 i)
 {
-	struct az_list_walk *l = arg;
-	struct km_authz_list_key k = { .kind = l->kind, .owner = l->owner,
-				       .index = (l->base + (__u32)i) | l->gen_bit };
-	struct km_authz_list_value *e = bpf_map_lookup_elem(&km_authz_list, &k);
-	struct az_policy_walk p = { .c = l->c, .rule_ok = 1 };
+	struct km_authz_list_key k = {};
+	struct az_policy_walk p = { .c = c, .state = AZ_RULE_OK };
+	struct km_authz_list_value *e;
 	__u32 n;
 
+	if (!l || !c)
+		return 0;
+	k.kind = l->kind;
+	k.owner = l->owner;
+	k.index = (l->base + i) | l->gen_bit;
+	e = bpf_map_lookup_elem(&km_authz_list, &k);
 	if (!e)
 		return 0;
 	p.policy_id = e->policy_id;
@@ -202,7 +203,7 @@ static long az_entry_cb(__u64 i, void *arg)
 		n = KM_AUTHZ_MATCHES_MAX;
 	if (n)
 		bpf_loop(n, az_row_cb, &p, 0);
-	if (!p.matched)
+	if (p.state != AZ_MATCHED)
 		return 0;
 	if (l->segment == AZ_SEG_DRY_RUN) {
 		az_count(e->stat_id, e->flags & KM_AUTHZ_P_DENY);
@@ -211,6 +212,13 @@ static long az_entry_cb(__u64 i, void *arg)
 	l->found = 1;
 	l->stat_id = e->stat_id;
 	return 1;
+}
+
+static long az_entry_cb(__u64 i, void *arg)
+{
+	struct az_list_walk *l = arg;
+
+	return az_entry_eval(l->c, &l->s, (__u32)i) ? 1 : 0;
 }
 
 /* The whole decision is one walk of nine steps, segment-major: the DENY segments of the three
@@ -257,16 +265,16 @@ static long az_step_cb(__u64 i, void *arg)
 	if (n > KM_AUTHZ_LIST_MAX)
 		n = KM_AUTHZ_LIST_MAX;
 	w.c = d->c;
-	w.kind = d->kind[li];
-	w.owner = d->owner[li];
-	w.gen_bit = h->gen ? KM_AUTHZ_GEN_BIT : 0;
-	w.base = base;
-	w.segment = seg;
+	w.s.kind = d->kind[li];
+	w.s.owner = d->owner[li];
+	w.s.gen_bit = h->gen ? KM_AUTHZ_GEN_BIT : 0;
+	w.s.base = base;
+	w.s.segment = seg;
 	bpf_loop(n, az_entry_cb, &w, 0);
-	if (seg != AZ_SEG_DRY_RUN && w.found) {
+	if (seg != AZ_SEG_DRY_RUN && w.s.found) {
 		d->decided = 1;
 		d->deny = seg == AZ_SEG_DENY;
-		d->stat_id = w.stat_id;
+		d->stat_id = w.s.stat_id;
 	}
 	return 0;
 }
