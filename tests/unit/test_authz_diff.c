@@ -541,6 +541,30 @@ static void mutate(int round)
 	apply_ops();
 }
 
+/* The verifier's work on the decision: a policy is evaluated by one global function, checked
+ * once (f508266: 4,792 instructions for the ingress program, 100,689 before). A change that makes
+ * the verifier walk the policy code per caller state again fails here, long before the kernel's
+ * 1,000,000 limit refuses the program in production. */
+#define VERIFIED_INSNS_CEILING 20000
+
+static void verifier_headroom(void)
+{
+	const struct bpf_program *progs[] = { E.skel->progs.km_authz_ingress,
+					      E.skel->progs.km_authz_lookup };
+
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+
+		memset(&info, 0, sizeof(info));
+		assert_int_equal(bpf_obj_get_info_by_fd(bpf_program__fd(progs[i]), &info, &len), 0);
+		print_message("%s: %u instructions verified (ceiling %d)\n",
+			      bpf_program__name(progs[i]), info.verified_insns, VERIFIED_INSNS_CEILING);
+		assert_true(info.verified_insns > 0);
+		assert_true(info.verified_insns < VERIFIED_INSNS_CEILING);
+	}
+}
+
 static void differential(void **state)
 {
 	const char *seed_env = getenv("KM_AUTHZ_SEED"), *cases_env = getenv("KM_AUTHZ_CASES");
@@ -556,6 +580,7 @@ static void differential(void **state)
 	}
 	if (setup_bpf() != 0)
 		fail_msg("cannot set up the BPF test namespace: %s", strerror(errno));
+	verifier_headroom();
 	rng = seed ? seed : 1;
 	print_message("authz differential: seed %llu (replay with KM_AUTHZ_SEED=%llu)\n",
 		      (unsigned long long)seed, (unsigned long long)seed);
