@@ -205,6 +205,7 @@ static void setup(void)
 	bpf_map__set_max_entries(skel->maps.km_authz_set, 16384);
 	bpf_map__set_max_entries(skel->maps.km_authz_stats, 16384);
 	bpf_map__set_max_entries(skel->maps.km_authz_cidr, 1024);
+	bpf_map__set_max_entries(skel->maps.km_authz_index, 16384);
 	bpf_map__set_max_entries(skel->maps.km_manage, 16);
 	bpf_program__set_autoload(skel->progs.km_authz_recheck, false); /* not used; needs 6.5 */
 	if (kmesh__load(skel) != 0)
@@ -218,6 +219,7 @@ static void setup(void)
 	tables.fd_authz_set = bpf_map__fd(skel->maps.km_authz_set);
 	tables.fd_authz_cidr = bpf_map__fd(skel->maps.km_authz_cidr);
 	tables.fd_authz_stats = bpf_map__fd(skel->maps.km_authz_stats);
+	tables.fd_authz_index = bpf_map__fd(skel->maps.km_authz_index);
 	if (km_netns_cookie("/proc/self/ns/net", &cookie, err, sizeof(err)) != 0) {
 		fprintf(stderr, "authz_bench: %s\n", err);
 		exit(1);
@@ -300,6 +302,8 @@ int main(int argc, char **argv)
 	setup();
 	km_oplist_init(&ops);
 	km_authz_init(&authz, &ops, NET);
+	/* the agent's default against a map writer with km_authz_index; AUTHZ_INDEX=0: without */
+	authz.index_min = getenv("AUTHZ_INDEX") && !strcmp(getenv("AUTHZ_INDEX"), "0") ? 0 : KM_AUTHZ_INDEX_MIN;
 	build_world();
 	authz_fd = bpf_program__fd(skel->progs.km_authz_ingress);
 	pass_fd = load_pass_program();

@@ -92,6 +92,7 @@ static void hello_reply(struct km_ipc_session *s, uint64_t id, Kmesh__Ipc__Code 
 	hr.version = (char *)km_version();
 	hr.log_level = (char *)km_log_level_name(km_log_get_level());
 	hr.pid = (uint32_t)getpid();
+	hr.features = s->srv->features;
 	reply.code = code;
 	reply.message = (char *)message;
 	reply.body_case = KMESH__IPC__REPLY__BODY_HELLO;
@@ -395,6 +396,7 @@ int km_ipc_server_start(struct km_ipc_server *srv, uv_loop_t *loop,
 	srv->ops = *ops;
 	srv->arg = arg;
 	srv->name = cfg->name;
+	srv->features = cfg->features;
 	srv->exclusive_roles = cfg->exclusive_roles;
 	srv->unpaused_roles = cfg->unpaused_roles;
 	srv->max_frame = cfg->max_frame;

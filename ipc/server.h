@@ -99,6 +99,7 @@ struct km_ipc_server_config {
 	gid_t gid;   /* group of the socket file; (gid_t)-1 = leave */
 	size_t max_frame;
 	const char *name; /* sent in the hello reply, e.g. "kmesh-map-writer" */
+	uint32_t features; /* sent in the hello reply: Kmesh__Ipc__Feature bits */
 	/* Roles one peer at a time may hold (bit 1 << role): a second hello for one is refused
 	 * while the first peer is connected. */
 	uint32_t exclusive_roles;
@@ -115,6 +116,7 @@ struct km_ipc_server {
 	struct km_ipc_server_ops ops;
 	void *arg;
 	const char *name;
+	uint32_t features;
 	uint32_t exclusive_roles, unpaused_roles;
 	struct km_ipc_session *sessions;
 	uint64_t next_serial;

@@ -425,6 +425,45 @@ struct km_authz_cidr_value {
 	__u32 pad; /* 0 */
 };
 
+/* km_authz_index: which policies of a list may match a connection, so a SYN evaluates only those
+ * (cost bounded by the candidates, not by the policies that apply). Per list generation and per
+ * connection field (source namespace, source (namespace, service account), source principal,
+ * destination port), a row per value that some policy of the list names exactly in a positive
+ * list, plus a default row for every other value. A row is a bitset over the list's positions:
+ * bit p is set when the policy at p has a match whose list for that field is empty, not exact
+ * (prefix, suffix, presence), or names the value; not_ lists are ignored. The bits are a superset
+ * of the policies that can match, so the exact walk of the candidates decides as a walk of all.
+ * Bitsets are split in chunks of 512 positions; a summary row (chunk KM_AZX_SUMMARY) has bit c set
+ * when chunk c has any bit set, and only nonzero chunks have rows. Missing rows read as all ones
+ * (no filtering): a list without rows is walked whole, as an older compiler's lists. Written with
+ * the generation's entries, before the head switches to it; written only for lists of at least
+ * KM_AZX_MIN_POLICIES policies (authz_index.c). */
+#define KM_AZX_MIN_POLICIES 4 /* shorter lists are walked whole: BPF does not look for rows */
+#define KM_AZX_CHUNK_BITS 512
+#define KM_AZX_CHUNKS (KM_AUTHZ_LIST_MAX / KM_AZX_CHUNK_BITS) /* 128 */
+#define KM_AZX_SUMMARY 0xff
+enum km_azx_field {
+	KM_AZX_NAMESPACE = 0,       /* source namespace id (0: "" and no identity) */
+	KM_AZX_SERVICE_ACCOUNT = 1, /* source (namespace, service account) id */
+	KM_AZX_PRINCIPAL = 2,       /* source principal id */
+	KM_AZX_PORT = 3,            /* destination port */
+	KM_AZX_FIELDS = 4
+};
+#define KM_AZX_F_DEFAULT 0x80 /* field flag: the row for values that have no row (value 0) */
+struct km_authz_index_key {
+	__u32 kind;  /* the list's, as km_authz_list_key */
+	__u32 owner;
+	__u8 gen;    /* 0 or 1: the list generation these rows belong to */
+	__u8 field;  /* enum km_azx_field, | KM_AZX_F_DEFAULT */
+	__u8 chunk;  /* 0..KM_AZX_CHUNKS-1, or KM_AZX_SUMMARY */
+	__u8 pad;    /* 0 */
+	__u32 value; /* the id or port; 0 in default rows */
+};
+struct km_authz_index_value {
+	__u64 bits[KM_AZX_CHUNK_BITS / 64]; /* position chunk * 512 + i is bit i % 64 of bits[i / 64];
+					     * the summary uses bits[0..1] for chunks 0..127 */
+};
+
 /* km_authz_stats: connections decided, per policy (stat_id), written by BPF. For a dry-run
  * policy the counts are what it would have decided. stat_id KM_AUTHZ_STAT_DEFAULT counts the
  * connections decided by no policy: allowed (no ALLOW policy applies) or denied (none matched). */
@@ -471,5 +510,6 @@ struct km_authz_closed {
 #define KM_MAP_AUTHZ_SET "km_authz_set"
 #define KM_MAP_AUTHZ_CIDR "km_authz_cidr"
 #define KM_MAP_AUTHZ_STATS "km_authz_stats"
+#define KM_MAP_AUTHZ_INDEX "km_authz_index"
 
 #endif /* KMESH_MAPS_H */

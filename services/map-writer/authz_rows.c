@@ -20,6 +20,7 @@ int km_authz_row(const Kmesh__Ipc__TableOp *op)
 	case KMESH__IPC__TABLE_OP__ROW_AUTHZ_MATCH:
 	case KMESH__IPC__TABLE_OP__ROW_AUTHZ_SET:
 	case KMESH__IPC__TABLE_OP__ROW_AUTHZ_CIDR:
+	case KMESH__IPC__TABLE_OP__ROW_AUTHZ_INDEX:
 		return 1;
 	default:
 		return 0;
@@ -159,6 +160,44 @@ static Kmesh__Ipc__Code cidr(struct km_tables *t, const Kmesh__Ipc__TableOp *op,
 		   errlen);
 }
 
+/* A candidate index row: its list's key, a field (or its default), a chunk within the list's
+ * positions (or the summary), and bits only where that chunk or summary has them. */
+static Kmesh__Ipc__Code index_row(struct km_tables *t, const Kmesh__Ipc__TableOp *op, char *err,
+				  size_t errlen)
+{
+	const Kmesh__Ipc__AuthzIndexRow *r = op->authz_index;
+	struct km_authz_index_key k;
+	struct km_authz_index_value v;
+	uint32_t field = r->field & ~(uint32_t)KM_AZX_F_DEFAULT;
+	int dflt = (r->field & KM_AZX_F_DEFAULT) != 0;
+	size_t words = r->chunk == KM_AZX_SUMMARY ? 2 : KM_AZX_CHUNK_BITS / 64;
+
+	memset(&k, 0, sizeof(k));
+	memset(&v, 0, sizeof(v));
+	if (t->fd_authz_index < 0)
+		return tbl_fail(BAD, err, errlen, "authz index: this map writer has no km_authz_index");
+	if (r->kind < KM_AUTHZ_OWNER_GLOBAL || r->kind > KM_AUTHZ_OWNER_WORKLOAD ||
+	    (r->kind == KM_AUTHZ_OWNER_GLOBAL) != (r->owner == 0) || r->gen > 1 ||
+	    r->field > 0xff || field >= KM_AZX_FIELDS || (dflt && r->value) ||
+	    (r->chunk >= KM_AZX_CHUNKS && r->chunk != KM_AZX_SUMMARY))
+		return tbl_fail(BAD, err, errlen,
+				"authz index: list %u/%u generation %u, field 0x%x value %u, chunk %u",
+				r->kind, r->owner, r->gen, r->field, r->value, r->chunk);
+	if (op->kind != KMESH__IPC__TABLE_OP__KIND__DELETE && r->n_bits > words)
+		return tbl_fail(BAD, err, errlen, "authz index: %zu words where at most %zu fit",
+				r->n_bits, words);
+	k.kind = r->kind;
+	k.owner = r->owner;
+	k.gen = (__u8)r->gen;
+	k.field = (__u8)r->field;
+	k.chunk = (__u8)r->chunk;
+	k.value = r->value;
+	if (op->kind != KMESH__IPC__TABLE_OP__KIND__DELETE && r->n_bits)
+		memcpy(v.bits, r->bits, r->n_bits * sizeof(uint64_t));
+	return put(t, op, t->fd_authz_index, "km_authz_index", &k, sizeof(k), &v, sizeof(v), err,
+		   errlen);
+}
+
 Kmesh__Ipc__Code km_authz_apply(struct km_tables *t, const Kmesh__Ipc__TableOp *op, char *err,
 				size_t errlen)
 {
@@ -167,6 +206,7 @@ Kmesh__Ipc__Code km_authz_apply(struct km_tables *t, const Kmesh__Ipc__TableOp *
 	case KMESH__IPC__TABLE_OP__ROW_AUTHZ_LIST: return list(t, op, err, errlen);
 	case KMESH__IPC__TABLE_OP__ROW_AUTHZ_MATCH: return match(t, op, err, errlen);
 	case KMESH__IPC__TABLE_OP__ROW_AUTHZ_SET: return set(t, op, err, errlen);
+	case KMESH__IPC__TABLE_OP__ROW_AUTHZ_INDEX: return index_row(t, op, err, errlen);
 	default: return cidr(t, op, err, errlen);
 	}
 }

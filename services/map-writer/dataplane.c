@@ -270,6 +270,7 @@ static int setup_maps(struct km_dataplane *dp, const struct km_dataplane_config 
 		{ dp->skel->maps.km_authz_match, dp->sizes.authz_rows },
 		{ dp->skel->maps.km_authz_set, dp->sizes.authz_rows },
 		{ dp->skel->maps.km_authz_stats, dp->sizes.authz_rows },
+		{ dp->skel->maps.km_authz_index, dp->sizes.authz_rows },
 		{ dp->skel->maps.km_authz_cidr, dp->sizes.authz_cidrs },
 		/* every peer id's addresses and pod CIDRs (plan.h: at most 4 of each per node) */
 		{ dp->skel->maps.km_ipsec_peer, KM_IPSEC_PEER_ID_MAX * 4 },
@@ -306,8 +307,8 @@ static int setup_maps(struct km_dataplane *dp, const struct km_dataplane_config 
 		char path[640];
 		int err;
 
-		if (bpf_map__is_internal(map))
-			continue;
+		if (bpf_map__is_internal(map) || map == dp->skel->maps.km_authz_scratch)
+			continue; /* km_authz_scratch: per-CPU working space, nothing to keep */
 		snprintf(path, sizeof(path), "%s/%s", dp->maps_dir, bpf_map__name(map));
 		if (mig) { /* a new map now; it takes the pin after the entries are copied */
 			int i = dp->n_migrating++;
@@ -574,6 +575,7 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	dp->fd_authz_ident = bpf_map__fd(dp->skel->maps.km_authz_ident);
 	dp->fd_authz_list = bpf_map__fd(dp->skel->maps.km_authz_list);
 	dp->fd_authz_match = bpf_map__fd(dp->skel->maps.km_authz_match);
+	dp->fd_authz_index = bpf_map__fd(dp->skel->maps.km_authz_index);
 	dp->fd_authz_set = bpf_map__fd(dp->skel->maps.km_authz_set);
 	dp->fd_authz_cidr = bpf_map__fd(dp->skel->maps.km_authz_cidr);
 	dp->fd_authz_stats = bpf_map__fd(dp->skel->maps.km_authz_stats);

@@ -23,7 +23,7 @@ struct km_table_sizes {
 	uint32_t port_override;
 	uint32_t waypoint_sockets; /* km_sockhash: sockets still owing their waypoint the TLV */
 	uint32_t authz_idents;     /* km_authz_ident */
-	uint32_t authz_rows;       /* km_authz_list, _match, _set and _stats each */
+	uint32_t authz_rows;       /* km_authz_list, _match, _set, _stats and _index each */
 	uint32_t authz_cidrs;      /* km_authz_cidr */
 };
 
@@ -69,6 +69,7 @@ struct km_dataplane {
 	/* map fds, owned by skel */
 	int fd_manage, fd_pod_netns, fd_ipsec_peer, fd_ipsec_cidr, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
 	int fd_authz_ident, fd_authz_list, fd_authz_match, fd_authz_set, fd_authz_cidr, fd_authz_stats;
+	int fd_authz_index;
 	/* the IPsec tc programs (owned by skel), attached by ipsec_tc.c when the agent asks */
 	int fd_ipsec_encrypt, fd_ipsec_decrypt;
 	/* the sk_lookup authorization program (owned by skel), attached per pod by authz_lookup.c */

@@ -301,6 +301,7 @@ int main(int argc, char **argv)
 	scfg.gid = socket_gid;
 	scfg.max_frame = (size_t)max_frame;
 	scfg.name = "kmesh-map-writer";
+	scfg.features = 1u << KMESH__IPC__FEATURE__FEATURE_AUTHZ_INDEX;
 	scfg.exclusive_roles = 1u << KMESH__IPC__ROLE__ROLE_XDS; /* one xDS agent writes the tables */
 	/* the agent may be busy for seconds (a large push) while connection reports queue for it:
 	 * those are bounded by events.c, and it is never cut off for it */

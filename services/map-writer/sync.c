@@ -24,6 +24,7 @@ enum {
 	SEEN_AUTHZ_MATCH,
 	SEEN_AUTHZ_SET,
 	SEEN_AUTHZ_CIDR,
+	SEEN_AUTHZ_INDEX,
 	SEEN_COUNT
 };
 
@@ -39,6 +40,7 @@ static int seen_index(const struct km_tables *t, int fd)
 	       : fd == t->fd_authz_match ? SEEN_AUTHZ_MATCH
 	       : fd == t->fd_authz_set ? SEEN_AUTHZ_SET
 	       : fd == t->fd_authz_cidr ? SEEN_AUTHZ_CIDR
+	       : fd >= 0 && fd == t->fd_authz_index ? SEEN_AUTHZ_INDEX
 					     : -1;
 }
 
@@ -50,6 +52,7 @@ void km_tables_sync_begin(struct km_tables *t)
 		sizeof(struct km_port_override_key), sizeof(struct km_authz_ident_key),
 		sizeof(struct km_authz_list_key), sizeof(struct km_authz_match_key),
 		sizeof(struct km_authz_set_key), sizeof(struct km_authz_cidr_key),
+		sizeof(struct km_authz_index_key),
 	};
 
 	for (int i = 0; i < SEEN_COUNT; i++) {
@@ -105,11 +108,12 @@ Kmesh__Ipc__Code km_tables_sync_end(struct km_tables *t, uint32_t *removed, char
 {
 	/* authz: lists before what they name, so a swept list never points at swept rows */
 	const int order[] = { SEEN_FRONTEND, SEEN_SERVICE, SEEN_ENDPOINT, SEEN_PORT_OVERRIDE,
-			      SEEN_BACKEND, SEEN_AUTHZ_LIST, SEEN_AUTHZ_MATCH, SEEN_AUTHZ_SET,
-			      SEEN_AUTHZ_CIDR, SEEN_AUTHZ_IDENT };
+			      SEEN_BACKEND, SEEN_AUTHZ_LIST, SEEN_AUTHZ_INDEX, SEEN_AUTHZ_MATCH,
+			      SEEN_AUTHZ_SET, SEEN_AUTHZ_CIDR, SEEN_AUTHZ_IDENT };
 	const int fds[SEEN_COUNT] = { t->fd_frontend, t->fd_service, t->fd_endpoint, t->fd_backend,
 				      t->fd_port_override, t->fd_authz_ident, t->fd_authz_list,
-				      t->fd_authz_match, t->fd_authz_set, t->fd_authz_cidr };
+				      t->fd_authz_match, t->fd_authz_set, t->fd_authz_cidr,
+				      t->fd_authz_index };
 
 	*removed = 0;
 	err[0] = '\0';

@@ -45,6 +45,8 @@ FITS(struct km_authz_match_key);
 FITS(struct km_authz_match_value);
 FITS(struct km_authz_set_key);
 FITS(struct km_authz_cidr_key);
+FITS(struct km_authz_index_key);
+FITS(struct km_authz_index_value);
 #define KEYSET_FITS(t) _Static_assert(sizeof(t) <= KM_KEYSET_MAX_KEY, #t " outgrew KM_KEYSET_MAX_KEY")
 KEYSET_FITS(struct km_service_key);
 KEYSET_FITS(struct km_endpoint_key);
@@ -56,6 +58,7 @@ KEYSET_FITS(struct km_authz_list_key);
 KEYSET_FITS(struct km_authz_match_key);
 KEYSET_FITS(struct km_authz_set_key);
 KEYSET_FITS(struct km_authz_cidr_key);
+KEYSET_FITS(struct km_authz_index_key);
 
 /* km_pod_netns rows whose pod is not enrolled (left by an older map writer that unenrolled it
  * without knowing this table): removed at start, so they cannot fill it. */
@@ -97,6 +100,7 @@ int km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
 	t->fd_authz_set = dp->fd_authz_set;
 	t->fd_authz_cidr = dp->fd_authz_cidr;
 	t->fd_authz_stats = dp->fd_authz_stats;
+	t->fd_authz_index = dp->fd_authz_index;
 	t->migrated_entries = dp->migrated_entries;
 	t->sizes = dp->sizes;
 	prune_pod_netns(t);
@@ -721,6 +725,7 @@ static int op_table_fd(const struct km_tables *t, const Kmesh__Ipc__TableOp *op)
 	case KMESH__IPC__TABLE_OP__ROW_AUTHZ_MATCH: return t->fd_authz_match;
 	case KMESH__IPC__TABLE_OP__ROW_AUTHZ_SET: return t->fd_authz_set;
 	case KMESH__IPC__TABLE_OP__ROW_AUTHZ_CIDR: return t->fd_authz_cidr;
+	case KMESH__IPC__TABLE_OP__ROW_AUTHZ_INDEX: return t->fd_authz_index;
 	case KMESH__IPC__TABLE_OP__ROW_IPSEC_PEER: return t->fd_ipsec_peer;
 	case KMESH__IPC__TABLE_OP__ROW_IPSEC_CIDR: return t->fd_ipsec_cidr;
 	default: return -1;

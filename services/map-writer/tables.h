@@ -23,6 +23,7 @@ struct km_tables {
 	int fd_ipsec_peer, fd_ipsec_cidr; /* the IPsec agent's (ipsec_rows.c) */
 	/* L4 authorization (authz_rows.c); stats is written by BPF and only read here */
 	int fd_authz_ident, fd_authz_list, fd_authz_match, fd_authz_set, fd_authz_cidr, fd_authz_stats;
+	int fd_authz_index; /* -1: none (tests that do not use it) */
 	struct km_table_sizes sizes;
 	/* counters, shown in dumps and logs */
 	uint64_t ops_applied;
@@ -40,8 +41,8 @@ struct km_tables {
 	int sync_active;
 	uint64_t sync_owner; /* the session (server serial) that began it: only it may end it */
 	int sync_incomplete; /* a key could not be marked (memory): the sweep is skipped */
-	struct km_keyset seen[10]; /* frontend, service, endpoint, backend, port override, and the
-				    * authz ident, list, match, set and cidr tables */
+	struct km_keyset seen[11]; /* frontend, service, endpoint, backend, port override, and the
+				    * authz ident, list, match, set, cidr and index tables */
 	uint64_t rows_swept;
 	uint64_t authz_changes; /* authz rows written or swept: open connections need a re-check */
 	uint64_t migrated_entries; /* by the data plane at start (for dumps) */

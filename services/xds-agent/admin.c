@@ -139,9 +139,10 @@ static json_t *authz_json(const struct km_authz *a, size_t max_items,
 
 	km_authz_stats(a, &st);
 	km_authz_each_policy(a, dump_compiled, &c);
-	out = json_pack("{s:I, s:I, s:I, s:I, s:I, s:b, s:o}", "policies", (json_int_t)st.policies,
-			"lists", (json_int_t)st.lists, "identities", (json_int_t)st.identities,
-			"strings", (json_int_t)st.strings, "set_members", (json_int_t)st.set_members,
+	out = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:o}", "policies",
+			(json_int_t)st.policies, "lists", (json_int_t)st.lists, "identities",
+			(json_int_t)st.identities, "strings", (json_int_t)st.strings, "set_members",
+			(json_int_t)st.set_members, "index_rows", (json_int_t)st.index_rows,
 			"incomplete", a->oom, "compiled", c.list);
 	if (counters && counters->missing)
 		json_object_set_new(out, "counters_missing", json_string(counters->missing));

@@ -84,6 +84,7 @@ static void add_row(struct km_authz *a, struct az_policy *p, const Kmesh__Securi
 	row = p->rows[p->n_rows++];
 	memset(row, 0, sizeof(p->rows[0]));
 	row[0] = flags;
+	az_filter_add_row(a, p, m);
 	if (!m)
 		return; /* a rule that always holds: every list empty */
 	row[1 + KM_AF_NAMESPACES] = az_string_set(a, p, AZ_NS, m->namespaces, m->n_namespaces);
@@ -157,6 +158,7 @@ static void policy_free(struct km_authz *a, struct az_policy *p)
 {
 	for (size_t i = 0; i < p->n_sets; i++)
 		az_set_free(a, p->sets[i]);
+	az_filter_free(a, p);
 	if (p->ns) {
 		p->ns->pol_refs--;
 		az_str_put(a, p->ns);
@@ -411,6 +413,7 @@ void km_authz_flush(struct km_authz *a)
 			az_list_rebuild(a, l);
 		if (!l->head_written && !l->wl) { /* empty, and no workload will fill it */
 			HASH_DEL(a->lists, l);
+			free(l->idx);
 			free(l);
 		}
 	}
@@ -472,6 +475,7 @@ void km_authz_free(struct km_authz *a)
 	free(a->retired);
 	HASH_ITER(hh, a->lists, l, ltmp) {
 		HASH_DEL(a->lists, l);
+		free(l->idx);
 		free(l);
 	}
 	{
@@ -519,6 +523,7 @@ void km_authz_stats(const struct km_authz *a, struct km_authz_stats *st)
 	st->lists = HASH_COUNT(a->lists);
 	st->identities = HASH_COUNT(a->addrs);
 	st->strings = HASH_COUNT(a->strs);
+	st->index_rows = a->index_rows;
 	HASH_ITER(hh, a->policies, p, tmp)
 		for (size_t i = 0; i < p->n_sets; i++)
 			st->set_members += p->sets[i]->n_values + p->sets[i]->n_cidrs;

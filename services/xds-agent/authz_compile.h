@@ -32,6 +32,10 @@ struct az_list;
 struct az_wl;
 struct az_addr;
 
+/* Lists of at least this many policies get a candidate index: BPF looks for one only there
+ * (below it the plain walk costs about what the index's own lookups do; bench/authz.sh). */
+#define KM_AUTHZ_INDEX_MIN KM_AZX_MIN_POLICIES
+
 struct km_authz {
 	struct km_oplist *out;
 	char *network;  /* this node's network: only its workloads' addresses are identities */
@@ -46,6 +50,10 @@ struct km_authz {
 	struct az_wl *workloads;      /* by uid */
 	struct az_addr *addrs;        /* identity rows written, by address */
 	size_t n_rows;                /* match rows of the current versions (dumps) */
+	/* Lists of at least this many policies get a candidate index (km_authz_index); 0: none (the
+	 * map writer does not have the table). Set before the first flush, or replay after. */
+	uint32_t index_min;
+	size_t index_rows;            /* index rows written for the live generations (dumps) */
 	int oom;                      /* an allocation failed: what was written may be incomplete */
 };
 
@@ -77,6 +85,7 @@ void km_authz_each_policy(const struct km_authz *a, km_authz_policy_info_cb cb, 
 /* Counts for dumps and tests. */
 struct km_authz_stats {
 	size_t policies, lists, identities, strings, set_members;
+	size_t index_rows; /* km_authz_index rows of the live list generations */
 };
 void km_authz_stats(const struct km_authz *a, struct km_authz_stats *st);
 

@@ -3,7 +3,8 @@
  * each file provides to the others.
  *   authz_compile.c  policies, workloads, flush, replay, dumps (the public API, authz_compile.h)
  *   authz_sets.c     interned identity strings and the sets of ids, ports and CIDRs over them
- *   authz_lists.c    the per-owner policy lists and their generation switch */
+ *   authz_lists.c    the per-owner policy lists and their generation switch
+ *   authz_index.c    the candidate index of a list (km_authz_index): which policies may match */
 #ifndef KM_XDS_AUTHZ_INTERNAL_H
 #define KM_XDS_AUTHZ_INTERNAL_H
 
@@ -44,6 +45,15 @@ struct az_set {
 	size_t n_cidrs;
 };
 
+/* What a policy's matches say about one indexed field (enum km_azx_field), for the candidate
+ * index: every value may match (some match's positive list is empty or not all exact), or only
+ * the exact values listed. A policy without rows never matches. */
+struct az_filter {
+	int any;
+	uint32_t *values; /* ids or ports, unsorted, may repeat */
+	size_t n, cap;
+};
+
 struct az_policy {
 	char *name;
 	uint64_t hash;
@@ -56,12 +66,23 @@ struct az_policy {
 	size_t n_rows, cap_rows;
 	struct az_set **sets;
 	size_t n_sets, cap_sets;
+	struct az_filter filter[KM_AZX_FIELDS];
+	struct az_str **refs; /* the interned names the filter's ids stand for, held */
+	size_t n_refs, cap_refs;
 	UT_hash_handle hh;
+};
+
+/* A km_authz_index row written for a list generation (its key past the list's). */
+struct az_index_key {
+	uint8_t field, chunk;
+	uint32_t value;
 };
 
 struct az_list {
 	uint64_t key; /* kind << 32 | owner */
 	uint32_t gen, n_written;
+	struct az_index_key *idx; /* index rows written for generation gen */
+	size_t n_idx;
 	int head_written, dirty;
 	struct az_wl *wl; /* KM_AUTHZ_OWNER_WORKLOAD: its workload while it exists */
 	UT_hash_handle hh;
@@ -111,6 +132,19 @@ uint32_t az_cidr_set(struct km_authz *a, struct az_policy *p, Kmesh__Security__A
 void az_emit_set(struct km_authz *a, const struct az_set *s, int del);
 /* Forget a set (its rows are the caller's to delete). */
 void az_set_free(struct km_authz *a, struct az_set *s);
+
+/* authz_index.c */
+/* Record what one compiled Match (NULL: a rule that always holds) admits per indexed field. */
+void az_filter_add_row(struct km_authz *a, struct az_policy *p, const Kmesh__Security__Match *m);
+void az_filter_free(struct km_authz *a, struct az_policy *p);
+/* Write the index rows of generation gen of list l, whose positions hold ps[0..n) (nothing when
+ * the list is too short to need one); l->idx is not touched. Returns the keys written (malloc'd,
+ * *n_keys of them) for az_index_drop, or NULL. */
+struct az_index_key *az_index_write(struct km_authz *a, const struct az_list *l, uint32_t gen,
+				    struct az_policy *const *ps, size_t n, size_t *n_keys);
+/* Delete the index rows of generation gen of list l listed in keys. */
+void az_index_drop(struct km_authz *a, const struct az_list *l, uint32_t gen,
+		   const struct az_index_key *keys, size_t n);
 
 /* authz_lists.c */
 struct az_list *az_list_get(struct km_authz *a, uint32_t kind, uint32_t owner, int create);

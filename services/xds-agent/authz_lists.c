@@ -86,8 +86,9 @@ static int policy_in_list(const struct az_list *l, const struct az_policy *p)
 
 void az_list_rebuild(struct km_authz *a, struct az_list *l)
 {
-	struct az_policy **ps = NULL, *p, *tmp;
-	size_t n = 0, cap = 0, n_seg[3] = { 0 };
+	struct az_policy **ps = NULL, **ord = NULL, *p, *tmp;
+	struct az_index_key *idx;
+	size_t n = 0, cap = 0, n_seg[3] = { 0 }, n_idx = 0;
 	uint32_t gen = l->head_written ? !l->gen : 0, pos = 0;
 
 	if ((uint32_t)(l->key >> 32) == KM_AUTHZ_OWNER_WORKLOAD) {
@@ -107,6 +108,8 @@ void az_list_rebuild(struct km_authz *a, struct az_list *l)
 		n = KM_AUTHZ_LIST_MAX;
 	}
 	/* segments: enforced DENY, enforced ALLOW, dry run */
+	if (n && !(ord = malloc(n * sizeof(*ord))))
+		a->oom = 1;
 	for (int seg = 0; seg < 3; seg++)
 		for (size_t i = 0; i < n; i++) {
 			uint32_t f = ps[i]->flags;
@@ -114,10 +117,15 @@ void az_list_rebuild(struct km_authz *a, struct az_list *l)
 
 			if (s != seg)
 				continue;
+			if (ord)
+				ord[pos] = ps[i];
 			emit_entry(a, l, gen, pos++, ps[i]);
 			n_seg[seg]++;
 		}
 	free(ps);
+	/* the generation's index before its head, as its entries */
+	idx = ord ? az_index_write(a, l, gen, ord, n, &n_idx) : NULL;
+	free(ord);
 	if (n) {
 		struct km_op *op = az_emit(a, KM_OP_AUTHZ_LIST, 0, 1);
 
@@ -142,6 +150,14 @@ void az_list_rebuild(struct km_authz *a, struct az_list *l)
 	if (l->head_written && gen != l->gen)
 		for (uint32_t i = 0; i < l->n_written; i++)
 			emit_entry(a, l, l->gen, i, NULL);
+	/* and its index rows (a walk still reading the old generation finds its entries missing,
+	 * indexed or not: "does not match", as before the index) */
+	if (a->index_min) /* else a map writer without the table: the rows went with the old one */
+		az_index_drop(a, l, l->gen, l->idx, l->n_idx);
+	a->index_rows = a->index_rows - l->n_idx + n_idx;
+	free(l->idx);
+	l->idx = idx;
+	l->n_idx = n_idx;
 	l->gen = gen;
 	l->n_written = (uint32_t)n;
 	l->head_written = n > 0;

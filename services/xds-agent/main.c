@@ -137,6 +137,9 @@ static void on_ready(void *arg)
 	struct agent *a = arg;
 
 	km_telemetry_forget_open(&a->telemetry);
+	/* a map writer with km_authz_index gets the candidate index with the replay's lists */
+	a->authz.index_min =
+		a->link.features & (1u << KMESH__IPC__FEATURE__FEATURE_AUTHZ_INDEX) ? KM_AUTHZ_INDEX_MIN : 0;
 	a->state.last_synced_unix_us = 0; /* a new map writer: ready once the replay is in */
 	subscribe(a);
 	sync_all(a);

@@ -124,6 +124,7 @@ struct pb_op {
 		Kmesh__Ipc__AuthzCidrRow cidr;
 		Kmesh__Ipc__AuthzMatchRow match;
 		Kmesh__Ipc__AuthzListRow list;
+		Kmesh__Ipc__AuthzIndexRow index;
 	} row;
 	uint32_t sets[KM_AF_COUNT];
 	ProtobufCBinaryData addrs[2];
@@ -251,6 +252,25 @@ static void to_pb(const struct km_op *o, struct pb_op *p)
 		p->row.list.gen = o->list.gen;
 		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_AUTHZ_LIST;
 		p->op.authz_list = &p->row.list;
+		break;
+	case KM_OP_AUTHZ_INDEX:
+		kmesh__ipc__authz_index_row__init(&p->row.index);
+		p->row.index.kind = o->index.kind;
+		p->row.index.owner = o->index.owner;
+		p->row.index.gen = o->index.gen;
+		p->row.index.field = o->index.field;
+		p->row.index.chunk = o->index.chunk;
+		p->row.index.value = o->index.value;
+		if (!o->del) { /* trailing zero words are left out */
+			size_t n = o->index.chunk == KM_AZX_SUMMARY ? 2 : KM_AZX_CHUNK_BITS / 64;
+
+			while (n && !o->index.bits[n - 1])
+				n--;
+			p->row.index.n_bits = n;
+			p->row.index.bits = (uint64_t *)o->index.bits;
+		}
+		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_AUTHZ_INDEX;
+		p->op.authz_index = &p->row.index;
 		break;
 	default:
 		kmesh__ipc__backend_row__init(&p->row.be);

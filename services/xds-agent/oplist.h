@@ -20,6 +20,7 @@ enum km_op_table {
 	KM_OP_AUTHZ_CIDR = 8,
 	KM_OP_AUTHZ_MATCH = 9,
 	KM_OP_AUTHZ_LIST = 10,
+	KM_OP_AUTHZ_INDEX = 11,
 };
 
 /* A waypoint as the tables carry it: port 0 = none; port with has_addr 0 = pending. */
@@ -94,6 +95,11 @@ struct km_op {
 			uint32_t policy_id, stat_id, flags, n_matches; /* an entry */
 			uint32_t n_deny, n_allow, n_dry_run, gen;      /* the head */
 		} list;
+		struct {
+			uint32_t kind, owner, value;
+			uint8_t gen, field, chunk;
+			uint64_t bits[KM_AZX_CHUNK_BITS / 64]; /* a summary uses the first two */
+		} index;
 	};
 };
 

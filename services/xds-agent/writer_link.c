@@ -125,6 +125,7 @@ static void on_reply(struct km_writer_link *l, const km_envelope *env)
 			return;
 		}
 		l->state = LINK_READY;
+		l->features = r->hello ? r->hello->features : 0;
 		l->backoff_ms = BACKOFF_MIN_MS;
 		km_info("connected to the map writer at %s", l->path);
 		l->cbs.on_ready(l->arg);

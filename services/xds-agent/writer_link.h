@@ -45,6 +45,7 @@ struct km_writer_link {
 	int inflight;
 	struct km_writer_link_cbs cbs;
 	void *arg;
+	uint32_t features; /* the map writer's HelloReply features (Kmesh__Ipc__Feature bits) */
 	uint64_t ops_acked, ops_refused, batches_sent;
 	uint64_t ops_queued; /* ever queued; an op is done once answered (applied or refused) */
 	uint64_t ops_done;

@@ -49,6 +49,14 @@ static size_t op_key(const struct km_op *op, uint8_t key[32])
 		memcpy(key + 8, &op->list.owner, 4);
 		memcpy(key + 12, &op->list.index, 4);
 		break;
+	case KM_OP_AUTHZ_INDEX:
+		memcpy(key + 4, &op->index.kind, 4);
+		memcpy(key + 8, &op->index.owner, 4);
+		memcpy(key + 12, &op->index.value, 4);
+		key[16] = op->index.gen;
+		key[17] = op->index.field;
+		key[18] = op->index.chunk;
+		break;
 	default:
 		return 0; /* routing rows: not the compiler's */
 	}
@@ -134,6 +142,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	km_oplist_init(&ops);
 	km_model_init(&m, &ops, NULL);
 	km_authz_init(&authz, &ops, ""); /* the default network: what unset fields carry */
+	authz.index_min = 1; /* every list indexed: its rows must go too */
 	km_model_set_authz(&m, &authz);
 	km_policy_store_init(&ps);
 	ps.authz = &authz;

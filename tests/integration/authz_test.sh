@@ -153,8 +153,25 @@ check "a workload-selector policy applies to the workload naming it (8080 denied
 	refused_fast cprod 8080
 check "... and allows what it matches (9090)" test "$(reach cprod 9090)" = srv
 
+# Five policies on the namespace: a list the agent indexes (km_authz_index, offered by the map
+# writer in its hello), so BPF evaluates only the candidates; decisions must not change.
+apply_policies 5 "$(policy a1 web NAMESPACE ALLOW '{"namespaces": [{"exact": "a1"}]}')" \
+	"$(policy a2 web NAMESPACE ALLOW '{"namespaces": [{"exact": "a2"}], "destinationPorts": [8080]}')" \
+	"$(policy a3 web NAMESPACE ALLOW '{"namespaces": [{"exact": "prod"}], "destinationPorts": [9090]}')" \
+	"$(policy a4 web NAMESPACE ALLOW '{"principals": [{"exact": "cluster.local/ns/dev/sa/cdev-sa"}], "destinationPorts": [9090]}')" \
+	"$(policy d1 web NAMESPACE DENY '{"namespaces": [{"prefix": "pr"}], "destinationPorts": [7070]}')"
+check "a list of five policies is indexed: the agent wrote km_authz_index rows" \
+	test "$(km_agent_json 'd["authz"]["index_rows"] > 0')" = true
+check "indexed: an ALLOW by namespace and port allows (prod to 9090)" test "$(reach cprod 9090)" = srv
+check "indexed: an ALLOW by principal allows (dev to 9090)" test "$(reach cdev 9090)" = srv
+check "indexed: no candidate, denied at once (dev to 8080)" refused_fast cdev 8080
+check "indexed: the DENY by prefix denies (prod to 7070)" refused_fast cprod 7070
+check "indexed: the map writer refused none of the index rows" \
+	test "$(km_agent_json 'd["map_writer"]["ops_refused"]')" = 0
+
 apply_policies 0
 check "policies removed: allowed again" test "$(reach cdev 8080)" = srv
+check "... and the index rows went with them" test "$(km_agent_json 'd["authz"]["index_rows"]')" = 0
 # Open connections: one from dev and one from prod are held while a DENY for dev arrives.
 hold() { # hold CLIENT SECONDS: a connection to 7070 kept open, its end written to $KM_DIR/held-CLIENT
 	km_connect "$1" "$SRV_IP" 7070 --timeout 1 --watch "$2" >"$KM_DIR/held-$1" &

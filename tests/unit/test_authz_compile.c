@@ -1,11 +1,13 @@
 /* test_authz_compile.c — the authorization compiler's table operations: identities only for this
  * network's pod workloads, string matches expanded to known identities and re-expanded when one
  * appears or goes, a replaced policy written beside the old one and switched in by its list's
- * head before the old rows go, and the reference evaluator's string and CIDR rules. */
+ * head before the old rows go, the candidate index written with its generation, and the
+ * reference evaluator's string and CIDR rules. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -203,6 +205,105 @@ static void replaced_policy_switches_generation(void **state)
 	assert_int_equal(find(KM_OP_AUTHZ_LIST, 1, 0)->list.index, KM_AUTHZ_HEAD);
 }
 
+/* The index row of (field, value) for chunk in the ops, or NULL. */
+static const struct km_op *index_row(uint8_t field, uint32_t value, uint8_t chunk, int del)
+{
+	for (size_t i = 0; i < ops.n; i++) {
+		const struct km_op *o = &ops.ops[i];
+
+		if (o->table == KM_OP_AUTHZ_INDEX && o->del == del && o->index.field == field &&
+		    o->index.value == value && o->index.chunk == chunk)
+			return o;
+	}
+	return NULL;
+}
+
+static size_t position_of(enum km_op_table table, int del, uint32_t index)
+{
+	for (size_t i = 0; i < ops.n; i++)
+		if (ops.ops[i].table == table && ops.ops[i].del == del &&
+		    (table != KM_OP_AUTHZ_LIST || ops.ops[i].list.index == index))
+			return i;
+	return SIZE_MAX;
+}
+
+static void index_written_with_its_generation(void **state)
+{
+	const struct km_op *o, *dflt;
+	uint32_t prod_id = 0;
+	size_t head;
+	char name[16];
+
+	(void)state;
+	/* three policies: too few for an index */
+	az.index_min = KM_AUTHZ_INDEX_MIN;
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "web/p%d", i);
+		put_ns_policy(name, 0, i == 0 ? "prod" : "dev");
+	}
+	km_authz_flush(&az);
+	assert_int_equal(count(KM_OP_AUTHZ_INDEX, 0), 0);
+	km_oplist_clear(&ops);
+
+	/* a fourth, by prefix: the list is indexed */
+	put_ns_policy("web/p3", 1, "pr");
+	km_authz_flush(&az);
+	km_oplist_settle(&ops);
+	head = position_of(KM_OP_AUTHZ_LIST, 0, KM_AUTHZ_HEAD);
+	assert_true(head != SIZE_MAX);
+	assert_int_equal(ops.ops[head].list.gen, 1);
+	/* the namespace field: the default row holds only the prefix policy (it admits any value,
+	 * the others name theirs exactly); "prod"'s row adds its own policy */
+	dflt = index_row(KM_AZX_NAMESPACE | KM_AZX_F_DEFAULT, 0, 0, 0);
+	assert_non_null(dflt);
+	assert_int_equal(__builtin_popcountll(dflt->index.bits[0]), 1);
+	for (size_t i = 0; i < ops.n; i++) {
+		o = &ops.ops[i];
+		if (o->table == KM_OP_AUTHZ_INDEX && !o->del && o->index.field == KM_AZX_NAMESPACE &&
+		    o->index.chunk == 0 && __builtin_popcountll(o->index.bits[0]) == 2)
+			prod_id = o->index.value;
+		/* every row of the new generation comes before the head that switches to it */
+		if (o->table == KM_OP_AUTHZ_INDEX && !o->del) {
+			assert_int_equal(o->index.gen, 1);
+			assert_true(i < head);
+		}
+	}
+	assert_int_not_equal(prod_id, 0);
+	o = index_row(KM_AZX_NAMESPACE, prod_id, KM_AZX_SUMMARY, 0);
+	assert_non_null(o);
+	assert_int_equal(o->index.bits[0], 1); /* chunk 0 only */
+	/* the other fields admit every policy (no list names them): their defaults are all set */
+	o = index_row(KM_AZX_PORT | KM_AZX_F_DEFAULT, 0, 0, 0);
+	assert_non_null(o);
+	assert_int_equal(o->index.bits[0], 0xf);
+	/* "dev" is one value row (two policies); the default summaries exist for all four fields */
+	for (uint8_t f = 0; f < KM_AZX_FIELDS; f++)
+		assert_non_null(index_row(f | KM_AZX_F_DEFAULT, 0, KM_AZX_SUMMARY, 0));
+	km_oplist_clear(&ops);
+
+	/* removed down to three: the head goes to generation 0 unindexed, and every index row of
+	 * generation 1 is deleted after it */
+	km_authz_remove_policy(&az, "web/p3");
+	km_authz_flush(&az);
+	km_oplist_settle(&ops);
+	head = position_of(KM_OP_AUTHZ_LIST, 0, KM_AUTHZ_HEAD);
+	assert_true(head != SIZE_MAX);
+	assert_int_equal(count(KM_OP_AUTHZ_INDEX, 0), 0);
+	assert_true(count(KM_OP_AUTHZ_INDEX, 1) > 0);
+	for (size_t i = 0; i < ops.n; i++)
+		if (ops.ops[i].table == KM_OP_AUTHZ_INDEX) {
+			assert_true(i > head);
+			assert_int_equal(ops.ops[i].index.gen, 1);
+		}
+	assert_int_equal(az.index_rows, 0);
+	/* a map writer without the table: never an index row */
+	km_oplist_clear(&ops);
+	az.index_min = 0;
+	put_ns_policy("web/p3", 1, "pr");
+	km_authz_flush(&az);
+	assert_int_equal(count(KM_OP_AUTHZ_INDEX, 0) + count(KM_OP_AUTHZ_INDEX, 1), 0);
+}
+
 static void reference_rules(void **state)
 {
 	Kmesh__Security__StringMatch m = KMESH__SECURITY__STRING_MATCH__INIT;
@@ -242,6 +343,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(identities_of_this_network_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(expansion_and_reexpansion, setup, teardown),
 		cmocka_unit_test_setup_teardown(replaced_policy_switches_generation, setup, teardown),
+		cmocka_unit_test_setup_teardown(index_written_with_its_generation, setup, teardown),
 		cmocka_unit_test_setup_teardown(reference_rules, setup, teardown),
 	};
 

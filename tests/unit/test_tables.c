@@ -52,7 +52,7 @@ static int setup(void **state)
 	t.fd_port_override = make_map(sizeof(struct km_port_override_key),
 				      sizeof(struct km_port_override_value), 8);
 	t.fd_authz_ident = t.fd_authz_list = t.fd_authz_match = -1;
-	t.fd_authz_set = t.fd_authz_cidr = t.fd_authz_stats = -1;
+	t.fd_authz_set = t.fd_authz_cidr = t.fd_authz_stats = t.fd_authz_index = -1;
 	t.sizes = (struct km_table_sizes){ 8, 4, 8, 64, 8, 8, 8, 0, 0, 0 };
 	assert_int_equal(km_tables_load_present(&t), 0);
 	*state = &t;
@@ -159,6 +159,80 @@ static Kmesh__Ipc__TableOp *frontend(struct rows *r, uint8_t *addr, size_t len, 
 static Kmesh__Ipc__Code apply(struct km_tables *t, Kmesh__Ipc__TableOp *op, char *err)
 {
 	return km_tables_apply(t, op, err, 256);
+}
+
+/* km_authz_index rows: a list's key, a field (or its default, value 0), a chunk within the list
+ * (or the summary), and no more words than the chunk or summary has; without the table, none. */
+static void test_authz_index_rows(void **state)
+{
+	struct km_tables *t = *state;
+	Kmesh__Ipc__TableOp op = KMESH__IPC__TABLE_OP__INIT;
+	Kmesh__Ipc__AuthzIndexRow r = KMESH__IPC__AUTHZ_INDEX_ROW__INIT;
+	uint64_t bits[9] = { 0x5, 0, 0, 0, 0, 0, 0, 0x80, 1 };
+	struct km_authz_index_key k;
+	struct km_authz_index_value v;
+	char err[256];
+
+	if (!maps_available(t))
+		skip();
+	op.kind = KMESH__IPC__TABLE_OP__KIND__UPSERT;
+	op.row_case = KMESH__IPC__TABLE_OP__ROW_AUTHZ_INDEX;
+	op.authz_index = &r;
+	r.kind = KM_AUTHZ_OWNER_NAMESPACE;
+	r.owner = 7;
+	r.gen = 1;
+	r.field = KM_AZX_PORT;
+	r.value = 8080;
+	r.chunk = 3;
+	r.bits = bits;
+	r.n_bits = 8;
+	t->fd_authz_index = -1;
+	assert_int_equal(apply(t, &op, err), BAD);
+	assert_non_null(strstr(err, "no km_authz_index"));
+	t->fd_authz_index = make_map(sizeof(k), sizeof(v), 8);
+	assert_true(t->fd_authz_index >= 0);
+	assert_int_equal(apply(t, &op, err), OK);
+	memset(&k, 0, sizeof(k));
+	k.kind = KM_AUTHZ_OWNER_NAMESPACE;
+	k.owner = 7;
+	k.gen = 1;
+	k.field = KM_AZX_PORT;
+	k.chunk = 3;
+	k.value = 8080;
+	assert_int_equal(bpf_map_lookup_elem(t->fd_authz_index, &k, &v), 0);
+	assert_int_equal(v.bits[0], 0x5);
+	assert_int_equal(v.bits[7], 0x80);
+	/* refused, each for one reason */
+	r.n_bits = 9; /* a word past the chunk */
+	assert_int_equal(apply(t, &op, err), BAD);
+	r.n_bits = 3;
+	r.chunk = KM_AZX_SUMMARY; /* a summary has two words */
+	assert_int_equal(apply(t, &op, err), BAD);
+	r.n_bits = 2;
+	assert_int_equal(apply(t, &op, err), OK);
+	r.chunk = KM_AZX_CHUNKS; /* past the last chunk of a list */
+	assert_int_equal(apply(t, &op, err), BAD);
+	r.chunk = 0;
+	r.field = KM_AZX_FIELDS; /* no such field */
+	assert_int_equal(apply(t, &op, err), BAD);
+	r.field = KM_AZX_PORT | KM_AZX_F_DEFAULT; /* a default row names no value */
+	assert_int_equal(apply(t, &op, err), BAD);
+	r.value = 0;
+	assert_int_equal(apply(t, &op, err), OK);
+	r.gen = 2;
+	assert_int_equal(apply(t, &op, err), BAD);
+	r.gen = 0;
+	r.kind = KM_AUTHZ_OWNER_GLOBAL; /* the global list has owner 0 */
+	assert_int_equal(apply(t, &op, err), BAD);
+	r.owner = 0;
+	assert_int_equal(apply(t, &op, err), OK);
+	r.field = 0x180; /* past a byte */
+	assert_int_equal(apply(t, &op, err), BAD);
+	r.field = KM_AZX_PORT | KM_AZX_F_DEFAULT;
+	op.kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
+	assert_int_equal(apply(t, &op, err), OK);
+	close(t->fd_authz_index);
+	t->fd_authz_index = -1;
 }
 
 #define SVC_KIND KMESH__IPC__FRONTEND_KIND__FRONTEND_KIND_SERVICE
@@ -752,6 +826,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_valid_rows_in_order),
+		cmocka_unit_test(test_authz_index_rows),
 		cmocka_unit_test(test_invalid_rows_refused),
 		cmocka_unit_test(test_batch_goes_on_past_a_refusal),
 		cmocka_unit_test(test_runs_of_one_table),
