@@ -187,8 +187,8 @@ int main(int argc, char **argv)
 		  "size of km_authz_ident (workload addresses whose identity authorization uses)",
 		  "KMESH_MAX_AUTHZ_ADDRESSES", table_min, table_max },
 		{ "max-authz-rows", KM_OPT_UINT, &max_authz_rows, "N",
-		  "size of each of km_authz_list, km_authz_match, km_authz_set and km_authz_stats "
-		  "(compiled authorization policies)", "KMESH_MAX_AUTHZ_ROWS", table_min, table_max },
+		  "size of each of km_authz_list, km_authz_match, km_authz_set, km_authz_stats and "
+		  "km_authz_index (compiled authorization policies)", "KMESH_MAX_AUTHZ_ROWS", table_min, table_max },
 		{ "max-authz-cidrs", KM_OPT_UINT, &max_authz_cidrs, "N",
 		  "size of km_authz_cidr (CIDRs in authorization policies)", "KMESH_MAX_AUTHZ_CIDRS",
 		  table_min, table_max },
