@@ -63,6 +63,14 @@ static __always_inline enum km_verdict km_connect_decide(struct bpf_sock_addr *c
 	return KM_REWRITE;
 }
 
+/* Could dst:port need anything from us? DNS (port 53) may be redirected; anything else only if
+ * dst may be a frontend. One Bloom filter test, before the enrollment lookup: most connects
+ * (pod IPs, addresses outside the mesh) end here. */
+static __always_inline int km_maybe_ours(const struct km_addr *dst, __u16 port_nbo)
+{
+	return port_nbo == KM_DNS_PORT_NBO || bpf_map_peek_elem(&km_fe_filter, (void *)dst) == 0;
+}
+
 /* Fail the connect() with ECONNREFUSED (a rejected cgroup hook otherwise reports EPERM, which
  * reads like a permission problem). */
 static __always_inline int km_refuse(void)
@@ -77,9 +85,9 @@ int km_connect4(struct bpf_sock_addr *ctx)
 	struct km_target t = {};
 	struct km_addr dst;
 
-	if (!km_netns_managed(ctx))
-		return KM_SOCK_ALLOW;
 	km_addr_from_v4(&dst, ctx->user_ip4);
+	if (!km_maybe_ours(&dst, (__u16)ctx->user_port) || !km_netns_managed(ctx))
+		return KM_SOCK_ALLOW;
 	switch (km_connect_decide(ctx, &dst, 0, &t)) {
 	case KM_REFUSE:
 		return km_refuse();
@@ -98,9 +106,9 @@ int km_connect6(struct bpf_sock_addr *ctx)
 	struct km_target t = {};
 	struct km_addr dst;
 
-	if (!km_netns_managed(ctx))
-		return KM_SOCK_ALLOW;
 	km_addr_from_ctx6(&dst, ctx);
+	if (!km_maybe_ours(&dst, (__u16)ctx->user_port) || !km_netns_managed(ctx))
+		return KM_SOCK_ALLOW;
 	/* A v4-mapped destination keeps a v4-mapped result (the backend's IPv4 address). */
 	switch (km_connect_decide(ctx, &dst, !km_addr_is_v4mapped(&dst), &t)) {
 	case KM_REFUSE:

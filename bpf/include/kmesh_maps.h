@@ -92,6 +92,12 @@ struct km_frontend_value {
 	__u16 flags;       /* KM_FE_F_* */
 };
 
+/* km_fe_filter (a Bloom filter of struct km_addr): every address that has had a km_frontend row
+ * since the map writer started, so connect() to any other address (most traffic: pod IPs without
+ * a waypoint, addresses outside the mesh) is left alone after one filter test, without the
+ * enrollment lookup or the frontend misses. Never removed from (a superset; a stale address only
+ * costs the full path), rebuilt from km_frontend by each map writer at start (not pinned). */
+
 /* A waypoint (L7 proxy) that traffic must traverse. (addr, port) is the waypoint as xDS names it
  * (its service VIP or its own address, and the HBONE port); a VIP is resolved to a waypoint pod in
  * the same connect(). data_port is the port dialled on that pod (Kmesh's waypoint listens for the

@@ -52,6 +52,13 @@ KM_DECLARE_HASH(km_authz_stats, struct km_authz_stats_key, struct km_authz_stats
 KM_DECLARE_HASH(km_authz_index, struct km_authz_index_key, struct km_authz_index_value);
 KM_DECLARE_HASH(km_ipsec_peer, struct km_ipsec_peer_key, struct km_ipsec_peer_value);
 KM_DECLARE_ONE_ROW(km_config, struct km_config_value);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_BLOOM_FILTER);
+	__type(value, struct km_addr);
+	__uint(max_entries, 1);
+	__uint(map_extra, 5); /* hash functions: ~2% false positives at the designed fill */
+} km_fe_filter SEC(".maps") __weak;
 KM_DECLARE_ONE_ROW(km_meta, struct km_meta_value);
 KM_DECLARE_ONE_ROW(km_event_drops, struct km_event_drops_value);
 

@@ -184,6 +184,27 @@ static uint32_t pinned_layout(const char *maps_dir)
 }
 
 /* Copy the pinned entries of each migrating map, converted, into its new map. */
+/* km_fe_filter is new with these programs: it gets the address of every frontend row there is
+ * (adopted or migrated) before they are attached, or their connects would go unrewritten. */
+static int fill_frontend_filter(struct km_dataplane *dp)
+{
+	struct km_frontend_key k;
+	const void *prev = NULL;
+	uint32_t n = 0;
+
+	while (bpf_map_get_next_key(dp->fd_frontend, prev, &k) == 0) {
+		if (bpf_map_update_elem(dp->fd_fe_filter, NULL, &k.addr, BPF_ANY) != 0) {
+			km_error("cannot fill km_fe_filter: %s", strerror(errno));
+			return -errno;
+		}
+		prev = &k;
+		n++;
+	}
+	if (n)
+		km_info("km_fe_filter: %u frontend rows' addresses", n);
+	return 0;
+}
+
 static int migrate_entries(struct km_dataplane *dp)
 {
 	for (int i = 0; i < dp->n_migrating; i++) {
@@ -258,6 +279,8 @@ static int setup_maps(struct km_dataplane *dp, const struct km_dataplane_config 
 		{ dp->skel->maps.km_manage, dp->sizes.manage },
 		{ dp->skel->maps.km_pod_netns, dp->sizes.manage },
 		{ dp->skel->maps.km_frontend, dp->sizes.frontend },
+		/* a Bloom filter of the frontends' addresses (at most one per row) */
+		{ dp->skel->maps.km_fe_filter, dp->sizes.frontend },
 		{ dp->skel->maps.km_service, dp->sizes.service },
 		{ dp->skel->maps.km_endpoint, dp->sizes.endpoint },
 		{ dp->skel->maps.km_backend, dp->sizes.backend },
@@ -307,8 +330,9 @@ static int setup_maps(struct km_dataplane *dp, const struct km_dataplane_config 
 		char path[640];
 		int err;
 
-		if (bpf_map__is_internal(map) || map == dp->skel->maps.km_authz_scratch)
-			continue; /* km_authz_scratch: per-CPU working space, nothing to keep */
+		if (bpf_map__is_internal(map) || map == dp->skel->maps.km_authz_scratch ||
+		    map == dp->skel->maps.km_fe_filter)
+			continue; /* working space (km_authz_scratch) and what is rebuilt at start */
 		snprintf(path, sizeof(path), "%s/%s", dp->maps_dir, bpf_map__name(map));
 		if (mig) { /* a new map now; it takes the pin after the entries are copied */
 			int i = dp->n_migrating++;
@@ -568,6 +592,7 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	dp->fd_event_drops = bpf_map__fd(dp->skel->maps.km_event_drops);
 	dp->fd_ipsec_decrypt = bpf_program__fd(dp->skel->progs.km_ipsec_decrypt);
 	dp->fd_frontend = bpf_map__fd(dp->skel->maps.km_frontend);
+	dp->fd_fe_filter = bpf_map__fd(dp->skel->maps.km_fe_filter);
 	dp->fd_service = bpf_map__fd(dp->skel->maps.km_service);
 	dp->fd_endpoint = bpf_map__fd(dp->skel->maps.km_endpoint);
 	dp->fd_backend = bpf_map__fd(dp->skel->maps.km_backend);
@@ -591,7 +616,8 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	dp->sizes.authz_rows = bpf_map__max_entries(dp->skel->maps.km_authz_list);
 	dp->sizes.authz_cidrs = bpf_map__max_entries(dp->skel->maps.km_authz_cidr);
 
-	if ((err = migrate_entries(dp)) || (err = write_node_config(dp, &cfg->node)) ||
+	if ((err = migrate_entries(dp)) || (err = fill_frontend_filter(dp)) ||
+	    (err = write_node_config(dp, &cfg->node)) ||
 	    (err = attach_all(dp)) || (err = repin_migrated(dp)) || (err = write_layout(dp)))
 		return err;
 	km_info("data plane ready: %s (maps %s, links %s), attached to %s", dp->dir,

@@ -68,6 +68,7 @@ struct km_dataplane {
 	int cgroup_fd;
 	/* map fds, owned by skel */
 	int fd_manage, fd_pod_netns, fd_ipsec_peer, fd_ipsec_cidr, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
+	int fd_fe_filter; /* km_fe_filter: the frontends' addresses */
 	int fd_authz_ident, fd_authz_list, fd_authz_match, fd_authz_set, fd_authz_cidr, fd_authz_stats;
 	int fd_authz_index;
 	/* the IPsec tc programs (owned by skel), attached by ipsec_tc.c when the agent asks */

@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +91,7 @@ int km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
 	t->fd_ipsec_peer = dp->fd_ipsec_peer;
 	t->fd_ipsec_cidr = dp->fd_ipsec_cidr;
 	t->fd_frontend = dp->fd_frontend;
+	t->fd_fe_filter = dp->fd_fe_filter;
 	t->fd_service = dp->fd_service;
 	t->fd_endpoint = dp->fd_endpoint;
 	t->fd_backend = dp->fd_backend;
@@ -528,6 +530,19 @@ static Kmesh__Ipc__Code apply_frontend(struct km_tables *t, const Kmesh__Ipc__Ta
 		return tbl_fail(BAD, err, errlen, "frontend kind %d unknown", r->kind);
 	}
 	v.upstream_id = r->upstream_id;
+	/* the address joins the filter before its row can be seen (rows may wait in a run):
+	 * a connect to it then never skips a row that exists */
+	if (t->fd_fe_filter >= 0) {
+		if (bpf_map_update_elem(t->fd_fe_filter, NULL, &k.addr, BPF_ANY) != 0)
+			return tbl_fail(KMESH__IPC__CODE__INTERNAL, err, errlen,
+					"cannot add the frontend's address to km_fe_filter: %s",
+					strerror(errno));
+		if (++t->fe_filter_adds == (uint64_t)t->sizes.frontend + 1)
+			km_warn("km_fe_filter: more frontend addresses written since start (%" PRIu64
+				") than it was sized for (%u): connects to other addresses are "
+				"filtered less well until the map writer restarts",
+				t->fe_filter_adds, t->sizes.frontend);
+	}
 	return tbl_write_row(t, t->fd_frontend, "km_frontend", &k, sizeof(k), &v, sizeof(v), err, errlen);
 }
 

@@ -20,6 +20,8 @@ struct km_row_run;    /* validated rows of one table and kind waiting for one bp
 struct km_tables {
 	int fd_manage, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
 	int fd_pod_netns; /* where each enrolled pod's netns is mounted (beside km_manage) */
+	int fd_fe_filter; /* km_fe_filter: every frontend's address is added before its row; -1 none */
+	uint64_t fe_filter_adds; /* since start: past the filter's size it errs more often */
 	int fd_ipsec_peer, fd_ipsec_cidr; /* the IPsec agent's (ipsec_rows.c) */
 	/* L4 authorization (authz_rows.c); stats is written by BPF and only read here */
 	int fd_authz_ident, fd_authz_list, fd_authz_match, fd_authz_set, fd_authz_cidr, fd_authz_stats;

@@ -34,6 +34,18 @@ km_agent_start
 "$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path client)" >/dev/null
 check "converged: 3 endpoints" km_wait_rows endpoint "^endpoint" 3
 
+# A restarted map writer rebuilds its frontend filter (km_fe_filter, not pinned) from the pinned
+# rows before its programs take over: with the agent stopped, nobody writes them again, and the
+# VIP must still be routed.
+kill -STOP "$KM_AGENT_PID"
+kill -9 "$KM_MW_PID"
+wait "$KM_MW_PID" 2>/dev/null
+km_map_writer_start || exit 1
+out=$(km_connect client 10.96.7.1 80 --count 5)
+check "a restarted map writer routes the VIP before any agent writes again (filter rebuilt)" \
+	test $(($(count_of b1 <<<"$out") + $(count_of b2 <<<"$out") + $(count_of b3 <<<"$out"))) -eq 5
+kill -CONT "$KM_AGENT_PID"
+
 km_steady_start client 10.96.7.1 80
 sleep 1
 for i in 1 2 3 4 5; do
@@ -43,8 +55,8 @@ for i in 1 2 3 4 5; do
 	km_map_writer_start || break
 	sleep 0.5
 done
-check "the map writer restarted 5 times, adopting its maps" \
-	test "$(grep -c 'maps adopted' "$KM_DIR/map-writer.log")" -eq 5
+check "the map writer restarted 5 times, adopting its maps (6 with the one above)" \
+	test "$(grep -c 'maps adopted' "$KM_DIR/map-writer.log")" -eq 6
 for i in 1 2 3 4 5; do
 	kill -9 "$KM_AGENT_PID"
 	wait "$KM_AGENT_PID" 2>/dev/null
