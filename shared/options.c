@@ -80,10 +80,15 @@ void km_options_usage(const struct km_option *opts, const char *prog, const char
 		snprintf(left, sizeof(left), "%s--%s%s%s", sn, o->name, o->metavar ? " " : "",
 			 o->metavar ? o->metavar : "");
 		printf("  %-34s %s", left, o->help);
-		if (o->type == KM_OPT_STRING && *(const char **)o->target)
+		/* the default once: not where the help text already says it, nor an empty one */
+		if (strstr(o->help, "default")) {
+			/* said */
+		} else if (o->type == KM_OPT_STRING && *(const char **)o->target &&
+			   **(const char **)o->target) {
 			printf(" (default: %s)", *(const char **)o->target);
-		else if (o->type == KM_OPT_UINT)
+		} else if (o->type == KM_OPT_UINT) {
 			printf(" (default: %" PRIu64 ")", *(uint64_t *)o->target);
+		}
 		if (o->env)
 			printf(" [env %s]", o->env);
 		printf("\n");

@@ -18,7 +18,8 @@ struct km_option {
 	enum km_opt_type type;
 	void *target;
 	const char *metavar; /* shown in --help, e.g. "PATH" */
-	const char *help;    /* one line; the default is shown from the target */
+	const char *help;    /* one line; the default is shown from the target, unless the line
+			      * already says "default" (or it is an empty string) */
 	const char *env;     /* environment variable giving a default, or NULL */
 	uint64_t min, max;   /* KM_OPT_UINT */
 	int (*fn)(const char *arg, void *target, char *err, size_t errlen);
