@@ -72,6 +72,10 @@ check "... and each command has its own --help" \
 	      "$CTL" dump --help | grep -q "usage: kmeshctl dump tables"'
 check "version -o json: kmeshctl and the three processes, all of this build ($VERSION)" \
 	ctl_is json '[r["process"] for r in d] == ["kmeshctl", "map-writer", "xds-agent", "ipsec-agent"] and all(r["version"] == "'"$VERSION"'" for r in d) and all(r["pid"] > 0 for r in d)' version
+check "global options go after the command too, as in kubectl (version -o json, --output=yaml)" \
+	eval 'ctl version -o json | py_is json "len(d) == 4" && ctl version --output=yaml | py_is yaml "len(d) == 4"'
+check "... and after a command's own flags (waypoint generate -n ns -o json)" \
+	eval '"$CTL" waypoint generate -n ns1 -o json | py_is json "d[\"kind\"] == \"Gateway\" and d[\"metadata\"][\"namespace\"] == \"ns1\""'
 check "version -o yaml parses back the same" \
 	ctl_is yaml 'len(d) == 4 and d[2]["process"] == "xds-agent" and d[2]["version"] == "'"$VERSION"'"' version
 check "version as a table: a header and a row per process" \

@@ -36,6 +36,69 @@ static int parse_format(const char *arg, void *target, char *err, size_t errlen)
 	return -1;
 }
 
+/* The global option an argument names ("--output", "--output=json", "-o"), or NULL. */
+static const struct km_option *global_option(const struct km_option *opts, const char *arg,
+					      int *inline_value)
+{
+	*inline_value = 0;
+	if (arg[0] != '-' || !arg[1])
+		return NULL;
+	for (const struct km_option *o = opts; o->name; o++) {
+		size_t n = strlen(o->name);
+
+		if (arg[1] != '-') {
+			if (o->short_name && arg[1] == o->short_name) {
+				*inline_value = arg[2] != '\0'; /* -ojson */
+				return o;
+			}
+			continue;
+		}
+		if (!strncmp(arg + 2, o->name, n) && (arg[2 + n] == '\0' || arg[2 + n] == '=')) {
+			*inline_value = arg[2 + n] == '=';
+			return o;
+		}
+	}
+	return NULL;
+}
+
+/* Global options go anywhere, as in kubectl: "kmeshctl version -o json" is "kmeshctl -o json
+ * version". Those after the command are moved before it (the commands' own flags have other
+ * names); "--" ends the search. argv is reordered in place. */
+static void hoist_global_options(const struct km_option *opts, int argc, char **argv)
+{
+	int cmd = 0, inl;
+
+	for (int i = 1; i < argc && !cmd; i++) { /* the command: the first argument not an option */
+		const struct km_option *o = global_option(opts, argv[i], &inl);
+
+		if (!strcmp(argv[i], "--"))
+			return;
+		if (o)
+			i += !inl && o->type != KM_OPT_BOOL;
+		else if (argv[i][0] != '-')
+			cmd = i;
+	}
+	if (!cmd)
+		return;
+	for (int i = cmd + 1; i < argc; i++) {
+		const struct km_option *o = global_option(opts, argv[i], &inl);
+		int take = o ? 1 + (!inl && o->type != KM_OPT_BOOL && i + 1 < argc) : 0;
+
+		if (!strcmp(argv[i], "--"))
+			return;
+		if (!take)
+			continue;
+		/* rotate argv[cmd..i+take-1] so the option (and its value) comes before the command */
+		for (int t = 0; t < take; t++) {
+			char *moved = argv[i + t];
+
+			memmove(&argv[cmd + 1], &argv[cmd], (size_t)(i + t - cmd) * sizeof(char *));
+			argv[cmd++] = moved;
+		}
+		i += take - 1;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct km_ctl ctl = {
@@ -62,6 +125,7 @@ int main(int argc, char **argv)
 	int first, rc;
 	const char *cmd;
 
+	hoist_global_options(opts, argc, argv);
 	rc = km_options_parse(opts, argc, argv, "[OPTIONS] COMMAND [ARGS]", description, &first);
 	if (rc)
 		return rc > 0 ? 0 : 2;
