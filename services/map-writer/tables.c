@@ -561,15 +561,16 @@ static Kmesh__Ipc__Code apply_service(struct km_tables *t, const Kmesh__Ipc__Tab
 	if (r->n_endpoint_count > KM_PRIO_COUNT)
 		return tbl_fail(BAD, err, errlen, "service %u: %zu priorities, at most %d", r->id,
 			    r->n_endpoint_count, KM_PRIO_COUNT);
-	if (r->lb_mode > KM_LB_PASSTHROUGH)
+	/* the wire's enum is any varint: a negative or large one is refused as unknown */
+	if ((uint32_t)r->lb_mode > (uint32_t)KM_LB_PASSTHROUGH)
 		return tbl_fail(BAD, err, errlen, "service %u: load-balancing mode %u unknown", r->id,
-			    r->lb_mode);
+			    (uint32_t)r->lb_mode);
 	if (r->flags & ~(uint32_t)KM_SVC_F_P2C)
 		return tbl_fail(BAD, err, errlen, "service %u: flags 0x%x unknown", r->id, r->flags);
 	if (r->n_weight_total > KM_PRIO_COUNT)
 		return tbl_fail(BAD, err, errlen, "service %u: %zu weight totals, at most %d", r->id,
 			    r->n_weight_total, KM_PRIO_COUNT);
-	v.lb_mode = r->lb_mode;
+	v.lb_mode = (uint32_t)r->lb_mode;
 	v.flags = r->flags;
 	{
 		Kmesh__Ipc__Code c = parse_waypoint(r->waypoint_address, r->waypoint_port,

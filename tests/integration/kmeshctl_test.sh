@@ -101,6 +101,9 @@ check "log --set of an unknown level: the process's refusal, exit 1" \
 
 check "dump tables -o json: the VIP's frontend row, its address as text" \
 	ctl_is json 'any(r["address"] == "10.96.9.1" and r["port"] == 80 and r["kind"] == "FRONTEND_KIND_SERVICE" for r in d["frontend"]) and len(d["endpoint"]) == 1 and d["stats"][0]["ops_applied"] > 0' dump tables
+check "dump tables: a service's load-balancing mode by its name, not a number" \
+	eval 'ctl_is json "d[\"service\"][0][\"lb_mode\"] == \"LB_MODE_RANDOM\"" dump tables --table service &&
+	      ctl dump tables --table service | grep -q "LB_MODE_RANDOM"'
 check "dump tables --table backend -o yaml: only that table (and the counters)" \
 	ctl_is yaml 'sorted(d) == ["backend", "stats"] and d["backend"][0]["addresses"] == ["'"$KM_SUBNET.21"'"]' dump tables --table backend
 check "dump tables as tables: a section per table" \

@@ -168,7 +168,7 @@ static void print_row(const Kmesh__Ipc__TableOp *op)
 		       op->frontend->upstream_id, op->frontend->target_port, op->frontend->flags);
 		break;
 	case KMESH__IPC__TABLE_OP__ROW_SERVICE:
-		printf("service %u mode %u flags %u count", op->service->id, op->service->lb_mode,
+		printf("service %u mode %u flags %u count", op->service->id, (unsigned)op->service->lb_mode,
 		       op->service->flags);
 		for (size_t p = 0; p < op->service->n_endpoint_count; p++)
 			printf(" %u", op->service->endpoint_count[p]);
