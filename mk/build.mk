@@ -56,10 +56,13 @@ FUZZERS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c)
 all: $(BINS) $(TEST_TOOLS)
 
 # ---- generated code ------------------------------------------------------------------------------
-# The build's version, rewritten only when it changes (shared/version.c alone includes it).
+# The build's version, rewritten only when it changes (shared/version.c alone includes it): the
+# chart's appVersion (which is also the image's default tag), then the commit as semver build
+# metadata, e.g. 0.1.0+b60c682 or 0.1.0+b60c682-dirty.
 $(GEN)/km_version.h: FORCE
 	@mkdir -p $(@D)
-	@v=$$(git describe --always --dirty 2>/dev/null || echo dev); \
+	@a=$$(sed -n 's/^appVersion: *"*\([^"]*\)"*$$/\1/p' charts/kmesh/Chart.yaml); \
+	v=$${a:-0.0.0}+$$(git describe --always --dirty 2>/dev/null || echo dev); \
 	t=$@.$$$$.tmp; echo "#define KM_VERSION \"$$(printf %s "$$v" | tr -d '"\\')\"" > $$t; \
 	cmp -s $$t $@ && rm -f $$t || mv $$t $@
 .PHONY: FORCE
