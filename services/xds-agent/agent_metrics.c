@@ -35,6 +35,10 @@ static void own(struct km_prom *p, const struct km_agent_state *st)
 
 	km_prom_family(p, "kmesh_xds_agent_build_info", "gauge", "the xDS agent's build");
 	km_prom_printf(p, "kmesh_xds_agent_build_info{version=\"%s\"} 1\n", km_version());
+	/* Istio's own build metric (istiod and ztunnel export it), so version panels of Istio's
+	 * dashboards list the node's data plane too */
+	km_prom_family(p, "istio_build", "gauge", "Istio component build info");
+	km_prom_printf(p, "istio_build{component=\"kmesh\",tag=\"%s\"} 1\n", km_version());
 	if (st->ads) {
 		gauge(p, "kmesh_xds_connected", "1 while the stream to istiod is open",
 		      (uint64_t)st->ads->connected);

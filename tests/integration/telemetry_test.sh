@@ -83,7 +83,7 @@ connect 1 >/dev/null
 check "a refused connect is neither opened nor closed (the next one counts exactly once)" \
 	eval 'sample_is istio_tcp_connections_closed_total source 5 && sample_is istio_tcp_connections_opened_total source 5'
 check "the agent's own metrics are on the page" \
-	eval 'out=$(km_metrics) && grep -q "^kmesh_xds_agent_build_info{version=" <<<"$out" && grep -q "^kmesh_map_writer_connected 1" <<<"$out" && grep -q "^kmesh_xds_apply_seconds_bucket{le=\"+Inf\"}" <<<"$out" && grep -q "^kmesh_model_workloads 2" <<<"$out"'
+	eval 'out=$(km_metrics) && grep -q "^kmesh_xds_agent_build_info{version=" <<<"$out" && grep -q "^istio_build{component=\"kmesh\",tag=\"[0-9][0-9.]*+" <<<"$out" && grep -q "^kmesh_map_writer_connected 1" <<<"$out" && grep -q "^kmesh_xds_apply_seconds_bucket{le=\"+Inf\"}" <<<"$out" && grep -q "^kmesh_model_workloads 2" <<<"$out"'
 check "... and the map writer's (its file in the metrics directory, every second): tables and requests" \
 	eval 'for _ in $(seq 1 30); do out=$(km_metrics); grep -q "^kmesh_table_entries{table=\"backend\"} 2" <<<"$out" && break; sleep 0.1; done; grep -q "^kmesh_table_entries{table=\"backend\"} 2" <<<"$out" && grep -q "^kmesh_table_capacity{table=\"backend\"} 4096" <<<"$out" && grep -q "^kmesh_ipc_requests_total{role=\"xds\",request=\"subscribe\",result=\"ok\"} 1" <<<"$out" && grep -q "^kmesh_conn_reports_lost_total 0" <<<"$out"'
 check "... the tables it keeps no key set for, counted by the kernel: 2 pods enrolled in km_manage" \
