@@ -25,16 +25,20 @@ static void filter_add(struct km_authz *a, struct az_filter *f, uint32_t v)
 		f->values[f->n++] = v;
 }
 
-static void hold(struct km_authz *a, struct az_policy *p, struct az_str *s)
+/* Name s's id in f, holding s so the id stays its own. Without memory to hold it, s may be
+ * gone (its id free for another name): the field admits any value instead. */
+static void hold_value(struct km_authz *a, struct az_policy *p, struct az_filter *f,
+		       struct az_str *s)
 {
-	if (!s)
-		return;
-	if (!GROW(a, p->refs, p->cap_refs, p->n_refs + 1)) {
-		az_str_put(a, s);
+	if (!s || !GROW(a, p->refs, p->cap_refs, p->n_refs + 1)) {
+		if (s)
+			az_str_put(a, s);
+		f->any = 1;
 		return;
 	}
 	s->pol_refs++;
 	p->refs[p->n_refs++] = s;
+	filter_add(a, f, s->id);
 }
 
 /* A positive string list: its exact names as interned ids (held), or any. */
@@ -57,12 +61,8 @@ static void filter_strings(struct km_authz *a, struct az_policy *p, struct az_fi
 			filter_add(a, f, 0); /* the namespace "" (and no identity) is id 0 */
 			continue;
 		}
-		if (!(s = az_str_get(a, kind, l[i]->exact))) {
-			f->any = 1; /* no memory: no filtering is always right */
-			continue;
-		}
-		hold(a, p, s);
-		filter_add(a, f, s->id);
+		s = az_str_get(a, kind, l[i]->exact); /* NULL: no memory */
+		hold_value(a, p, f, s);
 	}
 }
 
@@ -86,12 +86,8 @@ void az_filter_add_row(struct km_authz *a, struct az_policy *p, const Kmesh__Sec
 
 			az_sa_key(key, sizeof(key), m->service_accounts[i]->namespace_,
 				  m->service_accounts[i]->serviceaccount);
-			if (!(s = az_str_get(a, AZ_SA, key))) {
-				f[KM_AZX_SERVICE_ACCOUNT].any = 1;
-				continue;
-			}
-			hold(a, p, s);
-			filter_add(a, &f[KM_AZX_SERVICE_ACCOUNT], s->id);
+			s = az_str_get(a, AZ_SA, key);
+			hold_value(a, p, &f[KM_AZX_SERVICE_ACCOUNT], s);
 		}
 	}
 	if (!m->n_destination_ports)
