@@ -22,11 +22,11 @@
 /* Bumped whenever a layout below changes; the map writer refuses to adopt pinned maps of another
  * layout version (they would be misread), and the xDS agent checks it at hello. */
 #ifndef KM_LAYOUT_TEST_NEXT
-#define KM_LAYOUT_VERSION 3
+#define KM_LAYOUT_VERSION 4
 #else
-/* Test builds only (tests/integration/upgrade_test.sh): layout 3 with one more backend field,
+/* Test builds only (tests/integration/upgrade_test.sh): layout 4 with one more backend field,
  * so an upgrade that changes a value layout is exercised on every run. */
-#define KM_LAYOUT_VERSION 0x10003
+#define KM_LAYOUT_VERSION 0x10004
 #endif
 
 /* Locality priority groups 0..6 (0 = best); Istio allows at most 6 routing-preference scopes. */
@@ -124,9 +124,22 @@ struct km_service_value {
 	/* Sum of the endpoints' weights per priority. Equal to the count when every weight is 1 (the
 	 * pick is then uniform, one lookup); otherwise a binary search over cum_weight. */
 	__u64 weight_total[KM_PRIO_COUNT];
+	/* Where each priority's endpoints are in km_slot: slot_base + index, in a range of
+	 * 1 << slot_order slots. Set by the map writer, which owns the ranges (the xDS agent never
+	 * sees them); KM_SLOT_NONE: read km_endpoint by key instead (migrated rows, a range that
+	 * could not be had). Since layout 4. */
+	__u32 slot_base[KM_PRIO_COUNT];
+	__u8 slot_order[KM_PRIO_COUNT];
+	__u8 pad;
 };
 
-/* km_endpoint: (service, priority, dense 0-based index) -> backend. */
+#define KM_SLOT_NONE 0xffffffffu
+
+/* km_endpoint: (service, priority, dense 0-based index) -> backend. The rows' record: dumps, the
+ * sync sweep and reference checks read it. km_slot (an mmap-able array of the same values) holds
+ * a copy of each service's rows in the service's ranges, which is what BPF picks from: one array
+ * element instead of a hash bucket and element. backend_id and addr4 are read and written as one
+ * 8-byte word, so a slot rewritten in place is never seen half old, half new. */
 struct km_endpoint_key {
 	__u32 service_id;
 	__u32 prio;
@@ -500,6 +513,7 @@ struct km_authz_closed {
 #define KM_MAP_FRONTEND "km_frontend"
 #define KM_MAP_SERVICE "km_service"
 #define KM_MAP_ENDPOINT "km_endpoint"
+#define KM_MAP_SLOT "km_slot"
 #define KM_MAP_BACKEND "km_backend"
 #define KM_MAP_PORT_OVERRIDE "km_port_ovr"
 #define KM_MAP_SOCK "km_sock"

@@ -42,6 +42,16 @@ KM_DECLARE_HASH(km_frontend, struct km_frontend_key, struct km_frontend_value);
 KM_DECLARE_HASH(km_service, struct km_service_key, struct km_service_value);
 KM_DECLARE_HASH(km_endpoint, struct km_endpoint_key, struct km_endpoint_value);
 KM_DECLARE_HASH(km_backend, struct km_backend_key, struct km_backend_value);
+
+/* km_endpoint's rows placed in per-service ranges (kmesh_maps.h); the map writer writes them
+ * through its own mapping of the array. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct km_endpoint_value);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+} km_slot SEC(".maps") __weak;
 KM_DECLARE_HASH(km_port_ovr, struct km_port_override_key, struct km_port_override_value);
 KM_DECLARE_HASH(km_conn_count, struct km_conn_count_key, struct km_conn_count_value);
 KM_DECLARE_HASH(km_authz_ident, struct km_authz_ident_key, struct km_authz_ident_value);

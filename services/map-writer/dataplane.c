@@ -268,6 +268,17 @@ static int repin_migrated(struct km_dataplane *dp)
 	return 0;
 }
 
+/* km_slot's size: twice the endpoint rows, rounded up to a power of two (the buddy allocator's
+ * blocks are at most twice what they hold). 16 B a slot: 8 MiB at the default 262,144 rows. */
+uint32_t km_slot_count(uint32_t endpoints)
+{
+	uint64_t n = 1;
+
+	while (n < 2 * (uint64_t)endpoints && n < (1u << 30))
+		n <<= 1;
+	return (uint32_t)n;
+}
+
 static int setup_maps(struct km_dataplane *dp, const struct km_dataplane_config *cfg)
 {
 	const struct km_map_migration *migration = NULL;
@@ -283,6 +294,8 @@ static int setup_maps(struct km_dataplane *dp, const struct km_dataplane_config 
 		{ dp->skel->maps.km_fe_filter, dp->sizes.frontend },
 		{ dp->skel->maps.km_service, dp->sizes.service },
 		{ dp->skel->maps.km_endpoint, dp->sizes.endpoint },
+		/* every endpoint row's copy, in power-of-two ranges per service and priority */
+		{ dp->skel->maps.km_slot, km_slot_count(dp->sizes.endpoint) },
 		{ dp->skel->maps.km_backend, dp->sizes.backend },
 		{ dp->skel->maps.km_port_ovr, dp->sizes.port_override },
 		/* rows stay once made (lib/conn_count.h): one per id, backends' and services' */
@@ -595,6 +608,7 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	dp->fd_fe_filter = bpf_map__fd(dp->skel->maps.km_fe_filter);
 	dp->fd_service = bpf_map__fd(dp->skel->maps.km_service);
 	dp->fd_endpoint = bpf_map__fd(dp->skel->maps.km_endpoint);
+	dp->fd_slot = bpf_map__fd(dp->skel->maps.km_slot);
 	dp->fd_backend = bpf_map__fd(dp->skel->maps.km_backend);
 	dp->fd_port_override = bpf_map__fd(dp->skel->maps.km_port_ovr);
 	dp->fd_authz_ident = bpf_map__fd(dp->skel->maps.km_authz_ident);

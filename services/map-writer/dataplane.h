@@ -69,6 +69,7 @@ struct km_dataplane {
 	/* map fds, owned by skel */
 	int fd_manage, fd_pod_netns, fd_ipsec_peer, fd_ipsec_cidr, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
 	int fd_fe_filter; /* km_fe_filter: the frontends' addresses */
+	int fd_slot;      /* km_slot: the endpoint slots BPF picks from (slots.h) */
 	int fd_authz_ident, fd_authz_list, fd_authz_match, fd_authz_set, fd_authz_cidr, fd_authz_stats;
 	int fd_authz_index;
 	/* the IPsec tc programs (owned by skel), attached by ipsec_tc.c when the agent asks */
@@ -111,5 +112,8 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 /* detach != 0: unpin and detach the links, unpin the maps and remove the directories (uninstall).
  * detach == 0: leave everything pinned and attached, so traffic keeps flowing. */
 void km_dataplane_close(struct km_dataplane *dp, int detach);
+
+/* The number of km_slot slots for this many km_endpoint rows. */
+uint32_t km_slot_count(uint32_t endpoints);
 
 #endif

@@ -36,6 +36,7 @@ struct dump_row {
 	} row;
 	uint32_t counts[KM_PRIO_COUNT];
 	uint64_t totals[KM_PRIO_COUNT];
+	uint32_t slot_bases[KM_PRIO_COUNT];
 	ProtobufCBinaryData addrs[2];
 	uint8_t bytes[3][16];
 };
@@ -95,6 +96,9 @@ static void fill_row(struct dump_row *d, Kmesh__Ipc__Table table, const void *ke
 		memcpy(d->totals, v->weight_total, sizeof(d->totals));
 		d->row.service.n_weight_total = KM_PRIO_COUNT;
 		d->row.service.weight_total = d->totals;
+		memcpy(d->slot_bases, v->slot_base, sizeof(d->slot_bases));
+		d->row.service.n_slot_base = KM_PRIO_COUNT;
+		d->row.service.slot_base = d->slot_bases;
 		d->op.row_case = KMESH__IPC__TABLE_OP__ROW_SERVICE;
 		d->op.service = &d->row.service;
 		break;

@@ -2,12 +2,23 @@
  * structs are kept here, frozen, next to the function that reads them. */
 #include "services/map-writer/migrate.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "kmesh_maps.h"
 
 #ifndef KM_LAYOUT_TEST_NEXT
-/* ---- layout 2 -> 3 (weights, power of two choices, waypoint data port) -------------------- */
+/* No range in km_slot yet: the map writer places each service's rows when it adopts them
+ * (slots.c) and rewrites the service row then. */
+static void service_no_slots(struct km_service_value *n)
+{
+	for (int p = 0; p < KM_PRIO_COUNT; p++) {
+		n->slot_base[p] = KM_SLOT_NONE;
+		n->slot_order[p] = 0;
+	}
+}
+
+/* ---- layout 2 -> 4 (weights, power of two choices, waypoint data port; endpoint slots) ---- */
 
 struct v2_waypoint_ref {
 	struct km_addr addr;
@@ -47,6 +58,7 @@ static void service_2_to_3(const void *ok, const void *ov, void *nk, void *nv)
 	waypoint_2_to_3(&o->waypoint, &n->waypoint);
 	for (int p = 0; p < KM_PRIO_COUNT; p++)
 		n->weight_total[p] = o->endpoint_count[p]; /* layout 2 had no weights */
+	service_no_slots(n);
 }
 
 static void endpoint_2_to_3(const void *ok, const void *ov, void *nk, void *nv)
@@ -80,12 +92,40 @@ static const struct km_map_migration from_2[] = {
 	  backend_2_to_3 },
 	{ 0 },
 };
+
+/* ---- layout 3 -> 4 (endpoint slots: the service row says where its ranges are) ------------ */
+
+struct v3_service_value {
+	__u32 endpoint_count[KM_PRIO_COUNT];
+	__u32 lb_mode;
+	struct km_waypoint_ref waypoint;
+	__u32 flags;
+	__u64 weight_total[KM_PRIO_COUNT];
+};
+
+_Static_assert(offsetof(struct km_service_value, slot_base) == sizeof(struct v3_service_value),
+	       "layout 4's service value extends layout 3's");
+
+static void service_3_to_4(const void *ok, const void *ov, void *nk, void *nv)
+{
+	struct km_service_value *n = nv;
+
+	memcpy(nk, ok, sizeof(struct km_service_key));
+	memcpy(n, ov, sizeof(struct v3_service_value)); /* a prefix of layout 4's */
+	service_no_slots(n);
+}
+
+static const struct km_map_migration from_3[] = {
+	{ KM_MAP_SERVICE, sizeof(struct km_service_key), sizeof(struct v3_service_value),
+	  service_3_to_4 },
+	{ 0 },
+};
 #else
-/* ---- layout 3 -> the test's next layout (one more backend field) ---------------------------- */
+/* ---- layout 4 -> the test's next layout (one more backend field) ---------------------------- */
 
 #define TEST_NEXT_MARK 0x7e57
 
-static void backend_3_to_next(const void *ok, const void *ov, void *nk, void *nv)
+static void backend_4_to_next(const void *ok, const void *ov, void *nk, void *nv)
 {
 	struct km_backend_value *n = nv;
 
@@ -94,9 +134,9 @@ static void backend_3_to_next(const void *ok, const void *ov, void *nk, void *nv
 	n->test_next = TEST_NEXT_MARK;
 }
 
-static const struct km_map_migration from_3[] = {
+static const struct km_map_migration from_4[] = {
 	{ KM_MAP_BACKEND, sizeof(struct km_backend_key), offsetof(struct km_backend_value, test_next),
-	  backend_3_to_next },
+	  backend_4_to_next },
 	{ 0 },
 };
 #endif
@@ -104,11 +144,13 @@ static const struct km_map_migration from_3[] = {
 const struct km_map_migration *km_migration_from(uint32_t from)
 {
 #ifdef KM_LAYOUT_TEST_NEXT
-	if (from == 3)
-		return from_3;
+	if (from == 4)
+		return from_4;
 #else
 	if (from == 2)
 		return from_2;
+	if (from == 3)
+		return from_3;
 #endif
 	return NULL;
 }

@@ -73,6 +73,9 @@ static void handle_dump(struct km_mw_requests *w, struct km_ipc_session *s, cons
 	stats.ipsec_pods = (uint32_t)km_ipsec_tc_pods(w->ipsec_tc, &uncovered);
 	stats.ipsec_pods_uncovered = (uint32_t)uncovered;
 	stats.ipsec_tc_failures = w->ipsec_tc->failures;
+	km_slots_usage(&w->tables->slots, &stats.slots, &stats.slots_free, &stats.slots_quarantined);
+	stats.slot_ranges_grown = w->tables->slots.ranges_grown;
+	stats.slot_ranges_refused = w->tables->slots.ranges_refused;
 	if (reply.code == KMESH__IPC__CODE__OK) {
 		dump.stats = &stats;
 		reply.body_case = KMESH__IPC__REPLY__BODY_DUMP;

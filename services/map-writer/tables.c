@@ -94,6 +94,7 @@ int km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
 	t->fd_fe_filter = dp->fd_fe_filter;
 	t->fd_service = dp->fd_service;
 	t->fd_endpoint = dp->fd_endpoint;
+	t->fd_slot = dp->fd_slot;
 	t->fd_backend = dp->fd_backend;
 	t->fd_port_override = dp->fd_port_override;
 	t->fd_authz_ident = dp->fd_authz_ident;
@@ -171,10 +172,13 @@ static void note_row(struct km_tables *t, int fd, const void *key, const void *v
 		const uint8_t *old = km_keyset_value(s, key);
 		uint32_t id;
 
+		km_slots_endpoint(&t->slots, key, value, old != NULL);
 		if (old) {
 			memcpy(&id, old, sizeof(id));
 			backend_ref(t, id, -1);
 		}
+	} else if (fd == t->fd_service && !t->loading) {
+		km_slots_service(&t->slots, ((const struct km_service_key *)key)->service_id, value);
 	}
 	if (!value) {
 		km_keyset_del(s, key);
@@ -192,6 +196,16 @@ static void note_row(struct km_tables *t, int fd, const void *key, const void *v
 	}
 }
 
+/* A service row about to be written says where its endpoints' ranges are now (slots.c). */
+static void fill_service_row(struct km_tables *t, const void *key, void *value)
+{
+	struct km_service_value v;
+
+	memcpy(&v, value, sizeof(v)); /* a run's values are packed */
+	km_slots_fill_service(&t->slots, ((const struct km_service_key *)key)->service_id, &v);
+	memcpy(value, &v, sizeof(v));
+}
+
 int km_tables_load_present(struct km_tables *t)
 {
 	const int fds[] = { t->fd_service, t->fd_endpoint, t->fd_backend };
@@ -203,6 +217,10 @@ int km_tables_load_present(struct km_tables *t)
 	km_keyset_init(&t->present_backend, lens[2]);
 	km_keyset_init_values(&t->backend_refs, sizeof(uint32_t), sizeof(uint32_t));
 	t->present_incomplete = 0;
+	/* the ranges the service rows name first: the endpoint rows below are placed in them */
+	if (km_slots_open(&t->slots, t->fd_slot, t->fd_service) != 0)
+		return -1;
+	t->loading = 1;
 	for (int i = 0; i < 3; i++) {
 		uint8_t key[KM_KEYSET_MAX_KEY], next[KM_KEYSET_MAX_KEY];
 		struct km_endpoint_value ev;
@@ -215,11 +233,20 @@ int km_tables_load_present(struct km_tables *t)
 			if (fds[i] == t->fd_endpoint && bpf_map_lookup_elem(fds[i], next, &ev) != 0)
 				memset(&ev, 0, sizeof(ev));
 			note_row(t, fds[i], next, fds[i] == t->fd_endpoint ? (const void *)&ev : next);
-			if (t->present_incomplete)
+			if (t->present_incomplete) {
+				t->loading = 0;
 				return -1;
+			}
 			memcpy(key, next, lens[i]);
 			prev = key;
 		}
+	}
+	t->loading = 0;
+	/* rows placed only now (migrated from a layout without slots): their services read them */
+	if (t->slots.ranges_made) {
+		unsigned n = km_slots_repoint_services(&t->slots);
+
+		km_info("km_slot: %u service rows now read their endpoints' slots", n);
 	}
 	return 0;
 }
@@ -232,6 +259,7 @@ void km_tables_free(struct km_tables *t)
 	km_keyset_free(&t->present_endpoint);
 	km_keyset_free(&t->present_backend);
 	km_keyset_free(&t->backend_refs);
+	km_slots_close(&t->slots);
 }
 
 /*
@@ -322,6 +350,9 @@ static void run_commit(struct km_tables *t)
 
 	if (!r->n)
 		return;
+	if (!r->del && r->fd == t->fd_service)
+		for (size_t i = 0; i < r->n; i++)
+			fill_service_row(t, r->keys + i * r->key_len, r->values + i * r->value_len);
 	while (done < r->n) {
 		__u32 count = (__u32)r->n - done;
 		int rc, e;
@@ -400,9 +431,16 @@ Kmesh__Ipc__Code tbl_write_row(struct km_tables *t, int fd, const char *table, c
 				  size_t key_len, const void *value, size_t value_len, char *err,
 				  size_t errlen)
 {
+	uint8_t row[KM_TABLES_ROW_BUF];
+
 	if (t->run) {
 		run_add(t, fd, table, key, key_len, value, value_len);
 		return OK;
+	}
+	if (fd == t->fd_service && value_len <= sizeof(row)) {
+		memcpy(row, value, value_len);
+		fill_service_row(t, key, row);
+		value = row;
 	}
 	if (bpf_map_update_elem(fd, key, value, BPF_ANY) == 0) {
 		note_row(t, fd, key, value);

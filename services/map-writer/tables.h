@@ -10,15 +10,19 @@
 #include "kmesh_ipc.pb-c.h"
 #include "services/map-writer/dataplane.h"
 #include "services/map-writer/keyset.h"
+#include "services/map-writer/slots.h"
 
 /* Rows are read into stack buffers of this size; every layout must fit (checked at compile time
  * in tables.c, so a growing layout cannot make the kernel write past a buffer). */
-#define KM_TABLES_ROW_BUF 128
+#define KM_TABLES_ROW_BUF 160
 
 struct km_row_run;    /* validated rows of one table and kind waiting for one bpf() call (tables.c) */
 
 struct km_tables {
 	int fd_manage, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
+	int fd_slot; /* km_slot, where BPF picks endpoints from (slots.h); -1: none */
+	struct km_slots slots;
+	int loading; /* km_tables_load_present is reading the rows in the maps */
 	int fd_pod_netns; /* where each enrolled pod's netns is mounted (beside km_manage) */
 	int fd_fe_filter; /* km_fe_filter: every frontend's address is added before its row; -1 none */
 	uint64_t fe_filter_adds; /* since start: past the filter's size it errs more often */

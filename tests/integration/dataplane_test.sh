@@ -67,6 +67,25 @@ b3=$(count_of b3 <<<"$out")
 check "weights: b3 (capacity 3) takes ~3/4 of 400 ($b3, bounds 255..345)" \
 	eval "[ $b3 -ge 255 ] && [ $b3 -le 345 ] && [ $(count_of b1 <<<"$out") -eq $((400 - b3)) ]"
 check "the service row carries the weight total (4)" km_wait_rows service "totals 4 " 1
+# every priority group with endpoints is picked from its range in km_slot (an array element),
+# not from km_endpoint by key: "groups-with-endpoints groups-without-a-range"
+slot_groups() { "$KM_TESTCTL" dump --socket "$KM_SOCKET" --table service | "$KM_PY" -c '
+import sys
+groups = unplaced = 0
+for line in sys.stdin:
+    w = line.split()
+    if w[:1] != ["service"]:
+        continue
+    counts = w[w.index("count") + 1:w.index("count") + 8]
+    slots = w[w.index("slots") + 1:w.index("slots") + 8]
+    for c, s in zip(counts, slots):
+        if int(c) > 0:
+            groups += 1
+            unplaced += s == "-"
+print(groups, unplaced)'; }
+read -r groups unplaced <<<"$(slot_groups)"
+check "every service's endpoints are picked from km_slot ($groups groups, $unplaced not placed)" \
+	eval "[ $groups -ge 3 ] && [ $unplaced -eq 0 ]"
 
 # ---- power of two choices: 10 live connections on b1 send new ones to b2 --------------------
 # Connections are counted when a P2C service picked them: only1 (b1 alone) is one too.

@@ -178,6 +178,12 @@ static void print_row(const Kmesh__Ipc__TableOp *op)
 		if (op->service->waypoint_port)
 			printf(" waypoint port %u data %u", op->service->waypoint_port,
 			       op->service->waypoint_data_port);
+		printf(" slots");
+		for (size_t p = 0; p < op->service->n_slot_base; p++)
+			if (op->service->slot_base[p] == 0xffffffffu)
+				printf(" -");
+			else
+				printf(" %u", op->service->slot_base[p]);
 		printf("\n");
 		break;
 	case KMESH__IPC__TABLE_OP__ROW_ENDPOINT:
@@ -245,13 +251,18 @@ static int cmd_dump(const struct args *a)
 			printf("stats ops_applied %llu ops_refused %llu table_full %llu rows_swept %llu "
 			       "migrated_entries %llu authz_rechecks %llu authz_closed %llu ipsec_on %d "
 			       "ipsec_interfaces %u ipsec_pods %u ipsec_pods_uncovered %u "
-			       "ipsec_tc_failures %llu\n",
+			       "ipsec_tc_failures %llu slots %llu slots_free %llu slots_quarantined %llu "
+			       "slot_ranges_grown %llu slot_ranges_refused %llu\n",
 			       (unsigned long long)st->ops_applied, (unsigned long long)st->ops_refused,
 			       (unsigned long long)st->table_full, (unsigned long long)st->rows_swept,
 			       (unsigned long long)st->migrated_entries,
 			       (unsigned long long)st->authz_rechecks, (unsigned long long)st->authz_closed,
 			       st->ipsec_on, st->ipsec_interfaces, st->ipsec_pods,
-			       st->ipsec_pods_uncovered, (unsigned long long)st->ipsec_tc_failures);
+			       st->ipsec_pods_uncovered, (unsigned long long)st->ipsec_tc_failures,
+			       (unsigned long long)st->slots, (unsigned long long)st->slots_free,
+			       (unsigned long long)st->slots_quarantined,
+			       (unsigned long long)st->slot_ranges_grown,
+			       (unsigned long long)st->slot_ranges_refused);
 		}
 	}
 	return reply_status(rep, "dump");

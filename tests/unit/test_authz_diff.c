@@ -494,6 +494,7 @@ static int setup_bpf(void)
 	E.t.fd_manage = bpf_map__fd(E.skel->maps.km_manage);
 	E.t.fd_frontend = E.t.fd_service = E.t.fd_endpoint = E.t.fd_backend = -1;
 	E.t.fd_fe_filter = -1;
+	E.t.fd_slot = -1;
 	E.t.fd_port_override = -1;
 	E.t.fd_authz_ident = bpf_map__fd(E.skel->maps.km_authz_ident);
 	E.t.fd_authz_list = bpf_map__fd(E.skel->maps.km_authz_list);

@@ -14,7 +14,7 @@
 /* Layout 2 byte offsets: service value = counts[7] @0, lb_mode @28, waypoint addr @32, port @48
  * (52 B); endpoint value = backend_id (4 B); backend value = addr4 @0, addr6 @16, waypoint addr
  * @32, port @48, weight @52 (56 B). */
-static void test_layout_2_to_3(void **state)
+static void test_layout_2_to_4(void **state)
 {
 	const struct km_map_migration *m = km_migration_from(2), *svc, *ep, *be;
 	uint8_t old[64] = { 0 };
@@ -55,6 +55,8 @@ static void test_layout_2_to_3(void **state)
 	assert_int_equal(sv.waypoint.port, port);
 	assert_int_equal(sv.waypoint.data_port, port); /* layout 2 dialled the HBONE port */
 	assert_int_equal(sv.waypoint.addr.bytes[12], 10);
+	for (int p = 0; p < KM_PRIO_COUNT; p++) /* no range yet: placed by the map writer */
+		assert_int_equal(sv.slot_base[p], KM_SLOT_NONE);
 
 	memset(old, 0, sizeof(old));
 	u = 9;
@@ -79,10 +81,44 @@ static void test_layout_2_to_3(void **state)
 	assert_int_equal(bv.waypoint.port, 0);
 }
 
+/* Layout 3's service value is layout 4's without the slot fields (112 B): kept, slots none. */
+static void test_layout_3_to_4(void **state)
+{
+	const struct km_map_migration *m = km_migration_from(3), *svc;
+	struct km_service_key sk = { .service_id = 8 }, nsk = { 0 };
+	struct km_service_value old, sv;
+
+	(void)state;
+	assert_non_null(m);
+	assert_null(km_migration_for(m, KM_MAP_ENDPOINT)); /* unchanged: adopted */
+	assert_null(km_migration_for(m, KM_MAP_BACKEND));
+	svc = km_migration_for(m, KM_MAP_SERVICE);
+	assert_non_null(svc);
+	assert_int_equal(svc->old_value, 112);
+	memset(&old, 0, sizeof(old));
+	old.endpoint_count[2] = 5;
+	old.lb_mode = KM_LB_FAILOVER;
+	old.flags = KM_SVC_F_P2C;
+	old.weight_total[2] = 9;
+	old.waypoint.port = 0x983a;
+	memset(&sv, 0, sizeof(sv)); /* as migrate_entries passes it */
+	svc->convert(&sk, &old, &nsk, &sv);
+	assert_int_equal(nsk.service_id, 8);
+	assert_int_equal(sv.endpoint_count[2], 5);
+	assert_int_equal(sv.lb_mode, KM_LB_FAILOVER);
+	assert_int_equal(sv.flags, KM_SVC_F_P2C);
+	assert_int_equal(sv.weight_total[2], 9);
+	assert_int_equal(sv.waypoint.port, 0x983a);
+	for (int p = 0; p < KM_PRIO_COUNT; p++)
+		assert_int_equal(sv.slot_base[p], KM_SLOT_NONE);
+	assert_null(km_migration_from(4)); /* this build's own */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_layout_2_to_3),
+		cmocka_unit_test(test_layout_2_to_4),
+		cmocka_unit_test(test_layout_3_to_4),
 	};
 
 	return cmocka_run_group_tests_name("migrate", tests, NULL, NULL);
