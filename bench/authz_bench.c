@@ -213,6 +213,7 @@ static void setup(void)
 	tables.fd_manage = bpf_map__fd(skel->maps.km_manage);
 	tables.fd_pod_netns = tables.fd_frontend = tables.fd_service = tables.fd_endpoint = -1;
 	tables.fd_fe_filter = -1;
+	tables.fd_slot = -1;
 	tables.fd_backend = tables.fd_port_override = -1;
 	tables.fd_authz_ident = bpf_map__fd(skel->maps.km_authz_ident);
 	tables.fd_authz_list = bpf_map__fd(skel->maps.km_authz_list);
