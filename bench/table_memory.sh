@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tests/lib/mesh-env.sh
-TABLES="km_frontend km_service km_endpoint km_backend km_port_ovr km_manage"
+TABLES="km_frontend km_service km_endpoint km_slot km_backend km_port_ovr km_manage"
 
 trap km_env_cleanup EXIT
 declare -A mem
@@ -23,7 +23,8 @@ echo "## Kernel memory of the routing tables at the default sizes"
 echo
 echo "Command: \`make bench\` (runs \`bench/table_memory.sh\`). \`bytes_memlock\` of each empty"
 echo "table as \`bpftool map show\` reports it; a preallocated table holds every entry from the"
-echo "start, an on-demand one its bucket array plus what its rows take as they come."
+echo "start, an on-demand one its bucket array plus what its rows take as they come. km_slot (the"
+echo "endpoint slots BPF picks from, twice --max-endpoints) is an array: always allocated whole."
 echo
 echo "| table | entries | on demand, empty (MiB) | preallocated (MiB) | preallocated, bytes per entry |"
 echo "|---|---|---|---|---|"
