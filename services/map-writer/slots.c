@@ -223,8 +223,10 @@ void km_slots_fill_service(struct km_slots *s, uint32_t service_id, struct km_se
 
 		v->slot_base[prio] = NONE;
 		v->slot_order[prio] = 0;
+		/* a group whose rows are all gone names no range: it goes back (after the
+		 * quarantine) once this row is written */
 		if (!km_slots_enabled(s) || s->lost || !load_pair(s, service_id, prio, &p) || p.cur == NONE ||
-		    p.refused || v->endpoint_count[prio] > (1u << p.cur_order))
+		    p.refused || p.rows == 0 || v->endpoint_count[prio] > (1u << p.cur_order))
 			continue;
 		v->slot_base[prio] = p.cur;
 		v->slot_order[prio] = p.cur_order;

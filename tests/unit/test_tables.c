@@ -966,13 +966,20 @@ static void test_endpoint_slots(void **state)
 	assert_int_equal(service_at(t, 901).slot_base[0], KM_SLOT_NONE);
 	assert_true(t->slots.ranges_refused >= 1);
 
-	/* a service's removal releases its ranges (through the quarantine) */
+	/* a service left with no endpoints names no range (its range goes, through the quarantine),
+	 * and so does a service's removal */
 	assert_int_equal(apply(t, service(&r, 900, 0, 0), err), OK);
 	for (uint32_t i = 0; i < 4; i++) {
 		endpoint(&r, 900, 0, i, 0);
 		r.op.kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
 		assert_int_equal(apply(t, &r.op, err), OK);
 	}
+	assert_int_equal(service_at(t, 900).slot_base[0], sv.slot_base[0]); /* not written since */
+	assert_int_equal(apply(t, service(&r, 900, 0, 0), err), OK);
+	assert_int_equal(service_at(t, 900).slot_base[0], KM_SLOT_NONE);
+	km_slots_usage(&t->slots, &size, &free_slots, &quarantined);
+	assert_int_equal(free_slots + quarantined, 16);
+	assert_int_equal(quarantined, 4);
 	service(&r, 900, 0, 0);
 	r.op.kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
 	assert_int_equal(apply(t, &r.op, err), OK);
