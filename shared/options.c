@@ -183,6 +183,19 @@ int km_option_on_off(const char *arg, void *target, char *err, size_t errlen)
 	return 0;
 }
 
+int km_option_log_format(const char *arg, void *target, char *err, size_t errlen)
+{
+	enum km_log_format f;
+
+	(void)target;
+	if (km_log_parse_format(arg, &f) != 0) {
+		snprintf(err, errlen, "'%s' is not text or json", arg);
+		return -1;
+	}
+	km_log_set_format(f);
+	return 0;
+}
+
 int km_option_log_level(const char *arg, void *target, char *err, size_t errlen)
 {
 	enum km_log_level lvl;

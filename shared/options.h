@@ -35,6 +35,8 @@ int km_options_parse(const struct km_option *opts, int argc, char **argv, const 
 		     const char *description, int *first_positional);
 /* A ready-made KM_OPT_FUNC parser for --log-level: sets the process log level (shared/log.h). */
 int km_option_log_level(const char *arg, void *target, char *err, size_t errlen);
+/* --log-format text|json (km_log_set_format); target unused. */
+int km_option_log_format(const char *arg, void *target, char *err, size_t errlen);
 /* A ready-made KM_OPT_FUNC parser for on|off switches: target is an int, set to 1 or 0. */
 int km_option_on_off(const char *arg, void *target, char *err, size_t errlen);
 

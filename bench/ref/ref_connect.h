@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* ref_connect.h — the maps of the reference connect4 program (ref_connect.bpf.c), as BPF and
  * bench/connect_bench.c both see them. */
 #ifndef KM_BENCH_REF_CONNECT_H

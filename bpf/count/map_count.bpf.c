@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* map_count.bpf.c — an iterator over the kernel's BPF maps that writes, for each, its id and the
  * number of elements the kernel keeps count of (bpf_map_sum_elem_count, kernel 6.6+). The map
  * writer reads it for its table fill gauges: O(maps) per read, where walking the rows was

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* map_count.h — one record of the map-count iterator (map_count.bpf.c), as BPF writes it and the
  * map writer reads it. */
 #ifndef KM_MAP_COUNT_H

@@ -241,6 +241,9 @@ int main(int argc, char **argv)
 		  "KMESH_CNI_METRICS_FILE" },
 		{ "log-level", KM_OPT_FUNC, &level, "LEVEL", "error, warn, info (default) or debug",
 		  "KMESH_LOG_LEVEL", 0, 0, km_option_log_level },
+		{ "log-format", KM_OPT_FUNC, &level, "FORMAT",
+		  "text (default) or json: one JSON object per line (time, level, scope, msg)",
+		  "KMESH_LOG_FORMAT", 0, 0, km_option_log_format },
 		{ 0 },
 	};
 	struct km_dataplane_config dcfg;

@@ -415,6 +415,9 @@ int main(int argc, char **argv)
 		  "the access log's lines (default text)", "KMESH_ACCESS_LOG_FORMAT" },
 		{ "log-level", KM_OPT_FUNC, &level, "LEVEL", "error, warn, info (default) or debug",
 		  "KMESH_LOG_LEVEL", 0, 0, km_option_log_level },
+		{ "log-format", KM_OPT_FUNC, &level, "FORMAT",
+		  "text (default) or json: one JSON object per line (time, level, scope, msg)",
+		  "KMESH_LOG_FORMAT", 0, 0, km_option_log_format },
 		{ 0 },
 	};
 	char host[256];
