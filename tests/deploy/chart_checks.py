@@ -57,6 +57,10 @@ if ipsec:
     check("the IPsec agent adds NET_ADMIN only, and runs the in-cluster kubeconfig",
           caps["ipsec-agent"].get("add") == ["NET_ADMIN"]
           and "--kubeconfig=in-cluster" in by_name["ipsec-agent"]["args"])
+daemons = [n for n in ("map-writer", "xds-agent", "ipsec-agent", "cni-installer") if n in by_name]
+check(f"logAsJson: --log-format=json on every daemon ({mode} values: {'on' if mode == 'all' else 'off'})",
+      all(("--log-format=json" in by_name[n]["args"]) == (mode == "all") for n in daemons)
+      and len(daemons) >= 3)
 mw = by_name["map-writer"]
 check("the map writer is a native sidecar (init, restartPolicy Always) gated by a startup probe",
       mw in inits and mw.get("restartPolicy") == "Always"

@@ -60,7 +60,7 @@ static void test_text_line(void **state)
 
 static void test_json_line(void **state)
 {
-	char line[256], small[40];
+	char line[256], small[120], big[300];
 	enum km_log_format f;
 
 	(void)state;
@@ -74,9 +74,13 @@ static void test_json_line(void **state)
 			   "pod \"a\\b\"\nnext\x01 done");
 	assert_string_equal(line, "{\"time\":\"2026-11-30T00:53:20.005Z\",\"level\":\"error\","
 				  "\"scope\":\"kmesh-test\",\"msg\":\"pod \\\"a\\\\b\\\"\\nnext\\u0001 done\"}");
-	/* truncated, it is still one closed object */
-	km_log_format_line(small, sizeof(small), KM_LOG_INFO, 0, 0, "0123456789");
-	assert_int_equal(small[strlen(small) - 1], '}');
+	/* a message longer than the line is cut, and the line is still one closed object */
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	big[10] = '"';
+	km_log_format_line(small, sizeof(small), KM_LOG_INFO, 0, 0, big);
+	assert_true(strlen(small) < sizeof(small));
+	assert_memory_equal(small + strlen(small) - 2, "\"}", 2);
 	km_log_set_format(KM_LOG_TEXT);
 }
 
@@ -86,6 +90,7 @@ static void test_priority_prefix(void **state)
 
 	(void)state;
 	km_log_init("kmesh-test"); /* stderr is not the journal here */
+	km_log_set_format(KM_LOG_TEXT);
 	km_log_format_line(line, sizeof(line), KM_LOG_ERROR, 0, 0, "x");
 	assert_int_not_equal(line[0], '<');
 	km_log_set_priority_prefix(1);
@@ -97,7 +102,7 @@ static void test_priority_prefix(void **state)
 	assert_memory_equal(line, "<6>", 3);
 	km_log_set_format(KM_LOG_JSON);
 	km_log_format_line(line, sizeof(line), KM_LOG_DEBUG, 0, 0, "x");
-	assert_memory_equal(line, "<7>{\"time\"", 11);
+	assert_memory_equal(line, "<7>{\"time\":", 11);
 	km_log_set_format(KM_LOG_TEXT);
 	km_log_set_priority_prefix(0);
 }
