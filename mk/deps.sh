@@ -14,6 +14,7 @@ packages=(
 	iproute2 util-linux procps curl python3 python3-grpcio python3-protobuf python3-yaml
 	protobuf-compiler openssl
 	unzip systemd # the chart and unit checks (tests/deploy)
+	zsh fish # kmeshctl completion, loaded into the real shells (tests/deploy/completion_test.sh)
 )
 
 missing=()

@@ -15,7 +15,7 @@ for b in build/bin/kmesh-map-writer build/bin/kmesh-xds-agent build/bin/kmesh-ip
 	build/bin/kmesh-cni build/bin/kmeshctl; do
 	helps+=("$b --help")
 done
-for c in version ready enroll unenroll log dump inject monitoring accesslog authz secret waypoint; do
+for c in version ready enroll unenroll log dump inject monitoring accesslog authz secret waypoint completion; do
 	helps+=("build/bin/kmeshctl $c --help")
 done
 

@@ -1,6 +1,8 @@
 /* main.c — kmeshctl: operate kmesh on this node. Global flags (shared/options.c, as every
- * binary's), then one command family (one file each: cmd_version.c, cmd_log.c, cmd_dump.c,
- * cmd_inject.c, cmd_switch.c, cmd_secret.c, cmd_waypoint.c), which prints through output.h;
+ * binary's; their names also in command_table.c, for completion), then one command family from
+ * the command table (command_table.c; one file each: cmd_version.c, cmd_log.c, cmd_dump.c,
+ * cmd_inject.c, cmd_switch.c, cmd_secret.c, cmd_waypoint.c, cmd_completion.c), which prints
+ * through output.h;
  * the Kubernetes API through kube.c. The local processes are reached on their Unix sockets
  * (procs.c) as the admin role. */
 #include <stdio.h>
@@ -9,22 +11,10 @@
 #include "shared/options.h"
 #include "tools/kmeshctl/commands.h"
 
-static const char description[] =
+static const char description_head[] =
 	"Operates kmesh on this node over the processes' Unix sockets.\n"
-	"\n"
-	"Commands:\n"
-	"  version            kmeshctl's version and every running process's\n"
-	"  ready              whether processes are ready (probes, systemd): exit 0 or 1\n"
-	"  enroll, unenroll   [NETNS]: a network namespace in or out of the mesh (VMs: this machine's)\n"
-	"  log                log levels of the processes; --set PROCESS:LEVEL changes one\n"
-	"  dump               tables | xds | policies | ipsec: the state of a process\n"
-	"  inject             PROCESS FILE|-: an event applied by an agent as from its source\n"
-	"  monitoring         enable|disable|status: connection reports (metrics, access log)\n"
-	"  accesslog          enable|disable|status [--format text|json]: the access log\n"
-	"  authz              enable|disable|status: enforcement of authorization policies\n"
-	"  secret             create|get|delete: the IPsec key (Kubernetes API)\n"
-	"  waypoint           generate|apply|list|status|delete: waypoints (Kubernetes API)\n"
-	"  COMMAND --help     a command's own usage\n"
+	"\n";
+static const char description_tail[] =
 	"\n"
 	"Exit codes: 0 ok, 1 failed (the reason on stderr), 2 usage.";
 
@@ -122,10 +112,13 @@ int main(int argc, char **argv)
 		  "pod's service account)", "KUBECONFIG" },
 		{ 0 },
 	};
+	static char description[2048];
+	const struct km_command *c;
 	int first, rc;
 	const char *cmd;
 
 	hoist_global_options(opts, argc, argv);
+	km_commands_overview(description, sizeof(description), description_head, description_tail);
 	rc = km_options_parse(opts, argc, argv, "[OPTIONS] COMMAND [ARGS]", description, &first);
 	if (rc)
 		return rc > 0 ? 0 : 2;
@@ -137,28 +130,8 @@ int main(int argc, char **argv)
 	cmd = argv[first];
 	argc -= first + 1;
 	argv += first + 1;
-	if (!strcmp(cmd, "version"))
-		return km_cmd_version(&ctl, argc, argv);
-	if (!strcmp(cmd, "log"))
-		return km_cmd_log(&ctl, argc, argv);
-	if (!strcmp(cmd, "dump"))
-		return km_cmd_dump(&ctl, argc, argv);
-	if (!strcmp(cmd, "inject"))
-		return km_cmd_inject(&ctl, argc, argv);
-	if (!strcmp(cmd, "monitoring"))
-		return km_cmd_monitoring(&ctl, argc, argv);
-	if (!strcmp(cmd, "authz"))
-		return km_cmd_authz(&ctl, argc, argv);
-	if (!strcmp(cmd, "accesslog"))
-		return km_cmd_accesslog(&ctl, argc, argv);
-	if (!strcmp(cmd, "secret"))
-		return km_cmd_secret(&ctl, argc, argv);
-	if (!strcmp(cmd, "waypoint"))
-		return km_cmd_waypoint(&ctl, argc, argv);
-	if (!strcmp(cmd, "ready"))
-		return km_cmd_ready(&ctl, argc, argv);
-	if (!strcmp(cmd, "enroll") || !strcmp(cmd, "unenroll"))
-		return km_cmd_enroll(&ctl, argc, argv, !strcmp(cmd, "enroll"));
+	if ((c = km_command_find(cmd)))
+		return c->run(&ctl, argc, argv);
 	fprintf(stderr, "kmeshctl: unknown command '%s' (see --help)\n", cmd);
 	return 2;
 }
