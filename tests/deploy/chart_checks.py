@@ -61,6 +61,21 @@ daemons = [n for n in ("map-writer", "xds-agent", "ipsec-agent", "cni-installer"
 check(f"logAsJson: --log-format=json on every daemon ({mode} values: {'on' if mode == 'all' else 'off'})",
       all(("--log-format=json" in by_name[n]["args"]) == (mode == "all") for n in daemons)
       and len(daemons) >= 3)
+if mode == "all":
+    check("affinity: as given, in the pod spec",
+          pod.get("affinity", {}).get("nodeAffinity", {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+          is not None)
+    check("env: every container gets the extra variables, as strings, after its own",
+          all({"name": "HTTPS_PROXY", "value": "http://proxy.example:3128"} in by_name[n].get("env", [])
+              and {"name": "KMESH_TEST_NUMBER", "value": "7"} in by_name[n]["env"] for n in daemons))
+    check("volumes and volumeMounts: the extra volume in the pod, mounted in every container",
+          any(v["name"] == "site-ca" for v in pod["volumes"])
+          and all(any(m["name"] == "site-ca" and m["mountPath"] == "/etc/site-ca"
+                      for m in by_name[n]["volumeMounts"]) for n in daemons))
+else:
+    check("no affinity, extra env or volumes by default",
+          "affinity" not in pod and not any(v["name"] == "site-ca" for v in pod["volumes"])
+          and all(all(e["name"] != "HTTPS_PROXY" for e in by_name[n].get("env", [])) for n in daemons))
 mw = by_name["map-writer"]
 check("the map writer is a native sidecar (init, restartPolicy Always) gated by a startup probe",
       mw in inits and mw.get("restartPolicy") == "Always"

@@ -67,6 +67,8 @@ out=$(render --show-only templates/daemonset.yaml 2>&1)
 check "the xDS agent has a uid of its own by default (the xds role is given to it, not to nobody)" \
 	eval 'grep -q -- "--allow=xds:uid=10901" <<<"$out" && ! grep -q "65534" <<<"$out"'
 check "schema: an unknown key is refused (a typo is not silently ignored)" refused features.ipsek.enabled=true -- "ipsek"
+check "schema: an extra mount without its mountPath is refused" refused "volumeMounts[0].name=x" -- "mountPath"
+check "schema: env is NAME: value, not a list" refused "env[0]=x" -- "env"
 check "schema: a port out of range is refused" refused metrics.port=70000 -- "metrics.port"
 check "schema: an xDS address without a port is refused" refused xds.address=istiod -- "xds.address"
 check "schema: a relative host path is refused" refused node.cgroupPath=sys/fs/cgroup -- "node.cgroupPath"

@@ -29,3 +29,15 @@ readOnlyRootFilesystem: true
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
+
+{{/* The env and volumeMounts values, added to every container (after the chart's own). */}}
+{{- define "kmesh.extraEnv" -}}
+{{- range $k, $v := .Values.env }}
+- {name: {{ $k | quote }}, value: {{ $v | toString | quote }}}
+{{- end }}
+{{- end -}}
+{{- define "kmesh.extraMounts" -}}
+{{- with .Values.volumeMounts }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
