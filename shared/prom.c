@@ -140,3 +140,109 @@ void km_prom_histogram(struct km_prom *p, const char *name, const char *labels,
 	km_prom_printf(p, "%s_count%s%s%s %llu\n", name, *labels ? "{" : "", labels,
 		       *labels ? "}" : "", (unsigned long long)cum);
 }
+
+/* ---- grouping a page's families ---------------------------------------------------------- */
+
+struct family {
+	char name[128];
+	struct km_prom text;
+	int help, type; /* its HELP and TYPE lines are in text */
+};
+
+/* The metric name a line is about: a sample's name, or the name after "# HELP " / "# TYPE ". */
+static size_t line_name(const char *line, size_t len, const char **name, int *header)
+{
+	size_t n = 0;
+
+	*header = 0;
+	if (len > 7 && (!strncmp(line, "# HELP ", 7) || !strncmp(line, "# TYPE ", 7))) {
+		*header = line[2] == 'H' ? 1 : 2;
+		line += 7;
+		len -= 7;
+	} else if (line[0] == '#') {
+		return 0;
+	}
+	while (n < len && line[n] != ' ' && line[n] != '{')
+		n++;
+	*name = line;
+	return n;
+}
+
+static int family_has(const struct family *f, const char *name, size_t n)
+{
+	static const char *const suffixes[] = { "", "_bucket", "_sum", "_count" };
+	size_t fl = strlen(f->name);
+
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++)
+		if (n == fl + strlen(suffixes[i]) && !strncmp(name, f->name, fl) &&
+		    !strncmp(name + fl, suffixes[i], n - fl))
+			return 1;
+	return 0;
+}
+
+int km_prom_group(struct km_prom *p)
+{
+	struct family *fams = NULL, *cur = NULL;
+	size_t nf = 0, capf = 0;
+	struct km_prom out;
+	int rc = 0;
+
+	if (!p->buf || p->oom)
+		return p->oom ? -1 : 0;
+	for (const char *line = p->buf; *line && rc == 0;) {
+		const char *end = strchr(line, '\n'), *name = NULL;
+		size_t len = end ? (size_t)(end - line) : strlen(line), n;
+		int header;
+
+		n = line_name(line, len, &name, &header);
+		if (n && n < sizeof(fams[0].name) && !(cur && family_has(cur, name, n) && !header)) {
+			cur = NULL;
+			for (size_t i = 0; i < nf && !cur; i++)
+				if (header ? strlen(fams[i].name) == n && !strncmp(fams[i].name, name, n)
+					   : family_has(&fams[i], name, n))
+					cur = &fams[i];
+			if (!cur) {
+				if (nf == capf) {
+					size_t c = capf ? capf * 2 : 64;
+					struct family *f = realloc(fams, c * sizeof(*f));
+
+					if (!f) {
+						rc = -1;
+						break;
+					}
+					fams = f;
+					capf = c;
+				}
+				cur = &fams[nf++];
+				memset(cur, 0, sizeof(*cur));
+				memcpy(cur->name, name, n);
+			}
+		}
+		if (cur && len && !(header == 1 && cur->help) && !(header == 2 && cur->type)) {
+			km_prom_append(&cur->text, line, len);
+			km_prom_append(&cur->text, "\n", 1);
+			cur->help |= header == 1;
+			cur->type |= header == 2;
+			if (cur->text.oom)
+				rc = -1;
+		}
+		line = end ? end + 1 : line + len;
+	}
+	km_prom_init(&out);
+	for (size_t i = 0; i < nf && rc == 0; i++)
+		km_prom_append(&out, fams[i].text.buf, fams[i].text.len);
+	if (rc == 0 && out.oom)
+		rc = -1;
+	for (size_t i = 0; i < nf; i++)
+		km_prom_free(&fams[i].text);
+	free(fams);
+	if (rc != 0) {
+		km_prom_free(&out);
+		return -1;
+	}
+	km_prom_free(p);
+	*p = out;
+	if (!p->buf) /* nothing was in it */
+		km_prom_append(p, "", 0);
+	return 0;
+}

@@ -32,4 +32,11 @@ int km_prom_labels(char *out, size_t len, const char *const *pairs, size_t n, co
 void km_prom_histogram(struct km_prom *p, const char *name, const char *labels,
 		       const double *bounds, const uint64_t *counts, size_t n, double sum);
 
+/* Put every family's lines together, in the order families first appear: a page assembled from
+ * several processes' texts (the node's endpoint serves every process's file) may name a family
+ * more than once (process_*, with a label per process), and the format wants one block per
+ * family with its HELP and TYPE once. A sample belongs to the family whose name it has, or
+ * that name plus _bucket, _sum or _count. Returns 0, or -1 when out of memory (p unchanged). */
+int km_prom_group(struct km_prom *p);
+
 #endif

@@ -9,6 +9,7 @@
 
 #include "shared/atomic_file.h"
 #include "shared/log.h"
+#include "shared/process_metrics.h"
 #include "shared/prom.h"
 #include "shared/version.h"
 
@@ -71,6 +72,7 @@ void km_ipsec_metrics_write(struct km_ipsec_metrics *m, const struct km_ipsec_ag
 		return;
 	km_prom_init(&p);
 	render(a, &p);
+	km_process_metrics(&p, "ipsec-agent");
 	/* when it changed, and at least every KM_IPSEC_METRICS_REFRESH_S (the page skips old files) */
 	if (!p.oom && p.buf &&
 	    (!m->last || strcmp(m->last, p.buf) || ++m->unchanged >= KM_IPSEC_METRICS_REFRESH_S)) {

@@ -12,6 +12,7 @@
 
 #include "shared/atomic_file.h"
 #include "shared/log.h"
+#include "shared/process_metrics.h"
 #include "shared/prom.h"
 #include "shared/version.h"
 
@@ -230,6 +231,7 @@ void km_mw_metrics_write(struct km_mw_metrics *m)
 		return;
 	km_prom_init(&p);
 	render(m, &p);
+	km_process_metrics(&p, "map-writer");
 	if (m->cni_path[0] && (n = km_read_file(m->cni_path, CNI_FILE_MAX, &cni, err, sizeof(err))) >= 0) {
 		km_prom_append(&p, cni, (size_t)n);
 		free(cni);

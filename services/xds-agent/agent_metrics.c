@@ -12,6 +12,7 @@
 #include "services/xds-agent/file_source.h"
 #include "shared/log.h"
 #include "shared/version.h"
+#include "shared/process_metrics.h"
 
 #define gauge(p, name, help, v) km_prom_metric(p, name, "gauge", help, v)
 #define counter(p, name, help, v) km_prom_metric(p, name, "counter", help, v)
@@ -149,11 +150,13 @@ char *km_agent_metrics(const struct km_agent_state *st, const struct km_telemetr
 
 	km_prom_init(&p);
 	own(&p, st);
+	km_process_metrics(&p, "xds-agent");
 	if (t)
 		km_telemetry_render(t, &p);
 	if (metrics_dir && *metrics_dir)
 		files(&p, metrics_dir);
-	if (p.oom) {
+	/* the processes' files name some families too (process_*): one block each */
+	if (p.oom || km_prom_group(&p) != 0) {
 		km_prom_free(&p);
 		return NULL;
 	}

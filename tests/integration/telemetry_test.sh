@@ -88,6 +88,16 @@ check "... and the map writer's (its file in the metrics directory, every second
 	eval 'for _ in $(seq 1 30); do out=$(km_metrics); grep -q "^kmesh_table_entries{table=\"backend\"} 2" <<<"$out" && break; sleep 0.1; done; grep -q "^kmesh_table_entries{table=\"backend\"} 2" <<<"$out" && grep -q "^kmesh_table_capacity{table=\"backend\"} 4096" <<<"$out" && grep -q "^kmesh_ipc_requests_total{role=\"xds\",request=\"subscribe\",result=\"ok\"} 1" <<<"$out" && grep -q "^kmesh_conn_reports_lost_total 0" <<<"$out"'
 check "... the tables it keeps no key set for, counted by the kernel: 2 pods enrolled in km_manage" \
 	eval 'km_metrics_has "^kmesh_table_entries{table=\"manage\"} 2" && ! grep -q "map-count iterator" "$KM_DIR/map-writer.log"'
+# process_* for every process on the one endpoint: one block per family, a sample per process
+check "process_* metrics of the xDS agent and the map writer, each family's HELP and TYPE once" \
+	eval 'for _ in $(seq 1 30); do out=$(km_metrics); grep -q "^process_resident_memory_bytes{component=\"map-writer\"} [1-9]" <<<"$out" && break; sleep 0.2; done
+	      grep -q "^process_resident_memory_bytes{component=\"map-writer\"} [1-9]" <<<"$out" &&
+	      grep -q "^process_resident_memory_bytes{component=\"xds-agent\"} [1-9]" <<<"$out" &&
+	      grep -q "^process_open_fds{component=\"map-writer\"} [1-9]" <<<"$out" &&
+	      grep -q "^process_cpu_seconds_total{component=\"xds-agent\"} " <<<"$out" &&
+	      grep -q "^process_start_time_seconds{component=\"map-writer\"} 1[0-9]*\.[0-9]*$" <<<"$out" &&
+	      [ "$(grep -c "^# TYPE process_open_fds gauge" <<<"$out")" = 1 ] &&
+	      [ "$(grep "^# TYPE " <<<"$out" | sort | uniq -d | wc -l)" = 0 ]'
 check "no report was lost" eval 'km_metrics_has "^kmesh_telemetry_reports_lost_total 0"'
 check "other paths: 404" eval '[ "$(curl -s -o /dev/null -w "%{http_code}" "http://127.0.0.1:$(sed -n "s/.*(port \([0-9]*\)).*/\1/p" "$KM_DIR/xds-agent.log" | tail -n 1)/nope")" = 404 ]'
 
