@@ -16,11 +16,12 @@ CFLAGS   := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-missing-field-initializ
             -fno-strict-aliasing $(shell pkg-config --cflags $(PKGS))
 # Each binary links only what it uses: the agent has no libbpf.
 COMMON_LIBS := $(shell pkg-config --libs libuv libprotobuf-c)
-MW_LIBS     := $(shell pkg-config --libs libbpf) -lelf -lz $(COMMON_LIBS)
-XDS_LIBS    := $(shell pkg-config --libs jansson libnghttp2 wolfssl libmicrohttpd) $(COMMON_LIBS)
+SD_LIBS     := $(shell pkg-config --libs libsystemd)
+MW_LIBS     := $(shell pkg-config --libs libbpf) -lelf -lz $(SD_LIBS) $(COMMON_LIBS)
+XDS_LIBS    := $(shell pkg-config --libs jansson libnghttp2 wolfssl libmicrohttpd) $(SD_LIBS) $(COMMON_LIBS)
 CNI_LIBS    := $(shell pkg-config --libs jansson libcurl yaml-0.1 libmnl) $(COMMON_LIBS)
 CTL_LIBS    := $(shell pkg-config --libs jansson libcurl yaml-0.1) $(COMMON_LIBS)
-IPSEC_LIBS  := $(shell pkg-config --libs jansson wolfssl libnl-xfrm-3.0 libcurl yaml-0.1) $(COMMON_LIBS)
+IPSEC_LIBS  := $(shell pkg-config --libs jansson wolfssl libnl-xfrm-3.0 libcurl yaml-0.1) $(SD_LIBS) $(COMMON_LIBS)
 LDLIBS      := $(MW_LIBS) $(XDS_LIBS) $(CNI_LIBS) $(IPSEC_LIBS)
 SANFLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
@@ -36,6 +37,7 @@ CTL_SRCS    := $(filter-out %/main.c,$(wildcard tools/kmeshctl/*.c))
 IPSEC_SRCS  := $(filter-out %/main.c,$(wildcard services/ipsec-agent/*.c)) $(KUBE_SRCS) \
                shared/kube/kube_watch.c
 COMMON_SRCS := $(IPC_SRCS) $(SHARED_SRCS)
+DAEMON_SRCS := $(wildcard shared/daemon/*.c) # the daemons only: systemd notification (libsystemd)
 
 GEN_HDRS := $(GEN)/kmesh_ipc.pb-c.h $(GEN)/kmesh.skel.h $(GEN)/map_count.skel.h $(WIRE_SRCS:.c=.h) $(GEN)/km_version.h
 
@@ -123,11 +125,11 @@ $(B)/san/gen/%.o: $(GEN)/%.c | $(GEN_HDRS)
 -include $(shell find $(B)/obj $(B)/san -name '*.d' 2>/dev/null)
 
 # ---- binaries ------------------------------------------------------------------------------------
-$(B)/bin/kmesh-map-writer: $(call obj,services/map-writer/main.c $(MW_SRCS) $(COMMON_SRCS))
+$(B)/bin/kmesh-map-writer: $(call obj,services/map-writer/main.c $(MW_SRCS) $(COMMON_SRCS) $(DAEMON_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS)
 
-$(B)/bin/kmesh-xds-agent: $(call obj,services/xds-agent/main.c $(XDS_SRCS) $(COMMON_SRCS))
+$(B)/bin/kmesh-xds-agent: $(call obj,services/xds-agent/main.c $(XDS_SRCS) $(COMMON_SRCS) $(DAEMON_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(XDS_LIBS)
 
@@ -152,19 +154,19 @@ $(B)/tests/kmesh-testctl: $(call obj,tests/tools/kmesh-testctl.c $(COMMON_SRCS))
 	$(CC) $(CFLAGS) -o $@ $^ $(COMMON_LIBS)
 
 # ---- the daemons under ASan+UBSan, for the integration tests (make integration-san) ---------
-$(B)/san-bin/kmesh-map-writer: $(call san,services/map-writer/main.c $(MW_SRCS) $(COMMON_SRCS))
+$(B)/san-bin/kmesh-map-writer: $(call san,services/map-writer/main.c $(MW_SRCS) $(COMMON_SRCS) $(DAEMON_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(MW_LIBS)
 
-$(B)/bin/kmesh-ipsec-agent: $(call obj,services/ipsec-agent/main.c $(IPSEC_SRCS) $(COMMON_SRCS))
+$(B)/bin/kmesh-ipsec-agent: $(call obj,services/ipsec-agent/main.c $(IPSEC_SRCS) $(COMMON_SRCS) $(DAEMON_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(IPSEC_LIBS)
 
-$(B)/san-bin/kmesh-ipsec-agent: $(call san,services/ipsec-agent/main.c $(IPSEC_SRCS) $(COMMON_SRCS))
+$(B)/san-bin/kmesh-ipsec-agent: $(call san,services/ipsec-agent/main.c $(IPSEC_SRCS) $(COMMON_SRCS) $(DAEMON_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(IPSEC_LIBS)
 
-$(B)/san-bin/kmesh-xds-agent: $(call san,services/xds-agent/main.c $(XDS_SRCS) $(COMMON_SRCS))
+$(B)/san-bin/kmesh-xds-agent: $(call san,services/xds-agent/main.c $(XDS_SRCS) $(COMMON_SRCS) $(DAEMON_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(XDS_LIBS)
 

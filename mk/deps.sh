@@ -13,6 +13,7 @@ packages=(
 	libclang-rt-14-dev
 	iproute2 util-linux procps curl python3 python3-grpcio python3-protobuf python3-yaml
 	protobuf-compiler openssl
+	libsystemd-dev # sd_notify: readiness and watchdog under systemd (Type=notify units)
 	unzip systemd # the chart and unit checks (tests/deploy)
 	zsh fish # kmeshctl completion, loaded into the real shells (tests/deploy/completion_test.sh)
 )

@@ -21,6 +21,7 @@
 #include "shared/options.h"
 #include "services/ipsec-agent/metrics.h"
 #include "shared/signals.h"
+#include "shared/daemon/service_manager.h"
 
 #define TICK_MS 1000
 
@@ -36,6 +37,7 @@ struct ipsec_main {
 	struct km_signals signals;
 	uv_timer_t tick;
 	struct km_ipsec_metrics metrics;
+	struct km_service_manager sm;
 };
 
 static int on_key(void *arg, const struct km_ipsec_key *k, char *err, size_t errlen)
@@ -61,6 +63,7 @@ static void on_shutdown(void *arg, int signum)
 	struct ipsec_main *m = arg;
 
 	(void)signum;
+	km_sm_stopping(&m->sm);
 	km_key_watch_stop(&m->keys);
 	km_ipsec_mw_link_stop(&m->mw);
 	if (m->kube) {
@@ -249,6 +252,7 @@ int main(int argc, char **argv)
 	if (km_key_watch_start(&m.keys, m.loop, key_file,
 			       &(struct km_key_watch_ops){ on_key, on_key_refused }, &m.agent) != 0)
 		km_error("cannot watch the key file %s", key_file);
+	km_sm_ready(&m.sm, m.loop, "started: keys, peers and XFRM follow");
 	uv_run(m.loop, UV_RUN_DEFAULT);
 	if (uninstall && *mw_socket)
 		km_ipsec_mw_link_turn_off(mw_socket, 2000);

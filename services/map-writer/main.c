@@ -28,6 +28,7 @@
 #include "shared/log.h"
 #include "shared/options.h"
 #include "shared/signals.h"
+#include "shared/daemon/service_manager.h"
 
 struct writer {
 	uv_loop_t *loop;
@@ -43,6 +44,7 @@ struct writer {
 	struct km_access access;
 	struct km_mw_events events;
 	struct km_mw_metrics metrics;
+	struct km_service_manager sm;
 	int detach_on_exit;
 };
 
@@ -120,6 +122,7 @@ static void on_shutdown(void *arg, int signum)
 	struct writer *w = arg;
 
 	(void)signum;
+	km_sm_stopping(&w->sm);
 	km_authz_recheck_close(&w->recheck);
 	km_mw_events_stop(&w->events);
 	km_mw_metrics_stop(&w->metrics);
@@ -337,6 +340,13 @@ int main(int argc, char **argv)
 	}
 	w.metrics.server = &w.server;
 	w.metrics.pending = &w.pending;
+	{
+		char status[600];
+
+		snprintf(status, sizeof(status), "programs attached, tables open, serving on %s",
+			 socket_path);
+		km_sm_ready(&w.sm, w.loop, status);
+	}
 	uv_run(w.loop, UV_RUN_DEFAULT);
 	km_info("stopped after %llu ops applied, %llu refused",
 		(unsigned long long)w.tables.ops_applied, (unsigned long long)w.tables.ops_failed);

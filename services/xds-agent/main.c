@@ -25,6 +25,7 @@
 #include "services/xds-agent/authz_compile.h"
 #include "shared/options.h"
 #include "shared/signals.h"
+#include "shared/daemon/service_manager.h"
 
 /* after a refusal, the whole model is written again: first after --rewrite-after-refusal-ms, then
  * twice as long each time it is refused again, up to this */
@@ -57,6 +58,7 @@ struct agent {
 	struct km_metrics_http http;
 	int http_on;
 	const char *metrics_dir;
+	struct km_service_manager sm;
 };
 
 /* Hand whatever the model emitted to the map writer (or drop it: a reconnect replays all). */
@@ -185,6 +187,7 @@ static void on_synced(void *arg)
 	}
 	km_debug("in sync with the map writer (%llu ops applied so far)",
 		 (unsigned long long)a->link.ops_acked);
+	km_sm_status("ready: the configuration of the source is in the map writer's tables");
 }
 
 /* Ops handed to the link and not yet answered, beyond which istiod's responses wait. */
@@ -301,6 +304,7 @@ static void on_shutdown(void *arg, int signum)
 	struct agent *a = arg;
 
 	(void)signum;
+	km_sm_stopping(&a->sm);
 	if (a->use_xds)
 		km_ads_client_stop(&a->ads);
 	else
@@ -523,6 +527,9 @@ int main(int argc, char **argv)
 		if (km_ipc_server_start(&a.admin, a.loop, &acfg, &aops, &a.state) != 0)
 			return 1;
 	}
+	/* up: its admin socket answers (`kmeshctl ready --live`); being in sync with the map
+	 * writer (`kmeshctl ready`) is said in STATUS= as it comes and goes */
+	km_sm_ready(&a.sm, a.loop, "started; waiting for the map writer and the first configuration");
 	if (a.use_xds) {
 		struct km_grpc_stream_config g = {
 			.conn = { .host = host, .port = port, .insecure = insecure, .ca_file = ca_file,
