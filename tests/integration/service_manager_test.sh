@@ -8,7 +8,8 @@ set -uo pipefail
 source "$(dirname "$0")/../lib/mesh-env.sh"
 source "$(dirname "$0")/../lib/check.sh"
 
-trap 'km_env_cleanup; [ -n "${LISTENER:-}" ] && kill "$LISTENER" 2>/dev/null' EXIT
+# the listener first: km_env_cleanup waits for every child of this shell
+trap '[ -n "${LISTENER:-}" ] && kill "$LISTENER" 2>/dev/null; km_env_cleanup' EXIT
 km_env_setup kmsd$$
 NOTIFY=$KM_DIR/notify.sock
 # one line per datagram: "<seconds> <pid> <message with newlines as |>"
@@ -41,7 +42,7 @@ NOTIFY_SOCKET=$NOTIFY WATCHDOG_USEC=400000 km_map_writer_start || exit 1
 check "map writer: READY=1, with a STATUS= naming its socket" \
 	eval 'wait_for "READY=1|STATUS=programs attached, tables open, serving on $KM_SOCKET" $KM_MW_PID'
 check "... sent once its socket answers (kmeshctl ready map-writer at once)" \
-	eval '"$KM_BIN/kmeshctl" --map-writer-socket "$KM_SOCKET" ready map-writer >/dev/null'
+	eval '"$KM_ROOT/build/bin/kmeshctl" --map-writer-socket "$KM_SOCKET" ready map-writer >/dev/null'
 sleep 1.2
 n=$(lines "WATCHDOG=1" "$KM_MW_PID")
 check "map writer: the watchdog is pinged every 200 ms, half of WATCHDOG_USEC ($n in ~1.2 s)" \
