@@ -81,6 +81,8 @@ check "... and again: exit 1, no such Secret" eval '[ $rc = 1 ] && grep -q "no S
 # ---- waypoint -------------------------------------------------------------------------------
 check "waypoint generate -n web --for service: the Gateway, as YAML" \
 	eval 'kctl waypoint generate -n web --for service | py_is "d[\"apiVersion\"] == \"gateway.networking.k8s.io/v1\" and d[\"kind\"] == \"Gateway\" and d[\"metadata\"][\"name\"] == \"waypoint\" and d[\"metadata\"][\"namespace\"] == \"web\" and d[\"metadata\"][\"labels\"] == {\"istio.io/waypoint-for\": \"service\"} and d[\"metadata\"][\"annotations\"][\"sidecar.istio.io/proxyImage\"].startswith(\"ghcr.io/kmesh-net/waypoint:\") and d[\"spec\"] == {\"gatewayClassName\": \"istio-waypoint\", \"listeners\": [{\"name\": \"mesh\", \"port\": 15008, \"protocol\": \"HBONE\"}]}"'
+check "... written as people write it: plain scalars, metadata in the usual order" \
+	eval '[ "$(kctl waypoint generate -n web --for service | head -8)" = "$(printf "%s\n" "apiVersion: gateway.networking.k8s.io/v1" "kind: Gateway" "metadata:" "  name: waypoint" "  namespace: web" "  labels:" "    istio.io/waypoint-for: service" "  annotations:")" ]'
 check "... without -n it names no namespace" eval 'kctl -o json waypoint generate | py_is "\"namespace\" not in d[\"metadata\"] and \"labels\" not in d[\"metadata\"]"'
 out=$(kctl waypoint apply --name none 2>&1)
 rc=$?

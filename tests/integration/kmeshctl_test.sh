@@ -59,6 +59,10 @@ check "enroll NETNS: enrolled through the map writer (as the CNI plugin would), 
 	eval 'grep -q "^enrolled $(km_netns_path client) (netns cookie [0-9]*, 1 addresses)$" <<<"$out"'
 check "... and its connections to the VIP are balanced by the kernel" eval '[ "$(km_connect client 10.96.9.1 80)" = "1 b1" ]'
 check "... the map writer logs the name given" grep -q "t/client" "$KM_DIR/map-writer.log"
+check "unenroll -o json: the same facts, to parse (action, netns, cookie, addresses)" \
+	ctl_is json 'd["action"] == "unenrolled" and d["netns"] == "'"$(km_netns_path client)"'" and d["netns_cookie"] > 0 and d["addresses"] == 0' unenroll "$(km_netns_path client)"
+check "enroll -o yaml too" \
+	ctl_is yaml 'd["action"] == "enrolled" and d["addresses"] == 1' enroll "$(km_netns_path client)" --name t/client
 check "unenroll NETNS: out of the mesh again, the VIP is not rewritten" \
 	eval 'ctl unenroll "$(km_netns_path client)" >/dev/null && [ "$(km_connect client 10.96.9.1 80 --timeout 1)" = "1 error:ENETUNREACH" ]'
 out=$(ctl enroll /nonexistent/netns 2>&1)

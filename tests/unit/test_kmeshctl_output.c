@@ -55,19 +55,29 @@ static void test_yaml(void **state)
 	(void)state;
 	expect("{\"a\": 1, \"b\": \"x: y\", \"c\": [{\"d\": true, \"e\": null}, 3], \"f\": {}, \"g\": []}",
 	       KM_OUT_YAML,
-	       "\"a\": 1\n"
-	       "\"b\": \"x: y\"\n"
-	       "\"c\":\n"
-	       "  - \"d\": true\n"
-	       "    \"e\": null\n"
+	       "a: 1\n"
+	       "b: \"x: y\"\n"
+	       "c:\n"
+	       "  - d: true\n"
+	       "    e: null\n"
 	       "  - 3\n"
-	       "\"f\": {}\n"
-	       "\"g\": []\n");
+	       "f: {}\n"
+	       "g: []\n");
+	/* plain as people write it (kind: Gateway, an image:tag, a/b paths), quoted where plain
+	 * would read back as something else: booleans, null, numbers, dates, indicators, ": " */
+	expect("{\"kind\": \"Gateway\", \"image\": \"ghcr.io/kmesh-net/waypoint:latest\", "
+	       "\"sidecar.istio.io/proxyImage\": \"/p_a.t-h@1+2\"}", KM_OUT_YAML,
+	       "kind: Gateway\nimage: ghcr.io/kmesh-net/waypoint:latest\nsidecar.istio.io/proxyImage: /p_a.t-h@1+2\n");
+	expect("[\"yes\", \"No\", \"on\", \"y\", \"null\", \"True\", \"1.0\", \"0x1f\", \"2026-01-01\", "
+	       "\"\", \"-x\", \"a:\", \"a #b\", \"*x\", \".inf\", \"a b\"]", KM_OUT_YAML,
+	       "- \"yes\"\n- \"No\"\n- \"on\"\n- \"y\"\n- \"null\"\n- \"True\"\n- \"1.0\"\n"
+	       "- \"0x1f\"\n- \"2026-01-01\"\n- \"\"\n- \"-x\"\n- \"a:\"\n- \"a #b\"\n- \"*x\"\n"
+	       "- \".inf\"\n- \"a b\"\n");
 	expect("[[1, 2]]", KM_OUT_YAML, "- \n  - 1\n  - 2\n");
 	/* what YAML does not take raw (DEL, C1 controls, its own line breaks) is escaped, and a
 	 * real keeps a '.' (YAML 1.1 reads 1e+20 as a string) */
 	expect("{\"a\": 1e+20, \"s\": \"x\\u007fy\\u0085z\\u2028\"}", KM_OUT_YAML,
-	       "\"a\": 1.0e+20\n\"s\": \"x\\x7Fy\\u0085z\\u2028\"\n");
+	       "a: 1.0e+20\ns: \"x\\x7Fy\\u0085z\\u2028\"\n");
 }
 
 static void test_json(void **state)

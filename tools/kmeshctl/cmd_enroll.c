@@ -77,9 +77,18 @@ int km_cmd_enroll(const struct km_ctl *ctl, int argc, char **argv, int enroll)
 	if (!rc)
 		fprintf(stderr, "kmeshctl: %s %s: %s: %s\n", enroll ? "enroll" : "unenroll", netns,
 			km_msg_code_name(rep->reply->code), rep->reply->message);
-	else
+	else if (ctl->format == KM_OUT_TABLE)
 		printf("%s %s (netns cookie %llu, %zu addresses)\n", enroll ? "enrolled" : "unenrolled",
 		       netns, (unsigned long long)cookie, enroll ? n : 0);
+	else { /* -o json|yaml: the same facts, to parse */
+		json_t *doc = json_pack("{s:s, s:s, s:I, s:I}", "action",
+					enroll ? "enrolled" : "unenrolled", "netns", netns,
+					"netns_cookie", (json_int_t)cookie, "addresses",
+					(json_int_t)(enroll ? n : 0));
+
+		km_out_print(stdout, doc, ctl->format);
+		json_decref(doc);
+	}
 	km_msg_free(rep);
 	return rc ? 0 : 1;
 }

@@ -134,13 +134,15 @@ static json_t *gateway(const struct wp_args *a, int with_ns)
 		json_object_set_new(labels, "istio.io/waypoint-for", json_string(a->for_));
 	if (a->rev)
 		json_object_set_new(labels, "istio.io/rev", json_string(a->rev));
-	meta = json_pack("{s:s, s:{s:s}}", "name", a->name, "annotations",
-			 "sidecar.istio.io/proxyImage", a->image);
+	/* in the order people write them: name, namespace, labels, annotations */
+	meta = json_pack("{s:s}", "name", a->name);
 	if (with_ns)
 		json_object_set_new(meta, "namespace", json_string(a->ns));
 	if (json_object_size(labels))
 		json_object_set(meta, "labels", labels);
 	json_decref(labels);
+	json_object_set_new(meta, "annotations",
+			    json_pack("{s:s}", "sidecar.istio.io/proxyImage", a->image));
 	gw = json_pack("{s:s, s:s, s:o, s:{s:s, s:[{s:s, s:i, s:s}]}}", "apiVersion",
 		       "gateway.networking.k8s.io/v1", "kind", "Gateway", "metadata", meta, "spec",
 		       "gatewayClassName", CLASS, "listeners", "name", "mesh", "port", 15008,

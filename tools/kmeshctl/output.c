@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 int km_out_parse(const char *s, enum km_out_format *out)
 {
@@ -18,7 +19,33 @@ int km_out_parse(const char *s, enum km_out_format *out)
 	return 0;
 }
 
-/* ---- YAML: block style; every string double-quoted ------------------------------------------ */
+/* ---- YAML: block style, as people write it: plain where that reads back as the same string,
+ * double-quoted otherwise ------------------------------------------------------------------- */
+
+/* Whether s reads back as this very string when written plain, in YAML 1.1 and 1.2 alike: it
+ * starts with a letter, '_' or '/' (so no number, date, indicator or empty string), holds only
+ * name-like characters (':' not at the end nor before a space: no mapping), and is none of the
+ * words YAML reads as booleans or null. */
+static int yaml_plain_ok(const char *s)
+{
+	static const char *const words[] = { "y", "n", "yes", "no", "true", "false", "on", "off",
+					     "null" };
+
+	if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_' || *s == '/'))
+		return 0;
+	for (const char *p = s; *p; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		    strchr("_./@+-", *p))
+			continue;
+		if (*p == ':' && p[1] && p[1] != ' ')
+			continue;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (!strcasecmp(s, words[i]))
+			return 0;
+	return 1;
+}
 
 /* A JSON scalar as YAML: a JSON string with every non-ASCII character escaped (\uXXXX) is a valid
  * YAML double-quoted one once DEL is escaped too; a real always has a '.' (YAML 1.1 reads 1e+20
@@ -40,6 +67,10 @@ static void yaml_scalar(FILE *f, const json_t *v)
 			snprintf(num + n, sizeof(num) - n, ".0%s", rest);
 		}
 		fputs(num, f);
+		return;
+	}
+	if (json_is_string(v) && yaml_plain_ok(json_string_value(v))) {
+		fputs(json_string_value(v), f);
 		return;
 	}
 	text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_ENSURE_ASCII);
