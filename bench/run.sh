@@ -8,6 +8,14 @@ out=docs/performance.md
 tmp=$(mktemp)
 failed=()
 trap 'rm -f "$tmp"' EXIT
+# progress on stderr: which bench, time so far, and what is left by the last run's times
+benches=()
+for b in bench/*.sh; do [ "$b" = bench/run.sh ] || benches+=("$b"); done
+declare -A last=()
+if [ -f "$out" ]; then
+	while read -r name secs; do last[$name]=$secs; done < <(sed -n 's/^(\(bench\/[a-z_0-9]*\.sh\) took \([0-9]*\) s\.)$/\1 \2/p' "$out")
+fi
+start=$(date +%s) i=0
 {
 	echo "# Performance"
 	echo
@@ -22,9 +30,11 @@ trap 'rm -f "$tmp"' EXIT
 	echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
 	echo "- date: $(date -u +%Y-%m-%d)"
 	echo
-	for b in bench/*.sh; do
-		[ "$b" = bench/run.sh ] && continue
-		echo "running $b" >&2
+	for b in "${benches[@]}"; do
+		i=$((i + 1))
+		left=0
+		for r in "${benches[@]:$((i - 1))}"; do left=$((left + ${last[$r]:-0})); done
+		echo "[$i/${#benches[@]}] $b: $(($(date +%s) - start)) s so far$([ "$left" -gt 0 ] && echo ", ~$left s left by the last run's times")" >&2
 		t0=$(date +%s)
 		bash "$b" || {
 			failed+=("$b")
@@ -34,6 +44,7 @@ trap 'rm -f "$tmp"' EXIT
 		}
 		echo
 		echo "($b took $(($(date +%s) - t0)) s.)"
+		echo "    $b took $(($(date +%s) - t0)) s (last run: ${last[$b]:-?} s)" >&2
 		echo
 	done
 } >"$tmp"
