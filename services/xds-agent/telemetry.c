@@ -18,6 +18,9 @@
 struct tm_series {
 	char *labels; /* the Prometheus label text: the key */
 	uint64_t opened, closed, sent, received;
+	char *src_uid, *dst_uid; /* the workloads it names (NULL: unknown), to expire it when gone */
+	uint64_t gone_since_s;   /* when one of them was first seen gone (0: both there) */
+	uint32_t refs;           /* open connections counting into it */
 	UT_hash_handle hh;
 };
 
@@ -126,7 +129,16 @@ static int labels_of(const Kmesh__Ipc__ConnEvent *e, const struct names *n, char
 	return km_prom_labels(out, len, pairs, N_LABELS, UNKNOWN);
 }
 
-static struct tm_series *series_get(struct km_telemetry *t, const char *labels)
+static void series_free(struct tm_series *s)
+{
+	free(s->labels);
+	free(s->src_uid);
+	free(s->dst_uid);
+	free(s);
+}
+
+static struct tm_series *series_get(struct km_telemetry *t, const char *labels,
+				    const struct names *n)
 {
 	struct tm_series *s;
 
@@ -134,8 +146,11 @@ static struct tm_series *series_get(struct km_telemetry *t, const char *labels)
 	if (s)
 		return s;
 	if (t->n_series >= KM_TELEMETRY_MAX_SERIES || !(s = calloc(1, sizeof(*s))) ||
-	    !(s->labels = strdup(labels))) {
-		free(s);
+	    !(s->labels = strdup(labels)) ||
+	    (n->src && n->src->uid && !(s->src_uid = strdup(n->src->uid))) ||
+	    (n->dst && n->dst->uid && !(s->dst_uid = strdup(n->dst->uid)))) {
+		if (s)
+			series_free(s);
 		t->series_dropped++;
 		return NULL;
 	}
@@ -245,7 +260,7 @@ static void on_open(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e)
 
 	resolve(t, e, &n);
 	if (labels_of(e, &n, labels, sizeof(labels)) >= 0)
-		s = series_get(t, labels);
+		s = series_get(t, labels, &n);
 	else
 		t->series_dropped++;
 	if (s)
@@ -256,6 +271,8 @@ static void on_open(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e)
 		struct tm_open *oldest = t->open;
 
 		HASH_DEL(t->open, oldest);
+		if (oldest->series)
+			oldest->series->refs--;
 		free(oldest);
 		t->n_open--;
 		t->open_dropped++;
@@ -271,7 +288,11 @@ static void on_open(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e)
 	}
 	if (o) {
 		o->mono_ns = e->mono_ns;
+		if (o->series)
+			o->series->refs--;
 		o->series = s;
+		if (s)
+			s->refs++;
 	}
 	if (t->access_log)
 		access_log(t, e, &n, -1);
@@ -289,6 +310,8 @@ static void on_close(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e)
 	HASH_FIND(hh, t->open, &e->cookie, sizeof(e->cookie), o);
 	if (o) {
 		s = o->series;
+		if (s)
+			s->refs--;
 		duration = (int64_t)(e->mono_ns - o->mono_ns);
 		HASH_DEL(t->open, o);
 		free(o);
@@ -299,7 +322,7 @@ static void on_close(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e)
 		/* opened before this agent subscribed, or its open was lost */
 		t->closes_unmatched++;
 		if (labels_of(e, &n, labels, sizeof(labels)) >= 0)
-			s = series_get(t, labels);
+			s = series_get(t, labels, &n);
 	}
 	/* the pod's bytes: outbound it is the client (sent = request), inbound the server */
 	req = e->direction == KM_CONN_OUTBOUND ? e->sent_bytes : e->received_bytes;
@@ -357,6 +380,9 @@ void km_telemetry_render(const struct km_telemetry *t, struct km_prom *p)
 		       "connection reports received from the map writer", t->reports);
 	km_prom_metric(p, "kmesh_telemetry_reports_lost_total", "counter",
 		       "connection reports lost on the way (ring buffer full or a slow reader)", t->lost);
+	km_prom_metric(p, "kmesh_telemetry_series_expired_total", "counter",
+		       "series removed once a workload they name had been gone for a while",
+		       t->series_expired);
 	km_prom_metric(p, "kmesh_telemetry_series_dropped_total", "counter",
 		       "reports not counted because the series table was full", t->series_dropped);
 	km_prom_metric(p, "kmesh_telemetry_open_connections", "gauge",
@@ -377,6 +403,8 @@ void km_telemetry_forget_open(struct km_telemetry *t)
 
 	HASH_ITER(hh, t->open, o, tmp) {
 		HASH_DEL(t->open, o);
+		if (o->series)
+			o->series->refs--;
 		free(o);
 		t->open_dropped++;
 	}
@@ -414,11 +442,41 @@ void km_telemetry_free(struct km_telemetry *t)
 
 	HASH_ITER(hh, t->series, s, stmp) {
 		HASH_DEL(t->series, s);
-		free(s->labels);
-		free(s);
+		series_free(s);
 	}
 	HASH_ITER(hh, t->open, o, otmp) {
 		HASH_DEL(t->open, o);
 		free(o);
 	}
+}
+
+/* Is the workload uid (NULL: an unknown end, which never goes) still in the model? */
+static int still_there(const struct km_model *m, const char *uid)
+{
+	return !uid || km_model_find_workload(m, uid) != NULL;
+}
+
+size_t km_telemetry_expire(struct km_telemetry *t, uint64_t now_s, uint64_t ttl_s)
+{
+	struct tm_series *s, *tmp;
+	size_t n = 0;
+
+	HASH_ITER(hh, t->series, s, tmp) {
+		if (still_there(t->model, s->src_uid) && still_there(t->model, s->dst_uid)) {
+			s->gone_since_s = 0;
+			continue;
+		}
+		if (!s->gone_since_s) {
+			s->gone_since_s = now_s ? now_s : 1;
+			continue;
+		}
+		if (now_s - s->gone_since_s < ttl_s || s->refs)
+			continue; /* its last values are still to be scraped, or a connection is open */
+		HASH_DEL(t->series, s);
+		series_free(s);
+		t->n_series--;
+		n++;
+	}
+	t->series_expired += n;
+	return n;
 }

@@ -7,6 +7,7 @@
  * reporter is source for a pod's outbound connections and destination for its inbound ones.
  * opened counts at establishment, closed and the byte counters at close (sent: the response,
  * server to client; received: the request), with the labels the connection was opened with.
+ * Series of a workload gone from the model are removed KM_TELEMETRY_GONE_TTL_S after it went.
  * Both tables are bounded: series beyond KM_TELEMETRY_MAX_SERIES are counted, not kept; past
  * KM_TELEMETRY_MAX_OPEN open connections the oldest is forgotten (its close lost, most likely). The access log (off by default) is one line per
  * open and per close on out, text or JSON. */
@@ -42,6 +43,7 @@ struct km_telemetry {
 	enum km_access_log_format format;
 	FILE *out;
 	uint64_t reports, lost, series_dropped, open_dropped, closes_unmatched, log_lines;
+	uint64_t series_expired;
 };
 
 /* Returns 0, or -1 when the address indexes could not be built (out of memory). */
@@ -50,6 +52,13 @@ void km_telemetry_events(struct km_telemetry *t, const Kmesh__Ipc__ConnEvents *b
 /* A new connection to the map writer: reports may have been lost meanwhile, so the connections
  * known open are forgotten (their closes then count as unmatched). */
 void km_telemetry_forget_open(struct km_telemetry *t);
+/* Remove the series that name a workload gone from the model for ttl_s seconds or more (first
+ * seen gone by an earlier call), unless a connection counted into it is still open: the last
+ * values stay scrapeable for ttl_s, and series of workloads that are gone do not pile up.
+ * Returns how many went. Call it periodically (now_s: a monotonic clock in seconds). */
+size_t km_telemetry_expire(struct km_telemetry *t, uint64_t now_s, uint64_t ttl_s);
+#define KM_TELEMETRY_GONE_TTL_S 300
+#define KM_TELEMETRY_EXPIRE_EVERY_S 30
 /* The TCP metrics and telemetry's own counters. */
 void km_telemetry_render(const struct km_telemetry *t, struct km_prom *p);
 /* "text" or "json"; returns 0, or -1 for another name. */

@@ -216,6 +216,46 @@ static void test_series_bound(void **state)
 	unload(&f);
 }
 
+/* A series naming a workload that is gone is removed once the workload has been gone for the
+ * TTL (its last values scrapeable until then), not while a connection counted into it is open,
+ * and series of workloads still there stay. */
+static void test_series_expire(void **state)
+{
+	struct fixture f;
+	struct ev v[3];
+	char *page;
+
+	(void)state;
+	load(&f);
+	/* c -> s (closed), and c -> s again, left open, under another reporter */
+	ev_init(&v[0], KM_CONN_OPEN, KM_CONN_OUTBOUND, "10.0.0.1", "10.0.0.2", 8080, "10.96.0.1", 80, 1);
+	ev_init(&v[1], KM_CONN_CLOSE, KM_CONN_OUTBOUND, "10.0.0.1", "10.0.0.2", 8080, "10.96.0.1", 80, 1);
+	ev_init(&v[2], KM_CONN_OPEN, KM_CONN_INBOUND, "10.0.0.1", "10.0.0.2", 8080, NULL, 0, 2);
+	deliver(&f, v, 3);
+	/* an unknown client to c: names no workload that can go but c */
+	ev_init(&v[0], KM_CONN_OPEN, KM_CONN_INBOUND, "10.9.9.9", "10.0.0.1", 7000, NULL, 0, 3);
+	deliver(&f, v, 1);
+	assert_int_equal(f.t.n_series, 3);
+	assert_int_equal(km_telemetry_expire(&f.t, 1000, 300), 0); /* all there */
+	km_model_remove_workload(&f.m, "s");
+	km_model_flush(&f.m);
+	assert_int_equal(km_telemetry_expire(&f.t, 1000, 300), 0); /* first seen gone */
+	assert_int_equal(km_telemetry_expire(&f.t, 1299, 300), 0); /* still scrapeable */
+	assert_int_equal(km_telemetry_expire(&f.t, 1300, 300), 1); /* the closed one goes */
+	page = render(&f);
+	assert_int_equal(f.t.n_series, 2);
+	assert_non_null(strstr(page, "kmesh_telemetry_series_expired_total 1"));
+	assert_null(strstr(page, "reporter=\"source\""));
+	free(page);
+	/* the open one goes once its connection closes */
+	ev_init(&v[0], KM_CONN_CLOSE, KM_CONN_INBOUND, "10.0.0.1", "10.0.0.2", 8080, NULL, 0, 2);
+	deliver(&f, v, 1);
+	assert_int_equal(km_telemetry_expire(&f.t, 1400, 300), 1);
+	assert_int_equal(f.t.n_series, 1); /* the unknown client's, to c, which is still there */
+	assert_int_equal(km_telemetry_expire(&f.t, 99999, 300), 0);
+	unload(&f);
+}
+
 static void test_prom_and_index(void **state)
 {
 	const char *pairs[] = { "a", "x\"y\\z\nw", "b", NULL };
@@ -255,6 +295,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_labels_and_counts),
 		cmocka_unit_test(test_series_bound),
+		cmocka_unit_test(test_series_expire),
 		cmocka_unit_test(test_prom_and_index),
 	};
 
