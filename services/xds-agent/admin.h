@@ -9,6 +9,7 @@
 #include "shared/latency.h"
 #include "services/xds-agent/ads_client.h"
 #include "services/xds-agent/authz_compile.h"
+#include "services/xds-agent/authz_metrics.h"
 #include "services/xds-agent/model.h"
 #include "services/xds-agent/policy_store.h"
 #include "services/xds-agent/resync.h"
@@ -29,6 +30,7 @@ struct km_agent_state {
 	void (*on_injected)(void *arg);
 	void *arg;
 	struct km_telemetry *telemetry; /* the access log's switch (SetConfig) */
+	const struct km_authz_metrics *authz_metrics; /* decision counters for /metrics (may be NULL) */
 };
 
 /* The map writer's per-policy decision counters, for the dump (rows sorted by stat id), or why

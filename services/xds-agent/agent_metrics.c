@@ -82,6 +82,8 @@ static void own(struct km_prom *p, const struct km_agent_state *st)
 		km_prom_printf(p, "kmesh_table_rewrite_wait_seconds %.3f\n",
 			       (double)st->resync->armed_ms / 1000.0);
 	}
+	if (st->authz_metrics)
+		km_authz_metrics_render(st->authz_metrics, p);
 	km_model_stats(st->model, &ms);
 	gauge(p, "kmesh_model_services", "services known", ms.services);
 	gauge(p, "kmesh_model_workloads", "workloads known", ms.workloads);

@@ -55,6 +55,8 @@ struct agent {
 	struct km_signals signals;
 	struct km_resync resync;
 	struct km_telemetry telemetry;
+	struct km_authz_metrics azm; /* the policies' decision counters, for /metrics */
+	uv_timer_t expire_timer; /* series of workloads that are gone, removed every 30 s */
 	struct km_metrics_http http;
 	int http_on;
 	const char *metrics_dir;
@@ -158,6 +160,8 @@ static char *render_metrics(void *arg, size_t *len)
 {
 	struct agent *a = arg;
 
+	/* asked for now, shown from the next scrape: the page is not held up by the map writer */
+	km_authz_metrics_refresh(&a->azm, km_now_us());
 	return km_agent_metrics(&a->state, &a->telemetry, a->metrics_dir, len);
 }
 
@@ -313,8 +317,19 @@ static void on_shutdown(void *arg, int signum)
 	if (a->http_on)
 		km_metrics_http_stop(&a->http);
 	km_resync_close(&a->resync);
+	uv_close((uv_handle_t *)&a->expire_timer, NULL);
 	km_ipc_server_stop(&a->admin, NULL);
 	km_signals_close(&a->signals);
+}
+
+static void on_expire(uv_timer_t *t)
+{
+	struct agent *a = t->data;
+	size_t n = km_telemetry_expire(&a->telemetry, km_now_us() / 1000000u, KM_TELEMETRY_GONE_TTL_S);
+
+	if (n)
+		km_debug("metrics: %zu series of workloads gone for %d s removed", n,
+			 KM_TELEMETRY_GONE_TTL_S);
 }
 
 int main(int argc, char **argv)
@@ -503,6 +518,8 @@ int main(int argc, char **argv)
 	a.state.on_injected = on_injected;
 	a.state.arg = &a;
 	a.state.telemetry = &a.telemetry;
+	km_authz_metrics_init(&a.azm, &a.link, &a.authz);
+	a.state.authz_metrics = &a.azm;
 	if (*metrics_address) {
 		char err[512];
 
@@ -527,6 +544,11 @@ int main(int argc, char **argv)
 		if (km_ipc_server_start(&a.admin, a.loop, &acfg, &aops, &a.state) != 0)
 			return 1;
 	}
+	a.expire_timer.data = &a;
+	if (uv_timer_init(a.loop, &a.expire_timer) != 0 ||
+	    uv_timer_start(&a.expire_timer, on_expire, KM_TELEMETRY_EXPIRE_EVERY_S * 1000u,
+			   KM_TELEMETRY_EXPIRE_EVERY_S * 1000u) != 0)
+		return 1;
 	/* up: its admin socket answers (`kmeshctl ready --live`); being in sync with the map
 	 * writer (`kmeshctl ready`) is said in STATUS= as it comes and goes */
 	km_sm_ready(&a.sm, a.loop, "started; waiting for the map writer and the first configuration");
@@ -555,6 +577,7 @@ int main(int argc, char **argv)
 	uv_run(a.loop, UV_RUN_DEFAULT);
 	km_info("stopped");
 	km_telemetry_free(&a.telemetry);
+	km_authz_metrics_free(&a.azm);
 	km_model_free(&a.model);
 	km_policy_store_free(&a.policies);
 	km_authz_free(&a.authz);

@@ -139,6 +139,16 @@ check "the agent's dump shows the map writer's counters, joined by stat id" \
 	eval '[ "$(counter web/deny-8080 denied)" = "$(raw_counter web/deny-8080 denied)" ] &&
 	      [ "$(counter web/allow-prod allowed)" = "$(raw_counter web/allow-prod allowed)" ] &&
 	      [ "$(km_agent_json "d[\"authz\"][\"decided_by_no_policy\"][\"denied\"] >= 1")" = true ]'
+# /metrics asks for the counters when scraped and shows them from the next scrape
+metric_of() { # metric_of NAME LABELS: the sample's value on the page (empty: none)
+	km_metrics | awk -v want="$1{$2}" '$1 == want {print $2}'
+}
+check "the metrics page counts denials by policy and in total (bounded series)" \
+	eval 'for _ in $(seq 1 40); do d=$(metric_of kmesh_authz_policy_decisions_total "policy=\"web/deny-8080\",action=\"DENY\",dry_run=\"false\",decision=\"denied\""); [ -n "$d" ] && [ "$d" -ge 1 ] && break; sleep 0.25; done
+	      echo "# deny-8080 denied: ${d:-none}" && [ -n "$d" ] && [ "$d" = "$(raw_counter web/deny-8080 denied)" ] &&
+	      [ "$(metric_of kmesh_authz_policy_decisions_total "policy=\"web/allow-prod\",action=\"ALLOW\",dry_run=\"false\",decision=\"allowed\"")" -ge 1 ] &&
+	      [ "$(metric_of kmesh_authz_decisions_total "decision=\"denied\"")" -ge "$d" ] &&
+	      [ "$(metric_of kmesh_authz_no_policy_decisions_total "decision=\"denied\"")" -ge 1 ]'
 
 apply_policies 1 "$(policy deny-dev "" GLOBAL DENY '{"namespaces": [{"prefix": "de"}]}')"
 check "deny by source namespace (mesh-wide): dev denied" refused_fast cdev 8080
