@@ -20,6 +20,15 @@
 #define KM_SOCK_REJECT 0
 #define KM_ECONNREFUSED 111
 
+/* One more connect() refused for this reason (metrics; the refusal path only). */
+static __always_inline void km_count_refusal(__u32 reason)
+{
+	__u64 *n = bpf_map_lookup_elem(&km_refused, &reason);
+
+	if (n)
+		(*n)++;
+}
+
 /* What to do with a managed socket's connect(). */
 enum km_verdict { KM_KEEP, KM_REWRITE, KM_REFUSE };
 
@@ -36,8 +45,10 @@ static __always_inline enum km_verdict km_connect_decide(struct bpf_sock_addr *c
 	if (ctx->protocol != KM_IPPROTO_TCP)
 		return KM_KEEP;
 	rc = km_resolve(dst, port, want_v6, t);
-	if (rc == KM_RESOLVE_REFUSE)
+	if (rc == KM_RESOLVE_REFUSE || rc == KM_RESOLVE_REFUSE_NO_ENDPOINT) {
+		km_count_refusal(rc == KM_RESOLVE_REFUSE ? KM_REFUSED_WAYPOINT : KM_REFUSED_NO_ENDPOINT);
 		return KM_REFUSE;
+	}
 	if (rc != KM_RESOLVE_REWRITE)
 		return KM_KEEP;
 	if (km_addr_is_v4mapped(dst) && km_addr_is_v4mapped(&t->addr))
@@ -55,8 +66,10 @@ static __always_inline enum km_verdict km_connect_decide(struct bpf_sock_addr *c
 	 * a ring-buffer record names the original destination, which sockops' open then carries. */
 	if (t->waypoint || t->backend_id) {
 		if (km_sock_record(ctx->sk, dst, port, t->waypoint ? KM_SOCK_F_VIA_WAYPOINT : 0,
-				   t->backend_id) != 0 && t->waypoint)
+				   t->backend_id) != 0 && t->waypoint) {
+			km_count_refusal(KM_REFUSED_WAYPOINT);
 			return KM_REFUSE;
+		}
 	} else if (km_monitoring()) {
 		km_conn_dial(ctx, dst, port);
 	}

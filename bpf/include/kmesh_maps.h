@@ -154,6 +154,12 @@ struct km_endpoint_value {
 	__u64 cum_weight; /* weights of the slots 0..index, inclusive (index + 1 when all are 1) */
 };
 
+/* km_refused: connect() calls an enrolled pod's connect program refused (ECONNREFUSED), per
+ * reason, per CPU; read for metrics. A fixed-size array, not part of the table layout. */
+#define KM_REFUSED_NO_ENDPOINT 0 /* a STRICT service with no endpoint in its best locality */
+#define KM_REFUSED_WAYPOINT 1    /* a waypoint named but pending, unknown or unreachable */
+#define KM_REFUSED_REASONS 2
+
 /* km_backend: a workload's addresses, one per family (all-zero = none of that family). */
 struct km_backend_key {
 	__u32 backend_id;
@@ -514,6 +520,7 @@ struct km_authz_closed {
 #define KM_MAP_SERVICE "km_service"
 #define KM_MAP_ENDPOINT "km_endpoint"
 #define KM_MAP_SLOT "km_slot"
+#define KM_MAP_REFUSED "km_refused"
 #define KM_MAP_BACKEND "km_backend"
 #define KM_MAP_PORT_OVERRIDE "km_port_ovr"
 #define KM_MAP_SOCK "km_sock"

@@ -43,6 +43,13 @@ KM_DECLARE_HASH(km_service, struct km_service_key, struct km_service_value);
 KM_DECLARE_HASH(km_endpoint, struct km_endpoint_key, struct km_endpoint_value);
 KM_DECLARE_HASH(km_backend, struct km_backend_key, struct km_backend_value);
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, KM_REFUSED_REASONS);
+} km_refused SEC(".maps") __weak;
+
 /* km_endpoint's rows placed in per-service ranges (kmesh_maps.h); the map writer writes them
  * through its own mapping of the array. */
 struct {

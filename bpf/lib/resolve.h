@@ -22,7 +22,8 @@ struct km_target {
 
 /* km_resolve's answers. */
 #define KM_RESOLVE_REWRITE 0 /* send it to *out */
-#define KM_RESOLVE_REFUSE 1  /* fail the connect(): see the callers */
+#define KM_RESOLVE_REFUSE 1  /* fail the connect(): a waypoint that cannot be reached */
+#define KM_RESOLVE_REFUSE_NO_ENDPOINT 3 /* fail it: a STRICT service with no endpoint in reach */
 #define KM_RESOLVE_KEEP 2    /* leave the destination alone */
 
 /* A backend's address of the family the socket can use: want_v6 prefers IPv6; an IPv6 socket
@@ -137,7 +138,7 @@ static __noinline int km_resolve(const struct km_addr *dst, __u16 port_nbo, int 
 		return KM_RESOLVE_KEEP; /* the original destination, by definition */
 	bk.backend_id = km_pick_backend(sk.service_id, sv, &addr4);
 	if (bk.backend_id == 0)
-		return sv->lb_mode == KM_LB_STRICT ? KM_RESOLVE_REFUSE : KM_RESOLVE_KEEP;
+		return sv->lb_mode == KM_LB_STRICT ? KM_RESOLVE_REFUSE_NO_ENDPOINT : KM_RESOLVE_KEEP;
 	if (addr4 && !want_v6) {
 		/* the slot carries the pod's address, written only for a backend without a
 		 * waypoint of its own: one lookup less on the hot path */

@@ -603,6 +603,7 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	dp->fd_conn_events = bpf_map__fd(dp->skel->maps.km_conn_events);
 	dp->fd_bpf_log = bpf_map__fd(dp->skel->maps.km_bpf_log);
 	dp->fd_event_drops = bpf_map__fd(dp->skel->maps.km_event_drops);
+	dp->fd_refused = bpf_map__fd(dp->skel->maps.km_refused);
 	dp->fd_ipsec_decrypt = bpf_program__fd(dp->skel->progs.km_ipsec_decrypt);
 	dp->fd_frontend = bpf_map__fd(dp->skel->maps.km_frontend);
 	dp->fd_fe_filter = bpf_map__fd(dp->skel->maps.km_fe_filter);

@@ -78,6 +78,7 @@ struct km_dataplane {
 	int fd_authz_lookup;
 	/* the ring buffers programs report into (events.c reads them), and their drop counters */
 	int fd_conn_events, fd_bpf_log, fd_event_drops;
+	int fd_refused; /* km_refused: connect() calls refused, per reason */
 	struct km_node_config node; /* as written to km_config */
 	struct km_table_sizes sizes;
 	char maps_dir[512];

@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "kmesh_maps.h"
 
 #include "shared/atomic_file.h"
 #include "shared/log.h"
@@ -155,6 +158,30 @@ static void ipc_server(struct km_prom *p, const struct km_ipc_server *srv)
 		       st->queue_overflows);
 }
 
+/* connect() calls the programs refused, per reason (km_refused: per-CPU counters, summed). */
+static void refused(struct km_prom *p, int fd)
+{
+	static const char *const reasons[KM_REFUSED_REASONS] = { "no_endpoint", "waypoint" };
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t per_cpu[512];
+
+	if (fd < 0 || ncpu <= 0 || ncpu > (int)(sizeof(per_cpu) / sizeof(per_cpu[0])))
+		return;
+	km_prom_family(p, "kmesh_connections_refused_total", "counter",
+		       "connect() calls refused with ECONNREFUSED: a STRICT service with no endpoint in "
+		       "reach (no_endpoint), a waypoint that cannot be reached (waypoint)");
+	for (uint32_t r = 0; r < KM_REFUSED_REASONS; r++) {
+		uint64_t sum = 0;
+		char labels[64];
+
+		if (bpf_map_lookup_elem(fd, &r, per_cpu) == 0)
+			for (int c = 0; c < ncpu; c++)
+				sum += per_cpu[c];
+		snprintf(labels, sizeof(labels), "reason=\"%s\"", reasons[r]);
+		km_prom_sample(p, "kmesh_connections_refused_total", labels, sum);
+	}
+}
+
 static void render(struct km_mw_metrics *m, struct km_prom *p)
 {
 	struct km_mw_requests *rq = m->rq;
@@ -169,6 +196,7 @@ static void render(struct km_mw_metrics *m, struct km_prom *p)
 	counter(p, "kmesh_table_rows_refused_total", "table operations refused", t->ops_failed);
 	counter(p, "kmesh_table_full_total", "rows refused because their table was full",
 		t->table_full);
+	refused(p, rq->dp->fd_refused);
 	counter(p, "kmesh_table_rows_swept_total", "stale rows removed after an agent's resync",
 		t->rows_swept);
 	requests(p, rq);

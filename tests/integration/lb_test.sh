@@ -77,6 +77,10 @@ check "FAILOVER: the other node's pods take over" \
 out=$(km_connect client 10.96.5.4 80 --count 20)
 check "STRICT with no pod on this node: refused (ECONNREFUSED), not sent elsewhere" \
 	test "$(count_of error:ECONNREFUSED <<<"$out")" -eq 20
+check "... and the 20 refusals are counted (kmesh_connections_refused_total, reason no_endpoint)" \
+	eval 'for _ in $(seq 1 40); do km_metrics_has "^kmesh_connections_refused_total{reason=\"no_endpoint\"} 20$" && break; sleep 0.1; done
+	      km_metrics_has "^kmesh_connections_refused_total{reason=\"no_endpoint\"} 20$" &&
+	      km_metrics_has "^kmesh_connections_refused_total{reason=\"waypoint\"} 0$"'
 check "headless service: endpoints but no frontend (4 VIP rows: pass, alt, near, strict)" \
 	km_wait_rows frontend "kind service" 4
 
