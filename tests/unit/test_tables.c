@@ -18,47 +18,9 @@
 #include "shared/addr.h"
 #include "services/map-writer/tables.h"
 
-#define OK KMESH__IPC__CODE__OK
-#define BAD KMESH__IPC__CODE__BAD_REQUEST
-#define MISSING KMESH__IPC__CODE__NOT_FOUND
-#define FULL KMESH__IPC__CODE__TABLE_FULL
+#include "tests/unit/tables_fixture.h"
 
-static int make_map(size_t key, size_t value, uint32_t max)
-{
-	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_NO_PREALLOC);
-
-	return bpf_map_create(BPF_MAP_TYPE_HASH, NULL, (uint32_t)key, (uint32_t)value, max, &o);
-}
-
-static void tables_open(struct km_tables *tp)
-{
-	struct km_tables t;
-
-	memset(&t, 0, sizeof(t));
-	t.fd_manage = make_map(sizeof(struct km_manage_key), sizeof(struct km_manage_value), 8);
-	t.fd_pod_netns = make_map(sizeof(struct km_manage_key), sizeof(struct km_pod_netns_value), 8);
-	t.fd_ipsec_peer = make_map(sizeof(struct km_ipsec_peer_key), sizeof(struct km_ipsec_peer_value), 8);
-	{
-		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_NO_PREALLOC);
-
-		t.fd_ipsec_cidr = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, NULL,
-						 sizeof(struct km_ipsec_cidr_key),
-						 sizeof(struct km_ipsec_cidr_value), 8, &o);
-	}
-	t.fd_frontend = make_map(sizeof(struct km_frontend_key), sizeof(struct km_frontend_value), 4);
-	t.fd_service = make_map(sizeof(struct km_service_key), sizeof(struct km_service_value), 8);
-	t.fd_endpoint = make_map(sizeof(struct km_endpoint_key), sizeof(struct km_endpoint_value), 64);
-	t.fd_backend = make_map(sizeof(struct km_backend_key), sizeof(struct km_backend_value), 8);
-	t.fd_port_override = make_map(sizeof(struct km_port_override_key),
-				      sizeof(struct km_port_override_value), 8);
-	t.fd_authz_ident = t.fd_authz_list = t.fd_authz_match = -1;
-	t.fd_authz_set = t.fd_authz_cidr = t.fd_authz_stats = t.fd_authz_index = -1;
-	t.fd_fe_filter = -1;
-	t.fd_slot = -1;
-	t.sizes = (struct km_table_sizes){ 8, 4, 8, 64, 8, 8, 8, 0, 0, 0 };
-	assert_int_equal(km_tables_load_present(&t), 0);
-	*tp = t;
-}
+static uint8_t vip[4] = { 10, 96, 0, 1 };
 
 static int setup(void **state)
 {
@@ -69,111 +31,10 @@ static int setup(void **state)
 	return 0;
 }
 
-static void tables_close(struct km_tables *t)
-{
-	int fds[] = { t->fd_manage, t->fd_frontend, t->fd_service, t->fd_endpoint, t->fd_backend,
-		      t->fd_port_override, t->fd_pod_netns, t->fd_ipsec_peer, t->fd_ipsec_cidr,
-		      t->fd_slot };
-
-	km_tables_free(t);
-	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-}
-
 static int teardown(void **state)
 {
 	tables_close(*state);
 	return 0;
-}
-
-static int maps_available(struct km_tables *t)
-{
-	return t->fd_frontend >= 0 && t->fd_backend >= 0;
-}
-
-/* ---- row builders ---------------------------------------------------------------------------- */
-
-static uint8_t v4[4] = { 10, 0, 0, 1 };
-static uint8_t vip[4] = { 10, 96, 0, 1 };
-
-struct rows {
-	Kmesh__Ipc__TableOp op;
-	Kmesh__Ipc__FrontendRow fe;
-	Kmesh__Ipc__ServiceRow svc;
-	Kmesh__Ipc__EndpointRow ep;
-	Kmesh__Ipc__BackendRow be;
-	ProtobufCBinaryData addrs[3];
-	uint32_t counts[KM_PRIO_COUNT + 1];
-};
-
-static Kmesh__Ipc__TableOp *backend(struct rows *r, uint32_t id, uint8_t *addr, size_t len)
-{
-	kmesh__ipc__table_op__init(&r->op);
-	kmesh__ipc__backend_row__init(&r->be);
-	r->op.kind = KMESH__IPC__TABLE_OP__KIND__UPSERT;
-	r->op.row_case = KMESH__IPC__TABLE_OP__ROW_BACKEND;
-	r->op.backend = &r->be;
-	r->be.id = id;
-	r->addrs[0].data = addr;
-	r->addrs[0].len = len;
-	r->be.addresses = r->addrs;
-	r->be.n_addresses = addr ? 1 : 0;
-	return &r->op;
-}
-
-static Kmesh__Ipc__TableOp *endpoint(struct rows *r, uint32_t svc, uint32_t prio, uint32_t idx,
-				     uint32_t be)
-{
-	kmesh__ipc__table_op__init(&r->op);
-	kmesh__ipc__endpoint_row__init(&r->ep);
-	r->op.kind = KMESH__IPC__TABLE_OP__KIND__UPSERT;
-	r->op.row_case = KMESH__IPC__TABLE_OP__ROW_ENDPOINT;
-	r->op.endpoint = &r->ep;
-	r->ep.service_id = svc;
-	r->ep.priority = prio;
-	r->ep.index = idx;
-	r->ep.backend_id = be;
-	return &r->op;
-}
-
-static Kmesh__Ipc__TableOp *service(struct rows *r, uint32_t id, uint32_t count0, uint32_t mode)
-{
-	kmesh__ipc__table_op__init(&r->op);
-	kmesh__ipc__service_row__init(&r->svc);
-	r->op.kind = KMESH__IPC__TABLE_OP__KIND__UPSERT;
-	r->op.row_case = KMESH__IPC__TABLE_OP__ROW_SERVICE;
-	r->op.service = &r->svc;
-	r->svc.id = id;
-	memset(r->counts, 0, sizeof(r->counts));
-	r->counts[0] = count0;
-	r->svc.endpoint_count = r->counts;
-	r->svc.n_endpoint_count = KM_PRIO_COUNT;
-	r->svc.lb_mode = mode;
-	return &r->op;
-}
-
-static Kmesh__Ipc__TableOp *frontend(struct rows *r, uint8_t *addr, size_t len, uint32_t port,
-				     uint32_t kind, uint32_t id, uint32_t target)
-{
-	kmesh__ipc__table_op__init(&r->op);
-	kmesh__ipc__frontend_row__init(&r->fe);
-	r->op.kind = KMESH__IPC__TABLE_OP__KIND__UPSERT;
-	r->op.row_case = KMESH__IPC__TABLE_OP__ROW_FRONTEND;
-	r->op.frontend = &r->fe;
-	r->fe.address.data = addr;
-	r->fe.address.len = len;
-	r->fe.port = port;
-	r->fe.protocol = 6;
-	r->fe.kind = (Kmesh__Ipc__FrontendKind)kind;
-	r->fe.upstream_id = id;
-	r->fe.target_port = target;
-	return &r->op;
-}
-
-static Kmesh__Ipc__Code apply(struct km_tables *t, Kmesh__Ipc__TableOp *op, char *err)
-{
-	return km_tables_apply(t, op, err, 256);
 }
 
 /* km_authz_index rows: a list's key, a field (or its default, value 0), a chunk within the list
@@ -837,157 +698,6 @@ static void test_ipsec_rows(void **state)
 	assert_int_not_equal(bpf_map_lookup_elem(t->fd_ipsec_cidr, &k, &v), 0);
 }
 
-/* ---- km_slot: where BPF picks endpoints from -------------------------------------------------- */
-
-static struct km_endpoint_value slot_at(struct km_tables *t, uint32_t slot)
-{
-	struct km_endpoint_value v;
-
-	memset(&v, 0xee, sizeof(v));
-	assert_int_equal(bpf_map_lookup_elem(t->fd_slot, &slot, &v), 0);
-	return v;
-}
-
-static struct km_service_value service_at(struct km_tables *t, uint32_t id)
-{
-	struct km_service_key k = { .service_id = id };
-	struct km_service_value v;
-
-	assert_int_equal(bpf_map_lookup_elem(t->fd_service, &k, &v), 0);
-	return v;
-}
-
-static void write_endpoints(struct km_tables *t, uint32_t svc, uint32_t from, uint32_t to,
-			    uint32_t backend0)
-{
-	struct rows r;
-	char err[256];
-
-	for (uint32_t i = from; i < to; i++)
-		assert_int_equal(apply(t, endpoint(&r, svc, 0, i, backend0 + i % 3), err), OK);
-}
-
-/* Each service's endpoint rows are copied to a range of km_slot that its row names; a range that
- * grows is named only once the service row is written again, the old one is kept a while, and a
- * restart finds the ranges again. Rows of a layout before slots are placed at start. */
-static void test_endpoint_slots(void **state)
-{
-	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE);
-	struct km_tables tt, *t = &tt;
-	struct km_service_value sv;
-	struct km_endpoint_value ev;
-	uint64_t size, free_slots, quarantined;
-	uint32_t old_base;
-	struct rows r;
-	char err[256];
-
-	(void)state;
-	tables_open(t);
-	if (!maps_available(t)) {
-		tables_close(t);
-		skip();
-	}
-	t->fd_slot = bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, sizeof(uint32_t),
-				    sizeof(struct km_endpoint_value), 16, &o);
-	assert_true(t->fd_slot >= 0);
-	km_tables_free(t);
-	assert_int_equal(km_tables_load_present(t), 0);
-	assert_true(km_slots_enabled(&t->slots));
-	for (uint32_t b = 90; b < 93; b++)
-		assert_int_equal(apply(t, backend(&r, b, v4, 4), err), OK);
-
-	/* three endpoints: one range of four slots, named by the service row */
-	write_endpoints(t, 900, 0, 3, 90);
-	assert_int_equal(apply(t, service(&r, 900, 3, 0), err), OK);
-	sv = service_at(t, 900);
-	assert_int_not_equal(sv.slot_base[0], KM_SLOT_NONE);
-	assert_int_equal(sv.slot_order[0], 2);
-	for (int p = 1; p < KM_PRIO_COUNT; p++)
-		assert_int_equal(sv.slot_base[p], KM_SLOT_NONE);
-	for (uint32_t i = 0; i < 3; i++) {
-		ev = slot_at(t, sv.slot_base[0] + i);
-		assert_int_equal(ev.backend_id, 90 + i);
-		assert_int_equal(ev.cum_weight, i + 1);
-	}
-	old_base = sv.slot_base[0];
-
-	/* two more: copied to a range of eight; the row names the old one until it is written */
-	write_endpoints(t, 900, 3, 5, 90);
-	assert_int_equal(service_at(t, 900).slot_base[0], old_base);
-	assert_int_equal(slot_at(t, old_base + 2).backend_id, 92); /* the old range is intact */
-	assert_int_equal(apply(t, endpoint(&r, 900, 0, 1, 92), err), OK); /* a rewrite in place */
-	assert_int_equal(slot_at(t, old_base + 1).backend_id, 92);  /* reaches both ranges */
-	assert_int_equal(apply(t, service(&r, 900, 5, 0), err), OK);
-	sv = service_at(t, 900);
-	assert_int_not_equal(sv.slot_base[0], old_base);
-	assert_int_equal(sv.slot_order[0], 3);
-	assert_int_equal(slot_at(t, sv.slot_base[0] + 0).backend_id, 90);
-	assert_int_equal(slot_at(t, sv.slot_base[0] + 1).backend_id, 92);
-	assert_int_equal(slot_at(t, sv.slot_base[0] + 4).backend_id, 91);
-	km_slots_usage(&t->slots, &size, &free_slots, &quarantined);
-	assert_int_equal(size, 16);
-	assert_int_equal(quarantined, 4); /* the old range: a connect may have just read it */
-	assert_int_equal(free_slots, 16 - 8 - 4);
-
-	/* a slot a lower count no longer exposes is deleted, and cleared */
-	assert_int_equal(apply(t, service(&r, 900, 4, 0), err), OK);
-	endpoint(&r, 900, 0, 4, 0);
-	r.op.kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
-	assert_int_equal(apply(t, &r.op, err), OK);
-	assert_int_equal(slot_at(t, sv.slot_base[0] + 4).backend_id, 0);
-
-	/* a restart finds the ranges the rows name */
-	km_tables_free(t);
-	assert_int_equal(km_tables_load_present(t), 0);
-	km_slots_usage(&t->slots, &size, &free_slots, &quarantined);
-	assert_int_equal(free_slots, 16 - 8);
-	assert_int_equal(service_at(t, 900).slot_base[0], sv.slot_base[0]);
-	assert_int_equal(slot_at(t, sv.slot_base[0] + 1).backend_id, 92);
-
-	/* rows of a layout before slots (base KM_SLOT_NONE) are placed at start */
-	sv = service_at(t, 900);
-	sv.slot_base[0] = KM_SLOT_NONE;
-	sv.slot_order[0] = 0;
-	{
-		struct km_service_key k = { .service_id = 900 };
-
-		assert_int_equal(bpf_map_update_elem(t->fd_service, &k, &sv, BPF_EXIST), 0);
-	}
-	km_tables_free(t);
-	assert_int_equal(km_tables_load_present(t), 0);
-	sv = service_at(t, 900);
-	assert_int_not_equal(sv.slot_base[0], KM_SLOT_NONE);
-	for (uint32_t i = 0; i < 4; i++)
-		assert_int_equal(slot_at(t, sv.slot_base[0] + i).backend_id, i == 1 ? 92 : 90 + i % 3);
-
-	/* no range of sixteen is left: a big service reads km_endpoint */
-	write_endpoints(t, 901, 0, 9, 90);
-	assert_int_equal(apply(t, service(&r, 901, 9, 0), err), OK);
-	assert_int_equal(service_at(t, 901).slot_base[0], KM_SLOT_NONE);
-	assert_true(t->slots.ranges_refused >= 1);
-
-	/* a service left with no endpoints names no range (its range goes, through the quarantine),
-	 * and so does a service's removal */
-	assert_int_equal(apply(t, service(&r, 900, 0, 0), err), OK);
-	for (uint32_t i = 0; i < 4; i++) {
-		endpoint(&r, 900, 0, i, 0);
-		r.op.kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
-		assert_int_equal(apply(t, &r.op, err), OK);
-	}
-	assert_int_equal(service_at(t, 900).slot_base[0], sv.slot_base[0]); /* not written since */
-	assert_int_equal(apply(t, service(&r, 900, 0, 0), err), OK);
-	assert_int_equal(service_at(t, 900).slot_base[0], KM_SLOT_NONE);
-	km_slots_usage(&t->slots, &size, &free_slots, &quarantined);
-	assert_int_equal(free_slots + quarantined, 16);
-	assert_int_equal(quarantined, 4);
-	service(&r, 900, 0, 0);
-	r.op.kind = KMESH__IPC__TABLE_OP__KIND__DELETE;
-	assert_int_equal(apply(t, &r.op, err), OK);
-	km_slots_usage(&t->slots, &size, &free_slots, &quarantined);
-	assert_int_equal(free_slots + quarantined, 16);
-	tables_close(t);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1004,7 +714,6 @@ int main(void)
 		cmocka_unit_test(test_counts_expose_whole_slots),
 		cmocka_unit_test(test_sync_sweeps_unwritten_rows),
 		cmocka_unit_test(test_ipsec_rows),
-		cmocka_unit_test(test_endpoint_slots),
 	};
 
 	/* One group: the cases build on each other's rows, in this order. */
