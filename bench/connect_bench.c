@@ -12,7 +12,14 @@
  *
  * The floor, in the same run: a third cgroup (--ref-cgroup) gets the reference program
  * (bench/ref/ref_connect.bpf.c: a VIP hash, one random slot of an array of the same endpoints,
- * the rewrite), timed and counted the same way. The client runs pinned to one CPU (--cpu). */
+ * the rewrite), timed and counted the same way. The client runs pinned to one CPU (--cpu).
+ *
+ * A realistic mix (--services S > 1): the endpoints are split evenly over S services, VIPs
+ * consecutive from --vip; each connect draws a service by Zipf popularity (s = 1: the k-th most
+ * popular is drawn 1/k as often as the first) and the direct baseline one of that service's
+ * endpoints, and --outside-percent of the connects go to addresses outside the mesh (10.200/16,
+ * local in the netns, no frontend) in every variant. --kind waypoint: the service's waypoint is
+ * this netns's own address, so a listener also answers on the waypoint data port. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -36,10 +43,12 @@
 #include "ref_connect.skel.h"
 
 #define SERVER_PORT 8080
+#define WAYPOINT_DATA_PORT 15019 /* the xDS agent's --waypoint-data-port default */
+#define OUTSIDE_NET 0x0ac80000u  /* 10.200.0.0/16: local in the netns, never a frontend */
 
 struct opts {
-	const char *netns, *mesh_cgroup, *plain_cgroup, *ref_cgroup, *links_dir, *vip;
-	unsigned vip_port, endpoints, rounds, per_round, stats_connects;
+	const char *netns, *mesh_cgroup, *plain_cgroup, *ref_cgroup, *links_dir, *vip, *kind;
+	unsigned vip_port, endpoints, rounds, per_round, stats_connects, services, outside_percent;
 	int cpu; /* the client's CPU; -1 = the last one */
 	struct in_addr first_endpoint;
 };
@@ -103,11 +112,11 @@ static uint64_t timed_connect(const struct sockaddr_in *dst)
 static struct ref_connect *ref_load(const struct opts *o, const struct sockaddr_in *vip)
 {
 	struct ref_connect *r = ref_connect__open();
-	struct km_ref_vip_key k = { .addr4 = vip->sin_addr.s_addr, .port = vip->sin_port };
-	struct km_ref_vip v = { .base = 0, .count = o->endpoints };
+	unsigned per = o->endpoints / o->services;
 	int cg;
 
 	if (!r || bpf_map__set_max_entries(r->maps.km_ref_slots, o->endpoints) != 0 ||
+	    bpf_map__set_max_entries(r->maps.km_ref_vips, o->services) != 0 ||
 	    ref_connect__load(r) != 0)
 		bench_die("loading the reference program");
 	for (__u32 i = 0; i < o->endpoints; i++) {
@@ -118,8 +127,14 @@ static struct ref_connect *ref_load(const struct opts *o, const struct sockaddr_
 		if (bpf_map_update_elem(bpf_map__fd(r->maps.km_ref_slots), &i, &slot, BPF_ANY) != 0)
 			bench_die("filling the reference slots");
 	}
-	if (bpf_map_update_elem(bpf_map__fd(r->maps.km_ref_vips), &k, &v, BPF_ANY) != 0)
-		bench_die("writing the reference VIP");
+	for (__u32 i = 0; i < o->services; i++) {
+		struct km_ref_vip_key k = { .addr4 = htonl(ntohl(vip->sin_addr.s_addr) + i),
+					    .port = vip->sin_port };
+		struct km_ref_vip v = { .base = i * per, .count = per };
+
+		if (bpf_map_update_elem(bpf_map__fd(r->maps.km_ref_vips), &k, &v, BPF_ANY) != 0)
+			bench_die("writing the reference VIPs");
+	}
 	if ((cg = open(o->ref_cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    !bpf_program__attach_cgroup(r->progs.km_ref_connect4, cg))
 		bench_die("attaching the reference program");
@@ -135,10 +150,12 @@ static void usage(FILE *f)
 		"usage: connect_bench --netns PATH --mesh-cgroup DIR --plain-cgroup DIR --ref-cgroup DIR\n"
 		"                     --links-dir DIR --vip ADDR --endpoints N --first-endpoint ADDR\n"
 		"                     [--vip-port P] [--rounds R] [--per-round M] [--stats-connects K]\n"
-		"                     [--cpu N]\n"
+		"                     [--cpu N] [--services S] [--outside-percent P] [--kind KIND]\n"
 		"connect() through a VIP with the kmesh programs vs. direct with none, and the reference\n"
 		"program (the floor) in the same run; prints markdown. --cpu: the client's CPU (default\n"
-		"the last one).\n");
+		"the last one). --services: the endpoints split over S services (VIPs from --vip on),\n"
+		"drawn by Zipf popularity; --outside-percent: connects to addresses outside the mesh;\n"
+		"--kind: plain, weighted, p2c or waypoint (the service's load balancing, as set up).\n");
 }
 
 static void parse(int argc, char **argv, struct opts *o)
@@ -151,13 +168,14 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "rounds", 1, 0, 'r' },	 { "per-round", 1, 0, 'c' },
 		{ "stats-connects", 1, 0, 's' }, { "help", 0, 0, 'h' },
 		{ "ref-cgroup", 1, 0, 'R' },	 { "cpu", 1, 0, 'C' },
-		{ 0 },
+		{ "services", 1, 0, 'S' },	 { "outside-percent", 1, 0, 'O' },
+		{ "kind", 1, 0, 'K' },		 { 0 },
 	};
 	const char *first = NULL;
 	int c;
 
 	*o = (struct opts){ .vip_port = 80, .rounds = 40, .per_round = 1000, .stats_connects = 20000,
-			    .cpu = -1 };
+			    .cpu = -1, .services = 1, .kind = "plain" };
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'n': o->netns = optarg; break;
@@ -173,28 +191,89 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 's': o->stats_connects = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'R': o->ref_cgroup = optarg; break;
 		case 'C': o->cpu = atoi(optarg); break;
+		case 'S': o->services = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'O': o->outside_percent = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'K': o->kind = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
 	}
 	if (!o->netns || !o->mesh_cgroup || !o->plain_cgroup || !o->ref_cgroup || !o->links_dir || !o->vip ||
-	    !first || !o->endpoints || !o->rounds || !o->per_round ||
+	    !first || !o->endpoints || !o->rounds || !o->per_round || !o->services ||
+	    o->endpoints % o->services != 0 || o->outside_percent > 100 ||
 	    inet_pton(AF_INET, first, &o->first_endpoint) != 1) {
 		usage(stderr);
 		exit(2);
 	}
 }
 
-/* A destination of the given kind: the VIP, or a random endpoint address. */
+/* Service popularity: Zipf with s = 1 over the services, as a cumulative table drawn from by
+ * binary search (one service: always the first). */
+static double *zipf_cdf;
+
+static void zipf_init(unsigned services)
+{
+	double sum = 0;
+
+	if (!(zipf_cdf = malloc(services * sizeof(double))))
+		bench_die("allocating");
+	for (unsigned k = 0; k < services; k++)
+		zipf_cdf[k] = (sum += 1.0 / (k + 1));
+	for (unsigned k = 0; k < services; k++)
+		zipf_cdf[k] /= sum;
+}
+
+static unsigned zipf_draw(unsigned services)
+{
+	double u = (double)next_rand() / 4294967296.0;
+	unsigned lo = 0, hi = services - 1;
+
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+
+		if (zipf_cdf[mid] > u)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+/* The next destination: outside the mesh (--outside-percent of them, every variant), else a
+ * service drawn by popularity: its VIP, or (direct) one of its endpoint addresses at random. */
 static struct sockaddr_in destination(const struct opts *o, const struct sockaddr_in *vip, int direct)
 {
 	struct sockaddr_in dst = *vip;
+	unsigned per = o->endpoints / o->services, k;
 
-	if (direct) {
-		dst.sin_addr.s_addr = htonl(ntohl(o->first_endpoint.s_addr) + next_rand() % o->endpoints);
+	if (o->outside_percent && next_rand() % 100 < o->outside_percent) {
+		dst.sin_addr.s_addr = htonl(OUTSIDE_NET + 1 + next_rand() % 65000);
 		dst.sin_port = htons(SERVER_PORT);
+		return dst;
+	}
+	k = o->services > 1 ? zipf_draw(o->services) : 0;
+	if (direct) {
+		dst.sin_addr.s_addr = htonl(ntohl(o->first_endpoint.s_addr) + k * per + next_rand() % per);
+		dst.sin_port = htons(SERVER_PORT);
+	} else {
+		dst.sin_addr.s_addr = htonl(ntohl(vip->sin_addr.s_addr) + k);
 	}
 	return dst;
+}
+
+/* A listener on every local address of the netns, accepting and closing on its own thread. */
+static void listen_on(uint16_t port)
+{
+	struct sockaddr_in any = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int *lfd = malloc(sizeof(int)), one = 1;
+	pthread_t th;
+
+	if (!lfd || (*lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+	    setsockopt(*lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+	    bind(*lfd, (struct sockaddr *)&any, sizeof(any)) != 0 || listen(*lfd, 4096) != 0)
+		bench_die("listening");
+	if (pthread_create(&th, NULL, accept_loop, lfd) != 0)
+		bench_die("starting an accept thread");
 }
 
 #define VARIANTS 3 /* direct from the plain cgroup, the VIP from the mesh and the reference ones */
@@ -212,7 +291,7 @@ static struct bench_prog_stats link_stats(const char *links_dir, const char *nam
 int main(int argc, char **argv)
 {
 	struct opts o;
-	struct sockaddr_in vip = { .sin_family = AF_INET }, any = { .sin_family = AF_INET };
+	struct sockaddr_in vip = { .sin_family = AF_INET };
 	size_t total;
 	uint64_t *lat[VARIANTS], *closes[VARIANTS], *round_med[VARIANTS], failed[VARIANTS] = { 0 };
 	struct bench_prog_stats before[PROGS], after[PROGS];
@@ -225,8 +304,7 @@ int main(int argc, char **argv)
 		"reference program (the floor), via the VIP"
 	};
 	struct ref_connect *ref;
-	pthread_t th;
-	int cg[VARIANTS], lfd, nsfd, stats_fd, one = 1;
+	int cg[VARIANTS], nsfd, stats_fd;
 
 	bench_name = "connect_bench";
 	parse(argc, argv, &o);
@@ -235,6 +313,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	vip.sin_port = htons((uint16_t)o.vip_port);
+	zipf_init(o.services);
 	cg[0] = bench_open_procs(o.plain_cgroup); /* before setns: the netns may hide the cgroup mount */
 	cg[1] = bench_open_procs(o.mesh_cgroup);
 	cg[2] = bench_open_procs(o.ref_cgroup);
@@ -243,14 +322,10 @@ int main(int argc, char **argv)
 		bench_die(o.netns);
 	close(nsfd);
 
-	bench_join_cgroup(cg[0]); /* the listener (and so every accepted socket) runs no program */
-	any.sin_port = htons(SERVER_PORT);
-	if ((lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
-	    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-	    bind(lfd, (struct sockaddr *)&any, sizeof(any)) != 0 || listen(lfd, 4096) != 0)
-		bench_die("listening on :8080");
-	if (pthread_create(&th, NULL, accept_loop, &lfd) != 0)
-		bench_die("starting the accept thread");
+	bench_join_cgroup(cg[0]); /* the listeners (and so every accepted socket) run no program */
+	listen_on(SERVER_PORT);
+	if (strcmp(o.kind, "waypoint") == 0)
+		listen_on(WAYPOINT_DATA_PORT);
 	bench_pin_cpu(o.cpu); /* this thread only: the accept thread stays free to run elsewhere */
 
 	total = (size_t)o.rounds * o.per_round;
@@ -334,10 +409,17 @@ int main(int argc, char **argv)
 		qsort(closes[v], total, sizeof(uint64_t), bench_cmp_u64);
 		qsort(round_med[v], o.rounds, sizeof(uint64_t), bench_cmp_u64);
 	}
-	printf("## connect() through a VIP with %u endpoints vs. direct with no program\n\n",
-	       o.endpoints);
+	if (o.services > 1)
+		printf("## connect() over %u services (Zipf-popular VIPs, %u%% of connects outside the mesh), "
+		       "%u endpoints\n\n", o.services, o.outside_percent, o.endpoints);
+	else if (strcmp(o.kind, "plain") != 0)
+		printf("## connect() through the VIP of a %s service with %u endpoints\n\n", o.kind,
+		       o.endpoints);
+	else
+		printf("## connect() through a VIP with %u endpoints vs. direct with no program\n\n",
+		       o.endpoints);
 	printf("Command: `make bench` (runs `bench/connect.sh`; `ENDPOINTS=%u`, `ROUNDS=%u`,\n"
-	       "`PER_ROUND=%u` override). One service VIP (%s:%u) with %u endpoints loaded through\n"
+	       "`PER_ROUND=%u` override). %s (%s:%u) with %u endpoints loaded through\n"
 	       "the xDS agent; a test network namespace where every endpoint address is local and\n"
 	       "one listener answers. Rounds of %u connects alternate between the VIP from the\n"
 	       "enrolled cgroup (programs attached: the BPF pick rewrites the destination), the\n"
@@ -346,7 +428,19 @@ int main(int argc, char **argv)
 	       "(`bench/ref/ref_connect.bpf.c`: a VIP hash, one random slot of an array of the same\n"
 	       "endpoints, the rewrite: the floor). The client is pinned to one CPU. Only the\n"
 	       "connect() call is timed; each connection is then reset.\n\n",
-	       o.endpoints, o.rounds, o.per_round, o.vip, o.vip_port, o.endpoints, o.per_round);
+	       o.endpoints, o.rounds, o.per_round,
+	       o.services > 1 ? "Service VIPs from" : "One service VIP", o.vip, o.vip_port, o.endpoints,
+	       o.per_round);
+	if (o.services > 1)
+		printf("Here the endpoints are split evenly over %u services (VIPs from %s on, %u endpoints\n"
+		       "each; the floor has the same VIPs and ranges). Each connect draws a service by Zipf\n"
+		       "popularity (s = 1), and %u%% go to addresses outside the mesh (10.200/16) in every\n"
+		       "variant; the direct baseline connects to one of the drawn service's endpoints. The\n"
+		       "run-time rows \"the VIP\" are this mix.\n\n",
+		       o.services, o.vip, o.endpoints / o.services, o.outside_percent);
+	else if (strcmp(o.kind, "plain") != 0)
+		printf("The service's load balancing here: `SERVICE_KIND=%s` (bench/lib/connect_env.sh).\n\n",
+		       o.kind);
 	printf("| variant | connects | p50 (us) | p90 (us) | p99 (us) | round medians min / max (us) | ratio (p50) |\n");
 	printf("|---|---|---|---|---|---|---|\n");
 	for (int v = 0; v < VARIANTS; v++)
