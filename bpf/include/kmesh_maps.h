@@ -22,11 +22,11 @@
 /* Bumped whenever a layout below changes; the map writer refuses to adopt pinned maps of another
  * layout version (they would be misread), and the xDS agent checks it at hello. */
 #ifndef KM_LAYOUT_TEST_NEXT
-#define KM_LAYOUT_VERSION 4
+#define KM_LAYOUT_VERSION 5
 #else
-/* Test builds only (tests/integration/upgrade_test.sh): layout 4 with one more backend field,
+/* Test builds only (tests/integration/upgrade_test.sh): layout 5 with one more backend field,
  * so an upgrade that changes a value layout is exercised on every run. */
-#define KM_LAYOUT_VERSION 0x10004
+#define KM_LAYOUT_VERSION 0x10005
 #endif
 
 /* Locality priority groups 0..6 (0 = best); Istio allows at most 6 routing-preference scopes. */
@@ -42,6 +42,9 @@ enum km_lb_mode {
 
 /* km_frontend_value.flags */
 #define KM_FE_F_PORT_OVERRIDES 0x1 /* some backends use another target port: see km_port_override */
+/* Set by the map writer alone (the xDS agent's rows never carry it): the row's pick_base and
+ * pick_count name the range a connection picks from uniformly, so BPF reads no service row. */
+#define KM_FE_F_PICK 0x8000
 
 /* What a frontend row points at. */
 enum km_frontend_kind {
@@ -90,6 +93,13 @@ struct km_frontend_value {
 	__u32 upstream_id; /* service id or workload id */
 	__u16 target_port; /* network byte order; service rows only */
 	__u16 flags;       /* KM_FE_F_* */
+	/* With KM_FE_F_PICK (since layout 5): the service's pick copied here by the map writer when
+	 * it is a uniform one (no waypoint, not P2C, every weight 1, a range in km_slot): the range
+	 * of the group it picks from (group 0; FAILOVER's first non-empty group), its first slot and
+	 * count (> 0). The map writer rewrites a service's frontend rows whenever that changes,
+	 * right after the service row, so both name a range the quarantine keeps (slots.h). */
+	__u32 pick_base;
+	__u32 pick_count;
 };
 
 /* km_fe_filter (a Bloom filter of struct km_addr): every address that has had a km_frontend row

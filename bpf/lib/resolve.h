@@ -98,6 +98,27 @@ static __always_inline int km_resolve_workload(__u32 backend_id, int want_v6, st
 	return km_to_waypoint(&bv->waypoint, want_v6, out);
 }
 
+/* The rest of a service connection's target, its address set: the port (the backend's own
+ * target port where it has one), and the backend to count if the service is P2C. */
+static __always_inline int km_service_target(const struct km_frontend_value *fv, __u32 service_id,
+					     __u32 backend_id, __u16 port_nbo, int p2c,
+					     struct km_target *out)
+{
+	out->port = fv->target_port;
+	out->waypoint = 0;
+	out->backend_id = p2c ? backend_id : 0;
+	if (fv->flags & KM_FE_F_PORT_OVERRIDES) {
+		struct km_port_override_key ok = {
+			.service_id = service_id, .backend_id = backend_id, .port = port_nbo
+		};
+		struct km_port_override_value *ov = bpf_map_lookup_elem(&km_port_ovr, &ok);
+
+		if (ov)
+			out->port = ov->target_port;
+	}
+	return KM_RESOLVE_REWRITE;
+}
+
 /*
  * Resolve a destination (want_v6: the socket is IPv6 and the destination not v4-mapped).
  *   REWRITE — *out is where it goes;
@@ -129,6 +150,16 @@ static __noinline int km_resolve(const struct km_addr *dst, __u16 port_nbo, int 
 	if (fv->kind != KM_FRONTEND_SERVICE)
 		return KM_RESOLVE_KEEP;
 	sk.service_id = fv->upstream_id;
+	/* A uniform pick the map writer copied into the row: no service row to read. A slot without
+	 * an inline IPv4 address (a backend with its own waypoint, IPv6) takes the full path. */
+	if ((fv->flags & KM_FE_F_PICK) && fv->pick_count && !want_v6) {
+		bk.backend_id = km_endpoint_backend(sk.service_id, fv->pick_base, 0,
+						    bpf_get_prandom_u32() % fv->pick_count, &addr4);
+		if (bk.backend_id && addr4) {
+			km_addr_from_v4(&out->addr, addr4);
+			return km_service_target(fv, sk.service_id, bk.backend_id, port_nbo, 0, out);
+		}
+	}
 	sv = bpf_map_lookup_elem(&km_service, &sk);
 	if (!sv)
 		return KM_RESOLVE_KEEP;
@@ -154,19 +185,8 @@ static __noinline int km_resolve(const struct km_addr *dst, __u16 port_nbo, int 
 			return KM_RESOLVE_KEEP;
 		__builtin_memcpy(&out->addr, pick, sizeof(out->addr));
 	}
-	out->port = fv->target_port;
-	out->waypoint = 0;
-	out->backend_id = sv->flags & KM_SVC_F_P2C ? bk.backend_id : 0;
-	if (fv->flags & KM_FE_F_PORT_OVERRIDES) {
-		struct km_port_override_key ok = {
-			.service_id = sk.service_id, .backend_id = bk.backend_id, .port = port_nbo
-		};
-		struct km_port_override_value *ov = bpf_map_lookup_elem(&km_port_ovr, &ok);
-
-		if (ov)
-			out->port = ov->target_port;
-	}
-	return KM_RESOLVE_REWRITE;
+	return km_service_target(fv, sk.service_id, bk.backend_id, port_nbo,
+				 sv->flags & KM_SVC_F_P2C, out);
 }
 
 #endif

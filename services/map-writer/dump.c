@@ -75,7 +75,11 @@ static void fill_row(struct dump_row *d, Kmesh__Ipc__Table table, const void *ke
 					       : KMESH__IPC__FRONTEND_KIND__FRONTEND_KIND_WORKLOAD;
 		d->row.frontend.upstream_id = v->upstream_id;
 		d->row.frontend.target_port = ntohs(v->target_port);
-		d->row.frontend.flags = v->flags;
+		d->row.frontend.flags = v->flags & ~KM_FE_F_PICK; /* the map writer's own (fe_pick.h) */
+		if (v->flags & KM_FE_F_PICK) {
+			d->row.frontend.pick_base = v->pick_base;
+			d->row.frontend.pick_count = v->pick_count;
+		}
 		d->op.row_case = KMESH__IPC__TABLE_OP__ROW_FRONTEND;
 		d->op.frontend = &d->row.frontend;
 		break;

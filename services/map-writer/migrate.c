@@ -18,7 +18,35 @@ static void service_no_slots(struct km_service_value *n)
 	}
 }
 
-/* ---- layout 2 -> 4 (weights, power of two choices, waypoint data port; endpoint slots) ---- */
+/* ---- every layout before 5 -> 5 (the pick in the frontend row) ---------------------------- */
+
+/* Layouts 2 to 4's frontend value: layout 5's without the pick. */
+struct v4_frontend_value {
+	__u32 kind;
+	__u32 upstream_id;
+	__u16 target_port;
+	__u16 flags;
+};
+
+_Static_assert(offsetof(struct km_frontend_value, pick_base) == sizeof(struct v4_frontend_value),
+	       "layout 5's frontend value extends layout 4's");
+
+/* No pick yet (BPF reads the service row): the map writer fills it in at start (fe_pick.c). */
+static void frontend_4_to_5(const void *ok, const void *ov, void *nk, void *nv)
+{
+	struct km_frontend_value *n = nv;
+
+	memcpy(nk, ok, sizeof(struct km_frontend_key));
+	memcpy(n, ov, sizeof(struct v4_frontend_value));
+	n->flags &= (__u16)~KM_FE_F_PICK;
+	n->pick_base = n->pick_count = 0;
+}
+
+#define FRONTEND_TO_5                                                                              \
+	{ KM_MAP_FRONTEND, sizeof(struct km_frontend_key), sizeof(struct v4_frontend_value),       \
+	  frontend_4_to_5 }
+
+/* ---- layout 2 -> 5 (weights, power of two choices, waypoint data port; endpoint slots) ---- */
 
 struct v2_waypoint_ref {
 	struct km_addr addr;
@@ -90,10 +118,11 @@ static const struct km_map_migration from_2[] = {
 	  endpoint_2_to_3 },
 	{ KM_MAP_BACKEND, sizeof(struct km_backend_key), sizeof(struct v2_backend_value),
 	  backend_2_to_3 },
+	FRONTEND_TO_5,
 	{ 0 },
 };
 
-/* ---- layout 3 -> 4 (endpoint slots: the service row says where its ranges are) ------------ */
+/* ---- layout 3 -> 5 (endpoint slots: the service row says where its ranges are) ------------ */
 
 struct v3_service_value {
 	__u32 endpoint_count[KM_PRIO_COUNT];
@@ -118,14 +147,22 @@ static void service_3_to_4(const void *ok, const void *ov, void *nk, void *nv)
 static const struct km_map_migration from_3[] = {
 	{ KM_MAP_SERVICE, sizeof(struct km_service_key), sizeof(struct v3_service_value),
 	  service_3_to_4 },
+	FRONTEND_TO_5,
+	{ 0 },
+};
+
+/* ---- layout 4 -> 5 (the pick in the frontend row) ------------------------------------------ */
+
+static const struct km_map_migration from_4[] = {
+	FRONTEND_TO_5,
 	{ 0 },
 };
 #else
-/* ---- layout 4 -> the test's next layout (one more backend field) ---------------------------- */
+/* ---- layout 5 -> the test's next layout (one more backend field) ---------------------------- */
 
 #define TEST_NEXT_MARK 0x7e57
 
-static void backend_4_to_next(const void *ok, const void *ov, void *nk, void *nv)
+static void backend_5_to_next(const void *ok, const void *ov, void *nk, void *nv)
 {
 	struct km_backend_value *n = nv;
 
@@ -134,9 +171,9 @@ static void backend_4_to_next(const void *ok, const void *ov, void *nk, void *nv
 	n->test_next = TEST_NEXT_MARK;
 }
 
-static const struct km_map_migration from_4[] = {
+static const struct km_map_migration from_5[] = {
 	{ KM_MAP_BACKEND, sizeof(struct km_backend_key), offsetof(struct km_backend_value, test_next),
-	  backend_4_to_next },
+	  backend_5_to_next },
 	{ 0 },
 };
 #endif
@@ -144,13 +181,15 @@ static const struct km_map_migration from_4[] = {
 const struct km_map_migration *km_migration_from(uint32_t from)
 {
 #ifdef KM_LAYOUT_TEST_NEXT
-	if (from == 4)
-		return from_4;
+	if (from == 5)
+		return from_5;
 #else
 	if (from == 2)
 		return from_2;
 	if (from == 3)
 		return from_3;
+	if (from == 4)
+		return from_4;
 #endif
 	return NULL;
 }

@@ -166,6 +166,13 @@ static void note_row(struct km_tables *t, int fd, const void *key, const void *v
 {
 	struct km_keyset *s = present_set(t, fd);
 
+	if (fd == t->fd_frontend) {
+		struct km_frontend_value v;
+
+		if (value)
+			memcpy(&v, value, sizeof(v)); /* a run's values are packed */
+		km_fe_pick_frontend(&t->fe_pick, key, value ? &v : NULL);
+	}
 	if (!s)
 		return;
 	if (fd == t->fd_endpoint) { /* the backend the slot named is named once less */
@@ -177,8 +184,17 @@ static void note_row(struct km_tables *t, int fd, const void *key, const void *v
 			memcpy(&id, old, sizeof(id));
 			backend_ref(t, id, -1);
 		}
-	} else if (fd == t->fd_service && !t->loading) {
-		km_slots_service(&t->slots, ((const struct km_service_key *)key)->service_id, value);
+	} else if (fd == t->fd_service) {
+		uint32_t id = ((const struct km_service_key *)key)->service_id;
+		struct km_service_value v;
+
+		if (!t->loading) {
+			if (value)
+				memcpy(&v, value, sizeof(v)); /* a run's values are packed */
+			km_slots_service(&t->slots, id, value);
+			/* after the slots: the frontend rows then name what the service row names */
+			km_fe_pick_service(&t->fe_pick, id, value ? &v : NULL, 1);
+		} /* at start, km_fe_pick_recheck reads the service rows once their ranges settle */
 	}
 	if (!value) {
 		km_keyset_del(s, key);
@@ -194,6 +210,16 @@ static void note_row(struct km_tables *t, int fd, const void *key, const void *v
 		memcpy(km_keyset_value(s, key), &id, sizeof(id));
 		backend_ref(t, id, 1);
 	}
+}
+
+/* A frontend row about to be written carries its service's pick (fe_pick.c). */
+static void fill_frontend_row(struct km_tables *t, void *value)
+{
+	struct km_frontend_value v;
+
+	memcpy(&v, value, sizeof(v));
+	km_fe_pick_fill(&t->fe_pick, &v);
+	memcpy(value, &v, sizeof(v));
 }
 
 /* A service row about to be written says where its endpoints' ranges are now (slots.c). */
@@ -216,6 +242,7 @@ int km_tables_load_present(struct km_tables *t)
 	km_keyset_init_values(&t->present_endpoint, lens[1], sizeof(uint32_t));
 	km_keyset_init(&t->present_backend, lens[2]);
 	km_keyset_init_values(&t->backend_refs, sizeof(uint32_t), sizeof(uint32_t));
+	km_fe_pick_init(&t->fe_pick, t->fd_frontend);
 	t->present_incomplete = 0;
 	/* the ranges the service rows name first: the endpoint rows below are placed in them */
 	if (km_slots_open(&t->slots, t->fd_slot, t->fd_service) != 0)
@@ -248,6 +275,13 @@ int km_tables_load_present(struct km_tables *t)
 
 		km_info("km_slot: %u service rows now read their endpoints' slots", n);
 	}
+	/* then the frontend rows, which copy their services' picks */
+	if (t->fd_frontend >= 0) {
+		unsigned n = km_fe_pick_recheck(&t->fe_pick, t->fd_service);
+
+		if (n)
+			km_info("km_frontend: %u rows now carry their service's pick", n);
+	}
 	return 0;
 }
 
@@ -255,6 +289,7 @@ void km_tables_free(struct km_tables *t)
 {
 	for (size_t i = 0; i < sizeof(t->seen) / sizeof(t->seen[0]); i++)
 		km_keyset_free(&t->seen[i]);
+	km_fe_pick_free(&t->fe_pick);
 	km_keyset_free(&t->present_service);
 	km_keyset_free(&t->present_endpoint);
 	km_keyset_free(&t->present_backend);
@@ -353,6 +388,9 @@ static void run_commit(struct km_tables *t)
 	if (!r->del && r->fd == t->fd_service)
 		for (size_t i = 0; i < r->n; i++)
 			fill_service_row(t, r->keys + i * r->key_len, r->values + i * r->value_len);
+	if (!r->del && r->fd == t->fd_frontend)
+		for (size_t i = 0; i < r->n; i++)
+			fill_frontend_row(t, r->values + i * r->value_len);
 	while (done < r->n) {
 		__u32 count = (__u32)r->n - done;
 		int rc, e;
@@ -440,6 +478,10 @@ Kmesh__Ipc__Code tbl_write_row(struct km_tables *t, int fd, const char *table, c
 	if (fd == t->fd_service && value_len <= sizeof(row)) {
 		memcpy(row, value, value_len);
 		fill_service_row(t, key, row);
+		value = row;
+	} else if (fd == t->fd_frontend && value_len <= sizeof(row)) {
+		memcpy(row, value, value_len);
+		fill_frontend_row(t, row);
 		value = row;
 	}
 	if (bpf_map_update_elem(fd, key, value, BPF_ANY) == 0) {

@@ -9,6 +9,7 @@
 
 #include "kmesh_ipc.pb-c.h"
 #include "services/map-writer/dataplane.h"
+#include "services/map-writer/fe_pick.h"
 #include "services/map-writer/keyset.h"
 #include "services/map-writer/slots.h"
 
@@ -22,6 +23,7 @@ struct km_tables {
 	int fd_manage, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
 	int fd_slot; /* km_slot, where BPF picks endpoints from (slots.h); -1: none */
 	struct km_slots slots;
+	struct km_fe_pick fe_pick; /* services' uniform picks in their frontend rows (fe_pick.h) */
 	int loading; /* km_tables_load_present is reading the rows in the maps */
 	int fd_pod_netns; /* where each enrolled pod's netns is mounted (beside km_manage) */
 	int fd_fe_filter; /* km_fe_filter: every frontend's address is added before its row; -1 none */

@@ -86,6 +86,13 @@ print(groups, unplaced)'; }
 read -r groups unplaced <<<"$(slot_groups)"
 check "every service's endpoints are picked from km_slot ($groups groups, $unplaced not placed)" \
 	eval "[ $groups -ge 3 ] && [ $unplaced -eq 0 ]"
+# a uniform service's frontend rows carry its pick (a VIP connect reads no service row); one with
+# weights, P2C or a waypoint does not. viawl is uniform, but its one pod has a waypoint of its own
+# (no inline address in the slot): its connects below still reach that waypoint.
+fe_dump() { "$KM_TESTCTL" dump --socket "$KM_SOCKET" --table frontend; }
+check "frontend rows carry the pick of uniform services only (viawl; not weighted, p2c, wpsvc)" \
+	eval '[ "$(fe_dump | grep -c "10.96.6.6 port 80 .* pick [0-9]*+1$")" = 1 ] &&
+	      [ "$(fe_dump | grep -E " 10.96.6.[124] port 80 " | grep -c "pick -$")" = 3 ]'
 
 # ---- power of two choices: 10 live connections on b1 send new ones to b2 --------------------
 # Connections are counted when a P2C service picked them: only1 (b1 alone) is one too.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # upgrade_test.sh — a map writer whose table layout changed takes over a running data plane: the
-# test's "next" build (make next-map-writer: one more backend field, layout 0x10004) replaces the
+# test's "next" build (make next-map-writer: one more backend field, layout 0x10005) replaces the
 # current one while a client opens 300 connections/s through a VIP. The pinned backend table is
 # migrated into a map of the new layout (entries converted, not dropped), the new programs are
 # swapped into the links in place, and no connection fails.
@@ -36,7 +36,7 @@ kill -9 "$KM_MW_PID" # the old version goes away without detaching anything
 wait "$KM_MW_PID" 2>/dev/null
 KM_BIN=$NEXT_BIN km_map_writer_start || exit 1
 check "the next build migrated the 2 backend rows into its layout" \
-	grep -q "migrated 2 entries of km_backend from layout 4 to 65540" "$KM_DIR/map-writer.log"
+	grep -q "migrated 2 entries of km_backend from layout 5 to 65541" "$KM_DIR/map-writer.log"
 check "km_backend is now a map of the new layout ($before -> $(value_size))" \
 	test "$(value_size)" = "value $((${before//[^0-9]/} + 4))B"
 check "the map writer's dump counts the migrated entries" \
@@ -55,6 +55,6 @@ kill -9 "$KM_MW_PID"
 wait "$KM_MW_PID" 2>/dev/null
 km_map_writer_start 2>/dev/null
 check "going back to an older layout is refused with a clear message" \
-	grep -q "have table layout 65540; this build (layout 4) cannot migrate them" "$KM_DIR/map-writer.log"
+	grep -q "have table layout 65541; this build (layout 5) cannot migrate them" "$KM_DIR/map-writer.log"
 
 km_check_summary upgrade

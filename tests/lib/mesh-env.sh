@@ -319,6 +319,8 @@ km_env_cleanup() {
 	for pid in "${KM_PIDS[@]}"; do
 		[ "$(ps -o ppid= -p "$pid" 2>/dev/null | tr -d ' ')" = "$$" ] && kill -KILL "$pid" 2>/dev/null
 	done
+	# a steady client a failed check left running would keep the wait below from returning
+	[ -n "${KM_STEADY_OUT:-}" ] && pkill -KILL -f "steady_client.py .*--out $KM_STEADY_OUT" 2>/dev/null
 	wait 2>/dev/null
 	for ns in "${KM_PODS[@]}" "${KM_NODE:-}"; do
 		[ -n "$ns" ] && ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null

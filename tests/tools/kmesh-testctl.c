@@ -161,11 +161,15 @@ static void print_row(const Kmesh__Ipc__TableOp *op)
 		break;
 	case KMESH__IPC__TABLE_OP__ROW_FRONTEND:
 		km_addr_from_bytes(op->frontend->address.data, op->frontend->address.len, &addr);
-		printf("frontend %s port %u proto %u kind %s upstream %u target %u flags %u\n",
+		printf("frontend %s port %u proto %u kind %s upstream %u target %u flags %u",
 		       km_addr_format(&addr, buf), op->frontend->port, op->frontend->protocol,
 		       op->frontend->kind == KMESH__IPC__FRONTEND_KIND__FRONTEND_KIND_SERVICE ? "service"
 											   : "workload",
 		       op->frontend->upstream_id, op->frontend->target_port, op->frontend->flags);
+		if (op->frontend->pick_count)
+			printf(" pick %u+%u\n", op->frontend->pick_base, op->frontend->pick_count);
+		else
+			printf(" pick -\n");
 		break;
 	case KMESH__IPC__TABLE_OP__ROW_SERVICE:
 		printf("service %u mode %u flags %u count", op->service->id, (unsigned)op->service->lb_mode,

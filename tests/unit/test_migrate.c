@@ -14,7 +14,7 @@
 /* Layout 2 byte offsets: service value = counts[7] @0, lb_mode @28, waypoint addr @32, port @48
  * (52 B); endpoint value = backend_id (4 B); backend value = addr4 @0, addr6 @16, waypoint addr
  * @32, port @48, weight @52 (56 B). */
-static void test_layout_2_to_4(void **state)
+static void test_layout_2_to_5(void **state)
 {
 	const struct km_map_migration *m = km_migration_from(2), *svc, *ep, *be;
 	uint8_t old[64] = { 0 };
@@ -30,7 +30,7 @@ static void test_layout_2_to_4(void **state)
 	(void)state;
 	assert_non_null(m);
 	assert_null(km_migration_from(1));
-	assert_null(km_migration_for(m, KM_MAP_FRONTEND)); /* unchanged: adopted */
+	assert_non_null(km_migration_for(m, KM_MAP_FRONTEND)); /* the pick, since layout 5 */
 	svc = km_migration_for(m, KM_MAP_SERVICE);
 	ep = km_migration_for(m, KM_MAP_ENDPOINT);
 	be = km_migration_for(m, KM_MAP_BACKEND);
@@ -82,7 +82,7 @@ static void test_layout_2_to_4(void **state)
 }
 
 /* Layout 3's service value is layout 4's without the slot fields (112 B): kept, slots none. */
-static void test_layout_3_to_4(void **state)
+static void test_layout_3_to_5(void **state)
 {
 	const struct km_map_migration *m = km_migration_from(3), *svc;
 	struct km_service_key sk = { .service_id = 8 }, nsk = { 0 };
@@ -111,14 +111,56 @@ static void test_layout_3_to_4(void **state)
 	assert_int_equal(sv.waypoint.port, 0x983a);
 	for (int p = 0; p < KM_PRIO_COUNT; p++)
 		assert_int_equal(sv.slot_base[p], KM_SLOT_NONE);
-	assert_null(km_migration_from(4)); /* this build's own */
+	assert_non_null(km_migration_for(m, KM_MAP_FRONTEND));
+}
+
+/* Layouts 2 to 4's frontend value is layout 5's without the pick (12 B): kept, no pick (BPF reads
+ * the service row until the map writer fills it in at start). */
+static void test_layout_4_to_5(void **state)
+{
+	const struct km_map_migration *m = km_migration_from(4), *fe;
+	struct km_frontend_key fk = { .port = 0x5000, .proto = 6 }, nfk;
+	struct km_frontend_value fv;
+	uint8_t old[12];
+	uint32_t u;
+	uint16_t h;
+
+	(void)state;
+	assert_non_null(m);
+	assert_null(km_migration_for(m, KM_MAP_SERVICE)); /* unchanged: adopted */
+	assert_null(km_migration_for(m, KM_MAP_ENDPOINT));
+	assert_null(km_migration_for(m, KM_MAP_BACKEND));
+	fe = km_migration_for(m, KM_MAP_FRONTEND);
+	assert_non_null(fe);
+	assert_int_equal(fe->old_value, 12);
+	assert_ptr_equal(km_migration_for(km_migration_from(2), KM_MAP_FRONTEND)->convert, fe->convert);
+	fk.addr.bytes[15] = 7;
+	u = KM_FRONTEND_SERVICE;
+	memcpy(old, &u, 4);
+	u = 321;
+	memcpy(old + 4, &u, 4);
+	h = 0x901f; /* 8080 in network order */
+	memcpy(old + 8, &h, 2);
+	h = KM_FE_F_PORT_OVERRIDES | KM_FE_F_PICK; /* a stray bit of the map writer's: cleared */
+	memcpy(old + 10, &h, 2);
+	memset(&fv, 0xee, sizeof(fv));
+	fe->convert(&fk, old, &nfk, &fv);
+	assert_memory_equal(&nfk, &fk, sizeof(fk));
+	assert_int_equal(fv.kind, KM_FRONTEND_SERVICE);
+	assert_int_equal(fv.upstream_id, 321);
+	assert_int_equal(fv.target_port, 0x901f);
+	assert_int_equal(fv.flags, KM_FE_F_PORT_OVERRIDES);
+	assert_int_equal(fv.pick_base, 0);
+	assert_int_equal(fv.pick_count, 0);
+	assert_null(km_migration_from(5)); /* this build's own */
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_layout_2_to_4),
-		cmocka_unit_test(test_layout_3_to_4),
+		cmocka_unit_test(test_layout_2_to_5),
+		cmocka_unit_test(test_layout_3_to_5),
+		cmocka_unit_test(test_layout_4_to_5),
 	};
 
 	return cmocka_run_group_tests_name("migrate", tests, NULL, NULL);
