@@ -72,6 +72,16 @@ static inline int maps_available(struct km_tables *t)
 	return t->fd_frontend >= 0 && t->fd_backend >= 0;
 }
 
+/* The service row as stored (the test fails if it is absent). */
+static inline struct km_service_value service_at(struct km_tables *t, uint32_t id)
+{
+	struct km_service_key k = { .service_id = id };
+	struct km_service_value v;
+
+	assert_int_equal(bpf_map_lookup_elem(t->fd_service, &k, &v), 0);
+	return v;
+}
+
 /* ---- row builders ---------------------------------------------------------------------------- */
 
 static uint8_t v4[4] __attribute__((unused)) = { 10, 0, 0, 1 };
@@ -153,6 +163,29 @@ static inline Kmesh__Ipc__TableOp *frontend(struct rows *r, uint8_t *addr, size_
 static inline Kmesh__Ipc__Code apply(struct km_tables *t, Kmesh__Ipc__TableOp *op, char *err)
 {
 	return km_tables_apply(t, op, err, 256);
+}
+
+/* tables_open with a km_slot of n slots (an mmap-able array) and backends 90, 91 and 92 at v4;
+ * skips the test where BPF maps cannot be made. */
+static inline void tables_open_slots(struct km_tables *t, uint32_t n)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE);
+	struct rows r;
+	char err[256];
+
+	tables_open(t);
+	if (!maps_available(t)) {
+		tables_close(t);
+		skip();
+	}
+	t->fd_slot = bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, sizeof(uint32_t),
+				    sizeof(struct km_endpoint_value), n, &o);
+	assert_true(t->fd_slot >= 0);
+	km_tables_free(t);
+	assert_int_equal(km_tables_load_present(t), 0);
+	assert_true(km_slots_enabled(&t->slots));
+	for (uint32_t b = 90; b < 93; b++)
+		assert_int_equal(apply(t, backend(&r, b, v4, 4), err), OK);
 }
 
 #endif

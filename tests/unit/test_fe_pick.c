@@ -38,15 +38,6 @@ static struct km_frontend_value fe_at(struct km_tables *t, uint16_t port)
 	return v;
 }
 
-static struct km_service_value service_at(struct km_tables *t, uint32_t id)
-{
-	struct km_service_key k = { .service_id = id };
-	struct km_service_value v;
-
-	assert_int_equal(bpf_map_lookup_elem(t->fd_service, &k, &v), 0);
-	return v;
-}
-
 /* The row's pick is the service's group g range and count, or none (count 0). */
 static void assert_pick(struct km_tables *t, uint16_t port, uint32_t svc, int g, uint32_t count)
 {
@@ -77,7 +68,6 @@ static void write_endpoints(struct km_tables *t, uint32_t svc, uint32_t prio, ui
 
 static void test_pick_follows_service(void **state)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE);
 	struct km_tables tt, *t = &tt;
 	uint64_t totals[KM_PRIO_COUNT] = { 0 };
 	struct km_frontend_value fv;
@@ -85,18 +75,7 @@ static void test_pick_follows_service(void **state)
 	char err[256];
 
 	(void)state;
-	tables_open(t);
-	if (!maps_available(t)) {
-		tables_close(t);
-		skip();
-	}
-	t->fd_slot = bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, sizeof(uint32_t),
-				    sizeof(struct km_endpoint_value), 64, &o);
-	assert_true(t->fd_slot >= 0);
-	km_tables_free(t);
-	assert_int_equal(km_tables_load_present(t), 0);
-	for (uint32_t b = 90; b < 93; b++)
-		assert_int_equal(apply(t, backend(&r, b, v4, 4), err), OK);
+	tables_open_slots(t, 64);
 
 	/* a service of three endpoints, then its frontend rows: each carries the pick */
 	write_endpoints(t, 900, 0, 0, 3);

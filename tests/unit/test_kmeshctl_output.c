@@ -107,7 +107,8 @@ static void test_pb_json(void **state)
 	/* the oneof's one member; enums by name; an address as text */
 	assert_string_equal(text, "{\"kind\":\"UPSERT\",\"frontend\":{\"address\":\"10.96.0.1\","
 				  "\"port\":80,\"protocol\":0,\"kind\":\"FRONTEND_KIND_SERVICE\","
-				  "\"upstream_id\":0,\"target_port\":0,\"flags\":0}}");
+				  "\"upstream_id\":0,\"target_port\":0,\"flags\":0,\"pick_base\":0,"
+				  "\"pick_count\":0}}");
 	free(text);
 	json_decref(j);
 	{ /* a uint64 beyond JSON's signed integers: as text, not negative */

@@ -21,15 +21,6 @@ static struct km_endpoint_value slot_at(struct km_tables *t, uint32_t slot)
 	return v;
 }
 
-static struct km_service_value service_at(struct km_tables *t, uint32_t id)
-{
-	struct km_service_key k = { .service_id = id };
-	struct km_service_value v;
-
-	assert_int_equal(bpf_map_lookup_elem(t->fd_service, &k, &v), 0);
-	return v;
-}
-
 static void write_endpoints(struct km_tables *t, uint32_t svc, uint32_t from, uint32_t to,
 			    uint32_t backend0)
 {
@@ -45,7 +36,6 @@ static void write_endpoints(struct km_tables *t, uint32_t svc, uint32_t from, ui
  * restart finds the ranges again. Rows of a layout before slots are placed at start. */
 static void test_endpoint_slots(void **state)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE);
 	struct km_tables tt, *t = &tt;
 	struct km_service_value sv;
 	struct km_endpoint_value ev;
@@ -55,19 +45,7 @@ static void test_endpoint_slots(void **state)
 	char err[256];
 
 	(void)state;
-	tables_open(t);
-	if (!maps_available(t)) {
-		tables_close(t);
-		skip();
-	}
-	t->fd_slot = bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, sizeof(uint32_t),
-				    sizeof(struct km_endpoint_value), 16, &o);
-	assert_true(t->fd_slot >= 0);
-	km_tables_free(t);
-	assert_int_equal(km_tables_load_present(t), 0);
-	assert_true(km_slots_enabled(&t->slots));
-	for (uint32_t b = 90; b < 93; b++)
-		assert_int_equal(apply(t, backend(&r, b, v4, 4), err), OK);
+	tables_open_slots(t, 16);
 
 	/* three endpoints: one range of four slots, named by the service row */
 	write_endpoints(t, 900, 0, 3, 90);
