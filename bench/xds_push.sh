@@ -67,6 +67,7 @@ wait "$KM_MW_PID" 2>/dev/null
 
 json() { "$KM_PY" -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 hwm_mb() { awk '/^VmHWM:/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
+rss_mb() { awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 wait_for() { # wait_for EXPR SECONDS [INTERVAL]: poll the agent's dump (short lists)
 	local deadline=$((SECONDS + $2))
 	while [ $SECONDS -lt $deadline ]; do
@@ -77,13 +78,14 @@ wait_for() { # wait_for EXPR SECONDS [INTERVAL]: poll the agent's dump (short li
 	return 1
 }
 
-e2e=() internal=() agent_rss=() mw_rss=() p50=() p99=()
+e2e=() internal=() agent_rss=() agent_idle=() mw_rss=() p50=() p99=()
 for rep in $(seq 1 "$REPS"); do
 	km_istiod send '{"cmd": "set", "resources": []}' >/dev/null
 	rm -f "$KM_DIR/map-writer.log" "$KM_DIR/xds-agent.log"
 	km_map_writer_start "${FLAGS[@]}" || exit 1
 	km_agent_start_xds --log-level warn --xds-max-message $((1 << 30))
 	wait_for 'd["istiod"]["connected"] and d["istiod"]["address"]["synced"]' 10 || exit 1
+	agent_idle+=("$(rss_mb "$KM_AGENT_PID")") # connected, nothing held yet: the agent's own floor
 	t0=$(km_istiod send '{"cmd": "push-prepared"}' | json 'd["t0"]')
 	wait_for "d['update_latency_us']['count'] >= 1 and d['model']['workloads'] == $WORKLOADS" $WAIT 0.2 || exit 1
 	dump=$(KM_DUMP_ITEMS=1 "$KM_TESTCTL" agent-dump --socket "$KM_DIR/run/xds-agent.sock")
@@ -133,6 +135,7 @@ $bytes bytes; a fresh map writer and xDS agent (uid 65534) for each repetition.
 | push sent -> every row applied in the map writer (s) | $(stats "${e2e[@]}") | $([ "$WORKLOADS" = 100000 ] && echo "<= 1 s") |
 | agent: response received -> every row applied (s) | $(stats "${internal[@]}") | |
 | xDS agent peak RSS (MB) | $(stats "${agent_rss[@]}") | $([ "$WORKLOADS" = 100000 ] && echo "<= 64 MB") |
+| xDS agent RSS when connected, before the push (MB) | $(stats "${agent_idle[@]}") | |
 | map writer peak RSS (MB) | $(stats "${mw_rss[@]}") | |
 | one workload change, received -> applied, p50 (ms) | $(stats "${p50[@]}") | |
 | one workload change, received -> applied, p99 (ms) | $(stats "${p99[@]}") | <= 2 ms |
@@ -151,5 +154,6 @@ measured in the same run (\`build/bench/table_ops_bench --workloads $WORKLOADS -
 median): $raw_mops M ops/s; ratio **$(awk -v r="$ops_per_s" -v b="$raw_mops" 'BEGIN {printf "%.2f", r / 1e6 / b}')**.
 Kernel memory of the four routing tables once full (\`bytes_memlock\`, sized for this scale,
 bucket arrays included): $(awk -v b="$table_bytes" 'BEGIN {printf "%.1f", b / 1048576}') MiB for $table_rows rows, $(awk -v b="$table_bytes" -v n="$table_rows" 'BEGIN {printf "%.0f", b / n}') bytes per row.
+<!-- cost: e2e_s $e2e_med decode_model_ms $mod_ms agent_peak_mb $(median "${agent_rss[@]}") agent_idle_mb $(median "${agent_idle[@]}") model_bytes $(echo "$decode" | json 'd["model_bytes"]') resources $(echo "$decode" | json 'd["resources"]') -->
 <!-- summary: $WORKLOADS | $SERVICES | $e2e_med | $ops | $(awk -v r="$ops_per_s" 'BEGIN {printf "%.2f M", r / 1e6}') | $raw_mops M | $(awk -v r="$ops_per_s" -v b="$raw_mops" 'BEGIN {printf "%.2f", r / 1e6 / b}') | $(median "${agent_rss[@]}") | $(median "${mw_rss[@]}") | $(awk -v b="$table_bytes" -v n="$table_rows" 'BEGIN {printf "%.0f", b / n}') | -->
 MD

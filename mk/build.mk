@@ -193,10 +193,12 @@ next-map-writer:
 	@$(MAKE) --no-print-directory -f mk/build.mk B=$(B)/next LAYOUT_FLAGS=-DKM_LAYOUT_TEST_NEXT \
 		$(B)/next/bin/kmesh-map-writer
 
-integration: all next-map-writer $(B)/bench/connect_bench $(B)/bench/authz_bench
+integration: all next-map-writer $(B)/bench/connect_bench $(B)/bench/authz_bench $(B)/bench/decode_bench \
+	$(B)/bench/table_ops_bench
 	@bash tests/integration/run.sh
 
-integration-san: all next-map-writer $(B)/bench/connect_bench $(B)/bench/authz_bench $(B)/san-bin/kmesh-map-writer $(B)/san-bin/kmesh-xds-agent \
+integration-san: all next-map-writer $(B)/bench/connect_bench $(B)/bench/authz_bench $(B)/bench/decode_bench \
+	$(B)/bench/table_ops_bench $(B)/san-bin/kmesh-map-writer $(B)/san-bin/kmesh-xds-agent \
 		$(B)/san-bin/kmesh-cni $(B)/san-bin/kmesh-ipsec-agent
 	@bash tests/integration/run.sh --sanitized
 
