@@ -5,10 +5,15 @@
 #include <string.h>
 #include <uthash.h>
 
+/* An address's holders, the newest last: the names themselves are the resources' own strings.
+ * One holder (nearly every address) needs no array. */
 struct entry {
 	struct km_addr addr;
-	char **names; /* holders, the newest last */
 	size_t n;
+	union {
+		const char *one;    /* n == 1 */
+		const char **many;  /* n > 1 */
+	} h;
 	UT_hash_handle hh;
 };
 
@@ -23,9 +28,8 @@ struct km_addr_index *km_addr_index_new(void)
 
 static void entry_free(struct entry *e)
 {
-	for (size_t i = 0; i < e->n; i++)
-		free(e->names[i]);
-	free(e->names);
+	if (e->n > 1)
+		free(e->h.many);
 	free(e);
 }
 
@@ -42,58 +46,86 @@ void km_addr_index_free(struct km_addr_index *x)
 	free(x);
 }
 
+static const char **holders(struct entry *e)
+{
+	return e->n > 1 ? e->h.many : &e->h.one;
+}
+
+/* Holder i leaves the list (the later ones move up). */
+static void drop_holder(struct entry *e, size_t i)
+{
+	const char **h = holders(e);
+
+	memmove(&h[i], &h[i + 1], (e->n - i - 1) * sizeof(*h));
+	if (--e->n == 1) { /* back to one: no array */
+		const char *last = h[0];
+
+		free(e->h.many);
+		e->h.one = last;
+	}
+}
+
 int km_addr_index_add(struct km_addr_index *x, const struct km_addr *a, const char *name)
 {
 	struct entry *e;
-	char **names, *copy;
+	const char **h;
 
 	HASH_FIND(hh, x->head, a, sizeof(*a), e);
 	if (!e) {
 		if (!(e = calloc(1, sizeof(*e))))
 			return -1;
 		e->addr = *a;
+		e->n = 1;
+		e->h.one = name;
 		HASH_ADD(hh, x->head, addr, sizeof(e->addr), e);
+		return 0;
 	}
+	h = holders(e);
 	for (size_t i = 0; i < e->n; i++)
-		if (!strcmp(e->names[i], name)) { /* taken again: it becomes the newest */
-			copy = e->names[i];
-			memmove(&e->names[i], &e->names[i + 1], (e->n - i - 1) * sizeof(*names));
-			e->names[e->n - 1] = copy;
+		if (!strcmp(h[i], name)) { /* taken again: it becomes the newest, under this name */
+			memmove(&h[i], &h[i + 1], (e->n - i - 1) * sizeof(*h));
+			h[e->n - 1] = name;
 			return 0;
 		}
-	names = realloc(e->names, (e->n + 1) * sizeof(*names));
-	if (!names || !(copy = strdup(name))) {
-		if (names)
-			e->names = names;
-		if (!e->n) {
-			HASH_DEL(x->head, e);
-			entry_free(e);
-		}
-		return -1;
+	if (e->n == 1) {
+		const char **many = malloc(2 * sizeof(*many));
+
+		if (!many)
+			return -1;
+		many[0] = e->h.one;
+		many[1] = name;
+		e->h.many = many;
+	} else {
+		const char **many = realloc(e->h.many, (e->n + 1) * sizeof(*many));
+
+		if (!many)
+			return -1;
+		many[e->n] = name;
+		e->h.many = many;
 	}
-	e->names = names;
-	e->names[e->n++] = copy;
+	e->n++;
 	return 0;
 }
 
 void km_addr_index_remove(struct km_addr_index *x, const struct km_addr *a, const char *name)
 {
 	struct entry *e;
+	const char **h;
 
 	HASH_FIND(hh, x->head, a, sizeof(*a), e);
 	if (!e)
 		return;
+	h = holders(e);
 	for (size_t i = 0; i < e->n; i++)
-		if (!strcmp(e->names[i], name)) {
-			free(e->names[i]);
-			memmove(&e->names[i], &e->names[i + 1], (e->n - i - 1) * sizeof(*e->names));
-			e->n--;
-			break;
+		if (!strcmp(h[i], name)) {
+			if (e->n == 1) {
+				HASH_DEL(x->head, e);
+				entry_free(e);
+				return;
+			}
+			drop_holder(e, i);
+			return;
 		}
-	if (!e->n) {
-		HASH_DEL(x->head, e);
-		entry_free(e);
-	}
 }
 
 const char *km_addr_index_find(const struct km_addr_index *x, const struct km_addr *a)
@@ -101,7 +133,7 @@ const char *km_addr_index_find(const struct km_addr_index *x, const struct km_ad
 	struct entry *e;
 
 	HASH_FIND(hh, x->head, a, sizeof(*a), e);
-	return e && e->n ? e->names[e->n - 1] : NULL;
+	return e ? holders(e)[e->n - 1] : NULL;
 }
 
 size_t km_addr_index_size(const struct km_addr_index *x)

@@ -2,7 +2,11 @@
  * access log: the model keeps one index of workload addresses (to workload uids) and one of
  * service VIPs (to service names) as resources come and go, when telemetry asks for them. An
  * address several resources hold (host-network workloads share the node's) names the one that
- * took it last and still holds it. Names are copied; lookups are O(1). */
+ * took it last and still holds it. Lookups are O(1).
+ *
+ * Names are not copied: the index keeps the pointer it was given, which must stay valid until
+ * that name is removed from the address (the model passes its resources' own uid and name
+ * strings, and removes a resource's addresses before it frees the resource). */
 #ifndef KM_XDS_ADDR_INDEX_H
 #define KM_XDS_ADDR_INDEX_H
 

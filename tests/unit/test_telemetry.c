@@ -287,7 +287,24 @@ static void test_prom_and_index(void **state)
 	km_addr_index_remove(x, &a, "two");
 	assert_null(km_addr_index_find(x, &a));
 	assert_int_equal(km_addr_index_size(x), 0);
-	km_addr_index_free(x);
+	/* three holders, the middle one leaves, then another: back to one, no array */
+	{
+		char again[] = "three"; /* the same name in another string: the newest is kept */
+
+		assert_int_equal(km_addr_index_add(x, &a, "one"), 0);
+		assert_int_equal(km_addr_index_add(x, &a, "two"), 0);
+		assert_int_equal(km_addr_index_add(x, &a, "three"), 0);
+		km_addr_index_remove(x, &a, "two");
+		assert_string_equal(km_addr_index_find(x, &a), "three");
+		assert_int_equal(km_addr_index_add(x, &a, again), 0);
+		assert_ptr_equal(km_addr_index_find(x, &a), again); /* not copied: the caller's string */
+		km_addr_index_remove(x, &a, "three");
+		assert_string_equal(km_addr_index_find(x, &a), "one");
+		assert_int_equal(km_addr_index_size(x), 1);
+		km_addr_index_remove(x, &a, "absent"); /* not a holder: nothing changes */
+		assert_string_equal(km_addr_index_find(x, &a), "one");
+	}
+	km_addr_index_free(x); /* with an entry left: freed whole (ASan) */
 }
 
 int main(void)
