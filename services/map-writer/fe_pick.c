@@ -20,10 +20,11 @@ struct member_key {
 	uint32_t service_id, ordinal;
 };
 
-void km_fe_pick_init(struct km_fe_pick *p, int fd_frontend)
+void km_fe_pick_init(struct km_fe_pick *p, int fd_frontend, int fd_service)
 {
 	memset(p, 0, sizeof(*p));
 	p->fd_frontend = fd_frontend;
+	p->fd_service = fd_service;
 	km_keyset_init_values(&p->services, sizeof(uint32_t), sizeof(struct pick_service));
 	km_keyset_init_values(&p->members, sizeof(struct member_key), sizeof(struct km_frontend_key));
 	km_keyset_init_values(&p->fronts, sizeof(struct km_frontend_key), sizeof(struct member_key));
@@ -80,11 +81,25 @@ static void set_pick(struct km_frontend_value *v, uint32_t base, uint32_t count)
 	v->pick_count = count;
 }
 
-void km_fe_pick_fill(const struct km_fe_pick *p, struct km_frontend_value *v)
+/* Follow a service not followed yet: its pick from its row in km_service (none if absent). */
+static void follow_service(struct km_fe_pick *p, uint32_t id)
+{
+	struct km_service_key k = { .service_id = id };
+	struct km_service_value v;
+
+	if (p->fd_service >= 0 && bpf_map_lookup_elem(p->fd_service, &k, &v) == 0)
+		km_fe_pick_service(p, id, &v, 0);
+}
+
+void km_fe_pick_fill(struct km_fe_pick *p, struct km_frontend_value *v)
 {
 	struct pick_service s = { 0 };
 
-	if (p->lost || v->kind != KM_FRONTEND_SERVICE || !load_service(p, v->upstream_id, &s))
+	if (!p->lost && v->kind == KM_FRONTEND_SERVICE && !load_service(p, v->upstream_id, &s)) {
+		follow_service(p, v->upstream_id);
+		load_service(p, v->upstream_id, &s);
+	}
+	if (p->lost || v->kind != KM_FRONTEND_SERVICE)
 		s.count = 0;
 	set_pick(v, s.base, s.count);
 }
@@ -244,7 +259,7 @@ void km_fe_pick_service(struct km_fe_pick *p, uint32_t service_id, const struct 
 		km_keyset_del(&p->services, &service_id);
 }
 
-unsigned km_fe_pick_recheck(struct km_fe_pick *p, int fd_service)
+unsigned km_fe_pick_recheck(struct km_fe_pick *p)
 {
 	struct km_frontend_key k, next;
 	struct km_frontend_value v;
@@ -255,16 +270,11 @@ unsigned km_fe_pick_recheck(struct km_fe_pick *p, int fd_service)
 		return 0;
 	while (!p->lost && bpf_map_get_next_key(p->fd_frontend, prev, &next) == 0) {
 		if (bpf_map_lookup_elem(p->fd_frontend, &next, &v) == 0) {
-			struct km_service_key sk = { .service_id = v.upstream_id };
-			struct km_service_value sv;
-			struct km_frontend_value want;
+			struct km_frontend_value want = v;
 
 			km_fe_pick_frontend(p, &next, &v);
-			if (v.kind == KM_FRONTEND_SERVICE)
-				km_fe_pick_service(p, v.upstream_id,
-						   bpf_map_lookup_elem(fd_service, &sk, &sv) == 0 ? &sv : NULL,
-						   0);
-			want = v;
+			if (v.kind == KM_FRONTEND_SERVICE) /* its row, read now: the ranges are settled */
+				follow_service(p, v.upstream_id);
 			km_fe_pick_fill(p, &want);
 			if (want.flags != v.flags || want.pick_base != v.pick_base ||
 			    want.pick_count != v.pick_count)

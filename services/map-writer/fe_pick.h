@@ -24,6 +24,7 @@
 
 struct km_fe_pick {
 	int fd_frontend;           /* km_frontend: rows rewritten when their service's pick changes */
+	int fd_service;            /* km_service: a service not followed yet is read from here */
 	struct km_keyset services; /* service id -> its pick and its frontend rows' count (fe_pick.c) */
 	struct km_keyset members;  /* (service id, ordinal) -> a frontend key naming the service */
 	struct km_keyset fronts;   /* frontend key -> its (service id, ordinal) (service rows only) */
@@ -32,7 +33,7 @@ struct km_fe_pick {
 	int lost;                  /* no memory to index a row: picks off for good (logged) */
 };
 
-void km_fe_pick_init(struct km_fe_pick *p, int fd_frontend);
+void km_fe_pick_init(struct km_fe_pick *p, int fd_frontend, int fd_service);
 void km_fe_pick_free(struct km_fe_pick *p);
 
 /* The pick a service row gives, as the frontend fields it sets: 1 with *base and *count (> 0)
@@ -40,8 +41,9 @@ void km_fe_pick_free(struct km_fe_pick *p);
 int km_fe_pick_of(const struct km_service_value *v, uint32_t *base, uint32_t *count);
 
 /* Set v's pick fields from its service's current pick (a service frontend row about to be
- * written; other rows are left without one). */
-void km_fe_pick_fill(const struct km_fe_pick *p, struct km_frontend_value *v);
+ * written; other rows are left without one). A service not followed yet (none of its rows
+ * written since start) is read from km_service once and followed from then on. */
+void km_fe_pick_fill(struct km_fe_pick *p, struct km_frontend_value *v);
 
 /* A frontend row was written (v) or deleted (v NULL). */
 void km_fe_pick_frontend(struct km_fe_pick *p, const struct km_frontend_key *k,
@@ -54,8 +56,7 @@ void km_fe_pick_service(struct km_fe_pick *p, uint32_t service_id, const struct 
 
 /* At start, after the service rows' ranges are settled (slots.h): index every frontend row, read
  * its service row, and rewrite the rows whose pick fields differ from their service's pick (rows
- * of an older layout, services whose ranges moved). fd_service: km_service. Returns the rows
- * rewritten. */
-unsigned km_fe_pick_recheck(struct km_fe_pick *p, int fd_service);
+ * of an older layout, services whose ranges moved). Returns the rows rewritten. */
+unsigned km_fe_pick_recheck(struct km_fe_pick *p);
 
 #endif

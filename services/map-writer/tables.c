@@ -242,7 +242,7 @@ int km_tables_load_present(struct km_tables *t)
 	km_keyset_init_values(&t->present_endpoint, lens[1], sizeof(uint32_t));
 	km_keyset_init(&t->present_backend, lens[2]);
 	km_keyset_init_values(&t->backend_refs, sizeof(uint32_t), sizeof(uint32_t));
-	km_fe_pick_init(&t->fe_pick, t->fd_frontend);
+	km_fe_pick_init(&t->fe_pick, t->fd_frontend, t->fd_service);
 	t->present_incomplete = 0;
 	/* the ranges the service rows name first: the endpoint rows below are placed in them */
 	if (km_slots_open(&t->slots, t->fd_slot, t->fd_service) != 0)
@@ -277,7 +277,7 @@ int km_tables_load_present(struct km_tables *t)
 	}
 	/* then the frontend rows, which copy their services' picks */
 	if (t->fd_frontend >= 0) {
-		unsigned n = km_fe_pick_recheck(&t->fe_pick, t->fd_service);
+		unsigned n = km_fe_pick_recheck(&t->fe_pick);
 
 		if (n)
 			km_info("km_frontend: %u rows now carry their service's pick", n);

@@ -201,10 +201,15 @@ static void test_pick_follows_service(void **state)
 		fv.pick_count = 77;
 		assert_int_equal(bpf_map_update_elem(t->fd_frontend, &k81, &fv, BPF_EXIST), 0);
 	}
+	write_endpoints(t, 902, 0, 0, 2); /* and a service with no frontend row yet */
+	assert_int_equal(apply(t, service(&r, 902, 2, KM_LB_RANDOM), err), OK);
 	km_tables_free(t);
 	assert_int_equal(km_tables_load_present(t), 0);
 	assert_pick(t, 80, 900, 0, 6);
 	assert_pick(t, 81, 901, 0, 1);
+	/* a service written before the restart gets its first frontend row after it: read once */
+	assert_int_equal(apply(t, frontend(&r, vip, 4, 83, SVC_KIND, 902, 8080), err), OK);
+	assert_pick(t, 83, 902, 0, 2);
 	/* and the index is whole again: a change reaches the row */
 	assert_int_equal(apply(t, service(&r, 900, 5, KM_LB_RANDOM), err), OK);
 	assert_pick(t, 80, 900, 0, 5);
