@@ -127,6 +127,18 @@ check "the node's metrics page holds the IPsec agent's metrics too" \
 check "dump ipsec -o json: the IPsec agent's key" \
 	ctl_is json 'd["current_spi"] == 1 and d["node"] == "node-a"' dump ipsec
 
+# every command that prints data, in both formats a script reads (the ones that need the
+# Kubernetes API are in kmeshctl_kube_test.sh): parsed, and not empty
+bad=
+for cmd in "version" "ready" "log" "dump tables" "dump xds" "dump policies" "dump ipsec" \
+	"monitoring status" "accesslog status" "authz status"; do
+	for fmt in json yaml; do
+		# shellcheck disable=SC2086 # the command's words
+		ctl_is "$fmt" 'd is not None and len(d) > 0' $cmd || bad="$bad [$cmd -o $fmt]"
+	done
+done
+check "every printing command's -o json and -o yaml parse, and say something${bad:+:$bad}" test -z "$bad"
+
 kni() { # kni NAME BOOT-ID: a KmeshNodeInfo object
 	echo '{"apiVersion": "kmesh.net/v1alpha1", "kind": "KmeshNodeInfo", "metadata": {"name": "'$1'",
 	  "namespace": "kmesh-system"}, "spec": {"spi": 1, "addresses": ["10.0.0.2"], "bootID": "'$2'",
