@@ -98,8 +98,8 @@ static __always_inline int km_resolve_workload(__u32 backend_id, int want_v6, st
 	return km_to_waypoint(&bv->waypoint, want_v6, out);
 }
 
-/* The rest of a service connection's target, its address set: the port (the backend's own
- * target port where it has one), and the backend to count if the service is P2C. */
+/* The rest of a service connection's target once its address is set: the port (the backend's
+ * own target port where it has one), and the backend to count if the service is P2C. */
 static __always_inline int km_service_target(const struct km_frontend_value *fv, __u32 service_id,
 					     __u32 backend_id, __u16 port_nbo, int p2c,
 					     struct km_target *out)

@@ -104,30 +104,7 @@ void km_fe_pick_fill(struct km_fe_pick *p, struct km_frontend_value *v)
 	set_pick(v, s.base, s.count);
 }
 
-/* Indexing failed for want of memory: from now on no row carries a pick (every frontend row
- * is rewritten without one at its next write; those written before keep theirs only until
- * their service changes, which is what cannot be followed any more: so they are cleared now). */
-static void lose(struct km_fe_pick *p)
-{
-	struct km_frontend_key k, next;
-	struct km_frontend_value v;
-	const void *prev = NULL;
-
-	if (p->lost)
-		return;
-	p->lost = 1;
-	km_error("km_frontend: no memory to follow the services' picks; connects read the service "
-		 "rows from now on (slower, still correct)");
-	while (p->fd_frontend >= 0 && bpf_map_get_next_key(p->fd_frontend, prev, &next) == 0) {
-		if (bpf_map_lookup_elem(p->fd_frontend, &next, &v) == 0 && (v.flags & KM_FE_F_PICK)) {
-			set_pick(&v, 0, 0);
-			if (bpf_map_update_elem(p->fd_frontend, &next, &v, BPF_EXIST) != 0)
-				p->rewrite_failed++;
-		}
-		k = next;
-		prev = &k;
-	}
-}
+static void lose(struct km_fe_pick *p);
 
 /* The frontend row k no longer names the service it was indexed under. */
 static void unlink_front(struct km_fe_pick *p, const struct km_frontend_key *k)
@@ -211,6 +188,26 @@ static int rewrite_front(struct km_fe_pick *p, const struct km_frontend_key *k, 
 		 "agent writes it again", strerror(errno));
 	bpf_map_delete_elem(p->fd_frontend, k);
 	return 0;
+}
+
+/* Indexing failed for want of memory: from now on no row carries a pick. Rows written before
+ * would keep theirs only until their service changes, which cannot be followed any more: they
+ * are cleared now (a row that cannot be rewritten goes, as in rewrite_front). */
+static void lose(struct km_fe_pick *p)
+{
+	struct km_frontend_key k, next;
+	const void *prev = NULL;
+
+	if (p->lost)
+		return;
+	p->lost = 1;
+	km_error("km_frontend: no memory to follow the services' picks; connects read the service "
+		 "rows from now on (slower, still correct)");
+	while (p->fd_frontend >= 0 && bpf_map_get_next_key(p->fd_frontend, prev, &next) == 0) {
+		rewrite_front(p, &next, 0, 0);
+		k = next;
+		prev = &k;
+	}
 }
 
 static unsigned rewrite_service(struct km_fe_pick *p, uint32_t id, const struct pick_service *s)

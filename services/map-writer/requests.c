@@ -76,6 +76,9 @@ static void handle_dump(struct km_mw_requests *w, struct km_ipc_session *s, cons
 	km_slots_usage(&w->tables->slots, &stats.slots, &stats.slots_free, &stats.slots_quarantined);
 	stats.slot_ranges_grown = w->tables->slots.ranges_grown;
 	stats.slot_ranges_refused = w->tables->slots.ranges_refused;
+	stats.frontend_pick_rewrites = w->tables->fe_pick.rows_rewritten;
+	stats.frontend_pick_rewrites_failed = w->tables->fe_pick.rewrite_failed;
+	stats.frontend_picks_off = w->tables->fe_pick.lost;
 	if (reply.code == KMESH__IPC__CODE__OK) {
 		dump.stats = &stats;
 		reply.body_case = KMESH__IPC__REPLY__BODY_DUMP;

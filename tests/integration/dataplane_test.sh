@@ -93,6 +93,8 @@ fe_dump() { "$KM_TESTCTL" dump --socket "$KM_SOCKET" --table frontend; }
 check "frontend rows carry the pick of uniform services only (viawl; not weighted, p2c, wpsvc)" \
 	eval '[ "$(fe_dump | grep -c "10.96.6.6 port 80 .* pick [0-9]*+1$")" = 1 ] &&
 	      [ "$(fe_dump | grep -E " 10.96.6.[124] port 80 " | grep -c "pick -$")" = 3 ]'
+check "the dump's stats say the picks are followed, no rewrite refused" \
+	eval 'fe_dump | grep -q "^stats .* frontend_pick_rewrites_failed 0 frontend_picks_off 0$"'
 
 # ---- power of two choices: 10 live connections on b1 send new ones to b2 --------------------
 # Connections are counted when a P2C service picked them: only1 (b1 alone) is one too.

@@ -256,7 +256,8 @@ static int cmd_dump(const struct args *a)
 			       "migrated_entries %llu authz_rechecks %llu authz_closed %llu ipsec_on %d "
 			       "ipsec_interfaces %u ipsec_pods %u ipsec_pods_uncovered %u "
 			       "ipsec_tc_failures %llu slots %llu slots_free %llu slots_quarantined %llu "
-			       "slot_ranges_grown %llu slot_ranges_refused %llu\n",
+			       "slot_ranges_grown %llu slot_ranges_refused %llu frontend_pick_rewrites %llu "
+			       "frontend_pick_rewrites_failed %llu frontend_picks_off %d\n",
 			       (unsigned long long)st->ops_applied, (unsigned long long)st->ops_refused,
 			       (unsigned long long)st->table_full, (unsigned long long)st->rows_swept,
 			       (unsigned long long)st->migrated_entries,
@@ -266,7 +267,10 @@ static int cmd_dump(const struct args *a)
 			       (unsigned long long)st->slots, (unsigned long long)st->slots_free,
 			       (unsigned long long)st->slots_quarantined,
 			       (unsigned long long)st->slot_ranges_grown,
-			       (unsigned long long)st->slot_ranges_refused);
+			       (unsigned long long)st->slot_ranges_refused,
+			       (unsigned long long)st->frontend_pick_rewrites,
+			       (unsigned long long)st->frontend_pick_rewrites_failed,
+			       st->frontend_picks_off);
 		}
 	}
 	return reply_status(rep, "dump");
