@@ -151,8 +151,9 @@ km_agent_run() { # km_agent_run LOG ARGS...: an unprivileged agent in the backgr
 	mkdir -p "$KM_DIR/run"
 	chown "$KM_NOBODY:$KM_NOBODY" "$KM_DIR/run"
 	KM_AGENT_SOCKET=$KM_DIR/run/$(basename "${log%.log}").sock
+	# KM_AGENT_WRAP: a command the agent runs under (a profiler, e.g. heaptrack -o FILE)
 	setpriv --reuid=$KM_NOBODY --regid=$KM_NOBODY --clear-groups --inh-caps=-all \
-		--bounding-set=-all --no-new-privs \
+		--bounding-set=-all --no-new-privs ${KM_AGENT_WRAP[@]+"${KM_AGENT_WRAP[@]}"} \
 		"$KM_BIN/kmesh-xds-agent" --map-writer-socket "$KM_SOCKET" \
 		--admin-socket "$KM_AGENT_SOCKET" --metrics-address 127.0.0.1:0 \
 		--metrics-dir "$KM_DIR/metrics" "$@" >>"$log" 2>&1 &

@@ -1,0 +1,44 @@
+/* addr_map.h — a map from an IP address to a pointer, flat: one array of 32-byte entries with
+ * open addressing (linear probing, deletion by backward shift), no allocation per address. The
+ * agent keeps one per address-keyed index (authorization's identity owners, telemetry's names):
+ * at 100,000 workloads a uthash entry per address was ~100 bytes and a cache miss per hop; here
+ * an address costs 32-64 bytes and a lookup is one or two adjacent lines.
+ *
+ * An entry pointer is valid until the next put or delete on the map. A stored value is never
+ * NULL (NULL marks a free entry); aux is the caller's. */
+#ifndef KM_XDS_ADDR_MAP_H
+#define KM_XDS_ADDR_MAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shared/addr.h"
+
+struct km_addr_map_entry {
+	struct km_addr addr;
+	void *val;    /* NULL: free */
+	uint32_t aux; /* the caller's */
+};
+
+struct km_addr_map {
+	struct km_addr_map_entry *e;
+	size_t cap; /* 0 or a power of two */
+	size_t n;
+};
+
+void km_addr_map_init(struct km_addr_map *m);
+void km_addr_map_free(struct km_addr_map *m);
+/* The entry of addr, or NULL. */
+struct km_addr_map_entry *km_addr_map_find(const struct km_addr_map *m, const struct km_addr *addr);
+/* The entry of addr, made if absent (val NULL, aux 0: the caller sets val before any other call
+ * on the map). NULL when out of memory. */
+struct km_addr_map_entry *km_addr_map_put(struct km_addr_map *m, const struct km_addr *addr);
+/* Remove an entry km_addr_map_find or _put returned. */
+void km_addr_map_delete(struct km_addr_map *m, struct km_addr_map_entry *e);
+/* Visit: for (e = km_addr_map_next(m, NULL); e; e = km_addr_map_next(m, e)). */
+struct km_addr_map_entry *km_addr_map_next(const struct km_addr_map *m,
+					   const struct km_addr_map_entry *prev);
+/* Heap bytes the map holds. */
+size_t km_addr_map_bytes(const struct km_addr_map *m);
+
+#endif
