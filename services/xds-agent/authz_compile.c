@@ -261,25 +261,14 @@ void km_authz_remove_policy(struct km_authz *a, const char *name)
 
 static void wl_set_policies(struct km_authz *a, struct az_wl *w, const struct km_workload_res *r)
 {
-	int same = r && w->n_policies == r->n_policies;
+	size_t n_old = az_wl_n_policies(w), n_new = r ? r->n_policies : 0;
+	int same = n_old == n_new;
 
-	for (size_t i = 0; same && i < w->n_policies; i++)
-		same = strcmp(w->policies[i], r->policies[i]) == 0;
+	for (size_t i = 0; same && i < n_old; i++)
+		same = strcmp(w->res->policies[i], r->policies[i]) == 0;
 	if (same)
 		return;
-	for (size_t i = 0; i < w->n_policies; i++)
-		free(w->policies[i]);
-	free(w->policies);
-	w->policies = NULL;
-	w->n_policies = 0;
-	if (r && r->n_policies && (w->policies = calloc(r->n_policies, sizeof(char *)))) {
-		for (uint32_t i = 0; i < r->n_policies; i++)
-			if ((w->policies[w->n_policies] = strdup(r->policies[i])))
-				w->n_policies++;
-	} else if (r && r->n_policies) {
-		a->oom = 1;
-	}
-	if (!w->list && w->n_policies && (w->list = az_list_get(a, KM_AUTHZ_OWNER_WORKLOAD, w->id, 1)))
+	if (!w->list && n_new && (w->list = az_list_get(a, KM_AUTHZ_OWNER_WORKLOAD, w->id, 1)))
 		w->list->wl = w;
 	if (w->list)
 		w->list->dirty = 1;
@@ -293,12 +282,13 @@ static int addr_in(const struct km_addr *l, size_t n, const struct km_addr *x)
 	return 0;
 }
 
-/* Make w's identity rows say what r says (r NULL: none). */
+/* Make w's identity rows say what r says (r NULL: none). w->res is still the version the rows
+ * were written from. */
 static void wl_set_identity(struct km_authz *a, struct az_wl *w, const struct km_workload_res *r)
 {
 	struct az_str *next[AZ_STRING_KINDS] = { 0 };
-	struct km_addr *addrs = NULL;
-	size_t n_addrs = 0;
+	const struct km_addr *old = w->n_ident ? w->res->addrs : NULL, *addrs = NULL;
+	uint32_t n_addrs = 0;
 	int changed = 0;
 
 	if (r && !r->host_network && strcmp(r->network ? r->network : "", a->network) == 0 &&
@@ -313,93 +303,86 @@ static void wl_set_identity(struct km_authz *a, struct az_wl *w, const struct km
 		next[AZ_SA] = az_str_get(a, AZ_SA, buf);
 		km_authz_principal(&peer, buf, sizeof(buf));
 		next[AZ_PRINCIPAL] = az_str_get(a, AZ_PRINCIPAL, buf);
-		if ((addrs = malloc(r->n_addrs * sizeof(*addrs)))) {
-			memcpy(addrs, r->addrs, r->n_addrs * sizeof(*addrs));
-			n_addrs = r->n_addrs;
-		} else {
-			a->oom = 1;
-		}
+		addrs = r->addrs;
+		n_addrs = r->n_addrs;
 	}
 	for (int k = 0; k < AZ_STRING_KINDS; k++) {
 		changed |= next[k] != w->str[k];
 		az_str_wl_ref(a, next[k]);
 	}
 	/* addresses gone: their rows go unless another workload took them since */
-	for (size_t i = 0; i < w->n_addrs; i++) {
-		struct az_addr *e;
+	for (size_t i = 0; i < w->n_ident; i++) {
+		struct km_addr_map_entry *e;
 
-		if (addr_in(addrs, n_addrs, &w->addrs[i]))
+		if (addr_in(addrs, n_addrs, &old[i]))
 			continue;
-		HASH_FIND(hh, a->addrs, &w->addrs[i], sizeof(struct km_addr), e);
-		if (e && e->owner == w) {
-			HASH_DEL(a->addrs, e);
-			free(e);
-			emit_ident(a, w, &w->addrs[i], 1);
+		e = km_addr_map_find(&a->addrs, &old[i]);
+		if (e && e->val == w) {
+			km_addr_map_delete(&a->addrs, e);
+			emit_ident(a, w, &old[i], 1);
 		}
 	}
 	for (int k = 0; k < AZ_STRING_KINDS; k++) {
-		struct az_str *old = w->str[k];
+		struct az_str *prev = w->str[k];
 
 		w->str[k] = next[k];
-		az_str_wl_unref(a, old);
+		az_str_wl_unref(a, prev);
 	}
 	for (size_t i = 0; i < n_addrs; i++) {
-		struct az_addr *e;
+		struct km_addr_map_entry *e = km_addr_map_put(&a->addrs, &addrs[i]);
 
-		HASH_FIND(hh, a->addrs, &addrs[i], sizeof(struct km_addr), e);
-		if (!e && (e = calloc(1, sizeof(*e)))) {
-			e->addr = addrs[i];
-			HASH_ADD(hh, a->addrs, addr, sizeof(e->addr), e);
-		} else if (!e) {
+		if (!e) {
 			a->oom = 1;
 			continue;
-		} else if (e->owner == w && !changed && addr_in(w->addrs, w->n_addrs, &addrs[i])) {
-			continue; /* unchanged row */
 		}
-		e->owner = w;
+		if (e->val == w && !changed && addr_in(old, w->n_ident, &addrs[i]))
+			continue; /* unchanged row */
+		e->val = w;
 		emit_ident(a, w, &addrs[i], 0);
 	}
-	free(w->addrs);
-	w->addrs = addrs;
-	w->n_addrs = n_addrs;
+	w->n_ident = n_addrs;
 }
 
-void km_authz_put_workload(struct km_authz *a, const struct km_workload_res *r, uint32_t id)
+static void wl_forget(struct km_authz *a, struct az_wl *w)
 {
-	struct az_wl *w;
+	struct az_wl *last = a->wls[--a->n_wls];
 
-	HASH_FIND_STR(a->workloads, r->uid, w);
+	last->pos = w->pos;
+	a->wls[w->pos] = last;
+	free(w);
+}
+
+struct az_wl *km_authz_put_workload(struct km_authz *a, struct az_wl *w,
+				    const struct km_workload_res *r, uint32_t id)
+{
 	if (w && w->id != id) {
-		km_authz_remove_workload(a, r->uid);
+		km_authz_remove_workload(a, w);
 		w = NULL;
 	}
 	if (!w) {
-		if (!(w = calloc(1, sizeof(*w))) || !(w->uid = strdup(r->uid))) {
-			free(w);
+		if (!GROW(a, a->wls, a->cap_wls, a->n_wls + 1) || !(w = calloc(1, sizeof(*w)))) {
 			a->oom = 1;
-			return;
+			return NULL;
 		}
 		w->id = id;
-		HASH_ADD_KEYPTR(hh, a->workloads, w->uid, strlen(w->uid), w);
+		w->pos = (uint32_t)a->n_wls;
+		a->wls[a->n_wls++] = w;
 	}
 	wl_set_identity(a, w, r);
 	wl_set_policies(a, w, r);
+	w->res = r;
+	return w;
 }
 
-void km_authz_remove_workload(struct km_authz *a, const char *uid)
+void km_authz_remove_workload(struct km_authz *a, struct az_wl *w)
 {
-	struct az_wl *w;
-
-	HASH_FIND_STR(a->workloads, uid, w);
 	if (!w)
 		return;
 	wl_set_identity(a, w, NULL);
 	wl_set_policies(a, w, NULL);
 	if (w->list)
 		w->list->wl = NULL; /* rebuilt empty at the flush, then freed */
-	HASH_DEL(a->workloads, w);
-	free(w->uid);
-	free(w);
+	wl_forget(a, w);
 }
 
 /* ---- flush, replay, free ----------------------------------------------------------------- */
@@ -430,13 +413,13 @@ void km_authz_flush(struct km_authz *a)
 
 void km_authz_replay(struct km_authz *a)
 {
-	struct az_addr *e, *etmp;
 	struct az_policy *p, *ptmp;
 	struct az_list *l, *ltmp;
 
 	km_authz_flush(a);
-	HASH_ITER(hh, a->addrs, e, etmp)
-		emit_ident(a, e->owner, &e->addr, 0);
+	for (struct km_addr_map_entry *e = km_addr_map_next(&a->addrs, NULL); e;
+	     e = km_addr_map_next(&a->addrs, e))
+		emit_ident(a, e->val, &e->addr, 0);
 	HASH_ITER(hh, a->policies, p, ptmp) {
 		for (size_t i = 0; i < p->n_sets; i++)
 			az_emit_set(a, p->sets[i], 0);
@@ -449,23 +432,18 @@ void km_authz_replay(struct km_authz *a)
 
 void km_authz_free(struct km_authz *a)
 {
-	struct az_wl *w, *wtmp;
 	struct az_policy *p, *ptmp;
 	struct az_list *l, *ltmp;
 
 	/* rows are left in the tables: freeing is not uninstalling */
-	HASH_ITER(hh, a->workloads, w, wtmp) {
-		for (size_t i = 0; i < w->n_policies; i++)
-			free(w->policies[i]);
-		free(w->policies);
-		free(w->addrs);
+	for (size_t i = 0; i < a->n_wls; i++) {
 		for (int k = 0; k < AZ_STRING_KINDS; k++)
-			if (w->str[k])
-				w->str[k]->wl_refs = 0;
-		HASH_DEL(a->workloads, w);
-		free(w->uid);
-		free(w);
+			if (a->wls[i]->str[k])
+				a->wls[i]->str[k]->wl_refs = 0;
+		free(a->wls[i]);
 	}
+	free(a->wls);
+	km_addr_map_free(&a->addrs);
 	HASH_ITER(hh, a->policies, p, ptmp) {
 		HASH_DEL(a->policies, p);
 		policy_free(a, p);
@@ -479,13 +457,8 @@ void km_authz_free(struct km_authz *a)
 		free(l);
 	}
 	{
-		struct az_addr *e, *etmp;
 		struct az_str *s, *stmp;
 
-		HASH_ITER(hh, a->addrs, e, etmp) {
-			HASH_DEL(a->addrs, e);
-			free(e);
-		}
 		HASH_ITER(hh, a->strs, s, stmp) {
 			HASH_DEL(a->strs, s);
 			free(s->key);
@@ -521,7 +494,7 @@ void km_authz_stats(const struct km_authz *a, struct km_authz_stats *st)
 	memset(st, 0, sizeof(*st));
 	st->policies = HASH_COUNT(a->policies);
 	st->lists = HASH_COUNT(a->lists);
-	st->identities = HASH_COUNT(a->addrs);
+	st->identities = a->addrs.n;
 	st->strings = HASH_COUNT(a->strs);
 	st->index_rows = a->index_rows;
 	HASH_ITER(hh, a->policies, p, tmp)

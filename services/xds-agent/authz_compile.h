@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "authorization.pb-c.h"
+#include "services/xds-agent/addr_map.h"
 #include "services/xds-agent/ids.h"
 #include "services/xds-agent/oplist.h"
 #include "services/xds-agent/resources.h"
@@ -30,7 +31,6 @@ struct az_set;
 struct az_policy;
 struct az_list;
 struct az_wl;
-struct az_addr;
 
 /* Lists of at least this many policies get a candidate index: BPF looks for one only there
  * (below it the plain walk costs about what the index's own lookups do; bench/authz.sh). */
@@ -47,8 +47,9 @@ struct km_authz {
 	struct az_set **string_sets[3]; /* sets of string matches, per kind (expansion targets) */
 	size_t n_string_sets[3], cap_string_sets[3];
 	struct az_list *lists;        /* by (kind, owner) */
-	struct az_wl *workloads;      /* by uid */
-	struct az_addr *addrs;        /* identity rows written, by address */
+	struct az_wl **wls;           /* every workload put (unordered; az_wl.pos) */
+	size_t n_wls, cap_wls;
+	struct km_addr_map addrs;     /* identity rows written: address -> owning az_wl */
 	size_t n_rows;                /* match rows of the current versions (dumps) */
 	/* Lists of at least this many policies get a candidate index (km_authz_index); 0: none (the
 	 * map writer does not have the table). Set before the first flush, or replay after. */
@@ -64,9 +65,14 @@ void km_authz_free(struct km_authz *a);
 void km_authz_put_policy(struct km_authz *a, const char *name,
 			 const Kmesh__Security__Authorization *p);
 void km_authz_remove_policy(struct km_authz *a, const char *name);
-/* A workload's current version (borrowed) and its model id (owner of its own policy list). */
-void km_authz_put_workload(struct km_authz *a, const struct km_workload_res *w, uint32_t id);
-void km_authz_remove_workload(struct km_authz *a, const char *uid);
+/* A workload's current version and its model id (owner of its own policy list). w is the
+ * workload's record from the previous put (NULL the first time); returns the record to pass
+ * next time (NULL when out of memory: a->oom is set). Nothing of r is copied: r must stay valid
+ * and unchanged until the workload's next put or its remove, which read it as the old version. */
+struct az_wl *km_authz_put_workload(struct km_authz *a, struct az_wl *w,
+				    const struct km_workload_res *r, uint32_t id);
+/* The workload is gone (w NULL: nothing to do); w is freed. */
+void km_authz_remove_workload(struct km_authz *a, struct az_wl *w);
 /* Rewrite the lists changed since the last flush, then remove retired policy versions. */
 void km_authz_flush(struct km_authz *a);
 /* Emit every row of the current state (after a reconnect). */

@@ -88,23 +88,21 @@ struct az_list {
 	UT_hash_handle hh;
 };
 
+/* A workload as authorization sees it. Nothing is copied: res is the caller's resource as last
+ * put (uid, addresses, policy names), kept unchanged by the caller until the next put or remove. */
 struct az_wl {
-	char *uid;
-	uint32_t id;
+	const struct km_workload_res *res; /* NULL until the first put ends */
 	struct az_str *str[AZ_STRING_KINDS]; /* NULL: not an identity here (or namespace "") */
-	struct km_addr *addrs;
-	size_t n_addrs;
-	char **policies;
-	size_t n_policies;
 	struct az_list *list;
-	UT_hash_handle hh;
+	uint32_t id;
+	uint32_t n_ident; /* res's addresses written as identity rows (0: not an identity here) */
+	uint32_t pos;     /* in km_authz.wls */
 };
 
-struct az_addr {
-	struct km_addr addr;
-	struct az_wl *owner;
-	UT_hash_handle hh;
-};
+static inline size_t az_wl_n_policies(const struct az_wl *w)
+{
+	return w->res ? w->res->n_policies : 0;
+}
 
 /* Grow arr for need elements; on failure mark the compiler's output incomplete. True if room. */
 #define GROW(a, arr, cap, need) \

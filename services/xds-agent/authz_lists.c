@@ -41,16 +41,17 @@ static int is_global(const struct az_policy *p)
 
 void az_mark_lists_of(struct km_authz *a, const struct az_policy *p, const char *name)
 {
-	struct az_wl *w, *tmp;
+	struct az_list *l, *tmp;
 
 	if (p && is_global(p))
 		mark_list(a, KM_AUTHZ_OWNER_GLOBAL, 0);
 	else if (p && p->scope == KMESH__SECURITY__SCOPE__NAMESPACE)
 		mark_list(a, KM_AUTHZ_OWNER_NAMESPACE, p->ns->id);
-	HASH_ITER(hh, a->workloads, w, tmp)
-		for (size_t i = 0; i < w->n_policies; i++)
-			if (strcmp(w->policies[i], name) == 0 && w->list) {
-				w->list->dirty = 1;
+	/* the workloads naming it: each one's own list (only a workload with policies has one) */
+	HASH_ITER(hh, a->lists, l, tmp)
+		for (size_t i = 0; l->wl && i < az_wl_n_policies(l->wl); i++)
+			if (strcmp(l->wl->res->policies[i], name) == 0) {
+				l->dirty = 1;
 				break;
 			}
 }
@@ -92,8 +93,8 @@ void az_list_rebuild(struct km_authz *a, struct az_list *l)
 	uint32_t gen = l->head_written ? !l->gen : 0, pos = 0;
 
 	if ((uint32_t)(l->key >> 32) == KM_AUTHZ_OWNER_WORKLOAD) {
-		for (size_t i = 0; l->wl && i < l->wl->n_policies; i++) {
-			HASH_FIND_STR(a->policies, l->wl->policies[i], p);
+		for (size_t i = 0; l->wl && i < az_wl_n_policies(l->wl); i++) {
+			HASH_FIND_STR(a->policies, l->wl->res->policies[i], p);
 			if (p && GROW(a, ps, cap, n + 1))
 				ps[n++] = p;
 		}

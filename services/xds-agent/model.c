@@ -445,10 +445,11 @@ void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res)
 	/* 5. A workload that lost every address: its backend row goes last. */
 	if (had_backend && !w->backend_written)
 		mdl_emit_backend_delete(m, w);
+	/* authorization reads the old version as it takes the new one */
+	if (m->authz)
+		w->authz = km_authz_put_workload(m->authz, w->authz, res, w->id);
 	km_workload_res_free(old);
 	learn_local_locality(m, res);
-	if (m->authz)
-		km_authz_put_workload(m->authz, res, w->id);
 }
 
 void km_model_remove_workload(struct km_model *m, const char *uid)
@@ -461,7 +462,8 @@ void km_model_remove_workload(struct km_model *m, const char *uid)
 	if (!w)
 		return;
 	if (m->authz)
-		km_authz_remove_workload(m->authz, uid);
+		km_authz_remove_workload(m->authz, w->authz);
+	w->authz = NULL;
 	n_fe = w->backend_written ? frontend_addrs(w->res, &fe) : 0;
 	for (size_t i = 0; i < n_fe; i++)
 		mdl_emit_workload_frontend(m, w, &fe[i], 1);

@@ -79,6 +79,7 @@ struct km_model_wl {
 	uint64_t backend_sum; /* checksum of the backend row as last written (mdl_row_sum) */
 	uint32_t inline4;     /* the IPv4 address its endpoint rows carry (mdl_inline4), 0 = none */
 	struct km_model_svc *wp_of;
+	struct az_wl *authz; /* its record in m->authz (km_authz_put_workload), if any */
 	/* istiod's version of the resource, if any: in version_short when it fits (istiod's
 	 * content hashes do), else malloc'd */
 	char *version;

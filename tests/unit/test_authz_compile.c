@@ -20,6 +20,22 @@
 static struct km_oplist ops;
 static struct km_authz az;
 
+/* The workloads put, as the model keeps them: each version stays allocated and unchanged until
+ * the next put or remove of its workload (the compiler reads it then as the old version). */
+static struct {
+	char uid[16];
+	struct km_workload_res *res;
+	struct km_addr addr;
+	struct az_wl *h;
+} wls[8];
+
+static void drop_wls(void)
+{
+	for (size_t i = 0; i < sizeof(wls) / sizeof(wls[0]); i++)
+		free(wls[i].res);
+	memset(wls, 0, sizeof(wls));
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -33,6 +49,7 @@ static int teardown(void **state)
 	(void)state;
 	km_authz_free(&az);
 	km_oplist_free(&ops);
+	drop_wls();
 	return 0;
 }
 
@@ -44,20 +61,47 @@ static struct km_addr addr_of(const char *text)
 	return a;
 }
 
+static size_t wl_slot(const char *uid)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(wls) / sizeof(wls[0]) && wls[i].uid[0]; i++)
+		if (strcmp(wls[i].uid, uid) == 0)
+			return i;
+	assert_true(i < sizeof(wls) / sizeof(wls[0]));
+	snprintf(wls[i].uid, sizeof(wls[i].uid), "%s", uid);
+	return i;
+}
+
 static void put_wl(const char *uid, const char *ns, const char *network, struct km_addr *a,
 		   uint32_t id, int host)
 {
-	struct km_workload_res w;
+	size_t i = wl_slot(uid);
+	struct km_workload_res *w = calloc(1, sizeof(*w) + sizeof(*a)), *old = wls[i].res;
 
-	memset(&w, 0, sizeof(w));
-	w.uid = (char *)uid;
-	w.namespace = (char *)ns;
-	w.network = (char *)network;
-	w.service_account = "web";
-	w.addrs = a;
-	w.n_addrs = 1;
-	w.host_network = (uint32_t)host;
-	km_authz_put_workload(&az, &w, id);
+	assert_non_null(w);
+	w->uid = wls[i].uid;
+	w->namespace = (char *)ns;
+	w->network = (char *)network;
+	w->service_account = "web";
+	w->addrs = (struct km_addr *)(w + 1);
+	w->addrs[0] = *a;
+	w->n_addrs = 1;
+	w->host_network = (uint32_t)host;
+	wls[i].h = km_authz_put_workload(&az, wls[i].h, w, id);
+	assert_non_null(wls[i].h);
+	wls[i].res = w;
+	free(old);
+}
+
+static void remove_wl(const char *uid)
+{
+	size_t i = wl_slot(uid);
+
+	km_authz_remove_workload(&az, wls[i].h);
+	wls[i].h = NULL;
+	free(wls[i].res);
+	wls[i].res = NULL;
 }
 
 /* A policy: ALLOW namespaces [match] on NAMESPACE scope "web". */
@@ -117,7 +161,7 @@ static void identities_of_this_network_only(void **state)
 	assert_int_equal(op->ident.workload_id, 11);
 	assert_true(op->ident.ns_id && op->ident.sa_id && op->ident.principal_id);
 	km_oplist_clear(&ops);
-	km_authz_remove_workload(&az, "w1");
+	remove_wl("w1");
 	assert_int_equal(count(KM_OP_AUTHZ_IDENT, 1), 1);
 }
 
@@ -159,7 +203,7 @@ static void expansion_and_reexpansion(void **state)
 	km_oplist_clear(&ops);
 
 	/* the last prod-eu workload goes: its namespace leaves the set */
-	km_authz_remove_workload(&az, "w2");
+	remove_wl("w2");
 	assert_int_equal(count(KM_OP_AUTHZ_SET, 1), 1);
 	assert_int_equal(find(KM_OP_AUTHZ_SET, 1, 0)->set.set_id, set_id);
 }

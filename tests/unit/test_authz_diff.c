@@ -69,10 +69,14 @@ struct world {
 	struct km_policy_store store;
 	struct km_authz authz;
 	struct km_oplist ops;
-	struct km_workload_res wl[MAX_WL];
+	/* two versions of each workload: the compiler reads the one it was given last as the old
+	 * version when the next comes (as the model keeps them), so a new one is made in the other */
+	struct km_workload_res wl[2][MAX_WL];
+	struct km_addr addr[2][MAX_WL];
+	int cur[MAX_WL];
+	struct az_wl *h[MAX_WL];
 	int live[MAX_WL];
 	char uid[MAX_WL][16];
-	struct km_addr addr[MAX_WL];
 	char *pol_names[64];
 	size_t n_pol_names;
 };
@@ -86,6 +90,9 @@ struct bpf_env {
 
 static struct world W;
 static struct bpf_env E;
+
+#define WL(i) (W.wl[W.cur[i]][i])     /* the version last put */
+#define ADDR(i) (W.addr[W.cur[i]][i])
 
 /* ---- the world ----------------------------------------------------------------------------- */
 
@@ -114,9 +121,11 @@ static struct km_addr v6(uint16_t hi, uint16_t lo)
 
 /* Workload i: slots 0..99 local (every 4th IPv6), 100..139 another network reusing local
  * addresses, 140..159 host network. */
+/* A new version of workload i, made current. */
 static void make_workload(int i)
 {
-	struct km_workload_res *w = &W.wl[i];
+	struct km_workload_res *w = &W.wl[W.cur[i] ^= 1][i];
+	struct km_addr *addr = &ADDR(i);
 
 	memset(w, 0, sizeof(*w));
 	snprintf(W.uid[i], sizeof(W.uid[i]), "wl-%d", i);
@@ -126,13 +135,14 @@ static void make_workload(int i)
 	w->trust_domain = (char *)PICK(domains);
 	w->network = i < 100 || i >= 140 ? LOCAL_NET : "net-b";
 	w->host_network = i >= 140;
-	if (i < 100)
-		W.addr[i] = i % 4 == 3 ? v6(0xfd00, (uint16_t)(i + 1)) : v4(10, 1, 0, (uint8_t)(i + 1));
-	else if (i < 140)
-		W.addr[i] = W.addr[i - 100];
-	else
-		W.addr[i] = v4(10, 2, 0, (uint8_t)i);
-	w->addrs = &W.addr[i];
+	if (i < 140) { /* 100..139: the addresses of 0..39, in another network */
+		int j = i < 100 ? i : i - 100;
+
+		*addr = j % 4 == 3 ? v6(0xfd00, (uint16_t)(j + 1)) : v4(10, 1, 0, (uint8_t)(j + 1));
+	} else {
+		*addr = v4(10, 2, 0, (uint8_t)i);
+	}
+	w->addrs = addr;
 	w->n_addrs = 1;
 	w->policies = NULL;
 	w->n_policies = 0;
@@ -413,9 +423,9 @@ static void collect_cb(void *arg, const char *name, const Kmesh__Security__Autho
 static const struct km_workload_res *local_at(const struct km_addr *a)
 {
 	for (int i = 0; i < MAX_WL; i++)
-		if (W.live[i] && !W.wl[i].host_network && strcmp(W.wl[i].network, LOCAL_NET) == 0 &&
-		    memcmp(&W.addr[i], a, sizeof(*a)) == 0)
-			return &W.wl[i];
+		if (W.live[i] && !WL(i).host_network && strcmp(WL(i).network, LOCAL_NET) == 0 &&
+		    memcmp(&ADDR(i), a, sizeof(*a)) == 0)
+			return &WL(i);
 	return NULL;
 }
 
@@ -444,7 +454,7 @@ static void random_conn(struct km_addr *src, struct km_addr *dst, uint16_t *port
 	if (rnd(5) == 0) /* a destination no workload describes */
 		*dst = is6 ? v6(0xfd00, (uint16_t)(500 + rnd(10))) : v4(10, 8, 0, (uint8_t)rnd(250));
 	else
-		*dst = W.addr[i];
+		*dst = ADDR(i);
 	switch (rnd(5)) {
 	case 0: /* an unknown source */
 		*src = is6 ? v6(0xfd09, (uint16_t)rnd(1000)) : v4(10, 9, (uint8_t)rnd(4), (uint8_t)rnd(250));
@@ -455,7 +465,7 @@ static void random_conn(struct km_addr *src, struct km_addr *dst, uint16_t *port
 	default: { /* a workload of this network (its address also used in the other one) */
 		int j = (int)rnd(25) * 4 + (is6 ? 3 : (int)rnd(3));
 
-		*src = W.addr[j];
+		*src = ADDR(j);
 	}
 	}
 	*port = (uint16_t)(rnd(8) == 0 ? 22 : ports[rnd(4)]);
@@ -533,11 +543,13 @@ static void mutate(int round)
 		if (round > 0 && rnd(4) != 0)
 			continue;
 		if (W.live[i] && rnd(4) == 0) {
-			km_authz_remove_workload(&W.authz, W.uid[i]);
+			km_authz_remove_workload(&W.authz, W.h[i]);
+			W.h[i] = NULL;
 			W.live[i] = 0;
 		} else {
 			make_workload(i);
-			km_authz_put_workload(&W.authz, &W.wl[i], (uint32_t)(1000 + i));
+			W.h[i] = km_authz_put_workload(&W.authz, W.h[i], &WL(i), (uint32_t)(1000 + i));
+			assert_non_null(W.h[i]);
 			W.live[i] = 1;
 		}
 	}
