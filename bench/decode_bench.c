@@ -36,13 +36,12 @@ static double decode_only(const uint8_t *buf, size_t len)
 		char *name, err[256];
 
 		if (r && r->resource &&
-		    km_pb_address(r->resource->value.data, r->resource->value.len, &s, &w, &name, err,
-				  sizeof(err)) == 0) {
+		    km_pb_address(km_response_view_allocator(&v), r->resource->value.data,
+				  r->resource->value.len, &s, &w, &name, err, sizeof(err)) == 0) {
 			km_service_res_free(s);
 			km_workload_res_free(w);
 			free(name);
 		}
-		kmesh__xds__resource__free_unpacked(r, NULL);
 	}
 	km_response_view_free(&v);
 	return (double)(km_now_us() - t0) / 1000.0;

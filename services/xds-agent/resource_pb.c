@@ -290,10 +290,11 @@ fail:
 	return -1;
 }
 
-int km_pb_address(const uint8_t *data, size_t len, struct km_service_res **svc,
-		  struct km_workload_res **wl, char **name, char *err, size_t errlen)
+int km_pb_address(ProtobufCAllocator *alloc, const uint8_t *data, size_t len,
+		  struct km_service_res **svc, struct km_workload_res **wl, char **name, char *err,
+		  size_t errlen)
 {
-	Kmesh__Workload__Address *a = kmesh__workload__address__unpack(NULL, len, data);
+	Kmesh__Workload__Address *a = kmesh__workload__address__unpack(alloc, len, data);
 	int rc = -1;
 
 	*svc = NULL;
@@ -321,6 +322,7 @@ int km_pb_address(const uint8_t *data, size_t len, struct km_service_res **svc,
 	} else {
 		km_errf(err, errlen, "Address holds neither a workload nor a service");
 	}
-	kmesh__workload__address__free_unpacked(a, NULL);
+	if (!alloc) /* a scratch allocator's messages go at its reset */
+		kmesh__workload__address__free_unpacked(a, NULL);
 	return rc;
 }

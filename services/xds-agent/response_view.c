@@ -81,6 +81,7 @@ int km_response_view_init(struct km_response_view *v, const uint8_t *data, size_
 	size_t off = 0;
 
 	memset(v, 0, sizeof(*v));
+	km_pb_scratch_init(&v->scratch);
 	v->data = data;
 	v->len = len;
 	while (off < len) {
@@ -135,10 +136,16 @@ int km_response_view_next(struct km_response_view *v, Kmesh__Xds__Resource **out
 	size_t vlen;
 
 	*out = NULL;
+	km_pb_scratch_reset(&v->scratch); /* the previous resource goes */
 	if (!next_field(v, &v->next_off, F_RESOURCES, &val, &vlen))
 		return 0;
-	*out = kmesh__xds__resource__unpack(NULL, vlen, val);
+	*out = kmesh__xds__resource__unpack(km_pb_scratch_allocator(&v->scratch), vlen, val);
 	return 1;
+}
+
+ProtobufCAllocator *km_response_view_allocator(struct km_response_view *v)
+{
+	return km_pb_scratch_allocator(&v->scratch);
 }
 
 int km_response_view_next_removed(struct km_response_view *v, char *buf, size_t *skipped)
@@ -162,5 +169,6 @@ void km_response_view_free(struct km_response_view *v)
 {
 	free(v->type_url);
 	free(v->nonce);
+	km_pb_scratch_free(&v->scratch);
 	memset(v, 0, sizeof(*v));
 }

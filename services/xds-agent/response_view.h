@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "services/xds-agent/pb_scratch.h"
 #include "xds.pb-c.h"
 
 struct km_response_view {
@@ -21,6 +22,7 @@ struct km_response_view {
 	size_t n_resources;
 	size_t next_off;         /* iteration over resources */
 	size_t next_removed_off; /* ... and over removed names */
+	struct km_pb_scratch scratch; /* the current resource, and what is decoded from it */
 };
 
 /* The longest removed name read (a workload uid or "<namespace>/<hostname>" is far shorter); a
@@ -29,9 +31,11 @@ struct km_response_view {
 
 /* Returns 0, or -1 if the bytes are not a well-formed DeltaDiscoveryResponse. */
 int km_response_view_init(struct km_response_view *v, const uint8_t *data, size_t len);
-/* The next resource: returns 1 with *out decoded (free with kmesh__xds__resource__free_unpacked)
- * or NULL if its bytes do not decode; returns 0 at the end. */
+/* The next resource: returns 1 with *out decoded, or NULL if its bytes do not decode; returns 0
+ * at the end. *out belongs to the view and lasts until the next call (not to be freed), as does
+ * whatever the caller decodes with km_response_view_allocator. */
 int km_response_view_next(struct km_response_view *v, Kmesh__Xds__Resource **out);
+ProtobufCAllocator *km_response_view_allocator(struct km_response_view *v);
 /* The next removed name, NUL-terminated in buf (KM_XDS_NAME_MAX + 1 bytes): returns 1, or 0 at the
  * end. Empty names and names over KM_XDS_NAME_MAX are skipped (*skipped counts them). */
 int km_response_view_next_removed(struct km_response_view *v, char *buf, size_t *skipped);

@@ -87,7 +87,8 @@ int km_xds_apply_address_some(struct km_model *m, struct km_response_view *v, si
 		if (!p) {
 			reject(res, r->name, why);
 			keep_address(m, res, r->name);
-		} else if (km_pb_address(p->data, p->len, &svc, &wl, &name, err, sizeof(err)) != 0) {
+		} else if (km_pb_address(km_response_view_allocator(v), p->data, p->len, &svc, &wl,
+					 &name, err, sizeof(err)) != 0) {
 			reject(res, name ? name : r->name, err);
 			keep_address(m, res, name ? name : r->name);
 		} else if (r->name && *r->name && strcmp(r->name, name) != 0) {
@@ -105,8 +106,7 @@ int km_xds_apply_address_some(struct km_model *m, struct km_response_view *v, si
 			if (cb)
 				cb(arg, name, r->version);
 		}
-		free(name);
-		kmesh__xds__resource__free_unpacked(r, NULL);
+		free(name); /* r is the view's */
 	}
 	return v->next_off < v->len;
 }
@@ -168,8 +168,7 @@ void km_xds_apply_authorization(struct km_policy_store *ps, struct km_response_v
 			if (cb)
 				cb(arg, r->name && *r->name ? r->name : name, r->version);
 		}
-		free(name);
-		kmesh__xds__resource__free_unpacked(r, NULL);
+		free(name); /* r is the view's */
 	}
 	{
 		char rname[KM_XDS_NAME_MAX + 1];
