@@ -1,4 +1,4 @@
-/* addr_index.c — address to resource name (see addr_index.h), over the flat address map. */
+/* addr_index.c — address to resource name (see addr_index.h), over flat address maps. */
 #include "services/xds-agent/addr_index.h"
 
 #include <stdlib.h>
@@ -6,19 +6,27 @@
 
 #include "services/xds-agent/addr_map.h"
 
-/* Each entry's holders, the newest last (aux = how many): one holder (nearly every address) is
- * the entry's value itself; more are an array the value points at. The names are the resources'
- * own strings. */
+/* names: each address to its newest holder's name (the resources' own strings). Nearly every
+ * address has one holder; those with more (host-network workloads share the node's) also have
+ * their holders, the newest last, in shared. */
 struct km_addr_index {
-	struct km_addr_map map;
+	struct km_addr_map names;
+	struct km_addr_map shared; /* -> struct holders */
+};
+
+struct holders {
+	size_t n;
+	const char *h[];
 };
 
 struct km_addr_index *km_addr_index_new(void)
 {
 	struct km_addr_index *x = malloc(sizeof(*x));
 
-	if (x)
-		km_addr_map_init(&x->map);
+	if (x) {
+		km_addr_map_init(&x->names);
+		km_addr_map_init(&x->shared);
+	}
 	return x;
 }
 
@@ -26,71 +34,77 @@ void km_addr_index_free(struct km_addr_index *x)
 {
 	if (!x)
 		return;
-	for (struct km_addr_map_entry *e = km_addr_map_next(&x->map, NULL); e;
-	     e = km_addr_map_next(&x->map, e))
-		if (e->aux > 1)
-			free(e->val);
-	km_addr_map_free(&x->map);
+	for (struct km_addr_map_entry *e = km_addr_map_next(&x->shared, NULL); e;
+	     e = km_addr_map_next(&x->shared, e))
+		free(e->val);
+	km_addr_map_free(&x->shared);
+	km_addr_map_free(&x->names);
 	free(x);
 }
 
-static const char **holders(struct km_addr_map_entry *e)
+/* Add name as the newest of a shared address's holders (moved there if it holds it already). */
+static int add_shared(struct km_addr_index *x, const struct km_addr *a, const char *current,
+		      const char *name)
 {
-	return e->aux > 1 ? (const char **)e->val : (const char **)&e->val;
+	struct km_addr_map_entry *e = km_addr_map_find(&x->shared, a);
+	struct holders *hs = e ? e->val : NULL, *grown;
+
+	for (size_t i = 0; hs && i < hs->n; i++)
+		if (!strcmp(hs->h[i], name)) { /* taken again: it becomes the newest, under this name */
+			memmove(&hs->h[i], &hs->h[i + 1], (hs->n - i - 1) * sizeof(hs->h[0]));
+			hs->h[hs->n - 1] = name;
+			return 0;
+		}
+	if (!(grown = realloc(hs, sizeof(*hs) + ((hs ? hs->n : 1) + 1) * sizeof(hs->h[0]))))
+		return -1;
+	if (!hs) { /* the second holder: the first was only in names */
+		if (!(e = km_addr_map_put(&x->shared, a))) {
+			free(grown);
+			return -1;
+		}
+		grown->n = 1;
+		grown->h[0] = current;
+	}
+	e->val = hs = grown;
+	hs->h[hs->n++] = name;
+	return 0;
 }
 
 int km_addr_index_add(struct km_addr_index *x, const struct km_addr *a, const char *name)
 {
-	struct km_addr_map_entry *e = km_addr_map_put(&x->map, a);
-	const char **h, **many;
+	struct km_addr_map_entry *e = km_addr_map_put(&x->names, a);
 
 	if (!e)
 		return -1;
-	if (!e->val) {
-		e->val = (void *)name;
-		e->aux = 1;
-		return 0;
-	}
-	h = holders(e);
-	for (size_t i = 0; i < e->aux; i++)
-		if (!strcmp(h[i], name)) { /* taken again: it becomes the newest, under this name */
-			memmove(&h[i], &h[i + 1], (e->aux - i - 1) * sizeof(*h));
-			h[e->aux - 1] = name;
-			return 0;
-		}
-	if (e->aux == 1) {
-		if (!(many = malloc(2 * sizeof(*many))))
-			return -1;
-		many[0] = e->val;
-	} else if (!(many = realloc(e->val, (e->aux + 1) * sizeof(*many)))) {
+	/* a second holder, or any holder of a shared address (its string may be new) */
+	if (e->val && (strcmp(e->val, name) != 0 || km_addr_map_find(&x->shared, a)) &&
+	    add_shared(x, a, e->val, name) != 0)
 		return -1;
-	}
-	many[e->aux++] = name;
-	e->val = many;
+	e->val = (void *)name;
 	return 0;
 }
 
 void km_addr_index_remove(struct km_addr_index *x, const struct km_addr *a, const char *name)
 {
-	struct km_addr_map_entry *e = km_addr_map_find(&x->map, a);
-	const char **h;
+	struct km_addr_map_entry *e = km_addr_map_find(&x->names, a), *s;
+	struct holders *hs;
 
 	if (!e)
 		return;
-	h = holders(e);
-	for (size_t i = 0; i < e->aux; i++) {
-		if (strcmp(h[i], name) != 0)
+	if (!(s = km_addr_map_find(&x->shared, a))) {
+		if (!strcmp(e->val, name))
+			km_addr_map_delete(&x->names, e);
+		return;
+	}
+	hs = s->val;
+	for (size_t i = 0; i < hs->n; i++) {
+		if (strcmp(hs->h[i], name) != 0)
 			continue;
-		if (e->aux == 1) {
-			km_addr_map_delete(&x->map, e);
-			return;
-		}
-		memmove(&h[i], &h[i + 1], (e->aux - i - 1) * sizeof(*h));
-		if (--e->aux == 1) { /* back to one: no array */
-			const char *last = h[0];
-
-			free(h);
-			e->val = (void *)last;
+		memmove(&hs->h[i], &hs->h[i + 1], (hs->n - i - 1) * sizeof(hs->h[0]));
+		e->val = (void *)hs->h[--hs->n - 1];
+		if (hs->n == 1) { /* back to one: not shared */
+			free(hs);
+			km_addr_map_delete(&x->shared, s);
 		}
 		return;
 	}
@@ -98,12 +112,12 @@ void km_addr_index_remove(struct km_addr_index *x, const struct km_addr *a, cons
 
 const char *km_addr_index_find(const struct km_addr_index *x, const struct km_addr *a)
 {
-	struct km_addr_map_entry *e = km_addr_map_find(&x->map, a);
+	struct km_addr_map_entry *e = km_addr_map_find(&x->names, a);
 
-	return e ? holders(e)[e->aux - 1] : NULL;
+	return e ? e->val : NULL;
 }
 
 size_t km_addr_index_size(const struct km_addr_index *x)
 {
-	return x->map.n;
+	return x->names.n;
 }

@@ -304,6 +304,24 @@ static void test_prom_and_index(void **state)
 		km_addr_index_remove(x, &a, "absent"); /* not a holder: nothing changes */
 		assert_string_equal(km_addr_index_find(x, &a), "one");
 	}
+	/* a shared address taken again by a holder under a new string: the old string may be
+	 * freed at once (the model frees a resource's old version), and is never named again */
+	{
+		struct km_addr b;
+		char *first = strdup("four"), *again = strdup("four");
+
+		km_addr_parse("10.0.0.2", &b);
+		assert_int_equal(km_addr_index_add(x, &b, "five"), 0);
+		assert_int_equal(km_addr_index_add(x, &b, first), 0); /* four is the newest */
+		assert_int_equal(km_addr_index_add(x, &b, again), 0); /* ... and takes it again */
+		free(first);
+		assert_ptr_equal(km_addr_index_find(x, &b), again);
+		km_addr_index_remove(x, &b, "five");
+		assert_ptr_equal(km_addr_index_find(x, &b), again); /* ASan: not the freed string */
+		km_addr_index_remove(x, &b, "four");
+		assert_null(km_addr_index_find(x, &b));
+		free(again);
+	}
 	km_addr_index_free(x); /* with an entry left: freed whole (ASan) */
 }
 
