@@ -8,6 +8,9 @@
 #include <string.h>
 
 #include "services/xds-agent/model_internal.h"
+
+/* one 128-byte malloc chunk per workload entry (model_internal.h): growing it costs every workload */
+_Static_assert(sizeof(struct km_model_wl) <= 120, "struct km_model_wl outgrew its malloc chunk");
 #include "shared/addr.h"
 #include "shared/grow.h"
 #include "shared/log.h"

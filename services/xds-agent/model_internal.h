@@ -65,24 +65,25 @@ struct mdl_place {
 	uint32_t has_slot : 1;
 };
 
-/* A workload: its name is res->uid (an entry always holds its resource). */
+/* A workload: its name is res->uid (an entry always holds its resource). Fields are ordered so
+ * the entry has no padding: 112 bytes, a 128-byte malloc chunk (one per workload). */
 struct km_model_wl {
-	uint32_t id;
 	/* one place per service that lists it: the first in the entry (most workloads list one
 	 * service: no allocation), the others in `more` */
 	struct mdl_place place0;
 	struct mdl_place *more;
-	uint32_t n_places, cap_more;
-	uint8_t unconfirmed; /* marked for a sweep, not named by istiod since */
 	struct km_workload_res *res;
-	int backend_written;
-	uint64_t backend_sum; /* checksum of the backend row as last written (mdl_row_sum) */
-	uint32_t inline4;     /* the IPv4 address its endpoint rows carry (mdl_inline4), 0 = none */
 	struct km_model_svc *wp_of;
 	struct az_wl *authz; /* its record in m->authz (km_authz_put_workload), if any */
 	/* istiod's version of the resource, if any: in version_short when it fits (istiod's
 	 * content hashes do), else malloc'd */
 	char *version;
+	uint64_t backend_sum; /* checksum of the backend row as last written (mdl_row_sum) */
+	uint32_t id;
+	uint32_t inline4;     /* the IPv4 address its endpoint rows carry (mdl_inline4), 0 = none */
+	uint32_t n_places, cap_more;
+	uint8_t unconfirmed; /* marked for a sweep, not named by istiod since */
+	uint8_t backend_written;
 	char version_short[24];
 };
 
