@@ -5,6 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "services/xds-agent/strpool.h"
+
+_Static_assert(KM_RES_MAX_ADDRESSES < 65536 && KM_RES_MAX_SERVICES_PER_WORKLOAD < 65536 &&
+		       KM_RES_MAX_POLICIES < 65536,
+	       "a workload's counts are 16-bit (resources.h)");
+
 static int str_eq(const char *a, const char *b)
 {
 	return strcmp(a ? a : "", b ? b : "") == 0;
@@ -38,9 +44,14 @@ void km_service_res_free(struct km_service_res *s)
 	free(s);
 }
 
+static void release_shared(struct km_workload_res *w);
+
 void km_workload_res_free(struct km_workload_res *w)
 {
-	if (!w || w->packed) {
+	if (!w)
+		return;
+	if (w->packed) {
+		release_shared(w);
 		free(w);
 		return;
 	}
@@ -141,38 +152,60 @@ struct km_service_res *km_service_res_pack(struct km_service_res *r)
 	return p;
 }
 
-/* The workload's string fields, by offset: sized and copied from one list. */
+/* The workload's string fields, by offset. Its own (uid, name) are copied into its allocation;
+ * the others, which many workloads repeat, are interned (strpool.h), as are the service names of
+ * its memberships and its policy names. */
 #define WL_STR(f) offsetof(struct km_workload_res, f)
-static const size_t wl_strings[] = {
-	WL_STR(uid), WL_STR(name), WL_STR(namespace), WL_STR(node), WL_STR(network),
-	WL_STR(cluster_id), WL_STR(trust_domain), WL_STR(service_account), WL_STR(region),
-	WL_STR(zone), WL_STR(subzone), WL_STR(waypoint.service), WL_STR(workload_name),
-	WL_STR(canonical_name), WL_STR(canonical_revision),
+static const size_t wl_own[] = { WL_STR(uid), WL_STR(name) };
+static const size_t wl_shared[] = {
+	WL_STR(namespace), WL_STR(node), WL_STR(network), WL_STR(cluster_id),
+	WL_STR(trust_domain), WL_STR(service_account), WL_STR(region), WL_STR(zone),
+	WL_STR(subzone), WL_STR(waypoint.service), WL_STR(workload_name), WL_STR(canonical_name),
+	WL_STR(canonical_revision),
 };
+#define N_OWN (sizeof(wl_own) / sizeof(wl_own[0]))
+#define N_SHARED (sizeof(wl_shared) / sizeof(wl_shared[0]))
 
-static char **wl_str(struct km_workload_res *w, size_t i)
+static char **wl_str(struct km_workload_res *w, size_t off)
 {
-	return (char **)((uint8_t *)w + wl_strings[i]);
+	return (char **)((uint8_t *)w + off);
+}
+
+/* Drop a packed workload's references to interned strings (those set so far, on a failed pack:
+ * the rest are NULL). */
+static void release_shared(struct km_workload_res *w)
+{
+	for (size_t i = 0; i < N_SHARED; i++)
+		km_str_release(*wl_str(w, wl_shared[i]));
+	for (size_t i = 0; i < w->n_services; i++)
+		km_str_release(w->services[i].service);
+	for (size_t i = 0; i < w->n_policies; i++)
+		km_str_release(w->policies[i]);
+}
+
+static char *intern(const char *s, int *failed)
+{
+	const char *p = s ? km_str_intern(s) : NULL;
+
+	*failed |= s && !p;
+	return (char *)p;
 }
 
 struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 {
-	const size_t n_strs = sizeof(wl_strings) / sizeof(wl_strings[0]);
 	size_t size = sizeof(*r) + array_size(r->n_addrs, sizeof(*r->addrs)) +
 		      array_size(r->n_services, sizeof(*r->services)) +
 		      array_size(r->n_policies, sizeof(*r->policies));
 	struct km_workload_res *p;
 	struct pack k;
+	int failed = 0;
 
 	if (r->packed)
 		return r;
-	for (size_t i = 0; i < n_strs; i++)
-		size += str_size(*wl_str(r, i));
+	for (size_t i = 0; i < N_OWN; i++)
+		size += str_size(*wl_str(r, wl_own[i]));
 	for (size_t i = 0; i < r->n_services; i++)
-		size += array_size(r->services[i].n_ports, sizeof(struct km_port)) +
-			str_size(r->services[i].service);
-	for (size_t i = 0; i < r->n_policies; i++)
-		size += str_size(r->policies[i]);
+		size += array_size(r->services[i].n_ports, sizeof(struct km_port));
 	k.base = malloc(size);
 	k.off = sizeof(*r);
 	if (!(p = (struct km_workload_res *)k.base))
@@ -186,12 +219,25 @@ struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 		p->services[i].ports = put_array(&k, r->services[i].ports, r->services[i].n_ports,
 						 sizeof(struct km_port));
 	/* strings last: no alignment needed */
-	for (size_t i = 0; i < n_strs; i++)
-		*wl_str(p, i) = put_str(&k, *wl_str(r, i));
+	for (size_t i = 0; i < N_OWN; i++)
+		*wl_str(p, wl_own[i]) = put_str(&k, *wl_str(r, wl_own[i]));
+	for (size_t i = 0; i < N_SHARED; i++)
+		*wl_str(p, wl_shared[i]) = NULL;
 	for (size_t i = 0; i < r->n_services; i++)
-		p->services[i].service = put_str(&k, r->services[i].service);
+		p->services[i].service = NULL;
 	for (size_t i = 0; i < r->n_policies; i++)
-		p->policies[i] = put_str(&k, r->policies[i]);
+		p->policies[i] = NULL;
+	for (size_t i = 0; i < N_SHARED; i++)
+		*wl_str(p, wl_shared[i]) = intern(*wl_str(r, wl_shared[i]), &failed);
+	for (size_t i = 0; i < r->n_services; i++)
+		p->services[i].service = intern(r->services[i].service, &failed);
+	for (size_t i = 0; i < r->n_policies; i++)
+		p->policies[i] = intern(r->policies[i], &failed);
+	if (failed) { /* out of memory: keep the unpacked resource */
+		release_shared(p);
+		free(p);
+		return r;
+	}
 	km_workload_res_free(r);
 	return p;
 }

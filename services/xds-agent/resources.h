@@ -10,7 +10,8 @@
 
 #include "kmesh_maps.h"
 
-/* Bounds on what one resource may carry; the converter rejects anything larger, clearly. */
+/* Bounds on what one resource may carry; the converter rejects anything larger, clearly. The
+ * workload's counts are 16-bit: every bound here is below 65536. */
 #define KM_RES_MAX_STRING 1024
 #define KM_RES_MAX_NAME 253
 #define KM_RES_MAX_ADDRESSES 16
@@ -91,12 +92,12 @@ struct km_workload_res {
 	struct km_addr *addrs;
 	struct km_membership *services; /* sorted by service, unique */
 	char **policies; /* authorization_policies */
-	uint32_t n_addrs, n_services, n_policies; /* bounded by KM_RES_MAX_* */
-	uint32_t status;       /* enum km_workload_status */
-	uint32_t host_network; /* NetworkMode HOST_NETWORK: not looked up by IP */
-	uint32_t capacity;     /* relative weight, default 1 */
 	struct km_waypoint waypoint;
-	uint32_t packed; /* everything in this one allocation (km_workload_res_pack) */
+	uint32_t capacity;     /* relative weight, default 1 */
+	uint16_t n_addrs, n_services, n_policies; /* bounded by KM_RES_MAX_* (below 65536) */
+	uint8_t status;        /* enum km_workload_status */
+	uint8_t host_network;  /* NetworkMode HOST_NETWORK: not looked up by IP */
+	uint8_t packed; /* one allocation, shared strings interned (km_workload_res_pack) */
 };
 
 /* Visiting (name, xDS version) pairs of the resources a store holds. */
@@ -105,8 +106,10 @@ typedef void (*km_version_cb)(void *arg, const char *name, const char *version);
 void km_service_res_free(struct km_service_res *s);
 void km_workload_res_free(struct km_workload_res *w);
 /* The same resource in one allocation (its strings and arrays after the struct), for keeping:
- * a resource is otherwise a dozen small allocations. Consumes r; on allocation failure r is
- * returned as it was. */
+ * a resource is otherwise a dozen small allocations. A workload's strings that many workloads
+ * repeat (all but its uid and name) are interned instead (strpool.h); free it with
+ * km_workload_res_free, which releases them. Consumes r; on allocation failure r is returned as
+ * it was. */
 struct km_service_res *km_service_res_pack(struct km_service_res *r);
 struct km_workload_res *km_workload_res_pack(struct km_workload_res *r);
 /* Field-by-field equality of everything the model uses. */

@@ -1,0 +1,108 @@
+/* test_strpool.c — interned strings: one copy per distinct string, counted references, entries
+ * found again after others were released (backward-shift deletes across a growing index), and
+ * nothing left once every reference is dropped; packed workloads share their repeated strings. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "services/xds-agent/resources.h"
+#include "services/xds-agent/strpool.h"
+
+static void one_copy_counted(void **state)
+{
+	char a[] = "bench", b[] = "bench";
+	const char *x, *y;
+
+	(void)state;
+	x = km_str_intern(a);
+	y = km_str_intern(b);
+	assert_non_null(x);
+	assert_ptr_equal(x, y); /* one copy */
+	assert_ptr_not_equal(x, a);
+	assert_string_equal(x, "bench");
+	assert_int_equal(km_str_pool_count(), 1);
+	km_str_release(x);
+	assert_string_equal(y, "bench"); /* still held once */
+	km_str_release(y);
+	assert_int_equal(km_str_pool_count(), 0);
+	assert_int_equal(km_str_pool_bytes(), 0);
+	km_str_release(NULL);
+}
+
+static void many_released_in_any_order(void **state)
+{
+	enum { N = 5000 };
+	static const char *held[N];
+	char buf[32];
+
+	(void)state;
+	for (int i = 0; i < N; i++) {
+		snprintf(buf, sizeof(buf), "ns-%d", i);
+		assert_non_null(held[i] = km_str_intern(buf));
+	}
+	assert_int_equal(km_str_pool_count(), N);
+	for (int i = 0; i < N; i += 3) { /* every third goes */
+		km_str_release(held[i]);
+		held[i] = NULL;
+	}
+	for (int i = 0; i < N; i++) { /* the others are found again, as the same copies */
+		snprintf(buf, sizeof(buf), "ns-%d", i);
+		if (!held[i])
+			continue;
+		assert_ptr_equal(km_str_intern(buf), held[i]);
+		km_str_release(held[i]);
+	}
+	for (int i = 0; i < N; i++)
+		km_str_release(held[i]);
+	assert_int_equal(km_str_pool_count(), 0);
+}
+
+static struct km_workload_res *workload(const char *uid, const char *ns, const char *svc)
+{
+	struct km_workload_res *w = calloc(1, sizeof(*w));
+
+	assert_non_null(w);
+	w->uid = strdup(uid);
+	w->namespace = strdup(ns);
+	w->node = strdup("node-1");
+	w->services = calloc(1, sizeof(*w->services));
+	w->services[0].service = strdup(svc);
+	w->n_services = 1;
+	return w;
+}
+
+static void packed_workloads_share(void **state)
+{
+	struct km_workload_res *a = km_workload_res_pack(workload("a", "prod", "prod/web.prod"));
+	struct km_workload_res *b = km_workload_res_pack(workload("b", "prod", "prod/web.prod"));
+
+	(void)state;
+	assert_true(a->packed && b->packed);
+	assert_ptr_equal(a->namespace, b->namespace);
+	assert_ptr_equal(a->node, b->node);
+	assert_ptr_equal(a->services[0].service, b->services[0].service);
+	assert_ptr_not_equal(a->uid, b->uid);
+	assert_string_equal(b->uid, "b");
+	assert_int_equal(km_str_pool_count(), 3);
+	assert_true(km_workload_res_equal(a, a));
+	km_workload_res_free(a);
+	assert_string_equal(b->namespace, "prod");
+	km_workload_res_free(b);
+	assert_int_equal(km_str_pool_count(), 0); /* released with the last holder (and ASan) */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(one_copy_counted),
+		cmocka_unit_test(many_released_in_any_order),
+		cmocka_unit_test(packed_workloads_share),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
