@@ -32,7 +32,7 @@
 #include "kmesh_maps.h"
 #include "ipc/message.h"
 #include "services/map-writer/tables.h"
-#include "services/xds-agent/authz_compile.h"
+#include "services/xds-agent/authz/authz_compile.h"
 #include "shared/addr.h"
 #include "shared/log.h"
 #include "shared/netns.h"

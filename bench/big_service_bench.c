@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "bench/lib/bench_util.h"
-#include "services/xds-agent/model.h"
-#include "services/xds-agent/oplist.h"
+#include "services/xds-agent/model/model.h"
+#include "services/xds-agent/core/oplist.h"
 #include "shared/addr.h"
 #include "shared/log.h"
 

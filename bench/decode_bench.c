@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "services/xds-agent/file_source.h"
-#include "services/xds-agent/resource_pb.h"
-#include "services/xds-agent/xds_apply.h"
+#include "services/xds-agent/sources/file_source.h"
+#include "services/xds-agent/ads/resource_pb.h"
+#include "services/xds-agent/ads/xds_apply.h"
 #include "shared/latency.h"
 #include "shared/log.h"
 

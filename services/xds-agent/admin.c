@@ -10,7 +10,7 @@
 
 #include "kmesh_maps.h"
 #include "shared/addr.h"
-#include "services/xds-agent/inject.h"
+#include "services/xds-agent/sources/inject.h"
 #include "shared/log.h"
 
 struct dump_ctx {

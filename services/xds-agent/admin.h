@@ -7,14 +7,14 @@
 
 #include "ipc/server.h"
 #include "shared/latency.h"
-#include "services/xds-agent/ads_client.h"
-#include "services/xds-agent/authz_compile.h"
-#include "services/xds-agent/authz_metrics.h"
-#include "services/xds-agent/model.h"
-#include "services/xds-agent/policy_store.h"
-#include "services/xds-agent/resync.h"
-#include "services/xds-agent/telemetry.h"
-#include "services/xds-agent/writer_link.h"
+#include "services/xds-agent/ads/ads_client.h"
+#include "services/xds-agent/authz/authz_compile.h"
+#include "services/xds-agent/telemetry/authz_metrics.h"
+#include "services/xds-agent/model/model.h"
+#include "services/xds-agent/authz/policy_store.h"
+#include "services/xds-agent/transport/resync.h"
+#include "services/xds-agent/telemetry/telemetry.h"
+#include "services/xds-agent/transport/writer_link.h"
 
 struct km_agent_state {
 	struct km_model *model;            /* changed only by inject */

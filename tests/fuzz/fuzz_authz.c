@@ -12,8 +12,8 @@
 
 #include <uthash.h>
 
-#include "services/xds-agent/authz_compile.h"
-#include "services/xds-agent/xds_apply.h"
+#include "services/xds-agent/authz/authz_compile.h"
+#include "services/xds-agent/ads/xds_apply.h"
 #include "shared/log.h"
 
 /* A row of the authz tables by its key: table and key fields packed. */

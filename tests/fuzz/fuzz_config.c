@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "services/xds-agent/resource_json.h"
-#include "services/xds-agent/snapshot.h"
+#include "services/xds-agent/sources/resource_json.h"
+#include "services/xds-agent/sources/snapshot.h"
 #include "shared/log.h"
 
 static void apply(struct km_model *m, const uint8_t *data, size_t size)

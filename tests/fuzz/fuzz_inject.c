@@ -4,8 +4,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "services/xds-agent/authz_compile.h"
-#include "services/xds-agent/inject.h"
+#include "services/xds-agent/authz/authz_compile.h"
+#include "services/xds-agent/sources/inject.h"
 #include "shared/log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "services/xds-agent/xds_apply.h"
+#include "services/xds-agent/ads/xds_apply.h"
 #include "shared/log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

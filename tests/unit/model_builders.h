@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "services/xds-agent/model.h"
+#include "services/xds-agent/model/model.h"
 #include "shared/addr.h"
 
 #define SIM_SVCS_MAX 8

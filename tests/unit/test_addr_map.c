@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "services/xds-agent/addr_map.h"
+#include "services/xds-agent/core/addr_map.h"
 
 #define N_ADDRS 3000
 

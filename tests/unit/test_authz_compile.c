@@ -13,8 +13,8 @@
 #include <cmocka.h>
 
 #include "kmesh_maps.h"
-#include "services/xds-agent/authz_compile.h"
-#include "services/xds-agent/authz_eval.h"
+#include "services/xds-agent/authz/authz_compile.h"
+#include "services/xds-agent/authz/authz_eval.h"
 #include "shared/addr.h"
 
 static struct km_oplist ops;

@@ -29,9 +29,9 @@
 #include "kmesh_maps.h"
 #include "ipc/message.h"
 #include "services/map-writer/tables.h"
-#include "services/xds-agent/authz_compile.h"
-#include "services/xds-agent/authz_eval.h"
-#include "services/xds-agent/policy_store.h"
+#include "services/xds-agent/authz/authz_compile.h"
+#include "services/xds-agent/authz/authz_eval.h"
+#include "services/xds-agent/authz/policy_store.h"
 #include "shared/addr.h"
 #include "shared/netns.h"
 

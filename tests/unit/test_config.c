@@ -10,8 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "services/xds-agent/resource_json.h"
-#include "services/xds-agent/snapshot.h"
+#include "services/xds-agent/sources/resource_json.h"
+#include "services/xds-agent/sources/snapshot.h"
 #include "shared/addr.h"
 #include "shared/base64.h"
 #include "shared/log.h"

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "services/xds-agent/ids.h"
+#include "services/xds-agent/core/ids.h"
 
 static uint32_t constant_hash(const char *name)
 {

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "services/xds-agent/inject.h"
-#include "services/xds-agent/json_pb.h"
-#include "services/xds-agent/policy_json.h"
+#include "services/xds-agent/sources/inject.h"
+#include "services/xds-agent/sources/json_pb.h"
+#include "services/xds-agent/sources/policy_json.h"
 #include "shared/log.h"
 
 static Kmesh__Security__Authorization *policy(const char *text, char *err)

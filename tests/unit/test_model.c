@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "services/xds-agent/model.h"
+#include "services/xds-agent/model/model.h"
 #include "tests/unit/model_builders.h"
 #include "shared/addr.h"
 #include "shared/log.h"

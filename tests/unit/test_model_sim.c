@@ -13,7 +13,7 @@
 #include <time.h>
 #include <cmocka.h>
 
-#include "services/xds-agent/model.h"
+#include "services/xds-agent/model/model.h"
 #include "shared/addr.h"
 #include "shared/log.h"
 #include "tests/unit/model_builders.h"

@@ -9,7 +9,7 @@
 #include <cmocka.h>
 #include <uv.h>
 
-#include "services/xds-agent/resync.h"
+#include "services/xds-agent/transport/resync.h"
 #include "shared/log.h"
 
 struct fixture {

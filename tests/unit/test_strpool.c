@@ -10,8 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "services/xds-agent/resources.h"
-#include "services/xds-agent/strpool.h"
+#include "services/xds-agent/core/resources.h"
+#include "services/xds-agent/core/strpool.h"
 
 static void one_copy_counted(void **state)
 {

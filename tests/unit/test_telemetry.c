@@ -11,10 +11,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "services/xds-agent/addr_index.h"
-#include "services/xds-agent/resource_json.h"
-#include "services/xds-agent/snapshot.h"
-#include "services/xds-agent/telemetry.h"
+#include "services/xds-agent/model/addr_index.h"
+#include "services/xds-agent/sources/resource_json.h"
+#include "services/xds-agent/sources/snapshot.h"
+#include "services/xds-agent/telemetry/telemetry.h"
 #include "shared/log.h"
 #include "shared/prom.h"
 

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "services/xds-agent/ads_client.h"
-#include "services/xds-agent/resource_pb.h"
-#include "services/xds-agent/xds_apply.h"
+#include "services/xds-agent/ads/ads_client.h"
+#include "services/xds-agent/ads/resource_pb.h"
+#include "services/xds-agent/ads/xds_apply.h"
 #include "shared/log.h"
 #include "workload.pb-c.h"
 

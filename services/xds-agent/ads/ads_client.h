@@ -1,0 +1,133 @@
+/* ads_client.h — the Delta ADS session with istiod: one gRPC stream subscribed (wildcard) to
+ * istio.workload.Address and istio.security.Authorization; every response applied and ACKed, or
+ * NACKed with error_detail naming the rejected resources while the rest still apply; versions of
+ * accepted resources remembered and sent back as initial_resource_versions on every new stream —
+ * unless they would make that first request larger than istiod accepts: then it names none,
+ * takes istiod's whole state from the first response and removes what that did not name;
+ * reconnection with exponential backoff and jitter, immediately after a GOAWAY (connection-age
+ * rotation). Its state is what the admin socket shows. */
+#ifndef KM_XDS_ADS_CLIENT_H
+#define KM_XDS_ADS_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "services/xds-agent/transport/grpc_stream.h"
+#include "services/xds-agent/model/model.h"
+#include "services/xds-agent/authz/policy_store.h"
+#include "services/xds-agent/ads/xds_apply.h"
+
+/* The largest first request of a type sent by default: istiod refuses requests over 4 MiB
+ * (ISTIO_GPRC_MAXRECVMSGSIZE) with grpc-status 8; 64 KiB are left for the gRPC framing and for
+ * an estimate that is an upper bound. */
+#define KM_ADS_MAX_INITIAL_DEFAULT ((4u << 20) - (64u << 10))
+
+/* What istiod needs to know about this node (istio-wire §4.1-4.2). */
+struct km_ads_node {
+	const char *instance_ip;
+	const char *pod_name;
+	const char *pod_namespace;
+	const char *node_name;
+	const char *cluster_id;
+	const char *mesh_id;
+	const char *network;
+	const char *service_account;
+};
+
+struct km_ads_type {
+	const char *type_url;
+	/* where the versions of accepted resources are kept: on the entries holding them */
+	void (*set_version)(void *store, const char *name, const char *version);
+	size_t (*each_version)(const void *store, km_version_cb cb, void *arg);
+	/* mark and sweep against a whole state (model.h, policy_store.h); sweep also flushes */
+	size_t (*mark)(void *store);
+	size_t (*sweep)(void *store);
+	void *store;
+	char last_nonce[128];
+	uint64_t responses, acks, nacks;
+	char last_nack[1024];
+	int synced; /* a response was received on the current stream */
+	/* the current stream's first request named no versions: its first response is the whole
+	 * state, and what it does not name is swept after it */
+	int withheld;
+	uint64_t withholds; /* streams begun so */
+	uint64_t swept;     /* resources removed by those sweeps */
+};
+
+/* A received response waiting to be applied (responses apply one after another, in order). */
+struct km_ads_pending {
+	struct km_ads_pending *next;
+	uint8_t *msg;
+	size_t len;
+	uint64_t received_us;
+};
+
+/* The Address response being applied, a slice of resources per loop iteration, so a push of the
+ * whole mesh neither holds the event loop (pings, the map writer's replies, the admin socket)
+ * nor keeps the map writer waiting until the last resource is decoded. */
+struct km_ads_job {
+	int active;
+	struct km_ads_pending *p;
+	struct km_response_view v;
+	struct km_xds_result res;
+};
+
+struct km_ads_client {
+	uv_loop_t *loop;
+	struct km_grpc_stream_config grpc_cfg;
+	struct km_ads_node node;
+	char node_id[512];
+	struct km_grpc_stream stream;
+	int stream_open; /* the stream struct is in use (until its on_closed) */
+	int connected;   /* the call is open */
+	uv_timer_t retry;
+	uint64_t backoff_ms;
+	size_t max_initial; /* the largest first request of a type (KM_ADS_MAX_INITIAL_DEFAULT) */
+	int fast_reconnect;
+	int stopping;
+	struct km_ads_type address, authz;
+	struct km_model *model;
+	struct km_policy_store *policies;
+	void (*on_applied)(void *arg); /* model changed: submit its ops */
+	void *arg;
+	uint64_t connects, disconnects;
+	uint64_t last_response_us; /* monotonic time the last response was complete */
+	struct km_ads_pending *queue_head, *queue_tail;
+	size_t queued_bytes;
+	struct km_ads_job job;
+	uv_idle_t work; /* runs the job's slices */
+	size_t slice; /* resources per slice */
+	/* Optional: while it returns 1 (ops waiting for the map writer pile up), slices wait, so a
+	 * bulk push holds its ops as a bounded queue rather than all of them at once. Call
+	 * km_ads_client_resume when the backlog shrinks; a timer re-checks in any case. */
+	int (*backlogged)(void *arg);
+	uv_timer_t recheck;
+	char last_error[256];
+};
+
+int km_ads_client_start(struct km_ads_client *c, uv_loop_t *loop,
+			const struct km_grpc_stream_config *grpc, const struct km_ads_node *node,
+			struct km_model *model, struct km_policy_store *policies,
+			void (*on_applied)(void *arg), void *arg);
+void km_ads_client_stop(struct km_ads_client *c);
+/* Continue applying after a backlog pause (see backlogged). */
+void km_ads_client_resume(struct km_ads_client *c);
+/* The node id sent to istiod: ztunnel~<ip>~<pod>.<ns>~<ns>.svc.cluster.local */
+void km_ads_node_id(const struct km_ads_node *n, char *out, size_t len);
+/* How many resources of the type are held with a version. */
+size_t km_ads_versions_held(const struct km_ads_type *t);
+/* Build a request (the initial one of a type when initial != 0: with every version held unless
+ * t->withheld) — exposed for tests. */
+uint8_t *km_ads_build_request(struct km_ads_client *c, struct km_ads_type *t, int initial,
+			      const char *nonce, const char *error, size_t *len);
+/* The first request of a type on a new stream: with every version held if that fits in
+ * c->max_initial, else with none (t->withheld set, and the store marked for the sweep that
+ * follows istiod's first response). */
+uint8_t *km_ads_initial_request(struct km_ads_client *c, struct km_ads_type *t, size_t *len);
+/* After the type's first response on a stream that withheld its versions: remove what it did
+ * not name (nothing if a rejected resource could not be named). Returns how many went. */
+size_t km_ads_sweep_after_whole_state(struct km_ads_client *c, struct km_ads_type *t,
+				      const struct km_xds_result *res);
+
+#endif

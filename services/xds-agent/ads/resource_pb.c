@@ -1,0 +1,328 @@
+/* resource_pb.c — validate workload-API messages into resources (see resource_pb.h). */
+#include "shared/errbuf.h"
+#include "services/xds-agent/ads/resource_pb.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shared/addr.h"
+
+/* Copy a string field, bounded. Empty strings become NULL unless required (then an error). */
+static int copy_str(const char *in, size_t max, int required, const char *field, char **out,
+		    char *err, size_t errlen)
+{
+	size_t n = in ? strlen(in) : 0;
+
+	*out = NULL;
+	if (n == 0)
+		return required ? km_errf(err, errlen, "'%s' is required", field) : 0;
+	if (n > max)
+		return km_errf(err, errlen, "'%s' is longer than %zu bytes", field, max);
+	*out = strdup(in);
+	return *out ? 0 : km_errf(err, errlen, "out of memory");
+}
+
+static int copy_addr(ProtobufCBinaryData b, const char *field, struct km_addr *out, char *err,
+		     size_t errlen)
+{
+	if (km_addr_from_bytes(b.data, b.len, out) != 0)
+		return km_errf(err, errlen, "%s must be 4 or 16 bytes, got %zu", field, b.len);
+	if (km_addr_is_unspecified(out))
+		return km_errf(err, errlen, "%s is the unspecified address", field);
+	return 0;
+}
+
+/* istiod sends one Port per Kubernetes ServicePort, so a port served over both UDP and TCP
+ * (kube-dns: 53/UDP and 53/TCP) is listed twice. The tables key a frontend by address and port
+ * only, so the entries become one: the same target port merges; a different one replaces the
+ * earlier (the last one listed wins, as in ztunnel's port map). Returns 1 if sp was listed. */
+static int merge_port(struct km_port *ports, size_t n, uint32_t sp, uint32_t tp)
+{
+	for (size_t j = 0; j < n; j++) {
+		if (ports[j].service_port != sp)
+			continue;
+		ports[j].target_port = tp;
+		return 1;
+	}
+	return 0;
+}
+
+static int copy_ports(Kmesh__Workload__Port *const *in, size_t n, int need_service_port,
+		      struct km_port **out, size_t *n_out, const char *field, char *err, size_t errlen)
+{
+	*n_out = 0;
+	*out = NULL;
+	if (n == 0)
+		return 0;
+	if (n > KM_RES_MAX_PORTS)
+		return km_errf(err, errlen, "%s has %zu ports, at most %d", field, n, KM_RES_MAX_PORTS);
+	*out = calloc(n, sizeof(**out));
+	if (!*out)
+		return km_errf(err, errlen, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		uint32_t sp = in[i]->service_port, tp = in[i]->target_port;
+
+		if (sp > 65535 || tp > 65535 || (need_service_port && sp == 0))
+			return km_errf(err, errlen, "%s[%zu]: ports must be 1..65535 (got %u -> %u)", field,
+				   i, sp, tp);
+		if (!merge_port(*out, *n_out, sp, tp)) {
+			(*out)[*n_out].service_port = sp;
+			(*out)[*n_out].target_port = tp;
+			(*n_out)++;
+		}
+	}
+	return 0;
+}
+
+static int copy_waypoint(const Kmesh__Workload__GatewayAddress *g, struct km_waypoint *out,
+			 char *err, size_t errlen)
+{
+	memset(out, 0, sizeof(*out));
+	if (!g)
+		return 0;
+	if (g->hbone_mtls_port == 0 || g->hbone_mtls_port > 65535)
+		return km_errf(err, errlen, "waypoint needs an hbone_mtls_port in 1..65535");
+	out->hbone_port = g->hbone_mtls_port;
+	switch (g->destination_case) {
+	case KMESH__WORKLOAD__GATEWAY_ADDRESS__DESTINATION_ADDRESS:
+		out->kind = KM_WAYPOINT_ADDRESS;
+		return copy_addr(g->address->address, "waypoint address", &out->addr, err, errlen);
+	case KMESH__WORKLOAD__GATEWAY_ADDRESS__DESTINATION_HOSTNAME: {
+		const Kmesh__Workload__NamespacedHostname *h = g->hostname;
+		size_t ln = h->namespace_ ? strlen(h->namespace_) : 0;
+		size_t lh = h->hostname ? strlen(h->hostname) : 0;
+
+		if (!ln || !lh || ln > KM_RES_MAX_NAME || lh > KM_RES_MAX_NAME)
+			return km_errf(err, errlen, "waypoint hostname needs a namespace and a hostname");
+		out->kind = KM_WAYPOINT_HOSTNAME;
+		out->service = malloc(ln + lh + 2);
+		if (!out->service)
+			return km_errf(err, errlen, "out of memory");
+		snprintf(out->service, ln + lh + 2, "%s/%s", h->namespace_, h->hostname);
+		return 0;
+	}
+	default:
+		return km_errf(err, errlen, "waypoint has neither an address nor a hostname");
+	}
+}
+
+int km_pb_service(const Kmesh__Workload__Service *m, struct km_service_res **out, char *err,
+		  size_t errlen)
+{
+	struct km_service_res *s = calloc(1, sizeof(*s));
+	size_t ln, lh;
+
+	*out = NULL;
+	if (!s)
+		return km_errf(err, errlen, "out of memory");
+	if (copy_str(m->namespace_, KM_RES_MAX_NAME, 1, "namespace", &s->namespace, err, errlen) ||
+	    copy_str(m->hostname, KM_RES_MAX_NAME, 1, "hostname", &s->hostname, err, errlen) ||
+	    copy_str(m->name, KM_RES_MAX_NAME, 0, "name", &s->svc_name, err, errlen))
+		goto fail;
+	ln = strlen(s->namespace);
+	lh = strlen(s->hostname);
+	if (!(s->name = malloc(ln + lh + 2))) {
+		km_errf(err, errlen, "out of memory");
+		goto fail;
+	}
+	snprintf(s->name, ln + lh + 2, "%s/%s", s->namespace, s->hostname);
+	if (m->n_addresses > KM_RES_MAX_VIPS) {
+		km_errf(err, errlen, "%zu addresses, at most %d", m->n_addresses, KM_RES_MAX_VIPS);
+		goto fail;
+	}
+	s->vips = calloc(m->n_addresses + 1, sizeof(*s->vips));
+	if (!s->vips) {
+		km_errf(err, errlen, "out of memory");
+		goto fail;
+	}
+	for (size_t i = 0; i < m->n_addresses; i++) {
+		struct km_addr vip;
+		int dup = 0;
+
+		if (copy_addr(m->addresses[i]->address, "VIP", &vip, err, errlen))
+			goto fail;
+		for (size_t j = 0; j < s->n_vips; j++)
+			dup |= memcmp(&s->vips[j], &vip, sizeof(vip)) == 0;
+		if (!dup) /* the same VIP on two networks is one frontend on this node */
+			s->vips[s->n_vips++] = vip;
+	}
+	if (copy_ports(m->ports, m->n_ports, 1, &s->ports, &s->n_ports, "ports", err, errlen) ||
+	    copy_waypoint(m->waypoint, &s->waypoint, err, errlen))
+		goto fail;
+	if (m->load_balancing) {
+		const Kmesh__Workload__LoadBalancing *lb = m->load_balancing;
+
+		if ((uint32_t)lb->mode > KM_LB_PASSTHROUGH) {
+			km_errf(err, errlen, "load-balancing mode %d unknown", lb->mode);
+			goto fail;
+		}
+		if (lb->n_routing_preference > KM_RES_MAX_SCOPES) {
+			km_errf(err, errlen, "%zu routing preferences, at most %d", lb->n_routing_preference,
+			    KM_RES_MAX_SCOPES);
+			goto fail;
+		}
+		for (size_t i = 0; i < lb->n_routing_preference; i++) {
+			uint32_t sc = (uint32_t)lb->routing_preference[i];
+
+			if (sc < KM_SCOPE_REGION || sc > KM_SCOPE_NETWORK) {
+				km_errf(err, errlen, "routing preference %u unknown", sc);
+				goto fail;
+			}
+			s->scopes[s->n_scopes++] = sc;
+		}
+		s->lb_mode = (uint32_t)lb->mode;
+		s->allow_unhealthy = lb->health_policy == 1;
+	}
+	*out = s;
+	return 0;
+fail:
+	km_service_res_free(s);
+	return -1;
+}
+
+static int copy_locality(const Kmesh__Workload__Locality *l, struct km_workload_res *w, char *err,
+			 size_t errlen)
+{
+	if (!l)
+		return 0;
+	return copy_str(l->region, KM_RES_MAX_NAME, 0, "locality.region", &w->region, err, errlen) ||
+	       copy_str(l->zone, KM_RES_MAX_NAME, 0, "locality.zone", &w->zone, err, errlen) ||
+	       copy_str(l->subzone, KM_RES_MAX_NAME, 0, "locality.subzone", &w->subzone, err, errlen);
+}
+
+int km_pb_workload(const Kmesh__Workload__Workload *m, struct km_workload_res **out, char *err,
+		   size_t errlen)
+{
+	struct km_workload_res *w = calloc(1, sizeof(*w));
+
+	*out = NULL;
+	if (!w)
+		return km_errf(err, errlen, "out of memory");
+	if (copy_str(m->uid, KM_RES_MAX_STRING, 1, "uid", &w->uid, err, errlen) ||
+	    copy_str(m->name, KM_RES_MAX_NAME, 0, "name", &w->name, err, errlen) ||
+	    copy_str(m->namespace_, KM_RES_MAX_NAME, 0, "namespace", &w->namespace, err, errlen) ||
+	    copy_str(m->node, KM_RES_MAX_NAME, 0, "node", &w->node, err, errlen) ||
+	    copy_str(m->network, KM_RES_MAX_NAME, 0, "network", &w->network, err, errlen) ||
+	    copy_str(m->cluster_id, KM_RES_MAX_NAME, 0, "cluster_id", &w->cluster_id, err, errlen) ||
+	    copy_str(m->trust_domain, KM_RES_MAX_NAME, 0, "trust_domain", &w->trust_domain, err,
+		     errlen) ||
+	    copy_str(m->service_account, KM_RES_MAX_NAME, 0, "service_account", &w->service_account,
+		     err, errlen) ||
+	    copy_str(m->workload_name, KM_RES_MAX_NAME, 0, "workload_name", &w->workload_name, err,
+		     errlen) ||
+	    copy_str(m->canonical_name, KM_RES_MAX_NAME, 0, "canonical_name", &w->canonical_name,
+		     err, errlen) ||
+	    copy_str(m->canonical_revision, KM_RES_MAX_NAME, 0, "canonical_revision",
+		     &w->canonical_revision, err, errlen) ||
+	    copy_locality(m->locality, w, err, errlen) ||
+	    copy_waypoint(m->waypoint, &w->waypoint, err, errlen))
+		goto fail;
+	if (m->n_addresses > KM_RES_MAX_ADDRESSES) {
+		km_errf(err, errlen, "%zu addresses, at most %d", m->n_addresses, KM_RES_MAX_ADDRESSES);
+		goto fail;
+	}
+	w->addrs = calloc(m->n_addresses + 1, sizeof(*w->addrs));
+	if (!w->addrs) {
+		km_errf(err, errlen, "out of memory");
+		goto fail;
+	}
+	for (size_t i = 0; i < m->n_addresses; i++, w->n_addrs++)
+		if (copy_addr(m->addresses[i], "address", &w->addrs[i], err, errlen))
+			goto fail;
+	if ((uint32_t)m->status > KM_WORKLOAD_UNHEALTHY) {
+		km_errf(err, errlen, "status %d unknown", m->status);
+		goto fail;
+	}
+	w->status = (uint32_t)m->status;
+	w->host_network = m->network_mode == KMESH__WORKLOAD__NETWORK_MODE__HOST_NETWORK;
+	w->capacity = m->capacity ? m->capacity->value : 1;
+	if (m->n_services > KM_RES_MAX_SERVICES_PER_WORKLOAD) {
+		km_errf(err, errlen, "%zu services, at most %d", m->n_services,
+		    KM_RES_MAX_SERVICES_PER_WORKLOAD);
+		goto fail;
+	}
+	w->services = calloc(m->n_services + 1, sizeof(*w->services));
+	if (!w->services) {
+		km_errf(err, errlen, "out of memory");
+		goto fail;
+	}
+	for (size_t i = 0; i < m->n_services; i++) {
+		const Kmesh__Workload__Workload__ServicesEntry *e = m->services[i];
+		struct km_membership *ms = &w->services[i];
+		const char *key = e->key ? e->key : "";
+
+		if (!strchr(key, '/') || strlen(key) > 2 * KM_RES_MAX_NAME + 1) {
+			km_errf(err, errlen, "services key '%.64s' is not \"<namespace>/<hostname>\"", key);
+			goto fail;
+		}
+		if (!(ms->service = strdup(key))) {
+			km_errf(err, errlen, "out of memory");
+			goto fail;
+		}
+		w->n_services++; /* counted at once, so a failure below still frees it */
+		if (e->value && copy_ports(e->value->ports, e->value->n_ports, 1, &ms->ports,
+					   &ms->n_ports, "services ports", err, errlen))
+			goto fail;
+	}
+	if (km_workload_res_normalize(w) != 0) {
+		km_errf(err, errlen, "a service is listed twice in 'services'");
+		goto fail;
+	}
+	if (m->n_authorization_policies > KM_RES_MAX_POLICIES) {
+		km_errf(err, errlen, "%zu authorization policies, at most %d", m->n_authorization_policies,
+		    KM_RES_MAX_POLICIES);
+		goto fail;
+	}
+	w->policies = calloc(m->n_authorization_policies + 1, sizeof(*w->policies));
+	if (!w->policies) {
+		km_errf(err, errlen, "out of memory");
+		goto fail;
+	}
+	for (size_t i = 0; i < m->n_authorization_policies; i++, w->n_policies++)
+		if (copy_str(m->authorization_policies[i], KM_RES_MAX_STRING, 1,
+			     "authorization_policies", &w->policies[i], err, errlen))
+			goto fail;
+	*out = w;
+	return 0;
+fail:
+	km_workload_res_free(w);
+	return -1;
+}
+
+int km_pb_address(ProtobufCAllocator *alloc, const uint8_t *data, size_t len,
+		  struct km_service_res **svc, struct km_workload_res **wl, char **name, char *err,
+		  size_t errlen)
+{
+	Kmesh__Workload__Address *a = kmesh__workload__address__unpack(alloc, len, data);
+	int rc = -1;
+
+	*svc = NULL;
+	*wl = NULL;
+	*name = NULL;
+	if (!a)
+		return km_errf(err, errlen, "not a valid istio.workload.Address message");
+	if (a->type_case == KMESH__WORKLOAD__ADDRESS__TYPE_SERVICE) {
+		const Kmesh__Workload__Service *s = a->service;
+
+		if (s->namespace_ && s->hostname && *s->namespace_ && *s->hostname &&
+		    strlen(s->namespace_) <= KM_RES_MAX_NAME && strlen(s->hostname) <= KM_RES_MAX_NAME) {
+			size_t n = strlen(s->namespace_) + strlen(s->hostname) + 2;
+
+			if ((*name = malloc(n)))
+				snprintf(*name, n, "%s/%s", s->namespace_, s->hostname);
+		}
+		rc = km_pb_service(s, svc, err, errlen);
+	} else if (a->type_case == KMESH__WORKLOAD__ADDRESS__TYPE_WORKLOAD) {
+		const char *uid = a->workload->uid;
+
+		if (uid && *uid && strlen(uid) <= KM_RES_MAX_STRING)
+			*name = strdup(uid);
+		rc = km_pb_workload(a->workload, wl, err, errlen);
+	} else {
+		km_errf(err, errlen, "Address holds neither a workload nor a service");
+	}
+	if (!alloc) /* a scratch allocator's messages go at its reset */
+		kmesh__workload__address__free_unpacked(a, NULL);
+	return rc;
+}

@@ -1,0 +1,494 @@
+/* authz_compile.c — policies and identities into km_authz_* rows (see authz_compile.h): the
+ * public API, policy compilation into match rows, workloads' identity rows, flush and replay.
+ * Sets and interned strings are in authz_sets.c, lists in authz_lists.c. */
+#include "services/xds-agent/authz/authz_compile.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "services/xds-agent/authz/authz_eval.h"
+#include "services/xds-agent/authz/authz_internal.h"
+#include "shared/log.h"
+
+void km_authz_init(struct km_authz *a, struct km_oplist *out, const char *network)
+{
+	memset(a, 0, sizeof(*a));
+	a->out = out;
+	a->network = strdup(network ? network : "");
+	km_ids_init(&a->ids, NULL);
+}
+
+
+/* ---- emission ---------------------------------------------------------------------------- */
+
+static void emit_rows(struct km_authz *a, const struct az_policy *p, int del)
+{
+	for (size_t i = 0; i < p->n_rows; i++) {
+		struct km_op *op = az_emit(a, KM_OP_AUTHZ_MATCH, del, 0);
+
+		if (!op)
+			return;
+		op->match.policy_id = p->id;
+		op->match.index = (uint32_t)i;
+		op->match.flags = p->rows[i][0];
+		memcpy(op->match.sets, &p->rows[i][1], sizeof(op->match.sets));
+	}
+}
+
+static void emit_ident(struct km_authz *a, const struct az_wl *w, const struct km_addr *addr, int del)
+{
+	struct km_op *op = az_emit(a, KM_OP_AUTHZ_IDENT, del, 0);
+
+	if (!op)
+		return;
+	op->ident.addr = *addr;
+	if (del)
+		return;
+	op->ident.workload_id = w->id;
+	op->ident.ns_id = w->str[AZ_NS] ? w->str[AZ_NS]->id : 0;
+	op->ident.sa_id = w->str[AZ_SA] ? w->str[AZ_SA]->id : 0;
+	op->ident.principal_id = w->str[AZ_PRINCIPAL] ? w->str[AZ_PRINCIPAL]->id : 0;
+}
+
+/* ---- policies ---------------------------------------------------------------------------- */
+
+static uint64_t fnv64(const uint8_t *p, size_t n)
+{
+	uint64_t h = 14695981039346656037ull;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+static void add_row(struct km_authz *a, struct az_policy *p, const Kmesh__Security__Match *m,
+		    uint32_t flags)
+{
+	uint32_t *row;
+
+	if (!GROW(a, p->rows, p->cap_rows, p->n_rows + 1))
+		return;
+	row = p->rows[p->n_rows++];
+	memset(row, 0, sizeof(p->rows[0]));
+	row[0] = flags;
+	az_filter_add_row(a, p, m);
+	if (!m)
+		return; /* a rule that always holds: every list empty */
+	row[1 + KM_AF_NAMESPACES] = az_string_set(a, p, AZ_NS, m->namespaces, m->n_namespaces);
+	row[1 + KM_AF_NOT_NAMESPACES] = az_string_set(a, p, AZ_NS, m->not_namespaces, m->n_not_namespaces);
+	row[1 + KM_AF_PRINCIPALS] = az_string_set(a, p, AZ_PRINCIPAL, m->principals, m->n_principals);
+	row[1 + KM_AF_NOT_PRINCIPALS] =
+		az_string_set(a, p, AZ_PRINCIPAL, m->not_principals, m->n_not_principals);
+	row[1 + KM_AF_SERVICE_ACCOUNTS] = az_sa_set(a, p, m->service_accounts, m->n_service_accounts);
+	row[1 + KM_AF_NOT_SERVICE_ACCOUNTS] =
+		az_sa_set(a, p, m->not_service_accounts, m->n_not_service_accounts);
+	row[1 + KM_AF_SOURCE_IPS] = az_cidr_set(a, p, m->source_ips, m->n_source_ips);
+	row[1 + KM_AF_NOT_SOURCE_IPS] = az_cidr_set(a, p, m->not_source_ips, m->n_not_source_ips);
+	row[1 + KM_AF_DESTINATION_IPS] = az_cidr_set(a, p, m->destination_ips, m->n_destination_ips);
+	row[1 + KM_AF_NOT_DESTINATION_IPS] =
+		az_cidr_set(a, p, m->not_destination_ips, m->n_not_destination_ips);
+	row[1 + KM_AF_DESTINATION_PORTS] = az_port_set(a, p, m->destination_ports, m->n_destination_ports);
+	row[1 + KM_AF_NOT_DESTINATION_PORTS] =
+		az_port_set(a, p, m->not_destination_ports, m->n_not_destination_ports);
+}
+
+/* Rules into rows. Empty clauses hold and are dropped; empty matches are skipped, so a clause of
+ * only empty matches fails its rule; a rule with no clause left always holds. */
+static void compile_rules(struct km_authz *a, struct az_policy *p,
+			  const Kmesh__Security__Authorization *src)
+{
+	for (size_t r = 0; r < src->n_rules; r++) {
+		const Kmesh__Security__Rule *rule = src->rules[r];
+		size_t live = 0, last = 0;
+		int fails = 0;
+
+		for (size_t c = 0; c < rule->n_clauses && !fails; c++) {
+			const Kmesh__Security__Clause *cl = rule->clauses[c];
+			size_t nonempty = 0;
+
+			for (size_t m = 0; m < cl->n_matches; m++)
+				nonempty += !km_authz_match_empty(cl->matches[m]);
+			if (cl->n_matches && !nonempty)
+				fails = 1;
+			if (nonempty) {
+				live++;
+				last = c;
+			}
+		}
+		if (fails)
+			continue;
+		if (!live) {
+			add_row(a, p, NULL, KM_AUTHZ_M_END_CLAUSE | KM_AUTHZ_M_END_RULE);
+			continue;
+		}
+		for (size_t c = 0; c < rule->n_clauses; c++) {
+			const Kmesh__Security__Clause *cl = rule->clauses[c];
+			size_t last_m = 0;
+
+			for (size_t m = 0; m < cl->n_matches; m++)
+				if (!km_authz_match_empty(cl->matches[m]))
+					last_m = m;
+			for (size_t m = 0; m < cl->n_matches; m++) {
+				uint32_t f = 0;
+
+				if (km_authz_match_empty(cl->matches[m]))
+					continue;
+				if (m == last_m)
+					f |= KM_AUTHZ_M_END_CLAUSE | (c == last ? KM_AUTHZ_M_END_RULE : 0);
+				add_row(a, p, cl->matches[m], f);
+			}
+		}
+	}
+}
+
+static void policy_free(struct km_authz *a, struct az_policy *p)
+{
+	for (size_t i = 0; i < p->n_sets; i++)
+		az_set_free(a, p->sets[i]);
+	az_filter_free(a, p);
+	if (p->ns) {
+		p->ns->pol_refs--;
+		az_str_put(a, p->ns);
+	}
+	km_ids_release(&a->ids, p->id);
+	if (p->owns_stat)
+		km_ids_release(&a->ids, p->stat_id);
+	free(p->sets);
+	free(p->rows);
+	free(p->name);
+	free(p);
+}
+
+static void retire(struct km_authz *a, struct az_policy *p)
+{
+	if (!GROW(a, a->retired, a->cap_retired, a->n_retired + 1)) {
+		/* no memory to wait: its rows go now (lists may briefly name a missing policy,
+		 * which BPF reads as "does not match") */
+		emit_rows(a, p, 1);
+		for (size_t i = 0; i < p->n_sets; i++)
+			az_emit_set(a, p->sets[i], 1);
+		policy_free(a, p);
+		return;
+	}
+	a->retired[a->n_retired++] = p;
+}
+
+void km_authz_put_policy(struct km_authz *a, const char *name,
+			 const Kmesh__Security__Authorization *src)
+{
+	size_t len = kmesh__security__authorization__get_packed_size(src);
+	uint8_t *buf = malloc(len ? len : 1);
+	struct az_policy *old, *p;
+	char idname[KM_RES_MAX_STRING + 64];
+
+	if (!buf) {
+		a->oom = 1;
+		return;
+	}
+	kmesh__security__authorization__pack(src, buf);
+	HASH_FIND_STR(a->policies, name, old);
+	if (old && old->hash == fnv64(buf, len)) {
+		free(buf);
+		return; /* same content */
+	}
+	if (!(p = calloc(1, sizeof(*p))) || !(p->name = strdup(name))) {
+		free(p);
+		free(buf);
+		a->oom = 1;
+		return;
+	}
+	p->hash = fnv64(buf, len);
+	free(buf);
+	p->scope = (uint32_t)src->scope;
+	p->flags = (src->action == KMESH__SECURITY__ACTION__DENY ? KM_AUTHZ_P_DENY : 0) |
+		   (src->dry_run ? KM_AUTHZ_P_DRY_RUN : 0);
+	if (src->scope == KMESH__SECURITY__SCOPE__NAMESPACE && *src->namespace_ &&
+	    (p->ns = az_str_get(a, AZ_NS, src->namespace_)))
+		p->ns->pol_refs++;
+	snprintf(idname, sizeof(idname), "P/%s/%016" PRIx64, name, p->hash);
+	p->id = km_ids_alloc(&a->ids, idname, p);
+	if (old) {
+		p->stat_id = old->stat_id; /* the counters follow the name */
+		p->owns_stat = 1;
+		old->owns_stat = 0;
+	} else {
+		snprintf(idname, sizeof(idname), "C/%s", name);
+		p->stat_id = km_ids_alloc(&a->ids, idname, p);
+		p->owns_stat = 1;
+	}
+	if (!p->id || !p->stat_id)
+		a->oom = 1;
+	compile_rules(a, p, src);
+	emit_rows(a, p, 0);
+	a->n_rows += p->n_rows;
+	if (old) {
+		az_mark_lists_of(a, old, name);
+		HASH_DEL(a->policies, old);
+		a->n_rows -= old->n_rows;
+		retire(a, old);
+	}
+	HASH_ADD_KEYPTR(hh, a->policies, p->name, strlen(p->name), p);
+	az_mark_lists_of(a, p, name);
+	km_debug("authz: %s compiled: policy %u, %zu rows, %zu sets", name, p->id, p->n_rows,
+		 p->n_sets);
+}
+
+void km_authz_remove_policy(struct km_authz *a, const char *name)
+{
+	struct az_policy *p;
+
+	HASH_FIND_STR(a->policies, name, p);
+	if (!p)
+		return;
+	az_mark_lists_of(a, p, name);
+	HASH_DEL(a->policies, p);
+	a->n_rows -= p->n_rows;
+	retire(a, p);
+}
+
+static void wl_set_policies(struct km_authz *a, struct az_wl *w, const struct km_workload_res *r)
+{
+	size_t n_old = az_wl_n_policies(w), n_new = r ? r->n_policies : 0;
+	int same = n_old == n_new;
+
+	for (size_t i = 0; same && i < n_old; i++)
+		same = strcmp(w->res->policies[i], r->policies[i]) == 0;
+	if (same)
+		return;
+	if (!w->list && n_new && (w->list = az_list_get(a, KM_AUTHZ_OWNER_WORKLOAD, w->id, 1)))
+		w->list->wl = w;
+	if (w->list)
+		w->list->dirty = 1;
+}
+
+static int addr_in(const struct km_addr *l, size_t n, const struct km_addr *x)
+{
+	for (size_t i = 0; i < n; i++)
+		if (memcmp(&l[i], x, sizeof(*x)) == 0)
+			return 1;
+	return 0;
+}
+
+/* Make w's identity rows say what r says (r NULL: none). w->res is still the version the rows
+ * were written from. */
+static void wl_set_identity(struct km_authz *a, struct az_wl *w, const struct km_workload_res *r)
+{
+	struct az_str *next[AZ_STRING_KINDS] = { 0 };
+	const struct km_addr *old = w->n_ident ? w->res->addrs : NULL, *addrs = NULL;
+	uint32_t n_addrs = 0;
+	int changed = 0;
+
+	if (r && !r->host_network && strcmp(r->network ? r->network : "", a->network) == 0 &&
+	    r->n_addrs) {
+		struct km_authz_peer peer;
+		char buf[3 * KM_RES_MAX_STRING + 32];
+
+		km_authz_peer_of(r, &peer);
+		if (*peer.namespace)
+			next[AZ_NS] = az_str_get(a, AZ_NS, peer.namespace);
+		az_sa_key(buf, sizeof(buf), peer.namespace, peer.service_account);
+		next[AZ_SA] = az_str_get(a, AZ_SA, buf);
+		km_authz_principal(&peer, buf, sizeof(buf));
+		next[AZ_PRINCIPAL] = az_str_get(a, AZ_PRINCIPAL, buf);
+		addrs = r->addrs;
+		n_addrs = r->n_addrs;
+	}
+	for (int k = 0; k < AZ_STRING_KINDS; k++) {
+		changed |= next[k] != w->str[k];
+		az_str_wl_ref(a, next[k]);
+	}
+	/* addresses gone: their rows go unless another workload took them since */
+	for (size_t i = 0; i < w->n_ident; i++) {
+		struct km_addr_map_entry *e;
+
+		if (addr_in(addrs, n_addrs, &old[i]))
+			continue;
+		e = km_addr_map_find(&a->addrs, &old[i]);
+		if (e && e->val == w) {
+			km_addr_map_delete(&a->addrs, e);
+			emit_ident(a, w, &old[i], 1);
+		}
+	}
+	for (int k = 0; k < AZ_STRING_KINDS; k++) {
+		struct az_str *prev = w->str[k];
+
+		w->str[k] = next[k];
+		az_str_wl_unref(a, prev);
+	}
+	for (size_t i = 0; i < n_addrs; i++) {
+		struct km_addr_map_entry *e = km_addr_map_put(&a->addrs, &addrs[i]);
+
+		if (!e) {
+			a->oom = 1;
+			continue;
+		}
+		if (e->val == w && !changed && addr_in(old, w->n_ident, &addrs[i]))
+			continue; /* unchanged row */
+		e->val = w;
+		emit_ident(a, w, &addrs[i], 0);
+	}
+	w->n_ident = n_addrs;
+}
+
+static void wl_forget(struct km_authz *a, struct az_wl *w)
+{
+	struct az_wl *last = a->wls[--a->n_wls];
+
+	last->pos = w->pos;
+	a->wls[w->pos] = last;
+	free(w);
+}
+
+struct az_wl *km_authz_put_workload(struct km_authz *a, struct az_wl *w,
+				    const struct km_workload_res *r, uint32_t id)
+{
+	if (w && w->id != id) {
+		km_authz_remove_workload(a, w);
+		w = NULL;
+	}
+	if (!w) {
+		if (!GROW(a, a->wls, a->cap_wls, a->n_wls + 1) || !(w = calloc(1, sizeof(*w)))) {
+			a->oom = 1;
+			return NULL;
+		}
+		w->id = id;
+		w->pos = (uint32_t)a->n_wls;
+		a->wls[a->n_wls++] = w;
+	}
+	wl_set_identity(a, w, r);
+	wl_set_policies(a, w, r);
+	w->res = r;
+	return w;
+}
+
+void km_authz_remove_workload(struct km_authz *a, struct az_wl *w)
+{
+	if (!w)
+		return;
+	wl_set_identity(a, w, NULL);
+	wl_set_policies(a, w, NULL);
+	if (w->list)
+		w->list->wl = NULL; /* rebuilt empty at the flush, then freed */
+	wl_forget(a, w);
+}
+
+/* ---- flush, replay, free ----------------------------------------------------------------- */
+
+void km_authz_flush(struct km_authz *a)
+{
+	struct az_list *l, *tmp;
+
+	HASH_ITER(hh, a->lists, l, tmp) {
+		if (l->dirty)
+			az_list_rebuild(a, l);
+		if (!l->head_written && !l->wl) { /* empty, and no workload will fill it */
+			HASH_DEL(a->lists, l);
+			free(l->idx);
+			free(l);
+		}
+	}
+	for (size_t i = 0; i < a->n_retired; i++) {
+		struct az_policy *p = a->retired[i];
+
+		emit_rows(a, p, 1);
+		for (size_t j = 0; j < p->n_sets; j++)
+			az_emit_set(a, p->sets[j], 1);
+		policy_free(a, p);
+	}
+	a->n_retired = 0;
+}
+
+void km_authz_replay(struct km_authz *a)
+{
+	struct az_policy *p, *ptmp;
+	struct az_list *l, *ltmp;
+
+	km_authz_flush(a);
+	for (struct km_addr_map_entry *e = km_addr_map_next(&a->addrs, NULL); e;
+	     e = km_addr_map_next(&a->addrs, e))
+		emit_ident(a, e->val, &e->addr, 0);
+	HASH_ITER(hh, a->policies, p, ptmp) {
+		for (size_t i = 0; i < p->n_sets; i++)
+			az_emit_set(a, p->sets[i], 0);
+		emit_rows(a, p, 0);
+	}
+	HASH_ITER(hh, a->lists, l, ltmp)
+		l->dirty = 1;
+	km_authz_flush(a);
+}
+
+void km_authz_free(struct km_authz *a)
+{
+	struct az_policy *p, *ptmp;
+	struct az_list *l, *ltmp;
+
+	/* rows are left in the tables: freeing is not uninstalling */
+	for (size_t i = 0; i < a->n_wls; i++) {
+		for (int k = 0; k < AZ_STRING_KINDS; k++)
+			if (a->wls[i]->str[k])
+				a->wls[i]->str[k]->wl_refs = 0;
+		free(a->wls[i]);
+	}
+	free(a->wls);
+	km_addr_map_free(&a->addrs);
+	HASH_ITER(hh, a->policies, p, ptmp) {
+		HASH_DEL(a->policies, p);
+		policy_free(a, p);
+	}
+	for (size_t i = 0; i < a->n_retired; i++)
+		policy_free(a, a->retired[i]);
+	free(a->retired);
+	HASH_ITER(hh, a->lists, l, ltmp) {
+		HASH_DEL(a->lists, l);
+		free(l->idx);
+		free(l);
+	}
+	{
+		struct az_str *s, *stmp;
+
+		HASH_ITER(hh, a->strs, s, stmp) {
+			HASH_DEL(a->strs, s);
+			free(s->key);
+			free(s);
+		}
+	}
+	for (int k = 0; k < AZ_STRING_KINDS; k++)
+		free(a->string_sets[k]);
+	km_ids_free(&a->ids);
+	free(a->network);
+	memset(a, 0, sizeof(*a));
+}
+
+void km_authz_each_policy(const struct km_authz *a, km_authz_policy_info_cb cb, void *arg)
+{
+	struct az_policy *p, *tmp;
+
+	HASH_ITER(hh, a->policies, p, tmp) {
+		struct km_authz_policy_info info = {
+			.name = p->name, .policy_id = p->id, .stat_id = p->stat_id,
+			.deny = !!(p->flags & KM_AUTHZ_P_DENY), .dry_run = !!(p->flags & KM_AUTHZ_P_DRY_RUN),
+			.scope = p->scope, .rows = p->n_rows, .sets = p->n_sets,
+		};
+
+		cb(arg, &info);
+	}
+}
+
+void km_authz_stats(const struct km_authz *a, struct km_authz_stats *st)
+{
+	struct az_policy *p, *tmp;
+
+	memset(st, 0, sizeof(*st));
+	st->policies = HASH_COUNT(a->policies);
+	st->lists = HASH_COUNT(a->lists);
+	st->identities = a->addrs.n;
+	st->strings = HASH_COUNT(a->strs);
+	st->index_rows = a->index_rows;
+	HASH_ITER(hh, a->policies, p, tmp)
+		for (size_t i = 0; i < p->n_sets; i++)
+			st->set_members += p->sets[i]->n_values + p->sets[i]->n_cidrs;
+}

@@ -1,0 +1,98 @@
+/* authz_compile.h — compiles Istio authorization policies and the workloads' identities into the
+ * km_authz_* tables (kmesh_maps.h) that bpf/lib/authz.h evaluates, as table operations appended
+ * to an oplist. The rules it implements are the reference evaluator's (authz_eval.h).
+ *
+ *  - Identities: every address of a workload in this node's network (host-network workloads
+ *    excepted) maps to its workload id and the interned ids of its namespace, (namespace,
+ *    service account) pair and principal; defaults as ztunnel applies them.
+ *  - Policies: each version of a policy gets its own id and sets, so a changed policy is written
+ *    beside the old one and swapped in by its lists; the old rows go after. A Match becomes one
+ *    row of twelve set ids; string matches become the ids of the known identities they match,
+ *    re-expanded whenever an identity appears or goes.
+ *  - Lists: per scope owner (mesh, namespace, workload), rewritten as a whole in the other
+ *    generation and switched by the head row. Rebuilt at km_authz_flush().
+ *
+ * Ids are stable across restarts for unchanged inputs (they come from names and content), so a
+ * replay after a reconnect rewrites the same rows. */
+#ifndef KM_XDS_AUTHZ_COMPILE_H
+#define KM_XDS_AUTHZ_COMPILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "authorization.pb-c.h"
+#include "services/xds-agent/core/addr_map.h"
+#include "services/xds-agent/core/ids.h"
+#include "services/xds-agent/core/oplist.h"
+#include "services/xds-agent/core/resources.h"
+
+struct az_str;
+struct az_set;
+struct az_policy;
+struct az_list;
+struct az_wl;
+
+/* Lists of at least this many policies get a candidate index: BPF looks for one only there
+ * (below it the plain walk costs about what the index's own lookups do; bench/authz.sh). */
+#define KM_AUTHZ_INDEX_MIN KM_AZX_MIN_POLICIES
+
+struct km_authz {
+	struct km_oplist *out;
+	char *network;  /* this node's network: only its workloads' addresses are identities */
+	struct km_ids ids; /* policy, stat, set and identity-string ids share one space */
+	struct az_str *strs;          /* interned identity strings */
+	struct az_policy *policies;   /* current versions, by name */
+	struct az_policy **retired;   /* old versions whose rows go at the next flush */
+	size_t n_retired, cap_retired;
+	struct az_set **string_sets[3]; /* sets of string matches, per kind (expansion targets) */
+	size_t n_string_sets[3], cap_string_sets[3];
+	struct az_list *lists;        /* by (kind, owner) */
+	struct az_wl **wls;           /* every workload put (unordered; az_wl.pos) */
+	size_t n_wls, cap_wls;
+	struct km_addr_map addrs;     /* identity rows written: address -> owning az_wl */
+	size_t n_rows;                /* match rows of the current versions (dumps) */
+	/* Lists of at least this many policies get a candidate index (km_authz_index); 0: none (the
+	 * map writer does not have the table). Set before the first flush, or replay after. */
+	uint32_t index_min;
+	size_t index_rows;            /* index rows written for the live generations (dumps) */
+	int oom;                      /* an allocation failed: what was written may be incomplete */
+};
+
+void km_authz_init(struct km_authz *a, struct km_oplist *out, const char *network);
+void km_authz_free(struct km_authz *a);
+
+/* A policy's current version (borrowed: compiled now, not kept). */
+void km_authz_put_policy(struct km_authz *a, const char *name,
+			 const Kmesh__Security__Authorization *p);
+void km_authz_remove_policy(struct km_authz *a, const char *name);
+/* A workload's current version and its model id (owner of its own policy list). w is the
+ * workload's record from the previous put (NULL the first time); returns the record to pass
+ * next time (NULL when out of memory: a->oom is set). Nothing of r is copied: r must stay valid
+ * and unchanged until the workload's next put or its remove, which read it as the old version. */
+struct az_wl *km_authz_put_workload(struct km_authz *a, struct az_wl *w,
+				    const struct km_workload_res *r, uint32_t id);
+/* The workload is gone (w NULL: nothing to do); w is freed. */
+void km_authz_remove_workload(struct km_authz *a, struct az_wl *w);
+/* Rewrite the lists changed since the last flush, then remove retired policy versions. */
+void km_authz_flush(struct km_authz *a);
+/* Emit every row of the current state (after a reconnect). */
+void km_authz_replay(struct km_authz *a);
+
+/* For dumps: the compiled form of each policy. */
+struct km_authz_policy_info {
+	const char *name;
+	uint32_t policy_id, stat_id;
+	int deny, dry_run;
+	uint32_t scope; /* Kmesh__Security__Scope */
+	size_t rows, sets;
+};
+typedef void (*km_authz_policy_info_cb)(void *arg, const struct km_authz_policy_info *info);
+void km_authz_each_policy(const struct km_authz *a, km_authz_policy_info_cb cb, void *arg);
+/* Counts for dumps and tests. */
+struct km_authz_stats {
+	size_t policies, lists, identities, strings, set_members;
+	size_t index_rows; /* km_authz_index rows of the live list generations */
+};
+void km_authz_stats(const struct km_authz *a, struct km_authz_stats *st);
+
+#endif

@@ -1,0 +1,319 @@
+/* oplist.c — table operation list and its protobuf encoding (see oplist.h). */
+#include "services/xds-agent/core/oplist.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ipc/message.h"
+#include "shared/addr.h"
+
+#define KM_IPPROTO_TCP 6
+
+void km_oplist_init(struct km_oplist *l)
+{
+	memset(l, 0, sizeof(*l));
+}
+
+void km_oplist_free(struct km_oplist *l)
+{
+	free(l->ops);
+	l->ops = NULL;
+	l->n = l->cap = 0;
+	l->oom = 0;
+}
+
+void km_oplist_clear(struct km_oplist *l)
+{
+	l->n = l->settled = 0;
+	l->oom = 0;
+}
+
+/* Phase of an additive upsert: what it refers to comes in an earlier phase. */
+static int phase(const struct km_op *o)
+{
+	switch (o->table) {
+	case KM_OP_BACKEND:
+		return 0;
+	case KM_OP_PORT_OVERRIDE:
+		return 1;
+	case KM_OP_ENDPOINT:
+		return 2;
+	case KM_OP_SERVICE:
+		return 3;
+	case KM_OP_FRONTEND:
+		return 4;
+	case KM_OP_AUTHZ_IDENT:
+	case KM_OP_AUTHZ_SET:
+	case KM_OP_AUTHZ_CIDR:
+		return 5;
+	default:
+		return 6; /* authz matches (list entries and heads: emitted "now") */
+	}
+}
+
+void km_oplist_settle(struct km_oplist *l)
+{
+	size_t pending = l->n - l->settled, start[8] = { 0 };
+	struct km_op *tmp;
+
+	if (pending > 1 && (tmp = malloc(pending * sizeof(*tmp)))) {
+		/* stable counting sort of the waiting ops by phase */
+		for (size_t i = l->settled; i < l->n; i++)
+			start[phase(&l->ops[i]) + 1]++;
+		for (int p = 1; p < 8; p++)
+			start[p] += start[p - 1];
+		for (size_t i = l->settled; i < l->n; i++)
+			tmp[start[phase(&l->ops[i])]++] = l->ops[i];
+		memcpy(l->ops + l->settled, tmp, pending * sizeof(*tmp));
+		free(tmp);
+	} /* without memory the emission order stands: it is valid too, only less grouped */
+	l->settled = l->n;
+}
+
+static struct km_op *append(struct km_oplist *l, enum km_op_table table, int del, int now)
+{
+	struct km_op *op;
+
+	if (now)
+		km_oplist_settle(l);
+	if (l->drain && l->n >= l->drain_at && !l->oom) {
+		km_oplist_settle(l);
+		l->drain(l, l->drain_arg);
+	}
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 256;
+		struct km_op *p = realloc(l->ops, cap * sizeof(*p));
+
+		if (!p) {
+			l->oom = 1;
+			return NULL;
+		}
+		l->ops = p;
+		l->cap = cap;
+	}
+	op = &l->ops[l->n++];
+	memset(op, 0, sizeof(*op));
+	op->table = (uint8_t)table;
+	op->del = (uint8_t)del;
+	if (now)
+		l->settled = l->n;
+	return op;
+}
+
+struct km_op *km_oplist_add(struct km_oplist *l, enum km_op_table table, int del)
+{
+	return append(l, table, del, del);
+}
+
+struct km_op *km_oplist_add_now(struct km_oplist *l, enum km_op_table table, int del)
+{
+	return append(l, table, del, 1);
+}
+
+/* Protobuf views of one op; all memory comes from this struct, so encoding allocates once. */
+struct pb_op {
+	Kmesh__Ipc__TableOp op;
+	union {
+		Kmesh__Ipc__FrontendRow fe;
+		Kmesh__Ipc__ServiceRow svc;
+		Kmesh__Ipc__EndpointRow ep;
+		Kmesh__Ipc__BackendRow be;
+		Kmesh__Ipc__PortOverrideRow po;
+		Kmesh__Ipc__AuthzIdentRow ident;
+		Kmesh__Ipc__AuthzSetRow set;
+		Kmesh__Ipc__AuthzCidrRow cidr;
+		Kmesh__Ipc__AuthzMatchRow match;
+		Kmesh__Ipc__AuthzListRow list;
+		Kmesh__Ipc__AuthzIndexRow index;
+	} row;
+	uint32_t sets[KM_AF_COUNT];
+	ProtobufCBinaryData addrs[2];
+	uint8_t bytes[3][16];
+	uint32_t counts[KM_PRIO_COUNT];
+	uint64_t totals[KM_PRIO_COUNT];
+};
+
+static void waypoint_to_pb(const struct km_op_waypoint *w, uint8_t *buf, ProtobufCBinaryData *addr,
+			   uint32_t *port, uint32_t *data_port)
+{
+	*port = w->port;
+	*data_port = w->port ? w->data_port : 0;
+	if (w->port && w->has_addr) {
+		addr->len = km_addr_to_bytes(&w->addr, buf);
+		addr->data = buf;
+	}
+}
+
+static void to_pb(const struct km_op *o, struct pb_op *p)
+{
+	kmesh__ipc__table_op__init(&p->op);
+	p->op.kind = o->del ? KMESH__IPC__TABLE_OP__KIND__DELETE : KMESH__IPC__TABLE_OP__KIND__UPSERT;
+	switch (o->table) {
+	case KM_OP_FRONTEND:
+		kmesh__ipc__frontend_row__init(&p->row.fe);
+		p->row.fe.address.len = km_addr_to_bytes(&o->fe.addr, p->bytes[0]);
+		p->row.fe.address.data = p->bytes[0];
+		p->row.fe.port = o->fe.port;
+		p->row.fe.protocol = KM_IPPROTO_TCP;
+		p->row.fe.kind = (Kmesh__Ipc__FrontendKind)o->fe.kind;
+		p->row.fe.upstream_id = o->fe.upstream_id;
+		p->row.fe.target_port = o->fe.target_port;
+		p->row.fe.flags = o->fe.flags;
+		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_FRONTEND;
+		p->op.frontend = &p->row.fe;
+		break;
+	case KM_OP_SERVICE:
+		kmesh__ipc__service_row__init(&p->row.svc);
+		p->row.svc.id = o->svc.id;
+		memcpy(p->counts, o->svc.count, sizeof(p->counts));
+		p->row.svc.n_endpoint_count = o->del ? 0 : KM_PRIO_COUNT;
+		p->row.svc.endpoint_count = p->counts;
+		p->row.svc.lb_mode = o->svc.lb_mode;
+		waypoint_to_pb(&o->svc.waypoint, p->bytes[2], &p->row.svc.waypoint_address,
+			       &p->row.svc.waypoint_port, &p->row.svc.waypoint_data_port);
+		p->row.svc.flags = o->svc.flags;
+		memcpy(p->totals, o->svc.weight_total, sizeof(p->totals));
+		p->row.svc.n_weight_total = o->del ? 0 : KM_PRIO_COUNT;
+		p->row.svc.weight_total = p->totals;
+		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_SERVICE;
+		p->op.service = &p->row.svc;
+		break;
+	case KM_OP_ENDPOINT:
+		kmesh__ipc__endpoint_row__init(&p->row.ep);
+		p->row.ep.service_id = o->ep.service_id;
+		p->row.ep.priority = o->ep.prio;
+		p->row.ep.index = o->ep.index;
+		p->row.ep.backend_id = o->ep.backend_id;
+		p->row.ep.cum_weight = o->ep.cum_weight;
+		p->row.ep.addr4 = o->ep.addr4;
+		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_ENDPOINT;
+		p->op.endpoint = &p->row.ep;
+		break;
+	case KM_OP_PORT_OVERRIDE:
+		kmesh__ipc__port_override_row__init(&p->row.po);
+		p->row.po.service_id = o->po.service_id;
+		p->row.po.backend_id = o->po.backend_id;
+		p->row.po.port = o->po.port;
+		p->row.po.target_port = o->po.target_port;
+		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_PORT_OVERRIDE;
+		p->op.port_override = &p->row.po;
+		break;
+	case KM_OP_AUTHZ_IDENT:
+		kmesh__ipc__authz_ident_row__init(&p->row.ident);
+		p->row.ident.address.len = km_addr_to_bytes(&o->ident.addr, p->bytes[0]);
+		p->row.ident.address.data = p->bytes[0];
+		p->row.ident.workload_id = o->ident.workload_id;
+		p->row.ident.namespace_id = o->ident.ns_id;
+		p->row.ident.service_account_id = o->ident.sa_id;
+		p->row.ident.principal_id = o->ident.principal_id;
+		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_AUTHZ_IDENT;
+		p->op.authz_ident = &p->row.ident;
+		break;
+	case KM_OP_AUTHZ_SET:
+		kmesh__ipc__authz_set_row__init(&p->row.set);
+		p->row.set.set_id = o->set.set_id;
+		p->row.set.value = o->set.value;
+		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_AUTHZ_SET;
+		p->op.authz_set = &p->row.set;
+		break;
+	case KM_OP_AUTHZ_CIDR:
+		kmesh__ipc__authz_cidr_row__init(&p->row.cidr);
+		p->row.cidr.set_id = o->cidr.set_id;
+		memcpy(p->bytes[0], o->cidr.addr, sizeof(o->cidr.addr));
+		p->row.cidr.address.len = o->cidr.addr_len;
+		p->row.cidr.address.data = p->bytes[0];
+		p->row.cidr.length = o->cidr.length;
+		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_AUTHZ_CIDR;
+		p->op.authz_cidr = &p->row.cidr;
+		break;
+	case KM_OP_AUTHZ_MATCH:
+		kmesh__ipc__authz_match_row__init(&p->row.match);
+		p->row.match.policy_id = o->match.policy_id;
+		p->row.match.index = o->match.index;
+		p->row.match.flags = o->match.flags;
+		memcpy(p->sets, o->match.sets, sizeof(p->sets));
+		p->row.match.n_sets = o->del ? 0 : KM_AF_COUNT;
+		p->row.match.sets = p->sets;
+		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_AUTHZ_MATCH;
+		p->op.authz_match = &p->row.match;
+		break;
+	case KM_OP_AUTHZ_LIST:
+		kmesh__ipc__authz_list_row__init(&p->row.list);
+		p->row.list.kind = o->list.kind;
+		p->row.list.owner = o->list.owner;
+		p->row.list.index = o->list.index;
+		p->row.list.policy_id = o->list.policy_id;
+		p->row.list.stat_id = o->list.stat_id;
+		p->row.list.flags = o->list.flags;
+		p->row.list.n_matches = o->list.n_matches;
+		p->row.list.n_deny = o->list.n_deny;
+		p->row.list.n_allow = o->list.n_allow;
+		p->row.list.n_dry_run = o->list.n_dry_run;
+		p->row.list.gen = o->list.gen;
+		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_AUTHZ_LIST;
+		p->op.authz_list = &p->row.list;
+		break;
+	case KM_OP_AUTHZ_INDEX:
+		kmesh__ipc__authz_index_row__init(&p->row.index);
+		p->row.index.kind = o->index.kind;
+		p->row.index.owner = o->index.owner;
+		p->row.index.gen = o->index.gen;
+		p->row.index.field = o->index.field;
+		p->row.index.chunk = o->index.chunk;
+		p->row.index.value = o->index.value;
+		if (!o->del) { /* trailing zero words are left out */
+			size_t n = o->index.chunk == KM_AZX_SUMMARY ? 2 : KM_AZX_CHUNK_BITS / 64;
+
+			while (n && !o->index.bits[n - 1])
+				n--;
+			p->row.index.n_bits = n;
+			p->row.index.bits = (uint64_t *)o->index.bits;
+		}
+		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_AUTHZ_INDEX;
+		p->op.authz_index = &p->row.index;
+		break;
+	default:
+		kmesh__ipc__backend_row__init(&p->row.be);
+		p->row.be.id = o->be.id;
+		if (o->be.has4) {
+			p->addrs[p->row.be.n_addresses].len = km_addr_to_bytes(&o->be.addr4, p->bytes[0]);
+			p->addrs[p->row.be.n_addresses++].data = p->bytes[0];
+		}
+		if (o->be.has6) {
+			p->addrs[p->row.be.n_addresses].len = km_addr_to_bytes(&o->be.addr6, p->bytes[1]);
+			p->addrs[p->row.be.n_addresses++].data = p->bytes[1];
+		}
+		p->row.be.addresses = p->addrs;
+		waypoint_to_pb(&o->be.waypoint, p->bytes[2], &p->row.be.waypoint_address,
+			       &p->row.be.waypoint_port, &p->row.be.waypoint_data_port);
+		p->row.be.weight = o->be.weight;
+		p->op.row_case = KMESH__IPC__TABLE_OP__ROW_BACKEND;
+		p->op.backend = &p->row.be;
+		break;
+	}
+}
+
+uint8_t *km_oplist_encode(const struct km_op *ops, size_t n, uint64_t request_id, size_t *len)
+{
+	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__TableBatch batch = KMESH__IPC__TABLE_BATCH__INIT;
+	struct pb_op *pbs = calloc(n ? n : 1, sizeof(*pbs));
+	Kmesh__Ipc__TableOp **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+	uint8_t *buf = NULL;
+
+	if (pbs && ptrs) {
+		for (size_t i = 0; i < n; i++) {
+			to_pb(&ops[i], &pbs[i]);
+			ptrs[i] = &pbs[i].op;
+		}
+		batch.n_ops = n;
+		batch.ops = ptrs;
+		env.request_id = request_id;
+		env.body_case = KMESH__IPC__ENVELOPE__BODY_BATCH;
+		env.batch = &batch;
+		buf = km_msg_pack(&env, len);
+	}
+	free(pbs);
+	free(ptrs);
+	return buf;
+}

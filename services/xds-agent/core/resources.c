@@ -1,0 +1,323 @@
+/* resources.c — resource ownership and comparison (see resources.h). */
+#include "services/xds-agent/core/resources.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "services/xds-agent/core/strpool.h"
+
+_Static_assert(KM_RES_MAX_ADDRESSES < 65536 && KM_RES_MAX_SERVICES_PER_WORKLOAD < 65536 &&
+		       KM_RES_MAX_POLICIES < 65536,
+	       "a workload's counts are 16-bit (resources.h)");
+
+static int str_eq(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+/* memcmp of two arrays of n bytes that may be NULL when n == 0 */
+static int same_bytes(const void *a, const void *b, size_t n)
+{
+	return n == 0 || memcmp(a, b, n) == 0;
+}
+
+int km_waypoint_equal(const struct km_waypoint *a, const struct km_waypoint *b)
+{
+	return a->kind == b->kind && a->hbone_port == b->hbone_port &&
+	       memcmp(&a->addr, &b->addr, sizeof(a->addr)) == 0 && str_eq(a->service, b->service);
+}
+
+void km_service_res_free(struct km_service_res *s)
+{
+	if (!s || s->packed) {
+		free(s);
+		return;
+	}
+	free(s->name);
+	free(s->svc_name);
+	free(s->namespace);
+	free(s->hostname);
+	free(s->vips);
+	free(s->ports);
+	free(s->waypoint.service);
+	free(s);
+}
+
+static void release_shared(struct km_workload_res *w);
+
+void km_workload_res_free(struct km_workload_res *w)
+{
+	if (!w)
+		return;
+	if (w->packed) {
+		release_shared(w);
+		free(w);
+		return;
+	}
+	free(w->uid);
+	free(w->name);
+	free(w->namespace);
+	free(w->node);
+	free(w->network);
+	free(w->cluster_id);
+	free(w->trust_domain);
+	free(w->service_account);
+	free(w->region);
+	free(w->zone);
+	free(w->subzone);
+	free(w->workload_name);
+	free(w->canonical_name);
+	free(w->canonical_revision);
+	free(w->addrs);
+	for (size_t i = 0; i < w->n_services; i++) {
+		free(w->services[i].service);
+		free(w->services[i].ports);
+	}
+	free(w->services);
+	for (size_t i = 0; i < w->n_policies; i++)
+		free(w->policies[i]);
+	free(w->policies);
+	free(w->waypoint.service);
+	free(w);
+}
+
+/* ---- packing: one allocation per kept resource --------------------------------------------- */
+
+/* Arrays first (8-byte aligned), then strings; sizes are counted with the same helpers. */
+struct pack {
+	uint8_t *base;
+	size_t off;
+};
+
+static size_t array_size(size_t n, size_t elem)
+{
+	return n ? n * elem + 7 : 0;
+}
+
+static size_t str_size(const char *s)
+{
+	return s ? strlen(s) + 1 : 0;
+}
+
+static void *put_array(struct pack *k, const void *src, size_t n, size_t elem)
+{
+	void *d;
+
+	if (!n)
+		return NULL;
+	k->off = (k->off + 7) & ~(size_t)7;
+	d = k->base + k->off;
+	memcpy(d, src, n * elem);
+	k->off += n * elem;
+	return d;
+}
+
+static char *put_str(struct pack *k, const char *s)
+{
+	size_t n = str_size(s);
+	char *d;
+
+	if (!n)
+		return NULL;
+	d = (char *)k->base + k->off;
+	memcpy(d, s, n);
+	k->off += n;
+	return d;
+}
+
+struct km_service_res *km_service_res_pack(struct km_service_res *r)
+{
+	size_t size = sizeof(*r) + array_size(r->n_vips, sizeof(*r->vips)) +
+		      array_size(r->n_ports, sizeof(*r->ports)) + str_size(r->name) +
+		      str_size(r->svc_name) + str_size(r->namespace) + str_size(r->hostname) +
+		      str_size(r->waypoint.service);
+	struct km_service_res *p;
+	struct pack k;
+
+	if (r->packed || !(p = malloc(size)))
+		return r;
+	k.base = (uint8_t *)p;
+	k.off = sizeof(*r);
+	*p = *r;
+	p->packed = 1;
+	p->vips = put_array(&k, r->vips, r->n_vips, sizeof(*r->vips));
+	p->ports = put_array(&k, r->ports, r->n_ports, sizeof(*r->ports));
+	p->name = put_str(&k, r->name);
+	p->svc_name = put_str(&k, r->svc_name);
+	p->namespace = put_str(&k, r->namespace);
+	p->hostname = put_str(&k, r->hostname);
+	p->waypoint.service = put_str(&k, r->waypoint.service);
+	km_service_res_free(r);
+	return p;
+}
+
+/* The workload's string fields, by offset. Its own (uid, name) are copied into its allocation;
+ * the others, which many workloads repeat, are interned (strpool.h), as are the service names of
+ * its memberships and its policy names. */
+#define WL_STR(f) offsetof(struct km_workload_res, f)
+static const size_t wl_own[] = { WL_STR(uid), WL_STR(name) };
+static const size_t wl_shared[] = {
+	WL_STR(namespace), WL_STR(node), WL_STR(network), WL_STR(cluster_id),
+	WL_STR(trust_domain), WL_STR(service_account), WL_STR(region), WL_STR(zone),
+	WL_STR(subzone), WL_STR(waypoint.service), WL_STR(workload_name), WL_STR(canonical_name),
+	WL_STR(canonical_revision),
+};
+#define N_OWN (sizeof(wl_own) / sizeof(wl_own[0]))
+#define N_SHARED (sizeof(wl_shared) / sizeof(wl_shared[0]))
+
+static char **wl_str(struct km_workload_res *w, size_t off)
+{
+	return (char **)((uint8_t *)w + off);
+}
+
+/* Drop a packed workload's references to interned strings (those set so far, on a failed pack:
+ * the rest are NULL). */
+static void release_shared(struct km_workload_res *w)
+{
+	for (size_t i = 0; i < N_SHARED; i++)
+		km_str_release(*wl_str(w, wl_shared[i]));
+	for (size_t i = 0; i < w->n_services; i++)
+		km_str_release(w->services[i].service);
+	for (size_t i = 0; i < w->n_policies; i++)
+		km_str_release(w->policies[i]);
+}
+
+static char *intern(const char *s, int *failed)
+{
+	const char *p = s ? km_str_intern(s) : NULL;
+
+	*failed |= s && !p;
+	return (char *)p;
+}
+
+struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
+{
+	size_t size = sizeof(*r) + array_size(r->n_addrs, sizeof(*r->addrs)) +
+		      array_size(r->n_services, sizeof(*r->services)) +
+		      array_size(r->n_policies, sizeof(*r->policies));
+	struct km_workload_res *p;
+	struct pack k;
+	int failed = 0;
+
+	if (r->packed)
+		return r;
+	for (size_t i = 0; i < N_OWN; i++)
+		size += str_size(*wl_str(r, wl_own[i]));
+	for (size_t i = 0; i < r->n_services; i++)
+		size += array_size(r->services[i].n_ports, sizeof(struct km_port));
+	k.base = malloc(size);
+	k.off = sizeof(*r);
+	if (!(p = (struct km_workload_res *)k.base))
+		return r;
+	*p = *r;
+	p->packed = 1;
+	p->addrs = put_array(&k, r->addrs, r->n_addrs, sizeof(*r->addrs));
+	p->services = put_array(&k, r->services, r->n_services, sizeof(*r->services));
+	p->policies = put_array(&k, r->policies, r->n_policies, sizeof(*r->policies));
+	for (size_t i = 0; i < r->n_services; i++)
+		p->services[i].ports = put_array(&k, r->services[i].ports, r->services[i].n_ports,
+						 sizeof(struct km_port));
+	/* strings last: no alignment needed */
+	for (size_t i = 0; i < N_OWN; i++)
+		*wl_str(p, wl_own[i]) = put_str(&k, *wl_str(r, wl_own[i]));
+	for (size_t i = 0; i < N_SHARED; i++)
+		*wl_str(p, wl_shared[i]) = NULL;
+	for (size_t i = 0; i < r->n_services; i++)
+		p->services[i].service = NULL;
+	for (size_t i = 0; i < r->n_policies; i++)
+		p->policies[i] = NULL;
+	for (size_t i = 0; i < N_SHARED; i++)
+		*wl_str(p, wl_shared[i]) = intern(*wl_str(r, wl_shared[i]), &failed);
+	for (size_t i = 0; i < r->n_services; i++)
+		p->services[i].service = intern(r->services[i].service, &failed);
+	for (size_t i = 0; i < r->n_policies; i++)
+		p->policies[i] = intern(r->policies[i], &failed);
+	if (failed) { /* out of memory: keep the unpacked resource */
+		release_shared(p);
+		free(p);
+		return r;
+	}
+	km_workload_res_free(r);
+	return p;
+}
+
+int km_service_res_equal(const struct km_service_res *a, const struct km_service_res *b)
+{
+	return str_eq(a->name, b->name) && a->lb_mode == b->lb_mode && a->n_vips == b->n_vips &&
+	       a->n_ports == b->n_ports && a->n_scopes == b->n_scopes &&
+	       a->allow_unhealthy == b->allow_unhealthy &&
+	       same_bytes(a->vips, b->vips, a->n_vips * sizeof(*a->vips)) &&
+	       same_bytes(a->ports, b->ports, a->n_ports * sizeof(*a->ports)) &&
+	       same_bytes(a->scopes, b->scopes, a->n_scopes * sizeof(*a->scopes)) &&
+	       km_waypoint_equal(&a->waypoint, &b->waypoint);
+}
+
+int km_workload_res_equal(const struct km_workload_res *a, const struct km_workload_res *b)
+{
+	if (!str_eq(a->uid, b->uid) || !str_eq(a->name, b->name) || a->status != b->status || a->n_addrs != b->n_addrs ||
+	    a->n_services != b->n_services || a->n_policies != b->n_policies ||
+	    a->host_network != b->host_network || a->capacity != b->capacity ||
+	    !str_eq(a->node, b->node) || !str_eq(a->network, b->network) ||
+	    !str_eq(a->cluster_id, b->cluster_id) || !str_eq(a->region, b->region) ||
+	    !str_eq(a->zone, b->zone) || !str_eq(a->subzone, b->subzone) ||
+	    !str_eq(a->namespace, b->namespace) || !str_eq(a->trust_domain, b->trust_domain) ||
+	    !str_eq(a->service_account, b->service_account) ||
+	    !str_eq(a->workload_name, b->workload_name) ||
+	    !str_eq(a->canonical_name, b->canonical_name) ||
+	    !str_eq(a->canonical_revision, b->canonical_revision) ||
+	    !km_waypoint_equal(&a->waypoint, &b->waypoint))
+		return 0;
+	if (!same_bytes(a->addrs, b->addrs, a->n_addrs * sizeof(*a->addrs)))
+		return 0;
+	for (size_t i = 0; i < a->n_services; i++) {
+		const struct km_membership *x = &a->services[i], *y = &b->services[i];
+
+		if (strcmp(x->service, y->service) != 0 || x->n_ports != y->n_ports ||
+		    !same_bytes(x->ports, y->ports, x->n_ports * sizeof(*x->ports)))
+			return 0;
+	}
+	for (size_t i = 0; i < a->n_policies; i++)
+		if (strcmp(a->policies[i], b->policies[i]) != 0)
+			return 0;
+	return 1;
+}
+
+static int cmp_membership(const void *a, const void *b)
+{
+	return strcmp(((const struct km_membership *)a)->service,
+		      ((const struct km_membership *)b)->service);
+}
+
+int km_workload_res_normalize(struct km_workload_res *w)
+{
+	if (w->n_services == 0)
+		return 0;
+	qsort(w->services, w->n_services, sizeof(*w->services), cmp_membership);
+	for (size_t i = 1; i < w->n_services; i++)
+		if (strcmp(w->services[i - 1].service, w->services[i].service) == 0)
+			return -1;
+	return 0;
+}
+
+const struct km_membership *km_workload_membership(const struct km_workload_res *w,
+						   const char *service)
+{
+	struct km_membership key = { .service = (char *)service };
+
+	if (w->n_services == 0)
+		return NULL;
+	return bsearch(&key, w->services, w->n_services, sizeof(*w->services), cmp_membership);
+}
+
+uint32_t km_target_port(const struct km_service_res *s, const struct km_membership *m,
+			uint32_t service_port)
+{
+	for (size_t i = 0; m && i < m->n_ports; i++)
+		if (m->ports[i].service_port == service_port && m->ports[i].target_port)
+			return m->ports[i].target_port;
+	for (size_t i = 0; i < s->n_ports; i++)
+		if (s->ports[i].service_port == service_port)
+			return s->ports[i].target_port ? s->ports[i].target_port : service_port;
+	return 0;
+}

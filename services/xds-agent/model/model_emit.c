@@ -1,0 +1,161 @@
+/* model_emit.c — the model's table operations: one function per row kind (see model.h for the
+ * order they are emitted in), and the waypoint as rows carry it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "services/xds-agent/model/model_internal.h"
+
+/* ---- waypoints ----------------------------------------------------------------------------- */
+
+/* The waypoint as the tables carry it. A hostname waypoint resolves to the first VIP of the
+ * waypoint service; until that service (with a VIP) is known it is pending (port, no address). */
+void mdl_resolve_waypoint(struct km_model *m, const struct km_waypoint *wp, struct km_op_waypoint *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (wp->kind == KM_WAYPOINT_NONE)
+		return;
+	out->port = (uint16_t)wp->hbone_port;
+	out->data_port = m->waypoint_data_port ? m->waypoint_data_port : out->port;
+	if (wp->kind == KM_WAYPOINT_ADDRESS) {
+		out->addr = wp->addr;
+		out->has_addr = 1;
+		return;
+	}
+	{
+		struct km_model_svc *s = mdl_svc_get(m, wp->service, 0);
+
+		if (s && s->res && s->res->n_vips) {
+			out->addr = s->res->vips[0];
+			out->has_addr = 1;
+		}
+	}
+}
+
+/* A service never sends its own traffic through itself (a waypoint service named as its own
+ * waypoint would loop): such a waypoint is ignored. */
+void mdl_service_waypoint(struct km_model *m, const struct km_model_svc *s, struct km_op_waypoint *out)
+{
+	const struct km_service_res *r = s->res;
+
+	mdl_resolve_waypoint(m, &r->waypoint, out);
+	if (r->waypoint.kind == KM_WAYPOINT_HOSTNAME && strcmp(r->waypoint.service, s->name) == 0)
+		memset(out, 0, sizeof(*out));
+	for (size_t i = 0; out->has_addr && i < r->n_vips; i++)
+		if (memcmp(&r->vips[i], &out->addr, sizeof(out->addr)) == 0)
+			memset(out, 0, sizeof(*out));
+}
+
+/* ---- op emitters --------------------------------------------------------------------------- */
+
+static struct km_op *add(struct km_model *m, enum km_op_table table, int del, int now)
+{
+	return now ? km_oplist_add_now(m->out, table, del) : km_oplist_add(m->out, table, del);
+}
+
+void mdl_emit_service(struct km_model *m, const struct km_model_svc *s, int now)
+{
+	struct km_op *op = add(m, KM_OP_SERVICE, 0, now);
+
+	if (!op)
+		return;
+	op->svc.id = s->id;
+	op->svc.lb_mode = s->res->lb_mode;
+	for (int p = 0; p < KM_PRIO_COUNT; p++) {
+		op->svc.count[p] = (uint32_t)s->n_eps[p];
+		op->svc.weight_total[p] = mdl_group_total(s, (uint32_t)p);
+	}
+	op->svc.flags = mdl_service_p2c(m, s) ? KM_SVC_F_P2C : 0;
+	mdl_service_waypoint(m, s, &op->svc.waypoint);
+}
+
+void mdl_emit_endpoint(struct km_model *m, const struct km_model_svc *s, uint32_t prio,
+			  uint32_t index, int del, int now)
+{
+	struct km_op *op = add(m, KM_OP_ENDPOINT, del, now);
+
+	if (!op)
+		return;
+	op->ep.service_id = s->id;
+	op->ep.prio = prio;
+	op->ep.index = index;
+	if (del)
+		return;
+	op->ep.backend_id = s->eps[prio][index];
+	op->ep.cum_weight = mdl_slot_cum(s, prio, index);
+	op->ep.addr4 = mdl_workload_inline4(m, op->ep.backend_id);
+}
+
+uint32_t mdl_inline4(const struct km_op *backend_row)
+{
+	return backend_row->be.has4 && !backend_row->be.waypoint.port
+		       ? backend_row->be.addr4.words[3]
+		       : 0;
+}
+
+void mdl_emit_override(struct km_model *m, const struct km_model_svc *s, const struct override *o,
+			  int del)
+{
+	struct km_op *op = km_oplist_add(m->out, KM_OP_PORT_OVERRIDE, del);
+
+	if (!op)
+		return;
+	op->po.service_id = s->id;
+	op->po.backend_id = o->backend_id;
+	op->po.port = o->port;
+	op->po.target_port = del ? 0 : o->target;
+}
+
+/* The backend row a workload should have now (addresses: the first of each family). */
+void mdl_backend_row(struct km_model *m, const struct km_model_wl *w, struct km_op *op)
+{
+	const struct km_workload_res *r = w->res;
+
+	memset(op, 0, sizeof(*op));
+	op->table = KM_OP_BACKEND;
+	op->be.id = w->id;
+	for (size_t i = 0; i < r->n_addrs; i++) {
+		int v4 = km_addr_is_v4(&r->addrs[i]);
+
+		if (v4 && !op->be.has4) {
+			op->be.addr4 = r->addrs[i];
+			op->be.has4 = 1;
+		} else if (!v4 && !op->be.has6) {
+			op->be.addr6 = r->addrs[i];
+			op->be.has6 = 1;
+		}
+	}
+	mdl_resolve_waypoint(m, &r->waypoint, &op->be.waypoint);
+	op->be.weight = r->capacity ? r->capacity : 1;
+}
+
+uint64_t mdl_row_sum(const struct km_op *op)
+{
+	const uint8_t *p = (const uint8_t *)op;
+	uint64_t h = 14695981039346656037ull;
+
+	for (size_t i = 0; i < sizeof(*op); i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
+void mdl_emit_backend(struct km_model *m, struct km_model_wl *w, const struct km_op *row)
+{
+	struct km_op built, *op;
+
+	if (!row) {
+		mdl_backend_row(m, w, &built);
+		row = &built;
+	}
+	w->backend_sum = mdl_row_sum(row);
+	op = km_oplist_add(m->out, KM_OP_BACKEND, 0);
+	if (op)
+		*op = *row;
+}
+
+void mdl_emit_backend_delete(struct km_model *m, const struct km_model_wl *w)
+{
+	struct km_op *op = km_oplist_add(m->out, KM_OP_BACKEND, 1);
+
+	if (op)
+		op->be.id = w->id;
+}

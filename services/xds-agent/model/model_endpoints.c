@@ -1,0 +1,352 @@
+/* model_endpoints.c — which workload is a member and an endpoint of which service, at which place
+ * among its members, in which priority group and slot, with which own target ports (see model.h
+ * for the ordering rules kept here). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "services/xds-agent/model/model_internal.h"
+#include "shared/grow.h"
+#include "shared/addr.h"
+
+/* ---- locality ------------------------------------------------------------------------------ */
+
+static int mdl_scope_matches(const struct km_model_local *l, const struct km_workload_res *w, uint32_t scope)
+{
+	switch (scope) {
+	case KM_SCOPE_REGION:
+		return mdl_str_eq(l->region, w->region);
+	case KM_SCOPE_ZONE:
+		return mdl_str_eq(l->zone, w->zone);
+	case KM_SCOPE_SUBZONE:
+		return mdl_str_eq(l->subzone, w->subzone);
+	case KM_SCOPE_NODE:
+		return mdl_str_eq(l->node, w->node);
+	case KM_SCOPE_CLUSTER:
+		return mdl_str_eq(l->cluster_id, w->cluster_id);
+	case KM_SCOPE_NETWORK:
+		return mdl_str_eq(l->network, w->network);
+	default:
+		return 0;
+	}
+}
+
+/* Priority group of a workload in a service: for STRICT and FAILOVER, the number of
+ * routing-preference scopes minus how many of them, from the first, the workload shares with
+ * this node (0 = shares all). Everything else, and an unknown local locality, is group 0. */
+uint32_t mdl_endpoint_prio(const struct km_model *m, const struct km_model_svc *s,
+			      const struct km_model_wl *w)
+{
+	const struct km_service_res *r = s->res;
+	uint32_t rank = 0;
+
+	if (!r || (r->lb_mode != KM_LB_STRICT && r->lb_mode != KM_LB_FAILOVER) || !m->local.known)
+		return 0;
+	while (rank < r->n_scopes && mdl_scope_matches(&m->local, w->res, r->scopes[rank]))
+		rank++;
+	return (uint32_t)r->n_scopes - rank;
+}
+
+/* ---- memberships: where each workload sits in each service it lists ------------------------ */
+
+static struct mdl_place *place_at(const struct km_model_wl *w, size_t i)
+{
+	return i == 0 ? (struct mdl_place *)&w->place0 : &w->more[i - 1];
+}
+
+struct mdl_place *mdl_place_of(const struct km_model_wl *w, const struct km_model_svc *s)
+{
+	for (uint32_t i = 0; i < w->n_places; i++)
+		if (place_at(w, i)->s == s)
+			return place_at(w, i);
+	return NULL;
+}
+
+void mdl_member_add(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w)
+{
+	/* exactly as many as it lists beyond the first: no spare room */
+	if (w->n_places >= 1 && w->n_places - 1 == w->cap_more) {
+		struct mdl_place *p = realloc(w->more, w->n_places * sizeof(*p));
+
+		if (!p) {
+			m->out->oom = 1;
+			return;
+		}
+		w->more = p;
+		w->cap_more = w->n_places;
+	}
+	mdl_parr_append(m, (void ***)&s->members, &s->n_members, &s->cap_members, w);
+	if (!s->n_members || s->members[s->n_members - 1] != w)
+		return; /* out of memory: not a member */
+	*place_at(w, w->n_places++) =
+		(struct mdl_place){ .s = s, .member = (uint32_t)s->n_members - 1 };
+}
+
+void mdl_member_del(struct km_model_svc *s, struct km_model_wl *w)
+{
+	struct mdl_place *p = mdl_place_of(w, s);
+	uint32_t i;
+
+	if (!p)
+		return;
+	i = p->member;
+	if (i < s->n_members && s->members[i] == w) {
+		struct km_model_wl *last = s->members[--s->n_members];
+
+		if (last != w) {
+			s->members[i] = last;
+			mdl_place_of(last, s)->member = i;
+		}
+	}
+	*p = *place_at(w, --w->n_places);
+}
+
+/* ---- endpoint slots ------------------------------------------------------------------------ */
+
+int mdl_find_slot(const struct km_model_svc *s, const struct km_model_wl *w, uint32_t *prio,
+		  size_t *idx)
+{
+	const struct mdl_place *p = mdl_place_of(w, s);
+
+	if (!p || !p->has_slot)
+		return 0;
+	*prio = p->prio;
+	*idx = p->slot;
+	return 1;
+}
+
+/* ---- weights ------------------------------------------------------------------------------- */
+
+/* A workload's weight as an endpoint: Workload.capacity, at least 1. */
+static uint64_t wl_weight(const struct km_model_wl *w)
+{
+	return w->res->capacity ? w->res->capacity : 1;
+}
+
+uint64_t mdl_slot_cum(const struct km_model_svc *s, uint32_t prio, size_t i)
+{
+	return s->cum[prio] ? s->cum[prio][i] : (uint64_t)i + 1;
+}
+
+uint64_t mdl_group_total(const struct km_model_svc *s, uint32_t prio)
+{
+	return s->n_eps[prio] ? mdl_slot_cum(s, prio, s->n_eps[prio] - 1) : 0;
+}
+
+static uint64_t slot_weight(const struct km_model_svc *s, uint32_t prio, size_t i)
+{
+	return mdl_slot_cum(s, prio, i) - (i ? mdl_slot_cum(s, prio, i - 1) : 0);
+}
+
+/* Room for cumulative weights of n slots; the first time, every existing slot weighs 1. */
+static int cum_reserve(struct km_model_svc *s, uint32_t prio, size_t n)
+{
+	int fresh = s->cum[prio] == NULL;
+
+	if (km_grow((void **)&s->cum[prio], &s->cap_cum[prio], n, sizeof(*s->cum[prio])) != 0)
+		return -1;
+	for (size_t i = 0; fresh && i < s->n_eps[prio]; i++)
+		s->cum[prio][i] = (uint64_t)i + 1;
+	return 0;
+}
+
+/* Re-emit slots from..end-1 after their cumulative weights changed (each holds the same live
+ * backend, so the overwrite is safe at any moment). */
+static void emit_cum(struct km_model *m, struct km_model_svc *s, uint32_t prio, size_t from,
+		     size_t end)
+{
+	for (size_t i = from; i < end; i++)
+		mdl_emit_endpoint(m, s, prio, (uint32_t)i, 0, 1);
+}
+
+/* The workload's weight changed (same slot): shift the cumulative weights from its slot on. */
+static void endpoint_reweigh(struct km_model *m, struct km_model_svc *s, uint32_t prio, size_t i,
+			     uint64_t weight)
+{
+	uint64_t old = slot_weight(s, prio, i);
+
+	if (old == weight)
+		return;
+	if (cum_reserve(s, prio, s->n_eps[prio]) != 0) {
+		m->out->oom = 1;
+		return;
+	}
+	for (size_t j = i; j < s->n_eps[prio]; j++)
+		s->cum[prio][j] = s->cum[prio][j] - old + weight;
+	emit_cum(m, s, prio, i, s->n_eps[prio]);
+	mdl_mark_dirty(m, s, 1); /* the total */
+}
+
+/* ---- endpoint slots (continued) ------------------------------------------------------------ */
+
+/* Append without emitting the count: the service row follows at flush (or, for a new service,
+ * right after its endpoints). */
+void mdl_endpoint_append(struct km_model *m, struct km_model_svc *s, uint32_t prio,
+			 struct km_model_wl *w)
+{
+	size_t n = s->n_eps[prio];
+	uint64_t weight = wl_weight(w);
+	struct mdl_place *place = mdl_place_of(w, s);
+
+	if (km_grow((void **)&s->eps[prio], &s->cap_eps[prio], n + 1, sizeof(*s->eps[prio])) != 0 ||
+	    ((weight != 1 || s->cum[prio]) && cum_reserve(s, prio, n + 1) != 0)) {
+		m->out->oom = 1;
+		return;
+	}
+	if (s->cum[prio])
+		s->cum[prio][n] = (n ? s->cum[prio][n - 1] : 0) + weight;
+	s->eps[prio][n] = w->id;
+	s->n_eps[prio]++;
+	if (place) {
+		place->has_slot = 1;
+		place->prio = prio & 7;
+		place->slot = (uint32_t)n & 0xfffffff;
+	}
+	mdl_emit_endpoint(m, s, prio, (uint32_t)n, 0, 0); /* a new slot: additive */
+}
+
+/* Remove slot i: move the last slot into it, shrink the count, then delete the old last slot.
+ * BPF sees at every step only slots that hold a live backend. With weights, the slots after i
+ * get their new cumulative weights before the count (and total) shrink. */
+void mdl_endpoint_remove(struct km_model *m, struct km_model_svc *s, uint32_t prio, size_t i)
+{
+	size_t last = s->n_eps[prio] - 1;
+	struct km_model_wl *gone = mdl_workload_by_id(m, s->eps[prio][i]);
+	struct mdl_place *pl = gone ? mdl_place_of(gone, s) : NULL;
+
+	if (pl && pl->has_slot && pl->prio == prio && pl->slot == i)
+		pl->has_slot = 0;
+	if (i != last) {
+		struct km_model_wl *mover = mdl_workload_by_id(m, s->eps[prio][last]);
+
+		s->eps[prio][i] = s->eps[prio][last];
+		if (mover && (pl = mdl_place_of(mover, s)))
+			pl->slot = (uint32_t)i & 0xfffffff;
+		if (s->cum[prio]) {
+			uint64_t moved = slot_weight(s, prio, last);
+			uint64_t prev_old = i ? s->cum[prio][i - 1] : 0, prev_new = prev_old;
+
+			for (size_t j = i; j < last; j++) {
+				uint64_t w = j == i ? moved : s->cum[prio][j] - prev_old;
+
+				prev_old = s->cum[prio][j];
+				prev_new += w;
+				s->cum[prio][j] = prev_new;
+			}
+		}
+		mdl_emit_endpoint(m, s, prio, (uint32_t)i, 0, 1); /* overwrites a live slot: now */
+		if (s->cum[prio])
+			emit_cum(m, s, prio, i + 1, last); /* the slots after it weigh the same, sit lower */
+	}
+	s->n_eps[prio]--;
+	mdl_emit_service(m, s, 1);
+	mdl_emit_endpoint(m, s, prio, (uint32_t)last, 1, 1);
+}
+
+/* ---- per-workload target ports ------------------------------------------------------------- */
+
+/* After override rows changed: the service's frontends say whether to look them up. */
+void mdl_update_frontend_flag(struct km_model *m, struct km_model_svc *s)
+{
+	int want = s->n_ovr > 0;
+
+	if (!s->res || want == s->fe_flag_written)
+		return;
+	s->fe_flag_written = want;
+	if (!s->svc_written) /* a new service writes its frontends, with the flag, after its row */
+		return;
+	/* Turning the lookup on must reach BPF before any endpoint that needs it is exposed: emit
+	 * it in place (after what is queued, and not regrouped behind later endpoints and counts).
+	 * Turning it off follows the removal of the rows, so it may wait. */
+	if (want)
+		km_oplist_settle(m->out);
+	mdl_emit_service_frontends(m, s, 0);
+	if (want)
+		km_oplist_settle(m->out);
+}
+
+/* Make the override rows of (service, workload) what the workload's port list says; with
+ * want == 0, remove them all. */
+void mdl_sync_overrides(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w, int want)
+{
+	const struct km_membership *ms = want ? km_workload_membership(w->res, s->name) : NULL;
+
+	/* drop rows that are no longer right */
+	for (size_t i = 0; i < s->n_ovr;) {
+		struct override *o = &s->ovr[i];
+		uint32_t t = ms ? km_target_port(s->res, ms, o->port) : 0;
+
+		if (o->backend_id == w->id && (!ms || t == km_target_port(s->res, NULL, o->port) ||
+					       t != o->target)) {
+			mdl_emit_override(m, s, o, 1);
+			s->ovr[i] = s->ovr[--s->n_ovr];
+			continue;
+		}
+		i++;
+	}
+	/* add what is missing */
+	for (size_t p = 0; ms && p < s->res->n_ports; p++) {
+		uint32_t port = s->res->ports[p].service_port;
+		uint32_t t = km_target_port(s->res, ms, port);
+		int have = 0;
+
+		if (t == km_target_port(s->res, NULL, port))
+			continue;
+		for (size_t i = 0; i < s->n_ovr && !have; i++)
+			have = s->ovr[i].backend_id == w->id && s->ovr[i].port == port;
+		if (have)
+			continue;
+		if (km_grow((void **)&s->ovr, &s->cap_ovr, s->n_ovr + 1, sizeof(*s->ovr)) != 0) {
+			m->out->oom = 1;
+			return;
+		}
+		s->ovr[s->n_ovr] = (struct override){ w->id, (uint16_t)port, (uint16_t)t };
+		mdl_emit_override(m, s, &s->ovr[s->n_ovr], 0);
+		s->n_ovr++;
+	}
+	mdl_update_frontend_flag(m, s);
+}
+
+/* ---- membership -> endpoint ---------------------------------------------------------------- */
+
+int mdl_eligible(const struct km_model_svc *s, const struct km_model_wl *w)
+{
+	return w->backend_written &&
+	       (w->res->status == KM_WORKLOAD_HEALTHY || (s->res && s->res->allow_unhealthy));
+}
+
+/* Make the workload an endpoint of the service (in the right priority, with the right port
+ * overrides) iff it should be one. Overrides are written before the endpoint is exposed and
+ * removed after it is gone. */
+void mdl_sync_endpoint(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w,
+		       int new_member)
+{
+	uint32_t prio = 0, want_prio;
+	size_t idx = 0;
+	int have;
+
+	if (!s->res)
+		return;
+	have = !new_member && mdl_find_slot(s, w, &prio, &idx);
+	if (!mdl_eligible(s, w)) {
+		if (have)
+			mdl_endpoint_remove(m, s, prio, idx);
+		mdl_sync_overrides(m, s, w, 0);
+		return;
+	}
+	mdl_sync_overrides(m, s, w, 1);
+	want_prio = mdl_endpoint_prio(m, s, w);
+	if (have && prio == want_prio) {
+		endpoint_reweigh(m, s, prio, idx, wl_weight(w));
+		return;
+	}
+	mdl_endpoint_append(m, s, want_prio, w); /* new group first ... */
+	mdl_mark_dirty(m, s, 1);
+	if (have)
+		mdl_endpoint_remove(m, s, prio, idx); /* ... then out of the old one */
+}
+
+void mdl_sync_all_endpoints(struct km_model *m, struct km_model_svc *s)
+{
+	for (size_t i = 0; i < s->n_members; i++)
+		mdl_sync_endpoint(m, s, s->members[i], 0);
+}

@@ -1,0 +1,187 @@
+/* model_internal.h — what the model's files share and nothing outside them sees: the entries
+ * behind a service and a workload name, and the helpers each file provides to the others.
+ *   model.c           services, workloads, flush, replay, queries (the public API)
+ *   model_emit.c      turning entries into table operations
+ *   model_endpoints.c memberships, endpoint slots, priorities, per-workload target ports
+ *   model_waypoint.c  waypoint resolution and the objects that depend on a waypoint service
+ *   model_frontends.c who holds each frontend key, and whose row the table carries */
+#ifndef KM_XDS_MODEL_INTERNAL_H
+#define KM_XDS_MODEL_INTERNAL_H
+
+#include <uthash.h>
+
+#include "services/xds-agent/model/model.h"
+
+/* A port-override row written for (this service, backend, service port). */
+struct override {
+	uint32_t backend_id;
+	uint16_t port;
+	uint16_t target;
+};
+
+struct km_model_svc {
+	char *name;
+	uint32_t id; /* 0 while no resource is known */
+	struct km_service_res *res;
+	uint32_t *eps[KM_PRIO_COUNT]; /* backend ids in slot order, per priority */
+	size_t n_eps[KM_PRIO_COUNT], cap_eps[KM_PRIO_COUNT];
+	/* Cumulative weights per slot, allocated only once a group holds a weight other than 1
+	 * (until then slot i's cumulative weight is i + 1). */
+	uint64_t *cum[KM_PRIO_COUNT];
+	size_t cap_cum[KM_PRIO_COUNT];
+	struct km_model_wl **members; /* workloads that list this service */
+	size_t n_members, cap_members;
+	struct override *ovr;
+	size_t n_ovr, cap_ovr;
+	int svc_written;     /* its service row exists: frontends may be written */
+	int fe_flag_written; /* KM_FE_F_PORT_OVERRIDES as last written in its frontends */
+	/* waypoints: the waypoint service this one names (hostname form), and the objects that
+	 * name this one, with the address they were last given */
+	struct km_model_svc *wp_of;
+	struct km_model_svc **wp_svcs;
+	size_t n_wp_svcs, cap_wp_svcs;
+	struct km_model_wl **wp_wls;
+	size_t n_wp_wls, cap_wp_wls;
+	struct km_addr published_vip;
+	int published;
+	char *version;   /* istiod's version of the resource, if any */
+	int unconfirmed; /* marked for a sweep, not named by istiod since (km_model_mark_unconfirmed) */
+	int in_dirty;    /* in m->dirty (pointer kept until flush) */
+	int count_dirty; /* the service row must be re-emitted at flush */
+	UT_hash_handle hh;
+};
+
+/* Entries are named by pointer where one may be either: a workload's carries this tag in its
+ * lowest bit (the id table's owners, the frontend holders). */
+#define MDL_OWNER_WORKLOAD ((uintptr_t)1)
+
+/* Where a workload sits in a service that lists it: its index in s->members and its endpoint
+ * slot, if it has one, so that neither is ever searched for (a big service has millions). */
+struct mdl_place {
+	struct km_model_svc *s;
+	uint32_t member;       /* index in s->members */
+	uint32_t slot : 28;    /* index in s->eps[prio], when has_slot (km_endpoint holds fewer) */
+	uint32_t prio : 3;     /* KM_PRIO_COUNT 7 */
+	uint32_t has_slot : 1;
+};
+
+/* A workload: its name is res->uid (an entry always holds its resource). Fields are ordered so
+ * the entry has no padding: 112 bytes, a 128-byte malloc chunk (one per workload). */
+struct km_model_wl {
+	/* one place per service that lists it: the first in the entry (most workloads list one
+	 * service: no allocation), the others in `more` */
+	struct mdl_place place0;
+	struct mdl_place *more;
+	struct km_workload_res *res;
+	struct km_model_svc *wp_of;
+	struct az_wl *authz; /* its record in m->authz (km_authz_put_workload), if any */
+	/* istiod's version of the resource, if any: in version_short when it fits (istiod's
+	 * content hashes do), else malloc'd */
+	char *version;
+	uint64_t backend_sum; /* checksum of the backend row as last written (mdl_row_sum) */
+	uint32_t id;
+	uint32_t inline4;     /* the IPv4 address its endpoint rows carry (mdl_inline4), 0 = none */
+	uint32_t n_places, cap_more;
+	uint8_t unconfirmed; /* marked for a sweep, not named by istiod since */
+	uint8_t backend_written;
+	char version_short[24];
+};
+
+/* A workload whose id is not its uid's home id (rare: a 32-bit hash collision). */
+struct mdl_displaced {
+	char *uid; /* a copy: the workload's resource is replaced on updates */
+	struct km_model_wl *w;
+	UT_hash_handle hh;
+};
+
+static inline struct km_model_wl *mdl_owner_workload(uintptr_t owner)
+{
+	return (struct km_model_wl *)(owner & ~MDL_OWNER_WORKLOAD);
+}
+
+/* model_store.c: where objects are kept (the lowest layer; calls no other model file) */
+/* Append p, which the caller knows is not in the array yet (no scan: arrays of a big service's
+ * members hold millions). */
+void mdl_parr_append(struct km_model *m, void ***arr, size_t *n, size_t *cap, void *p);
+void mdl_parr_del(void **arr, size_t *n, void *p);
+int mdl_str_eq(const char *a, const char *b);
+void mdl_mark_dirty(struct km_model *m, struct km_model_svc *s, int count);
+struct km_model_svc *mdl_svc_get(struct km_model *m, const char *name, int create);
+/* The workload with this backend id, or NULL. */
+struct km_model_wl *mdl_workload_by_id(const struct km_model *m, uint32_t id);
+/* The workload in slot i of the id table, or NULL (free slot or a service). */
+struct km_model_wl *mdl_wl_at(const struct km_model *m, size_t i);
+struct km_model_wl *mdl_wl_find(const struct km_model *m, const char *uid);
+/* A new workload: its id, and its displaced entry if the id is not the home one. */
+int mdl_wl_add(struct km_model *m, struct km_model_wl *w, const char *uid);
+void mdl_wl_del(struct km_model *m, struct km_model_wl *w);
+void mdl_wl_set_version(struct km_model_wl *w, const char *version);
+void mdl_wl_drop_version(struct km_model_wl *w);
+/* That address for the workload with this backend id (mdl_inline4), 0 for none. */
+uint32_t mdl_workload_inline4(const struct km_model *m, uint32_t backend_id);
+int mdl_service_p2c(const struct km_model *m, const struct km_model_svc *s);
+
+/* model_index.c: the telemetry address indexes, when kept (add = 0: remove r's addresses). */
+void mdl_index_service(struct km_model *m, const struct km_service_res *r, int add);
+void mdl_index_workload(struct km_model *m, const struct km_workload_res *r, int add);
+
+/* model_emit.c: rows from objects (and the waypoint as rows carry it) */
+void mdl_resolve_waypoint(struct km_model *m, const struct km_waypoint *wp, struct km_op_waypoint *out);
+void mdl_service_waypoint(struct km_model *m, const struct km_model_svc *s, struct km_op_waypoint *out);
+/* now: ordering-sensitive (emitted after everything queued), else additive (oplist.h) */
+void mdl_emit_service(struct km_model *m, const struct km_model_svc *s, int now);
+void mdl_emit_endpoint(struct km_model *m, const struct km_model_svc *s, uint32_t prio, uint32_t index,
+		   int del, int now);
+void mdl_emit_override(struct km_model *m, const struct km_model_svc *s, const struct override *o,
+		   int del);
+void mdl_backend_row(struct km_model *m, const struct km_model_wl *w, struct km_op *op);
+/* The IPv4 address (network order) a backend's endpoint rows carry, from its backend row: its
+ * IPv4 address when it has one and no waypoint of its own (a connection may go straight to it),
+ * else 0 (BPF reads km_backend). */
+uint32_t mdl_inline4(const struct km_op *backend_row);
+/* A checksum of a row as built by the functions above (zeroed padding): FNV-1a-64 of its bytes. */
+uint64_t mdl_row_sum(const struct km_op *op);
+/* Emit the workload's backend row (row, or built now if NULL) and remember its checksum. */
+void mdl_emit_backend(struct km_model *m, struct km_model_wl *w, const struct km_op *row);
+void mdl_emit_backend_delete(struct km_model *m, const struct km_model_wl *w);
+
+/* model_frontends.c: an upsert holds the key and writes the row if its holder wins it; a delete
+ * lets go and hands the row to the next holder (or deletes it when none is left). */
+void mdl_emit_service_frontend(struct km_model *m, const struct km_model_svc *s,
+			       const struct km_addr *vip, const struct km_port *port, int del);
+void mdl_emit_service_frontends(struct km_model *m, const struct km_model_svc *s, int del);
+void mdl_emit_workload_frontend(struct km_model *m, const struct km_model_wl *w,
+				const struct km_addr *addr, int del);
+void mdl_frontends_free(struct km_model *m);
+
+/* model_endpoints.c */
+/* w starts (add) or stops listing s: its place in s->members, in O(1) (a removed member's place
+ * is taken by the last one). */
+void mdl_member_add(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w);
+void mdl_member_del(struct km_model_svc *s, struct km_model_wl *w);
+/* w's place in s, or NULL when w does not list s. */
+struct mdl_place *mdl_place_of(const struct km_model_wl *w, const struct km_model_svc *s);
+uint32_t mdl_endpoint_prio(const struct km_model *m, const struct km_model_svc *s,
+		       const struct km_model_wl *w);
+/* w's endpoint slot in s: 1 with it, or 0 when it has none. O(places of w). */
+int mdl_find_slot(const struct km_model_svc *s, const struct km_model_wl *w, uint32_t *prio,
+		  size_t *idx);
+uint64_t mdl_slot_cum(const struct km_model_svc *s, uint32_t prio, size_t i);
+uint64_t mdl_group_total(const struct km_model_svc *s, uint32_t prio);
+void mdl_endpoint_append(struct km_model *m, struct km_model_svc *s, uint32_t prio,
+			 struct km_model_wl *w);
+void mdl_endpoint_remove(struct km_model *m, struct km_model_svc *s, uint32_t prio, size_t i);
+void mdl_sync_overrides(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w, int want);
+int mdl_eligible(const struct km_model_svc *s, const struct km_model_wl *w);
+/* new_member: w has just started listing s, so it holds no slot there (no search) */
+void mdl_sync_endpoint(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w,
+		       int new_member);
+void mdl_sync_all_endpoints(struct km_model *m, struct km_model_svc *s);
+
+/* model_waypoint.c: which objects depend on which waypoint service, and rewriting them when its
+ * address changes */
+void mdl_register_service_waypoint(struct km_model *m, struct km_model_svc *s);
+void mdl_register_workload_waypoint(struct km_model *m, struct km_model_wl *w);
+void mdl_publish_waypoint_address(struct km_model *m, struct km_model_svc *s);
+
+#endif

@@ -1,0 +1,184 @@
+/* model_store.c — where the model keeps its objects, and nothing else: services by name, workloads
+ * in the id table (and the rare displaced ones by uid), their versions, the dirty list, and the
+ * small pointer-array helpers. The lowest layer of the model: it calls no other model file. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "services/xds-agent/model/model_internal.h"
+#include "shared/grow.h"
+
+/* ---- small helpers ------------------------------------------------------------------------- */
+
+void mdl_parr_append(struct km_model *m, void ***arr, size_t *n, size_t *cap, void *p)
+{
+	if (km_grow((void **)arr, cap, *n + 1, sizeof(void *)) != 0) {
+		m->out->oom = 1;
+		return;
+	}
+	(*arr)[(*n)++] = p;
+}
+
+void mdl_parr_del(void **arr, size_t *n, void *p)
+{
+	for (size_t i = 0; i < *n; i++) {
+		if (arr[i] == p) {
+			arr[i] = arr[--*n];
+			return;
+		}
+	}
+}
+
+int mdl_str_eq(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+void mdl_mark_dirty(struct km_model *m, struct km_model_svc *s, int count)
+{
+	if (count)
+		s->count_dirty = 1;
+	if (s->in_dirty)
+		return;
+	if (km_grow((void **)&m->dirty, &m->cap_dirty, m->n_dirty + 1, sizeof(*m->dirty)) != 0) {
+		m->out->oom = 1;
+		return;
+	}
+	m->dirty[m->n_dirty++] = s;
+	s->in_dirty = 1;
+}
+
+struct km_model_svc *mdl_svc_get(struct km_model *m, const char *name, int create)
+{
+	struct km_model_svc *s;
+
+	HASH_FIND_STR(m->services, name, s);
+	if (s || !create)
+		return s;
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->name = strdup(name))) {
+		free(s);
+		m->out->oom = 1;
+		return NULL;
+	}
+	HASH_ADD_KEYPTR(hh, m->services, s->name, strlen(s->name), s);
+	mdl_mark_dirty(m, s, 0); /* freed at flush if it turns out unused */
+	return s;
+}
+
+/* ---- the workload index: the id table ---------------------------------------------------- */
+
+static struct km_model_wl *mdl_wl_of_owner(uintptr_t owner)
+{
+	return owner & MDL_OWNER_WORKLOAD ? mdl_owner_workload(owner) : NULL;
+}
+
+/* The workload in slot i of the id table, or NULL (free slot or a service). */
+struct km_model_wl *mdl_wl_at(const struct km_model *m, size_t i)
+{
+	return m->ids.keys[i] ? mdl_wl_of_owner((uintptr_t)m->ids.owners[i]) : NULL;
+}
+
+struct km_model_wl *mdl_workload_by_id(const struct km_model *m, uint32_t id)
+{
+	return mdl_wl_of_owner((uintptr_t)km_ids_owner(&m->ids, id));
+}
+
+uint32_t mdl_workload_inline4(const struct km_model *m, uint32_t backend_id)
+{
+	struct km_model_wl *w = mdl_wl_of_owner((uintptr_t)km_ids_owner(&m->ids, backend_id));
+
+	return w ? w->inline4 : 0;
+}
+
+struct km_model_wl *mdl_wl_find(const struct km_model *m, const char *uid)
+{
+	struct km_model_wl *w = mdl_wl_of_owner((uintptr_t)km_ids_owner(&m->ids, km_ids_home(&m->ids, uid)));
+	struct mdl_displaced *d;
+
+	if (w && strcmp(w->res->uid, uid) == 0)
+		return w;
+	HASH_FIND_STR(m->displaced, uid, d);
+	return d ? d->w : NULL;
+}
+
+void mdl_wl_drop_version(struct km_model_wl *w)
+{
+	if (w->version != w->version_short)
+		free(w->version);
+	w->version = NULL;
+}
+
+void mdl_wl_set_version(struct km_model_wl *w, const char *version)
+{
+	size_t n = strlen(version);
+	char *copy = w->version_short;
+
+	if (n >= sizeof(w->version_short) && !(copy = strdup(version)))
+		return; /* without memory the old version stays: istiod resends, nothing is lost */
+	mdl_wl_drop_version(w);
+	if (copy == w->version_short)
+		memcpy(copy, version, n + 1);
+	w->version = copy;
+}
+
+/* A new workload: its id, and its displaced entry if the id is not the home one. */
+int mdl_wl_add(struct km_model *m, struct km_model_wl *w, const char *uid)
+{
+	struct mdl_displaced *d;
+
+	if (!(w->id = km_ids_alloc(&m->ids, uid, (void *)((uintptr_t)w | MDL_OWNER_WORKLOAD))))
+		return -1;
+	if (w->id == km_ids_home(&m->ids, uid))
+		return 0;
+	if (!(d = calloc(1, sizeof(*d))) || !(d->uid = strdup(uid))) {
+		free(d);
+		km_ids_release(&m->ids, w->id);
+		return -1;
+	}
+	d->w = w;
+	HASH_ADD_KEYPTR(hh, m->displaced, d->uid, strlen(d->uid), d);
+	return 0;
+}
+
+void mdl_wl_del(struct km_model *m, struct km_model_wl *w)
+{
+	struct mdl_displaced *d;
+
+	if (w->id != km_ids_home(&m->ids, w->res->uid)) {
+		HASH_FIND_STR(m->displaced, w->res->uid, d);
+		if (d) {
+			HASH_DEL(m->displaced, d);
+			free(d->uid);
+			free(d);
+		}
+	}
+	km_ids_release(&m->ids, w->id);
+}
+
+int mdl_service_p2c(const struct km_model *m, const struct km_model_svc *s)
+{
+	if (m->p2c_all)
+		return 1;
+	for (size_t i = 0; i < m->n_p2c_names; i++)
+		if (!strcmp(m->p2c_names[i], s->name))
+			return 1;
+	return 0;
+}
+
+const struct km_workload_res *km_model_find_workload(const struct km_model *m, const char *uid)
+{
+	struct km_model_wl *w = mdl_wl_find(m, uid);
+
+	return w ? w->res : NULL;
+}
+
+void km_model_each_workload(const struct km_model *m, km_model_name_cb cb, void *arg)
+{
+	struct km_model_wl *w;
+
+	for (size_t i = 0; i < m->ids.cap; i++)
+		if ((w = mdl_wl_at(m, i)))
+			cb(arg, w->res->uid);
+}
+
