@@ -30,7 +30,7 @@ static json_t *addrs_json(const struct km_addr *a, size_t n)
 	return arr;
 }
 
-static void dump_service(void *arg, const char *name)
+static int dump_service(void *arg, const char *name)
 {
 	struct dump_ctx *c = arg;
 	const struct km_service_res *s = km_model_find_service(c->m, name);
@@ -38,7 +38,7 @@ static void dump_service(void *arg, const char *name)
 
 	if (!c->left || !s) {
 		json_decref(counts);
-		return;
+		return !c->left; /* stop once the list is full */
 	}
 	c->left--;
 	for (uint32_t p = 0; p < KM_PRIO_COUNT; p++) {
@@ -53,16 +53,17 @@ static void dump_service(void *arg, const char *name)
 	if (s->waypoint.kind == KM_WAYPOINT_HOSTNAME)
 		json_object_set_new(o, "waypoint", json_string(s->waypoint.service));
 	json_array_append_new(c->list, o);
+	return 0;
 }
 
-static void dump_workload(void *arg, const char *uid)
+static int dump_workload(void *arg, const char *uid)
 {
 	struct dump_ctx *c = arg;
 	const struct km_workload_res *w = km_model_find_workload(c->m, uid);
 	json_t *svcs;
 
 	if (!c->left || !w)
-		return;
+		return !c->left; /* stop once the list is full */
 	c->left--;
 	svcs = json_array();
 	for (size_t i = 0; i < w->n_services; i++)
@@ -73,6 +74,7 @@ static void dump_workload(void *arg, const char *uid)
 					addrs_json(w->addrs, w->n_addrs), "status",
 					w->status ? "UNHEALTHY" : "HEALTHY", "node", w->node ? w->node : "",
 					"services", svcs));
+	return 0;
 }
 
 static void dump_policy(void *arg, const char *name, const Kmesh__Security__Authorization *p)

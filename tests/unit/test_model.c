@@ -163,10 +163,18 @@ static uint32_t crowded_hash(const char *name)
 	return 1000u + (uint32_t)(strlen(name) % 3);
 }
 
-static void count_name(void *arg, const char *name)
+static int count_name(void *arg, const char *name)
 {
 	(void)name;
 	(*(size_t *)arg)++;
+	return 0;
+}
+
+/* Counts down *arg names, then asks the visit to stop (dumps list the first N of millions). */
+static int count_down(void *arg, const char *name)
+{
+	(void)name;
+	return --*(size_t *)arg == 0;
 }
 
 #define LONG_VERSION "a-version-longer-than-the-inline-buffer-0123456789"
@@ -218,6 +226,12 @@ static void test_workloads_found_despite_id_collisions(void **state)
 	km_model_each_version(&m, check_versions, NULL);
 	km_model_each_workload(&m, count_name, &listed);
 	assert_int_equal(listed, N - (N + 2) / 3);
+	{
+		size_t left = 3;
+
+		km_model_each_workload(&m, count_down, &left);
+		assert_int_equal(left, 0); /* and not wrapped around: the visit stopped at 0 */
+	}
 	assert_int_equal(km_model_each_version(&m, NULL, NULL), listed);
 	km_model_flush(&m);
 	km_oplist_clear(&l);

@@ -521,8 +521,8 @@ void km_model_each_service(const struct km_model *m, km_model_name_cb cb, void *
 	struct km_model_svc *s, *tmp;
 
 	HASH_ITER(hh, m->services, s, tmp)
-		if (s->res)
-			cb(arg, s->name);
+		if (s->res && cb(arg, s->name))
+			return;
 }
 
 size_t km_model_endpoints(const struct km_model *m, const char *service, uint32_t prio,
@@ -678,11 +678,12 @@ const char *km_model_name_of(const struct km_model *m, uint32_t id)
 void km_model_stats(const struct km_model *m, struct km_model_stats *st)
 {
 	struct km_model_svc *s, *stmp;
-	struct km_model_wl *w;
 
 	memset(st, 0, sizeof(*st));
 	st->services = m->n_services;
 	st->workloads = m->n_workloads;
+	/* services only (a dump must not walk every workload: at 1M that held the loop for tens of
+	 * milliseconds per dump): a workload waiting for its waypoint is in that service's wp_wls */
 	HASH_ITER(hh, m->services, s, stmp) {
 		for (int p = 0; p < KM_PRIO_COUNT; p++)
 			st->endpoints += s->n_eps[p];
@@ -690,9 +691,7 @@ void km_model_stats(const struct km_model *m, struct km_model_stats *st)
 		if (s->res && s->res->waypoint.kind == KM_WAYPOINT_HOSTNAME &&
 		    !(s->wp_of && s->wp_of->res && s->wp_of->res->n_vips))
 			st->pending_waypoints++;
+		if (!(s->res && s->res->n_vips))
+			st->pending_waypoints += s->n_wp_wls;
 	}
-	for (size_t i = 0; i < m->ids.cap; i++)
-		if ((w = mdl_wl_at(m, i)) && w->res->waypoint.kind == KM_WAYPOINT_HOSTNAME &&
-		    !(w->wp_of && w->wp_of->res && w->wp_of->res->n_vips))
-			st->pending_waypoints++;
 }

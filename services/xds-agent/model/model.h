@@ -89,8 +89,9 @@ void km_model_replay(struct km_model *m);
 const struct km_service_res *km_model_find_service(const struct km_model *m, const char *name);
 const struct km_workload_res *km_model_find_workload(const struct km_model *m, const char *uid);
 
-/* Iterate resource names (for diffing a new snapshot against the model). */
-typedef void (*km_model_name_cb)(void *arg, const char *name);
+/* Iterate resource names (for diffing a new snapshot against the model, dumps); the visit stops
+ * when cb returns nonzero. */
+typedef int (*km_model_name_cb)(void *arg, const char *name);
 void km_model_each_service(const struct km_model *m, km_model_name_cb cb, void *arg);
 void km_model_each_workload(const struct km_model *m, km_model_name_cb cb, void *arg);
 

@@ -28,11 +28,12 @@ void mdl_index_workload(struct km_model *m, const struct km_workload_res *r, int
 	}
 }
 
-static void index_one_workload(void *arg, const char *uid)
+static int index_one_workload(void *arg, const char *uid)
 {
 	struct km_model *m = arg;
 
 	mdl_index_workload(m, km_model_find_workload(m, uid), 1);
+	return 0;
 }
 
 int km_model_index_addresses(struct km_model *m)

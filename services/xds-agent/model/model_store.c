@@ -178,7 +178,7 @@ void km_model_each_workload(const struct km_model *m, km_model_name_cb cb, void 
 	struct km_model_wl *w;
 
 	for (size_t i = 0; i < m->ids.cap; i++)
-		if ((w = mdl_wl_at(m, i)))
-			cb(arg, w->res->uid);
+		if ((w = mdl_wl_at(m, i)) && cb(arg, w->res->uid))
+			return;
 }
 

@@ -76,24 +76,25 @@ struct stale {
 	size_t n, cap;
 };
 
-static void collect_stale(void *arg, const char *name)
+static int collect_stale(void *arg, const char *name)
 {
 	struct stale *st = arg;
 
 	if (set_has(st->keep, name))
-		return;
+		return 0;
 	if (st->n == st->cap) {
 		size_t cap = st->cap ? st->cap * 2 : 64;
 		char **p = realloc(st->names, cap * sizeof(*p));
 
 		if (!p)
-			return;
+			return 0;
 		st->names = p;
 		st->cap = cap;
 	}
 	st->names[st->n] = strdup(name);
 	if (st->names[st->n])
 		st->n++;
+	return 0;
 }
 
 static void remove_stale(struct stale *st, struct km_model *m, int services, size_t *count)
