@@ -275,7 +275,8 @@ bench: all $(BENCHES)
 
 # ---- fuzzing (clang libFuzzer) -------------------------------------------------------------------
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $(CPPFLAGS) \
-               $(shell pkg-config --cflags $(PKGS)) -Wno-unused-parameter
+               $(shell pkg-config --cflags $(PKGS)) -Wall -Wextra -Werror -Wno-unused-parameter \
+               -Wno-missing-field-initializers
 FUZZ_SECONDS ?= 20
 
 $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(XDS_SRCS) $(CNI_SRCS) $(IPSEC_SRCS) $(COMMON_SRCS) | $(GEN_HDRS)

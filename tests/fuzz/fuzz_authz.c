@@ -112,9 +112,10 @@ static void policy_name(void *arg, const char *name, const Kmesh__Security__Auth
 	keep_name(arg, name);
 }
 
-static void workload_uid(void *arg, const char *uid)
+static int workload_uid(void *arg, const char *uid)
 {
 	keep_name(arg, uid);
+	return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
