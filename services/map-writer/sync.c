@@ -10,43 +10,12 @@
 #include <bpf/bpf.h>
 
 #include "kmesh_maps.h"
-#include "services/map-writer/tables.h"
+#include "services/map-writer/tables_internal.h"
 #include "shared/log.h"
-
-enum {
-	SEEN_FRONTEND,
-	SEEN_SERVICE,
-	SEEN_ENDPOINT,
-	SEEN_BACKEND,
-	SEEN_PORT_OVERRIDE,
-	SEEN_AUTHZ_IDENT,
-	SEEN_AUTHZ_LIST,
-	SEEN_AUTHZ_MATCH,
-	SEEN_AUTHZ_SET,
-	SEEN_AUTHZ_CIDR,
-	SEEN_AUTHZ_INDEX,
-	SEEN_COUNT
-};
-
-static int seen_index(const struct km_tables *t, int fd)
-{
-	return fd == t->fd_frontend ? SEEN_FRONTEND
-	       : fd == t->fd_service ? SEEN_SERVICE
-	       : fd == t->fd_endpoint ? SEEN_ENDPOINT
-	       : fd == t->fd_backend ? SEEN_BACKEND
-	       : fd == t->fd_port_override ? SEEN_PORT_OVERRIDE
-	       : fd == t->fd_authz_ident ? SEEN_AUTHZ_IDENT
-	       : fd == t->fd_authz_list ? SEEN_AUTHZ_LIST
-	       : fd == t->fd_authz_match ? SEEN_AUTHZ_MATCH
-	       : fd == t->fd_authz_set ? SEEN_AUTHZ_SET
-	       : fd == t->fd_authz_cidr ? SEEN_AUTHZ_CIDR
-	       : fd >= 0 && fd == t->fd_authz_index ? SEEN_AUTHZ_INDEX
-					     : -1;
-}
 
 void km_tables_sync_begin(struct km_tables *t)
 {
-	static const size_t lens[SEEN_COUNT] = {
+	static const size_t lens[TBL_SEEN_COUNT] = {
 		sizeof(struct km_frontend_key), sizeof(struct km_service_key),
 		sizeof(struct km_endpoint_key), sizeof(struct km_backend_key),
 		sizeof(struct km_port_override_key), sizeof(struct km_authz_ident_key),
@@ -55,7 +24,7 @@ void km_tables_sync_begin(struct km_tables *t)
 		sizeof(struct km_authz_index_key),
 	};
 
-	for (int i = 0; i < SEEN_COUNT; i++) {
+	for (int i = 0; i < TBL_SEEN_COUNT; i++) {
 		if (t->seen[i].key_len)
 			km_keyset_clear(&t->seen[i]);
 		else
@@ -63,14 +32,6 @@ void km_tables_sync_begin(struct km_tables *t)
 	}
 	t->sync_active = 1;
 	t->sync_incomplete = 0;
-}
-
-void km_tables_sync_mark(struct km_tables *t, int fd, const void *key)
-{
-	int i = seen_index(t, fd);
-
-	if (i >= 0 && km_keyset_add(&t->seen[i], key) != 0)
-		t->sync_incomplete = 1;
 }
 
 /* Delete the rows of one table that were not written since BEGIN. Keys are collected first:
@@ -107,13 +68,14 @@ static int sweep(struct km_tables *t, int fd, int seen, uint32_t *removed)
 Kmesh__Ipc__Code km_tables_sync_end(struct km_tables *t, uint32_t *removed, char *err, size_t errlen)
 {
 	/* authz: lists before what they name, so a swept list never points at swept rows */
-	const int order[] = { SEEN_FRONTEND, SEEN_SERVICE, SEEN_ENDPOINT, SEEN_PORT_OVERRIDE,
-			      SEEN_BACKEND, SEEN_AUTHZ_LIST, SEEN_AUTHZ_INDEX, SEEN_AUTHZ_MATCH,
-			      SEEN_AUTHZ_SET, SEEN_AUTHZ_CIDR, SEEN_AUTHZ_IDENT };
-	const int fds[SEEN_COUNT] = { t->fd_frontend, t->fd_service, t->fd_endpoint, t->fd_backend,
-				      t->fd_port_override, t->fd_authz_ident, t->fd_authz_list,
-				      t->fd_authz_match, t->fd_authz_set, t->fd_authz_cidr,
-				      t->fd_authz_index };
+	const int order[] = { TBL_SEEN_FRONTEND, TBL_SEEN_SERVICE, TBL_SEEN_ENDPOINT,
+			      TBL_SEEN_PORT_OVERRIDE, TBL_SEEN_BACKEND, TBL_SEEN_AUTHZ_LIST,
+			      TBL_SEEN_AUTHZ_INDEX, TBL_SEEN_AUTHZ_MATCH, TBL_SEEN_AUTHZ_SET,
+			      TBL_SEEN_AUTHZ_CIDR, TBL_SEEN_AUTHZ_IDENT };
+	const int fds[TBL_SEEN_COUNT] = { t->fd_frontend, t->fd_service, t->fd_endpoint,
+					  t->fd_backend, t->fd_port_override, t->fd_authz_ident,
+					  t->fd_authz_list, t->fd_authz_match, t->fd_authz_set,
+					  t->fd_authz_cidr, t->fd_authz_index };
 
 	*removed = 0;
 	err[0] = '\0';
@@ -133,7 +95,7 @@ Kmesh__Ipc__Code km_tables_sync_end(struct km_tables *t, uint32_t *removed, char
 		}
 	t->rows_swept += *removed;
 	t->authz_changes += *removed; /* some may be authz rows: a spare re-check is harmless */
-	for (int i = 0; i < SEEN_COUNT; i++)
+	for (int i = 0; i < TBL_SEEN_COUNT; i++)
 		km_keyset_clear(&t->seen[i]);
 	km_info("sync with the xDS agent done: %u stale rows removed", *removed);
 	return KMESH__IPC__CODE__OK;

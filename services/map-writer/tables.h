@@ -17,7 +17,7 @@
  * in tables.c, so a growing layout cannot make the kernel write past a buffer). */
 #define KM_TABLES_ROW_BUF 160
 
-struct km_row_run;    /* validated rows of one table and kind waiting for one bpf() call (tables.c) */
+struct km_row_run;    /* validated rows of one table and kind waiting for one bpf() call (tables_internal.h) */
 
 struct km_tables {
 	int fd_manage, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
@@ -69,8 +69,6 @@ int km_tables_delete_key(struct km_tables *t, int fd, const void *key);
 /* Mark and sweep for a (re)connected xDS agent (see Sync in kmesh_ipc.proto), sync.c. */
 void km_tables_sync_begin(struct km_tables *t);
 Kmesh__Ipc__Code km_tables_sync_end(struct km_tables *t, uint32_t *removed, char *err, size_t errlen);
-/* Called for every routing row written (tables.c): marks it while a sync is open. */
-void km_tables_sync_mark(struct km_tables *t, int fd, const void *key);
 
 /* Apply one op. Returns KMESH__IPC__CODE__OK or an error code with err filled. */
 Kmesh__Ipc__Code km_tables_apply(struct km_tables *t, const Kmesh__Ipc__TableOp *op, char *err,
