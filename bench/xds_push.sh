@@ -83,7 +83,8 @@ for rep in $(seq 1 "$REPS"); do
 	km_istiod send '{"cmd": "set", "resources": []}' >/dev/null
 	rm -f "$KM_DIR/map-writer.log" "$KM_DIR/xds-agent.log"
 	km_map_writer_start "${FLAGS[@]}" || exit 1
-	km_agent_start_xds --log-level warn --xds-max-message $((1 << 30))
+	# AGENT_FLAGS: more flags for the agent (push_cost_test.sh sets a small --xds-max-queued)
+	km_agent_start_xds --log-level warn --xds-max-message $((1 << 30)) ${AGENT_FLAGS:-}
 	wait_for 'd["istiod"]["connected"] and d["istiod"]["address"]["synced"]' 10 || exit 1
 	agent_idle+=("$(rss_mb "$KM_AGENT_PID")") # connected, nothing held yet: the agent's own floor
 	t0=$(km_istiod send '{"cmd": "push-prepared"}' | json 'd["t0"]')

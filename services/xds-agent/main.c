@@ -346,6 +346,7 @@ int main(int argc, char **argv)
 				    .mesh_id = "cluster.local" };
 	int insecure = 0;
 	uint64_t max_config = 64u << 20, batch_ops = 4096, max_message = 64u << 20;
+	uint64_t max_queued = KM_ADS_MAX_QUEUED_DEFAULT;
 	uint64_t max_initial = KM_ADS_MAX_INITIAL_DEFAULT;
 	uint64_t handshake_s = 10;
 	uint64_t keepalive_s = 30, waypoint_data_port = 15019, rewrite_after_ms = 5000;
@@ -370,6 +371,10 @@ int main(int argc, char **argv)
 		  "largest xDS response accepted (default 64 MiB: ~150k workloads in one push; the "
 		  "agent holds a response's bytes while it applies it)",
 		  "KMESH_XDS_MAX_MESSAGE", 1u << 20, 1u << 31 },
+		{ "xds-max-queued", KM_OPT_UINT, &max_queued, "BYTES",
+		  "responses received while one is applied are queued up to this many bytes; past "
+		  "it, what waits is applied at once and nothing more is read meanwhile (default "
+		  "64 MiB)", "KMESH_XDS_MAX_QUEUED", 1u << 20, 1u << 31 },
 		{ "xds-max-initial-request", KM_OPT_UINT, &max_initial, "BYTES",
 		  "largest first request per type on a new stream (istiod refuses requests over "
 		  "4 MiB); past it, the versions held are not named: istiod sends its whole state "
@@ -571,6 +576,7 @@ int main(int argc, char **argv)
 		km_ads_client_start(&a.ads, a.loop, &g, &node, &a.model, &a.policies, on_xds_applied, &a);
 		a.ads.backlogged = writer_backlogged;
 		a.ads.max_initial = (size_t)max_initial; /* read at the stream's opening */
+		a.ads.max_queued = (size_t)max_queued;
 	} else if (km_file_source_watch(&a.file, a.loop, on_file_applied, &a) != 0) {
 		return 1;
 	}

@@ -22,6 +22,9 @@
  * (ISTIO_GPRC_MAXRECVMSGSIZE) with grpc-status 8; 64 KiB are left for the gRPC framing and for
  * an estimate that is an upper bound. */
 #define KM_ADS_MAX_INITIAL_DEFAULT ((4u << 20) - (64u << 10))
+/* Bytes of received responses waiting behind the one being applied (istiod does not wait for
+ * ACKs): past it, what waits is applied at once, and nothing more is read meanwhile. */
+#define KM_ADS_MAX_QUEUED_DEFAULT (64u << 20)
 
 /* What istiod needs to know about this node (istio-wire §4.1-4.2). */
 struct km_ads_node {
@@ -95,6 +98,7 @@ struct km_ads_client {
 	uint64_t last_response_us; /* monotonic time the last response was complete */
 	struct km_ads_pending *queue_head, *queue_tail;
 	size_t queued_bytes;
+	size_t max_queued; /* KM_ADS_MAX_QUEUED_DEFAULT */
 	struct km_ads_job job;
 	uv_idle_t work; /* runs the job's slices */
 	size_t slice; /* resources per slice */
