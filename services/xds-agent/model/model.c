@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "services/xds-agent/authz/authz_compile.h"
+#include "services/xds-agent/core/strpool.h"
 #include "services/xds-agent/model/model_internal.h"
 #include "shared/addr.h"
 #include "shared/log.h"
@@ -28,7 +29,7 @@ static void svc_free(struct km_model_svc *s)
 	free(s->wp_wls);
 	km_service_res_free(s->res);
 	free(s->version);
-	free(s->name);
+	km_str_release(s->name);
 	free(s);
 }
 
@@ -354,7 +355,7 @@ void km_model_flush(struct km_model *m)
 		s->count_dirty = 0;
 		s->in_dirty = 0;
 		if (!s->res && s->n_members == 0 && s->n_wp_svcs == 0 && s->n_wp_wls == 0) {
-			HASH_DEL(m->services, s);
+			mdl_svc_forget(m, s);
 			svc_free(s);
 		}
 	}
@@ -484,6 +485,7 @@ void km_model_free(struct km_model *m)
 		HASH_DEL(m->services, s);
 		svc_free(s);
 	}
+	km_name_map_free(&m->svc_index);
 	for (size_t i = 0; i < m->ids.cap; i++) {
 		if ((w = mdl_wl_at(m, i))) {
 			km_workload_res_free(w->res);
@@ -512,7 +514,7 @@ const struct km_service_res *km_model_find_service(const struct km_model *m, con
 {
 	struct km_model_svc *s;
 
-	HASH_FIND_STR(m->services, name, s);
+	s = mdl_svc_find(m, name);
 	return s ? s->res : NULL;
 }
 
@@ -530,7 +532,7 @@ size_t km_model_endpoints(const struct km_model *m, const char *service, uint32_
 {
 	struct km_model_svc *s;
 
-	HASH_FIND_STR(m->services, service, s);
+	s = mdl_svc_find(m, service);
 	if (!s || prio >= KM_PRIO_COUNT) {
 		*backend_ids = NULL;
 		return 0;
@@ -550,7 +552,7 @@ void km_model_set_version(struct km_model *m, const char *name, const char *vers
 		mdl_wl_set_version(w, version ? version : "");
 		return;
 	}
-	HASH_FIND_STR(m->services, name, s);
+	s = mdl_svc_find(m, name);
 	if (s && s->res)
 		slot = &s->version;
 	if (!slot || !(copy = strdup(version ? version : "")))
@@ -609,7 +611,7 @@ void km_model_confirm(struct km_model *m, const char *name)
 		w->unconfirmed = 0;
 		return;
 	}
-	HASH_FIND_STR(m->services, name, s);
+	s = mdl_svc_find(m, name);
 	if (s)
 		s->unconfirmed = 0;
 }
@@ -660,7 +662,7 @@ uint32_t km_model_id_of(const struct km_model *m, const char *name)
 
 	if (w)
 		return w->id;
-	HASH_FIND_STR(m->services, name, s);
+	s = mdl_svc_find(m, name);
 	return s ? s->id : 0;
 }
 

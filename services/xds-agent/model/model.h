@@ -18,9 +18,10 @@
 #include <stddef.h>
 
 #include "services/xds-agent/core/ids.h"
+#include "services/xds-agent/core/name_map.h"
 #include "services/xds-agent/core/oplist.h"
-#include "services/xds-agent/model/addr_index.h"
 #include "services/xds-agent/core/resources.h"
+#include "services/xds-agent/model/addr_index.h"
 
 struct km_model_svc;
 struct km_model_wl;
@@ -40,6 +41,7 @@ struct km_model {
 	struct km_ids ids;
 	struct km_model_local local;
 	struct km_model_svc *services; /* by name; includes names only referenced by workloads */
+	struct km_name_map svc_index;  /* the same services for lookups (name_map.h) */
 	/* Workloads are found by uid through the id table (their id is the uid's home id), or,
 	 * for the few displaced by an id collision, here; no per-workload index entry. */
 	struct mdl_displaced *displaced;

@@ -107,6 +107,9 @@ void mdl_parr_del(void **arr, size_t *n, void *p);
 int mdl_str_eq(const char *a, const char *b);
 void mdl_mark_dirty(struct km_model *m, struct km_model_svc *s, int count);
 struct km_model_svc *mdl_svc_get(struct km_model *m, const char *name, int create);
+struct km_model_svc *mdl_svc_find(const struct km_model *m, const char *name);
+/* s leaves the model's indexes (the caller frees it). */
+void mdl_svc_forget(struct km_model *m, struct km_model_svc *s);
 /* The workload with this backend id, or NULL. */
 struct km_model_wl *mdl_workload_by_id(const struct km_model *m, uint32_t id);
 /* The workload in slot i of the id table, or NULL (free slot or a service). */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "services/xds-agent/model/model_internal.h"
+#include "services/xds-agent/core/strpool.h"
 #include "shared/grow.h"
 
 /* ---- small helpers ------------------------------------------------------------------------- */
@@ -48,15 +49,23 @@ void mdl_mark_dirty(struct km_model *m, struct km_model_svc *s, int count)
 	s->in_dirty = 1;
 }
 
+struct km_model_svc *mdl_svc_find(const struct km_model *m, const char *name)
+{
+	return km_name_map_find(&m->svc_index, name);
+}
+
 struct km_model_svc *mdl_svc_get(struct km_model *m, const char *name, int create)
 {
-	struct km_model_svc *s;
+	struct km_model_svc *s = mdl_svc_find(m, name);
 
-	HASH_FIND_STR(m->services, name, s);
 	if (s || !create)
 		return s;
 	s = calloc(1, sizeof(*s));
-	if (!s || !(s->name = strdup(name))) {
+	/* the name interned: the workloads naming the service hold the same pointer */
+	if (!s || !(s->name = (char *)km_str_intern(name)) ||
+	    km_name_map_add(&m->svc_index, s->name, s) != 0) {
+		if (s)
+			km_str_release(s->name);
 		free(s);
 		m->out->oom = 1;
 		return NULL;
@@ -64,6 +73,12 @@ struct km_model_svc *mdl_svc_get(struct km_model *m, const char *name, int creat
 	HASH_ADD_KEYPTR(hh, m->services, s->name, strlen(s->name), s);
 	mdl_mark_dirty(m, s, 0); /* freed at flush if it turns out unused */
 	return s;
+}
+
+void mdl_svc_forget(struct km_model *m, struct km_model_svc *s)
+{
+	km_name_map_delete(&m->svc_index, s->name);
+	HASH_DEL(m->services, s);
 }
 
 /* ---- the workload index: the id table ---------------------------------------------------- */
