@@ -131,8 +131,3 @@ struct km_addr_map_entry *km_addr_map_next(const struct km_addr_map *m,
 			return &m->e[i];
 	return NULL;
 }
-
-size_t km_addr_map_bytes(const struct km_addr_map *m)
-{
-	return m->cap * sizeof(*m->e);
-}

@@ -38,7 +38,5 @@ void km_addr_map_delete(struct km_addr_map *m, struct km_addr_map_entry *e);
 /* Visit: for (e = km_addr_map_next(m, NULL); e; e = km_addr_map_next(m, e)). */
 struct km_addr_map_entry *km_addr_map_next(const struct km_addr_map *m,
 					   const struct km_addr_map_entry *prev);
-/* Heap bytes the map holds. */
-size_t km_addr_map_bytes(const struct km_addr_map *m);
 
 #endif

@@ -14,8 +14,7 @@
 const char *km_str_intern(const char *s);
 /* Drop one reference taken by km_str_intern (NULL: nothing). */
 void km_str_release(const char *s);
-/* Distinct strings held, and their heap bytes (entries and index). */
+/* Distinct strings held. */
 size_t km_str_pool_count(void);
-size_t km_str_pool_bytes(void);
 
 #endif
