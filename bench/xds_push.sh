@@ -142,7 +142,7 @@ $bytes bytes; a fresh map writer and xDS agent (uid 65534) for each repetition.
 | xDS agent RSS when connected, before the push (MB) | $(stats "${agent_idle[@]}") | |
 | map writer peak RSS (MB) | $(stats "${mw_rss[@]}") | |
 | one workload change, received -> applied, p50 (ms) | $(stats "${p50[@]}") | |
-| one workload change, received -> applied, p99 (ms) | $(stats "${p99[@]}") | $(goal "<= 0.5 ms" "<= 0.5 ms") |
+| one workload change, received -> applied, p99 (ms) | $(stats "${p99[@]}") | $(goal "" "<= 0.5 ms") |
 
 Baseline measured in the same run on the same bytes (\`build/bench/decode_bench\`, 5 runs,
 min/median/max): decoding and validating every resource $(echo "$decode" | json '" / ".join("%.1f" % x for x in d["decode_ms"])') ms;
