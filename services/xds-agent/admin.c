@@ -158,11 +158,12 @@ static json_t *authz_json(const struct km_authz *a, size_t max_items,
 
 static json_t *type_json(const struct km_ads_type *t)
 {
-	return json_pack("{s:s, s:I, s:I, s:I, s:I, s:s, s:b, s:I, s:I}", "last_nonce", t->last_nonce,
+	return json_pack("{s:s, s:I, s:I, s:I, s:I, s:s, s:b, s:I, s:I, s:I}", "last_nonce", t->last_nonce,
 			 "responses", (json_int_t)t->responses, "acks", (json_int_t)t->acks, "nacks",
 			 (json_int_t)t->nacks, "versions_held", (json_int_t)km_ads_versions_held(t), "last_nack",
 			 t->last_nack, "synced", t->synced, "versions_withheld",
-			 (json_int_t)t->withholds, "swept", (json_int_t)t->swept);
+			 (json_int_t)t->withholds, "swept", (json_int_t)t->swept, "streamed",
+			 (json_int_t)t->streamed);
 }
 
 char *km_agent_dump_json(const struct km_agent_state *st, size_t max_items,

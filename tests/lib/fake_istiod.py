@@ -231,8 +231,9 @@ def versioned(payload, with_version=True):
 PREPARED = {}
 
 
-def synthetic(n_workloads, n_services):
-    """n_services services with one VIP and port each; workloads spread evenly over them."""
+def synthetic(n_workloads, n_services, variant=0):
+    """n_services services with one VIP and port each; workloads spread evenly over them. A
+    different variant changes every workload (its node's name)."""
     items = {}
     for i in range(n_services):
         svc = workload_pb2.Service(name="s%d" % i, namespace="bench", hostname="s%d.bench" % i,
@@ -241,7 +242,7 @@ def synthetic(n_workloads, n_services):
         items["bench/s%d.bench" % i] = versioned(workload_pb2.Address(service=svc).SerializeToString())
     for i in range(n_workloads):
         uid = "Kubernetes//Pod/bench/w%d" % i
-        wl = workload_pb2.Workload(uid=uid, name="w%d" % i, namespace="bench", node="n%d" % (i % 100),
+        wl = workload_pb2.Workload(uid=uid, name="w%d" % i, namespace="bench", node="v%d-n%d" % (variant, i % 100),
                                    addresses=[bytes([10, 128 + (i >> 16 & 63), i >> 8 & 255, i & 255])])
         wl.services["bench/s%d.bench" % (i % n_services)].ports.add(service_port=80, target_port=8080)
         items[uid] = versioned(workload_pb2.Address(workload=wl).SerializeToString())
@@ -319,7 +320,7 @@ def handle(cmd):
                     s.queue.put(data)
             return {"bytes": len(data)}
         if c == "prepare":
-            PREPARED["items"] = synthetic(cmd["workloads"], cmd["services"])
+            PREPARED["items"] = synthetic(cmd["workloads"], cmd["services"], cmd.get("variant", 0))
             r = response(ADDRESS, sorted(PREPARED["items"].items()), [])
             data = r.SerializeToString()
             PREPARED["response"] = data
@@ -327,6 +328,8 @@ def handle(cmd):
                 with open(cmd["dump"], "wb") as f:
                     f.write(data)
             return {"resources": len(PREPARED["items"]), "bytes": len(data)}
+        if c == "set-prepared":  # the prepared state, sent as the difference from the current one
+            return set_type(ADDRESS, PREPARED["items"])
         if c == "push-prepared":
             import time
             STATE.resources[ADDRESS] = PREPARED["items"]

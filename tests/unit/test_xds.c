@@ -274,6 +274,136 @@ static void test_view_rejects_malformed_bytes(void **state)
 	km_response_view_free(&v);
 }
 
+/* A DeltaDiscoveryResponse assembled field by field, in the order given (protobuf allows any). */
+struct wire_msg {
+	uint8_t b[4096];
+	size_t len;
+};
+
+static void wire_field(struct wire_msg *w, uint8_t key, const void *val, size_t n)
+{
+	assert_true(n < 128 && w->len + n + 2 <= sizeof(w->b));
+	w->b[w->len++] = key;
+	w->b[w->len++] = (uint8_t)n;
+	memcpy(w->b + w->len, val, n);
+	w->len += n;
+}
+
+static void wire_resource(struct wire_msg *w, const char *name, const char *type)
+{
+	Kmesh__Xds__Any any = KMESH__XDS__ANY__INIT;
+	Kmesh__Xds__Resource r = KMESH__XDS__RESOURCE__INIT;
+	uint8_t buf[256];
+
+	any.type_url = (char *)type;
+	r.name = (char *)name;
+	r.version = "v1";
+	r.resource = &any;
+	assert_true(kmesh__xds__resource__get_packed_size(&r) <= sizeof(buf));
+	wire_field(w, 0x12, buf, kmesh__xds__resource__pack(&r, buf));
+}
+
+/* Every resource the view yields now, appended to names ("a,b,"); the last answer of next. */
+static int take_resources(struct km_response_view *v, char *names, size_t cap)
+{
+	Kmesh__Xds__Resource *r;
+	int got;
+
+	while ((got = km_response_view_next(v, &r)) == 1) {
+		assert_non_null(r);
+		snprintf(names + strlen(names), cap - strlen(names), "%s,", r->name);
+	}
+	return got;
+}
+
+/* A response applied while it arrives (ads_client streams large ones): cut at every byte, the
+ * view yields exactly the resources that arrived whole, waits for the rest, then reads its
+ * type, nonce and removed names; the bytes it says it is done with may be gone (their pages
+ * given back) without losing a removed name, even one placed before the resources. */
+static void test_view_grows_as_bytes_arrive(void **state)
+{
+	struct wire_msg w = { .len = 0 };
+	const char *A = KM_TYPE_ADDRESS;
+
+	(void)state;
+	wire_field(&w, 0x32, "gone-first", 10); /* removed_resources before the resources */
+	wire_resource(&w, "a", A);
+	size_t a_end = w.len; /* the first resource is whole from here */
+	wire_resource(&w, "b", A);
+	wire_field(&w, 0x32, "gone-mid", 8);
+	wire_resource(&w, "c", A);
+	wire_field(&w, 0x22, A, strlen(A)); /* type_url after the resources, as Go encodes it */
+	wire_field(&w, 0x2a, "n7", 2);
+	wire_field(&w, 0x32, "gone-last", 9);
+	for (size_t cut = 0; cut <= w.len; cut++) {
+		struct km_response_view v;
+		uint8_t copy[sizeof(w.b)];
+		char names[64] = "", removed[128] = "", name[KM_XDS_NAME_MAX + 1];
+		const char *type;
+		size_t skipped = 0, consumed;
+		int first;
+
+		memcpy(copy, w.b, w.len);
+		km_response_view_begin(&v, copy, w.len);
+		assert_int_equal(km_response_view_grow(&v, cut), 0);
+		first = km_response_view_first_type(&v, &type);
+		assert_int_equal(first, cut < a_end ? KM_VIEW_WAIT : 1);
+		if (first == 1)
+			assert_string_equal(type, A);
+		assert_int_equal(take_resources(&v, names, sizeof(names)),
+				 cut < w.len ? KM_VIEW_WAIT : 0);
+		assert_int_equal(km_response_view_complete(&v), cut == w.len);
+		/* the bytes the view is done with are given back (zeroed here) while more arrive */
+		consumed = km_response_view_consumed(&v);
+		memset(copy, 0, consumed);
+		assert_int_equal(km_response_view_grow(&v, w.len), 0);
+		assert_int_equal(take_resources(&v, names, sizeof(names)), 0);
+		assert_string_equal(names, "a,b,c,");
+		consumed = km_response_view_consumed(&v);
+		memset(copy, 0, consumed);
+		while (km_response_view_next_removed(&v, name, &skipped))
+			snprintf(removed + strlen(removed), sizeof(removed) - strlen(removed), "%.20s,", name);
+		assert_string_equal(removed, "gone-first,gone-mid,gone-last,");
+		assert_string_equal(v.type_url, A);
+		assert_string_equal(v.nonce, "n7");
+		assert_int_equal(v.n_resources, 3);
+		assert_int_equal(v.n_removed, 3);
+		km_response_view_free(&v);
+	}
+}
+
+/* Bytes that cannot be a response are refused as soon as they arrive, not at the end; a
+ * length that runs past the whole message is refused before its bytes come. */
+static void test_view_refuses_bad_bytes_as_they_arrive(void **state)
+{
+	struct wire_msg w = { .len = 0 };
+	struct km_response_view v;
+
+	(void)state;
+	wire_resource(&w, "a", KM_TYPE_ADDRESS);
+	size_t good = w.len;
+	w.b[w.len++] = 0x0b; /* wire type 3 (groups) */
+	w.b[w.len++] = 0;
+	km_response_view_begin(&v, w.b, w.len + 100);
+	assert_int_equal(km_response_view_grow(&v, good), 0);
+	assert_int_equal(km_response_view_grow(&v, good + 1), -1);
+	km_response_view_free(&v);
+
+	const uint8_t too_long[] = { 0x12, 0x7f, 0x0a }; /* 127 bytes claimed, the message has 50 */
+	km_response_view_begin(&v, too_long, 50);
+	assert_int_equal(km_response_view_grow(&v, 2), -1);
+	km_response_view_free(&v);
+	/* an Authorization response is not begun as an Address one */
+	w.len = 0;
+	wire_resource(&w, "p", KM_TYPE_AUTHORIZATION);
+	km_response_view_begin(&v, w.b, w.len + 10);
+	assert_int_equal(km_response_view_grow(&v, w.len), 0);
+	const char *type;
+	assert_int_equal(km_response_view_first_type(&v, &type), 1);
+	assert_string_equal(type, KM_TYPE_AUTHORIZATION);
+	km_response_view_free(&v);
+}
+
 /* istiod sends one Port per Kubernetes ServicePort, so a port served over UDP and TCP (kube-dns:
  * 53/UDP + 53/TCP) arrives twice. Never a NACK: the same target port collapses into one entry;
  * different target ports for one service port keep the last one listed (as ztunnel's port map
@@ -691,6 +821,8 @@ int main(void)
 		cmocka_unit_test(test_apply_address_partial),
 		cmocka_unit_test(test_apply_authorization),
 		cmocka_unit_test(test_view_rejects_malformed_bytes),
+		cmocka_unit_test(test_view_grows_as_bytes_arrive),
+		cmocka_unit_test(test_view_refuses_bad_bytes_as_they_arrive),
 		cmocka_unit_test(test_port_listed_per_protocol_is_accepted),
 		cmocka_unit_test(test_initial_request_within_limit),
 		cmocka_unit_test(test_whole_state_sweeps_only_what_istiod_dropped),

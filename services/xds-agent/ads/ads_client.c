@@ -16,6 +16,9 @@
 #define BACKOFF_MAX_MS 15000
 #define FAST_RECONNECT_MS 10
 #define SLICE_RESOURCES 1024 /* resources applied per loop iteration (~2 ms) */
+/* Below this a response is applied once whole: it arrives in a few reads anyway, and only
+ * buffers this large give their applied pages back (shared/msgbuf.c). */
+#define STREAM_FROM (1u << 20)
 #define BACKLOG_RECHECK_MS 50 /* a paused job looks again this often */
 
 /* ---- versions: kept on the model's and the policy store's entries ------------------------- */
@@ -383,9 +386,48 @@ static void on_accepted(void *arg, const char *name, const char *version)
 static void pending_free(struct km_ads_pending *p)
 {
 	if (p) {
-		km_msgbuf_free(p->msg, p->len);
+		if (!p->borrowed)
+			km_msgbuf_free(p->msg, p->len);
 		free(p);
 	}
+}
+
+/* The job ends before its response has arrived whole (the stream ended, or what arrived is not
+ * a response): the resources applied stay (each was whole and valid); nothing is answered and
+ * nothing swept, as the response was never complete. */
+static void job_drop_partial(struct km_ads_client *c)
+{
+	struct km_ads_job *j = &c->job;
+
+	km_info("a response of %zu bytes ended at %zu: the %zu resources that had arrived are "
+		"applied, the rest is sent again on the next stream",
+		j->v.total, j->v.len, j->res.applied + j->res.rejected);
+	km_model_flush(c->model);
+	km_response_view_free(&j->v);
+	pending_free(j->p);
+	memset(j, 0, sizeof(*j));
+	if (c->on_applied)
+		c->on_applied(c->arg);
+}
+
+/* The streamed job's response turned out not to be an Address response although its first
+ * resource was an Address (the type_url comes after the resources on the wire): what was
+ * applied stays, the response is NACKed on its own type. */
+static void job_finish_mistyped(struct km_ads_client *c)
+{
+	struct km_ads_job *j = &c->job;
+	struct km_ads_type other = { .type_url = j->v.type_url };
+
+	km_error("istiod sent Address resources in a response of type %.200s: %zu applied; "
+		 "NACKing it", j->v.type_url, j->res.applied);
+	if (c->connected)
+		send_request(c, &other, 0, j->v.nonce, "Address resources in a response of another type");
+	km_model_flush(c->model);
+	km_response_view_free(&j->v);
+	pending_free(j->p);
+	memset(j, 0, sizeof(*j));
+	if (c->on_applied)
+		c->on_applied(c->arg);
 }
 
 /* The job's response is applied: removals, flush, then ACK or NACK on the stream it came on. */
@@ -394,6 +436,10 @@ static void job_finish(struct km_ads_client *c)
 	struct km_ads_job *j = &c->job;
 	struct km_ads_type *t = &c->address;
 
+	if (strcmp(j->v.type_url, KM_TYPE_ADDRESS) != 0) {
+		job_finish_mistyped(c);
+		return;
+	}
 	if (!t->synced) /* the stream's first: if versions were withheld, the whole state */
 		km_ads_sweep_after_whole_state(c, t, &j->res);
 	km_xds_apply_address_end(c->model, &j->v, &j->res);
@@ -460,6 +506,8 @@ static void apply_other(struct km_ads_client *c, struct km_response_view *v)
 		c->on_applied(c->arg); /* the compiled policies go to the map writer */
 }
 
+static void stream_malformed(struct km_ads_client *c, size_t len);
+
 /* Take queued responses until one is an Address response to apply in slices. */
 static void job_start_next(struct km_ads_client *c)
 {
@@ -472,11 +520,8 @@ static void job_start_next(struct km_ads_client *c)
 			c->queue_tail = NULL;
 		c->queued_bytes -= p->len;
 		if (km_response_view_init(&v, p->msg, p->len) != 0) {
-			km_error("istiod sent %zu bytes that are not a DeltaDiscoveryResponse; reconnecting",
-				 p->len);
+			stream_malformed(c, p->len);
 			pending_free(p);
-			if (c->stream_open)
-				km_grpc_stream_close(&c->stream);
 			continue;
 		}
 		if (strcmp(v.type_url, KM_TYPE_ADDRESS) != 0) {
@@ -498,11 +543,17 @@ static int job_step(struct km_ads_client *c, size_t max)
 	job_start_next(c);
 	if (!c->job.active)
 		return 0;
-	if (!km_xds_apply_address_some(c->model, &c->job.v, max, on_accepted, &c->address,
-				       &c->job.res))
+	switch (km_xds_apply_address_some(c->model, &c->job.v, max, on_accepted, &c->address,
+					  &c->job.res)) {
+	case KM_XDS_APPLY_DONE:
 		job_finish(c);
-	else /* the bytes applied are not read again */
-		km_msgbuf_release(c->job.p->msg, c->job.p->len, c->job.v.next_off);
+		break;
+	case KM_XDS_APPLY_WAIT: /* resumed when more of the response arrives (on_message_part) */
+		km_msgbuf_release(c->job.p->msg, c->job.p->len, km_response_view_consumed(&c->job.v));
+		return 0;
+	default: /* the bytes applied are not read again */
+		km_msgbuf_release(c->job.p->msg, c->job.p->len, km_response_view_consumed(&c->job.v));
+	}
 	job_start_next(c);
 	return c->job.active;
 }
@@ -542,11 +593,78 @@ static void work_drain(struct km_ads_client *c)
 	uv_idle_stop(&c->work);
 }
 
+/* Bytes that are not a DeltaDiscoveryResponse: drop the response and reconnect. */
+static void stream_malformed(struct km_ads_client *c, size_t len)
+{
+	km_error("istiod sent %zu bytes that are not a DeltaDiscoveryResponse; reconnecting", len);
+	if (c->job.active && c->job.streaming)
+		job_drop_partial(c);
+	if (c->stream_open)
+		km_grpc_stream_close(&c->stream);
+}
+
+/* Part of a large response has arrived. With nothing ahead of it, applying it starts now, so the
+ * map writer gets rows while the rest is still on the wire (at 1M workloads the ~200 MB push
+ * takes ~3 s to arrive) and the pages applied are given back as it arrives. Only a response
+ * whose first resource is an Address is begun so: the response's own type_url follows its
+ * resources on the wire. */
+static void on_message_part(struct km_grpc_stream *g, const uint8_t *msg, size_t have, size_t len)
+{
+	struct km_ads_client *c = g->data;
+	struct km_ads_job *j = &c->job;
+	struct km_ads_pending *p;
+	const char *type;
+	int first;
+
+	if (j->active && j->streaming && j->p->msg == msg) {
+		if (km_response_view_grow(&j->v, have) != 0)
+			stream_malformed(c, have);
+		else
+			km_ads_client_resume(c);
+		return;
+	}
+	if (len < STREAM_FROM || j->active || c->queue_head || c->declined == msg || c->stopping)
+		return;
+	km_response_view_begin(&j->v, msg, len);
+	if (km_response_view_grow(&j->v, have) != 0) {
+		km_response_view_free(&j->v);
+		stream_malformed(c, have);
+		return;
+	}
+	first = km_response_view_first_type(&j->v, &type);
+	if (first != 1 || strcmp(type, KM_TYPE_ADDRESS) != 0 || !(p = calloc(1, sizeof(*p)))) {
+		km_response_view_free(&j->v); /* tried again with the next part if it was not whole */
+		if (first != KM_VIEW_WAIT)
+			c->declined = msg; /* applied once whole, as any response */
+		return;
+	}
+	p->msg = (uint8_t *)msg;
+	p->len = len;
+	p->received_us = km_now_us();
+	p->borrowed = 1;
+	j->active = 1;
+	j->streaming = 1;
+	j->p = p;
+	memset(&j->res, 0, sizeof(j->res));
+	c->address.streamed++;
+	km_ads_client_resume(c);
+}
+
 static void on_message(struct km_grpc_stream *g, uint8_t *msg, size_t len)
 {
 	struct km_ads_client *c = g->data;
-	struct km_ads_pending *p = calloc(1, sizeof(*p));
+	struct km_ads_pending *p;
 
+	c->declined = NULL;
+	if (c->job.active && c->job.streaming && c->job.p->msg == msg) {
+		c->job.p->borrowed = 0; /* whole: the job's now */
+		if (km_response_view_grow(&c->job.v, len) != 0)
+			stream_malformed(c, len);
+		else
+			km_ads_client_resume(c);
+		return;
+	}
+	p = calloc(1, sizeof(*p));
 	if (!p) {
 		km_error("out of memory for a response of %zu bytes; reconnecting", len);
 		km_msgbuf_free(msg, len);
@@ -581,7 +699,10 @@ static void work_abandon_queue(struct km_ads_client *c)
 	if (c->job.active) {
 		km_xds_apply_address_some(c->model, &c->job.v, SIZE_MAX, on_accepted, &c->address,
 					  &c->job.res);
-		job_finish(c);
+		if (km_response_view_complete(&c->job.v))
+			job_finish(c);
+		else
+			job_drop_partial(c);
 	}
 	while (c->queue_head) {
 		struct km_ads_pending *p = c->queue_head;
@@ -597,7 +718,11 @@ static void work_abandon_queue(struct km_ads_client *c)
 
 static void connect_now(struct km_ads_client *c)
 {
-	const struct km_grpc_stream_cbs cbs = { on_open, on_message, on_end, on_stream_closed };
+	const struct km_grpc_stream_cbs cbs = { .on_open = on_open,
+						.on_message = on_message,
+						.on_end = on_end,
+						.on_closed = on_stream_closed,
+						.on_message_part = on_message_part };
 
 	if (c->stopping || c->stream_open)
 		return;

@@ -56,6 +56,7 @@ struct km_ads_type {
 	int withheld;
 	uint64_t withholds; /* streams begun so */
 	uint64_t swept;     /* resources removed by those sweeps */
+	uint64_t streamed;  /* responses whose applying began while they were still arriving */
 };
 
 /* A received response waiting to be applied (responses apply one after another, in order). */
@@ -64,6 +65,7 @@ struct km_ads_pending {
 	uint8_t *msg;
 	size_t len;
 	uint64_t received_us;
+	int borrowed; /* msg is still the stream's: the response is arriving (a streamed job) */
 };
 
 /* The Address response being applied, a slice of resources per loop iteration, so a push of the
@@ -71,6 +73,7 @@ struct km_ads_pending {
  * nor keeps the map writer waiting until the last resource is decoded. */
 struct km_ads_job {
 	int active;
+	int streaming; /* begun while the response was arriving (p->borrowed until it is whole) */
 	struct km_ads_pending *p;
 	struct km_response_view v;
 	struct km_xds_result res;
@@ -100,6 +103,7 @@ struct km_ads_client {
 	size_t queued_bytes;
 	size_t max_queued; /* KM_ADS_MAX_QUEUED_DEFAULT */
 	struct km_ads_job job;
+	const uint8_t *declined; /* the response arriving is not to be streamed (not Address) */
 	uv_idle_t work; /* runs the job's slices */
 	size_t slice; /* resources per slice */
 	/* Optional: while it returns 1 (ops waiting for the map writer pile up), slices wait, so a

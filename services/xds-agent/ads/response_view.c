@@ -10,15 +10,20 @@
 #define F_NONCE 5
 #define F_REMOVED 6
 
-static int varint(const uint8_t *p, size_t len, size_t *off, uint64_t *out)
+/* field()'s answers besides 0 */
+#define BAD (-1)      /* not a well-formed field */
+#define NEED_MORE 1   /* the field has not arrived whole (avail < total) */
+
+/* A varint at p[*off] of bytes [0, avail) received out of total. */
+static int varint(const uint8_t *p, size_t avail, size_t total, size_t *off, uint64_t *out)
 {
 	uint64_t v = 0;
 
 	for (int shift = 0; shift < 64; shift += 7) {
 		uint8_t b;
 
-		if (*off >= len)
-			return -1;
+		if (*off >= avail)
+			return avail < total ? NEED_MORE : BAD;
 		b = p[(*off)++];
 		v |= (uint64_t)(b & 0x7f) << shift;
 		if (!(b & 0x80)) {
@@ -26,43 +31,60 @@ static int varint(const uint8_t *p, size_t len, size_t *off, uint64_t *out)
 			return 0;
 		}
 	}
-	return -1;
+	return BAD;
 }
 
-/* One top-level field: its number and, for length-delimited ones, where its bytes are. */
-static int field(const uint8_t *p, size_t len, size_t *off, uint32_t *num, const uint8_t **val,
-		 size_t *vlen)
+/* Skip n bytes of a field whose bytes may still be arriving. */
+static int skip(size_t avail, size_t total, size_t *off, uint64_t n)
 {
-	uint64_t key, n;
+	if (n > total - *off)
+		return BAD;
+	if (n > avail - *off)
+		return NEED_MORE;
+	*off += (size_t)n;
+	return 0;
+}
 
-	if (varint(p, len, off, &key) != 0 || (key >> 3) == 0)
-		return -1;
-	*num = (uint32_t)(key >> 3);
+/* One top-level field: its number and, for length-delimited ones, where its bytes are. On
+ * NEED_MORE, *off is left at the field's start. */
+static int field(const uint8_t *p, size_t avail, size_t total, size_t *off, uint32_t *num,
+		 const uint8_t **val, size_t *vlen)
+{
+	size_t at = *off;
+	uint64_t key, n = 0;
+	int rc = varint(p, avail, total, off, &key);
+
 	*val = NULL;
 	*vlen = 0;
-	switch (key & 7) {
-	case 0:
-		return varint(p, len, off, &n);
-	case 1:
-		if (len - *off < 8)
-			return -1;
-		*off += 8;
-		return 0;
-	case 5:
-		if (len - *off < 4)
-			return -1;
-		*off += 4;
-		return 0;
-	case 2:
-		if (varint(p, len, off, &n) != 0 || n > len - *off)
-			return -1;
-		*val = p + *off;
-		*vlen = (size_t)n;
-		*off += (size_t)n;
-		return 0;
-	default:
-		return -1;
+	if (rc == 0 && (key >> 3) == 0)
+		rc = BAD;
+	if (rc == 0) {
+		*num = (uint32_t)(key >> 3);
+		switch (key & 7) {
+		case 0:
+			rc = varint(p, avail, total, off, &n);
+			break;
+		case 1:
+			rc = skip(avail, total, off, 8);
+			break;
+		case 5:
+			rc = skip(avail, total, off, 4);
+			break;
+		case 2:
+			rc = varint(p, avail, total, off, &n);
+			if (rc == 0) {
+				*val = p + *off;
+				*vlen = (size_t)n;
+				rc = skip(avail, total, off, n);
+			}
+			break;
+		default:
+			rc = BAD;
+		}
 	}
+	if (rc == NEED_MORE)
+		*off = at;
+	return rc;
 }
 
 static char *copy_string(const uint8_t *p, size_t n)
@@ -76,21 +98,31 @@ static char *copy_string(const uint8_t *p, size_t n)
 	return s;
 }
 
-int km_response_view_init(struct km_response_view *v, const uint8_t *data, size_t len)
+void km_response_view_begin(struct km_response_view *v, const uint8_t *data, size_t total)
 {
-	size_t off = 0;
-
 	memset(v, 0, sizeof(*v));
 	km_pb_scratch_init(&v->scratch);
 	v->data = data;
+	v->total = total;
+	v->first_removed_off = total;
+}
+
+int km_response_view_grow(struct km_response_view *v, size_t len)
+{
+	if (len > v->total || len < v->len)
+		return -1;
 	v->len = len;
-	while (off < len) {
-		uint32_t num;
+	while (v->scanned < len) {
+		size_t off = v->scanned;
+		uint32_t num = 0;
 		const uint8_t *val;
 		size_t vlen;
+		int rc = field(v->data, len, v->total, &off, &num, &val, &vlen);
 
-		if (field(data, len, &off, &num, &val, &vlen) != 0)
-			goto bad;
+		if (rc == NEED_MORE)
+			break;
+		if (rc != 0)
+			return -1;
 		if (num == F_RESOURCES && val) {
 			v->n_resources++;
 		} else if ((num == F_TYPE_URL || num == F_NONCE) && val) {
@@ -98,32 +130,42 @@ int km_response_view_init(struct km_response_view *v, const uint8_t *data, size_
 
 			free(*dst); /* the last occurrence wins, as protobuf decoders do */
 			if (!(*dst = copy_string(val, vlen)))
-				goto bad;
+				return -1;
 		} else if (num == F_REMOVED && val) {
-			v->n_removed++;
+			if (!v->n_removed++)
+				v->first_removed_off = v->scanned;
 		}
+		v->scanned = off;
 	}
-	if (!v->type_url)
-		v->type_url = copy_string((const uint8_t *)"", 0);
-	if (!v->nonce)
-		v->nonce = copy_string((const uint8_t *)"", 0);
-	if (!v->type_url || !v->nonce)
-		goto bad;
+	if (len == v->total) { /* field() cannot want more of a whole message */
+		if (!v->type_url && !(v->type_url = copy_string((const uint8_t *)"", 0)))
+			return -1;
+		if (!v->nonce && !(v->nonce = copy_string((const uint8_t *)"", 0)))
+			return -1;
+	}
 	return 0;
-bad:
-	km_response_view_free(v);
-	return -1;
 }
 
-/* The next length-delimited field numbered want from *off on: 1 with its bytes, or 0 at the end. */
+int km_response_view_init(struct km_response_view *v, const uint8_t *data, size_t len)
+{
+	km_response_view_begin(v, data, len);
+	if (km_response_view_grow(v, len) != 0) {
+		km_response_view_free(v);
+		return -1;
+	}
+	return 0;
+}
+
+/* The next length-delimited field numbered want from *off on, among the fields checked so far:
+ * 1 with its bytes, or 0 at the end of them. */
 static int next_field(const struct km_response_view *v, size_t *off, uint32_t want,
 		      const uint8_t **val, size_t *vlen)
 {
 	uint32_t num;
 
-	while (*off < v->len) {
-		if (field(v->data, v->len, off, &num, val, vlen) != 0)
-			return 0; /* cannot happen after a successful init */
+	while (*off < v->scanned) {
+		if (field(v->data, v->scanned, v->scanned, off, &num, val, vlen) != 0)
+			return 0; /* cannot happen: checked by km_response_view_grow */
 		if (num == want && *val)
 			return 1;
 	}
@@ -138,8 +180,26 @@ int km_response_view_next(struct km_response_view *v, Kmesh__Xds__Resource **out
 	*out = NULL;
 	km_pb_scratch_reset(&v->scratch); /* the previous resource goes */
 	if (!next_field(v, &v->next_off, F_RESOURCES, &val, &vlen))
-		return 0;
+		return v->scanned < v->total ? KM_VIEW_WAIT : 0;
 	*out = kmesh__xds__resource__unpack(km_pb_scratch_allocator(&v->scratch), vlen, val);
+	return 1;
+}
+
+int km_response_view_first_type(struct km_response_view *v, const char **type)
+{
+	size_t off = 0;
+	const uint8_t *val;
+	size_t vlen;
+	Kmesh__Xds__Resource *r;
+
+	*type = NULL;
+	km_pb_scratch_reset(&v->scratch);
+	if (!next_field(v, &off, F_RESOURCES, &val, &vlen))
+		return v->scanned < v->total ? KM_VIEW_WAIT : 0;
+	r = kmesh__xds__resource__unpack(km_pb_scratch_allocator(&v->scratch), vlen, val);
+	if (!r || !r->resource)
+		return 0;
+	*type = r->resource->type_url;
 	return 1;
 }
 
@@ -153,6 +213,9 @@ int km_response_view_next_removed(struct km_response_view *v, char *buf, size_t 
 	const uint8_t *val;
 	size_t vlen;
 
+	/* from the first removed name on: the bytes before it may have been given back */
+	if (v->next_removed_off < v->first_removed_off)
+		v->next_removed_off = v->first_removed_off;
 	while (next_field(v, &v->next_removed_off, F_REMOVED, &val, &vlen)) {
 		if (vlen == 0 || vlen > KM_XDS_NAME_MAX || memchr(val, '\0', vlen)) {
 			(*skipped)++;
@@ -163,6 +226,11 @@ int km_response_view_next_removed(struct km_response_view *v, char *buf, size_t 
 		return 1;
 	}
 	return 0;
+}
+
+size_t km_response_view_consumed(const struct km_response_view *v)
+{
+	return v->next_off < v->first_removed_off ? v->next_off : v->first_removed_off;
 }
 
 void km_response_view_free(struct km_response_view *v)

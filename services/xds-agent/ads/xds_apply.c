@@ -71,8 +71,10 @@ int km_xds_apply_address_some(struct km_model *m, struct km_response_view *v, si
 	Kmesh__Xds__Resource *r;
 
 	for (size_t done = 0; done < max; done++) {
-		if (!km_response_view_next(v, &r))
-			return 0;
+		int got = km_response_view_next(v, &r);
+
+		if (got != 1)
+			return got == KM_VIEW_WAIT ? KM_XDS_APPLY_WAIT : KM_XDS_APPLY_DONE;
 		const char *why = NULL;
 		const ProtobufCBinaryData *p = r ? payload(r, KM_TYPE_ADDRESS, &why) : NULL;
 		struct km_service_res *svc;
@@ -108,7 +110,8 @@ int km_xds_apply_address_some(struct km_model *m, struct km_response_view *v, si
 		}
 		free(name); /* r is the view's */
 	}
-	return v->next_off < v->len;
+	return v->next_off < v->scanned || v->scanned < v->total ? KM_XDS_APPLY_MORE
+								  : KM_XDS_APPLY_DONE;
 }
 
 void km_xds_apply_address_end(struct km_model *m, struct km_response_view *v,
@@ -147,7 +150,7 @@ void km_xds_apply_authorization(struct km_policy_store *ps, struct km_response_v
 	Kmesh__Xds__Resource *r;
 
 	memset(res, 0, sizeof(*res));
-	while (km_response_view_next(v, &r)) {
+	while (km_response_view_next(v, &r) == 1) { /* a whole message: never KM_VIEW_WAIT */
 		const char *why = NULL;
 		const ProtobufCBinaryData *p = r ? payload(r, KM_TYPE_AUTHORIZATION, &why) : NULL;
 		char *name = NULL, err[256];

@@ -31,9 +31,12 @@ typedef void (*km_xds_accepted_cb)(void *arg, const char *name, const char *vers
 
 void km_xds_apply_address(struct km_model *m, struct km_response_view *v, km_xds_accepted_cb cb,
 			  void *arg, struct km_xds_result *res);
-/* The same in steps, so a large response does not hold the event loop: zero res, call
- * km_xds_apply_address_some (at most max resources each) until it returns 0, then
+/* The same in steps, so a large response does not hold the event loop, and from a response still
+ * arriving (km_response_view_begin): zero res, call km_xds_apply_address_some (at most max
+ * resources each) until it returns KM_XDS_APPLY_DONE (KM_XDS_APPLY_WAIT: the next resource has
+ * not arrived yet; call again once the view has grown), then, with the view complete,
  * km_xds_apply_address_end (removals and the flush). Ops emitted in between are final. */
+enum { KM_XDS_APPLY_DONE = 0, KM_XDS_APPLY_MORE = 1, KM_XDS_APPLY_WAIT = 2 };
 int km_xds_apply_address_some(struct km_model *m, struct km_response_view *v, size_t max,
 			      km_xds_accepted_cb cb, void *arg, struct km_xds_result *res);
 void km_xds_apply_address_end(struct km_model *m, struct km_response_view *v,

@@ -147,6 +147,11 @@ static int on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t stream_id, c
 			data += take;
 			len -= take;
 		}
+		if (g->msg_have < g->msg_len) {
+			if (g->cbs.on_message_part)
+				g->cbs.on_message_part(g, g->msg, g->msg_have, g->msg_len);
+			continue; /* len is 0 here */
+		}
 		if (g->msg_have == g->msg_len) {
 			uint8_t *m = g->msg;
 

@@ -34,6 +34,12 @@ struct km_grpc_stream_cbs {
 	/* The call ended (once). goaway: the server is rotating the connection (reconnect at once). */
 	void (*on_end)(struct km_grpc_stream *g, int status, const char *message, int goaway);
 	void (*on_closed)(struct km_grpc_stream *g); /* every resource released */
+	/* Optional: part of a message has arrived (have of its len bytes, have < len); on_message
+	 * follows with the same msg once it is whole. msg is the stream's until then: the callee
+	 * may read [0, have) and give pages of it back (km_msgbuf_release) but not keep it past
+	 * on_end. */
+	void (*on_message_part)(struct km_grpc_stream *g, const uint8_t *msg, size_t have,
+				size_t len);
 };
 
 struct km_grpc_stream_config {
