@@ -58,12 +58,16 @@ static void own(struct km_prom *p, const struct km_agent_state *st)
 		by_type(p, st->ads, "kmesh_xds_swept_total",
 			"resources removed because istiod's whole state did not name them",
 			offsetof(struct km_ads_type, swept));
+		by_type(p, st->ads, "kmesh_xds_streamed_total",
+			"responses over 1 MiB whose applying began while they were still arriving",
+			offsetof(struct km_ads_type, streamed));
 	}
 	if (l) {
 		for (size_t i = 0; i < KM_LATENCY_BUCKETS; i++)
 			bounds[i] = km_latency_bounds_s[i];
 		km_prom_family(p, "kmesh_xds_apply_seconds", "histogram",
-			       "from a response received to its table operations applied");
+			       "from a response received (its first bytes, if it was streamed) to "
+			       "its table operations applied");
 		km_prom_histogram(p, "kmesh_xds_apply_seconds", "", bounds, l->buckets,
 				  KM_LATENCY_BUCKETS, (double)l->sum_us / 1e6);
 	}
