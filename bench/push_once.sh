@@ -8,7 +8,8 @@
 #   WAIT=S      seconds to let the push run before reading (default 4; 25 at 1M)
 #   DUMPS=N     then time N agent dumps (their cost on the agent's loop)
 #   RSS_LOG=F   the agent's and map writer's RSS every 0.25 s during the push, into F
-#   PERF_DIR=D  perf record the agent and the map writer for PERF_SECONDS (default 3) into D
+#   PERF_DIR=D  perf record the agent and the map writer for PERF_SECONDS (default 3) into D,
+#               call graphs by PERF_CG (default fp; "dwarf" where frame pointers are omitted)
 # Needs root.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -33,9 +34,9 @@ istiod=$(pgrep -f "fake_istiod.py --control $KM_DIR" | head -1)
 a0=$(ticks "$KM_AGENT_PID") m0=$(ticks "$KM_MW_PID") i0=$(ticks "$istiod")
 if [ -n "${PERF_DIR:-}" ]; then
 	mkdir -p "$PERF_DIR"
-	perf record -F 2000 -g -p "$KM_AGENT_PID" -o "$PERF_DIR/agent.data" -- sleep "${PERF_SECONDS:-3}" >/dev/null 2>&1 &
+	perf record -F 2000 --call-graph "${PERF_CG:-fp}" -p "$KM_AGENT_PID" -o "$PERF_DIR/agent.data" -- sleep "${PERF_SECONDS:-3}" >/dev/null 2>&1 &
 	perf_pids=$!
-	perf record -F 2000 -g -p "$KM_MW_PID" -o "$PERF_DIR/map-writer.data" -- sleep "${PERF_SECONDS:-3}" >/dev/null 2>&1 &
+	perf record -F 2000 --call-graph "${PERF_CG:-fp}" -p "$KM_MW_PID" -o "$PERF_DIR/map-writer.data" -- sleep "${PERF_SECONDS:-3}" >/dev/null 2>&1 &
 	perf_pids="$perf_pids $!"
 	sleep 0.5
 fi

@@ -235,6 +235,10 @@ $(B)/bench/big_service_bench: $(call obj,bench/big_service_bench.c bench/lib/ben
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(XDS_LIBS) -lbpf
 
+$(B)/bench/tls_cipher_bench: $(call obj,bench/tls_cipher_bench.c)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ -lwolfssl
+
 $(B)/bench/map_update_bench: $(call obj,bench/map_update_bench.c shared/latency.c)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS)
@@ -269,7 +273,7 @@ $(B)/bench/authz_bench: $(call obj,bench/authz_bench.c $(XDS_SRCS) $(MW_SRCS) $(
 	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS) $(XDS_LIBS)
 
 BENCHES := $(addprefix $(B)/bench/,decode_bench map_update_bench table_ops_bench connect_bench \
-	cni_add_bench authz_bench passive_bench big_service_bench)
+	cni_add_bench authz_bench passive_bench big_service_bench tls_cipher_bench)
 bench: all $(BENCHES)
 	@bash bench/run.sh
 

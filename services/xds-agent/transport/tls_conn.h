@@ -11,6 +11,13 @@
 #include <stdint.h>
 #include <uv.h>
 
+/* The cipher suites offered, in order of preference (wolfSSL's names). */
+#define KM_TLS_CIPHERS                                                                        \
+	"TLS13-CHACHA20-POLY1305-SHA256:TLS13-AES128-GCM-SHA256:TLS13-AES256-GCM-SHA384:"     \
+	"ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:"                          \
+	"ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"                          \
+	"ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384"
+
 struct km_tls_conn;
 
 struct km_tls_conn_cbs {

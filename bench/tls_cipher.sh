@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# tls_cipher.sh — decryption throughput of the ciphers the xDS agent offers istiod (see
+# bench/tls_cipher_bench.c). Prints a markdown section.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build/bench/tls_cipher_bench "${MIB:-256}"
