@@ -24,6 +24,7 @@ km_istiod_start
 km_istiod send "{\"cmd\": \"prepare\", \"workloads\": $WORKLOADS, \"services\": $SERVICES, \"dump\": \"$KM_DIR/push.bin\"}" >/dev/null
 json() { "$KM_PY" -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # user + system, in 10 ms ticks
+minflt() { awk '{print $10}' "/proc/$1/stat"; }      # minor page faults (fresh pages zeroed)
 rss_mb() { awk "/^$2:/ {printf \"%.1f\", \$2 / 1024}" "/proc/$1/status" 2>/dev/null; }
 km_map_writer_start --max-frontends $((WORKLOADS + SERVICES + 64)) --max-endpoints $((WORKLOADS + 64)) \
 	--max-backends $((WORKLOADS + 64)) --max-services $((SERVICES + 64)) \
@@ -31,7 +32,7 @@ km_map_writer_start --max-frontends $((WORKLOADS + SERVICES + 64)) --max-endpoin
 km_agent_start_xds --log-level warn --xds-max-message $((1 << 30))
 sleep 2
 istiod=$(pgrep -f "fake_istiod.py --control $KM_DIR" | head -1)
-a0=$(ticks "$KM_AGENT_PID") m0=$(ticks "$KM_MW_PID") i0=$(ticks "$istiod")
+a0=$(ticks "$KM_AGENT_PID") m0=$(ticks "$KM_MW_PID") i0=$(ticks "$istiod") f0=$(minflt "$KM_AGENT_PID")
 if [ -n "${PERF_DIR:-}" ]; then
 	mkdir -p "$PERF_DIR"
 	perf record -F 2000 --call-graph "${PERF_CG:-fp}" -p "$KM_AGENT_PID" -o "$PERF_DIR/agent.data" -- sleep "${PERF_SECONDS:-3}" >/dev/null 2>&1 &
@@ -51,12 +52,13 @@ t0=$(km_istiod send '{"cmd": "push-prepared"}' | json 'd["t0"]')
 sleep "${WAIT:-4}"
 [ -n "${PERF_DIR:-}" ] && wait $perf_pids
 [ -n "${RSS_LOG:-}" ] && kill "$rss_pid" 2>/dev/null
-a1=$(ticks "$KM_AGENT_PID") m1=$(ticks "$KM_MW_PID") i1=$(ticks "$istiod")
+a1=$(ticks "$KM_AGENT_PID") m1=$(ticks "$KM_MW_PID") i1=$(ticks "$istiod") f1=$(minflt "$KM_AGENT_PID")
 dump=$(KM_DUMP_ITEMS=1 "$KM_TESTCTL" agent-dump --socket "$KM_DIR/run/xds-agent.sock")
 echo "push -> applied $(echo "$dump" | json "round(d['map_writer']['last_synced_unix_us'] / 1e6 - $t0, 3)") s," \
 	"agent receive -> applied $(echo "$dump" | json 'round(d["update_latency_us"]["max"] / 1e6, 3)') s," \
 	"$(echo "$dump" | json 'd["model"]["workloads"]') workloads"
 echo "CPU over the push: agent $(((a1 - a0) * 10)) ms, map writer $(((m1 - m0) * 10)) ms, fake istiod $(((i1 - i0) * 10)) ms"
+echo "the agent's minor page faults over the push: $((f1 - f0))"
 echo "agent peak RSS $(rss_mb "$KM_AGENT_PID" VmHWM) MB"
 if [ -n "${DUMPS:-}" ]; then
 	t1=$(date +%s%N)
