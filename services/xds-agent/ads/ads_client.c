@@ -19,6 +19,8 @@
 /* Below this a response is applied once whole: it arrives in a few reads anyway, and only
  * buffers this large give their applied pages back (shared/msgbuf.c). */
 #define STREAM_FROM (1u << 20)
+/* Whether to stream is decided by the first resource, if it comes within this many bytes. */
+#define STREAM_DECIDE (64u << 10)
 #define BACKLOG_RECHECK_MS 50 /* a paused job looks again this often */
 
 /* ---- versions: kept on the model's and the policy store's entries ------------------------- */
@@ -633,8 +635,11 @@ static void on_message_part(struct km_grpc_stream *g, const uint8_t *msg, size_t
 	}
 	first = km_response_view_first_type(&j->v, &type);
 	if (first != 1 || strcmp(type, KM_TYPE_ADDRESS) != 0 || !(p = calloc(1, sizeof(*p)))) {
-		km_response_view_free(&j->v); /* tried again with the next part if it was not whole */
-		if (first != KM_VIEW_WAIT)
+		km_response_view_free(&j->v);
+		/* no resource yet: tried again with the next part, within the first STREAM_DECIDE
+		 * bytes only (each try reads them again; a response of 60 MB of removed names
+		 * would otherwise be read once per part) */
+		if (first != KM_VIEW_WAIT || have >= STREAM_DECIDE)
 			c->declined = msg; /* applied once whole, as any response */
 		return;
 	}
