@@ -394,6 +394,18 @@ static void pending_free(struct km_ads_pending *p)
 	}
 }
 
+/* The job ends without the Address bookkeeping of job_finish: what was applied is flushed to the
+ * map writer, the response dropped. */
+static void job_end_unanswered(struct km_ads_client *c)
+{
+	km_model_flush(c->model);
+	km_response_view_free(&c->job.v);
+	pending_free(c->job.p);
+	memset(&c->job, 0, sizeof(c->job));
+	if (c->on_applied)
+		c->on_applied(c->arg);
+}
+
 /* The job ends before its response has arrived whole (the stream ended, or what arrived is not
  * a response): the resources applied stay (each was whole and valid); nothing is answered and
  * nothing swept, as the response was never complete. */
@@ -404,12 +416,7 @@ static void job_drop_partial(struct km_ads_client *c)
 	km_info("a response of %zu bytes ended at %zu: the %zu resources that had arrived are "
 		"applied, the rest is sent again on the next stream",
 		j->v.total, j->v.len, j->res.applied + j->res.rejected);
-	km_model_flush(c->model);
-	km_response_view_free(&j->v);
-	pending_free(j->p);
-	memset(j, 0, sizeof(*j));
-	if (c->on_applied)
-		c->on_applied(c->arg);
+	job_end_unanswered(c);
 }
 
 /* The streamed job's response turned out not to be an Address response although its first
@@ -424,12 +431,7 @@ static void job_finish_mistyped(struct km_ads_client *c)
 		 "NACKing it", j->v.type_url, j->res.applied);
 	if (c->connected)
 		send_request(c, &other, 0, j->v.nonce, "Address resources in a response of another type");
-	km_model_flush(c->model);
-	km_response_view_free(&j->v);
-	pending_free(j->p);
-	memset(j, 0, sizeof(*j));
-	if (c->on_applied)
-		c->on_applied(c->arg);
+	job_end_unanswered(c);
 }
 
 /* The job's response is applied: removals, flush, then ACK or NACK on the stream it came on. */
