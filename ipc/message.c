@@ -1,4 +1,5 @@
-/* message.c — Envelope pack/unpack/reply helpers (see message.h). */
+/* message.c — Envelope pack/unpack, names of codes and roles (see message.h); sending them on a
+ * connection is message_send.c. */
 #include "ipc/message.h"
 
 #include <stddef.h>
@@ -16,18 +17,6 @@ uint8_t *km_msg_pack(const km_envelope *env, size_t *len)
 	return buf;
 }
 
-int km_msg_send(struct km_conn *c, const km_envelope *env)
-{
-	size_t len;
-	uint8_t *buf = km_msg_pack(env, &len);
-	int err;
-
-	if (!buf)
-		return UV_ENOMEM;
-	err = km_conn_send(c, buf, len);
-	free(buf);
-	return err;
-}
 
 /*
  * Unpacked envelopes live in an arena: a table batch unpacks into thousands of small structs,
@@ -148,44 +137,6 @@ void km_msg_free(km_envelope *env)
 		arena_release((struct km_arena *)((char *)env - KM_ARENA_HEADER));
 }
 
-/* Send reply (its code, message and body set) in an envelope answering request_id. */
-static int send_reply(struct km_conn *c, uint64_t request_id, Kmesh__Ipc__Reply *reply)
-{
-	Kmesh__Ipc__Envelope env = KMESH__IPC__ENVELOPE__INIT;
-
-	env.request_id = request_id;
-	env.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
-	env.reply = reply;
-	return km_msg_send(c, &env);
-}
-
-int km_msg_reply(struct km_conn *c, uint64_t request_id, Kmesh__Ipc__Code code,
-		 const char *message, uint32_t applied)
-{
-	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
-
-	reply.code = code;
-	reply.message = (char *)(message ? message : "");
-	reply.applied = applied;
-	return send_reply(c, request_id, &reply);
-}
-
-int km_msg_reply_json(struct km_conn *c, uint64_t request_id, const char *json)
-{
-	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
-
-	if (!json)
-		return km_msg_reply(c, request_id, KMESH__IPC__CODE__INTERNAL, "out of memory", 0);
-	reply.code = KMESH__IPC__CODE__OK;
-	reply.message = "";
-	reply.body_case = KMESH__IPC__REPLY__BODY_JSON;
-	reply.json = (char *)json;
-	if (send_reply(c, request_id, &reply) == 0)
-		return 0;
-	return km_msg_reply(c, request_id, KMESH__IPC__CODE__INTERNAL,
-			    "the answer is larger than a frame; ask for fewer items", 0);
-}
-
 const char *km_msg_code_name(Kmesh__Ipc__Code code)
 {
 	switch (code) {
@@ -228,16 +179,6 @@ const char *km_msg_role_name(Kmesh__Ipc__Role role)
 	}
 }
 
-int km_msg_reply_config(struct km_conn *c, uint64_t request_id, const Kmesh__Ipc__ConfigState *st)
-{
-	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
-
-	reply.code = KMESH__IPC__CODE__OK;
-	reply.message = "";
-	reply.body_case = KMESH__IPC__REPLY__BODY_CONFIG;
-	reply.config = (Kmesh__Ipc__ConfigState *)st;
-	return send_reply(c, request_id, &reply);
-}
 
 void km_msg_enroll_set(Kmesh__Ipc__Enroll *e, struct km_enroll_addrs *buf, uint64_t cookie,
 		       const struct km_addr *addrs, size_t n)

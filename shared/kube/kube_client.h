@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "shared/kube/kubeconfig.h"
+#include "shared/kube_name.h"
 
 #define KM_KUBE_MAX_RESPONSE (4u << 20)
 
@@ -46,8 +47,5 @@ int km_kube_stream(struct km_kube_client *c, const char *path, long max_ms,
 		   const volatile int *stop, char *err, size_t errlen);
 void km_kube_close(struct km_kube_client *c);
 
-/* 1 if s is a valid DNS-1123 subdomain (names of namespaces and pods), so it can be put into
- * an API path as is. */
-int km_kube_valid_name(const char *s);
 
 #endif
