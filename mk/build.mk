@@ -8,7 +8,7 @@ BPFTOOL ?= bpftool
 PROTOC_C ?= protoc-c
 
 PKGS     := libbpf libuv libprotobuf-c jansson libnghttp2 wolfssl libcurl yaml-0.1 libnl-xfrm-3.0 \
-            libmnl libmicrohttpd
+            libmicrohttpd
 # LAYOUT_FLAGS=-DKM_LAYOUT_TEST_NEXT builds the test's next table layout (see next-map-writer).
 LAYOUT_FLAGS ?=
 CPPFLAGS := -D_GNU_SOURCE -I. -Ibpf/include -I$(GEN) $(LAYOUT_FLAGS)
@@ -19,7 +19,9 @@ COMMON_LIBS := $(shell pkg-config --libs libuv libprotobuf-c)
 SD_LIBS     := $(shell pkg-config --libs libsystemd)
 MW_LIBS     := $(shell pkg-config --libs libbpf) -lelf -lz $(SD_LIBS) $(COMMON_LIBS)
 XDS_LIBS    := $(shell pkg-config --libs jansson libnghttp2 wolfssl libmicrohttpd) $(SD_LIBS) $(COMMON_LIBS)
-CNI_LIBS    := $(shell pkg-config --libs jansson libcurl yaml-0.1 libmnl) $(COMMON_LIBS)
+# the plugin is linked statically (fast start, any node's libraries): Debian ships these archives
+PLUGIN_LIBS := -static -Wl,--gc-sections -l:libjansson.a -l:libprotobuf-c.a
+CNI_LIBS    := $(shell pkg-config --libs jansson libcurl yaml-0.1) $(COMMON_LIBS)
 CTL_LIBS    := $(shell pkg-config --libs jansson libcurl yaml-0.1) $(COMMON_LIBS)
 IPSEC_LIBS  := $(shell pkg-config --libs jansson wolfssl libnl-xfrm-3.0 libcurl yaml-0.1) $(SD_LIBS) $(COMMON_LIBS)
 LDLIBS      := $(MW_LIBS) $(XDS_LIBS) $(CNI_LIBS) $(IPSEC_LIBS)
@@ -33,7 +35,13 @@ WIRE_PROTOS := $(wildcard proto/*.proto)
 WIRE_SRCS   := $(patsubst proto/%.proto,$(GEN)/%.pb-c.c,$(WIRE_PROTOS))
 XDS_SRCS    := $(filter-out %/main.c,$(wildcard services/xds-agent/*.c services/xds-agent/*/*.c)) $(WIRE_SRCS)
 KUBE_SRCS   := $(filter-out %/kube_watch.c,$(wildcard shared/kube/*.c)) # the watch: daemons only
-CNI_SRCS    := $(filter-out %/main.c,$(wildcard services/cni-plugin/*.c)) $(KUBE_SRCS)
+PLUGIN_SRCS := $(filter-out %/main.c,$(wildcard services/cni-plugin/*.c))
+# ... and of the rest only what it uses: no libuv, no libcurl
+PLUGIN_DEPS := ipc/frame.c ipc/message.c ipc/client_sync.c $(GEN)/kmesh_ipc.pb-c.c shared/log.c \
+               shared/netns.c shared/addr.c shared/atomic_file.c shared/errbuf.c shared/version.c \
+               shared/kube_name.c
+CNI_SRCS    := $(filter-out %/main.c,$(wildcard services/cni-agent/*.c)) $(PLUGIN_SRCS) $(KUBE_SRCS) \
+               shared/kube/kube_watch.c
 CTL_SRCS    := $(filter-out %/main.c,$(wildcard tools/kmeshctl/*.c))
 IPSEC_SRCS  := $(filter-out %/main.c,$(wildcard services/ipsec-agent/*.c)) $(KUBE_SRCS) \
                shared/kube/kube_watch.c
@@ -45,8 +53,8 @@ GEN_HDRS := $(GEN)/kmesh_ipc.pb-c.h $(GEN)/kmesh.skel.h $(GEN)/map_count.skel.h 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(patsubst $(B)/%,%,$(1)))
 san = $(patsubst %.c,$(B)/san/%.o,$(patsubst $(B)/%,%,$(1)))
 
-BINS := $(B)/bin/kmesh-map-writer $(B)/bin/kmesh-xds-agent $(B)/bin/kmesh-cni $(B)/bin/kmesh-ipsec-agent \
-        $(B)/bin/kmeshctl
+BINS := $(B)/bin/kmesh-map-writer $(B)/bin/kmesh-xds-agent $(B)/bin/kmesh-cni $(B)/bin/kmesh-cni-agent \
+        $(B)/bin/kmesh-ipsec-agent $(B)/bin/kmeshctl
 TEST_TOOLS := $(B)/tests/kmesh-testctl
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
@@ -134,17 +142,15 @@ $(B)/bin/kmesh-xds-agent: $(call obj,services/xds-agent/main.c $(XDS_SRCS) $(COM
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(XDS_LIBS)
 
-# kmesh-cni runs on the node, whose libraries may differ or be missing: the installer puts this
-# program's own beside the plugin (services/cni-plugin/bundle.h). DT_RPATH (which, unlike
-# RUNPATH, its libraries' own dependencies inherit) finds them there, and the interpreter path,
-# padded with leading slashes ("//x" is "/x"), leaves room to name the loader copied there.
-SYS_INTERP := $(shell readelf -l /bin/sh 2>/dev/null | sed -n 's/.*interpreter: \(.*\)\]/\1/p')
-CNI_LDFLAGS := -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/kmesh-cni.d' \
-	-Wl,--dynamic-linker=$(shell printf '%.0s/' $$(seq 1 160))$(SYS_INTERP)
-
-$(B)/bin/kmesh-cni: $(call obj,services/cni-plugin/main.c $(CNI_SRCS) $(COMMON_SRCS))
+# kmesh-cni runs on the node, whose libraries may differ or be missing, and its start is on
+# every pod's path: one static binary, with what it uses only.
+$(B)/bin/kmesh-cni: $(call obj,services/cni-plugin/main.c $(PLUGIN_SRCS) $(PLUGIN_DEPS))
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $^ $(CNI_LIBS) $(CNI_LDFLAGS)
+	$(CC) $(CFLAGS) -o $@ $^ $(PLUGIN_LIBS)
+
+$(B)/bin/kmesh-cni-agent: $(call obj,services/cni-agent/main.c $(CNI_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(CNI_LIBS)
 
 $(B)/bin/kmeshctl: $(call obj,tools/kmeshctl/main.c $(CTL_SRCS) $(KUBE_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
@@ -171,9 +177,14 @@ $(B)/san-bin/kmesh-xds-agent: $(call san,services/xds-agent/main.c $(XDS_SRCS) $
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(XDS_LIBS)
 
-$(B)/san-bin/kmesh-cni: $(call san,services/cni-plugin/main.c $(CNI_SRCS) $(COMMON_SRCS))
+# the sanitizers need the dynamic runtime: the sanitized plugin is linked dynamically
+$(B)/san-bin/kmesh-cni: $(call san,services/cni-plugin/main.c $(PLUGIN_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(CNI_LIBS) $(CNI_LDFLAGS)
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(CNI_LIBS)
+
+$(B)/san-bin/kmesh-cni-agent: $(call san,services/cni-agent/main.c $(CNI_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(CNI_LIBS)
 
 # ---- unit tests (cmocka, always under ASan+UBSan) ------------------------------------------------
 $(B)/tests/test_%: $(call san,tests/unit/test_%.c $(XDS_SRCS) $(MW_SRCS) $(CNI_SRCS) $(IPSEC_SRCS) \
@@ -200,7 +211,7 @@ integration: all next-map-writer $(B)/bench/connect_bench $(B)/bench/authz_bench
 
 integration-san: all next-map-writer $(B)/bench/connect_bench $(B)/bench/authz_bench $(B)/bench/decode_bench \
 	$(B)/bench/table_ops_bench $(B)/san-bin/kmesh-map-writer $(B)/san-bin/kmesh-xds-agent \
-		$(B)/san-bin/kmesh-cni $(B)/san-bin/kmesh-ipsec-agent
+		$(B)/san-bin/kmesh-cni $(B)/san-bin/kmesh-cni-agent $(B)/san-bin/kmesh-ipsec-agent
 	@bash tests/integration/run.sh --sanitized
 
 # the Helm chart (a real helm) and the systemd units (systemd-analyze), with the real binaries

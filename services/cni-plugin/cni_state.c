@@ -37,11 +37,13 @@ static int mkdir_p(const char *path, mode_t mode)
 
 int km_cni_state_init(const char *dir, char *err, size_t errlen)
 {
-	char sub[4200], pend[4200];
+	char sub[4200], pend[4200], und[4200];
 
 	snprintf(sub, sizeof(sub), "%s/containers", dir);
 	snprintf(pend, sizeof(pend), "%s/pending", dir);
-	if (mkdir_p(dir, 0700) != 0 || mkdir_p(sub, 0700) != 0 || mkdir_p(pend, 0700) != 0)
+	snprintf(und, sizeof(und), "%s/" KM_CNI_UNDECIDED_DIR, dir);
+	if (mkdir_p(dir, 0700) != 0 || mkdir_p(sub, 0700) != 0 || mkdir_p(pend, 0700) != 0 ||
+	    mkdir_p(und, 0700) != 0)
 		return km_errf(err, errlen, "cannot create the state directory %s: %s", sub,
 			       strerror(errno));
 	return 0;
@@ -80,29 +82,53 @@ void km_cni_state_remove(const char *dir, const char *container_id)
 		km_warn("cannot remove %s: %s", path, strerror(errno));
 }
 
-int km_cni_pending_save(const char *dir, const char *container_id, const uint8_t *env,
-			size_t len, char *err, size_t errlen)
+/* A record under dir/sub/<container id>, written whole (atomically). */
+static int record_save(const char *dir, const char *sub, const char *container_id,
+		       const uint8_t *data, size_t len, char *err, size_t errlen)
 {
 	char path[4500];
 
-	snprintf(path, sizeof(path), "%s/pending/%s", dir, container_id);
-	return km_atomic_write(path, env, len, 0600, (uid_t)-1, (gid_t)-1, KM_ATOMIC_NOSYNC, err,
+	snprintf(path, sizeof(path), "%s/%s/%s", dir, sub, container_id);
+	return km_atomic_write(path, data, len, 0600, (uid_t)-1, (gid_t)-1, KM_ATOMIC_NOSYNC, err,
 			       errlen);
 }
 
-int km_cni_pending_remove(const char *dir, const char *container_id)
+/* Remove it under its lock (its consumer holds the lock while it applies one). */
+static int record_remove(const char *dir, const char *sub, const char *container_id)
 {
 	char path[4500];
 	int fd, had;
 
-	snprintf(path, sizeof(path), "%s/pending/%s", dir, container_id);
+	snprintf(path, sizeof(path), "%s/%s/%s", dir, sub, container_id);
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	flock(fd, LOCK_EX); /* waits while the map writer applies it */
+	flock(fd, LOCK_EX); /* waits while the consumer applies it */
 	had = unlink(path) == 0;
 	close(fd);
 	return had;
+}
+
+int km_cni_pending_save(const char *dir, const char *container_id, const uint8_t *env,
+			size_t len, char *err, size_t errlen)
+{
+	return record_save(dir, "pending", container_id, env, len, err, errlen);
+}
+
+int km_cni_pending_remove(const char *dir, const char *container_id)
+{
+	return record_remove(dir, "pending", container_id);
+}
+
+int km_cni_undecided_save(const char *dir, const char *container_id, const uint8_t *env,
+			  size_t len, char *err, size_t errlen)
+{
+	return record_save(dir, KM_CNI_UNDECIDED_DIR, container_id, env, len, err, errlen);
+}
+
+int km_cni_undecided_remove(const char *dir, const char *container_id)
+{
+	return record_remove(dir, KM_CNI_UNDECIDED_DIR, container_id);
 }
 
 struct series {

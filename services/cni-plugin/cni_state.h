@@ -6,6 +6,10 @@
  *                                 (fail-open): the Enroll request as a packed Envelope, which
  *                                 the map writer applies once it is back (cni_pending.c there);
  *                                 removed by it, or by DEL under the file's lock;
+ *   undecided/<CNI_CONTAINERID>   an ADD the node's CNI agent did not answer (fail-open): the
+ *                                 CniCall as a packed Envelope, which the agent decides and
+ *                                 applies once it is back; removed by it, or by DEL under the
+ *                                 file's lock;
  *   metrics.prom                  counters in Prometheus text format, updated under a lock by
  *                                 every call (kmesh_cni_requests_total{command,result},
  *                                 kmesh_cni_fail_open_total{reason}). */
@@ -15,7 +19,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Create the state directory (mode 0700) and its containers/ and pending/ subdirectories. */
+#define KM_CNI_UNDECIDED_DIR "undecided"
+
+/* Create the state directory (mode 0700) and its containers/, pending/ and undecided/
+ * subdirectories. */
 int km_cni_state_init(const char *dir, char *err, size_t errlen);
 int km_cni_state_save(const char *dir, const char *container_id, uint64_t cookie,
 		      const char *pod, char *err, size_t errlen);
@@ -30,6 +37,12 @@ int km_cni_pending_save(const char *dir, const char *container_id, const uint8_t
 /* Remove it, under its lock (the map writer holds it while it applies one): after this returns,
  * the map writer either applied it already or never will. Returns 1 if there was one. */
 int km_cni_pending_remove(const char *dir, const char *container_id);
+
+/* Save the ADD the agent did not answer (a packed Envelope{cni_call}) for it to apply later. */
+int km_cni_undecided_save(const char *dir, const char *container_id, const uint8_t *env,
+			  size_t len, char *err, size_t errlen);
+/* Remove it, under its lock, as km_cni_pending_remove. Returns 1 if there was one. */
+int km_cni_undecided_remove(const char *dir, const char *container_id);
 
 /* Add 1 to one counter series, e.g. kmesh_cni_fail_open_total{reason="map_writer"}. Failures
  * are logged, never fatal. */

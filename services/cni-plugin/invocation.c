@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shared/kube/kube_client.h"
+#include "shared/kube_name.h"
 
 const char *km_cni_command_name(enum km_cni_command c)
 {

@@ -58,7 +58,7 @@ int km_cni_netconf_parse(const char *buf, size_t len, struct km_cni_netconf *nc,
 {
 	json_error_t jerr;
 	json_t *v;
-	const char *key, *policy;
+	const char *policy;
 	int bad = 0;
 
 	memset(nc, 0, sizeof(*nc));
@@ -84,23 +84,18 @@ int km_cni_netconf_parse(const char *buf, size_t len, struct km_cni_netconf *nc,
 	if (!nc->name)
 		return km_cni_fail(e, KM_CNI_E_CONFIG, "invalid network configuration",
 				   "\"name\" is missing");
-	nc->kubeconfig = "/etc/cni/net.d/kmesh-cni-kubeconfig";
-	json_object_foreach(nc->root, key, v) {
-		if (strcasecmp(key, "kubeconfig") != 0)
-			continue;
-		if (!json_is_string(v) || !*json_string_value(v))
-			return km_cni_fail(e, KM_CNI_E_CONFIG, "invalid network configuration",
-					   "\"%s\" must be a non-empty string", key);
-		nc->kubeconfig = json_string_value(v);
-	}
-	nc->map_writer_socket = string_field(nc->root, "mapWriterSocket",
-					     "/run/kmesh/map-writer.sock", e, &bad);
 	nc->state_dir = string_field(nc->root, "stateDir", "/run/kmesh/cni", e, &bad);
+	nc->agent_socket = string_field(nc->root, "agentSocket", NULL, e, &bad);
 	nc->log_file = string_field(nc->root, "logFile", NULL, e, &bad);
 	nc->log_level = string_field(nc->root, "logLevel", "info", e, &bad);
 	policy = string_field(nc->root, "failPolicy", "open", e, &bad);
 	if (bad)
 		return -1;
+	if (!nc->agent_socket) {
+		snprintf(nc->agent_socket_buf, sizeof(nc->agent_socket_buf), "%s/agent.sock",
+			 nc->state_dir);
+		nc->agent_socket = nc->agent_socket_buf;
+	}
 	if (!nc->log_file) {
 		snprintf(nc->log_file_buf, sizeof(nc->log_file_buf), "%s/kmesh-cni.log",
 			 nc->state_dir);

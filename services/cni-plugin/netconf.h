@@ -2,15 +2,15 @@
  * fields (cniVersion, name, prevResult), our own keys, and the pod IPs taken from prevResult.
  * Bounded: at most KM_CNI_MAX_CONFIG bytes, KM_CNI_MAX_POD_IPS addresses.
  *
- * Our keys (all optional; the installer writes them):
- *   kubeconfig        path of the kubeconfig for the Kubernetes API (any letter case, so
- *                     Kmesh's "kubeConfig" works)          default /etc/cni/net.d/kmesh-cni-kubeconfig
- *   mapWriterSocket   the map writer's Unix socket          default /run/kmesh/map-writer.sock
+ * Our keys (all optional; the CNI agent's installer writes them):
+ *   agentSocket       the node's CNI agent (kmesh-cni-agent) default <stateDir>/agent.sock
  *   failPolicy        "open" or "closed" (see docs/cni.md)  default "open"
  *   stateDir          per-container state and metrics       default /run/kmesh/cni
  *   logFile           log file, "stderr" for stderr         default <stateDir>/kmesh-cni.log
  *   logLevel          error, warn, info, debug              default info
- *   timeoutMs         per request to the API / map writer   default 2000 (100..30000) */
+ *   timeoutMs         for the agent's answer                default 2000 (100..30000)
+ * Keys of earlier versions (kubeconfig, mapWriterSocket) are ignored: the plugin asks only the
+ * agent. */
 #ifndef KM_CNI_NETCONF_H
 #define KM_CNI_NETCONF_H
 
@@ -31,7 +31,7 @@ enum km_cni_fail_policy {
 struct km_cni_netconf {
 	json_t *root; /* owns every string below */
 	const char *cni_version, *name;
-	const char *kubeconfig, *map_writer_socket, *state_dir, *log_file, *log_level;
+	const char *agent_socket, *state_dir, *log_file, *log_level;
 	enum km_cni_fail_policy fail_policy;
 	unsigned timeout_ms;
 	json_t *prev_result; /* borrowed from root; NULL when absent */
@@ -39,6 +39,7 @@ struct km_cni_netconf {
 	size_t n_pod_ips;
 	size_t ips_dropped; /* beyond KM_CNI_MAX_POD_IPS */
 	char log_file_buf[4096];
+	char agent_socket_buf[4096];
 };
 
 /* Returns 0, or -1 with e filled (code 1 for an unsupported cniVersion, 6 for text that is not

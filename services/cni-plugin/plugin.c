@@ -1,4 +1,7 @@
-/* plugin.c — the CNI commands (see plugin.h). */
+/* plugin.c — the CNI commands (see plugin.h): a thin client of the node's CNI agent. The plugin
+ * reads what only it can (the pod's network namespace: its cookie and the node side of its
+ * interface), keeps the cookie for DEL, and asks the agent, which decides from its cache of the
+ * node's pods and enrolls through the map writer. */
 #include "services/cni-plugin/plugin.h"
 
 #include <errno.h>
@@ -11,13 +14,12 @@
 #include "ipc/client_sync.h"
 #include "kmesh_maps.h"
 #include "services/cni-plugin/cni_state.h"
-#include "services/cni-plugin/enroll_rule.h"
 #include "services/cni-plugin/host_link.h"
-#include "shared/kube/kube_client.h"
 #include "shared/log.h"
 #include "shared/netns.h"
 
-#define ANNOTATION "kmesh.net/redirection"
+typedef Kmesh__Ipc__CniOutcome__Result cni_result;
+#define R(x) KMESH__IPC__CNI_OUTCOME__RESULT__##x
 
 struct call {
 	const struct km_cni_invocation *inv;
@@ -25,11 +27,16 @@ struct call {
 	FILE *out;
 	struct km_cni_error *e;
 	char pod[520]; /* "namespace/name" */
-	struct km_kube_client kube;
-	int kube_open;
 	uint32_t host_ifindex; /* the node side of the pod's interface (0: none found) */
-	uint8_t *enroll_env;   /* the Enroll sent, packed: kept as pending if the map writer is away */
-	size_t enroll_env_len;
+	uint8_t *call_env;     /* the ADD sent, packed: kept as undecided if the agent is away */
+	size_t call_env_len;
+};
+
+/* What became of a call to the agent. */
+enum agent_reach {
+	AGENT_ANSWERED = 0,
+	AGENT_UNREACHED,  /* nothing was sent */
+	AGENT_NO_ANSWER,  /* sent, no answer: it may have acted */
 };
 
 static void count(const struct call *c, const char *result)
@@ -51,25 +58,22 @@ static int pass_through(struct call *c)
 	return 0;
 }
 
-/* The mesh is unavailable (reason "kube_api" or "map_writer"): the fail policy decides. */
+/* The mesh is unavailable (reason "kube_api", "map_writer" or "node_agent"): the fail policy
+ * decides. */
 static int unavailable(struct call *c, const char *reason, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 static int unavailable(struct call *c, const char *reason, int code, const char *fmt, ...)
 {
-	char details[600], series[128];
+	char details[800], series[128];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(details, sizeof(details), fmt, ap);
 	va_end(ap);
 	if (c->nc->fail_policy == KM_CNI_FAIL_CLOSED) {
-		km_error("%s %s: failed (failPolicy closed): %s", km_cni_command_name(c->inv->command),
-			 c->pod, details);
 		count(c, "failed");
-		return km_cni_fail(c->e, code,
-				   code == KM_CNI_E_KUBE_API ? "the Kubernetes API is unavailable"
-							     : "the kmesh map writer is unavailable",
-				   "%s", details);
+		return km_cni_fail(c->e, code, "the mesh is unavailable (failPolicy closed)", "%s",
+				   details);
 	}
 	km_warn("%s %s: fail-open, the pod runs without the mesh: %s",
 		km_cni_command_name(c->inv->command), c->pod, details);
@@ -79,39 +83,49 @@ static int unavailable(struct call *c, const char *reason, int code, const char 
 	return pass_through(c);
 }
 
-#define MW_UNREACHED (-1) /* not connected: the request was never sent */
-#define MW_UNKNOWN (-2)   /* sent, but no reply: it may or may not have been applied */
-
-/* One request to the map writer as the CNI role. Returns the reply code, or MW_UNREACHED /
- * MW_UNKNOWN (why says how). */
-static int map_writer_call(struct call *c, km_envelope *req, char *why, size_t whylen)
+/* One call to the agent: *res and why from its answer. */
+static enum agent_reach agent_call(struct call *c, Kmesh__Ipc__CniCall *cc, cni_result *res,
+				   int *pending, char *why, size_t whylen)
 {
 	struct km_sync_client cl;
+	km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep = NULL;
 	Kmesh__Ipc__Code code = KMESH__IPC__CODE__OK;
-	km_envelope *rep;
 	char msg[256] = "";
 	int rc;
 
-	rc = km_sync_connect(&cl, c->nc->map_writer_socket, KMESH__IPC__ROLE__ROLE_CNI, "kmesh-cni",
+	req.body_case = KMESH__IPC__ENVELOPE__BODY_CNI_CALL;
+	req.cni_call = cc;
+	if (cc->command == KMESH__IPC__CNI_CALL__COMMAND__ADD) {
+		free(c->call_env);
+		c->call_env = km_msg_pack(&req, &c->call_env_len);
+	}
+	rc = km_sync_connect(&cl, c->nc->agent_socket, KMESH__IPC__ROLE__ROLE_CNI, "kmesh-cni",
 			     (int)c->nc->timeout_ms, &code, msg, sizeof(msg));
 	if (rc) {
-		snprintf(why, whylen, "map writer at %s: %s%s%s", c->nc->map_writer_socket,
+		snprintf(why, whylen, "the node's CNI agent at %s: %s%s%s", c->nc->agent_socket,
 			 strerror(-rc), *msg ? ": " : "", msg);
-		return MW_UNREACHED;
+		return AGENT_UNREACHED;
 	}
-	rc = km_sync_call(&cl, req, &rep);
+	rc = km_sync_call(&cl, &req, &rep);
 	km_sync_close(&cl);
 	if (rc) {
-		snprintf(why, whylen, "map writer at %s: %s (the request may have been applied)",
-			 c->nc->map_writer_socket, strerror(-rc));
-		return MW_UNKNOWN;
+		snprintf(why, whylen, "the node's CNI agent at %s: %s (the request may have been "
+			 "applied)", c->nc->agent_socket, strerror(-rc));
+		return AGENT_NO_ANSWER;
 	}
-	code = rep->reply->code;
-	snprintf(why, whylen, "map writer: %s%s%s", km_msg_code_name(code),
-		 rep->reply->message && *rep->reply->message ? ": " : "",
-		 rep->reply->message ? rep->reply->message : "");
+	if (rep->reply->code != KMESH__IPC__CODE__OK ||
+	    rep->reply->body_case != KMESH__IPC__REPLY__BODY_CNI) {
+		snprintf(why, whylen, "the node's CNI agent refused the call: %s%s%s",
+			 km_msg_code_name(rep->reply->code), rep->reply->message ? ": " : "",
+			 rep->reply->message ? rep->reply->message : "");
+		km_msg_free(rep);
+		return AGENT_UNREACHED; /* nothing applied: as if it were away */
+	}
+	*res = rep->reply->cni->result;
+	*pending = rep->reply->cni->pending;
+	snprintf(why, whylen, "%s", rep->reply->cni->why ? rep->reply->cni->why : "");
 	km_msg_free(rep);
-	return (int)code;
+	return AGENT_ANSWERED;
 }
 
 static int peer_of_ifname(void *arg, char *err, size_t errlen)
@@ -121,21 +135,52 @@ static int peer_of_ifname(void *arg, char *err, size_t errlen)
 	return km_host_link_peer(c->inv->ifname, &c->host_ifindex, err, errlen);
 }
 
-static int enroll(struct call *c, uint64_t cookie, char *why, size_t whylen)
+static void init_call(struct call *c, Kmesh__Ipc__CniCall *cc, Kmesh__Ipc__Enroll *en,
+		      Kmesh__Ipc__CniCall__Command command, uint64_t cookie)
 {
-	km_envelope req = KMESH__IPC__ENVELOPE__INIT;
-	Kmesh__Ipc__Enroll en = KMESH__IPC__ENROLL__INIT;
+	kmesh__ipc__cni_call__init(cc);
+	kmesh__ipc__enroll__init(en);
+	cc->command = command;
+	cc->container_id = (char *)c->inv->container_id;
+	cc->pod_namespace = (char *)c->inv->pod_namespace;
+	cc->pod_name = (char *)c->inv->pod_name;
+	en->netns_cookie = cookie;
+	en->pod = c->pod;
+	cc->enroll = en;
+}
+
+static int cmd_add(struct call *c)
+{
+	Kmesh__Ipc__CniCall cc;
+	Kmesh__Ipc__Enroll en;
 	ProtobufCBinaryData bytes[KM_CNI_MAX_POD_IPS];
 	uint8_t raw[KM_CNI_MAX_POD_IPS][16];
+	char why[768], err[400];
+	cni_result res = R(RESULT_UNSPECIFIED);
+	uint64_t cookie;
+	int rc, pending = 0;
+	enum agent_reach reach;
 
+	rc = km_netns_cookie(c->inv->netns, &cookie, why, sizeof(why));
+	if (rc) {
+		count(c, "failed");
+		return km_cni_fail(c->e, rc == -ENOENT ? KM_CNI_E_CONTAINER : KM_CNI_E_IO,
+				   "cannot read the pod's network namespace", "%s", why);
+	}
+	/* state first: whatever happens next, a DEL finds the cookie to undo */
+	if (km_cni_state_init(c->nc->state_dir, why, sizeof(why)) ||
+	    km_cni_state_save(c->nc->state_dir, c->inv->container_id, cookie, c->pod, why,
+			      sizeof(why))) {
+		count(c, "failed");
+		return km_cni_fail(c->e, KM_CNI_E_IO, "cannot save the enrollment state", "%s", why);
+	}
+	init_call(c, &cc, &en, KMESH__IPC__CNI_CALL__COMMAND__ADD, cookie);
 	for (size_t i = 0; i < c->nc->n_pod_ips; i++) {
 		bytes[i].len = km_addr_to_bytes(&c->nc->pod_ips[i], raw[i]);
 		bytes[i].data = raw[i];
 	}
-	en.netns_cookie = cookie;
 	en.n_addresses = c->nc->n_pod_ips;
 	en.addresses = bytes;
-	en.pod = c->pod;
 	/* lets the map writer close this pod's connections that a policy change denies */
 	if (c->inv->netns[0] == '/' && strlen(c->inv->netns) < KM_NETNS_PATH_MAX)
 		en.netns_path = (char *)c->inv->netns;
@@ -145,183 +190,77 @@ static int enroll(struct call *c, uint64_t cookie, char *why, size_t whylen)
 			KM_NETNS_PATH_MAX - 1);
 	/* where IPsec's encrypt program goes; without it the map writer refuses the pod when
 	 * IPsec is on, and says why */
-	if (km_netns_call(c->inv->netns, peer_of_ifname, c, why, whylen) != 0)
+	if (km_netns_call(c->inv->netns, peer_of_ifname, c, err, sizeof(err)) != 0)
 		km_warn("ADD %s: cannot find the node side of %s: %s", c->pod,
-			c->inv->ifname ? c->inv->ifname : "(no CNI_IFNAME)", why);
+			c->inv->ifname ? c->inv->ifname : "(no CNI_IFNAME)", err);
 	else if (!c->host_ifindex)
 		km_info("ADD %s: %s is not a veth: no node-side interface", c->pod, c->inv->ifname);
 	en.host_ifindex = c->host_ifindex;
-	req.body_case = KMESH__IPC__ENVELOPE__BODY_ENROLL;
-	req.enroll = &en;
-	free(c->enroll_env);
-	c->enroll_env = km_msg_pack(&req, &c->enroll_env_len);
-	return map_writer_call(c, &req, why, whylen);
-}
 
-static int unenroll(struct call *c, uint64_t cookie, char *why, size_t whylen)
-{
-	km_envelope req = KMESH__IPC__ENVELOPE__INIT;
-	Kmesh__Ipc__Unenroll un = KMESH__IPC__UNENROLL__INIT;
-
-	un.netns_cookie = cookie;
-	un.pod = c->pod;
-	req.body_case = KMESH__IPC__ENVELOPE__BODY_UNENROLL;
-	req.unenroll = &un;
-	return map_writer_call(c, &req, why, whylen);
-}
-
-/* Fetch the pod (and its namespace when the pod alone does not decide). Returns 0 with *d set,
- * or -1 with why filled (the API is unavailable); *pod_out keeps the pod for the annotation. */
-static int decide(struct call *c, struct km_enroll_decision *d, json_t **pod_out, char *why,
-		  size_t whylen)
-{
-	char path[600];
-	json_t *pod = NULL, *ns = NULL;
-	int status, needs_ns;
-
-	*pod_out = NULL;
-	if (!c->kube_open) {
-		if (km_kube_open(&c->kube, c->nc->kubeconfig, c->nc->timeout_ms, why, whylen) != 0)
-			return -1;
-		c->kube_open = 1;
-	}
-	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", c->inv->pod_namespace,
-		 c->inv->pod_name);
-	status = km_kube_request(&c->kube, "GET", path, NULL, NULL, &pod, why, whylen);
-	if (status != 200)
-		return -1;
-	*d = km_enroll_decide(pod, NULL, &needs_ns);
-	if (needs_ns) {
-		snprintf(path, sizeof(path), "/api/v1/namespaces/%s", c->inv->pod_namespace);
-		status = km_kube_request(&c->kube, "GET", path, NULL, NULL, &ns, why, whylen);
-		if (status != 200) {
-			json_decref(pod);
-			return -1;
+	reach = agent_call(c, &cc, &res, &pending, why, sizeof(why));
+	if (reach != AGENT_ANSWERED) {
+		/* the agent decides it once it is back (its reconcile); a DEL withdraws it first */
+		if (c->nc->fail_policy == KM_CNI_FAIL_OPEN && c->call_env &&
+		    km_cni_undecided_save(c->nc->state_dir, c->inv->container_id, c->call_env,
+					  c->call_env_len, err, sizeof(err)) == 0)
+			return unavailable(c, "node_agent", KM_CNI_E_MAP_WRITER,
+					   "%s; the agent decides the pod once it is back", why);
+		if (reach == AGENT_NO_ANSWER) { /* it may have enrolled: DEL must find the cookie */
+			count(c, "failed");
+			return km_cni_fail(c->e, KM_CNI_E_MAP_WRITER,
+					   "the node's CNI agent did not answer", "%s", why);
 		}
-		*d = km_enroll_decide(pod, ns, &needs_ns);
-		json_decref(ns);
+		km_cni_state_remove(c->nc->state_dir, c->inv->container_id);
+		return unavailable(c, "node_agent", KM_CNI_E_MAP_WRITER, "%s", why);
 	}
-	*pod_out = pod;
-	return 0;
-}
-
-static int annotate(struct call *c, const json_t *pod, char *why, size_t whylen)
-{
-	const char *have = json_string_value(json_object_get(
-		json_object_get(json_object_get(pod, "metadata"), "annotations"), ANNOTATION));
-	char path[600];
-
-	if (have && !strcmp(have, "enabled"))
-		return 0;
-	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", c->inv->pod_namespace,
-		 c->inv->pod_name);
-	return km_kube_request(&c->kube, "PATCH", path, "application/merge-patch+json",
-			       "{\"metadata\":{\"annotations\":{\"" ANNOTATION "\":\"enabled\"}}}",
-			       NULL, why, whylen) == 200
-		       ? 0
-		       : -1;
-}
-
-static int cmd_add(struct call *c)
-{
-	struct km_enroll_decision d;
-	char why[768], undo[400];
-	json_t *pod;
-	uint64_t cookie;
-	int rc;
-
-	if (decide(c, &d, &pod, why, sizeof(why)) != 0)
-		return unavailable(c, "kube_api", KM_CNI_E_KUBE_API, "%s", why);
-	if (!d.enroll) {
-		km_info("ADD %s: not enrolled: %s", c->pod, d.why);
-		json_decref(pod);
+	switch (res) {
+	case R(ENROLLED):
+		km_info("ADD %s: enrolled, netns cookie %" PRIu64 ", %zu address(es): %s", c->pod,
+			cookie, c->nc->n_pod_ips, why);
+		count(c, "enrolled");
+		return pass_through(c);
+	case R(NOT_ENROLLED):
+		km_cni_state_remove(c->nc->state_dir, c->inv->container_id);
+		km_info("ADD %s: not enrolled: %s", c->pod, why);
 		count(c, "not_enrolled");
 		return pass_through(c);
-	}
-	rc = km_netns_cookie(c->inv->netns, &cookie, why, sizeof(why));
-	if (rc) {
-		json_decref(pod);
-		count(c, "failed");
-		return km_cni_fail(c->e, rc == -ENOENT ? KM_CNI_E_CONTAINER : KM_CNI_E_IO,
-				   "cannot read the pod's network namespace", "%s", why);
-	}
-	/* state first: whatever happens next, a DEL finds the cookie to undo */
-	if (km_cni_state_init(c->nc->state_dir, why, sizeof(why)) ||
-	    km_cni_state_save(c->nc->state_dir, c->inv->container_id, cookie, c->pod, why,
-			      sizeof(why))) {
-		json_decref(pod);
-		count(c, "failed");
-		return km_cni_fail(c->e, KM_CNI_E_IO, "cannot save the enrollment state", "%s", why);
-	}
-	rc = enroll(c, cookie, why, sizeof(why));
-	if (rc == MW_UNKNOWN && unenroll(c, cookie, undo, sizeof(undo)) != KMESH__IPC__CODE__OK) {
-		/* the enroll may have been applied and cannot be undone now: fail, keeping the
-		 * state, so the runtime's DEL removes whatever is there */
-		json_decref(pod);
-		count(c, "failed");
-		return km_cni_fail(c->e, KM_CNI_E_MAP_WRITER, "the kmesh map writer did not answer",
-				   "enroll netns cookie %" PRIu64 ": %s; undoing it failed: %s",
-				   cookie, why, undo);
-	}
-	if (rc == KMESH__IPC__CODE__ENCRYPTION_UNAVAILABLE) {
+	case R(KUBE_UNAVAILABLE): /* the agent keeps it and decides once the API answers */
+		return unavailable(c, "kube_api", KM_CNI_E_KUBE_API, "%s", why);
+	case R(MAP_WRITER_UNAVAILABLE):
+		return unavailable(c, "map_writer", KM_CNI_E_MAP_WRITER,
+				   "enroll netns cookie %" PRIu64 ": %s%s", cookie, why,
+				   pending ? "; the agent enrolls it once the map writer is back" : "");
+	case R(ENCRYPTION_UNAVAILABLE):
 		/* not an unavailable mesh: started anyway, the pod would talk to other nodes in
 		 * clear, so no fail policy lets it through */
-		json_decref(pod);
 		km_cni_state_remove(c->nc->state_dir, c->inv->container_id);
 		km_error("ADD %s: refused: %s", c->pod, why);
 		count(c, "failed");
 		return km_cni_fail(c->e, KM_CNI_E_ENCRYPTION,
 				   "IPsec is on and the pod's traffic cannot be encrypted", "%s", why);
+	case R(ENROLL_UNKNOWN):
+	default: /* the state stays, so the runtime's DEL removes whatever is there */
+		count(c, "failed");
+		return km_cni_fail(c->e, KM_CNI_E_MAP_WRITER, "the kmesh map writer did not answer",
+				   "enroll netns cookie %" PRIu64 ": %s", cookie, why);
 	}
-	if (rc != KMESH__IPC__CODE__OK) {
-		json_decref(pod);
-		/* fail-open: the map writer enrolls it once it is back (a reconcile, cni_state.h);
-		 * the saved cookie stays so a DEL undoes whichever came first */
-		if (c->nc->fail_policy == KM_CNI_FAIL_OPEN && c->enroll_env &&
-		    km_cni_pending_save(c->nc->state_dir, c->inv->container_id, c->enroll_env,
-					c->enroll_env_len, undo, sizeof(undo)) == 0) {
-			km_cni_metric_inc(c->nc->state_dir, "kmesh_cni_pending_total");
-			return unavailable(c, "map_writer", KM_CNI_E_MAP_WRITER,
-					   "enroll netns cookie %" PRIu64 ": %s; the map writer will "
-					   "enroll it once it is back", cookie, why);
-		}
-		km_cni_state_remove(c->nc->state_dir, c->inv->container_id);
-		return unavailable(c, "map_writer", KM_CNI_E_MAP_WRITER, "enroll netns cookie %" PRIu64
-				   ": %s", cookie, why);
-	}
-	if (annotate(c, pod, why, sizeof(why)) != 0) {
-		json_decref(pod);
-		if (unenroll(c, cookie, undo, sizeof(undo)) != KMESH__IPC__CODE__OK) {
-			/* enrolled without its annotation and the undo failed: fail whatever the
-			 * policy, keeping the state, so the runtime's DEL removes it */
-			km_error("ADD %s: annotating failed and undoing the enroll failed too (%s); "
-				 "the pod's netns cookie %" PRIu64 " stays in km_manage until DEL",
-				 c->pod, undo, cookie);
-			count(c, "failed");
-			return km_cni_fail(c->e, KM_CNI_E_MAP_WRITER, "cannot annotate the pod",
-					   "%s; undoing the enroll failed: %s", why, undo);
-		}
-		km_cni_state_remove(c->nc->state_dir, c->inv->container_id);
-		return unavailable(c, "kube_api", KM_CNI_E_KUBE_API,
-				   "annotating the pod %s=enabled: %s (enroll undone)", ANNOTATION,
-				   why);
-	}
-	json_decref(pod);
-	km_info("ADD %s: enrolled, netns cookie %" PRIu64 ", %zu address(es): %s", c->pod, cookie,
-		c->nc->n_pod_ips, d.why);
-	count(c, "enrolled");
-	return pass_through(c);
 }
 
-/* Unenrolls exactly what the ADD enrolled, by the saved cookie: no API call and no netns
- * needed, so it works after either is gone, and twice. */
+/* Unenrolls exactly what the ADD enrolled, by the saved cookie: no netns needed, so it works
+ * after the namespace is gone, and twice. */
 static int cmd_del(struct call *c)
 {
+	Kmesh__Ipc__CniCall cc;
+	Kmesh__Ipc__Enroll en;
+	cni_result res = R(RESULT_UNSPECIFIED);
 	uint64_t saved = 0;
 	char why[768];
-	int rc;
+	int rc, pending = 0;
 
-	/* an enrollment left pending goes first: after this the map writer cannot apply it */
+	/* an ADD the agent has not decided goes first: after this it never will */
+	if (km_cni_undecided_remove(c->nc->state_dir, c->inv->container_id))
+		km_info("DEL %s: its undecided enrollment is withdrawn", c->pod);
+	/* and one left to an earlier version's map writer reconcile */
 	if (km_cni_pending_remove(c->nc->state_dir, c->inv->container_id))
 		km_info("DEL %s: its pending enrollment is withdrawn", c->pod);
 	rc = km_cni_state_load(c->nc->state_dir, c->inv->container_id, &saved);
@@ -335,8 +274,13 @@ static int cmd_del(struct call *c)
 		return km_cni_fail(c->e, KM_CNI_E_IO, "cannot read the enrollment state",
 				   "container %s: %s", c->inv->container_id, strerror(-rc));
 	}
-	rc = unenroll(c, saved, why, sizeof(why));
-	if (rc != KMESH__IPC__CODE__OK)
+	init_call(c, &cc, &en, KMESH__IPC__CNI_CALL__COMMAND__DEL, saved);
+	if (agent_call(c, &cc, &res, &pending, why, sizeof(why)) != AGENT_ANSWERED)
+		return unavailable(c, "node_agent", KM_CNI_E_MAP_WRITER,
+				   "unenroll netns cookie %" PRIu64 ": %s (the agent removes it "
+				   "once it is back and the pod is gone; DEL again removes it)",
+				   saved, why);
+	if (res != R(UNENROLLED) && res != R(NOT_ENROLLED))
 		return unavailable(c, "map_writer", KM_CNI_E_MAP_WRITER,
 				   "unenroll netns cookie %" PRIu64 ": %s (its row stays; DEL again "
 				   "removes it)", saved, why);
@@ -348,38 +292,35 @@ static int cmd_del(struct call *c)
 
 static int cmd_check(struct call *c)
 {
-	struct km_enroll_decision d;
-	km_envelope req = KMESH__IPC__ENVELOPE__INIT;
-	Kmesh__Ipc__EnrollQuery q = KMESH__IPC__ENROLL_QUERY__INIT;
+	Kmesh__Ipc__CniCall cc;
+	Kmesh__Ipc__Enroll en;
+	cni_result res = R(RESULT_UNSPECIFIED);
 	char why[768];
-	json_t *pod;
 	uint64_t cookie;
-	int rc;
+	int rc, pending = 0;
 
-	if (decide(c, &d, &pod, why, sizeof(why)) != 0)
-		return unavailable(c, "kube_api", KM_CNI_E_KUBE_API, "%s", why);
-	json_decref(pod);
 	rc = km_netns_cookie(c->inv->netns, &cookie, why, sizeof(why));
 	if (rc) {
 		count(c, "failed");
 		return km_cni_fail(c->e, rc == -ENOENT ? KM_CNI_E_CONTAINER : KM_CNI_E_IO,
 				   "cannot read the pod's network namespace", "%s", why);
 	}
-	q.netns_cookie = cookie;
-	req.body_case = KMESH__IPC__ENVELOPE__BODY_ENROLL_QUERY;
-	req.enroll_query = &q;
-	rc = map_writer_call(c, &req, why, sizeof(why));
-	if (rc != KMESH__IPC__CODE__OK && rc != KMESH__IPC__CODE__NOT_FOUND)
-		return unavailable(c, "map_writer", KM_CNI_E_MAP_WRITER, "%s", why);
-	if ((rc == KMESH__IPC__CODE__OK) != d.enroll) {
+	init_call(c, &cc, &en, KMESH__IPC__CNI_CALL__COMMAND__CHECK, cookie);
+	if (agent_call(c, &cc, &res, &pending, why, sizeof(why)) != AGENT_ANSWERED)
+		return unavailable(c, "node_agent", KM_CNI_E_MAP_WRITER, "%s", why);
+	switch (res) {
+	case R(CONSISTENT):
+		count(c, "ok");
+		return 0;
+	case R(INCONSISTENT):
 		count(c, "failed");
-		return km_cni_fail(c->e, KM_CNI_E_NOT_ENROLLED,
-				   d.enroll ? "the pod should be enrolled but is not"
-					    : "the pod is enrolled but should not be",
-				   "pod %s, netns cookie %" PRIu64 ": %s", c->pod, cookie, d.why);
+		return km_cni_fail(c->e, KM_CNI_E_NOT_ENROLLED, "enrollment differs from the rules",
+				   "pod %s, netns cookie %" PRIu64 ": %s", c->pod, cookie, why);
+	case R(KUBE_UNAVAILABLE):
+		return unavailable(c, "kube_api", KM_CNI_E_KUBE_API, "%s", why);
+	default:
+		return unavailable(c, "map_writer", KM_CNI_E_MAP_WRITER, "%s", why);
 	}
-	count(c, "ok");
-	return 0;
 }
 
 int km_cni_run(const struct km_cni_invocation *inv, const struct km_cni_netconf *nc,
@@ -424,8 +365,6 @@ int km_cni_run(const struct km_cni_invocation *inv, const struct km_cni_netconf 
 		rc = km_cni_fail(e, KM_CNI_E_ENV, "unexpected command", "%d", (int)inv->command);
 		break;
 	}
-	if (c.kube_open)
-		km_kube_close(&c.kube);
-	free(c.enroll_env);
+	free(c.call_env);
 	return rc;
 }

@@ -230,28 +230,3 @@ void km_kubeconfig_free(struct km_kubeconfig *kc)
 	free(kc->key_file);
 	memset(kc, 0, sizeof(*kc));
 }
-
-char *km_kubeconfig_render(const char *server, const char *ca_pem, size_t ca_len,
-			   const char *token)
-{
-	char *ca64 = malloc(KM_BASE64_ENCODED_LEN(ca_len)), *text = NULL;
-	json_t *root;
-
-	if (!ca64)
-		return NULL;
-	km_base64_encode((const uint8_t *)ca_pem, ca_len, ca64);
-	root = json_pack("{s:s, s:s, s:[{s:s, s:{s:s, s:s}}], s:[{s:s, s:{s:s}}],"
-			 " s:[{s:s, s:{s:s, s:s}}], s:s}",
-			 "apiVersion", "v1", "kind", "Config",
-			 "clusters", "name", "local", "cluster", "server", server,
-			 "certificate-authority-data", ca64,
-			 "users", "name", "kmesh-cni", "user", "token", token,
-			 "contexts", "name", "kmesh-context", "context", "cluster", "local", "user",
-			 "kmesh-cni",
-			 "current-context", "kmesh-context");
-	free(ca64);
-	if (root)
-		text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	json_decref(root);
-	return text;
-}

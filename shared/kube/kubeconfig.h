@@ -1,7 +1,6 @@
 /* kubeconfig.h — the parts of a kubeconfig file a Kubernetes API client needs: the current
  * context's server, how to trust it, and how to authenticate (bearer token or client
- * certificate). YAML or JSON. Exec and auth-provider plugins are refused with a clear error.
- * Also the kubeconfig that `kmesh-cni install` writes from a service account. */
+ * certificate). YAML or JSON. Exec and auth-provider plugins are refused with a clear error. */
 #ifndef KM_SHARED_KUBE_KUBECONFIG_H
 #define KM_SHARED_KUBE_KUBECONFIG_H
 
@@ -34,10 +33,5 @@ int km_kubeconfig_parse(const char *text, size_t len, const char *base_dir,
 /* Read and parse a file (at most KM_KUBECONFIG_MAX_BYTES), or KM_KUBECONFIG_IN_CLUSTER. */
 int km_kubeconfig_load(const char *path, struct km_kubeconfig *kc, char *err, size_t errlen);
 void km_kubeconfig_free(struct km_kubeconfig *kc);
-
-/* The kubeconfig text for one server, CA (PEM) and bearer token, as JSON (which is YAML):
- * cluster "local", user "kmesh-cni", context "kmesh-context". Returns malloc'ed text or NULL. */
-char *km_kubeconfig_render(const char *server, const char *ca_pem, size_t ca_len,
-			   const char *token);
 
 #endif

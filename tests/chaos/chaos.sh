@@ -58,10 +58,11 @@ istiod_set() { # istiod_set [EXTRA]: the fake istiod's whole state, and its --st
 mw_start() { km_map_writer_start --max-backends $MAX_BACKENDS; }
 agent_start() { km_agent_start_xds --log-level info; }
 ipsec_start() { start_agent --kubeconfig "$KM_DIR/kubeconfig" --kube-resync 600 --log-level info; }
-installer_start() {
-	"$KM_BIN/kmesh-cni" install --cni-bin-dir "$CNI/bin" --cni-conf-dir "$CNI/net.d" \
-		--plugin-binary "$KM_BIN/kmesh-cni" --service-account-dir "$CNI/sa" \
-		--kube-server "https://127.0.0.1:$KM_KUBE_PORT" --map-writer-socket "$KM_SOCKET" \
+installer_start() { # the node's CNI agent, in the node's namespace (where the API listens)
+	ip netns exec "$KM_NODE" env KUBERNETES_SERVICE_HOST=127.0.0.1 \
+		KUBERNETES_SERVICE_PORT="$KM_KUBE_PORT" KMESH_SERVICE_ACCOUNT_DIR="$CNI/sa" \
+		"$KM_BIN/kmesh-cni-agent" install --cni-bin-dir "$CNI/bin" --cni-conf-dir "$CNI/net.d" \
+		--plugin-binary "$KM_BIN/kmesh-cni" --node-name node-1 --map-writer-socket "$KM_SOCKET" \
 		--state-dir "$CNI/state" --resync-seconds 600 >>"$KM_DIR/installer.log" 2>&1 &
 	INSTALLER=$!
 	KM_PIDS+=($INSTALLER)
@@ -100,7 +101,7 @@ fault_kill_cni_installer() {
 	kill9 "$INSTALLER"
 	installer_start
 	sleep 1
-	kill -0 "$INSTALLER" 2>/dev/null || { echo "the restarted installer exited" >&2; return 1; }
+	kill -0 "$INSTALLER" 2>/dev/null || { echo "the restarted CNI agent exited" >&2; return 1; }
 	chained 1 || { echo "the restarted installer left the conflist unchained" >&2; return 1; }
 }
 fault_istiod_drop() {

@@ -90,6 +90,12 @@ run_host = next(v["hostPath"]["path"] for v in pod["volumes"] if v["name"] == "r
 check("the CNI plugin (on the host) is told the host's path of the map writer's socket and its state dir",
       cni_args["map-writer-socket"] == run_host + "/map-writer.sock" and cni_args["state-dir"] == run_host + "/cni"
       and mounts_of("map-writer")["/run/kmesh"]["name"] == "run")
+ci = by_name["cni-installer"]
+check("the CNI agent mounts that run dir at its host path (the map writer's socket, its own in the state dir) "
+      "and watches its node's pods (NODE_NAME from spec.nodeName)",
+      ci["command"] == ["kmesh-cni-agent", "install"] and mounts_of("cni-installer")[run_host]["name"] == "run"
+      and any(e["name"] == "NODE_NAME" and e["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+              for e in ci["env"]))
 port = int(next(a.split(":")[-1] for a in by_name["xds-agent"]["args"] if a.startswith("--metrics-address=")))
 xa = by_name["xds-agent"]
 # over the admin socket, not HTTP: slow HTTP clients cannot starve them (docs/security.md)
@@ -129,10 +135,12 @@ if ipsec:
           and "/etc/kmesh/ipsec" in mounts["ipsec-agent"])
 
 rules = {(tuple(r["apiGroups"]), tuple(r["resources"])): sorted(r["verbs"]) for r in kinds("ClusterRole")[0]["rules"]}
-want = {(("",), ("pods",)): ["get", "patch"], (("",), ("namespaces",)): ["get"]}
+want = {(("",), ("pods",)): ["get", "list", "patch", "watch"],
+        (("",), ("namespaces",)): ["get", "list", "watch"]}
 if ipsec:
     want[(("",), ("nodes",))] = ["get"]
-check("ClusterRole: exactly pods get/patch, namespaces get" + (", nodes get" if ipsec else ""), rules == want)
+check("ClusterRole: exactly pods get/list/watch/patch, namespaces get/list/watch (the CNI agent's cache)"
+      + (", nodes get" if ipsec else ""), rules == want)
 roles = kinds("Role")
 if ipsec:
     r = roles[0]

@@ -12,7 +12,8 @@ cd "$ROOT"
 
 helps=()
 for b in build/bin/kmesh-map-writer build/bin/kmesh-xds-agent build/bin/kmesh-ipsec-agent \
-	build/bin/kmesh-cni build/bin/kmeshctl; do
+	build/bin/kmesh-cni build/bin/kmesh-cni-agent "build/bin/kmesh-cni-agent install" \
+	"build/bin/kmesh-cni-agent uninstall" build/bin/kmeshctl; do
 	helps+=("$b --help")
 done
 for c in version ready enroll unenroll log dump inject monitoring accesslog authz secret waypoint completion; do
@@ -27,7 +28,7 @@ for h in "${helps[@]}"; do
 	check "$h: no line gives its default twice" eval '! grep -q "(default.*(default" <<<"$out"'
 done
 for b in build/bin/kmesh-map-writer build/bin/kmesh-xds-agent build/bin/kmesh-ipsec-agent \
-	"build/bin/kmesh-cni install"; do
+	"build/bin/kmesh-cni-agent install"; do
 	check "$b: --log-format text|json in its --help" eval '$b --help 2>&1 | grep -q -- "--log-format FORMAT"'
 done
 # a daemon's lines with --log-format json: objects with Istio's fields, nothing else on stderr
@@ -49,7 +50,7 @@ check "a bad log format is refused with exit 2, naming the choices" \
 rm -f "${TMPDIR:-/tmp}/km-help-$$.err"
 app=$(sed -n 's/^appVersion: *"*\([^"]*\)"*$/\1/p' charts/kmesh/Chart.yaml)
 for b in build/bin/kmesh-map-writer build/bin/kmesh-xds-agent build/bin/kmesh-ipsec-agent \
-	build/bin/kmesh-cni build/bin/kmeshctl; do
+	build/bin/kmesh-cni build/bin/kmesh-cni-agent build/bin/kmeshctl; do
 	v=$($b --version 2>&1 | awk '{print $2}' | tr -d ,)
 	check "$b --version: the chart's $app, then the build ($v)" \
 		eval '[[ "$v" =~ ^[0-9]+\.[0-9]+\.[0-9]+\+[0-9A-Za-z.-]+$ ]] && [ "${v%%+*}" = "$app" ]'

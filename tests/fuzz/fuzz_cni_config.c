@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "services/cni-plugin/conflist.h"
+#include "services/cni-agent/conflist.h"
 #include "services/cni-plugin/netconf.h"
 
 static void netconf(const uint8_t *data, size_t size)

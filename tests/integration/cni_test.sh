@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# cni_test.sh — the CNI plugin and its installer, end to end. `kmesh-cni install` chains the
-# plugin into a conflist of Debian's real bridge + host-local plugins; pods are network
-# namespaces set up by running that list the way a runtime does (tests/lib/cni_chain.py: the
-# CNI environment, stdin, prevResult), inside the test's node namespace; a fake Kubernetes API
-# (tests/lib/fake_kube_api.py, TLS, bearer token) says which pods belong in the mesh. Checked:
-# an enrolled pod's connections to a VIP are load-balanced and a non-enrolled pod's are not;
-# CHECK, DEL (twice, and after the netns is gone); garbage stdin, no prevResult, an unreachable
-# API, a dead map writer and a failing annotation, under both fail policies; the installer
-# puts its entry back within a second when the primary CNI rewrites its file, never writes an
-# invalid one, follows a token rotation, and leaves nothing behind on uninstall.
+# cni_test.sh — the CNI plugin, the node's CNI agent and its installer, end to end.
+# `kmesh-cni-agent install` chains the plugin into a conflist of Debian's real bridge +
+# host-local plugins and answers its calls; pods are network namespaces set up by running that
+# list the way a runtime does (tests/lib/cni_chain.py: the CNI environment, stdin, prevResult),
+# inside the test's node namespace; a fake Kubernetes API (tests/lib/fake_kube_api.py, TLS,
+# bearer token, lists and watches) says which pods belong in the mesh. Checked: an enrolled
+# pod's connections to a VIP are load-balanced and a non-enrolled pod's are not; CHECK, DEL
+# (twice, and after the netns is gone); garbage stdin, no prevResult; the API stopped (a pod in
+# the cache still enrolls; one that is not fails open or closed), a pod ADDed before its watch
+# event, a paused map writer, a failing annotation (retried), the agent down during an ADD
+# (decided by its reconcile once back), restarted between ADD and DEL, a DEL that never came
+# (collected), under both fail policies; the installer puts its entry back within a second
+# when the primary CNI rewrites its file, never writes an invalid one, and leaves nothing
+# behind on uninstall.
 set -uo pipefail
 source "$(dirname "$0")/../lib/mesh-env.sh"
 source "$(dirname "$0")/../lib/check.sh"
@@ -50,23 +54,48 @@ cp "$CONFLIST" "$KM_DIR/primary.conflist"
 
 km_map_writer_start || exit 1
 
-"$KM_BIN/kmesh-cni" install --cni-bin-dir "$CNI/bin" --cni-conf-dir "$CNI/net.d" \
-	--plugin-binary "$KM_BIN/kmesh-cni" --service-account-dir "$CNI/sa" \
-	--kube-server "https://127.0.0.1:$KM_KUBE_PORT" --map-writer-socket "$KM_SOCKET" \
-	--state-dir "$CNI/state" --plugin-log-level debug --resync-seconds 600 \
-	>>"$KM_DIR/installer.log" 2>&1 &
-INSTALLER=$!
-KM_PIDS+=($INSTALLER)
+AGENT_SOCK=$CNI/state/agent.sock
+# agent_start [OPTIONS]: the node's CNI agent, in the node's namespace (where the API listens);
+# it leaves the plugin installed when stopped (--keep-on-exit) unless UNINSTALL=1
+agent_start() {
+	local mark
+	touch "$KM_DIR/installer.log"
+	mark=$(wc -l <"$KM_DIR/installer.log")
+	ip netns exec "$KM_NODE" env KUBERNETES_SERVICE_HOST=127.0.0.1 \
+		KUBERNETES_SERVICE_PORT="$KM_KUBE_PORT" KMESH_SERVICE_ACCOUNT_DIR="$CNI/sa" \
+		"$KM_BIN/kmesh-cni-agent" install --cni-bin-dir "$CNI/bin" --cni-conf-dir "$CNI/net.d" \
+		--plugin-binary "$KM_BIN/kmesh-cni" --node-name node-1 --map-writer-socket "$KM_SOCKET" \
+		--state-dir "$CNI/state" --plugin-log-level debug --resync-seconds 600 \
+		--reconcile-ms 200 --gc-age-seconds 2 --log-level debug \
+		$([ "${UNINSTALL:-0}" = 1 ] || echo --keep-on-exit) "$@" >>"$KM_DIR/installer.log" 2>&1 &
+	INSTALLER=$!
+	KM_PIDS+=($INSTALLER)
+	for _ in $(seq 1 50); do
+		[ -S "$AGENT_SOCK" ] && tail -n +$((mark + 1)) "$KM_DIR/installer.log" | grep -q "cache: .* pods listed" && return 0
+		sleep 0.1
+	done
+	echo "the CNI agent did not start" >&2
+	return 1
+}
+agent_stop() { # SIGTERM, wait; the exit code in AGENT_RC
+	kill -TERM "$INSTALLER"
+	for _ in $(seq 1 50); do kill -0 "$INSTALLER" 2>/dev/null || break; sleep 0.1; done
+	wait "$INSTALLER"
+	AGENT_RC=$?
+}
+agent_start || exit 1
 
-# The plugin runs on the node, whatever libraries it has: the installer puts this program's
-# shared objects and loader beside it and points the copy at that loader.
 for _ in $(seq 1 50); do [ -x "$CNI/bin/kmesh-cni" ] && break; sleep 0.1; done
-check "install: the plugin's libraries and loader beside it, the plugin pointed at that loader" \
-	eval '[ -e "$CNI/bin/kmesh-cni.d/libc.so.6" ] && [ -e "$CNI/bin/kmesh-cni.d/libcurl.so.4" ] &&
-	      readelf -l "$CNI/bin/kmesh-cni" | grep -q "interpreter: /*$CNI/bin/kmesh-cni.d/ld-linux"'
-out=$(unshare -m bash -c 'mount -t tmpfs none /usr/lib/x86_64-linux-gnu && CNI_COMMAND=VERSION exec "$1" </dev/null' _ "$CNI/bin/kmesh-cni" 2>&1)
-check "... so it runs with the system's libraries hidden (a node without them, or an older glibc)" \
-	grep -q '"cniVersion"' <<<"$out"
+if [[ "$KM_BIN" == */san-bin ]]; then # the sanitizers' runtime is a shared library
+	check "install: the (sanitized) plugin is copied as built" cmp -s "$KM_BIN/kmesh-cni" "$CNI/bin/kmesh-cni"
+else
+	check "install: the plugin is one static binary, copied as built (no libraries beside it)" \
+		eval 'cmp -s "$KM_BIN/kmesh-cni" "$CNI/bin/kmesh-cni" && [ ! -e "$CNI/bin/kmesh-cni.d" ] &&
+		      ! readelf -l "$CNI/bin/kmesh-cni" | grep -q "interpreter"'
+	out=$(unshare -m bash -c 'mount -t tmpfs none /usr/lib/x86_64-linux-gnu && CNI_COMMAND=VERSION exec "$1" </dev/null' _ "$CNI/bin/kmesh-cni" 2>&1)
+	check "... so it runs with the system's libraries hidden (a node without them, or an older glibc)" \
+		grep -q '"cniVersion"' <<<"$out"
+fi
 
 # plugins_of FILE: the plugin types of a conflist, comma-separated ("invalid" if it is not one)
 plugins_of() {
@@ -90,25 +119,12 @@ mode_of() { stat -c %a "$1"; }
 
 check "installer: kmesh-cni is appended as the last plugin" wait_plugins bridge,kmesh-cni
 check "installer: the conflist keeps its mode 0640" test "$(mode_of "$CONFLIST")" = 640
-# same_but_interp A B: the files differ only inside A's interpreter path (PT_INTERP)
-same_but_interp() {
-	"$KM_PY" - "$1" "$2" <<'PY'
-import struct, sys
-a, b = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
-phoff, = struct.unpack_from("<Q", a, 32)
-phnum, = struct.unpack_from("<H", a, 56)
-for i in range(phnum):
-    p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", a, phoff + 56 * i)
-    if p_type == 3:  # PT_INTERP
-        lo, hi = p_offset, p_offset + p_filesz
-sys.exit(0 if len(a) == len(b) and a != b and a[:lo] == b[:lo] and a[hi:] == b[hi:] else 1)
-PY
-}
-check "installer: the binary is in the CNI bin dir, executable, identical but for its interpreter" \
-	eval '[ -x "$CNI/bin/kmesh-cni" ] && same_but_interp "$KM_BIN/kmesh-cni" "$CNI/bin/kmesh-cni"'
-check "installer: the kubeconfig is mode 0600 and carries the token" \
-	eval '[ "$(mode_of "$CNI/net.d/kmesh-cni-kubeconfig")" = 600 ] &&
-	      grep -q token-1 "$CNI/net.d/kmesh-cni-kubeconfig"'
+check "installer: the entry names the agent's socket and no kubeconfig; none is written (less privilege on disk)" \
+	eval '"$KM_PY" -c "import json, sys
+e = json.load(open(sys.argv[1]))[\"plugins\"][-1]
+assert e[\"agentSocket\"] == sys.argv[2] and \"kubeconfig\" not in e, e" "$CONFLIST" "$AGENT_SOCK" &&
+	      [ ! -e "$CNI/net.d/kmesh-cni-kubeconfig" ]'
+check "the agent's socket is root's alone (0600)" test "$(mode_of "$AGENT_SOCK")" = 600
 
 chain() { # chain ADD|DEL|CHECK POD NAMESPACE [NETNS]: the list, run as a runtime does
 	ip netns exec "$KM_NODE" "$KM_PY" "$KM_ROOT/tests/lib/cni_chain.py" "$1" --conflist "$CONFLIST" \
@@ -145,13 +161,20 @@ check "the result is the primary's, passed through unchanged" \
 	"$KM_PY" -c 'import json, sys
 r = json.load(open(sys.argv[1])); assert r["ips"][0]["address"].startswith("10.124.0."), r
 assert [i["name"] for i in r["interfaces"]][:1] == ["cni0"], r' "$CNI/c1.result"
-check "the API saw one annotate PATCH per enrolled pod, merge-patch, kmesh.net/redirection" \
+patches_done() { # the annotations are made off the ADD path: within 3 s
+	for _ in $(seq 1 30); do [ "$(grep -c '"method": "PATCH"' "$KM_DIR/kube-api.requests")" -ge "$1" ] && return 0; sleep 0.1; done
+	return 1
+}
+patches_done 2
+check "the API saw one annotate PATCH per enrolled pod (made after the ADD), merge-patch, kmesh.net/redirection" \
 	"$KM_PY" -c 'import json, sys
 reqs = [json.loads(l) for l in open(sys.argv[1])]
 patches = sorted((r["path"], r["content_type"], json.loads(r["body"])["metadata"]["annotations"]["kmesh.net/redirection"]) for r in reqs if r["method"] == "PATCH")
 assert patches == [("/api/v1/namespaces/mesh/pods/c1", "application/merge-patch+json", "enabled"),
                    ("/api/v1/namespaces/plain/pods/opt-in", "application/merge-patch+json", "enabled")], patches
-assert all(r["authorized"] for r in reqs), "a request without the token"' "$KM_DIR/kube-api.requests"
+assert all(r["authorized"] for r in reqs), "a request without the token"
+gets = [r["path"] for r in reqs if r["method"] == "GET" and "/pods/" in r["path"]]
+assert not gets, "the agent asked the API for a pod its cache had: %s" % gets' "$KM_DIR/kube-api.requests"
 
 B1=$(ip_of b1)
 B2=$(ip_of b2)
@@ -199,24 +222,40 @@ check "ADD c3, then its netns is deleted; DEL still unenrolls it" \
 ip netns add "$KM_PREFIX-c4"
 KM_PODS+=("$KM_PREFIX-c4")
 PREV=$(cat "$CNI/c2.result")
-plugin() { # plugin STDIN-FILE: ADD for mesh/c4; stdout to $KM_DIR/out, exit code printed
-	ip netns exec "$KM_NODE" env CNI_COMMAND=ADD CNI_CONTAINERID=ctr-c4 \
+plugin() { # plugin STDIN-FILE [POD]: ADD for mesh/POD (c4); stdout to $KM_DIR/out, exit code printed
+	ip netns exec "$KM_NODE" env CNI_COMMAND=ADD CNI_CONTAINERID=ctr-${2:-c4} \
 		CNI_NETNS="/run/netns/$KM_PREFIX-c4" CNI_IFNAME=eth0 \
-		CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=mesh;K8S_POD_NAME=c4" \
+		CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=mesh;K8S_POD_NAME=${2:-c4}" \
 		CNI_PATH="$CNI/bin" "$CNI/bin/kmesh-cni" <"$1" >"$KM_DIR/out"
 	echo $?
 }
-conf() { # conf KUBECONFIG SOCKET POLICY: a network configuration with the primary's result
+conf() { # conf AGENT-SOCKET POLICY: a network configuration with the primary's result
 	cat >"$KM_DIR/in.json" <<JSON
-{"cniVersion": "1.0.0", "name": "kmtest", "type": "kmesh-cni", "kubeconfig": "$1",
- "mapWriterSocket": "$2", "failPolicy": "$3", "stateDir": "$CNI/state", "prevResult": $PREV}
+{"cniVersion": "1.0.0", "name": "kmtest", "type": "kmesh-cni", "agentSocket": "$1",
+ "failPolicy": "$2", "stateDir": "$CNI/state", "prevResult": $PREV}
 JSON
 	echo "$KM_DIR/in.json"
+}
+del_c4() { # del_c4 AGENT-SOCKET POLICY [POD]: the runtime's DEL of mesh/POD (c4)
+	ip netns exec "$KM_NODE" env CNI_COMMAND=DEL CNI_CONTAINERID=ctr-${3:-c4} CNI_IFNAME=eth0 \
+		CNI_NETNS="/run/netns/$KM_PREFIX-c4" \
+		CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=mesh;K8S_POD_NAME=${3:-c4}" \
+		"$CNI/bin/kmesh-cni" <"$(conf "$1" "$2")" >/dev/null
 }
 code_is() { "$KM_PY" -c 'import json, sys; assert json.load(open(sys.argv[1]))["code"] == int(sys.argv[2])' "$KM_DIR/out" "$1"; }
 passed_through() { "$KM_PY" -c 'import json, sys; assert json.load(open(sys.argv[1])) == json.loads(sys.argv[2])' "$KM_DIR/out" "$PREV"; }
 metric() { awk -v s="$1" '$1 == s {print $2}' "$CNI/state/metrics.prom"; }
-KCFG=$CNI/net.d/kmesh-cni-kubeconfig
+wait_manage_rows() { # wait_manage_rows N SECONDS
+	for _ in $(seq 1 $((${2} * 10))); do [ "$(manage_rows)" -eq "$1" ] && return 0; sleep 0.1; done
+	return 1
+}
+set_pod() { # set_pod NS/NAME JSON|null: a pod of the fake API's state (null: deleted)
+	"$KM_PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); v = json.loads(sys.argv[3])
+if v is None: d["pods"].pop(sys.argv[2], None)
+else: d["pods"][sys.argv[2]] = v
+json.dump(d, open(sys.argv[1] + ".tmp", "w"))' "$KM_DIR/kube.json" "$1" "$2" && mv "$KM_DIR/kube.json.tmp" "$KM_DIR/kube.json"
+}
+api_gets() { grep -c "\"method\": \"GET\", \"path\": \"/api/v1/namespaces/$1/pods/$2\"" "$KM_DIR/kube-api.requests"; }
 
 echo 'this is { not json' >"$KM_DIR/garbage"
 check "garbage stdin: CNI error code 6, exit non-zero" \
@@ -225,81 +264,125 @@ echo '{"cniVersion": "1.0.0", "name": "kmtest", "type": "kmesh-cni"}' >"$KM_DIR/
 check "no prevResult: CNI error code 7 ('cannot be used on its own')" \
 	eval '[ "$(plugin "$KM_DIR/noprev")" != 0 ] && code_is 7 && grep -q "on its own" "$KM_DIR/out"'
 
-sed "s|127.0.0.1:$KM_KUBE_PORT|127.0.0.1:1|" "$KCFG" >"$KM_DIR/dead-kubeconfig"
-check "API unreachable, failPolicy open: the pod starts (prevResult passed through), not enrolled" \
-	eval '[ "$(plugin "$(conf "$KM_DIR/dead-kubeconfig" "$KM_SOCKET" open)")" = 0 ] &&
-	      passed_through && [ "$(manage_rows)" -eq 1 ]'
+# the API server stops: what the cache knows still decides
+KUBE_API_PID=$(pgrep -f "fake_kube_api.py .*--state $KM_DIR/kube.json")
+kill -STOP $KUBE_API_PID
+rows=$(manage_rows)
+check "API stopped: ADD of a pod in the agent's cache still enrolls it (no API call on the path)" \
+	eval '[ "$(plugin "$(conf "$AGENT_SOCK" closed)")" = 0 ] && passed_through &&
+	      [ "$(manage_rows)" -eq $((rows + 1)) ]'
+del_c4 "$AGENT_SOCK" closed
+set_pod mesh/c6 '{}' # a pod the watch cannot bring while the API is stopped
+check "API stopped, a pod the cache has not seen, failPolicy closed: CNI error code 100" \
+	eval '[ "$(plugin "$(conf "$AGENT_SOCK" closed)" c6)" != 0 ] && code_is 100'
+check "... failPolicy open: the pod starts (prevResult passed through), not enrolled" \
+	eval '[ "$(plugin "$(conf "$AGENT_SOCK" open)" c6)" = 0 ] && passed_through &&
+	      [ "$(manage_rows)" -eq "$rows" ]'
 check "... with a fail-open log line and kmesh_cni_fail_open_total{reason=\"kube_api\"} 1" \
-	eval 'grep -q "ADD mesh/c4: fail-open" "$CNI/state/kmesh-cni.log" &&
+	eval 'grep -q "ADD mesh/c6: fail-open" "$CNI/state/kmesh-cni.log" &&
 	      [ "$(metric "kmesh_cni_fail_open_total{reason=\"kube_api\"}")" = 1 ]'
-check "API unreachable, failPolicy closed: CNI error code 100" \
-	eval '[ "$(plugin "$(conf "$KM_DIR/dead-kubeconfig" "$KM_SOCKET" closed)")" != 0 ] && code_is 100'
+kill -CONT $KUBE_API_PID
+check "... and once the API is back the agent decides it and enrolls the pod (its reconcile)" \
+	eval 'wait_manage_rows $((rows + 1)) 10 && [ -z "$(ls "$CNI/state/undecided")" ]'
+del_c4 "$AGENT_SOCK" closed c6
+check "... the runtime's DEL then unenrolls it" eval '[ "$(manage_rows)" -eq "$rows" ]'
 
-# a dead map writer leaves its socket file behind: connecting is refused
-"$KM_PY" -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$KM_DIR/dead.sock"
-del_c4() { # del_c4 SOCKET POLICY: the runtime's DEL of mesh/c4
-	ip netns exec "$KM_NODE" env CNI_COMMAND=DEL CNI_CONTAINERID=ctr-c4 CNI_IFNAME=eth0 \
-		CNI_NETNS="/run/netns/$KM_PREFIX-c4" \
-		CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=mesh;K8S_POD_NAME=c4" \
-		"$CNI/bin/kmesh-cni" <"$(conf "$KCFG" "$1" "$2")" >/dev/null
-}
-wait_manage_rows() { # wait_manage_rows N SECONDS
-	for _ in $(seq 1 $((${2} * 10))); do [ "$(manage_rows)" -eq "$1" ] && return 0; sleep 0.1; done
-	return 1
-}
-mw_metric() { awk -v s="$1" '$1 == s {print $2}' "$KM_DIR/metrics/map-writer.prom"; }
-# the map writer is paused meanwhile: the pending enrollment waits for it, as for a restart
+# a pod created and ADDed before the agent's watch has shown it
+set_pod mesh/c7 '{"unwatched": true}'
+plugin "$(conf "$AGENT_SOCK" closed)" c7 >"$KM_DIR/c7.rc" &
+c7_pid=$!
+sleep 0.2
+set_pod mesh/c7 '{}'
+wait $c7_pid
+check "a pod ADDed before its watch event: the ADD waits for the event and enrolls it, no API GET" \
+	eval '[ "$(cat "$KM_DIR/c7.rc")" = 0 ] && [ "$(manage_rows)" -eq $((rows + 1)) ] && [ "$(api_gets mesh c7)" = 0 ]'
+del_c4 "$AGENT_SOCK" closed c7
+set_pod mesh/c8 '{"unwatched": true}'
+check "... one whose event does not come: one GET after the wait, then enrolled" \
+	eval '[ "$(plugin "$(conf "$AGENT_SOCK" closed)" c8)" = 0 ] && [ "$(manage_rows)" -eq $((rows + 1)) ] &&
+	      [ "$(api_gets mesh c8)" = 1 ] && [ "$(metric kmesh_cni_agent_api_fallbacks_total)" -ge 1 ]'
+del_c4 "$AGENT_SOCK" closed c8
+
+# the map writer is paused: the agent's enroll times out; it enrolls the pod once it answers
 kill -STOP "$KM_MW_PID"
-check "map writer dead, failPolicy open: the pod starts, kmesh_cni_fail_open_total{reason=\"map_writer\"} 1" \
-	eval '[ "$(plugin "$(conf "$KCFG" "$KM_DIR/dead.sock" open)")" = 0 ] && passed_through &&
-	      [ "$(metric "kmesh_cni_fail_open_total{reason=\"map_writer\"}")" = 1 ]'
-check "... its enrollment is left pending for the map writer (state/pending/ctr-c4)" \
-	eval '[ -s "$CNI/state/pending/ctr-c4" ] && [ -e "$CNI/state/containers/ctr-c4" ] &&
-	      grep -q "will enroll it once it is back" "$CNI/state/kmesh-cni.log"'
+check "map writer paused, failPolicy open: the pod starts, kmesh_cni_fail_open_total{reason=\"map_writer\"} 1" \
+	eval '[ "$(plugin "$(conf "$AGENT_SOCK" open)")" = 0 ] && passed_through &&
+	      [ "$(metric "kmesh_cni_fail_open_total{reason=\"map_writer\"}")" = 1 ] &&
+	      grep -q "the agent enrolls it once the map writer is back" "$CNI/state/kmesh-cni.log"'
+check "... map writer paused, failPolicy closed: CNI error code 101" \
+	eval '[ "$(plugin "$(conf "$AGENT_SOCK" closed)")" != 0 ] && code_is 101'
 kill -CONT "$KM_MW_PID"
-check "... and once the map writer is back, it enrolls the pod (a reconcile, within 6 s)" \
-	eval 'wait_manage_rows 2 6 && [ ! -e "$CNI/state/pending/ctr-c4" ] &&
-	      grep -q "enrolled mesh/c4 .*which started while the map writer was unavailable" "$KM_DIR/map-writer.log"'
-sleep 1.2 # the metrics file is written every second
-check "... counted: kmesh_cni_pending_enrolled_total 1" test "$(mw_metric kmesh_cni_pending_enrolled_total)" = 1
+check "... once the map writer answers again, the agent enrolls the pod (within 5 s)" \
+	eval 'wait_manage_rows $((rows + 1)) 5 && [ -z "$(ls "$CNI/state/undecided")" ]'
 check "... the runtime's DEL then unenrolls it" \
-	eval 'del_c4 "$KM_SOCKET" closed && [ "$(manage_rows)" -eq 1 ] && [ ! -e "$CNI/state/containers/ctr-c4" ]'
-kill -STOP "$KM_MW_PID"
-plugin "$(conf "$KCFG" "$KM_DIR/dead.sock" open)" >/dev/null
-del_c4 "$KM_DIR/dead.sock" open
-kill -CONT "$KM_MW_PID"
-sleep 6
-check "a pod deleted while its enrollment was pending is never enrolled (DEL withdraws it)" \
-	eval '[ "$(manage_rows)" -eq 1 ] && [ ! -e "$CNI/state/pending/ctr-c4" ]'
-rm -f "$CNI/state/containers/ctr-c4" # its unenroll failed open: nothing was enrolled
-check "map writer dead, failPolicy closed: CNI error code 101, no state left for the pod" \
-	eval '[ "$(plugin "$(conf "$KCFG" "$KM_DIR/dead.sock" closed)")" != 0 ] && code_is 101 &&
-	      [ ! -e "$CNI/state/containers/ctr-c4" ]'
+	eval 'del_c4 "$AGENT_SOCK" closed && [ "$(manage_rows)" -eq "$rows" ] && [ ! -e "$CNI/state/containers/ctr-c4" ]'
 
+# the agent is down when the kubelet calls
+agent_stop
+kill -STOP $KUBE_API_PID # (not needed by the plugin: it never asks the API)
+check "agent down, failPolicy closed: CNI error code 101" \
+	eval '[ "$(plugin "$(conf "$AGENT_SOCK" closed)")" != 0 ] && code_is 101 && [ ! -e "$CNI/state/containers/ctr-c4" ]'
+check "agent down, failPolicy open: the pod starts; its ADD is left for the agent (undecided/ctr-c4)" \
+	eval '[ "$(plugin "$(conf "$AGENT_SOCK" open)")" = 0 ] && passed_through && [ -s "$CNI/state/undecided/ctr-c4" ] &&
+	      [ "$(metric "kmesh_cni_fail_open_total{reason=\"node_agent\"}")" = 1 ]'
+kill -CONT $KUBE_API_PID
+agent_start || exit 1
+check "... the agent, back, decides it and enrolls the pod (kmesh_cni_agent_reconciled_total{action=\"enrolled\"})" \
+	eval 'wait_manage_rows $((rows + 1)) 5 && [ ! -e "$CNI/state/undecided/ctr-c4" ] &&
+	      [ "$(metric "kmesh_cni_agent_reconciled_total{action=\"enrolled\"}")" -ge 1 ]'
+agent_stop
+agent_start || exit 1
+check "the agent restarted between ADD and DEL: the DEL unenrolls the pod" \
+	eval 'del_c4 "$AGENT_SOCK" closed && [ "$(manage_rows)" -eq "$rows" ] && [ ! -e "$CNI/state/containers/ctr-c4" ]'
+plugin "$(conf "$AGENT_SOCK" open)" >/dev/null
+plugin "$(conf "$AGENT_SOCK" open)" >/dev/null # ADD again: the same container
+check "an ADD repeated for the same container enrolls it once" test "$(manage_rows)" -eq $((rows + 1))
+# the pod is deleted and its DEL never comes (the agent was down; failPolicy open let it pass)
+agent_stop
+check "agent down, DEL under failPolicy open passes; the row stays for now" \
+	eval 'del_c4 "$AGENT_SOCK" open && [ "$(manage_rows)" -eq $((rows + 1)) ]'
+set_pod mesh/c4 null
+agent_start || exit 1
+check "... the agent, back, finds the pod gone (the cache, confirmed by the API) and unenrolls it" \
+	eval 'wait_manage_rows "$rows" 45 && [ ! -e "$CNI/state/containers/ctr-c4" ] &&
+	      [ "$(metric "kmesh_cni_agent_reconciled_total{action=\"unenrolled\"}")" -ge 1 ]'
+set_pod mesh/c4 '{}'
+
+# the annotation is refused: the pod is enrolled anyway, and annotated once the API takes it
 "$KM_PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); d["fail"] = {"PATCH": 500}
 json.dump(d, open(sys.argv[1], "w"))' "$KM_DIR/kube.json"
-check "annotation refused: the enroll is undone (never half-enrolled), the pod starts (fail-open)" \
-	eval '[ "$(plugin "$(conf "$KCFG" "$KM_SOCKET" open)")" = 0 ] && passed_through &&
-	      [ "$(manage_rows)" -eq 1 ] && [ ! -e "$CNI/state/containers/ctr-c4" ] &&
-	      grep -q "enroll undone" "$CNI/state/kmesh-cni.log"'
+set_pod mesh/c9 '{}'
+sleep 0.3
+check "annotation refused: the pod is enrolled all the same (the annotation is off the ADD path)" \
+	eval '[ "$(plugin "$(conf "$AGENT_SOCK" closed)" c9)" = 0 ] && [ "$(manage_rows)" -eq $((rows + 1)) ]'
+sleep 1
 "$KM_PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); d.pop("fail")
 json.dump(d, open(sys.argv[1], "w"))' "$KM_DIR/kube.json"
-# a map writer that takes the request and never answers: the outcome is unknown
+annotated_c9() {
+	for _ in $(seq 1 50); do
+		[ "$(grep -c '"method": "PATCH", "path": "/api/v1/namespaces/mesh/pods/c9"' "$KM_DIR/kube-api.requests")" -ge 2 ] &&
+			[ "$(metric "kmesh_cni_agent_annotations_total{result=\"ok\"}")" -ge 3 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+check "... the agent retries the annotation until the API takes it" annotated_c9
+del_c4 "$AGENT_SOCK" closed c9
+
+# an agent that takes the call and never answers: the outcome is unknown
 mkdir -p "$KM_DIR/py"
 protoc --proto_path="$KM_ROOT/ipc" --python_out="$KM_DIR/py" "$KM_ROOT/ipc/kmesh_ipc.proto"
 "$KM_PY" "$KM_ROOT/tests/lib/silent_map_writer.py" "$KM_DIR/silent.sock" "$KM_DIR/py" &
 KM_PIDS+=($!)
 for _ in $(seq 1 50); do [ -S "$KM_DIR/silent.sock" ] && break; sleep 0.1; done
-sed -i 's/"failPolicy"/"timeoutMs": 300, "failPolicy"/' "$(conf "$KCFG" "$KM_DIR/silent.sock" open)"
-check "map writer silent after the request: ADD fails (101) even fail-open, its state kept" \
+sed -i 's/"failPolicy"/"timeoutMs": 300, "failPolicy"/' "$(conf "$KM_DIR/silent.sock" closed)"
+check "agent silent after the call, failPolicy closed: ADD fails (101), its state kept for DEL" \
 	eval '[ "$(plugin "$KM_DIR/in.json")" != 0 ] && code_is 101 && grep -q "did not answer" "$KM_DIR/out" &&
 	      [ -e "$CNI/state/containers/ctr-c4" ]'
-check "... and the runtime's DEL of the failed sandbox clears the state on the real map writer" \
-	eval 'ip netns exec "$KM_NODE" env CNI_COMMAND=DEL CNI_CONTAINERID=ctr-c4 CNI_IFNAME=eth0 \
-		"$CNI/bin/kmesh-cni" <"$(conf "$KCFG" "$KM_SOCKET" closed)" &&
-	      [ ! -e "$CNI/state/containers/ctr-c4" ] && [ "$(manage_rows)" -eq 1 ]'
-check "with the API healthy again the same ADD enrolls the pod" \
-	eval '[ "$(plugin "$(conf "$KCFG" "$KM_SOCKET" closed)")" = 0 ] && [ "$(manage_rows)" -eq 2 ]'
+check "... and the runtime's DEL of the failed sandbox clears the state" \
+	eval 'del_c4 "$AGENT_SOCK" closed && [ ! -e "$CNI/state/containers/ctr-c4" ] && [ "$(manage_rows)" -eq "$rows" ]'
+check "with everything healthy the same ADD enrolls the pod" \
+	eval '[ "$(plugin "$(conf "$AGENT_SOCK" closed)")" = 0 ] && [ "$(manage_rows)" -eq $((rows + 1)) ]'
 check "the counters file is Prometheus text with one TYPE line per metric" \
 	eval '[ "$(grep -c "^# TYPE kmesh_cni_requests_total counter" "$CNI/state/metrics.prom")" = 1 ] &&
 	      [ "$(metric "kmesh_cni_requests_total{command=\"ADD\",result=\"enrolled\"}")" -ge 4 ]'
@@ -315,11 +398,10 @@ pod_add c5 mesh
 C5_VETH=$(host_veth_of c5)
 check "IPsec on: ADD puts the encrypt program on the new pod's veth ($C5_VETH)" \
 	says km_ipsec_encry tc -n "$KM_NODE" filter show dev "$C5_VETH" ingress
-ip netns exec "$KM_NODE" env CNI_COMMAND=DEL CNI_CONTAINERID=ctr-c4 CNI_IFNAME=eth0 \
-	"$CNI/bin/kmesh-cni" <"$(conf "$KCFG" "$KM_SOCKET" closed)" >/dev/null
+del_c4 "$AGENT_SOCK" closed
 rows=$(manage_rows)
 check "IPsec on, a pod with no node-side interface (no veth): error 103 even with failPolicy open" \
-	eval '[ "$(plugin "$(conf "$KCFG" "$KM_SOCKET" open)")" != 0 ] && code_is 103 &&
+	eval '[ "$(plugin "$(conf "$AGENT_SOCK" open)")" != 0 ] && code_is 103 &&
 	      grep -q "node-side interface is not given" "$KM_DIR/out"'
 check "... not enrolled, no state kept" \
 	eval '[ "$(manage_rows)" -eq "$rows" ] && [ ! -e "$CNI/state/containers/ctr-c4" ]'
@@ -349,22 +431,12 @@ rm -f "$OTHER"
 for i in $(seq 1 20); do cat "$KM_DIR/primary.conflist" >"$CONFLIST"; sleep 0.02; done
 check "20 rewrites in a row: the entry is back after the last" wait_plugins bridge,kmesh-cni 10
 
-echo "token-2" >"$CNI/sa/token.new" && mv "$CNI/sa/token.new" "$CNI/sa/token"
-token_followed() {
-	local i
-	for i in $(seq 1 10); do grep -q token-2 "$KCFG" && return 0; sleep 0.1; done
-	return 1
-}
-check "the service-account token rotates: the kubeconfig follows within a second" token_followed
-
-kill -TERM $INSTALLER
-for _ in $(seq 1 50); do kill -0 $INSTALLER 2>/dev/null || break; sleep 0.1; done
-wait $INSTALLER
-rc=$?
-check "uninstall on SIGTERM: exit 0; the entry, the binary, its libraries and the kubeconfig are gone" \
-	eval '[ $rc -eq 0 ] && [ "$(plugins_of "$CONFLIST")" = bridge ] &&
-	      [ ! -e "$CNI/bin/kmesh-cni" ] && [ ! -e "$CNI/bin/kmesh-cni.d" ] && [ ! -e "$KCFG" ] &&
-	      [ "$(mode_of "$CONFLIST")" = 640 ]'
+agent_stop
+UNINSTALL=1 agent_start || exit 1
+agent_stop
+check "uninstall on SIGTERM: exit 0; the entry and the binary are gone" \
+	eval '[ $AGENT_RC -eq 0 ] && [ "$(plugins_of "$CONFLIST")" = bridge ] &&
+	      [ ! -e "$CNI/bin/kmesh-cni" ] && [ "$(mode_of "$CONFLIST")" = 640 ]'
 check "no temporary files left in the CNI directories" \
 	test -z "$(ls -A "$CNI/net.d" "$CNI/bin" | grep kmesh-tmp)"
 

@@ -1,11 +1,15 @@
 #!/usr/bin/python3
 """A small fake Kubernetes API server over HTTPS, for the CNI tests and benchmark.
 
-It answers what kmesh-cni asks: GET /api/v1/namespaces/NS, GET /api/v1/namespaces/NS/pods/NAME
-and a JSON merge PATCH of a pod; and what kmeshctl asks: a merge PATCH of a namespace's labels. Objects come from a JSON state file, re-read on every request so
-a test changes them by rewriting it:
+It answers what the CNI agent asks: GET /api/v1/namespaces/NS, GET /api/v1/namespaces/NS/pods/NAME,
+a JSON merge PATCH of a pod, and lists and watches of /api/v1/namespaces and of
+/api/v1/pods?fieldSelector=spec.nodeName=NODE (the watch looks at the state file every 50 ms and
+streams what changed); and what kmeshctl asks: a merge PATCH of a namespace's labels. Objects
+come from a JSON state file, re-read on every request so a test changes them by rewriting it:
   {"namespaces": {"NS": {"labels": {...}}},
-   "pods": {"NS/NAME": {"labels": {...}, "annotations": {...}, "hostNetwork": false}},
+   "pods": {"NS/NAME": {"labels": {...}, "annotations": {...}, "hostNetwork": false,
+                        "node": "node-1",      # default node-1
+                        "unwatched": true}},   # GET finds it; lists and watches do not (yet)
    "fail": {"PATCH": 500, "GET": 503}}          # optional: answer these methods with an error
 Patched annotations are kept in memory and show in later GETs. Every request is appended to the
 --log file as one JSON line (method, path, content_type, body, authorized, and time: when it
@@ -23,6 +27,7 @@ import socket
 import ssl
 import threading
 import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from fake_kube_objects import STORE
@@ -81,6 +86,9 @@ class Handler(BaseHTTPRequestHandler):
         fail = st.get("fail", {}).get(self.command)
         if fail:
             return self.reply(fail, status(fail, "InternalError", "injected failure"))
+        path, _, query = self.path.partition("?")
+        if self.command == "GET" and path in ("/api/v1/pods", "/api/v1/namespaces"):
+            return self.collection(path.endswith("pods"), urllib.parse.parse_qs(query))
         m = re.fullmatch(r"/api/v1/nodes/([^/]+)", self.path)
         if m:  # a Node: its spec from the state file's "nodes"
             spec = st.get("nodes", {}).get(m.group(1))
@@ -101,11 +109,7 @@ class Handler(BaseHTTPRequestHandler):
                 with LOCK:  # a null label value removes it (merge patch)
                     for k, v in json.loads(body).get("metadata", {}).get("labels", {}).items():
                         NS_LABELS.setdefault(ns, {})[k] = v
-            labels = dict(st["namespaces"][ns].get("labels", {}))
-            labels.update(NS_LABELS.get(ns, {}))
-            labels = {k: v for k, v in labels.items() if v is not None}
-            return self.reply(200, {"kind": "Namespace", "apiVersion": "v1",
-                                    "metadata": {"name": ns, "labels": labels}})
+            return self.reply(200, ns_object(st, ns))
         key = ns + "/" + pod
         if key not in st.get("pods", {}):
             return self.reply(404, status(404, "NotFound", 'pods "%s" not found' % pod))
@@ -116,15 +120,90 @@ class Handler(BaseHTTPRequestHandler):
             patch = json.loads(body)
             with LOCK:
                 PATCHED.setdefault(key, {}).update(patch["metadata"]["annotations"])
-        annotations = dict(p.get("annotations", {}))
-        annotations.update(PATCHED.get(key, {}))
-        return self.reply(200, {
-            "kind": "Pod", "apiVersion": "v1",
-            "metadata": {"name": pod, "namespace": ns, "labels": p.get("labels", {}),
-                         "annotations": annotations},
-            "spec": {"hostNetwork": p.get("hostNetwork", False), "nodeName": "node-1"}})
+        return self.reply(200, pod_object(st, key))
+
+    def collection(self, pods, q):
+        """A list, or a watch that streams the differences it sees in the state file."""
+        node = None
+        for sel in q.get("fieldSelector", []):
+            if sel.startswith("spec.nodeName="):
+                node = sel.split("=", 1)[1]
+        objs = lambda: (pod_objects(self.state(), node) if pods else ns_objects(self.state()))
+        if q.get("watch") != ["1"]:
+            items = list(objs().values())
+            return self.reply(200, {"kind": "List", "apiVersion": "v1",
+                                    "metadata": {"resourceVersion": str(time.time_ns())},
+                                    "items": items})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+
+        def chunk(obj):
+            data = (json.dumps(obj) + "\n").encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
+        deadline = time.monotonic() + float(q.get("timeoutSeconds", ["30"])[0])
+        seen = objs()
+        try:
+            while time.monotonic() < deadline:
+                time.sleep(0.05)
+                try:
+                    now = objs()
+                except (OSError, ValueError):  # the state file being rewritten
+                    continue
+                for k, o in now.items():
+                    if k not in seen:
+                        chunk({"type": "ADDED", "object": o})
+                    elif seen[k] != o:
+                        chunk({"type": "MODIFIED", "object": o})
+                for k, o in seen.items():
+                    if k not in now:
+                        chunk({"type": "DELETED", "object": o})
+                seen = now
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            pass
 
     do_GET = do_PATCH = do_POST = do_PUT = do_DELETE = handle_any
+
+
+def pod_object(st, key):
+    ns, name = key.split("/", 1)
+    p = st["pods"][key]
+    annotations = dict(p.get("annotations", {}))
+    annotations.update(PATCHED.get(key, {}))
+    return {"kind": "Pod", "apiVersion": "v1",
+            "metadata": {"name": name, "namespace": ns, "labels": p.get("labels", {}),
+                         "annotations": annotations, "uid": "uid-" + key,
+                         "resourceVersion": str(time.time_ns())},
+            "spec": {"hostNetwork": p.get("hostNetwork", False), "nodeName": p.get("node", "node-1")}}
+
+
+def pod_objects(st, node):
+    """The pods a list or watch shows (by key), resourceVersion aside for comparing."""
+    out = {}
+    for key, p in st.get("pods", {}).items():
+        if p.get("unwatched") or (node and p.get("node", "node-1") != node):
+            continue
+        o = pod_object(st, key)
+        o["metadata"].pop("resourceVersion")
+        out[key] = o
+    return out
+
+
+def ns_object(st, ns):
+    labels = dict(st["namespaces"][ns].get("labels", {}))
+    labels.update(NS_LABELS.get(ns, {}))
+    labels = {k: v for k, v in labels.items() if v is not None}
+    return {"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": ns, "labels": labels}}
+
+
+def ns_objects(st):
+    return {ns: ns_object(st, ns) for ns in st.get("namespaces", {})}
 
 
 def main():

@@ -14,8 +14,9 @@
 #include <cmocka.h>
 
 #include "services/cni-plugin/cni_state.h"
-#include "services/cni-plugin/conflist.h"
-#include "services/cni-plugin/enroll_rule.h"
+#include "services/cni-agent/conflist.h"
+#include "services/cni-agent/enroll_rule.h"
+#include "services/cni-agent/pod_cache.h"
 #include "services/cni-plugin/invocation.h"
 #include "services/cni-plugin/netconf.h"
 #include "shared/atomic_file.h"
@@ -43,8 +44,8 @@ static void test_netconf_defaults_and_ips(void **state)
 	assert_int_equal(parse("{\"cniVersion\": \"0.4.0\", \"name\": \"k8s\", \"type\": \"kmesh-cni\","
 			       " \"kubeConfig\": \"/etc/kc\", " PREV "}", &nc, &e), 0);
 	assert_string_equal(nc.cni_version, "0.4.0");
-	assert_string_equal(nc.kubeconfig, "/etc/kc"); /* Kmesh's spelling, any case */
-	assert_string_equal(nc.map_writer_socket, "/run/kmesh/map-writer.sock");
+	/* an earlier version's keys (kubeConfig, mapWriterSocket) are taken and ignored */
+	assert_string_equal(nc.agent_socket, "/run/kmesh/cni/agent.sock");
 	assert_string_equal(nc.state_dir, "/run/kmesh/cni");
 	assert_string_equal(nc.log_file, "/run/kmesh/cni/kmesh-cni.log");
 	assert_int_equal(nc.fail_policy, KM_CNI_FAIL_OPEN);
@@ -61,6 +62,7 @@ static void test_netconf_defaults_and_ips(void **state)
 	assert_int_equal(nc.fail_policy, KM_CNI_FAIL_CLOSED);
 	assert_int_equal(nc.timeout_ms, 500);
 	assert_string_equal(nc.log_file, "stderr");
+	assert_string_equal(nc.agent_socket, "/s/agent.sock"); /* follows the state dir */
 	assert_null(nc.prev_result); /* absent is not a parse error; ADD refuses it later */
 	km_cni_netconf_free(&nc);
 }
@@ -81,10 +83,8 @@ static void test_netconf_errors(void **state)
 		  KM_CNI_E_CONFIG, "failPolicy" },
 		{ "{\"cniVersion\": \"1.0.0\", \"name\": \"n\", \"timeoutMs\": 5}", KM_CNI_E_CONFIG,
 		  "timeoutMs" },
-		{ "{\"cniVersion\": \"1.0.0\", \"name\": \"n\", \"mapWriterSocket\": 3}",
-		  KM_CNI_E_CONFIG, "mapWriterSocket" },
-		{ "{\"cniVersion\": \"1.0.0\", \"name\": \"n\", \"kubeconfig\": \"\"}", KM_CNI_E_CONFIG,
-		  "kubeconfig" },
+		{ "{\"cniVersion\": \"1.0.0\", \"name\": \"n\", \"agentSocket\": 3}",
+		  KM_CNI_E_CONFIG, "agentSocket" },
 		{ "{\"cniVersion\": \"1.0.0\", \"name\": \"n\", \"prevResult\": []}", KM_CNI_E_CONFIG,
 		  "prevResult" },
 		{ "{\"cniVersion\": \"1.0.0\", \"name\": \"n\", \"prevResult\": {\"ips\": "
@@ -393,24 +393,6 @@ static void test_kubeconfig_yaml(void **state)
 	km_kubeconfig_free(&kc);
 }
 
-static void test_kubeconfig_render_roundtrip(void **state)
-{
-	const char ca[] = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
-	char *text = km_kubeconfig_render("https://[fd00::1]:443", ca, strlen(ca), "tok");
-	struct km_kubeconfig kc;
-	char err[256];
-
-	(void)state;
-	assert_non_null(text);
-	assert_int_equal(km_kubeconfig_parse(text, strlen(text), NULL, &kc, err, sizeof(err)), 0);
-	assert_string_equal(kc.server, "https://[fd00::1]:443");
-	assert_int_equal(kc.ca_pem_len, strlen(ca));
-	assert_memory_equal(kc.ca_pem, ca, strlen(ca));
-	assert_string_equal(kc.token, "tok");
-	km_kubeconfig_free(&kc);
-	free(text);
-}
-
 static void test_kubeconfig_errors(void **state)
 {
 	static const struct {
@@ -515,11 +497,44 @@ static void test_state_and_metrics(void **state)
 	assert_int_equal(system(path), 0);
 }
 
+/* The agent keeps of each pod only what the rules and the annotation read (a node's pods are
+ * few, but a pod object is kilobytes): labels, two annotations, hostNetwork; and the rules
+ * decide the same on the trimmed copy. */
+static void test_pod_cache_trim(void **state)
+{
+	json_t *pod = obj("{\"metadata\": {\"name\": \"p\", \"namespace\": \"n\", \"uid\": \"u\","
+			  " \"labels\": {\"istio.io/dataplane-mode\": \"Kmesh\"},"
+			  " \"annotations\": {\"sidecar.istio.io/status\": \"{}\", \"big\": \"x\","
+			  " \"kmesh.net/redirection\": \"enabled\"}, \"managedFields\": [1, 2]},"
+			  " \"spec\": {\"hostNetwork\": true, \"containers\": [{}]},"
+			  " \"status\": {\"phase\": \"Running\"}}");
+	json_t *t = km_pod_cache_trim(pod);
+	struct km_enroll_decision a, b;
+	int needs;
+
+	(void)state;
+	assert_non_null(t);
+	assert_null(json_object_get(t, "status"));
+	assert_null(json_object_get(json_object_get(t, "metadata"), "managedFields"));
+	assert_null(json_object_get(json_object_get(json_object_get(t, "metadata"), "annotations"),
+				    "big"));
+	assert_int_equal(json_object_size(json_object_get(json_object_get(t, "metadata"),
+							  "annotations")), 2);
+	assert_true(json_is_true(json_object_get(json_object_get(t, "spec"), "hostNetwork")));
+	a = km_enroll_decide(pod, NULL, &needs);
+	b = km_enroll_decide(t, NULL, &needs);
+	assert_int_equal(a.enroll, b.enroll);
+	assert_string_equal(a.why, b.why);
+	json_decref(pod);
+	json_decref(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_netconf_defaults_and_ips),
 		cmocka_unit_test(test_netconf_errors),
+		cmocka_unit_test(test_pod_cache_trim),
 		cmocka_unit_test(test_netconf_bounds),
 		cmocka_unit_test(test_cni_args),
 		cmocka_unit_test(test_invocation_env),
@@ -528,7 +543,6 @@ int main(void)
 		cmocka_unit_test(test_conflist_invalid),
 		cmocka_unit_test(test_conflist_find),
 		cmocka_unit_test(test_kubeconfig_yaml),
-		cmocka_unit_test(test_kubeconfig_render_roundtrip),
 		cmocka_unit_test(test_kubeconfig_errors),
 		cmocka_unit_test(test_yaml_scalars_and_depth),
 		cmocka_unit_test(test_base64_encode),

@@ -1,5 +1,5 @@
 /* install.c — the installer's reconcile loop and uninstall (see install.h). */
-#include "services/cni-plugin/install.h"
+#include "services/cni-agent/install.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -11,31 +11,20 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "services/cni-plugin/bundle.h"
-#include "services/cni-plugin/conflist.h"
+#include "services/cni-agent/conflist.h"
 #include "shared/atomic_file.h"
-#include "shared/kube/kubeconfig.h"
 #include "shared/log.h"
-#include "shared/signals.h"
 
 #define KM_BINARY_MAX_BYTES (256u << 20)
-#define KM_SA_FILE_MAX_BYTES (256u << 10)
 #define KM_DEBOUNCE_MS 100
 #define KM_DEBOUNCE_MAX_MS 500 /* a stream of events delays the check at most this long */
-#define KUBECONFIG_NAME "kmesh-cni-kubeconfig"
+/* What earlier versions installed beside the plugin and this one does not: the plugin's
+ * kubeconfig (the agent asks the API, the plugin no longer does) and its bundled libraries (the
+ * plugin is linked statically now). Removed at start and by uninstall. */
+#define LEGACY_KUBECONFIG "kmesh-cni-kubeconfig"
+#define LEGACY_LIB_DIR "kmesh-cni.d"
 
-struct installer {
-	const struct km_cni_install_config *cfg;
-	uv_loop_t *loop;
-	uv_fs_event_t conf_watch, sa_watch;
-	uv_timer_t debounce, resync;
-	struct km_signals signals;
-	int sa_watching, exit_code;
-	uint64_t pending_since; /* uv_now of the first event not yet checked; 0: none */
-	json_t *entry;
-	char kubeconfig_path[4096];
-	char waiting_for[4200]; /* the last "waiting" message, logged once */
-};
+#define installer km_cni_installer
 
 /* Write path only when its content differs from data. Returns 1 written, 0 same, -1 error. */
 static int write_if_changed(const char *path, const char *data, size_t len, mode_t mode,
@@ -57,29 +46,7 @@ static int write_if_changed(const char *path, const char *data, size_t len, mode
 	return 1;
 }
 
-/* With cfg->bundle: this process's libraries and loader into BIN/kmesh-cni.d, and data (the
- * plugin's image, this program) pointed at that loader, so the plugin runs on a node without
- * them. The libraries go first: the binary never names a loader that is not there. */
-static void bundle(struct installer *in, char *data, size_t len, int verify)
-{
-	char dir[4200], loader[4500], name[256], why[512];
-	int n;
-
-	snprintf(dir, sizeof(dir), "%s/" KM_CNI_BUNDLE_DIR, in->cfg->bin_dir);
-	if (km_bundle_interp_name(data, len, name, sizeof(name), why, sizeof(why)) == 0 &&
-	    (n = km_bundle_libs(dir, verify, why, sizeof(why))) >= 0 &&
-	    (snprintf(loader, sizeof(loader), "%s/%s", dir, name),
-	     km_bundle_set_interp(data, len, loader, why, sizeof(why)) == 0)) {
-		if (verify)
-			km_info("the plugin's %d shared objects are in %s: it runs on any node", n, dir);
-		return;
-	}
-	km_warn("the plugin is installed without its libraries, so it runs only on a node that "
-		"has them: %s", why);
-}
-
-/* first: at start, when the libraries are compared byte for byte (later only by size) */
-static int install_binary(struct installer *in, int first)
+static int install_binary(struct installer *in)
 {
 	char dst[4200], why[512], *data;
 	long n = km_read_file(in->cfg->plugin_binary, KM_BINARY_MAX_BYTES, &data, why, sizeof(why));
@@ -89,65 +56,12 @@ static int install_binary(struct installer *in, int first)
 		km_error("plugin binary: %s", why);
 		return -1;
 	}
-	if (in->cfg->bundle)
-		bundle(in, data, (size_t)n, first);
 	snprintf(dst, sizeof(dst), "%s/" KM_CNI_PLUGIN_TYPE, in->cfg->bin_dir);
 	rc = write_if_changed(dst, data, (size_t)n, 0755, KM_BINARY_MAX_BYTES);
 	free(data);
 	if (rc > 0)
 		km_info("installed the plugin binary %s", dst);
 	return rc < 0 ? -1 : 0;
-}
-
-static int read_sa_file(const char *dir, const char *name, char **out)
-{
-	char path[4200], why[512];
-	long n;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	n = km_read_file(path, KM_SA_FILE_MAX_BYTES, out, why, sizeof(why));
-	if (n < 0) {
-		km_error("service account: %s", why);
-		return -1;
-	}
-	return (int)n;
-}
-
-static int install_kubeconfig(struct installer *in)
-{
-	char *token = NULL, *ca = NULL, *text = NULL, server[600];
-	const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");
-	int ca_len, rc = -1;
-
-	if (in->cfg->kubeconfig)
-		return 0;
-	if (in->cfg->kube_server)
-		snprintf(server, sizeof(server), "%s", in->cfg->kube_server);
-	else if (host && port)
-		snprintf(server, sizeof(server), strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s",
-			 host, port);
-	else {
-		km_error("no Kubernetes API address: set --kube-server, or run in a pod "
-			 "(KUBERNETES_SERVICE_HOST/PORT)");
-		return -1;
-	}
-	if (read_sa_file(in->cfg->sa_dir, "token", &token) <= 0 ||
-	    (ca_len = read_sa_file(in->cfg->sa_dir, "ca.crt", &ca)) <= 0)
-		goto out;
-	for (size_t n = strlen(token); n > 0 && (token[n - 1] == '\n' || token[n - 1] == '\r');)
-		token[--n] = '\0';
-	text = km_kubeconfig_render(server, ca, (size_t)ca_len, token);
-	if (!text)
-		goto out;
-	rc = write_if_changed(in->kubeconfig_path, text, strlen(text), 0600, KM_KUBECONFIG_MAX_BYTES);
-	if (rc > 0)
-		km_info("wrote the plugin's kubeconfig %s (server %s)", in->kubeconfig_path, server);
-	rc = rc < 0 ? -1 : 0;
-out:
-	free(token);
-	free(ca);
-	free(text);
-	return rc;
 }
 
 static void waiting(struct installer *in, const char *msg)
@@ -325,14 +239,13 @@ static void install_entry(struct installer *in)
 	}
 }
 
-/* A change in the watched dirs: the kubeconfig (the token, or the file itself) and the entry.
- * The binary (hundreds of KB to read and compare) is left to the periodic resync. */
+/* A change in the conf dir: the entry. The binary (hundreds of KB to read and compare) is left
+ * to the periodic resync. */
 static void on_debounce(uv_timer_t *t)
 {
 	struct installer *in = t->data;
 
 	in->pending_since = 0;
-	install_kubeconfig(in);
 	install_entry(in);
 }
 
@@ -340,8 +253,7 @@ static void on_resync(uv_timer_t *t)
 {
 	struct installer *in = t->data;
 
-	install_binary(in, 0);
-	install_kubeconfig(in);
+	install_binary(in);
 	install_entry(in);
 }
 
@@ -355,52 +267,67 @@ static void on_change(uv_fs_event_t *h, const char *name, int events, int status
 		return;
 	}
 	/* our own temporary files come and go too; the debounce folds them into one check */
-	km_debug("change in %s: %s", h == &in->conf_watch ? in->cfg->conf_dir : in->cfg->sa_dir,
-		 name ? name : "?");
+	km_debug("change in %s: %s", in->cfg->conf_dir, name ? name : "?");
 	if (!in->pending_since)
 		in->pending_since = uv_now(in->loop);
 	if (uv_now(in->loop) - in->pending_since < KM_DEBOUNCE_MAX_MS)
 		uv_timer_start(&in->debounce, on_debounce, KM_DEBOUNCE_MS, 0);
 }
 
-static void kubeconfig_path(const struct km_cni_install_config *cfg, char *out, size_t len)
+/* Remove what earlier versions installed and this one does not. Returns 0 or 1. */
+static int remove_legacy(const struct km_cni_install_config *cfg)
 {
-	if (cfg->kubeconfig)
-		snprintf(out, len, "%s", cfg->kubeconfig);
-	else
-		snprintf(out, len, "%s/" KUBECONFIG_NAME, cfg->conf_dir);
+	char path[4200], lib[4500];
+	struct dirent **names;
+	int n, rc = 0;
+
+	snprintf(path, sizeof(path), "%s/" LEGACY_KUBECONFIG, cfg->conf_dir);
+	if (unlink(path) == 0)
+		km_info("removed %s: the plugin no longer reads the API", path);
+	else if (errno != ENOENT)
+		rc = 1;
+	snprintf(path, sizeof(path), "%s/" LEGACY_LIB_DIR, cfg->bin_dir);
+	n = scandir(path, &names, NULL, NULL);
+	for (int i = 0; i < n; i++) {
+		snprintf(lib, sizeof(lib), "%s/%s", path, names[i]->d_name);
+		if (strcmp(names[i]->d_name, ".") && strcmp(names[i]->d_name, "..") &&
+		    unlink(lib) != 0)
+			rc = 1;
+		free(names[i]);
+	}
+	if (n >= 0) {
+		free(names);
+		if (rmdir(path) == 0)
+			km_info("removed %s: the plugin is linked statically", path);
+		else
+			rc = 1;
+	}
+	if (rc)
+		km_error("cannot remove what an earlier version installed (%s): %s", path,
+			 strerror(errno));
+	return rc;
 }
 
 int km_cni_uninstall(const struct km_cni_install_config *cfg)
 {
-	char path[4200], why[512];
+	char path[4200];
 	int rc = 0;
 
 	if (remove_entries(cfg->conf_dir, NULL, cfg->conflist_name) != 0) {
-		/* a list naming a missing binary fails every pod's setup: keep it all */
-		km_error("uninstall incomplete: an entry may remain, so the binary and the "
-			 "kubeconfig stay; run kmesh-cni uninstall again");
+		/* a list naming a missing binary fails every pod's setup: keep it */
+		km_error("uninstall incomplete: an entry may remain, so the binary stays; run "
+			 "kmesh-cni-agent uninstall again");
 		return 1;
-	}
-	if (!cfg->kubeconfig) {
-		kubeconfig_path(cfg, path, sizeof(path));
-		if (unlink(path) != 0 && errno != ENOENT) {
-			km_error("cannot remove %s: %s", path, strerror(errno));
-			rc = 1;
-		}
 	}
 	snprintf(path, sizeof(path), "%s/" KM_CNI_PLUGIN_TYPE, cfg->bin_dir);
 	if (unlink(path) != 0 && errno != ENOENT) {
 		km_error("cannot remove %s: %s", path, strerror(errno));
 		rc = 1;
 	}
-	snprintf(path, sizeof(path), "%s/" KM_CNI_BUNDLE_DIR, cfg->bin_dir);
-	if (!rc && km_bundle_remove(path, why, sizeof(why)) != 0) { /* the binary first: it needs these */
-		km_error("%s", why);
+	if (remove_legacy(cfg) != 0)
 		rc = 1;
-	}
 	if (!rc)
-		km_info("uninstalled: no kmesh-cni entry, binary, libraries or kubeconfig left");
+		km_info("uninstalled: no kmesh-cni entry or binary left");
 	return rc;
 }
 
@@ -409,76 +336,68 @@ static void on_close(uv_handle_t *h)
 	(void)h;
 }
 
-static void on_shutdown(void *arg, int signum)
+int km_cni_install_stop(struct installer *in)
 {
-	struct installer *in = arg;
+	int rc = 0;
 
-	km_info("signal %d: %s", signum,
-		in->cfg->keep_on_exit ? "exiting; the entry stays (--keep-on-exit)" : "uninstalling");
+	if (!in->started)
+		return 0;
+	in->started = 0;
+	km_info("%s", in->cfg->keep_on_exit ? "exiting; the entry stays (--keep-on-exit)"
+					    : "uninstalling");
 	if (!in->cfg->keep_on_exit && km_cni_uninstall(in->cfg) != 0)
-		in->exit_code = 1;
+		rc = 1;
 	uv_close((uv_handle_t *)&in->conf_watch, on_close);
-	if (in->sa_watching)
-		uv_close((uv_handle_t *)&in->sa_watch, on_close);
 	uv_close((uv_handle_t *)&in->debounce, on_close);
 	uv_close((uv_handle_t *)&in->resync, on_close);
-	km_signals_close(&in->signals);
+	json_decref(in->entry);
+	in->entry = NULL;
+	return rc;
 }
 
-static json_t *make_entry(const struct km_cni_install_config *cfg, const char *kubeconfig)
+static json_t *make_entry(const struct km_cni_install_config *cfg)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i}", "type", KM_CNI_PLUGIN_TYPE,
-			 "kubeconfig", kubeconfig, "mapWriterSocket", cfg->map_writer_socket,
-			 "failPolicy", cfg->fail_policy, "stateDir", cfg->state_dir, "logLevel",
-			 cfg->plugin_log_level, "timeoutMs", (int)cfg->plugin_timeout_ms);
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i}", "type", KM_CNI_PLUGIN_TYPE,
+			 "agentSocket", cfg->agent_socket, "failPolicy", cfg->fail_policy,
+			 "stateDir", cfg->state_dir, "logLevel", cfg->plugin_log_level,
+			 "timeoutMs", (int)cfg->plugin_timeout_ms);
 }
 
-int km_cni_install_run(const struct km_cni_install_config *cfg)
+int km_cni_install_start(struct installer *in, uv_loop_t *loop,
+			 const struct km_cni_install_config *cfg)
 {
-	static struct installer in;
 	int rc;
 
-	in.cfg = cfg;
-	in.loop = uv_default_loop();
-	kubeconfig_path(cfg, in.kubeconfig_path, sizeof(in.kubeconfig_path));
-	in.entry = make_entry(cfg, in.kubeconfig_path);
-	if (!in.entry)
-		return 1;
+	memset(in, 0, sizeof(*in));
+	in->cfg = cfg;
+	in->loop = loop;
+	in->entry = make_entry(cfg);
+	if (!in->entry)
+		return -1;
 	if (mkdir(cfg->conf_dir, 0755) != 0 && errno != EEXIST) {
 		km_error("cannot create %s: %s", cfg->conf_dir, strerror(errno));
-		return 1;
+		return -1;
 	}
 	/* what a reconcile needs from outside must be there at start, or it is an error */
-	if (install_binary(&in, 1) != 0 || install_kubeconfig(&in) != 0)
-		return 1;
-	uv_fs_event_init(in.loop, &in.conf_watch);
-	in.conf_watch.data = &in;
-	rc = uv_fs_event_start(&in.conf_watch, on_change, cfg->conf_dir, 0);
+	if (install_binary(in) != 0)
+		return -1;
+	remove_legacy(cfg);
+	uv_fs_event_init(loop, &in->conf_watch);
+	in->conf_watch.data = in;
+	rc = uv_fs_event_start(&in->conf_watch, on_change, cfg->conf_dir, 0);
 	if (rc) {
 		km_error("cannot watch %s: %s", cfg->conf_dir, uv_strerror(rc));
-		return 1;
+		uv_close((uv_handle_t *)&in->conf_watch, NULL);
+		return -1;
 	}
-	if (!cfg->kubeconfig) {
-		uv_fs_event_init(in.loop, &in.sa_watch);
-		in.sa_watch.data = &in;
-		in.sa_watching = uv_fs_event_start(&in.sa_watch, on_change, cfg->sa_dir, 0) == 0;
-		if (!in.sa_watching) {
-			km_warn("cannot watch %s; token changes are seen by the periodic resync",
-				cfg->sa_dir);
-			uv_close((uv_handle_t *)&in.sa_watch, NULL);
-		}
-	}
-	uv_timer_init(in.loop, &in.debounce);
-	in.debounce.data = &in;
-	uv_timer_init(in.loop, &in.resync);
-	in.resync.data = &in;
-	uv_timer_start(&in.resync, on_resync, (uint64_t)cfg->resync_seconds * 1000,
+	uv_timer_init(loop, &in->debounce);
+	in->debounce.data = in;
+	uv_timer_init(loop, &in->resync);
+	in->resync.data = in;
+	uv_timer_start(&in->resync, on_resync, (uint64_t)cfg->resync_seconds * 1000,
 		       (uint64_t)cfg->resync_seconds * 1000);
-	km_signals_init(in.loop, &in.signals, on_shutdown, &in);
-	install_entry(&in);
+	in->started = 1;
+	install_entry(in);
 	km_info("watching %s (resync every %u s)", cfg->conf_dir, cfg->resync_seconds);
-	uv_run(in.loop, UV_RUN_DEFAULT);
-	uv_loop_close(in.loop);
-	json_decref(in.entry);
-	return in.exit_code;
+	return 0;
 }

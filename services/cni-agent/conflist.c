@@ -1,5 +1,5 @@
 /* conflist.c — choosing and editing the CNI configuration list (see conflist.h). */
-#include "services/cni-plugin/conflist.h"
+#include "services/cni-agent/conflist.h"
 
 #include <dirent.h>
 #include <errno.h>

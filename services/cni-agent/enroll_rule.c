@@ -1,5 +1,5 @@
 /* enroll_rule.c — the enrollment rules (see enroll_rule.h). */
-#include "services/cni-plugin/enroll_rule.h"
+#include "services/cni-agent/enroll_rule.h"
 
 #include <strings.h>
 
