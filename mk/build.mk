@@ -206,11 +206,11 @@ next-map-writer:
 		$(B)/next/bin/kmesh-map-writer
 
 integration: all next-map-writer $(B)/bench/connect_bench $(B)/bench/authz_bench $(B)/bench/decode_bench \
-	$(B)/bench/table_ops_bench
+	$(B)/bench/table_ops_bench $(B)/bench/cni_add_bench
 	@bash tests/integration/run.sh
 
 integration-san: all next-map-writer $(B)/bench/connect_bench $(B)/bench/authz_bench $(B)/bench/decode_bench \
-	$(B)/bench/table_ops_bench $(B)/san-bin/kmesh-map-writer $(B)/san-bin/kmesh-xds-agent \
+	$(B)/bench/table_ops_bench $(B)/bench/cni_add_bench $(B)/san-bin/kmesh-map-writer $(B)/san-bin/kmesh-xds-agent \
 		$(B)/san-bin/kmesh-cni $(B)/san-bin/kmesh-cni-agent $(B)/san-bin/kmesh-ipsec-agent
 	@bash tests/integration/run.sh --sanitized
 
