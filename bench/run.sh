@@ -30,6 +30,14 @@ start=$(date +%s) i=0
 	echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
 	echo "- date: $(date -u +%Y-%m-%d)"
 	echo
+	echo "## Plots"
+	echo
+	echo "Drawn from this page's tables by \`bench/lib/plots.sh\` (gnuplot) after every \`make bench\`."
+	echo
+	echo "![connect() latency p50/p90/p99 by endpoints behind the VIP, directly, via the VIP and via the reference program](plots/connect-latency.svg)"
+	echo
+	echo "![Full sync by scale: push -> applied and the agent's peak RSS](plots/full-sync.svg)"
+	echo
 	for b in "${benches[@]}"; do
 		i=$((i + 1))
 		left=0
@@ -50,5 +58,6 @@ start=$(date +%s) i=0
 } >"$tmp"
 mv "$tmp" "$out"
 echo "wrote $out" >&2
+bash bench/lib/plots.sh "$out" docs/plots || failed+=(bench/lib/plots.sh)
 # the others' figures are kept, but a failed benchmark fails make bench
 [ ${#failed[@]} -eq 0 ] || { echo "failed: ${failed[*]}" >&2; exit 1; }

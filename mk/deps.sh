@@ -15,6 +15,7 @@ packages=(
 	protobuf-compiler openssl
 	libsystemd-dev # sd_notify: readiness and watchdog under systemd (Type=notify units)
 	unzip systemd # the chart and unit checks (tests/deploy)
+	gnuplot-nox # the plots of docs/performance.md (bench/lib/plots.sh)
 	zsh fish # kmeshctl completion, loaded into the real shells (tests/deploy/completion_test.sh)
 )
 
