@@ -11,6 +11,8 @@
 #                   conflist rewrites, IPsec key rotation, a full table; counts failures
 #   make soak       churn of workloads and connections (SOAK_MINUTES, 30 at most); growth checks
 #   make deps       install the Debian packages
+#   make dist       a self-contained release tarball (build/dist/: binaries with their own loader
+#                   and libraries, kubectl-kmesh, the chart, the units)
 #   make install    build, then install the binaries and the systemd units (mk/install.mk:
 #                   PREFIX=/usr/local, DESTDIR=; docs/install-vm.md)
 #   make uninstall  remove what make install installed (not /etc/kmesh)
@@ -18,7 +20,7 @@
 
 BUILD_MK := $(MAKE) --no-print-directory -f mk/build.mk
 
-.PHONY: all deps test unit integration demo fuzz fuzz-long bench chaos soak install uninstall clean
+.PHONY: all deps test unit integration demo fuzz fuzz-long bench chaos soak dist install uninstall clean
 all: deps
 	@$(BUILD_MK) all
 
@@ -36,6 +38,9 @@ integration: deps
 
 demo: deps
 	@$(BUILD_MK) demo
+
+dist: deps
+	@$(BUILD_MK) dist
 
 fuzz: deps
 	@$(BUILD_MK) fuzz

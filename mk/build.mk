@@ -59,7 +59,7 @@ TEST_TOOLS := $(B)/tests/kmesh-testctl
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 
-.PHONY: all test unit integration integration-san deploy-check demo fuzz fuzz-smoke fuzz-long bench \
+.PHONY: all test unit integration integration-san deploy-check demo dist fuzz fuzz-smoke fuzz-long bench \
 	chaos chaos-quick soak security
 .SECONDARY:
 .DELETE_ON_ERROR:
@@ -237,6 +237,9 @@ test: unit fuzz-smoke deploy-check integration security chaos-quick integration-
 
 demo: all
 	@bash demo/run.sh
+
+dist: all
+	@bash mk/dist.sh
 
 # ---- benchmarks (bench/*.sh print markdown; make bench writes docs/performance.md) ------------
 $(B)/bench/decode_bench: $(call obj,bench/decode_bench.c $(XDS_SRCS) $(COMMON_SRCS))
