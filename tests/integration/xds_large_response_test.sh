@@ -9,15 +9,6 @@ source "$(dirname "$0")/../lib/mesh-env.sh"
 source "$(dirname "$0")/../lib/check.sh"
 
 dump() { km_agent_json "$1" 2>/dev/null; }
-wait_dump() { # wait_dump EXPR SECONDS: until the agent's dump satisfies EXPR
-	local deadline=$((SECONDS + $2))
-	while [ $SECONDS -lt $deadline ]; do
-		[ "$(dump "$1")" = true ] && return 0
-		sleep 0.2
-	done
-	echo "timed out after $2 s: $1; now $(dump '[d["model"]["workloads"], d["istiod"]["address"]]')" >&2
-	return 1
-}
 
 rows_are() { # rows_are TABLE PATTERN COUNT: km_wait_rows, its table not printed on failure
 	km_wait_rows "$@" 2>"$KM_DIR/rows.err" || { head -1 "$KM_DIR/rows.err" >&2; return 1; }
@@ -32,12 +23,12 @@ km_istiod_start
 km_map_writer_start --max-frontends 16000 --max-endpoints 16000 --max-backends 16000 \
 	--max-services 1000 --max-authz-addresses 16000 || exit 1
 km_agent_start_xds
-wait_dump 'd["istiod"]["connected"] and d["istiod"]["address"]["synced"]' 10 || exit 1
+km_wait_agent 'd["istiod"]["connected"] and d["istiod"]["address"]["synced"]' 10 || exit 1
 
 km_istiod send '{"cmd": "prepare", "workloads": 12000, "services": 100}' >/dev/null
 km_istiod send '{"cmd": "set-prepared"}' >/dev/null
 check "the first push: 12,000 workloads and 100 services" \
-	wait_dump 'd["model"]["workloads"] == 12000 and d["model"]["services"] == 100' 30
+	km_wait_agent 'd["model"]["workloads"] == 12000 and d["model"]["services"] == 100' 30
 
 # Every workload changes (its node's name) and the last 1,000 are gone: one response of ~1.5 MB,
 # the 11,000 resources first, then the 1,000 removed names.
@@ -46,7 +37,7 @@ size=$(km_istiod send '{"cmd": "prepare", "workloads": 11000, "services": 100, "
 check "the delta is over 1 MiB ($size bytes for the whole state)" test "$size" -gt 1100000
 km_istiod send '{"cmd": "set-prepared"}' >/dev/null
 check "a large delta's removals are applied after its resources: 11,000 workloads left" \
-	wait_dump 'd["model"]["workloads"] == 11000 and d["istiod"]["address"]["nacks"] == 0 and d["istiod"]["address"]["acks"] >= 3' 30
+	km_wait_agent 'd["model"]["workloads"] == 11000 and d["istiod"]["address"]["nacks"] == 0 and d["istiod"]["address"]["acks"] >= 3' 30
 check "the map writer holds the 11,000 workloads' endpoints, not 12,000" \
 	rows_are endpoint "^endpoint" 11000
 check "both large responses were applied while they arrived (streamed)" \

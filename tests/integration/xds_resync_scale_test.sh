@@ -18,15 +18,6 @@ pod() { # pod NAME: a workload of the service
 	  "addresses": ["'$KM_SUBNET.2${1#b}'"], "services": {"demo/web.demo.svc.cluster.local": {}}}}'
 }
 dump() { KM_DUMP_ITEMS=1 km_agent_json "$1" 2>/dev/null; }
-wait_dump() { # wait_dump EXPR SECONDS: until the agent's dump satisfies EXPR
-	local deadline=$((SECONDS + $2))
-	while [ $SECONDS -lt $deadline ]; do
-		[ "$(dump "$1")" = true ] && return 0
-		sleep 0.2
-	done
-	echo "timed out after $2 s: $1" >&2
-	return 1
-}
 settled_ops() { # settled_ops: the ops the map writer applied, once two looks 0.5 s apart agree
 	local a b
 	b=$(dump 'd["map_writer"]["ops_applied"]')
@@ -56,11 +47,11 @@ km_map_writer_start --max-frontends $((WORKLOADS + SERVICES + 64)) --max-endpoin
 	--max-backends $((WORKLOADS + 64)) --max-services $((SERVICES + 64)) \
 	--max-authz-addresses $((WORKLOADS + 64)) || exit 1
 km_agent_start_xds
-wait_dump 'd["istiod"]["connected"] and d["istiod"]["address"]["synced"]' 10 || exit 1
+km_wait_agent 'd["istiod"]["connected"] and d["istiod"]["address"]["synced"]' 10 || exit 1
 km_istiod send '{"cmd": "push-prepared"}' >/dev/null
 km_istiod send "{\"cmd\": \"add\", \"resources\": [$SVC, $(pod b1), $(pod b2), $(pod b3)]}" >/dev/null
 check "the agent holds the whole mesh: $((WORKLOADS + 3)) workloads, $((SERVICES + 1)) services" \
-	wait_dump "d['model']['workloads'] == $((WORKLOADS + 3)) and d['model']['services'] == $((SERVICES + 1)) and d['istiod']['address']['versions_held'] == $((WORKLOADS + SERVICES + 4))" 60
+	km_wait_agent "d['model']['workloads'] == $((WORKLOADS + 3)) and d['model']['services'] == $((SERVICES + 1)) and d['istiod']['address']['versions_held'] == $((WORKLOADS + SERVICES + 4))" 60
 "$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path client)" >/dev/null
 out=$(km_connect client $VIP 80 --count 60)
 check "the live service reaches its 3 pods" \
@@ -84,7 +75,7 @@ km_istiod send '{"cmd": "end-stream", "code": 0}' >/dev/null # as at a connectio
 check "the agent reconnects and gets its first Address response within 30 s" km_istiod wait \
 	"len(s['streams']) > $streams and any(r['nonce'] for r in reqs(last(s), ADDRESS))" 30
 check "... and has removed exactly what istiod no longer has" \
-	wait_dump "d['model']['workloads'] == $((WORKLOADS + 3 - 1001)) and d['model']['services'] == $((SERVICES + 1 - 10)) and d['istiod']['address']['synced'] and d['map_writer']['last_synced_unix_us'] > 0" 30
+	km_wait_agent "d['model']['workloads'] == $((WORKLOADS + 3 - 1001)) and d['model']['services'] == $((SERVICES + 1 - 10)) and d['istiod']['address']['synced'] and d['map_writer']['last_synced_unix_us'] > 0" 30
 t1=$EPOCHREALTIME
 sleep 0.5
 km_steady_stop

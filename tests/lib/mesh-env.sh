@@ -182,6 +182,18 @@ km_agent_json() {
 		"$KM_PY" -c 'import json, sys; d = json.load(sys.stdin); print(json.dumps(eval(sys.argv[1])))' "$1"
 }
 
+# km_wait_agent EXPR SECONDS: until the agent's dump (its items too) satisfies EXPR (a Python
+# expression over d); on a timeout, says what it waited for.
+km_wait_agent() {
+	local deadline=$((SECONDS + $2))
+	while [ $SECONDS -lt $deadline ]; do
+		[ "$(KM_DUMP_ITEMS=1 km_agent_json "$1" 2>/dev/null)" = true ] && return 0
+		sleep 0.2
+	done
+	echo "timed out after $2 s: $1" >&2
+	return 1
+}
+
 km_agent_start() { # from the config file
 	km_agent_run "$KM_DIR/xds-agent.log" --config-file "$KM_CONFIG" "$@"
 	KM_AGENT_PID=$!
