@@ -109,7 +109,6 @@ static void answer(struct km_cni_req *r, cni_result res, int pending, const char
 		unlink(r->record);
 		if (res != R(ENROLLED))
 			km_cni_state_remove(a->cfg->state_dir, cc->container_id);
-		a->stats.reconciled++;
 		km_info("reconcile: %s/%s (container %.64s): %s", cc->pod_namespace, cc->pod_name,
 			cc->container_id, res == R(ENROLLED) ? "enrolled" : why);
 		metric(a, res == R(ENROLLED) ? "kmesh_cni_agent_reconciled_total{action=\"enrolled\"}"
@@ -179,7 +178,6 @@ static void on_patched(struct km_kube_call *call)
 		n->next_ms = UINT64_MAX; /* done: dropped by the next pass */
 		if (call->out)
 			km_pod_cache_put_pod(&a->cache, call->out);
-		a->stats.annotated++;
 		metric(a, "kmesh_cni_agent_annotations_total{result=\"ok\"}");
 	} else if (n) {
 		km_warn("annotating %s %s=enabled: %s (again in %" PRIu64 " ms)", call->key,
@@ -187,7 +185,6 @@ static void on_patched(struct km_kube_call *call)
 		n->next_ms = uv_now(a->loop) + n->backoff_ms;
 		n->backoff_ms = n->backoff_ms * 2 > ANNOTATE_BACKOFF_MAX_MS ? ANNOTATE_BACKOFF_MAX_MS
 									   : n->backoff_ms * 2;
-		a->stats.annotate_failures++;
 		metric(a, "kmesh_cni_agent_annotations_total{result=\"failed\"}");
 	}
 	km_kube_call_free(call);
@@ -321,7 +318,6 @@ static void on_fetched(struct km_kube_call *call)
 		snprintf(why, sizeof(why), "the API has no pod %s/%s", cc->pod_namespace, cc->pod_name);
 		answer(r, R(NOT_ENROLLED), 0, why);
 	} else {
-		a->stats.api_failures++;
 		snprintf(why, sizeof(why), "the pod is not in the agent's cache yet and the "
 			 "Kubernetes API did not answer: %s %.300s: %.300s", call->method, call->path,
 			 call->why);
@@ -342,14 +338,12 @@ static void wait_or_fetch(struct km_cni_req *r, const char *path)
 		return;
 	if (!r->deadline_ms) { /* first miss */
 		r->deadline_ms = now + a->cfg->cache_wait_ms;
-		a->stats.cache_misses++;
 		metric(a, "kmesh_cni_agent_cache_misses_total");
 		r->next = a->waiting;
 		a->waiting = r;
 	}
 	if (now < r->deadline_ms)
 		return;
-	a->stats.api_fallbacks++;
 	metric(a, "kmesh_cni_agent_api_fallbacks_total");
 	r->fetching = 1;
 	if (!km_kube_call(&a->gets, "GET", path, NULL, on_fetched, r)) {
@@ -387,8 +381,6 @@ static void try_decide(struct km_cni_req *r)
 	}
 	if (r->deadline_ms)
 		unlink_waiting(r);
-	else
-		a->stats.cache_hits++;
 	decided(r);
 }
 
@@ -401,7 +393,6 @@ static void on_unenrolled(struct km_mw_call *call)
 	if (call->code == KMESH__IPC__CODE__OK || call->code == KMESH__IPC__CODE__NOT_FOUND) {
 		if (!r->serial) { /* a collected container */
 			km_cni_state_remove(r->a->cfg->state_dir, call_of(r)->container_id);
-			r->a->stats.collected++;
 			metric(r->a, "kmesh_cni_agent_reconciled_total{action=\"unenrolled\"}");
 			km_info("reconcile: %s/%s is gone: container %.64s unenrolled",
 				call_of(r)->pod_namespace, call_of(r)->pod_name,
@@ -516,7 +507,6 @@ static void on_request(void *arg, struct km_ipc_session *s, const km_envelope *e
 	}
 	r->serial = s->serial;
 	r->request_id = env->request_id;
-	a->stats.calls++;
 	if (cc->command == KMESH__IPC__CNI_CALL__COMMAND__DEL)
 		do_del(r);
 	else
@@ -593,7 +583,6 @@ static void reconcile_records(struct km_cni_agent *a)
 					cc->pod_namespace, cc->pod_name);
 				unlink(path);
 				km_cni_state_remove(a->cfg->state_dir, cc->container_id);
-				a->stats.dropped++;
 				metric(a, "kmesh_cni_agent_reconciled_total{action=\"dropped\"}");
 			}
 			req_free(r);

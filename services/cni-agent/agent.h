@@ -38,11 +38,6 @@ struct km_cni_agent_config {
 	int annotate;                  /* default 1 */
 };
 
-struct km_cni_agent_stats {
-	uint64_t calls, cache_hits, cache_misses, api_fallbacks, api_failures;
-	uint64_t annotated, annotate_failures, reconciled, dropped, collected;
-};
-
 struct km_cni_req;
 struct km_cni_annotation;
 
@@ -59,7 +54,6 @@ struct km_cni_agent {
 	uv_timer_t tick;
 	uint64_t last_reconcile_ms, last_gc_ms;
 	int started;
-	struct km_cni_agent_stats stats;
 };
 
 /* Start serving. Returns 0, or -1 (logged). */
