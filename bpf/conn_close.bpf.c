@@ -22,9 +22,6 @@
 /* weak: on a kernel without it the map writer loads the compat program instead */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 
-#define KM_READ_PLAIN(p, f) ((p)->f)
-#define KM_READ_INTO_PLAIN(dst, p, f) __builtin_memcpy((dst), &(p)->f, sizeof(*(dst)))
-
 /* Uncounts a P2C-counted connection, and gives the direction of a monitored TCP socket of an
  * enrolled pod, or 0: not one to report. Only an accepted connection has a record that says so
  * (sockops marks it inbound). */

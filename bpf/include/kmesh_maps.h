@@ -253,6 +253,9 @@ enum km_bpf_log_level {
  *   - km_conn_dial, from connect4/6: a rewritten connection's original destination;
  *   - km_conn_open, from sockops: its establishment;
  *   - km_conn_close, from cgroup/sock_release: its close, with the byte counters.
+ * The same km_conn_close record, written by conn_progress.bpf.c (a TCP iterator the map writer runs
+ * in each enrolled pod's network namespace every --conn-report-interval), reports a connection
+ * still open (KM_CONN_PROGRESS), so byte counts move while long connections live.
  * The map writer adds each dial to its open (by cookie) and streams the reports to subscribers
  * (metrics, access log). */
 #define KM_CONN_EVENTS_BYTES (256 * 1024)
@@ -260,6 +263,7 @@ enum km_bpf_log_level {
 enum km_conn_kind {
 	KM_CONN_OPEN = 1,
 	KM_CONN_CLOSE = 2,
+	KM_CONN_PROGRESS = 3, /* an open connection's counters so far (conn_progress.bpf.c) */
 };
 enum km_conn_direction {
 	KM_CONN_INBOUND = 1,  /* the pod accepted it (reporter: destination) */

@@ -127,6 +127,10 @@ struct km_tcp_counters {
 	__u16 family, lport, rport; /* ports in host byte order */
 };
 
+/* READ and READ_INTO for a socket pointer the program may load from directly (a BTF pointer). */
+#define KM_READ_PLAIN(p, f) ((p)->f)
+#define KM_READ_INTO_PLAIN(dst, p, f) __builtin_memcpy((dst), &(p)->f, sizeof(*(dst)))
+
 /* Fill *c from tp with READ(tp, field) and READ_INTO(dst, tp, field): a cgroup/sock program can
  * neither call bpf_skc_to_tcp_sock nor read the addresses from its context, which is the socket
  * itself, so conn_close.bpf.c reads the socket as a kernel object (see there). */
@@ -167,23 +171,21 @@ static __always_inline int km_conn_was_open(__u32 state, const struct km_tcp_cou
 	       (direction == KM_CONN_INBOUND || c->bytes_acked != 0);
 }
 
-/* The close: what the application wrote is what went out once (bytes_sent counts every
- * transmission of data, bytes_retrans the repeated ones; neither counts a SYN or a FIN) plus what
- * is still queued unsent (write_seq - snd_nxt), less our FIN when an earlier shutdown() queued it
- * and it has not gone out yet (it is the queue's last sequence number). Received data is
- * bytes_received less the peer's FIN once received, which tcp_fin() alone marks with
- * SOCK_DONE. */
-static __always_inline void km_conn_close(struct bpf_sock *sk, __u32 state,
-					  const struct km_tcp_counters *c, __u8 direction)
+/* The counters as a close reports them: what the application wrote is what went out once
+ * (bytes_sent counts every transmission of data, bytes_retrans the repeated ones; neither counts a
+ * SYN or a FIN) plus what is still queued unsent (write_seq - snd_nxt), less our FIN when an
+ * earlier shutdown() queued it and it has not gone out yet (it is the queue's last sequence
+ * number). Received data is bytes_received less the peer's FIN once received, which tcp_fin()
+ * alone marks with SOCK_DONE. Also what conn_progress.bpf.c reports of an open connection, so a
+ * connection's reports only ever grow. */
+static __always_inline void km_conn_counted(struct km_conn_close *e, __u64 cookie, __u32 state,
+					    const struct km_tcp_counters *c, __u8 direction)
 {
 	int fin_queued = state == BPF_TCP_FIN_WAIT1 || state == BPF_TCP_CLOSING ||
 			 state == BPF_TCP_LAST_ACK;
 	__u32 unsent = c->write_seq - c->snd_nxt;
-	struct km_conn_close *e = km_conn_reserve(sizeof(*e));
 
-	if (!e)
-		return;
-	e->cookie = bpf_get_socket_cookie(sk);
+	e->cookie = cookie;
 	e->ts_ns = bpf_ktime_get_ns();
 	if (direction == KM_CONN_OUTBOUND) {
 		e->src = c->local;
@@ -202,6 +204,17 @@ static __always_inline void km_conn_close(struct bpf_sock *sk, __u32 state,
 	e->srtt_us = c->srtt_us >> 3;
 	e->direction = direction;
 	e->pad[0] = e->pad[1] = e->pad[2] = 0;
+}
+
+/* The close, into the ring buffer. */
+static __always_inline void km_conn_close(struct bpf_sock *sk, __u32 state,
+					  const struct km_tcp_counters *c, __u8 direction)
+{
+	struct km_conn_close *e = km_conn_reserve(sizeof(*e));
+
+	if (!e)
+		return;
+	km_conn_counted(e, bpf_get_socket_cookie(sk), state, c, direction);
 	km_conn_submit(e);
 }
 

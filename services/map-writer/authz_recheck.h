@@ -1,9 +1,8 @@
 /* authz_recheck.h — closing the open connections that changed authorization policies deny.
  * After table batches that touched authz rows, and at most every 100 ms while they keep coming, a
- * pass runs on the libuv thread pool: for each enrolled pod with a known netns path
- * (km_pod_netns) the worker enters the pod's network namespace, checks that its cookie is still
- * the enrolled one, and reads the authz_recheck.bpf.c TCP iterator there, which decides every
- * connection the pod accepted again and destroys the denied ones. Results are logged on the loop
+ * pass runs on the libuv thread pool: the authz_recheck.bpf.c TCP iterator in every enrolled
+ * pod's network namespace (pod_iter.h), which decides every connection the pod accepted again
+ * and destroys the denied ones. Results are logged on the loop
  * thread. Needs CAP_SYS_ADMIN (setns); without it each pass logs why it could not run. */
 #ifndef KM_MW_AUTHZ_RECHECK_H
 #define KM_MW_AUTHZ_RECHECK_H
@@ -14,6 +13,7 @@
 #include <uv.h>
 
 #include "kmesh_maps.h"
+#include "services/map-writer/pod_iter.h"
 
 #define KM_AUTHZ_RECHECK_DELAY_MS 100 /* after the last change of a burst ... */
 #define KM_AUTHZ_RECHECK_MAX_DELAY_MS 500 /* ... but no later than this after its first */
@@ -24,9 +24,7 @@ struct km_authz_recheck {
 	uv_timer_t timer;
 	uv_work_t work;
 	int link_fd;      /* the iterator's link; -1: the kernel cannot (requests are ignored) */
-	int fd_manage;    /* the enrolled pods */
-	int fd_pod_netns; /* cookie -> netns path */
-	uint64_t own_netns_cookie; /* the map writer's own: entered without setns */
+	struct km_pod_iter_env env;
 	const int *hold;  /* nonzero while the xDS agent's sync runs: its state is incomplete */
 	int busy;         /* a pass is on the thread pool */
 	int again;        /* a change arrived during the pass: run once more */
@@ -38,8 +36,7 @@ struct km_authz_recheck {
 	uint64_t logged_cookie[KM_AUTHZ_RECHECK_LOGGED];
 	size_t n_logged;
 	uint64_t pass_closed, pass_failed; /* sockets closed, and ones bpf_sock_destroy refused */
-	uint32_t pass_pods, pass_gone, pass_missing, pass_errors;
-	char pass_error[512]; /* the first error entering a pod, other than a pod gone */
+	struct km_pod_iter_pass pass;
 	/* totals, for dumps */
 	uint64_t passes;
 	uint64_t closed;

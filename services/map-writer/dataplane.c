@@ -446,6 +446,12 @@ static int attach_all(struct km_dataplane *dp)
 			km_warn("cannot create the authz re-check iterator (%s): connections already "
 				"open when a policy change denies them stay open", strerror(errno));
 	}
+	if (bpf_program__autoload(dp->skel->progs.km_conn_progress)) {
+		dp->progress_link = bpf_program__attach_iter(dp->skel->progs.km_conn_progress, NULL);
+		if (!dp->progress_link)
+			km_warn("cannot create the open connections' iterator (%s): connections' bytes "
+				"are counted when they close only", strerror(errno));
+	}
 	return 0;
 }
 
@@ -583,6 +589,11 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 			"are still decided");
 		bpf_program__set_autoload(dp->skel->progs.km_authz_recheck, false);
 	}
+	if (!km_probe_has_cap(CAP_SYS_ADMIN)) {
+		km_warn("no CAP_SYS_ADMIN (to enter pod network namespaces): connections' bytes are "
+			"counted when they close only, not while they are open");
+		bpf_program__set_autoload(dp->skel->progs.km_conn_progress, false);
+	}
 	if (!km_probe_has_cap(CAP_PERFMON) && !km_probe_has_cap(CAP_SYS_ADMIN)) {
 		km_error("kmesh-map-writer needs CAP_PERFMON besides CAP_BPF and CAP_NET_ADMIN: its "
 			 "programs read TCP sockets' state (connection reports) and format log lines");
@@ -658,6 +669,8 @@ void km_dataplane_close(struct km_dataplane *dp, int detach)
 	dp->sk_msg_attached = 0;
 	bpf_link__destroy(dp->recheck_link);
 	dp->recheck_link = NULL;
+	bpf_link__destroy(dp->progress_link);
+	dp->progress_link = NULL;
 	if (dp->skel) {
 		if (detach) {
 			struct bpf_map *map;

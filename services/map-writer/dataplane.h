@@ -62,6 +62,8 @@ struct km_dataplane {
 	struct kmesh *skel;
 	struct bpf_link *links[KM_HOOK_COUNT];
 	struct bpf_link *recheck_link; /* the authz re-check iterator; NULL: kernel lacks it */
+	struct bpf_link *progress_link; /* open connections' counters (conn_progress.bpf.c); NULL:
+					 * not loaded */
 	int sk_msg_attached; /* the TLV program is attached to km_sockhash */
 	int rdonly_cast;     /* the kernel has bpf_rdonly_cast: km_sock_release, not its compat twin */
 	int lock_fd; /* flock on the pin directory: one map writer per directory */

@@ -99,6 +99,22 @@ static struct km_mw_event_slot *next_slot(struct km_mw_events *ev, uint32_t kind
 	return slot;
 }
 
+/* A report with the byte counters: a close, or an open connection's counters so far. */
+static void add_counted(struct km_mw_events *ev, uint32_t kind, const struct km_conn_close *c)
+{
+	struct km_mw_event_slot *slot = next_slot(ev, kind, c->direction, c->cookie, c->ts_ns, &c->src,
+						  &c->dst, c->sport, c->dport);
+
+	if (slot) {
+		slot->msg.sent_bytes = c->sent_bytes;
+		slot->msg.received_bytes = c->received_bytes;
+		slot->msg.retrans = c->retrans;
+		slot->msg.srtt_us = c->srtt_us;
+	}
+	if (ev->n_batch == KM_EVENTS_BATCH)
+		flush(ev);
+}
+
 static int on_conn_event(void *ctx, void *data, size_t size)
 {
 	struct km_mw_events *ev = ctx;
@@ -125,22 +141,24 @@ static int on_conn_event(void *ctx, void *data, size_t size)
 			slot->msg.orig_dport = port;
 		}
 	} else if (size == sizeof(struct km_conn_close)) {
-		const struct km_conn_close *c = data;
-
-		slot = next_slot(ev, KM_CONN_CLOSE, c->direction, c->cookie, c->ts_ns, &c->src, &c->dst,
-				 c->sport, c->dport);
-		if (slot) {
-			slot->msg.sent_bytes = c->sent_bytes;
-			slot->msg.received_bytes = c->received_bytes;
-			slot->msg.retrans = c->retrans;
-			slot->msg.srtt_us = c->srtt_us;
-		}
+		add_counted(ev, KM_CONN_CLOSE, data);
+		return 0;
 	} else {
 		return 0; /* not a record this build knows */
 	}
 	if (ev->n_batch == KM_EVENTS_BATCH)
 		flush(ev);
 	return 0;
+}
+
+void km_mw_events_progress(struct km_mw_events *ev, const struct km_conn_close *c)
+{
+	add_counted(ev, KM_CONN_PROGRESS, c);
+}
+
+void km_mw_events_flush(struct km_mw_events *ev)
+{
+	flush(ev);
 }
 
 static int on_log_record(void *ctx, void *data, size_t size)
@@ -159,7 +177,7 @@ static int on_log_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static void consume(struct km_mw_events *ev)
+void km_mw_events_read(struct km_mw_events *ev)
 {
 	int n = ring_buffer__consume(ev->rb);
 
@@ -175,12 +193,12 @@ static void on_readable(uv_poll_t *p, int status, int events)
 		km_error("reading the programs' reports: %s", uv_strerror(status));
 		return;
 	}
-	consume(p->data);
+	km_mw_events_read(p->data);
 }
 
 static void on_timer(uv_timer_t *t)
 {
-	consume(t->data);
+	km_mw_events_read(t->data);
 }
 
 int km_mw_events_start(struct km_mw_events *ev, uv_loop_t *loop, struct km_ipc_server *srv,

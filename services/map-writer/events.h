@@ -5,6 +5,7 @@
  *     messages with request_id 0, up to KM_EVENTS_BATCH per message. A subscriber whose unsent
  *     data exceeds KM_EVENTS_QUEUE_MAX loses reports rather than grow the map writer's memory;
  *     the count lost goes in its next message, so the loss is never silent.
+ *   - open connections' counters so far (conn_progress.c), streamed the same way;
  *   - BPF log lines (km_bpf_log), logged as "bpf: ..." whatever this process's own level (the
  *     BPF log level chose them). */
 #ifndef KM_MW_EVENTS_H
@@ -16,6 +17,7 @@
 #include <uv.h>
 
 #include "ipc/server.h"
+#include "kmesh_maps.h"
 #include "services/map-writer/dial_cache.h"
 
 #define KM_EVENTS_BATCH 256
@@ -54,6 +56,12 @@ int km_mw_events_subscribe(struct km_mw_events *ev, struct km_ipc_session *s, ch
 			   size_t errlen);
 /* Subscribers still connected. */
 size_t km_mw_events_subscribers(struct km_mw_events *ev);
+/* Read the ring buffers now and send what they held. */
+void km_mw_events_read(struct km_mw_events *ev);
+/* Queue an open connection's counters so far (conn_progress.c) as a KM_CONN_PROGRESS report;
+ * km_mw_events_flush sends what is queued. */
+void km_mw_events_progress(struct km_mw_events *ev, const struct km_conn_close *c);
+void km_mw_events_flush(struct km_mw_events *ev);
 /* Reports lost so far: the programs' (ring buffer full) plus slow subscribers'. */
 void km_mw_events_lost(const struct km_mw_events *ev, uint64_t *conn, uint64_t *log);
 void km_mw_events_stop(struct km_mw_events *ev);

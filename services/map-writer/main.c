@@ -15,6 +15,7 @@
 #include "services/map-writer/access.h"
 #include "services/map-writer/authz_lookup.h"
 #include "services/map-writer/authz_recheck.h"
+#include "services/map-writer/conn_progress.h"
 #include "services/map-writer/dataplane.h"
 #include "services/map-writer/events.h"
 #include "services/map-writer/cni_pending.h"
@@ -43,6 +44,7 @@ struct writer {
 	struct km_signals signals;
 	struct km_access access;
 	struct km_mw_events events;
+	struct km_conn_progress progress;
 	struct km_mw_metrics metrics;
 	struct km_service_manager sm;
 	int detach_on_exit;
@@ -124,6 +126,7 @@ static void on_shutdown(void *arg, int signum)
 	(void)signum;
 	km_sm_stopping(&w->sm);
 	km_authz_recheck_close(&w->recheck);
+	km_conn_progress_stop(&w->progress);
 	km_mw_events_stop(&w->events);
 	km_mw_metrics_stop(&w->metrics);
 	km_cni_pending_stop(&w->pending);
@@ -140,7 +143,7 @@ int main(int argc, char **argv)
 	int monitoring = 1, authz = 1;
 	const char *metrics_dir = "/run/kmesh/metrics", *cni_metrics = "/run/kmesh/cni/metrics.prom";
 	const char *cni_state = "/run/kmesh/cni";
-	uint64_t metrics_interval = 15;
+	uint64_t metrics_interval = 15, report_interval = 5;
 	enum km_log_level bpf_level = KM_LOG_ERROR;
 	uint64_t max_manage = 16384, max_frontend = 262144, max_service = 65536,
 		 max_endpoint = 262144, max_backend = 131072, max_override = 65536,
@@ -223,6 +226,10 @@ int main(int argc, char **argv)
 		  "report enrolled pods' connections for metrics and the access log (default on; "
 		  "kmeshctl monitoring switches it at run time)", "KMESH_MONITORING", 0, 0,
 		  km_option_on_off },
+		{ "conn-report-interval", KM_OPT_UINT, &report_interval, "SECONDS",
+		  "while monitoring is on, report the bytes of enrolled pods' open connections this "
+		  "often, so metrics move while long connections live (0: at close only)",
+		  "KMESH_CONN_REPORT_INTERVAL", 0, 3600 },
 		{ "authz", KM_OPT_FUNC, &authz, "on|off",
 		  "enforce authorization policies (default on; kmeshctl authz switches it at run time)",
 		  "KMESH_AUTHZ", 0, 0, km_option_on_off },
@@ -323,6 +330,7 @@ int main(int argc, char **argv)
 	w.requests.lookup = &w.lookup;
 	w.requests.dp = &w.dp;
 	w.requests.events = &w.events;
+	w.requests.progress = &w.progress;
 	km_ipsec_tc_init(&w.ipsec_tc, w.dp.fd_ipsec_encrypt, w.dp.fd_ipsec_decrypt, w.dp.fd_manage);
 	km_authz_recheck_init(&w.recheck, w.loop,
 			      w.dp.recheck_link ? bpf_link__fd(w.dp.recheck_link) : -1, w.dp.fd_manage,
@@ -331,6 +339,10 @@ int main(int argc, char **argv)
 	    km_ipc_server_start(&w.server, w.loop, &scfg, &ops, &w.requests) != 0 ||
 	    km_mw_events_start(&w.events, w.loop, &w.server, w.dp.fd_conn_events, w.dp.fd_bpf_log,
 			       w.dp.fd_event_drops) != 0 ||
+	    km_conn_progress_start(&w.progress, w.loop,
+				   w.dp.progress_link ? bpf_link__fd(w.dp.progress_link) : -1,
+				   report_interval * 1000, w.dp.fd_manage, w.dp.fd_pod_netns, &w.events,
+				   &w.dp.node.flags) != 0 ||
 	    km_mw_metrics_start(&w.metrics, w.loop, metrics_dir, cni_metrics,
 				(unsigned)metrics_interval * 1000, &w.requests) != 0 ||
 	    km_cni_pending_start(&w.pending, w.loop, cni_state, &w.requests) != 0) {

@@ -1,6 +1,7 @@
 /* metrics_file.c — the map writer's metrics file (see metrics_file.h). */
 #include "services/map-writer/metrics_file.h"
 #include "services/map-writer/authz_lookup.h"
+#include "services/map-writer/conn_progress.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -227,6 +228,15 @@ static void render(struct km_mw_metrics *m, struct km_prom *p)
 		lost_log);
 	gauge(p, "kmesh_conn_report_subscribers", "sessions receiving connection reports",
 	      km_mw_events_subscribers(rq->events));
+	counter(p, "kmesh_conn_progress_passes_total",
+		"passes over enrolled pods' open connections (--conn-report-interval)",
+		rq->progress->passes);
+	counter(p, "kmesh_conn_progress_reports_total",
+		"open connections' byte counters reported between their open and close",
+		rq->progress->reported);
+	counter(p, "kmesh_conn_progress_skipped_total",
+		"open connections a pass left out (past its bound; reported at close)",
+		rq->progress->skipped);
 	gauge(p, "kmesh_monitoring_enabled", "1 while connections are reported",
 	      !!(rq->dp->node.flags & KM_CFG_F_MONITORING));
 	gauge(p, "kmesh_authz_enabled", "1 while authorization is enforced",

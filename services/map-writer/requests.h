@@ -18,6 +18,7 @@
 #define KM_MW_CODES 9  /* Kmesh__Ipc__Code */
 
 struct km_authz_lookup;
+struct km_conn_progress;
 
 struct km_mw_requests {
 	struct km_tables *tables;
@@ -27,6 +28,7 @@ struct km_mw_requests {
 	struct km_authz_lookup *lookup;   /* authorization at the socket lookup: on (un)enroll */
 	struct km_dataplane *dp;          /* km_config's switches (SetConfig) */
 	struct km_mw_events *events;      /* connection reports (Subscribe) */
+	const struct km_conn_progress *progress; /* open connections' reports (metrics) */
 	uint64_t counts[KM_MW_ROLES][KM_MW_KINDS][KM_MW_CODES];
 };
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # telemetry_test.sh — what operators watch, from real connections between enrolled pods: Istio's
-# TCP metrics scraped over HTTP from the agent's endpoint (counts, bytes, both reporters, the
+# TCP metrics scraped over HTTP from the agent's endpoint (counts, bytes, both reporters, bytes of
+# a connection still open, the
 # labels named from the workloads and the VIP), the access log (one line per open and close, text
 # then JSON, switched at run time), monitoring off (nothing counted), authz switched off and on
 # around an injected DENY policy, the BPF log level, and the other processes' metrics on the
@@ -53,7 +54,7 @@ cat <<JSON | km_write_config
  $(wl client "$S.10"), $(wl b1 "$S.21" '"t/web.t": {}')
 ]}
 JSON
-km_map_writer_start || exit 1
+km_map_writer_start --conn-report-interval 1 || exit 1
 km_agent_start
 for p in client b1; do
 	"$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path $p)" >/dev/null
@@ -82,6 +83,21 @@ km_connect client "$VIP" 81 --timeout 1 >/dev/null # nothing listens on its targ
 connect 1 >/dev/null
 check "a refused connect is neither opened nor closed (the next one counts exactly once)" \
 	eval 'sample_is istio_tcp_connections_closed_total source 5 && sample_is istio_tcp_connections_opened_total source 5'
+# a long connection: its bytes count while it is open (a pass every second), and its close adds
+# only the rest
+read -r rx0 tx0 closed0 <<<"$(sample istio_tcp_received_bytes_total source) $(sample istio_tcp_sent_bytes_total source) $(sample istio_tcp_connections_closed_total source)"
+rxd0=$(sample istio_tcp_received_bytes_total destination)
+km_connect client "$VIP" 80 --send hello --hold 4 >/dev/null &
+long=$!
+check "an open connection's bytes count while it lives: request +6, response +3, not yet closed" \
+	eval 'sample_is istio_tcp_received_bytes_total source $((rx0 + 6)) && sample_is istio_tcp_sent_bytes_total source $((tx0 + 3)) && [ "$(sample istio_tcp_connections_closed_total source)" = "$closed0" ]'
+check "... on the server's side too (reporter=destination)" \
+	sample_is istio_tcp_received_bytes_total destination $((rxd0 + 6))
+wait $long
+check "... and its close counts it closed without counting the bytes again" \
+	eval 'sample_is istio_tcp_connections_closed_total source $((closed0 + 1)) && sleep 1.5 && [ "$(sample istio_tcp_received_bytes_total source)" = $((rx0 + 6)) ] && [ "$(sample istio_tcp_sent_bytes_total source)" = $((tx0 + 3)) ] && [ "$(sample istio_tcp_received_bytes_total destination)" = $((rxd0 + 6)) ]'
+check "the map writer counts its passes and reports" \
+	eval 'for _ in $(seq 1 30); do km_metrics_has "^kmesh_conn_progress_reports_total [1-9]" && break; sleep 0.1; done; km_metrics_has "^kmesh_conn_progress_passes_total [1-9]" && km_metrics_has "^kmesh_telemetry_progress_reports_total [1-9]"'
 check "the agent's own metrics are on the page" \
 	eval 'out=$(km_metrics) && grep -q "^kmesh_xds_agent_build_info{version=" <<<"$out" && grep -q "^istio_build{component=\"kmesh\",tag=\"[0-9][0-9.]*+" <<<"$out" && grep -q "^kmesh_map_writer_connected 1" <<<"$out" && grep -q "^kmesh_xds_apply_seconds_bucket{le=\"+Inf\"}" <<<"$out" && grep -q "^kmesh_model_workloads 2" <<<"$out"'
 check "... and the map writer's (its file in the metrics directory, every second): tables and requests" \

@@ -27,6 +27,7 @@ struct tm_series {
 struct tm_open {
 	uint64_t cookie;
 	uint64_t mono_ns;
+	uint64_t req_counted, resp_counted; /* bytes already added to the series */
 	struct tm_series *series; /* NULL when the series table was full */
 	UT_hash_handle hh;
 };
@@ -288,6 +289,7 @@ static void on_open(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e)
 	}
 	if (o) {
 		o->mono_ns = e->mono_ns;
+		o->req_counted = o->resp_counted = 0;
 		if (o->series)
 			o->series->refs--;
 		o->series = s;
@@ -298,17 +300,59 @@ static void on_open(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e)
 		access_log(t, e, &n, -1);
 }
 
+/* The pod's bytes: outbound it is the client (sent = request), inbound the server. */
+static void request_response(const Kmesh__Ipc__ConnEvent *e, uint64_t *req, uint64_t *resp)
+{
+	*req = e->direction == KM_CONN_OUTBOUND ? e->sent_bytes : e->received_bytes;
+	*resp = e->direction == KM_CONN_OUTBOUND ? e->received_bytes : e->sent_bytes;
+}
+
+/* What grew since the last report of this connection: counted once, never backwards. */
+static uint64_t grown(uint64_t now, uint64_t *counted)
+{
+	uint64_t d = now > *counted ? now - *counted : 0;
+
+	if (now > *counted)
+		*counted = now;
+	return d;
+}
+
+/* An open connection's counters so far: the series gets what moved since its last report. A
+ * connection not known open (opened before the subscription, or its open lost) is left to its
+ * close, which then counts all of it. */
+static void on_progress(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e)
+{
+	struct tm_open *o;
+	uint64_t req, resp, d_req, d_resp;
+
+	HASH_FIND(hh, t->open, &e->cookie, sizeof(e->cookie), o);
+	if (!o) {
+		t->progress_unmatched++;
+		return;
+	}
+	t->progress++;
+	request_response(e, &req, &resp);
+	d_req = grown(req, &o->req_counted);
+	d_resp = grown(resp, &o->resp_counted);
+	if (o->series) {
+		o->series->received += d_req;
+		o->series->sent += d_resp;
+	}
+}
+
 static void on_close(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e)
 {
 	struct names n;
 	struct tm_series *s = NULL;
 	struct tm_open *o;
 	int64_t duration = -1;
-	uint64_t req, resp;
+	uint64_t req, resp, req_counted = 0, resp_counted = 0;
 
 	resolve(t, e, &n);
 	HASH_FIND(hh, t->open, &e->cookie, sizeof(e->cookie), o);
 	if (o) {
+		req_counted = o->req_counted;
+		resp_counted = o->resp_counted;
 		s = o->series;
 		if (s)
 			s->refs--;
@@ -324,13 +368,11 @@ static void on_close(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e)
 		if (labels_of(e, &n, labels, sizeof(labels)) >= 0)
 			s = series_get(t, labels, &n);
 	}
-	/* the pod's bytes: outbound it is the client (sent = request), inbound the server */
-	req = e->direction == KM_CONN_OUTBOUND ? e->sent_bytes : e->received_bytes;
-	resp = e->direction == KM_CONN_OUTBOUND ? e->received_bytes : e->sent_bytes;
+	request_response(e, &req, &resp);
 	if (s) {
 		s->closed++;
-		s->received += req;
-		s->sent += resp;
+		s->received += grown(req, &req_counted);
+		s->sent += grown(resp, &resp_counted);
 	}
 	if (t->access_log)
 		access_log(t, e, &n, duration);
@@ -351,6 +393,8 @@ void km_telemetry_events(struct km_telemetry *t, const Kmesh__Ipc__ConnEvents *b
 			on_open(t, e);
 		else if (e->kind == KM_CONN_CLOSE)
 			on_close(t, e);
+		else if (e->kind == KM_CONN_PROGRESS)
+			on_progress(t, e);
 	}
 }
 
@@ -371,10 +415,10 @@ void km_telemetry_render(const struct km_telemetry *t, struct km_prom *p)
 	family(t, p, "istio_tcp_connections_closed_total", "TCP connections closed",
 	       offsetof(struct tm_series, closed));
 	family(t, p, "istio_tcp_received_bytes_total",
-	       "bytes of the request (client to server), counted at close",
+	       "bytes of the request (client to server), counted while open and at close",
 	       offsetof(struct tm_series, received));
 	family(t, p, "istio_tcp_sent_bytes_total",
-	       "bytes of the response (server to client), counted at close",
+	       "bytes of the response (server to client), counted while open and at close",
 	       offsetof(struct tm_series, sent));
 	km_prom_metric(p, "kmesh_telemetry_reports_total", "counter",
 		       "connection reports received from the map writer", t->reports);
@@ -390,6 +434,11 @@ void km_telemetry_render(const struct km_telemetry *t, struct km_prom *p)
 	km_prom_metric(p, "kmesh_telemetry_open_dropped_total", "counter",
 		       "open connections forgotten (the table full, or a new connection to the map writer)",
 		       t->open_dropped);
+	km_prom_metric(p, "kmesh_telemetry_progress_reports_total", "counter",
+		       "open connections' byte counters received and counted", t->progress);
+	km_prom_metric(p, "kmesh_telemetry_progress_unmatched_total", "counter",
+		       "open connections' reports of connections not known open (left to their close)",
+		       t->progress_unmatched);
 	km_prom_metric(p, "kmesh_telemetry_closes_unmatched_total", "counter",
 		       "closes whose open was not seen (opened before the subscription, or lost)",
 		       t->closes_unmatched);

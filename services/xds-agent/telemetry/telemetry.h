@@ -5,8 +5,10 @@
  *     the server workload's service whose target port is the port connected to, else its first.
  * Series carry Istio's CommonTrafficLabels in Istio's order, values Istio's (missing: "unknown");
  * reporter is source for a pod's outbound connections and destination for its inbound ones.
- * opened counts at establishment, closed and the byte counters at close (sent: the response,
- * server to client; received: the request), with the labels the connection was opened with.
+ * opened counts at establishment, closed at close, and the byte counters (sent: the response,
+ * server to client; received: the request) as they grow: an open connection's reports
+ * (KM_CONN_PROGRESS, every --conn-report-interval of the map writer) add what it moved since the
+ * last, its close the rest; all with the labels the connection was opened with.
  * Series of a workload gone from the model are removed KM_TELEMETRY_GONE_TTL_S after it went.
  * Both tables are bounded: series beyond KM_TELEMETRY_MAX_SERIES are counted, not kept; past
  * KM_TELEMETRY_MAX_OPEN open connections the oldest is forgotten (its close lost, most likely). The access log (off by default) is one line per
@@ -43,6 +45,7 @@ struct km_telemetry {
 	enum km_access_log_format format;
 	FILE *out;
 	uint64_t reports, lost, series_dropped, open_dropped, closes_unmatched, log_lines;
+	uint64_t progress, progress_unmatched; /* open connections' reports; of ones not known open */
 	uint64_t series_expired;
 };
 
