@@ -515,6 +515,22 @@ struct km_authz_stats_value {
 	__u64 denied;
 };
 
+/* km_authz_denials: connections denied, per destination workload (its km_authz_ident
+ * workload_id; 0: a destination no workload describes) and deciding policy (stat_id), written by
+ * BPF on a denial only: an allowed connection pays nothing for it. At most KM_AUTHZ_DENIALS_MAX
+ * rows; a denial that finds the table full counts in the row {KM_AUTHZ_DENIALS_OTHER,
+ * KM_AUTHZ_DENIALS_OTHER}, which the map writer makes at start. The map writer removes the rows
+ * of workloads no address names any more once the table is three-quarters full. */
+#define KM_AUTHZ_DENIALS_MAX 4096
+#define KM_AUTHZ_DENIALS_OTHER 0xffffffffu
+struct km_authz_denials_key {
+	__u32 workload_id;
+	__u32 stat_id;
+};
+struct km_authz_denials_value {
+	__u64 denied;
+};
+
 /* What authz_recheck.bpf.c (iter/tcp) reports for each open connection a policy change denies:
  * one record per socket it closed, written to the iterator's output. */
 struct km_authz_closed {
@@ -551,6 +567,7 @@ struct km_authz_closed {
 #define KM_MAP_AUTHZ_SET "km_authz_set"
 #define KM_MAP_AUTHZ_CIDR "km_authz_cidr"
 #define KM_MAP_AUTHZ_STATS "km_authz_stats"
+#define KM_MAP_AUTHZ_DENIALS "km_authz_denials"
 #define KM_MAP_AUTHZ_INDEX "km_authz_index"
 
 #endif /* KMESH_MAPS_H */

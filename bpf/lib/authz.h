@@ -164,6 +164,30 @@ static __always_inline void az_count(__u32 stat_id, int deny)
 		__sync_fetch_and_add(&v->allowed, 1);
 }
 
+/* A denied connection, by its destination workload and the deciding policy (km_authz_denials):
+ * its row, made on the first denial, or the overflow row when the table is full. */
+static __always_inline void az_count_denial(const struct km_authz_conn *c, __u32 stat_id)
+{
+	struct km_authz_denials_key k = { .workload_id = c->dst_known ? c->dst_id.workload_id : 0,
+					  .stat_id = stat_id };
+	struct km_authz_denials_value one = { .denied = 1 }, *v;
+
+	v = bpf_map_lookup_elem(&km_authz_denials, &k);
+	if (v) {
+		__sync_fetch_and_add(&v->denied, 1);
+		return;
+	}
+	if (bpf_map_update_elem(&km_authz_denials, &k, &one, BPF_NOEXIST) == 0)
+		return;
+	v = bpf_map_lookup_elem(&km_authz_denials, &k); /* made meanwhile on another CPU */
+	if (!v) {
+		k.workload_id = k.stat_id = KM_AUTHZ_DENIALS_OTHER; /* full */
+		v = bpf_map_lookup_elem(&km_authz_denials, &k);
+	}
+	if (v)
+		__sync_fetch_and_add(&v->denied, 1);
+}
+
 enum az_segment { AZ_SEG_DENY, AZ_SEG_ALLOW, AZ_SEG_DRY_RUN };
 
 
@@ -510,8 +534,11 @@ static __always_inline void km_authz_decide(const struct km_authz_conn *c,
 		d.deny = 1; /* ALLOW policies apply and none matched */
 	r->deny = d.deny;
 	r->stat_id = d.stat_id;
-	if (!c->recheck)
+	if (!c->recheck) {
 		az_count(r->stat_id, r->deny);
+		if (r->deny)
+			az_count_denial(c, r->stat_id);
+	}
 }
 
 #endif

@@ -66,6 +66,7 @@ KM_DECLARE_HASH(km_authz_list, struct km_authz_list_key, struct km_authz_list_va
 KM_DECLARE_HASH(km_authz_match, struct km_authz_match_key, struct km_authz_match_value);
 KM_DECLARE_HASH(km_authz_set, struct km_authz_set_key, struct km_authz_set_value);
 KM_DECLARE_HASH(km_authz_stats, struct km_authz_stats_key, struct km_authz_stats_value);
+KM_DECLARE_HASH(km_authz_denials, struct km_authz_denials_key, struct km_authz_denials_value);
 KM_DECLARE_HASH(km_authz_index, struct km_authz_index_key, struct km_authz_index_value);
 KM_DECLARE_HASH(km_ipsec_peer, struct km_ipsec_peer_key, struct km_ipsec_peer_value);
 KM_DECLARE_ONE_ROW(km_config, struct km_config_value);

@@ -306,6 +306,7 @@ static int setup_maps(struct km_dataplane *dp, const struct km_dataplane_config 
 		{ dp->skel->maps.km_authz_match, dp->sizes.authz_rows },
 		{ dp->skel->maps.km_authz_set, dp->sizes.authz_rows },
 		{ dp->skel->maps.km_authz_stats, dp->sizes.authz_rows },
+		{ dp->skel->maps.km_authz_denials, KM_AUTHZ_DENIALS_MAX },
 		{ dp->skel->maps.km_authz_index, dp->sizes.authz_rows },
 		{ dp->skel->maps.km_authz_cidr, dp->sizes.authz_cidrs },
 		/* every peer id's addresses and pod CIDRs (plan.h: at most 4 of each per node) */
@@ -322,6 +323,7 @@ static int setup_maps(struct km_dataplane *dp, const struct km_dataplane_config 
 		if (cfg->preallocate && bpf_map__type(sized[i].map) == BPF_MAP_TYPE_HASH &&
 		    sized[i].map != dp->skel->maps.km_conn_count &&
 		    sized[i].map != dp->skel->maps.km_authz_stats &&
+		    sized[i].map != dp->skel->maps.km_authz_denials &&
 		    (err = bpf_map__set_map_flags(sized[i].map,
 						  bpf_map__map_flags(sized[i].map) & ~BPF_F_NO_PREALLOC)))
 			return err;
@@ -630,6 +632,16 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	dp->fd_authz_set = bpf_map__fd(dp->skel->maps.km_authz_set);
 	dp->fd_authz_cidr = bpf_map__fd(dp->skel->maps.km_authz_cidr);
 	dp->fd_authz_stats = bpf_map__fd(dp->skel->maps.km_authz_stats);
+	dp->fd_authz_denials = bpf_map__fd(dp->skel->maps.km_authz_denials);
+	{ /* the row denials count in once the table is full (kmesh_maps.h); kept if pinned */
+		struct km_authz_denials_key other = { KM_AUTHZ_DENIALS_OTHER, KM_AUTHZ_DENIALS_OTHER };
+		struct km_authz_denials_value zero = { 0 };
+
+		if (bpf_map_update_elem(dp->fd_authz_denials, &other, &zero, BPF_NOEXIST) != 0 &&
+		    errno != EEXIST)
+			km_warn("cannot make the overflow row of km_authz_denials: %s (denials past its "
+				"%d rows go uncounted by workload)", strerror(errno), KM_AUTHZ_DENIALS_MAX);
+	}
 	/* Record the sizes actually in force (adopted maps keep theirs). */
 	dp->sizes.manage = bpf_map__max_entries(dp->skel->maps.km_manage);
 	dp->sizes.frontend = bpf_map__max_entries(dp->skel->maps.km_frontend);

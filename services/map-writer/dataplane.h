@@ -73,6 +73,7 @@ struct km_dataplane {
 	int fd_fe_filter; /* km_fe_filter: the frontends' addresses */
 	int fd_slot;      /* km_slot: the endpoint slots BPF picks from (slots.h) */
 	int fd_authz_ident, fd_authz_list, fd_authz_match, fd_authz_set, fd_authz_cidr, fd_authz_stats;
+	int fd_authz_denials; /* km_authz_denials: read by dumps */
 	int fd_authz_index;
 	/* the IPsec tc programs (owned by skel), attached by ipsec_tc.c when the agent asks */
 	int fd_ipsec_encrypt, fd_ipsec_decrypt;

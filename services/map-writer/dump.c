@@ -209,6 +209,8 @@ static Kmesh__Ipc__Code dump_authz_stats(struct km_tables *t, uint32_t max_rows,
 		r->denied = v.denied;
 		reply->authz_stats[reply->n_authz_stats++] = r;
 	}
+	if (km_tables_dump_denials(t, reply) != KMESH__IPC__CODE__OK)
+		goto nomem;
 	return KMESH__IPC__CODE__OK;
 nomem:
 	km_tables_dump_free(reply);
@@ -308,8 +310,11 @@ void km_tables_dump_free(Kmesh__Ipc__DumpReply *reply)
 		free(reply->manage[i]);
 	for (size_t i = 0; i < reply->n_authz_stats; i++)
 		free(reply->authz_stats[i]);
+	for (size_t i = 0; i < reply->n_authz_denials; i++)
+		free(reply->authz_denials[i]);
 	free(reply->rows);
 	free(reply->manage);
 	free(reply->authz_stats);
+	free(reply->authz_denials);
 	kmesh__ipc__dump_reply__init(reply);
 }

@@ -247,6 +247,9 @@ static void render(struct km_mw_metrics *m, struct km_prom *p)
 	counter(p, "kmesh_authz_lookup_attach_failures_total",
 		"pods left to the cgroup_skb decision (denials time out) because the lookup program "
 		"could not be attached to their namespace", rq->lookup->failed);
+	counter(p, "kmesh_authz_denial_rows_collected_total",
+		"denial counters of workloads gone, removed to keep km_authz_denials in bound",
+		rq->tables->denials_collected);
 	counter(p, "kmesh_authz_rechecks_total", "passes over open connections after policy changes",
 		rq->recheck->passes);
 	counter(p, "kmesh_authz_rechecks_closed_total",

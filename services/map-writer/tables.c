@@ -100,6 +100,7 @@ int km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
 	t->fd_authz_set = dp->fd_authz_set;
 	t->fd_authz_cidr = dp->fd_authz_cidr;
 	t->fd_authz_stats = dp->fd_authz_stats;
+	t->fd_authz_denials = dp->fd_authz_denials;
 	t->fd_authz_index = dp->fd_authz_index;
 	t->migrated_entries = dp->migrated_entries;
 	t->sizes = dp->sizes;

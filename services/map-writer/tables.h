@@ -31,11 +31,14 @@ struct km_tables {
 	int fd_ipsec_peer, fd_ipsec_cidr; /* the IPsec agent's (ipsec_rows.c) */
 	/* L4 authorization (authz_rows.c); stats is written by BPF and only read here */
 	int fd_authz_ident, fd_authz_list, fd_authz_match, fd_authz_set, fd_authz_cidr, fd_authz_stats;
+	int fd_authz_denials; /* km_authz_denials: read by dumps */
 	int fd_authz_index; /* -1: none (tests that do not use it) */
 	struct km_table_sizes sizes;
 	/* counters, shown in dumps and logs */
 	uint64_t ops_applied;
 	uint64_t ops_failed;
+	uint64_t denials_collected;  /* km_authz_denials rows of gone workloads removed */
+	uint64_t denials_collect_s;  /* when that last ran (monotonic seconds) */
 	uint64_t table_full;
 	struct km_row_run *run;      /* set while a batch is applied */
 	uint64_t batch_calls;        /* bpf() batch calls made (runs of upserts or deletes) */
@@ -97,5 +100,9 @@ size_t km_tables_ipsec_clear(struct km_tables *t);
 Kmesh__Ipc__Code km_tables_dump(struct km_tables *t, Kmesh__Ipc__Table table, uint32_t max_rows,
 				Kmesh__Ipc__DumpReply *reply, char *err, size_t errlen);
 void km_tables_dump_free(Kmesh__Ipc__DumpReply *reply);
+/* Add the km_authz_denials rows to reply (authz_denials.c; a TABLE_AUTHZ_STATS dump), first
+ * removing, at most once a minute and only when the table is three-quarters full, the rows of
+ * workloads gone. Returns OK, or INTERNAL (out of memory). */
+Kmesh__Ipc__Code km_tables_dump_denials(struct km_tables *t, Kmesh__Ipc__DumpReply *reply);
 
 #endif

@@ -523,7 +523,7 @@ int main(int argc, char **argv)
 	a.state.on_injected = on_injected;
 	a.state.arg = &a;
 	a.state.telemetry = &a.telemetry;
-	km_authz_metrics_init(&a.azm, &a.link, &a.authz);
+	km_authz_metrics_init(&a.azm, &a.link, &a.authz, &a.model);
 	a.state.authz_metrics = &a.azm;
 	if (*metrics_address) {
 		char err[512];

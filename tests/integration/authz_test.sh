@@ -149,6 +149,10 @@ check "the metrics page counts denials by policy and in total (bounded series)" 
 	      [ "$(metric_of kmesh_authz_policy_decisions_total "policy=\"web/allow-prod\",action=\"ALLOW\",dry_run=\"false\",decision=\"allowed\"")" -ge 1 ] &&
 	      [ "$(metric_of kmesh_authz_decisions_total "decision=\"denied\"")" -ge "$d" ] &&
 	      [ "$(metric_of kmesh_authz_no_policy_decisions_total "decision=\"denied\"")" -ge 1 ]'
+check "... and by destination workload and policy: srv's denials under web/deny-8080, as many; none unlisted" \
+	eval 'w=$(metric_of kmesh_authz_denied_connections_total "destination_workload=\"srv\",destination_workload_namespace=\"web\",policy=\"web/deny-8080\"")
+	      echo "# srv denied by deny-8080: ${w:-none}" && [ -n "$w" ] && [ "$w" = "$d" ] &&
+	      km_metrics_has "^kmesh_authz_unlisted_denied_connections_total 0$"'
 
 apply_policies 1 "$(policy deny-dev "" GLOBAL DENY '{"namespaces": [{"prefix": "de"}]}')"
 check "deny by source namespace (mesh-wide): dev denied" refused_fast cdev 8080

@@ -48,6 +48,7 @@ static inline void tables_open(struct km_tables *tp)
 				      sizeof(struct km_port_override_value), 8);
 	t.fd_authz_ident = t.fd_authz_list = t.fd_authz_match = -1;
 	t.fd_authz_set = t.fd_authz_cidr = t.fd_authz_stats = t.fd_authz_index = -1;
+	t.fd_authz_denials = -1;
 	t.fd_fe_filter = -1;
 	t.fd_slot = -1;
 	t.sizes = (struct km_table_sizes){ 8, 4, 8, 64, 8, 8, 8, 0, 0, 0 };

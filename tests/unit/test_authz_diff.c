@@ -493,10 +493,12 @@ static int setup_bpf(void)
 	bpf_map__set_max_entries(E.skel->maps.km_authz_match, 65536);
 	bpf_map__set_max_entries(E.skel->maps.km_authz_set, 262144);
 	bpf_map__set_max_entries(E.skel->maps.km_authz_stats, 4096);
+	bpf_map__set_max_entries(E.skel->maps.km_authz_denials, KM_AUTHZ_DENIALS_MAX);
 	bpf_map__set_max_entries(E.skel->maps.km_authz_cidr, 65536);
 	bpf_map__set_max_entries(E.skel->maps.km_authz_index, 65536);
 	bpf_map__set_max_entries(E.skel->maps.km_manage, 16);
 	bpf_program__set_autoload(E.skel->progs.km_authz_recheck, false); /* not used; needs 6.5 */
+	bpf_program__set_autoload(E.skel->progs.km_conn_progress, false);
 	if (kmesh__load(E.skel) != 0)
 		return -1;
 	E.prog_fd = bpf_program__fd(E.skel->progs.km_authz_ingress);
@@ -512,6 +514,14 @@ static int setup_bpf(void)
 	E.t.fd_authz_set = bpf_map__fd(E.skel->maps.km_authz_set);
 	E.t.fd_authz_cidr = bpf_map__fd(E.skel->maps.km_authz_cidr);
 	E.t.fd_authz_stats = bpf_map__fd(E.skel->maps.km_authz_stats);
+	E.t.fd_authz_denials = bpf_map__fd(E.skel->maps.km_authz_denials);
+	{ /* as the map writer does: the row denials count in once the table is full */
+		struct km_authz_denials_key other = { KM_AUTHZ_DENIALS_OTHER, KM_AUTHZ_DENIALS_OTHER };
+		struct km_authz_denials_value zero = { 0 };
+
+		if (bpf_map_update_elem(E.t.fd_authz_denials, &other, &zero, BPF_NOEXIST) != 0)
+			return -1;
+	}
 	E.t.fd_authz_index = bpf_map__fd(E.skel->maps.km_authz_index);
 	/* this namespace is the "pod" */
 	if (km_netns_cookie("/proc/self/ns/net", &cookie, err, sizeof(err)) != 0)
@@ -650,6 +660,27 @@ static void differential(void **state)
 	/* the generator must reach both verdicts often, or the comparison says little */
 	assert_true(denied > done / 20);
 	assert_true(done - denied > done / 20);
+	/* every denial counted once by destination workload and policy (km_authz_denials), and a
+	 * known destination's row under its workload id */
+	{
+		struct km_authz_denials_key key, next;
+		struct km_authz_denials_value v;
+		const void *prev = NULL;
+		long counted = 0, rows = 0, by_workload = 0;
+
+		while (bpf_map_get_next_key(E.t.fd_authz_denials, prev, &next) == 0) {
+			key = next;
+			prev = &key;
+			assert_int_equal(bpf_map_lookup_elem(E.t.fd_authz_denials, &key, &v), 0);
+			counted += (long)v.denied;
+			rows++;
+			by_workload += key.workload_id && key.workload_id != KM_AUTHZ_DENIALS_OTHER;
+		}
+		print_message("authz differential: %ld denials in %ld km_authz_denials rows (%ld by "
+			      "workload)\n", counted, rows, by_workload);
+		assert_int_equal(counted, denied);
+		assert_true(by_workload > 0);
+	}
 	km_policy_store_free(&W.store);
 	km_authz_free(&W.authz);
 	km_oplist_free(&W.ops);

@@ -698,6 +698,66 @@ static void test_ipsec_rows(void **state)
 	assert_int_not_equal(bpf_map_lookup_elem(t->fd_ipsec_cidr, &k, &v), 0);
 }
 
+/* The denials by workload and policy come with the authz counters' dump; once their table is
+ * three-quarters full, the rows of workloads no identity row names any more are removed (not the
+ * rows of live workloads, nor the unknown destination's, nor the overflow row). */
+static void test_denials_collected(void **state)
+{
+	struct km_tables t;
+	Kmesh__Ipc__DumpReply reply;
+	char err[200];
+	const uint32_t n = KM_AUTHZ_DENIALS_MAX / 4 * 3;
+	struct km_authz_denials_key other = { KM_AUTHZ_DENIALS_OTHER, KM_AUTHZ_DENIALS_OTHER };
+	struct km_authz_denials_value one = { 1 };
+	size_t live = 0, gone = 0, kept_other = 0;
+
+	(void)state;
+	tables_open(&t);
+	t.fd_authz_stats = make_map(sizeof(struct km_authz_stats_key),
+				    sizeof(struct km_authz_stats_value), 16);
+	t.fd_authz_ident = make_map(sizeof(struct km_addr), sizeof(struct km_authz_ident_value), 16);
+	t.fd_authz_denials = make_map(sizeof(struct km_authz_denials_key),
+				      sizeof(struct km_authz_denials_value), KM_AUTHZ_DENIALS_MAX);
+	assert_true(t.fd_authz_stats >= 0 && t.fd_authz_ident >= 0 && t.fd_authz_denials >= 0);
+	/* workloads 1 and 2 are still named by an address; rows 1..n-2 were denials */
+	for (uint32_t id = 1; id <= 2; id++) {
+		struct km_addr a = { 0 };
+		struct km_authz_ident_value v = { .workload_id = id };
+
+		a.bytes[15] = (uint8_t)id;
+		assert_int_equal(bpf_map_update_elem(t.fd_authz_ident, &a, &v, BPF_ANY), 0);
+	}
+	for (uint32_t id = 0; id < n - 1; id++) {
+		struct km_authz_denials_key k = { id, 7 };
+
+		assert_int_equal(bpf_map_update_elem(t.fd_authz_denials, &k, &one, BPF_ANY), 0);
+	}
+	assert_int_equal(bpf_map_update_elem(t.fd_authz_denials, &other, &one, BPF_ANY), 0);
+
+	assert_int_equal(km_tables_dump(&t, KMESH__IPC__TABLE__TABLE_AUTHZ_STATS, 0, &reply, err,
+					sizeof(err)), OK);
+	assert_int_equal(reply.n_authz_denials, n); /* what was there when read */
+	km_tables_dump_free(&reply);
+	assert_int_equal(t.denials_collected, n - 4); /* all but 0, 1, 2 and the overflow row */
+	assert_int_equal(km_tables_dump(&t, KMESH__IPC__TABLE__TABLE_AUTHZ_STATS, 0, &reply, err,
+					sizeof(err)), OK);
+	for (size_t i = 0; i < reply.n_authz_denials; i++) {
+		uint32_t id = reply.authz_denials[i]->workload_id;
+
+		live += id <= 2;
+		kept_other += id == KM_AUTHZ_DENIALS_OTHER;
+		gone += id > 2 && id != KM_AUTHZ_DENIALS_OTHER;
+	}
+	assert_int_equal(live, 3);
+	assert_int_equal(kept_other, 1);
+	assert_int_equal(gone, 0);
+	km_tables_dump_free(&reply);
+	close(t.fd_authz_stats);
+	close(t.fd_authz_ident);
+	close(t.fd_authz_denials);
+	tables_close(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -714,6 +774,7 @@ int main(void)
 		cmocka_unit_test(test_counts_expose_whole_slots),
 		cmocka_unit_test(test_sync_sweeps_unwritten_rows),
 		cmocka_unit_test(test_ipsec_rows),
+		cmocka_unit_test(test_denials_collected),
 	};
 
 	/* One group: the cases build on each other's rows, in this order. */

@@ -1,7 +1,8 @@
 /* test_telemetry.c — connection reports to Istio's TCP metrics and access log lines: labels
  * named from the workloads and the VIP (or the server's service by target port), unknown ends,
  * both reporters, bytes as request and response, a close without its open, the series bound;
- * the Prometheus writer's escaping and histograms; the address index's holders. */
+ * the Prometheus writer's escaping and histograms; the address index's holders; denials by
+ * destination workload and policy. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include "services/xds-agent/model/addr_index.h"
 #include "services/xds-agent/sources/resource_json.h"
 #include "services/xds-agent/sources/snapshot.h"
+#include "services/xds-agent/telemetry/authz_denials.h"
 #include "services/xds-agent/telemetry/telemetry.h"
 #include "shared/log.h"
 #include "shared/prom.h"
@@ -385,11 +387,98 @@ static void test_prom_and_index(void **state)
 	km_addr_index_free(x); /* with an entry left: freed whole (ASan) */
 }
 
+/* The value of the one sample of name with labels on the page, or -1. */
+static long long sample_of(const char *page, const char *name, const char *labels)
+{
+	char want[512];
+	const char *at;
+
+	snprintf(want, sizeof(want), "\n%s%s%s%s ", name, labels ? "{" : "", labels ? labels : "",
+		 labels ? "}" : "");
+	at = strstr(page, want);
+	return at ? strtoll(at + strlen(want), NULL, 10) : -1;
+}
+
+static char *render_denials(const struct km_authz_denials *d)
+{
+	struct km_prom p;
+
+	km_prom_init(&p);
+	km_authz_denials_render(d, &p);
+	assert_false(p.oom);
+	return p.buf;
+}
+
+/* Denials by destination workload and policy: named from the model, kept named once the workload
+ * is gone (a counter never goes down while its row lives), forgotten with their row; rows that
+ * cannot be named (the kernel's overflow row, a workload or policy never known) are counted
+ * together, never silently. */
+static void test_denials(void **state)
+{
+	struct fixture f;
+	struct km_authz_denials d = { 0 };
+	uint32_t s_id;
+	char *page;
+	const char *s_none = "destination_workload=\"s\",destination_workload_namespace=\"u\","
+			     "policy=\"none\"";
+	const char *unknown = "destination_workload=\"unknown\","
+			      "destination_workload_namespace=\"unknown\",policy=\"none\"";
+
+	(void)state;
+	load(&f);
+	s_id = km_model_id_of(&f.m, "s");
+	assert_true(s_id != 0);
+	{
+		Kmesh__Ipc__AuthzDenialRow r[5];
+		const Kmesh__Ipc__AuthzDenialRow *rows[5];
+		const uint32_t spec[5][3] = {
+			{ s_id, KM_AUTHZ_STAT_DEFAULT, 5 },
+			{ s_id, 77, 2 },             /* a policy not known here */
+			{ 0, KM_AUTHZ_STAT_DEFAULT, 1 }, /* a destination no workload describes */
+			{ KM_AUTHZ_DENIALS_OTHER, KM_AUTHZ_DENIALS_OTHER, 4 }, /* the table was full */
+			{ 12345, KM_AUTHZ_STAT_DEFAULT, 3 }, /* a workload never known here */
+		};
+
+		for (int i = 0; i < 5; i++) {
+			kmesh__ipc__authz_denial_row__init(&r[i]);
+			r[i].workload_id = spec[i][0];
+			r[i].stat_id = spec[i][1];
+			r[i].denied = spec[i][2];
+			rows[i] = &r[i];
+		}
+		km_authz_denials_take(&d, rows, 5, NULL, &f.m);
+		page = render_denials(&d);
+		assert_int_equal(sample_of(page, "kmesh_authz_denied_connections_total", s_none), 5);
+		assert_int_equal(sample_of(page, "kmesh_authz_denied_connections_total", unknown), 1);
+		assert_int_equal(sample_of(page, "kmesh_authz_unlisted_denied_connections_total", NULL), 9);
+		free(page);
+
+		/* the workload goes; its row stays named and counts on */
+		km_model_remove_workload(&f.m, "s");
+		assert_null(km_model_workload_by_id(&f.m, s_id));
+		r[0].denied = 6;
+		km_authz_denials_take(&d, rows, 5, NULL, &f.m);
+		page = render_denials(&d);
+		assert_int_equal(sample_of(page, "kmesh_authz_denied_connections_total", s_none), 6);
+		free(page);
+
+		/* the map writer removed its row: the series goes */
+		km_authz_denials_take(&d, rows + 1, 4, NULL, &f.m);
+		page = render_denials(&d);
+		assert_int_equal(sample_of(page, "kmesh_authz_denied_connections_total", s_none), -1);
+		assert_int_equal(d.n, 4);
+		free(page);
+	}
+	km_authz_denials_free(&d);
+	unload(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_labels_and_counts),
 		cmocka_unit_test(test_progress),
+		cmocka_unit_test(test_denials),
 		cmocka_unit_test(test_series_bound),
 		cmocka_unit_test(test_series_expire),
 		cmocka_unit_test(test_prom_and_index),

@@ -90,6 +90,8 @@ void km_model_replay(struct km_model *m);
 
 const struct km_service_res *km_model_find_service(const struct km_model *m, const char *name);
 const struct km_workload_res *km_model_find_workload(const struct km_model *m, const char *uid);
+/* The workload with this id (the authorization tables' workload_id), or NULL. */
+const struct km_workload_res *km_model_workload_by_id(const struct km_model *m, uint32_t id);
 
 /* Iterate resource names (for diffing a new snapshot against the model, dumps); the visit stops
  * when cb returns nonzero. */

@@ -188,6 +188,13 @@ const struct km_workload_res *km_model_find_workload(const struct km_model *m, c
 	return w ? w->res : NULL;
 }
 
+const struct km_workload_res *km_model_workload_by_id(const struct km_model *m, uint32_t id)
+{
+	struct km_model_wl *w = mdl_workload_by_id(m, id);
+
+	return w ? w->res : NULL;
+}
+
 void km_model_each_workload(const struct km_model *m, km_model_name_cb cb, void *arg)
 {
 	struct km_model_wl *w;

@@ -8,11 +8,12 @@
 #include "shared/latency.h"
 
 void km_authz_metrics_init(struct km_authz_metrics *m, struct km_writer_link *link,
-			   const struct km_authz *authz)
+			   const struct km_authz *authz, const struct km_model *model)
 {
 	memset(m, 0, sizeof(*m));
 	m->link = link;
 	m->authz = authz;
+	m->model = model;
 }
 
 void km_authz_metrics_free(struct km_authz_metrics *m)
@@ -20,6 +21,7 @@ void km_authz_metrics_free(struct km_authz_metrics *m)
 	free(m->rows);
 	m->rows = NULL;
 	m->n = 0;
+	km_authz_denials_free(&m->denials);
 }
 
 static int by_id(const void *a, const void *b)
@@ -30,20 +32,23 @@ static int by_id(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-void km_authz_metrics_take(struct km_authz_metrics *m, const Kmesh__Ipc__AuthzStatRow *const *rows,
-			   size_t n, uint64_t now_us)
+void km_authz_metrics_take(struct km_authz_metrics *m, const Kmesh__Ipc__DumpReply *reply,
+			   uint64_t now_us)
 {
+	size_t n = reply->n_authz_stats;
 	struct km_authz_tally *t = n ? calloc(n, sizeof(*t)) : NULL;
 
 	if (n && !t)
 		return; /* the last counters stay */
 	for (size_t i = 0; i < n; i++) {
-		t[i].stat_id = rows[i]->stat_id;
-		t[i].allowed = rows[i]->allowed;
-		t[i].denied = rows[i]->denied;
+		t[i].stat_id = reply->authz_stats[i]->stat_id;
+		t[i].allowed = reply->authz_stats[i]->allowed;
+		t[i].denied = reply->authz_stats[i]->denied;
 	}
 	if (n)
 		qsort(t, n, sizeof(*t), by_id);
+	km_authz_denials_take(&m->denials, (const Kmesh__Ipc__AuthzDenialRow *const *)
+			      reply->authz_denials, reply->n_authz_denials, m->authz, m->model);
 	free(m->rows);
 	m->rows = t;
 	m->n = n;
@@ -57,8 +62,7 @@ static void on_reply(void *arg, const Kmesh__Ipc__Reply *r)
 	m->in_flight = 0;
 	if (!r || r->code != KMESH__IPC__CODE__OK || r->body_case != KMESH__IPC__REPLY__BODY_DUMP)
 		return; /* the link dropped or the map writer refused: the last counters stay */
-	km_authz_metrics_take(m, (const Kmesh__Ipc__AuthzStatRow *const *)r->dump->authz_stats,
-			      r->dump->n_authz_stats, km_now_us());
+	km_authz_metrics_take(m, r->dump, km_now_us());
 	m->refreshes++;
 }
 
@@ -150,4 +154,5 @@ void km_authz_metrics_render(const struct km_authz_metrics *m, struct km_prom *p
 		       c.unlisted_allowed);
 	km_prom_sample(p, "kmesh_authz_unlisted_policy_decisions_total", "decision=\"denied\"",
 		       c.unlisted_denied);
+	km_authz_denials_render(&m->denials, p);
 }
