@@ -4,11 +4,13 @@
 It answers what the CNI agent asks: GET /api/v1/namespaces/NS, GET /api/v1/namespaces/NS/pods/NAME,
 a JSON merge PATCH of a pod, and lists and watches of /api/v1/namespaces and of
 /api/v1/pods?fieldSelector=spec.nodeName=NODE (the watch looks at the state file every 50 ms and
-streams what changed); and what kmeshctl asks: a merge PATCH of a namespace's labels. Objects
+streams what changed); and what kmeshctl asks: a merge PATCH of a namespace's labels, and lists
+of /api/v1/namespaces/NS/pods?labelSelector=K=V&fieldSelector=spec.nodeName=NODE. Objects
 come from a JSON state file, re-read on every request so a test changes them by rewriting it:
   {"namespaces": {"NS": {"labels": {...}}},
    "pods": {"NS/NAME": {"labels": {...}, "annotations": {...}, "hostNetwork": false,
                         "node": "node-1",      # default node-1
+                        "phase": "Pending",    # default Running
                         "unwatched": true}},   # GET finds it; lists and watches do not (yet)
    "fail": {"PATCH": 500, "GET": 503}}          # optional: answer these methods with an error
 Patched annotations are kept in memory and show in later GETs. Every request is appended to the
@@ -89,6 +91,21 @@ class Handler(BaseHTTPRequestHandler):
         path, _, query = self.path.partition("?")
         if self.command == "GET" and path in ("/api/v1/pods", "/api/v1/namespaces"):
             return self.collection(path.endswith("pods"), urllib.parse.parse_qs(query))
+        m = re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods", path)
+        if self.command == "GET" and m:  # a namespace's pods, by label and node
+            q = urllib.parse.parse_qs(query)
+            node = None
+            for sel in q.get("fieldSelector", []):
+                if sel.startswith("spec.nodeName="):
+                    node = sel.split("=", 1)[1]
+            want = dict(kv.split("=", 1) for sel in q.get("labelSelector", [])
+                        for kv in sel.split(","))
+            items = [o for k, o in pod_objects(st, node).items()
+                     if k.startswith(m.group(1) + "/")
+                     and all(o["metadata"]["labels"].get(k2) == v for k2, v in want.items())]
+            return self.reply(200, {"kind": "PodList", "apiVersion": "v1",
+                                    "metadata": {"resourceVersion": str(time.time_ns())},
+                                    "items": items})
         m = re.fullmatch(r"/api/v1/nodes/([^/]+)", self.path)
         if m:  # a Node: its spec from the state file's "nodes"
             spec = st.get("nodes", {}).get(m.group(1))
@@ -180,7 +197,8 @@ def pod_object(st, key):
             "metadata": {"name": name, "namespace": ns, "labels": p.get("labels", {}),
                          "annotations": annotations, "uid": "uid-" + key,
                          "resourceVersion": str(time.time_ns())},
-            "spec": {"hostNetwork": p.get("hostNetwork", False), "nodeName": p.get("node", "node-1")}}
+            "spec": {"hostNetwork": p.get("hostNetwork", False), "nodeName": p.get("node", "node-1")},
+            "status": {"phase": p.get("phase", "Running")}}
 
 
 def pod_objects(st, node):

@@ -13,6 +13,7 @@
 #include "kmesh_ipc.pb-c.h"
 #include "tools/kmeshctl/output.h"
 #include "tools/kmeshctl/pb_json.h"
+#include "tools/kmeshctl/remote.h"
 
 static char *render(const char *json, enum km_out_format fmt)
 {
@@ -125,6 +126,53 @@ static void test_pb_json(void **state)
 	}
 }
 
+/* Several nodes' answers as one document: rows led by their node, tables merged per key, plain
+ * objects a row each, a failed node left out, and answers of different shapes all kept. */
+static void test_remote_merge(void **state)
+{
+	const char *nodes[] = { "n1", "n2", "n3" };
+	json_t *docs[3];
+	json_t *m;
+	char *text;
+
+	(void)state;
+	docs[0] = json_loads("[{\"process\": \"a\"}, {\"process\": \"b\", \"node\": \"x\"}]", 0, NULL);
+	docs[1] = NULL; /* failed */
+	docs[2] = json_loads("[7]", 0, NULL);
+	m = km_remote_merge(nodes, docs, 3);
+	text = json_dumps(m, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	assert_string_equal(text, "[{\"node\":\"n1\",\"process\":\"a\"},{\"node\":\"n1\",\"process\":\"b\"},"
+				  "{\"node\":\"n3\",\"value\":7}]");
+	free(text);
+	json_decref(m);
+	for (int i = 0; i < 3; i++)
+		json_decref(docs[i]);
+
+	docs[0] = json_loads("{\"frontend\": [{\"k\": 1}], \"service\": []}", 0, NULL);
+	docs[1] = json_loads("{\"frontend\": [{\"k\": 2}], \"backend\": [{\"k\": 3}]}", 0, NULL);
+	docs[2] = json_loads("{\"state\": \"odd\"}", 0, NULL); /* another shape: kept under "other" */
+	m = km_remote_merge(nodes, docs, 3);
+	text = json_dumps(m, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	assert_string_equal(text, "{\"frontend\":[{\"node\":\"n1\",\"k\":1},{\"node\":\"n2\",\"k\":2}],"
+				  "\"service\":[],\"backend\":[{\"node\":\"n2\",\"k\":3}],"
+				  "\"other\":[{\"node\":\"n3\",\"state\":\"odd\"}]}");
+	free(text);
+	json_decref(m);
+	for (int i = 0; i < 3; i++)
+		json_decref(docs[i]);
+
+	docs[0] = json_loads("{\"monitoring\": \"enabled\"}", 0, NULL);
+	docs[1] = json_loads("{\"monitoring\": \"disabled\"}", 0, NULL);
+	m = km_remote_merge(nodes, docs, 2);
+	text = json_dumps(m, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	assert_string_equal(text, "[{\"node\":\"n1\",\"monitoring\":\"enabled\"},"
+				  "{\"node\":\"n2\",\"monitoring\":\"disabled\"}]");
+	free(text);
+	json_decref(m);
+	json_decref(docs[0]);
+	json_decref(docs[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -132,6 +180,7 @@ int main(void)
 		cmocka_unit_test(test_yaml),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_pb_json),
+		cmocka_unit_test(test_remote_merge),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,10 @@ static const struct km_flag_spec global_flags[] = {
 	{ "ipsec-socket", 0, FILE_VALUE },
 	{ "timeout-ms", 0, VALUE },
 	{ "kubeconfig", 0, FILE_VALUE },
+	{ "node", 0, VALUE },
+	{ "all-nodes", 0, NULL },
+	{ "kmesh-namespace", 0, VALUE },
+	{ "kubectl", 0, FILE_VALUE },
 	{ "help", 'h', NULL },
 	{ NULL },
 };

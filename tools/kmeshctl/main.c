@@ -8,18 +8,24 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "shared/kube_name.h"
 #include "shared/options.h"
 #include "tools/kmeshctl/commands.h"
+#include "tools/kmeshctl/remote.h"
 
 static const char description_head[] =
-	"Operates kmesh on this node over the processes' Unix sockets.\n"
+	"Operates kmesh on this node over the processes' Unix sockets, or on other nodes\n"
+	"(--node, --all-nodes) through the Kubernetes API.\n"
 	"\n";
 static const char description_tail[] =
 	"\n"
 	"Exit codes: 0 ok, 1 failed (the reason on stderr), 2 usage.";
 
+static int format_given; /* -o was given: a single remote node gets it as given */
+
 static int parse_format(const char *arg, void *target, char *err, size_t errlen)
 {
+	format_given = 1;
 	if (km_out_parse(arg, target) == 0)
 		return 0;
 	snprintf(err, errlen, "'%s' is not table, json or yaml", arg);
@@ -97,6 +103,7 @@ int main(int argc, char **argv)
 		.format = KM_OUT_TABLE,
 	};
 	uint64_t timeout_ms = 5000;
+	static struct km_remote remote = { .namespace = "kmesh-system", .kubectl = "kubectl" };
 	const struct km_option opts[] = {
 		{ "output", KM_OPT_FUNC, &ctl.format, "FORMAT", "table (default), json or yaml",
 		  NULL, 0, 0, parse_format, 'o' },
@@ -108,8 +115,20 @@ int main(int argc, char **argv)
 		  "the IPsec agent's admin socket", "KMESH_IPSEC_SOCKET" },
 		{ "timeout-ms", KM_OPT_UINT, &timeout_ms, "MS", "for each request", NULL, 1, 600000 },
 		{ "kubeconfig", KM_OPT_STRING, &ctl.kubeconfig, "PATH",
-		  "secret, waypoint: the Kubernetes API's kubeconfig (default ~/.kube/config, else the "
-		  "pod's service account)", "KUBECONFIG" },
+		  "secret, waypoint, --node: the Kubernetes API's kubeconfig (default ~/.kube/config, "
+		  "else the pod's service account)", "KUBECONFIG" },
+		{ "node", KM_OPT_FUNC, &remote, "NAME",
+		  "run the command on this node's kmesh pod through the Kubernetes API (kubectl exec); "
+		  "repeatable, or a comma-separated list: the answers merged, led by a NODE column",
+		  NULL, 0, 0, km_remote_parse_node },
+		{ "all-nodes", KM_OPT_BOOL, &remote.all_nodes, NULL,
+		  "run the command on every node's kmesh pod, the answers merged into one table" },
+		{ "kmesh-namespace", KM_OPT_STRING, &remote.namespace, "NS",
+		  "with --node/--all-nodes: the namespace of kmesh's DaemonSet (default kmesh-system)",
+		  "KMESH_NAMESPACE" },
+		{ "kubectl", KM_OPT_STRING, &remote.kubectl, "PATH",
+		  "with --node/--all-nodes: the kubectl that runs the exec (default: kubectl on PATH)",
+		  "KMESH_KUBECTL" },
 		{ 0 },
 	};
 	static char description[2048];
@@ -130,7 +149,25 @@ int main(int argc, char **argv)
 	cmd = argv[first];
 	argc -= first + 1;
 	argv += first + 1;
-	if ((c = km_command_find(cmd)))
+	c = km_command_find(cmd);
+	if (c && km_remote_wanted(&remote)) {
+		if (!strcmp(cmd, "completion") || !strcmp(cmd, "secret") || !strcmp(cmd, "waypoint")) {
+			fprintf(stderr, "kmeshctl: %s is not a node command: run it without --node or "
+					"--all-nodes\n", cmd);
+			return 2;
+		}
+		for (int i = 0; i < argc; i++)
+			if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+				return c->run(&ctl, argc, argv); /* this build's help */
+		if (!km_kube_valid_name(remote.namespace)) {
+			fprintf(stderr, "kmeshctl: --kmesh-namespace '%s' is not a namespace name\n",
+				remote.namespace);
+			return 2;
+		}
+		remote.format_given = format_given;
+		return km_remote_run(&ctl, &remote, cmd, argc, argv);
+	}
+	if (c)
 		return c->run(&ctl, argc, argv);
 	fprintf(stderr, "kmeshctl: unknown command '%s' (see --help)\n", cmd);
 	return 2;
