@@ -111,21 +111,24 @@ static struct km_addr addr4(uint8_t c, uint8_t d)
 /* Each workload is put once; the compiler keeps pointing at its resource until the end. */
 static void put_workload(uint32_t id, const char *ns, struct km_addr *a)
 {
-	struct km_workload_res *w = calloc(1, sizeof(*w) + sizeof(*a) + 128);
+	struct km_workload_res *w = calloc(1, sizeof(*w) + sizeof(struct km_wl_who) +
+						 sizeof(struct km_wl_where) + sizeof(*a) + 128);
 
 	if (!w) {
 		perror("calloc");
 		exit(1);
 	}
-	w->addrs = (struct km_addr *)(w + 1);
+	w->who = (struct km_wl_who *)(w + 1);
+	w->where = (struct km_wl_where *)(w->who + 1);
+	w->addrs = (struct km_addr *)(w->where + 1);
 	w->addrs[0] = *a;
 	w->n_addrs = 1;
 	w->uid = (char *)(w->addrs + 1);
 	snprintf(w->uid, 64, "Kubernetes//Pod/%s/w%u", ns, id);
-	w->namespace = w->uid + 64;
-	snprintf(w->namespace, 64, "%s", ns);
-	w->service_account = "sa";
-	w->network = NET;
+	w->who->namespace = w->uid + 64;
+	snprintf(w->who->namespace, 64, "%s", ns);
+	w->who->service_account = "sa";
+	w->who->network = NET;
 	if (!km_authz_put_workload(&authz, NULL, w, id)) {
 		fprintf(stderr, "authz: out of memory\n");
 		exit(1);

@@ -41,7 +41,7 @@ static struct km_service_res *service(const char *name, uint32_t port)
 
 static struct km_workload_res *workload(size_t i, const char *svc, uint32_t status)
 {
-	struct km_workload_res *w = calloc(1, sizeof(*w));
+	struct km_workload_res *w = km_workload_res_new();
 	char uid[64], ip[32];
 
 	snprintf(uid, sizeof(uid), "Kubernetes//Pod/b/w%zu", i);

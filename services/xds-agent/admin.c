@@ -72,7 +72,7 @@ static int dump_workload(void *arg, const char *uid)
 			      json_pack("{s:s, s:I, s:o, s:s, s:s, s:o}", "uid", uid, "id",
 					(json_int_t)km_model_id_of(c->m, uid), "addresses",
 					addrs_json(w->addrs, w->n_addrs), "status",
-					w->status ? "UNHEALTHY" : "HEALTHY", "node", w->node ? w->node : "",
+					w->status ? "UNHEALTHY" : "HEALTHY", "node", w->where->node ? w->where->node : "",
 					"services", svcs));
 	return 0;
 }

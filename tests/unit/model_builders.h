@@ -33,7 +33,7 @@ static inline struct km_service_res *svc(const char *name, const char *vip, uint
 
 static inline struct km_workload_res *wl(const char *uid, const char *ip, uint32_t status, int n_svcs, ...)
 {
-	struct km_workload_res *w = calloc(1, sizeof(*w));
+	struct km_workload_res *w = km_workload_res_new();
 	va_list ap;
 
 	w->uid = strdup(uid);

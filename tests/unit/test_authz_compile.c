@@ -77,14 +77,18 @@ static void put_wl(const char *uid, const char *ns, const char *network, struct 
 		   uint32_t id, int host)
 {
 	size_t i = wl_slot(uid);
-	struct km_workload_res *w = calloc(1, sizeof(*w) + sizeof(*a)), *old = wls[i].res;
+	struct km_workload_res *w = calloc(1, sizeof(*w) + sizeof(struct km_wl_who) +
+						 sizeof(struct km_wl_where) + sizeof(*a)),
+			       *old = wls[i].res;
 
 	assert_non_null(w);
 	w->uid = wls[i].uid;
-	w->namespace = (char *)ns;
-	w->network = (char *)network;
-	w->service_account = "web";
-	w->addrs = (struct km_addr *)(w + 1);
+	w->who = (struct km_wl_who *)(w + 1);
+	w->where = (struct km_wl_where *)(w->who + 1);
+	w->who->namespace = (char *)ns;
+	w->who->network = (char *)network;
+	w->who->service_account = "web";
+	w->addrs = (struct km_addr *)(w->where + 1);
 	w->addrs[0] = *a;
 	w->n_addrs = 1;
 	w->host_network = (uint32_t)host;

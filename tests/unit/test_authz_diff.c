@@ -72,6 +72,8 @@ struct world {
 	/* two versions of each workload: the compiler reads the one it was given last as the old
 	 * version when the next comes (as the model keeps them), so a new one is made in the other */
 	struct km_workload_res wl[2][MAX_WL];
+	struct km_wl_who who[2][MAX_WL]; /* each version's own */
+	struct km_wl_where where[2][MAX_WL];
 	struct km_addr addr[2][MAX_WL];
 	int cur[MAX_WL];
 	struct az_wl *h[MAX_WL];
@@ -128,12 +130,15 @@ static void make_workload(int i)
 	struct km_addr *addr = &ADDR(i);
 
 	memset(w, 0, sizeof(*w));
+	w->who = &W.who[W.cur[i]][i];
+	w->where = &W.where[W.cur[i]][i];
+	memset(w->who, 0, sizeof(*w->who));
 	snprintf(W.uid[i], sizeof(W.uid[i]), "wl-%d", i);
 	w->uid = W.uid[i];
-	w->namespace = (char *)PICK(namespaces);
-	w->service_account = (char *)PICK(accounts);
-	w->trust_domain = (char *)PICK(domains);
-	w->network = i < 100 || i >= 140 ? LOCAL_NET : "net-b";
+	w->who->namespace = (char *)PICK(namespaces);
+	w->who->service_account = (char *)PICK(accounts);
+	w->who->trust_domain = (char *)PICK(domains);
+	w->who->network = i < 100 || i >= 140 ? LOCAL_NET : "net-b";
 	w->host_network = i >= 140;
 	if (i < 140) { /* 100..139: the addresses of 0..39, in another network */
 		int j = i < 100 ? i : i - 100;
@@ -423,7 +428,7 @@ static void collect_cb(void *arg, const char *name, const Kmesh__Security__Autho
 static const struct km_workload_res *local_at(const struct km_addr *a)
 {
 	for (int i = 0; i < MAX_WL; i++)
-		if (W.live[i] && !WL(i).host_network && strcmp(WL(i).network, LOCAL_NET) == 0 &&
+		if (W.live[i] && !WL(i).host_network && strcmp(WL(i).who->network, LOCAL_NET) == 0 &&
 		    memcmp(&ADDR(i), a, sizeof(*a)) == 0)
 			return &WL(i);
 	return NULL;

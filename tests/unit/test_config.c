@@ -99,7 +99,7 @@ static void test_pack_keeps_every_field(void **state)
 	assert_true(w->packed);
 	assert_true(km_workload_res_equal(w, b.workloads[0]));
 	assert_string_equal(w->name, "p");
-	assert_string_equal(w->subzone, "s");
+	assert_string_equal(w->where->subzone, "s");
 	assert_string_equal(w->policies[1], "ns/p2");
 	assert_string_equal(w->services[1].service, "ns/b");
 	assert_int_equal(w->services[1].ports[0].target_port, 9090);

@@ -430,9 +430,9 @@ static struct km_workload_res *located(const char *uid, const char *ip, const ch
 {
 	struct km_workload_res *w = wl(uid, ip, KM_WORKLOAD_HEALTHY, 1, SVC);
 
-	w->node = strdup(node);
-	w->region = strdup(region);
-	w->zone = strdup(zone);
+	w->where->node = strdup(node);
+	w->where->region = strdup(region);
+	w->where->zone = strdup(zone);
 	return w;
 }
 

@@ -334,7 +334,7 @@ static struct km_workload_res *sim_workload(int w, const struct sim_spec *sp)
 	res = wl(sim_names[SIM_SVCS + w], sp->addr >= 0 ? ip : NULL, sp->target, 0);
 	if (sp->wp)
 		with_wp(res);
-	res->node = strdup(sim_nodes[sp->node]);
+	res->where->node = strdup(sim_nodes[sp->node]);
 	res->capacity = sp->mode;
 	for (int i = 0; i < SIM_SVCS; i++) {
 		struct km_membership *ms;

@@ -63,12 +63,12 @@ static void many_released_in_any_order(void **state)
 
 static struct km_workload_res *workload(const char *uid, const char *ns, const char *svc)
 {
-	struct km_workload_res *w = calloc(1, sizeof(*w));
+	struct km_workload_res *w = km_workload_res_new();
 
 	assert_non_null(w);
 	w->uid = strdup(uid);
-	w->namespace = strdup(ns);
-	w->node = strdup("node-1");
+	w->who->namespace = strdup(ns);
+	w->where->node = strdup("node-1");
 	w->services = calloc(1, sizeof(*w->services));
 	w->services[0].service = strdup(svc);
 	w->n_services = 1;
@@ -82,17 +82,19 @@ static void packed_workloads_share(void **state)
 
 	(void)state;
 	assert_true(a->packed && b->packed);
-	assert_ptr_equal(a->namespace, b->namespace);
-	assert_ptr_equal(a->node, b->node);
+	assert_ptr_equal(a->who, b->who); /* one profile each, shared */
+	assert_ptr_equal(a->where, b->where);
+	assert_int_equal(km_profile_pool_count(), 2);
 	assert_ptr_equal(a->services[0].service, b->services[0].service);
 	assert_ptr_not_equal(a->uid, b->uid);
 	assert_string_equal(b->uid, "b");
 	assert_int_equal(km_str_pool_count(), 3);
 	assert_true(km_workload_res_equal(a, a));
 	km_workload_res_free(a);
-	assert_string_equal(b->namespace, "prod");
+	assert_string_equal(b->who->namespace, "prod");
 	km_workload_res_free(b);
 	assert_int_equal(km_str_pool_count(), 0); /* released with the last holder (and ASan) */
+	assert_int_equal(km_profile_pool_count(), 0);
 }
 
 int main(void)

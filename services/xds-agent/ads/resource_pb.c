@@ -186,35 +186,35 @@ static int copy_locality(const Kmesh__Workload__Locality *l, struct km_workload_
 {
 	if (!l)
 		return 0;
-	return copy_str(l->region, KM_RES_MAX_NAME, 0, "locality.region", &w->region, err, errlen) ||
-	       copy_str(l->zone, KM_RES_MAX_NAME, 0, "locality.zone", &w->zone, err, errlen) ||
-	       copy_str(l->subzone, KM_RES_MAX_NAME, 0, "locality.subzone", &w->subzone, err, errlen);
+	return copy_str(l->region, KM_RES_MAX_NAME, 0, "locality.region", &w->where->region, err, errlen) ||
+	       copy_str(l->zone, KM_RES_MAX_NAME, 0, "locality.zone", &w->where->zone, err, errlen) ||
+	       copy_str(l->subzone, KM_RES_MAX_NAME, 0, "locality.subzone", &w->where->subzone, err, errlen);
 }
 
 int km_pb_workload(const Kmesh__Workload__Workload *m, struct km_workload_res **out, char *err,
 		   size_t errlen)
 {
-	struct km_workload_res *w = calloc(1, sizeof(*w));
+	struct km_workload_res *w = km_workload_res_new();
 
 	*out = NULL;
 	if (!w)
 		return km_errf(err, errlen, "out of memory");
 	if (copy_str(m->uid, KM_RES_MAX_STRING, 1, "uid", &w->uid, err, errlen) ||
 	    copy_str(m->name, KM_RES_MAX_NAME, 0, "name", &w->name, err, errlen) ||
-	    copy_str(m->namespace_, KM_RES_MAX_NAME, 0, "namespace", &w->namespace, err, errlen) ||
-	    copy_str(m->node, KM_RES_MAX_NAME, 0, "node", &w->node, err, errlen) ||
-	    copy_str(m->network, KM_RES_MAX_NAME, 0, "network", &w->network, err, errlen) ||
-	    copy_str(m->cluster_id, KM_RES_MAX_NAME, 0, "cluster_id", &w->cluster_id, err, errlen) ||
-	    copy_str(m->trust_domain, KM_RES_MAX_NAME, 0, "trust_domain", &w->trust_domain, err,
+	    copy_str(m->namespace_, KM_RES_MAX_NAME, 0, "namespace", &w->who->namespace, err, errlen) ||
+	    copy_str(m->node, KM_RES_MAX_NAME, 0, "node", &w->where->node, err, errlen) ||
+	    copy_str(m->network, KM_RES_MAX_NAME, 0, "network", &w->who->network, err, errlen) ||
+	    copy_str(m->cluster_id, KM_RES_MAX_NAME, 0, "cluster_id", &w->who->cluster_id, err, errlen) ||
+	    copy_str(m->trust_domain, KM_RES_MAX_NAME, 0, "trust_domain", &w->who->trust_domain, err,
 		     errlen) ||
-	    copy_str(m->service_account, KM_RES_MAX_NAME, 0, "service_account", &w->service_account,
+	    copy_str(m->service_account, KM_RES_MAX_NAME, 0, "service_account", &w->who->service_account,
 		     err, errlen) ||
-	    copy_str(m->workload_name, KM_RES_MAX_NAME, 0, "workload_name", &w->workload_name, err,
+	    copy_str(m->workload_name, KM_RES_MAX_NAME, 0, "workload_name", &w->who->workload_name, err,
 		     errlen) ||
-	    copy_str(m->canonical_name, KM_RES_MAX_NAME, 0, "canonical_name", &w->canonical_name,
+	    copy_str(m->canonical_name, KM_RES_MAX_NAME, 0, "canonical_name", &w->who->canonical_name,
 		     err, errlen) ||
 	    copy_str(m->canonical_revision, KM_RES_MAX_NAME, 0, "canonical_revision",
-		     &w->canonical_revision, err, errlen) ||
+		     &w->who->canonical_revision, err, errlen) ||
 	    copy_locality(m->locality, w, err, errlen) ||
 	    copy_waypoint(m->waypoint, &w->waypoint, err, errlen))
 		goto fail;

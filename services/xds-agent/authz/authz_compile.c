@@ -282,7 +282,7 @@ static void wl_set_identity(struct km_authz *a, struct az_wl *w, const struct km
 	uint32_t n_addrs = 0;
 	int changed = 0;
 
-	if (r && !r->host_network && strcmp(r->network ? r->network : "", a->network) == 0 &&
+	if (r && !r->host_network && strcmp(r->who->network ? r->who->network : "", a->network) == 0 &&
 	    r->n_addrs) {
 		struct km_authz_peer peer;
 		char buf[3 * KM_RES_MAX_STRING + 32];

@@ -8,10 +8,10 @@
 
 void km_authz_peer_of(const struct km_workload_res *w, struct km_authz_peer *out)
 {
-	out->trust_domain = w->trust_domain && *w->trust_domain ? w->trust_domain : "cluster.local";
-	out->namespace = w->namespace ? w->namespace : "";
+	out->trust_domain = w->who->trust_domain && *w->who->trust_domain ? w->who->trust_domain : "cluster.local";
+	out->namespace = w->who->namespace ? w->who->namespace : "";
 	out->service_account =
-		w->service_account && *w->service_account ? w->service_account : "default";
+		w->who->service_account && *w->who->service_account ? w->who->service_account : "default";
 }
 
 int km_authz_principal(const struct km_authz_peer *p, char *buf, size_t cap)
@@ -193,7 +193,7 @@ int km_authz_policy_applies(const Kmesh__Security__Authorization *p, const char 
 	if (!dst)
 		return 0;
 	if (p->scope == KMESH__SECURITY__SCOPE__NAMESPACE &&
-	    strcmp(ns, dst->namespace ? dst->namespace : "") == 0)
+	    strcmp(ns, dst->who->namespace ? dst->who->namespace : "") == 0)
 		return 1;
 	for (uint32_t i = 0; i < dst->n_policies; i++)
 		if (strcmp(dst->policies[i], name) == 0)

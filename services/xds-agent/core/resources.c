@@ -16,6 +16,17 @@ static int str_eq(const char *a, const char *b)
 	return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
+/* Two runs of n strings, field by field (the same profile: the same pointers). */
+static int strs_eq(char *const *a, char *const *b, size_t n)
+{
+	if (a == b)
+		return 1;
+	for (size_t i = 0; i < n; i++)
+		if (!str_eq(a[i], b[i]))
+			return 0;
+	return 1;
+}
+
 /* memcmp of two arrays of n bytes that may be NULL when n == 0 */
 static int same_bytes(const void *a, const void *b, size_t n)
 {
@@ -46,6 +57,24 @@ void km_service_res_free(struct km_service_res *s)
 
 static void release_shared(struct km_workload_res *w);
 
+/* An unpacked workload and its own who and where, in one allocation. */
+struct wl_unpacked {
+	struct km_workload_res res;
+	struct km_wl_who who;
+	struct km_wl_where where;
+};
+
+struct km_workload_res *km_workload_res_new(void)
+{
+	struct wl_unpacked *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return NULL;
+	u->res.who = &u->who;
+	u->res.where = &u->where;
+	return &u->res;
+}
+
 void km_workload_res_free(struct km_workload_res *w)
 {
 	if (!w)
@@ -57,18 +86,10 @@ void km_workload_res_free(struct km_workload_res *w)
 	}
 	free(w->uid);
 	free(w->name);
-	free(w->namespace);
-	free(w->node);
-	free(w->network);
-	free(w->cluster_id);
-	free(w->trust_domain);
-	free(w->service_account);
-	free(w->region);
-	free(w->zone);
-	free(w->subzone);
-	free(w->workload_name);
-	free(w->canonical_name);
-	free(w->canonical_revision);
+	for (size_t i = 0; w->who && i < sizeof(*w->who) / sizeof(char *); i++)
+		free(((char **)w->who)[i]);
+	for (size_t i = 0; w->where && i < sizeof(*w->where) / sizeof(char *); i++)
+		free(((char **)w->where)[i]);
 	free(w->addrs);
 	for (size_t i = 0; i < w->n_services; i++) {
 		free(w->services[i].service);
@@ -153,16 +174,12 @@ struct km_service_res *km_service_res_pack(struct km_service_res *r)
 }
 
 /* The workload's string fields, by offset. Its own (uid, name) are copied into its allocation;
- * the others, which many workloads repeat, are interned (strpool.h), as are the service names of
- * its memberships and its policy names. */
+ * its waypoint's service, which many workloads repeat, is interned (strpool.h), as are the
+ * service names of its memberships and its policy names; its who and where become profiles
+ * (profile_pool.h). */
 #define WL_STR(f) offsetof(struct km_workload_res, f)
 static const size_t wl_own[] = { WL_STR(uid), WL_STR(name) };
-static const size_t wl_shared[] = {
-	WL_STR(namespace), WL_STR(node), WL_STR(network), WL_STR(cluster_id),
-	WL_STR(trust_domain), WL_STR(service_account), WL_STR(region), WL_STR(zone),
-	WL_STR(subzone), WL_STR(waypoint.service), WL_STR(workload_name), WL_STR(canonical_name),
-	WL_STR(canonical_revision),
-};
+static const size_t wl_shared[] = { WL_STR(waypoint.service) };
 #define N_OWN (sizeof(wl_own) / sizeof(wl_own[0]))
 #define N_SHARED (sizeof(wl_shared) / sizeof(wl_shared[0]))
 
@@ -175,6 +192,8 @@ static char **wl_str(struct km_workload_res *w, size_t off)
  * the rest are NULL). */
 static void release_shared(struct km_workload_res *w)
 {
+	km_who_release(w->who);
+	km_where_release(w->where);
 	for (size_t i = 0; i < N_SHARED; i++)
 		km_str_release(*wl_str(w, wl_shared[i]));
 	for (size_t i = 0; i < w->n_services; i++)
@@ -227,6 +246,10 @@ struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 		p->services[i].service = NULL;
 	for (size_t i = 0; i < r->n_policies; i++)
 		p->policies[i] = NULL;
+	/* read only from here on: shared with every workload that has the same */
+	p->who = (struct km_wl_who *)km_who_intern(r->who);
+	p->where = (struct km_wl_where *)km_where_intern(r->where);
+	failed |= !p->who || !p->where;
 	for (size_t i = 0; i < N_SHARED; i++)
 		*wl_str(p, wl_shared[i]) = intern(*wl_str(r, wl_shared[i]), &failed);
 	for (size_t i = 0; i < r->n_services; i++)
@@ -258,14 +281,10 @@ int km_workload_res_equal(const struct km_workload_res *a, const struct km_workl
 	if (!str_eq(a->uid, b->uid) || !str_eq(a->name, b->name) || a->status != b->status || a->n_addrs != b->n_addrs ||
 	    a->n_services != b->n_services || a->n_policies != b->n_policies ||
 	    a->host_network != b->host_network || a->capacity != b->capacity ||
-	    !str_eq(a->node, b->node) || !str_eq(a->network, b->network) ||
-	    !str_eq(a->cluster_id, b->cluster_id) || !str_eq(a->region, b->region) ||
-	    !str_eq(a->zone, b->zone) || !str_eq(a->subzone, b->subzone) ||
-	    !str_eq(a->namespace, b->namespace) || !str_eq(a->trust_domain, b->trust_domain) ||
-	    !str_eq(a->service_account, b->service_account) ||
-	    !str_eq(a->workload_name, b->workload_name) ||
-	    !str_eq(a->canonical_name, b->canonical_name) ||
-	    !str_eq(a->canonical_revision, b->canonical_revision) ||
+	    !strs_eq((char *const *)a->who, (char *const *)b->who,
+		     sizeof(*a->who) / sizeof(char *)) ||
+	    !strs_eq((char *const *)a->where, (char *const *)b->where,
+		     sizeof(*a->where) / sizeof(char *)) ||
 	    !km_waypoint_equal(&a->waypoint, &b->waypoint))
 		return 0;
 	if (!same_bytes(a->addrs, b->addrs, a->n_addrs * sizeof(*a->addrs)))

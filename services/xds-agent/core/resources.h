@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "kmesh_maps.h"
+#include "services/xds-agent/core/profile_pool.h"
 
 /* Bounds on what one resource may carry; the converter rejects anything larger, clearly. The
  * workload's counts are 16-bit: every bound here is below 65536. */
@@ -81,14 +82,9 @@ struct km_membership {
 struct km_workload_res {
 	char *uid; /* resource name */
 	char *name;
-	char *namespace;
-	char *node;
-	char *network;
-	char *cluster_id;
-	char *trust_domain;
-	char *service_account;
-	char *region, *zone, *subzone;
-	char *workload_name, *canonical_name, *canonical_revision; /* for metrics' labels */
+	/* never NULL; a kept (packed) workload's are shared profiles (profile_pool.h): read only */
+	struct km_wl_who *who;     /* namespace, identity, metrics' labels */
+	struct km_wl_where *where; /* node, locality */
 	struct km_addr *addrs;
 	struct km_membership *services; /* sorted by service, unique */
 	char **policies; /* authorization_policies */
@@ -104,10 +100,13 @@ struct km_workload_res {
 typedef void (*km_version_cb)(void *arg, const char *name, const char *version);
 
 void km_service_res_free(struct km_service_res *s);
+/* An empty workload, its who and where its own (in its allocation); NULL when out of memory. */
+struct km_workload_res *km_workload_res_new(void);
 void km_workload_res_free(struct km_workload_res *w);
 /* The same resource in one allocation (its strings and arrays after the struct), for keeping:
- * a resource is otherwise a dozen small allocations. A workload's strings that many workloads
- * repeat (all but its uid and name) are interned instead (strpool.h); free it with
+ * a resource is otherwise a dozen small allocations. A workload's who and where become shared
+ * profiles (profile_pool.h), and its other strings that many workloads repeat (memberships'
+ * services, policies, its waypoint's service) interned strings (strpool.h); free it with
  * km_workload_res_free, which releases them. Consumes r; on allocation failure r is returned as
  * it was. */
 struct km_service_res *km_service_res_pack(struct km_service_res *r);

@@ -190,13 +190,13 @@ static void learn_local_locality(struct km_model *m, const struct km_workload_re
 	struct km_model_local *l = &m->local;
 	struct km_model_svc *s, *tmp;
 
-	if (l->known || !l->node || !mdl_str_eq(l->node, r->node))
+	if (l->known || !l->node || !mdl_str_eq(l->node, r->where->node))
 		return;
-	l->region = r->region ? strdup(r->region) : NULL;
-	l->zone = r->zone ? strdup(r->zone) : NULL;
-	l->subzone = r->subzone ? strdup(r->subzone) : NULL;
-	l->cluster_id = r->cluster_id ? strdup(r->cluster_id) : NULL;
-	l->network = r->network ? strdup(r->network) : NULL;
+	l->region = r->where->region ? strdup(r->where->region) : NULL;
+	l->zone = r->where->zone ? strdup(r->where->zone) : NULL;
+	l->subzone = r->where->subzone ? strdup(r->where->subzone) : NULL;
+	l->cluster_id = r->who->cluster_id ? strdup(r->who->cluster_id) : NULL;
+	l->network = r->who->network ? strdup(r->who->network) : NULL;
 	l->known = 1;
 	km_info("local locality learnt from %s: region '%s' zone '%s' subzone '%s'", r->uid,
 		l->region ? l->region : "", l->zone ? l->zone : "", l->subzone ? l->subzone : "");

@@ -14,17 +14,17 @@ static int mdl_scope_matches(const struct km_model_local *l, const struct km_wor
 {
 	switch (scope) {
 	case KM_SCOPE_REGION:
-		return mdl_str_eq(l->region, w->region);
+		return mdl_str_eq(l->region, w->where->region);
 	case KM_SCOPE_ZONE:
-		return mdl_str_eq(l->zone, w->zone);
+		return mdl_str_eq(l->zone, w->where->zone);
 	case KM_SCOPE_SUBZONE:
-		return mdl_str_eq(l->subzone, w->subzone);
+		return mdl_str_eq(l->subzone, w->where->subzone);
 	case KM_SCOPE_NODE:
-		return mdl_str_eq(l->node, w->node);
+		return mdl_str_eq(l->node, w->where->node);
 	case KM_SCOPE_CLUSTER:
-		return mdl_str_eq(l->cluster_id, w->cluster_id);
+		return mdl_str_eq(l->cluster_id, w->who->cluster_id);
 	case KM_SCOPE_NETWORK:
-		return mdl_str_eq(l->network, w->network);
+		return mdl_str_eq(l->network, w->who->network);
 	default:
 		return 0;
 	}

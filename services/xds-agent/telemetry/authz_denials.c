@@ -80,8 +80,8 @@ static char *name_row(const struct az_denial_key *k, const struct names_ctx *nam
 	if (k->workload_id) { /* else a destination no workload describes: "unknown" */
 		if (!model || !(w = km_model_workload_by_id(model, k->workload_id)))
 			return NULL;
-		pairs[1] = w->workload_name && *w->workload_name ? w->workload_name : w->name;
-		pairs[3] = w->namespace;
+		pairs[1] = w->who->workload_name && *w->who->workload_name ? w->who->workload_name : w->name;
+		pairs[3] = w->who->namespace;
 	}
 	if (km_prom_labels(labels, sizeof(labels), pairs, 3, "unknown") < 0)
 		return NULL;

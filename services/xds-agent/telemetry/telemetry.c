@@ -86,10 +86,10 @@ static void resolve(const struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e
 
 static void principal(const struct km_workload_res *w, char *out, size_t len)
 {
-	if (w && w->namespace && *w->namespace && w->service_account && *w->service_account)
+	if (w && w->who->namespace && *w->who->namespace && w->who->service_account && *w->who->service_account)
 		snprintf(out, len, "spiffe://%s/ns/%s/sa/%s",
-			 w->trust_domain && *w->trust_domain ? w->trust_domain : "cluster.local",
-			 w->namespace, w->service_account);
+			 w->who->trust_domain && *w->who->trust_domain ? w->who->trust_domain : "cluster.local",
+			 w->who->namespace, w->who->service_account);
 	else
 		out[0] = '\0';
 }
@@ -101,25 +101,25 @@ static int labels_of(const Kmesh__Ipc__ConnEvent *e, const struct names *n, char
 	char sp[768], dp[768];
 	const char *pairs[2 * N_LABELS] = {
 		"reporter", e->direction == KM_CONN_INBOUND ? "destination" : "source",
-		"source_workload", s ? s->workload_name : NULL,
-		"source_canonical_service", s ? s->canonical_name : NULL,
-		"source_canonical_revision", s ? s->canonical_revision : NULL,
-		"source_workload_namespace", s ? s->namespace : NULL,
+		"source_workload", s ? s->who->workload_name : NULL,
+		"source_canonical_service", s ? s->who->canonical_name : NULL,
+		"source_canonical_revision", s ? s->who->canonical_revision : NULL,
+		"source_workload_namespace", s ? s->who->namespace : NULL,
 		"source_principal", sp,
-		"source_app", s ? s->canonical_name : NULL,
-		"source_version", s ? s->canonical_revision : NULL,
-		"source_cluster", s ? s->cluster_id : NULL,
+		"source_app", s ? s->who->canonical_name : NULL,
+		"source_version", s ? s->who->canonical_revision : NULL,
+		"source_cluster", s ? s->who->cluster_id : NULL,
 		"destination_service", n->svc ? n->svc->hostname : NULL,
 		"destination_service_namespace", n->svc ? n->svc->namespace : NULL,
 		"destination_service_name", n->svc ? n->svc->svc_name : NULL,
-		"destination_workload", d ? d->workload_name : NULL,
-		"destination_canonical_service", d ? d->canonical_name : NULL,
-		"destination_canonical_revision", d ? d->canonical_revision : NULL,
-		"destination_workload_namespace", d ? d->namespace : NULL,
+		"destination_workload", d ? d->who->workload_name : NULL,
+		"destination_canonical_service", d ? d->who->canonical_name : NULL,
+		"destination_canonical_revision", d ? d->who->canonical_revision : NULL,
+		"destination_workload_namespace", d ? d->who->namespace : NULL,
 		"destination_principal", dp,
-		"destination_app", d ? d->canonical_name : NULL,
-		"destination_version", d ? d->canonical_revision : NULL,
-		"destination_cluster", d ? d->cluster_id : NULL,
+		"destination_app", d ? d->who->canonical_name : NULL,
+		"destination_version", d ? d->who->canonical_revision : NULL,
+		"destination_cluster", d ? d->who->cluster_id : NULL,
 		"request_protocol", "tcp",
 		"response_flags", "-",
 		"connection_security_policy", UNKNOWN,
@@ -208,11 +208,11 @@ static void access_log(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e,
 		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "time", when,
 				      "event", close ? "close" : "open", "direction", dir, "src", src,
 				      "src_workload", or_unknown(n->src ? n->src->name : NULL),
-				      "src_namespace", or_unknown(n->src ? n->src->namespace : NULL),
+				      "src_namespace", or_unknown(n->src ? n->src->who->namespace : NULL),
 				      "dst", dst, "dst_service",
 				      or_unknown(n->svc ? n->svc->hostname : NULL), "dst_workload",
 				      or_unknown(n->dst ? n->dst->name : NULL), "dst_namespace",
-				      or_unknown(n->dst ? n->dst->namespace : NULL));
+				      or_unknown(n->dst ? n->dst->who->namespace : NULL));
 		char *text;
 
 		if (o && close) {
@@ -235,10 +235,10 @@ static void access_log(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e,
 				"dst.service=%s dst.workload=%s dst.namespace=%s",
 			when, close ? "close" : "open", dir, src,
 			or_unknown(n->src ? n->src->name : NULL),
-			or_unknown(n->src ? n->src->namespace : NULL), dst,
+			or_unknown(n->src ? n->src->who->namespace : NULL), dst,
 			or_unknown(n->svc ? n->svc->hostname : NULL),
 			or_unknown(n->dst ? n->dst->name : NULL),
-			or_unknown(n->dst ? n->dst->namespace : NULL));
+			or_unknown(n->dst ? n->dst->who->namespace : NULL));
 		if (close) {
 			fprintf(t->out, " sent_bytes=%llu received_bytes=%llu retransmissions=%u srtt=%uus",
 				(unsigned long long)e->sent_bytes,
