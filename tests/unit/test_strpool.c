@@ -97,12 +97,54 @@ static void packed_workloads_share(void **state)
 	assert_int_equal(km_profile_pool_count(), 0);
 }
 
+/* Profiles: the same strings give the same profile, whatever their copies; one field apart (or
+ * NULL against "") gives another; many profiles (the table grows) are all released. */
+static void profiles_by_content(void **state)
+{
+	char ns1[] = "prod", ns2[] = "prod", empty[] = "";
+	struct km_wl_who a = { .namespace = ns1 }, b = { .namespace = ns2 };
+	struct km_wl_who c = { .namespace = ns1, .service_account = empty };
+	struct km_wl_who d = { .namespace = ns1, .service_account = NULL };
+	const struct km_wl_who *pa = km_who_intern(&a), *pb = km_who_intern(&b);
+	const struct km_wl_who *pc = km_who_intern(&c), *pd = km_who_intern(&d);
+	const struct km_wl_where *many[500];
+
+	(void)state;
+	assert_non_null(pa);
+	assert_ptr_equal(pa, pb);
+	assert_ptr_not_equal(pa->namespace, ns1); /* the pool's copy */
+	assert_ptr_not_equal(pc, pa);
+	assert_ptr_equal(pd, pa);
+	assert_string_equal(pc->service_account, "");
+	assert_int_equal(km_profile_pool_count(), 2);
+	for (int i = 0; i < 500; i++) {
+		char node[16];
+		struct km_wl_where w = { .node = node };
+
+		snprintf(node, sizeof(node), "node-%d", i % 250);
+		many[i] = km_where_intern(&w);
+		assert_non_null(many[i]);
+		if (i >= 250)
+			assert_ptr_equal(many[i], many[i - 250]);
+	}
+	assert_int_equal(km_profile_pool_count(), 252);
+	for (int i = 0; i < 500; i++)
+		km_where_release(many[i]);
+	km_who_release(pa);
+	km_who_release(pb);
+	km_who_release(pc);
+	km_who_release(pd);
+	assert_int_equal(km_profile_pool_count(), 0);
+	assert_int_equal(km_str_pool_count(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(one_copy_counted),
 		cmocka_unit_test(many_released_in_any_order),
 		cmocka_unit_test(packed_workloads_share),
+		cmocka_unit_test(profiles_by_content),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
