@@ -554,7 +554,7 @@ static void test_waypoint_resolution_order(void **state)
 
 	s->waypoint = (struct km_waypoint){ .kind = KM_WAYPOINT_HOSTNAME, .service = strdup("ns/wp"),
 					    .hbone_port = 15008 };
-	w->waypoint = (struct km_waypoint){ .kind = KM_WAYPOINT_HOSTNAME, .service = strdup("ns/wp"),
+	*w->waypoint = (struct km_waypoint){ .kind = KM_WAYPOINT_HOSTNAME, .service = strdup("ns/wp"),
 					    .hbone_port = 15008 };
 	km_model_upsert_service(&f->m, s);
 	km_model_upsert_workload(&f->m, w);

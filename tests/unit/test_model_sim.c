@@ -242,7 +242,7 @@ static void sim_check_exposed(const struct sim *s, int svc, uint32_t backend_id)
 
 static uint32_t inline4_of(const struct km_workload_res *r)
 {
-	if (r->waypoint.kind != KM_WAYPOINT_NONE && r->waypoint.hbone_port)
+	if (km_wl_waypoint(r)->kind != KM_WAYPOINT_NONE && km_wl_waypoint(r)->hbone_port)
 		return 0;
 	for (size_t i = 0; i < r->n_addrs; i++)
 		if (km_addr_is_v4(&r->addrs[i]))

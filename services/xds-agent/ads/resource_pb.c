@@ -216,7 +216,7 @@ int km_pb_workload(const Kmesh__Workload__Workload *m, struct km_workload_res **
 	    copy_str(m->canonical_revision, KM_RES_MAX_NAME, 0, "canonical_revision",
 		     &w->who->canonical_revision, err, errlen) ||
 	    copy_locality(m->locality, w, err, errlen) ||
-	    copy_waypoint(m->waypoint, &w->waypoint, err, errlen))
+	    copy_waypoint(m->waypoint, w->waypoint, err, errlen))
 		goto fail;
 	if (m->n_addresses > KM_RES_MAX_ADDRESSES) {
 		km_errf(err, errlen, "%zu addresses, at most %d", m->n_addresses, KM_RES_MAX_ADDRESSES);

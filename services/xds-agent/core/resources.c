@@ -62,7 +62,15 @@ struct wl_unpacked {
 	struct km_workload_res res;
 	struct km_wl_who who;
 	struct km_wl_where where;
+	struct km_waypoint waypoint;
 };
+
+const struct km_waypoint *km_wl_waypoint(const struct km_workload_res *w)
+{
+	static const struct km_waypoint none = { .kind = KM_WAYPOINT_NONE };
+
+	return w->waypoint ? w->waypoint : &none;
+}
 
 struct km_workload_res *km_workload_res_new(void)
 {
@@ -72,6 +80,7 @@ struct km_workload_res *km_workload_res_new(void)
 		return NULL;
 	u->res.who = &u->who;
 	u->res.where = &u->where;
+	u->res.waypoint = &u->waypoint;
 	return &u->res;
 }
 
@@ -99,7 +108,8 @@ void km_workload_res_free(struct km_workload_res *w)
 	for (size_t i = 0; i < w->n_policies; i++)
 		free(w->policies[i]);
 	free(w->policies);
-	free(w->waypoint.service);
+	if (w->waypoint)
+		free(w->waypoint->service);
 	free(w);
 }
 
@@ -179,9 +189,7 @@ struct km_service_res *km_service_res_pack(struct km_service_res *r)
  * (profile_pool.h). */
 #define WL_STR(f) offsetof(struct km_workload_res, f)
 static const size_t wl_own[] = { WL_STR(uid), WL_STR(name) };
-static const size_t wl_shared[] = { WL_STR(waypoint.service) };
 #define N_OWN (sizeof(wl_own) / sizeof(wl_own[0]))
-#define N_SHARED (sizeof(wl_shared) / sizeof(wl_shared[0]))
 
 static char **wl_str(struct km_workload_res *w, size_t off)
 {
@@ -194,8 +202,8 @@ static void release_shared(struct km_workload_res *w)
 {
 	km_who_release(w->who);
 	km_where_release(w->where);
-	for (size_t i = 0; i < N_SHARED; i++)
-		km_str_release(*wl_str(w, wl_shared[i]));
+	if (w->waypoint)
+		km_str_release(w->waypoint->service);
 	for (size_t i = 0; i < w->n_services; i++)
 		km_str_release(w->services[i].service);
 	for (size_t i = 0; i < w->n_policies; i++)
@@ -212,9 +220,12 @@ static char *intern(const char *s, int *failed)
 
 struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 {
+	/* the waypoint only when there is one: most workloads have none */
+	int has_wp = r->waypoint && r->waypoint->kind != KM_WAYPOINT_NONE;
 	size_t size = sizeof(*r) + array_size(r->n_addrs, sizeof(*r->addrs)) +
 		      array_size(r->n_services, sizeof(*r->services)) +
-		      array_size(r->n_policies, sizeof(*r->policies));
+		      array_size(r->n_policies, sizeof(*r->policies)) +
+		      array_size(has_wp, sizeof(*r->waypoint));
 	struct km_workload_res *p;
 	struct pack k;
 	int failed = 0;
@@ -234,14 +245,15 @@ struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 	p->addrs = put_array(&k, r->addrs, r->n_addrs, sizeof(*r->addrs));
 	p->services = put_array(&k, r->services, r->n_services, sizeof(*r->services));
 	p->policies = put_array(&k, r->policies, r->n_policies, sizeof(*r->policies));
+	p->waypoint = put_array(&k, r->waypoint, (size_t)has_wp, sizeof(*r->waypoint));
 	for (size_t i = 0; i < r->n_services; i++)
 		p->services[i].ports = put_array(&k, r->services[i].ports, r->services[i].n_ports,
 						 sizeof(struct km_port));
 	/* strings last: no alignment needed */
 	for (size_t i = 0; i < N_OWN; i++)
 		*wl_str(p, wl_own[i]) = put_str(&k, *wl_str(r, wl_own[i]));
-	for (size_t i = 0; i < N_SHARED; i++)
-		*wl_str(p, wl_shared[i]) = NULL;
+	if (p->waypoint)
+		p->waypoint->service = NULL;
 	for (size_t i = 0; i < r->n_services; i++)
 		p->services[i].service = NULL;
 	for (size_t i = 0; i < r->n_policies; i++)
@@ -250,8 +262,8 @@ struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 	p->who = (struct km_wl_who *)km_who_intern(r->who);
 	p->where = (struct km_wl_where *)km_where_intern(r->where);
 	failed |= !p->who || !p->where;
-	for (size_t i = 0; i < N_SHARED; i++)
-		*wl_str(p, wl_shared[i]) = intern(*wl_str(r, wl_shared[i]), &failed);
+	if (p->waypoint)
+		p->waypoint->service = intern(r->waypoint->service, &failed);
 	for (size_t i = 0; i < r->n_services; i++)
 		p->services[i].service = intern(r->services[i].service, &failed);
 	for (size_t i = 0; i < r->n_policies; i++)
@@ -285,7 +297,7 @@ int km_workload_res_equal(const struct km_workload_res *a, const struct km_workl
 		     sizeof(*a->who) / sizeof(char *)) ||
 	    !strs_eq((char *const *)a->where, (char *const *)b->where,
 		     sizeof(*a->where) / sizeof(char *)) ||
-	    !km_waypoint_equal(&a->waypoint, &b->waypoint))
+	    !km_waypoint_equal(km_wl_waypoint(a), km_wl_waypoint(b)))
 		return 0;
 	if (!same_bytes(a->addrs, b->addrs, a->n_addrs * sizeof(*a->addrs)))
 		return 0;

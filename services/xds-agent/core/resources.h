@@ -88,7 +88,9 @@ struct km_workload_res {
 	struct km_addr *addrs;
 	struct km_membership *services; /* sorted by service, unique */
 	char **policies; /* authorization_policies */
-	struct km_waypoint waypoint;
+	/* its waypoint, out of line: an unpacked workload's own (kind NONE: none); a kept one's
+	 * NULL when it has none (most). Read it with km_wl_waypoint. */
+	struct km_waypoint *waypoint;
 	uint32_t capacity;     /* relative weight, default 1 */
 	uint16_t n_addrs, n_services, n_policies; /* bounded by KM_RES_MAX_* (below 65536) */
 	uint8_t status;        /* enum km_workload_status */
@@ -100,7 +102,10 @@ struct km_workload_res {
 typedef void (*km_version_cb)(void *arg, const char *name, const char *version);
 
 void km_service_res_free(struct km_service_res *s);
-/* An empty workload, its who and where its own (in its allocation); NULL when out of memory. */
+/* A workload's waypoint (kind NONE when it has none), never NULL. */
+const struct km_waypoint *km_wl_waypoint(const struct km_workload_res *w);
+/* An empty workload, its who, where and waypoint its own (in its allocation); NULL when out of
+ * memory. */
 struct km_workload_res *km_workload_res_new(void);
 void km_workload_res_free(struct km_workload_res *w);
 /* The same resource in one allocation (its strings and arrays after the struct), for keeping:

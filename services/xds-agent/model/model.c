@@ -174,7 +174,7 @@ static void member_remove(struct km_model *m, struct km_model_svc *s, struct km_
 static size_t frontend_addrs(const struct km_workload_res *r, const struct km_addr **addrs)
 {
 	*addrs = r ? r->addrs : NULL;
-	return r && !r->host_network && r->waypoint.kind != KM_WAYPOINT_NONE ? r->n_addrs : 0;
+	return r && !r->host_network && km_wl_waypoint(r)->kind != KM_WAYPOINT_NONE ? r->n_addrs : 0;
 }
 
 static int in_addrs(const struct km_addr *list, size_t n, const struct km_addr *a)

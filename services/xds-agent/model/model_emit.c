@@ -124,7 +124,7 @@ void mdl_backend_row(struct km_model *m, const struct km_model_wl *w, struct km_
 			op->be.has6 = 1;
 		}
 	}
-	mdl_resolve_waypoint(m, &r->waypoint, &op->be.waypoint);
+	mdl_resolve_waypoint(m, km_wl_waypoint(r), &op->be.waypoint);
 	op->be.weight = r->capacity ? r->capacity : 1;
 }
 

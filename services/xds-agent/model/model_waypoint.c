@@ -31,7 +31,7 @@ void mdl_register_service_waypoint(struct km_model *m, struct km_model_svc *s)
 
 void mdl_register_workload_waypoint(struct km_model *m, struct km_model_wl *w)
 {
-	struct km_model_svc *t = w->res ? waypoint_target(m, &w->res->waypoint) : NULL;
+	struct km_model_svc *t = w->res ? waypoint_target(m, km_wl_waypoint(w->res)) : NULL;
 
 	if (t == w->wp_of)
 		return;
