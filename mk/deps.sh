@@ -16,6 +16,9 @@ packages=(
 	libsystemd-dev # sd_notify: readiness and watchdog under systemd (Type=notify units)
 	unzip systemd # the chart and unit checks (tests/deploy)
 	gnuplot-nox # the plots of docs/performance.md (bench/lib/plots.sh)
+	libldns-dev # the DNS proxy's wire format (services/xds-agent/dns)
+	bind9-dnsutils # dig, asking the DNS proxy from pods (tests/integration/dns_test.sh)
+	dnsmasq-base # the upstream resolver of the DNS tests
 	zsh fish # kmeshctl completion, loaded into the real shells (tests/deploy/completion_test.sh)
 )
 

@@ -16,6 +16,8 @@
 #include "services/xds-agent/telemetry/telemetry.h"
 #include "services/xds-agent/transport/writer_link.h"
 
+struct km_dns_server;
+
 struct km_agent_state {
 	struct km_model *model;            /* changed only by inject */
 	struct km_policy_store *policies;
@@ -31,6 +33,7 @@ struct km_agent_state {
 	void *arg;
 	struct km_telemetry *telemetry; /* the access log's switch (SetConfig) */
 	const struct km_authz_metrics *authz_metrics; /* decision counters for /metrics (may be NULL) */
+	const struct km_dns_server *dns; /* the DNS proxy, for /metrics (NULL: off) */
 };
 
 /* The map writer's per-policy decision counters, for the dump (rows sorted by stat id), or why

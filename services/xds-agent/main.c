@@ -1,6 +1,7 @@
 /* main.c — kmesh-xds-agent: turns Istio workload-API resources into table operations for the
  * map writer. Runs with no privileges. Its source is istiod over Delta xDS, or the embedded
  * configuration file (--config-file). Flags and wiring only. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "services/xds-agent/telemetry/metrics_http.h"
 #include "services/xds-agent/telemetry/telemetry.h"
 #include "services/xds-agent/model/model.h"
+#include "services/xds-agent/dns/dns_server.h"
 #include "services/xds-agent/core/oplist.h"
 #include "services/xds-agent/transport/resync.h"
 #include "services/xds-agent/transport/writer_link.h"
@@ -61,6 +63,8 @@ struct agent {
 	int http_on;
 	const char *metrics_dir;
 	struct km_service_manager sm;
+	struct km_dns_resolver dns_resolver;
+	struct km_dns_server dns;
 };
 
 /* Hand whatever the model emitted to the map writer (or drop it: a reconnect replays all). */
@@ -314,6 +318,7 @@ static void on_shutdown(void *arg, int signum)
 	else
 		km_file_source_stop(&a->file);
 	km_writer_link_stop(&a->link);
+	km_dns_server_stop(&a->dns);
 	if (a->http_on)
 		km_metrics_http_stop(&a->http);
 	km_resync_close(&a->resync);
@@ -352,6 +357,8 @@ int main(int argc, char **argv)
 	uint64_t keepalive_s = 30, waypoint_data_port = 15019, rewrite_after_ms = 5000;
 	const char *p2c = "none";
 	const char *metrics_address = "0.0.0.0:15020", *metrics_dir = "/run/kmesh/metrics";
+	const char *dns_address = "", *dns_upstream = NULL, *dns_domain = "cluster.local";
+	uint64_t dns_ttl = 30;
 	const char *access_log_format = "text";
 	int access_log = 0;
 	const struct km_option opts[] = {
@@ -425,6 +432,18 @@ int main(int argc, char **argv)
 		{ "waypoint-data-port", KM_OPT_UINT, &waypoint_data_port, "PORT",
 		  "port dialled on waypoint pods, where they read the original-destination TLV",
 		  "KMESH_WAYPOINT_DATA_PORT", 1, 65535 },
+		{ "dns-address", KM_OPT_STRING, &dns_address, "IP:PORT",
+		  "serve DNS (UDP and TCP) here: the mesh's service hostnames answered from the model, "
+		  "the rest forwarded upstream; point the map writer's --dns-resolver/--dns-port at it "
+		  "(empty: off)", "KMESH_DNS_ADDRESS" },
+		{ "dns-upstream", KM_OPT_STRING, &dns_upstream, "IP[:PORT]",
+		  "where other names are asked (default: the first nameserver of /etc/resolv.conf)",
+		  "KMESH_DNS_UPSTREAM" },
+		{ "dns-domain", KM_OPT_STRING, &dns_domain, "DOMAIN",
+		  "the cluster domain, for the short names a pod's search list makes",
+		  "KMESH_DNS_DOMAIN" },
+		{ "dns-ttl", KM_OPT_UINT, &dns_ttl, "SECONDS", "TTL of the proxy's own answers",
+		  "KMESH_DNS_TTL", 0, 86400 },
 		{ "metrics-address", KM_OPT_STRING, &metrics_address, "IP:PORT",
 		  "serve /metrics (Prometheus) and /ready here (empty: no endpoint)",
 		  "KMESH_METRICS_ADDRESS" },
@@ -525,6 +544,30 @@ int main(int argc, char **argv)
 	a.state.telemetry = &a.telemetry;
 	km_authz_metrics_init(&a.azm, &a.link, &a.authz, &a.model);
 	a.state.authz_metrics = &a.azm;
+	if (*dns_address) {
+		char err[512];
+		size_t dl = strlen(dns_domain);
+
+		a.dns_resolver.model = &a.model;
+		a.dns_resolver.ttl = (uint32_t)dns_ttl;
+		while (dl && dns_domain[dl - 1] == '.')
+			dl--;
+		if (!dl || dl >= sizeof(a.dns_resolver.domain)) {
+			km_error("--dns-domain '%s' is not a domain", dns_domain);
+			return 2;
+		}
+		for (size_t i = 0; i < dl; i++)
+			a.dns_resolver.domain[i] = (char)tolower((unsigned char)dns_domain[i]);
+		km_model_watch_services(&a.model, km_dns_names_service, &a.dns_resolver.names);
+		if (km_dns_server_start(&a.dns, a.loop, &a.dns_resolver, dns_address, dns_upstream, err,
+					sizeof(err)) != 0) {
+			km_error("%s", err);
+			return 1;
+		}
+		a.state.dns = &a.dns;
+		km_info("serving DNS on %s (UDP and TCP), the rest to the upstream resolver",
+			dns_address);
+	}
 	if (*metrics_address) {
 		char err[512];
 
@@ -584,6 +627,8 @@ int main(int argc, char **argv)
 	km_info("stopped");
 	km_telemetry_free(&a.telemetry);
 	km_authz_metrics_free(&a.azm);
+	km_model_watch_services(&a.model, NULL, NULL);
+	km_dns_names_free(&a.dns_resolver.names);
 	km_model_free(&a.model);
 	km_policy_store_free(&a.policies);
 	km_authz_free(&a.authz);

@@ -152,6 +152,8 @@ km_agent_run() { # km_agent_run LOG ARGS...: an unprivileged agent in the backgr
 	chown "$KM_NOBODY:$KM_NOBODY" "$KM_DIR/run"
 	KM_AGENT_SOCKET=$KM_DIR/run/$(basename "${log%.log}").sock
 	# KM_AGENT_WRAP: a command the agent runs under (a profiler, e.g. heaptrack -o FILE)
+	# KM_AGENT_NETNS=node: in the node's network namespace (to serve on the node's address)
+	${KM_AGENT_NETNS:+nsenter --net=/run/netns/$KM_NODE} \
 	setpriv --reuid=$KM_NOBODY --regid=$KM_NOBODY --clear-groups --inh-caps=-all \
 		--bounding-set=-all --no-new-privs ${KM_AGENT_WRAP[@]+"${KM_AGENT_WRAP[@]}"} \
 		"$KM_BIN/kmesh-xds-agent" --map-writer-socket "$KM_SOCKET" \
@@ -165,7 +167,7 @@ km_metrics() {
 	local port
 	port=$(sed -n 's/.*serving metrics on .* (port \([0-9]*\)).*/\1/p' "$KM_DIR/xds-agent.log" | tail -n 1)
 	[ -n "$port" ] || { echo "the agent logged no metrics port" >&2; return 1; }
-	curl -sS --max-time 5 "http://127.0.0.1:$port${1:-/metrics}"
+	${KM_AGENT_NETNS:+ip netns exec "$KM_NODE"} curl -sS --max-time 5 "http://127.0.0.1:$port${1:-/metrics}"
 }
 
 # km_metrics_has REGEX: the metrics page has a line matching REGEX (the page is read whole

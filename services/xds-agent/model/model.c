@@ -65,6 +65,7 @@ void km_model_upsert_service(struct km_model *m, struct km_service_res *res)
 		s->res = res = km_service_res_pack(res);
 		m->n_services++;
 		mdl_index_service(m, res, 1);
+		mdl_tell_service(m, res, 1);
 		mdl_register_service_waypoint(m, s);
 		/* Back-fill: workloads that listed this service before it arrived. */
 		for (size_t i = 0; i < s->n_members; i++) {
@@ -94,6 +95,8 @@ void km_model_upsert_service(struct km_model *m, struct km_service_res *res)
 	s->res = res = km_service_res_pack(res);
 	mdl_index_service(m, old, 0);
 	mdl_index_service(m, res, 1);
+	mdl_tell_service(m, old, 0);
+	mdl_tell_service(m, res, 1);
 	mdl_register_service_waypoint(m, s);
 	/* mode, priorities, health policy, port overrides: recompute every endpoint (counts follow
 	 * at flush) */
@@ -137,6 +140,7 @@ void km_model_remove_service(struct km_model *m, const char *name)
 	s->svc_written = 0;
 	km_ids_release(&m->ids, s->id);
 	mdl_index_service(m, s->res, 0);
+	mdl_tell_service(m, s->res, 0);
 	km_service_res_free(s->res);
 	s->res = NULL;
 	free(s->version);

@@ -57,6 +57,10 @@ struct km_model {
 	size_t n_p2c_names;
 	struct km_addr_index *wl_addrs; /* optional (telemetry): workload address -> uid */
 	struct km_addr_index *vips;     /* optional (telemetry): service VIP -> name */
+	/* optional (the DNS proxy): told of each service resource as it comes (add 1) and goes
+	 * (add 0; before it is freed) */
+	void (*on_service)(void *arg, const struct km_service_res *r, int add);
+	void *on_service_arg;
 	int index_oom;                  /* an address could not be indexed */
 	/* every holder of every frontend key (model_frontends.c) */
 	struct mdl_fe_slot *fe_slots;
@@ -90,6 +94,15 @@ void km_model_replay(struct km_model *m);
 
 const struct km_service_res *km_model_find_service(const struct km_model *m, const char *name);
 const struct km_workload_res *km_model_find_workload(const struct km_model *m, const char *uid);
+/* The addresses a name for service `name` resolves to, of one family (v4 1: IPv4, else IPv6):
+ * its VIPs, or for a headless service (none) its healthy members' addresses, at most max into
+ * out. Returns how many, or -1 when the model holds no such service. */
+int km_model_service_addresses(const struct km_model *m, const char *name, int v4,
+			       struct km_addr *out, size_t max);
+/* Tell f of every service the model holds and of each one that comes or goes from now on
+ * (NULL: stop). */
+void km_model_watch_services(struct km_model *m,
+			     void (*f)(void *arg, const struct km_service_res *r, int add), void *arg);
 /* The workload with this id (the authorization tables' workload_id), or NULL. */
 const struct km_workload_res *km_model_workload_by_id(const struct km_model *m, uint32_t id);
 

@@ -107,6 +107,12 @@ void mdl_parr_del(void **arr, size_t *n, void *p);
 int mdl_str_eq(const char *a, const char *b);
 void mdl_mark_dirty(struct km_model *m, struct km_model_svc *s, int count);
 struct km_model_svc *mdl_svc_get(struct km_model *m, const char *name, int create);
+/* The service observer (km_model_watch_services), if any, told of r coming or going. */
+static inline void mdl_tell_service(struct km_model *m, const struct km_service_res *r, int add)
+{
+	if (m->on_service && r)
+		m->on_service(m->on_service_arg, r, add);
+}
 struct km_model_svc *mdl_svc_find(const struct km_model *m, const char *name);
 /* s leaves the model's indexes (the caller frees it). */
 void mdl_svc_forget(struct km_model *m, struct km_model_svc *s);

@@ -204,3 +204,48 @@ void km_model_each_workload(const struct km_model *m, km_model_name_cb cb, void 
 			return;
 }
 
+
+int km_model_service_addresses(const struct km_model *m, const char *name, int v4,
+			       struct km_addr *out, size_t max)
+{
+	const struct km_model_svc *s = mdl_svc_find(m, name);
+	size_t n = 0;
+
+	if (!s || !s->res)
+		return -1;
+	for (size_t i = 0; i < s->res->n_vips && n < max; i++)
+		if (km_addr_is_v4(&s->res->vips[i]) == v4)
+			out[n++] = s->res->vips[i];
+	if (s->res->n_vips)
+		return (int)n;
+	/* headless: the pods themselves */
+	for (size_t i = 0; i < s->n_members && n < max; i++) {
+		const struct km_workload_res *w = s->members[i]->res;
+
+		if (!w || w->status != KM_WORKLOAD_HEALTHY)
+			continue;
+		for (size_t a = 0; a < w->n_addrs && n < max; a++)
+			if (km_addr_is_v4(&w->addrs[a]) == v4)
+				out[n++] = w->addrs[a];
+	}
+	return (int)n;
+}
+
+static int tell_service(void *arg, const char *name)
+{
+	struct km_model *m = arg;
+	const struct km_model_svc *s = mdl_svc_find(m, name);
+
+	if (s && s->res)
+		m->on_service(m->on_service_arg, s->res, 1);
+	return 0;
+}
+
+void km_model_watch_services(struct km_model *m,
+			     void (*f)(void *arg, const struct km_service_res *r, int add), void *arg)
+{
+	m->on_service = f;
+	m->on_service_arg = arg;
+	if (f)
+		km_model_each_service(m, tell_service, m);
+}

@@ -1,5 +1,6 @@
 /* agent_metrics.c — the metrics page (see agent_metrics.h). */
 #include "services/xds-agent/telemetry/agent_metrics.h"
+#include "services/xds-agent/dns/dns_server.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -26,6 +27,32 @@ static void by_type(struct km_prom *p, const struct km_ads_client *ads, const ch
 	km_prom_family(p, name, "counter", help);
 	for (int i = 0; i < 2; i++)
 		km_prom_sample(p, name, labels[i], *(const uint64_t *)((const char *)types[i] + field));
+}
+
+/* The DNS proxy's counters. */
+static void dns_metrics(const struct km_dns_server *d, struct km_prom *p)
+{
+	const struct km_dns_resolver *r = d->resolver;
+
+	km_prom_family(p, "kmesh_dns_queries_total", "counter",
+		       "DNS queries the node proxy received, by how they were answered");
+	km_prom_sample(p, "kmesh_dns_queries_total", "result=\"answered\"", r->answered);
+	km_prom_sample(p, "kmesh_dns_queries_total", "result=\"nodata\"", r->nodata);
+	km_prom_sample(p, "kmesh_dns_queries_total", "result=\"forwarded\"", r->forwarded);
+	km_prom_sample(p, "kmesh_dns_queries_total", "result=\"dropped\"", r->refused);
+	km_prom_metric(p, "kmesh_dns_truncated_total", "counter",
+		       "answers too large for UDP, sent truncated (the client asks over TCP)",
+		       r->truncated);
+	km_prom_metric(p, "kmesh_dns_names", "gauge", "service hostnames the proxy answers for",
+		       r->names.n);
+	km_prom_metric(p, "kmesh_dns_upstream_timeouts_total", "counter",
+		       "queries forwarded upstream that got no answer in 5 s", d->upstream_timeouts);
+	km_prom_metric(p, "kmesh_dns_upstream_errors_total", "counter",
+		       "queries that could not be forwarded upstream", d->upstream_errors);
+	km_prom_metric(p, "kmesh_dns_dropped_total", "counter",
+		       "UDP queries dropped: 4096 already waiting for upstream", d->pending_full);
+	km_prom_metric(p, "kmesh_dns_tcp_refused_total", "counter",
+		       "TCP connections refused: 256 already open", d->tcp_refused);
 }
 
 static void own(struct km_prom *p, const struct km_agent_state *st)
@@ -88,6 +115,8 @@ static void own(struct km_prom *p, const struct km_agent_state *st)
 	}
 	if (st->authz_metrics)
 		km_authz_metrics_render(st->authz_metrics, p);
+	if (st->dns)
+		dns_metrics(st->dns, p);
 	km_model_stats(st->model, &ms);
 	gauge(p, "kmesh_model_services", "services known", ms.services);
 	gauge(p, "kmesh_model_workloads", "workloads known", ms.workloads);

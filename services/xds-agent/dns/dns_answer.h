@@ -1,0 +1,42 @@
+/* dns_answer.h — one DNS query decided: answered from the mesh's names (A and AAAA of a service
+ * hostname the model holds: its VIPs, or a headless service's pods), or left to the upstream
+ * resolver. The wire format is ldns's (no hand-written parser). Names are matched as a pod's
+ * resolv.conf produces them: the hostname itself; "name.ns" and "name.ns.svc" completed with the
+ * cluster domain; and a hostname followed by one of the search domains under the cluster domain
+ * ("<host>.<ns>.svc.<domain>", "<host>.svc.<domain>", "<host>.<domain>"), which a pod asks first
+ * for any name with fewer dots than ndots (5), so a ServiceEntry host is answered at the first
+ * query, not after three NXDOMAINs from upstream. A reply larger than the client can take over
+ * UDP (512 bytes, or its EDNS size) is truncated (TC set, no answers): the client asks again over
+ * TCP. Pure: no I/O, so the fuzz target drives it. */
+#ifndef KM_XDS_DNS_ANSWER_H
+#define KM_XDS_DNS_ANSWER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "services/xds-agent/dns/dns_names.h"
+#include "services/xds-agent/model/model.h"
+
+#define KM_DNS_MAX_ANSWERS 64 /* addresses in one answer (a headless service's pods) */
+
+struct km_dns_resolver {
+	struct km_dns_names names;
+	const struct km_model *model;
+	char domain[254]; /* the cluster domain, lowercase, no dots around: "cluster.local" */
+	uint32_t ttl;     /* seconds */
+	/* counts, for metrics */
+	uint64_t answered, nodata, forwarded, refused, truncated;
+};
+
+enum km_dns_verdict {
+	KM_DNS_ANSWERED, /* *reply holds the answer (free it) */
+	KM_DNS_FORWARD,  /* not a mesh name (or not A/AAAA): ask upstream */
+	KM_DNS_DROP,     /* not a query at all: no answer */
+};
+
+/* max_udp: 0 for a TCP query (no size limit), else the transport's (the client's EDNS size is
+ * honoured up to it). */
+enum km_dns_verdict km_dns_answer(struct km_dns_resolver *r, const uint8_t *query, size_t len,
+				  size_t max_udp, uint8_t **reply, size_t *reply_len);
+
+#endif

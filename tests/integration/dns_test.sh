@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# dns_test.sh — the node DNS proxy (the xDS agent's --dns-address), asked with dig from an enrolled
+# pod whose port-53 traffic the map writer sends there (--dns-resolver, --dns-port): a service's
+# A and AAAA from the model, in every form a pod's search list makes; a host only a ServiceEntry
+# declares; a headless service's pods; names that are not the mesh's forwarded to the upstream
+# (dnsmasq in a namespace of its own): an address, an NXDOMAIN, and an answer too large for UDP
+# that comes back truncated and completes over TCP; every query over UDP and TCP, IPv4 and IPv6
+# transport; a service that arrives or goes is answered or forwarded within a second (no
+# rebuild); the counters on the metrics page.
+set -uo pipefail
+source "$(dirname "$0")/../lib/mesh-env.sh"
+source "$(dirname "$0")/../lib/check.sh"
+
+S=$KM_SUBNET
+S6=$KM_SUBNET6
+PORT=15053
+q() { # q ARGS...: dig from the client pod, short answers sorted (its port-53 traffic is redirected)
+	km_in_pod client dig +time=2 +tries=1 "$@" | sort
+}
+status() { km_in_pod client dig +time=2 +tries=1 "$@" | sed -n 's/.*status: \([A-Z]*\),.*/\1/p'; }
+
+trap 'km_env_cleanup' EXIT
+km_env_setup kmd$$
+km_pod_add client "$S.10" "${S6}10"
+km_pod_add b1 "$S.21"
+km_pod_add b2 "$S.22"
+km_pod_add up "$S.53"
+long=$(printf 'x%.0s' $(seq 1 200))
+txt=()
+for i in $(seq 1 12); do txt+=(--txt-record="big.example.com,$i$long"); done
+km_in_pod up dnsmasq --keep-in-foreground --no-resolv --no-hosts --user=root --port=53 \
+	--listen-address="$S.53" --bind-interfaces --address=/ext.example.com/192.0.2.7 \
+	--local=/example.com/ --local=/cluster.local/ "${txt[@]}" --pid-file= 2>"$KM_DIR/dnsmasq.log" &
+KM_PIDS+=($!)
+km_wait_listen up 53 -u || exit 1
+wl() { # wl NAME IP [SERVICES]
+	echo '{"workload": {"uid": "Kubernetes//Pod/t/'$1'", "name": "'$1'", "namespace": "t",
+	  "addresses": ["'$2'"], "services": {'${3:-}'}}}'
+}
+mesh() { # mesh [EXTRA-RESOURCE]: the mesh's configuration file
+	cat <<JSON | km_write_config
+{"resources": [
+ {"service": {"name": "web", "namespace": "t", "hostname": "web.t.svc.cluster.local",
+   "addresses": [{"address": "10.96.9.1"}, {"address": "fd00:96::9:1"}], "ports": [{"servicePort": 80}]}},
+ {"service": {"name": "api.external.com", "namespace": "t", "hostname": "api.external.com",
+   "addresses": [{"address": "240.240.0.5"}], "ports": [{"servicePort": 443}]}},
+ {"service": {"name": "hl", "namespace": "t", "hostname": "hl.t.svc.cluster.local", "ports": [{"servicePort": 80}]}},
+ $(wl client "$S.10"), $(wl b1 "$S.21" '"t/hl.t.svc.cluster.local": {}'), $(wl b2 "$S.22" '"t/hl.t.svc.cluster.local": {}')
+ ${1:+, $1}
+]}
+JSON
+}
+mesh
+km_map_writer_start --dns-resolver "$S.1" --dns-resolver "${S6}1" --dns-port $PORT || exit 1
+KM_AGENT_NETNS=node
+km_agent_start --dns-address "[::]:$PORT" --dns-upstream "$S.53"
+"$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path client)" >/dev/null
+for _ in $(seq 1 50); do
+	[ -n "$(ip netns exec "$KM_NODE" ss -Hlnu "sport = :$PORT")" ] && grep -q "serving DNS" "$KM_DIR/xds-agent.log" && break
+	sleep 0.1
+done
+km_wait_rows service "^service" 3 >/dev/null || exit 1
+
+for t in "" +tcp; do
+	via=${t:-+notcp}
+	check "$via: a service's A record from the model, authoritative" \
+		eval '[ "$(q $t +short @10.96.0.10 web.t.svc.cluster.local)" = 10.96.9.1 ] && km_in_pod client dig $t @10.96.0.10 web.t.svc.cluster.local | grep -q "flags: qr aa"'
+	check "$via: its AAAA" eval '[ "$(q $t +short @10.96.0.10 web.t.svc.cluster.local AAAA)" = fd00:96::9:1 ]'
+	check "$via: the forms a pod's search list makes (web.t, web.t.svc, web.t.svc.cluster.local.t.svc.cluster.local)" \
+		eval '[ "$(q $t +short @10.96.0.10 web.t)" = 10.96.9.1 ] && [ "$(q $t +short @10.96.0.10 web.t.svc)" = 10.96.9.1 ] && [ "$(q $t +short @10.96.0.10 web.t.svc.cluster.local.t.svc.cluster.local)" = 10.96.9.1 ]'
+	check "$via: a host only a ServiceEntry declares, also at a pod's first search (api.external.com.t.svc.cluster.local)" \
+		eval '[ "$(q $t +short @10.96.0.10 api.external.com)" = 240.240.0.5 ] && [ "$(q $t +short @10.96.0.10 api.external.com.t.svc.cluster.local)" = 240.240.0.5 ]'
+	check "$via: a headless service: its pods' addresses" \
+		eval '[ "$(q $t +short @10.96.0.10 hl.t.svc.cluster.local | tr "\n" " ")" = "$S.21 $S.22 " ]'
+	check "$via: another name forwarded upstream: its address" \
+		eval '[ "$(q $t +short @10.96.0.10 ext.example.com)" = 192.0.2.7 ]'
+	check "$via: NXDOMAIN from upstream passed on" eval '[ "$(status $t @10.96.0.10 nope.example.com)" = NXDOMAIN ]'
+done
+check "over IPv6 transport too (the redirect's IPv6 resolver, the proxy's dual-stack socket)" \
+	eval '[ "$(q -6 +short @fd00:96::a web.t.svc.cluster.local)" = 10.96.9.1 ] && [ "$(q -6 +short @fd00:96::a ext.example.com)" = 192.0.2.7 ]'
+check "an answer too large for UDP comes back truncated" \
+	eval 'km_in_pod client dig +notcp +ignore @10.96.0.10 big.example.com TXT | grep -q "flags: qr.* tc"'
+check "... and completes over TCP (dig retries there): all 12 records" \
+	eval '[ "$(q +short @10.96.0.10 big.example.com TXT | wc -l)" = 12 ]'
+mesh '{"service": {"name": "late", "namespace": "t", "hostname": "late.t.svc.cluster.local", "addresses": [{"address": "10.96.9.7"}], "ports": [{"servicePort": 80}]}}'
+check "a service that arrives is answered within a second" \
+	eval 'for _ in $(seq 1 20); do [ "$(q +short @10.96.0.10 late.t.svc.cluster.local)" = 10.96.9.7 ] && break; sleep 0.1; done; [ "$(q +short @10.96.0.10 late.t.svc.cluster.local)" = 10.96.9.7 ]'
+mesh
+check "... and once it goes, the name is upstream's again (NXDOMAIN)" \
+	eval 'for _ in $(seq 1 20); do [ "$(status @10.96.0.10 late.t.svc.cluster.local)" = NXDOMAIN ] && break; sleep 0.1; done; [ "$(status @10.96.0.10 late.t.svc.cluster.local)" = NXDOMAIN ]'
+check "the proxy's counters on the metrics page" \
+	eval 'km_metrics_has "^kmesh_dns_queries_total{result=\"answered\"} [1-9]" && km_metrics_has "^kmesh_dns_queries_total{result=\"forwarded\"} [1-9]" && km_metrics_has "^kmesh_dns_truncated_total 0" && km_metrics_has "^kmesh_dns_names 3"'
+
+km_check_summary dns

@@ -1,0 +1,213 @@
+/* test_dns.c — the DNS proxy's decisions (services/xds-agent/dns/dns_answer.c) against a model:
+ * the name forms a pod's search list makes, NODATA for a family a service lacks, a headless
+ * service's pods, answers too large for UDP truncated (TC, no answers) under 512 bytes or the
+ * client's EDNS size, whole over TCP; other types and other names left to upstream; a response
+ * or garbage dropped; the name table following services as they come and go. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <ldns/ldns.h>
+
+#include "services/xds-agent/dns/dns_answer.h"
+#include "services/xds-agent/sources/resource_json.h"
+#include "services/xds-agent/sources/snapshot.h"
+#include "shared/log.h"
+
+struct fx {
+	struct km_oplist ops;
+	struct km_model m;
+	struct km_dns_resolver r;
+};
+
+static void apply(struct fx *f, const char *doc)
+{
+	struct km_resource_set set;
+	struct km_snapshot_stats st;
+	char err[256];
+
+	assert_int_equal(km_json_decode_document(doc, strlen(doc), &set, err, sizeof(err)), 0);
+	km_snapshot_apply(&f->m, &set, &st);
+	km_resource_set_free(&set);
+	km_oplist_clear(&f->ops);
+}
+
+/* web (both families), a ServiceEntry host (IPv4 only), a headless service of n pods. */
+static void load(struct fx *f, int n)
+{
+	char *doc = malloc(100000);
+	size_t off;
+
+	km_log_set_level(KM_LOG_ERROR);
+	memset(f, 0, sizeof(*f));
+	km_oplist_init(&f->ops);
+	km_model_init(&f->m, &f->ops, NULL);
+	f->r.model = &f->m;
+	f->r.ttl = 30;
+	strcpy(f->r.domain, "cluster.local");
+	km_model_watch_services(&f->m, km_dns_names_service, &f->r.names);
+	off = (size_t)sprintf(doc, "{\"resources\": ["
+		" {\"service\": {\"name\": \"web\", \"namespace\": \"t\", \"hostname\": \"Web.T.svc.cluster.local\","
+		"  \"addresses\": [{\"address\": \"10.96.0.1\"}, {\"address\": \"fd00::1\"}], \"ports\": [{\"servicePort\": 80}]}},"
+		" {\"service\": {\"name\": \"api.ex.com\", \"namespace\": \"t\", \"hostname\": \"api.ex.com\","
+		"  \"addresses\": [{\"address\": \"240.0.0.5\"}], \"ports\": [{\"servicePort\": 443}]}},"
+		" {\"service\": {\"name\": \"hl\", \"namespace\": \"t\", \"hostname\": \"hl.t.svc.cluster.local\","
+		"  \"ports\": [{\"servicePort\": 80}]}}");
+	for (int i = 0; i < n; i++)
+		off += (size_t)sprintf(doc + off, ", {\"workload\": {\"uid\": \"p%d\", \"name\": \"p%d\", "
+				       "\"namespace\": \"t\", \"addresses\": [\"10.1.%d.%d\"], \"services\": "
+				       "{\"t/hl.t.svc.cluster.local\": {}}}}", i, i, i / 256, i % 256);
+	strcpy(doc + off, "]}");
+	apply(f, doc);
+	free(doc);
+}
+
+static void unload(struct fx *f)
+{
+	km_model_watch_services(&f->m, NULL, NULL);
+	km_dns_names_free(&f->r.names);
+	km_model_free(&f->m);
+	km_oplist_free(&f->ops);
+}
+
+/* The query's wire form; edns 0: none. */
+static uint8_t *query(const char *name, ldns_rr_type type, uint16_t edns, size_t *len)
+{
+	ldns_pkt *p = NULL;
+	uint8_t *wire = NULL;
+
+	assert_int_equal(ldns_pkt_query_new_frm_str(&p, name, type, LDNS_RR_CLASS_IN, LDNS_RD), LDNS_STATUS_OK);
+	ldns_pkt_set_id(p, 0x4242);
+	if (edns)
+		ldns_pkt_set_edns_udp_size(p, edns);
+	assert_int_equal(ldns_pkt2wire(&wire, p, len), LDNS_STATUS_OK);
+	ldns_pkt_free(p);
+	return wire;
+}
+
+/* Ask; on an answer, its answer count and flags. */
+static enum km_dns_verdict ask(struct fx *f, const char *name, ldns_rr_type type, uint16_t edns,
+			       size_t udp, size_t *answers, int *tc, size_t *reply_len)
+{
+	size_t len;
+	uint8_t *q = query(name, type, edns, &len), *reply;
+	enum km_dns_verdict v = km_dns_answer(&f->r, q, len, udp, &reply, reply_len);
+
+	if (v == KM_DNS_ANSWERED) {
+		ldns_pkt *p = NULL;
+
+		assert_int_equal(ldns_wire2pkt(&p, reply, *reply_len), LDNS_STATUS_OK);
+		assert_int_equal(ldns_pkt_id(p), 0x4242);
+		assert_true(ldns_pkt_aa(p) && ldns_pkt_qr(p));
+		*answers = ldns_pkt_ancount(p);
+		*tc = ldns_pkt_tc(p);
+		ldns_pkt_free(p);
+		free(reply);
+	}
+	free(q);
+	return v;
+}
+
+static void names_and_forms(void **state)
+{
+	struct fx f;
+	size_t n, len;
+	int tc;
+
+	(void)state;
+	load(&f, 2);
+	assert_int_equal(f.r.names.n, 3);
+	const char *forms[] = { "web.t.svc.cluster.local.", "WEB.t.svc.cluster.local", "web.t",
+				"web.t.svc", "web.t.svc.cluster.local.t.svc.cluster.local",
+				"web.t.svc.cluster.local.svc.cluster.local",
+				"web.t.svc.cluster.local.cluster.local" };
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		assert_int_equal(ask(&f, forms[i], LDNS_RR_TYPE_A, 0, 512, &n, &tc, &len), KM_DNS_ANSWERED);
+		assert_int_equal(n, 1);
+	}
+	assert_int_equal(ask(&f, "web.t", LDNS_RR_TYPE_AAAA, 0, 512, &n, &tc, &len), KM_DNS_ANSWERED);
+	assert_int_equal(n, 1);
+	assert_int_equal(ask(&f, "api.ex.com.t.svc.cluster.local", LDNS_RR_TYPE_A, 0, 512, &n, &tc, &len),
+			 KM_DNS_ANSWERED);
+	/* NODATA: the mesh's name, no IPv6 address */
+	assert_int_equal(ask(&f, "api.ex.com", LDNS_RR_TYPE_AAAA, 0, 512, &n, &tc, &len), KM_DNS_ANSWERED);
+	assert_int_equal(n, 0);
+	assert_int_equal(f.r.nodata, 1);
+	assert_int_equal(ask(&f, "hl.t", LDNS_RR_TYPE_A, 0, 512, &n, &tc, &len), KM_DNS_ANSWERED);
+	assert_int_equal(n, 2);
+	/* not the mesh's: upstream's; nor a search suffix that is not one ("x.y.svc.cluster.local"
+	 * has two labels before svc) */
+	assert_int_equal(ask(&f, "web.t.svc.cluster.local", LDNS_RR_TYPE_TXT, 0, 512, &n, &tc, &len),
+			 KM_DNS_FORWARD);
+	assert_int_equal(ask(&f, "other.example.com", LDNS_RR_TYPE_A, 0, 512, &n, &tc, &len), KM_DNS_FORWARD);
+	assert_int_equal(ask(&f, "api.ex.com.x.y.svc.cluster.local", LDNS_RR_TYPE_A, 0, 512, &n, &tc, &len),
+			 KM_DNS_FORWARD);
+	assert_int_equal(ask(&f, "web.t.svc.example.com", LDNS_RR_TYPE_A, 0, 512, &n, &tc, &len),
+			 KM_DNS_FORWARD);
+	/* a service that goes takes its name; one that comes brings its own */
+	apply(&f, "{\"resources\": [{\"service\": {\"name\": \"new\", \"namespace\": \"t\", "
+		  "\"hostname\": \"new.t.svc.cluster.local\", \"addresses\": [{\"address\": \"10.96.0.9\"}]}}]}");
+	assert_int_equal(f.r.names.n, 1); /* the snapshot holds only it now */
+	assert_int_equal(ask(&f, "web.t", LDNS_RR_TYPE_A, 0, 512, &n, &tc, &len), KM_DNS_FORWARD);
+	assert_int_equal(ask(&f, "new.t", LDNS_RR_TYPE_A, 0, 512, &n, &tc, &len), KM_DNS_ANSWERED);
+	unload(&f);
+}
+
+static void truncation(void **state)
+{
+	struct fx f;
+	size_t n, len;
+	int tc;
+
+	(void)state;
+	load(&f, 60); /* 60 A records: ~1 KiB */
+	assert_int_equal(ask(&f, "hl.t.svc.cluster.local", LDNS_RR_TYPE_A, 0, 4096, &n, &tc, &len),
+			 KM_DNS_ANSWERED);
+	assert_true(tc && n == 0 && len <= 512); /* no EDNS: 512 bytes */
+	assert_int_equal(ask(&f, "hl.t.svc.cluster.local", LDNS_RR_TYPE_A, 4096, 4096, &n, &tc, &len),
+			 KM_DNS_ANSWERED);
+	assert_true(!tc && n == 60); /* the client takes 4096 */
+	assert_int_equal(ask(&f, "hl.t.svc.cluster.local", LDNS_RR_TYPE_A, 1232, 512, &n, &tc, &len),
+			 KM_DNS_ANSWERED);
+	assert_true(tc && n == 0); /* our own bound wins */
+	assert_int_equal(ask(&f, "hl.t.svc.cluster.local", LDNS_RR_TYPE_A, 0, 0, &n, &tc, &len),
+			 KM_DNS_ANSWERED);
+	assert_true(!tc && n == 60); /* TCP */
+	assert_int_equal(f.r.truncated, 2);
+	unload(&f);
+}
+
+static void not_queries(void **state)
+{
+	struct fx f;
+	uint8_t junk[40] = { 1, 2, 3 }, *reply;
+	size_t len, qlen;
+	uint8_t *q;
+
+	(void)state;
+	load(&f, 0);
+	assert_int_equal(km_dns_answer(&f.r, junk, 5, 512, &reply, &len), KM_DNS_DROP);
+	assert_int_equal(km_dns_answer(&f.r, junk, sizeof(junk), 512, &reply, &len), KM_DNS_DROP);
+	q = query("web.t", LDNS_RR_TYPE_A, 0, &qlen);
+	q[2] |= 0x80; /* QR: a response */
+	assert_int_equal(km_dns_answer(&f.r, q, qlen, 512, &reply, &len), KM_DNS_DROP);
+	assert_null(reply);
+	free(q);
+	unload(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(names_and_forms),
+		cmocka_unit_test(truncation),
+		cmocka_unit_test(not_queries),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
