@@ -246,6 +246,10 @@ $(B)/bench/decode_bench: $(call obj,bench/decode_bench.c $(XDS_SRCS) $(COMMON_SR
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(XDS_LIBS)
 
+$(B)/bench/dns_names_bench: $(call obj,bench/dns_names_bench.c $(XDS_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(XDS_LIBS)
+
 $(B)/bench/big_service_bench: $(call obj,bench/big_service_bench.c bench/lib/bench_util.c $(XDS_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(XDS_LIBS) -lbpf
@@ -288,7 +292,7 @@ $(B)/bench/authz_bench: $(call obj,bench/authz_bench.c $(XDS_SRCS) $(MW_SRCS) $(
 	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS) $(XDS_LIBS)
 
 BENCHES := $(addprefix $(B)/bench/,decode_bench map_update_bench table_ops_bench connect_bench \
-	cni_add_bench authz_bench passive_bench big_service_bench tls_cipher_bench)
+	cni_add_bench authz_bench passive_bench big_service_bench tls_cipher_bench dns_names_bench)
 bench: all $(BENCHES)
 	@bash bench/run.sh
 

@@ -18,7 +18,8 @@ packages=(
 	gnuplot-nox # the plots of docs/performance.md (bench/lib/plots.sh)
 	libldns-dev # the DNS proxy's wire format (services/xds-agent/dns)
 	bind9-dnsutils # dig, asking the DNS proxy from pods (tests/integration/dns_test.sh)
-	dnsmasq-base # the upstream resolver of the DNS tests
+	dnsmasq-base # the upstream resolver of the DNS tests and bench
+	dnsperf # the DNS proxy's bench (bench/dns.sh)
 	zsh fish # kmeshctl completion, loaded into the real shells (tests/deploy/completion_test.sh)
 )
 
