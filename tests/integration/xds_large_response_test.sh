@@ -43,5 +43,5 @@ check "the map writer holds the 11,000 workloads' endpoints, not 12,000" \
 check "both large responses were applied while they arrived (streamed)" \
 	test "$(dump 'd["istiod"]["address"]["streamed"]')" = 2
 check "and say so in their metric" \
-	eval 'km_metrics | grep -qx "kmesh_xds_streamed_total{type=\"address\"} 2"'
+	km_metrics_has '^kmesh_xds_streamed_total{type="address"} 2$'
 km_check_summary xds_large_response
