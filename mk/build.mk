@@ -8,7 +8,7 @@ BPFTOOL ?= bpftool
 PROTOC_C ?= protoc-c
 
 PKGS     := libbpf libuv libprotobuf-c jansson libnghttp2 wolfssl libcurl yaml-0.1 libnl-xfrm-3.0 \
-            libmicrohttpd ldns
+            libmicrohttpd ldns libcares
 # LAYOUT_FLAGS=-DKM_LAYOUT_TEST_NEXT builds the test's next table layout (see next-map-writer).
 LAYOUT_FLAGS ?=
 CPPFLAGS := -D_GNU_SOURCE -I. -Ibpf/include -I$(GEN) $(LAYOUT_FLAGS)
@@ -18,7 +18,7 @@ CFLAGS   := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-missing-field-initializ
 COMMON_LIBS := $(shell pkg-config --libs libuv libprotobuf-c)
 SD_LIBS     := $(shell pkg-config --libs libsystemd)
 MW_LIBS     := $(shell pkg-config --libs libbpf) -lelf -lz $(SD_LIBS) $(COMMON_LIBS)
-XDS_LIBS    := $(shell pkg-config --libs jansson libnghttp2 wolfssl libmicrohttpd ldns) $(SD_LIBS) $(COMMON_LIBS)
+XDS_LIBS    := $(shell pkg-config --libs jansson libnghttp2 wolfssl libmicrohttpd ldns libcares) $(SD_LIBS) $(COMMON_LIBS)
 # the plugin is linked statically (fast start, any node's libraries): Debian ships these archives
 PLUGIN_LIBS := -static -Wl,--gc-sections -l:libjansson.a -l:libprotobuf-c.a
 CNI_LIBS    := $(shell pkg-config --libs jansson libcurl yaml-0.1) $(COMMON_LIBS)

@@ -17,6 +17,7 @@
 #include "services/xds-agent/transport/writer_link.h"
 
 struct km_dns_server;
+struct km_hostname_resolver;
 
 struct km_agent_state {
 	struct km_model *model;            /* changed only by inject */
@@ -34,6 +35,7 @@ struct km_agent_state {
 	struct km_telemetry *telemetry; /* the access log's switch (SetConfig) */
 	const struct km_authz_metrics *authz_metrics; /* decision counters for /metrics (may be NULL) */
 	const struct km_dns_server *dns; /* the DNS proxy, for /metrics (NULL: off) */
+	const struct km_hostname_resolver *hostnames; /* workloads named by hostname (may be NULL) */
 };
 
 /* The map writer's per-policy decision counters, for the dump (rows sorted by stat id), or why

@@ -19,6 +19,7 @@
 #include "services/xds-agent/telemetry/telemetry.h"
 #include "services/xds-agent/model/model.h"
 #include "services/xds-agent/dns/dns_server.h"
+#include "services/xds-agent/dns/hostname_resolver.h"
 #include "services/xds-agent/core/oplist.h"
 #include "services/xds-agent/transport/resync.h"
 #include "services/xds-agent/transport/writer_link.h"
@@ -65,6 +66,7 @@ struct agent {
 	struct km_service_manager sm;
 	struct km_dns_resolver dns_resolver;
 	struct km_dns_server dns;
+	struct km_hostname_resolver hostnames;
 };
 
 /* Hand whatever the model emitted to the map writer (or drop it: a reconnect replays all). */
@@ -319,6 +321,7 @@ static void on_shutdown(void *arg, int signum)
 		km_file_source_stop(&a->file);
 	km_writer_link_stop(&a->link);
 	km_dns_server_stop(&a->dns);
+	km_hostname_resolver_stop(&a->hostnames);
 	if (a->http_on)
 		km_metrics_http_stop(&a->http);
 	km_resync_close(&a->resync);
@@ -358,6 +361,7 @@ int main(int argc, char **argv)
 	const char *p2c = "none";
 	const char *metrics_address = "0.0.0.0:15020", *metrics_dir = "/run/kmesh/metrics";
 	const char *dns_address = "", *dns_upstream = NULL, *dns_domain = "cluster.local";
+	const char *hostname_server = NULL;
 	uint64_t dns_ttl = 30;
 	const char *access_log_format = "text";
 	int access_log = 0;
@@ -442,6 +446,9 @@ int main(int argc, char **argv)
 		{ "dns-domain", KM_OPT_STRING, &dns_domain, "DOMAIN",
 		  "the cluster domain, for the short names a pod's search list makes",
 		  "KMESH_DNS_DOMAIN" },
+		{ "hostname-dns-server", KM_OPT_STRING, &hostname_server, "IP[:PORT]",
+		  "where workloads named by hostname (ServiceEntry resolution DNS) are resolved "
+		  "(default: the system's resolver configuration)", "KMESH_HOSTNAME_DNS_SERVER" },
 		{ "dns-ttl", KM_OPT_UINT, &dns_ttl, "SECONDS", "TTL of the proxy's own answers",
 		  "KMESH_DNS_TTL", 0, 86400 },
 		{ "metrics-address", KM_OPT_STRING, &metrics_address, "IP:PORT",
@@ -544,6 +551,16 @@ int main(int argc, char **argv)
 	a.state.telemetry = &a.telemetry;
 	km_authz_metrics_init(&a.azm, &a.link, &a.authz, &a.model);
 	a.state.authz_metrics = &a.azm;
+	{
+		char err[512];
+
+		if (km_hostname_resolver_start(&a.hostnames, a.loop, &a.model, hostname_server,
+					       on_injected, &a, err, sizeof(err)) != 0) {
+			km_error("%s", err);
+			return 1;
+		}
+		a.state.hostnames = &a.hostnames;
+	}
 	if (*dns_address) {
 		char err[512];
 		size_t dl = strlen(dns_domain);

@@ -6,7 +6,9 @@
 # (dnsmasq in a namespace of its own): an address, an NXDOMAIN, and an answer too large for UDP
 # that comes back truncated and completes over TCP; every query over UDP and TCP, IPv4 and IPv6
 # transport; a service that arrives or goes is answered or forwarded within a second (no
-# rebuild); the counters on the metrics page.
+# rebuild); a workload istiod names by hostname only (ServiceEntry resolution DNS) resolved by
+# the agent on its loop, every address kept, its answer followed within the TTL when it changes
+# and kept when the name stops resolving; the counters on the metrics page.
 set -uo pipefail
 source "$(dirname "$0")/../lib/mesh-env.sh"
 source "$(dirname "$0")/../lib/check.sh"
@@ -25,12 +27,14 @@ km_pod_add client "$S.10" "${S6}10"
 km_pod_add b1 "$S.21"
 km_pod_add b2 "$S.22"
 km_pod_add up "$S.53"
+printf '192.0.2.10 app.example.com\n192.0.2.11 app.example.com\n' >"$KM_DIR/app.hosts"
 long=$(printf 'x%.0s' $(seq 1 200))
 txt=()
 for i in $(seq 1 12); do txt+=(--txt-record="big.example.com,$i$long"); done
 km_in_pod up dnsmasq --keep-in-foreground --no-resolv --no-hosts --user=root --port=53 \
 	--listen-address="$S.53" --bind-interfaces --address=/ext.example.com/192.0.2.7 \
-	--local=/example.com/ --local=/cluster.local/ "${txt[@]}" --pid-file= 2>"$KM_DIR/dnsmasq.log" &
+	--local=/example.com/ --local=/cluster.local/ "${txt[@]}" --addn-hosts="$KM_DIR/app.hosts" \
+	--local-ttl=1 --pid-file= 2>"$KM_DIR/dnsmasq.log" &
 KM_PIDS+=($!)
 km_wait_listen up 53 -u || exit 1
 wl() { # wl NAME IP [SERVICES]
@@ -45,6 +49,9 @@ mesh() { # mesh [EXTRA-RESOURCE]: the mesh's configuration file
  {"service": {"name": "api.external.com", "namespace": "t", "hostname": "api.external.com",
    "addresses": [{"address": "240.240.0.5"}], "ports": [{"servicePort": 443}]}},
  {"service": {"name": "hl", "namespace": "t", "hostname": "hl.t.svc.cluster.local", "ports": [{"servicePort": 80}]}},
+ {"service": {"name": "app", "namespace": "t", "hostname": "app.t.svc.cluster.local", "ports": [{"servicePort": 80}]}},
+ {"workload": {"uid": "Kubernetes//ServiceEntry/t/app", "name": "app", "namespace": "t", "hostname": "app.example.com",
+   "services": {"t/app.t.svc.cluster.local": {}}}},
  $(wl client "$S.10"), $(wl b1 "$S.21" '"t/hl.t.svc.cluster.local": {}'), $(wl b2 "$S.22" '"t/hl.t.svc.cluster.local": {}')
  ${1:+, $1}
 ]}
@@ -53,13 +60,13 @@ JSON
 mesh
 km_map_writer_start --dns-resolver "$S.1" --dns-resolver "${S6}1" --dns-port $PORT || exit 1
 KM_AGENT_NETNS=node
-km_agent_start --dns-address "[::]:$PORT" --dns-upstream "$S.53"
+km_agent_start --dns-address "[::]:$PORT" --dns-upstream "$S.53" --hostname-dns-server "$S.53"
 "$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path client)" >/dev/null
 for _ in $(seq 1 50); do
 	[ -n "$(ip netns exec "$KM_NODE" ss -Hlnu "sport = :$PORT")" ] && grep -q "serving DNS" "$KM_DIR/xds-agent.log" && break
 	sleep 0.1
 done
-km_wait_rows service "^service" 3 >/dev/null || exit 1
+km_wait_rows service "^service" 4 >/dev/null || exit 1
 
 for t in "" +tcp; do
 	via=${t:-+notcp}
@@ -88,7 +95,21 @@ check "a service that arrives is answered within a second" \
 mesh
 check "... and once it goes, the name is upstream's again (NXDOMAIN)" \
 	eval 'for _ in $(seq 1 20); do [ "$(status @10.96.0.10 late.t.svc.cluster.local)" = NXDOMAIN ] && break; sleep 0.1; done; [ "$(status @10.96.0.10 late.t.svc.cluster.local)" = NXDOMAIN ]'
+app() { q +short @10.96.0.10 app.t.svc.cluster.local | tr "\n" " "; } # headless: the workload's addresses
+check "a workload named by hostname: resolved by the agent, both addresses kept" \
+	eval 'for _ in $(seq 1 30); do [ "$(app)" = "192.0.2.10 192.0.2.11 " ] && break; sleep 0.1; done; [ "$(app)" = "192.0.2.10 192.0.2.11 " ]'
+check "... and its backend row carries the address" \
+	eval '"$KM_TESTCTL" dump --socket "$KM_SOCKET" --table backend | grep -q "192.0.2.1[01]"'
+printf '192.0.2.12 app.example.com\n' >"$KM_DIR/app.hosts"
+pkill -HUP -f "dnsmasq .*$KM_DIR/app.hosts"
+check "its answer changes (TTL 1 s): followed within 3 s, the backend row too" \
+	eval 'for _ in $(seq 1 30); do [ "$(app)" = "192.0.2.12 " ] && break; sleep 0.1; done; [ "$(app)" = "192.0.2.12 " ] && "$KM_TESTCTL" dump --socket "$KM_SOCKET" --table backend | grep -q "192.0.2.12"'
+: >"$KM_DIR/app.hosts"
+pkill -HUP -f "dnsmasq .*$KM_DIR/app.hosts"
+sleep 3
+check "the name stops resolving: the last good address is kept, the failure counted" \
+	eval '[ "$(app)" = "192.0.2.12 " ] && km_metrics_has "^kmesh_hostname_resolution_failures_total [1-9]" && grep -q "app.example.com of workload Kubernetes//ServiceEntry/t/app: .*its last addresses are kept" "$KM_DIR/xds-agent.log"'
 check "the proxy's counters on the metrics page" \
-	eval 'km_metrics_has "^kmesh_dns_queries_total{result=\"answered\"} [1-9]" && km_metrics_has "^kmesh_dns_queries_total{result=\"forwarded\"} [1-9]" && km_metrics_has "^kmesh_dns_truncated_total 0" && km_metrics_has "^kmesh_dns_names 3"'
+	eval 'km_metrics_has "^kmesh_dns_queries_total{result=\"answered\"} [1-9]" && km_metrics_has "^kmesh_dns_queries_total{result=\"forwarded\"} [1-9]" && km_metrics_has "^kmesh_dns_truncated_total 0" && km_metrics_has "^kmesh_dns_names 4"'
 
 km_check_summary dns

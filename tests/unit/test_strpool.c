@@ -12,6 +12,7 @@
 
 #include "services/xds-agent/core/resources.h"
 #include "services/xds-agent/core/strpool.h"
+#include "shared/addr.h"
 
 static void one_copy_counted(void **state)
 {
@@ -138,6 +139,44 @@ static void profiles_by_content(void **state)
 	assert_int_equal(km_str_pool_count(), 0);
 }
 
+/* A kept workload copied with other addresses (the hostname resolver's way to put it again): every
+ * field the same, its own strings, the addresses given. */
+static void copied_with_addresses(void **state)
+{
+	struct km_workload_res *w = workload("h", "prod", "prod/web.prod");
+	struct km_workload_res *p, *c, *same;
+	struct km_addr a[2];
+
+	(void)state;
+	w->hostname = strdup("app.example.com");
+	w->policies = calloc(1, sizeof(*w->policies));
+	w->policies[0] = strdup("prod/allow");
+	w->n_policies = 1;
+	w->waypoint->kind = KM_WAYPOINT_HOSTNAME;
+	w->waypoint->service = strdup("prod/wp");
+	p = km_workload_res_pack(w);
+	assert_true(p->packed);
+	km_addr_parse("192.0.2.1", &a[0]);
+	km_addr_parse("2001:db8::1", &a[1]);
+	c = km_workload_res_with_addrs(p, a, 2);
+	assert_non_null(c);
+	assert_false(c->packed);
+	assert_int_equal(c->n_addrs, 2);
+	assert_memory_equal(&c->addrs[1], &a[1], sizeof(a[1]));
+	assert_string_equal(c->hostname, "app.example.com");
+	assert_string_equal(c->who->namespace, "prod");
+	assert_ptr_not_equal(c->who->namespace, p->who->namespace); /* its own */
+	assert_string_equal(km_wl_waypoint(c)->service, "prod/wp");
+	same = km_workload_res_with_addrs(p, NULL, 0);
+	assert_true(km_workload_res_equal(same, p));
+	assert_false(km_workload_res_equal(c, p));
+	km_workload_res_free(same);
+	km_workload_res_free(c);
+	km_workload_res_free(p);
+	assert_int_equal(km_str_pool_count(), 0);
+	assert_int_equal(km_profile_pool_count(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -145,6 +184,7 @@ int main(void)
 		cmocka_unit_test(many_released_in_any_order),
 		cmocka_unit_test(packed_workloads_share),
 		cmocka_unit_test(profiles_by_content),
+		cmocka_unit_test(copied_with_addresses),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

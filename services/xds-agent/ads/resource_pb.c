@@ -201,6 +201,7 @@ int km_pb_workload(const Kmesh__Workload__Workload *m, struct km_workload_res **
 		return km_errf(err, errlen, "out of memory");
 	if (copy_str(m->uid, KM_RES_MAX_STRING, 1, "uid", &w->uid, err, errlen) ||
 	    copy_str(m->name, KM_RES_MAX_NAME, 0, "name", &w->name, err, errlen) ||
+	    copy_str(m->hostname, KM_RES_MAX_NAME, 0, "hostname", &w->hostname, err, errlen) ||
 	    copy_str(m->namespace_, KM_RES_MAX_NAME, 0, "namespace", &w->who->namespace, err, errlen) ||
 	    copy_str(m->node, KM_RES_MAX_NAME, 0, "node", &w->where->node, err, errlen) ||
 	    copy_str(m->network, KM_RES_MAX_NAME, 0, "network", &w->who->network, err, errlen) ||

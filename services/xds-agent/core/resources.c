@@ -95,6 +95,7 @@ void km_workload_res_free(struct km_workload_res *w)
 	}
 	free(w->uid);
 	free(w->name);
+	free(w->hostname);
 	for (size_t i = 0; w->who && i < sizeof(*w->who) / sizeof(char *); i++)
 		free(((char **)w->who)[i]);
 	for (size_t i = 0; w->where && i < sizeof(*w->where) / sizeof(char *); i++)
@@ -188,7 +189,7 @@ struct km_service_res *km_service_res_pack(struct km_service_res *r)
  * service names of its memberships and its policy names; its who and where become profiles
  * (profile_pool.h). */
 #define WL_STR(f) offsetof(struct km_workload_res, f)
-static const size_t wl_own[] = { WL_STR(uid), WL_STR(name) };
+static const size_t wl_own[] = { WL_STR(uid), WL_STR(name), WL_STR(hostname) };
 #define N_OWN (sizeof(wl_own) / sizeof(wl_own[0]))
 
 static char **wl_str(struct km_workload_res *w, size_t off)
@@ -290,7 +291,8 @@ int km_service_res_equal(const struct km_service_res *a, const struct km_service
 
 int km_workload_res_equal(const struct km_workload_res *a, const struct km_workload_res *b)
 {
-	if (!str_eq(a->uid, b->uid) || !str_eq(a->name, b->name) || a->status != b->status || a->n_addrs != b->n_addrs ||
+	if (!str_eq(a->uid, b->uid) || !str_eq(a->name, b->name) ||
+	    !str_eq(a->hostname, b->hostname) || a->status != b->status || a->n_addrs != b->n_addrs ||
 	    a->n_services != b->n_services || a->n_policies != b->n_policies ||
 	    a->host_network != b->host_network || a->capacity != b->capacity ||
 	    !strs_eq((char *const *)a->who, (char *const *)b->who,
@@ -351,4 +353,63 @@ uint32_t km_target_port(const struct km_service_res *s, const struct km_membersh
 		if (s->ports[i].service_port == service_port)
 			return s->ports[i].target_port ? s->ports[i].target_port : service_port;
 	return 0;
+}
+
+static int dup_str(char **out, const char *s)
+{
+	*out = s ? strdup(s) : NULL;
+	return s && !*out ? -1 : 0;
+}
+
+struct km_workload_res *km_workload_res_with_addrs(const struct km_workload_res *w,
+						   const struct km_addr *addrs, size_t n)
+{
+	struct km_workload_res *c = km_workload_res_new();
+	const struct km_waypoint *wp = km_wl_waypoint(w);
+	int bad = 0;
+
+	if (!c)
+		return NULL;
+	if (n > KM_RES_MAX_ADDRESSES)
+		n = KM_RES_MAX_ADDRESSES;
+	bad |= dup_str(&c->uid, w->uid) | dup_str(&c->name, w->name) |
+	       dup_str(&c->hostname, w->hostname);
+	for (size_t i = 0; i < sizeof(*w->who) / sizeof(char *); i++)
+		bad |= dup_str(&((char **)c->who)[i], ((char *const *)w->who)[i]);
+	for (size_t i = 0; i < sizeof(*w->where) / sizeof(char *); i++)
+		bad |= dup_str(&((char **)c->where)[i], ((char *const *)w->where)[i]);
+	*c->waypoint = *wp;
+	c->waypoint->service = NULL;
+	bad |= dup_str(&c->waypoint->service, wp->service);
+	c->capacity = w->capacity;
+	c->status = w->status;
+	c->host_network = w->host_network;
+	if (n && !(c->addrs = malloc(n * sizeof(*addrs))))
+		bad = 1;
+	else if (n)
+		memcpy(c->addrs, addrs, n * sizeof(*addrs));
+	c->n_addrs = (uint16_t)(c->addrs ? n : 0);
+	if (w->n_services && !(c->services = calloc(w->n_services, sizeof(*c->services))))
+		bad = 1;
+	for (size_t i = 0; c->services && i < w->n_services; i++, c->n_services++) {
+		const struct km_membership *m = &w->services[i];
+
+		bad |= dup_str(&c->services[i].service, m->service);
+		if (m->n_ports && !(c->services[i].ports = malloc(m->n_ports * sizeof(*m->ports)))) {
+			bad = 1;
+			continue;
+		}
+		if (m->n_ports)
+			memcpy(c->services[i].ports, m->ports, m->n_ports * sizeof(*m->ports));
+		c->services[i].n_ports = c->services[i].ports ? m->n_ports : 0;
+	}
+	if (w->n_policies && !(c->policies = calloc(w->n_policies, sizeof(*c->policies))))
+		bad = 1;
+	for (size_t i = 0; c->policies && i < w->n_policies; i++, c->n_policies++)
+		bad |= dup_str(&c->policies[i], w->policies[i]);
+	if (bad) {
+		km_workload_res_free(c);
+		return NULL;
+	}
+	return c;
 }

@@ -82,6 +82,7 @@ struct km_membership {
 struct km_workload_res {
 	char *uid; /* resource name */
 	char *name;
+	char *hostname; /* a workload reached by name (no addresses from istiod), else NULL */
 	/* never NULL; a kept (packed) workload's are shared profiles (profile_pool.h): read only */
 	struct km_wl_who *who;     /* namespace, identity, metrics' labels */
 	struct km_wl_where *where; /* node, locality */
@@ -108,6 +109,10 @@ const struct km_waypoint *km_wl_waypoint(const struct km_workload_res *w);
  * memory. */
 struct km_workload_res *km_workload_res_new(void);
 void km_workload_res_free(struct km_workload_res *w);
+/* An unpacked copy of w (packed or not) with these addresses instead of its own (at most
+ * KM_RES_MAX_ADDRESSES); NULL when out of memory. */
+struct km_workload_res *km_workload_res_with_addrs(const struct km_workload_res *w,
+						   const struct km_addr *addrs, size_t n);
 /* The same resource in one allocation (its strings and arrays after the struct), for keeping:
  * a resource is otherwise a dozen small allocations. A workload's who and where become shared
  * profiles (profile_pool.h), and its other strings that many workloads repeat (memberships'

@@ -230,6 +230,10 @@ void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res)
 	struct km_op row;
 	int had_backend, has_addr, inline_changed;
 
+	/* a workload reached by name: the resolver gives it its addresses */
+	if (m->hostname_put && res->hostname && !res->n_addrs &&
+	    !(res = m->hostname_put(m->hostname_arg, res)))
+		return; /* out of memory: it consumed res */
 	w = mdl_wl_find(m, res->uid);
 	if (!w) {
 		w = calloc(1, sizeof(*w));
@@ -317,6 +321,8 @@ void km_model_remove_workload(struct km_model *m, const char *uid)
 	const struct km_addr *fe;
 	size_t n_fe;
 
+	if (m->hostname_gone)
+		m->hostname_gone(m->hostname_arg, uid);
 	w = mdl_wl_find(m, uid);
 	if (!w)
 		return;
@@ -700,4 +706,13 @@ void km_model_stats(const struct km_model *m, struct km_model_stats *st)
 		if (!(s->res && s->res->n_vips))
 			st->pending_waypoints += s->n_wp_wls;
 	}
+}
+
+void km_model_watch_hostnames(struct km_model *m,
+			      struct km_workload_res *(*put)(void *arg, struct km_workload_res *r),
+			      void (*gone)(void *arg, const char *uid), void *arg)
+{
+	m->hostname_put = put;
+	m->hostname_gone = gone;
+	m->hostname_arg = arg;
 }

@@ -61,6 +61,12 @@ struct km_model {
 	 * (add 0; before it is freed) */
 	void (*on_service)(void *arg, const struct km_service_res *r, int add);
 	void *on_service_arg;
+	/* optional (hostname workloads): a workload put with a hostname and no address goes through
+	 * put, which returns the resource to keep (it may fill in addresses; it consumes r); gone is
+	 * told of every workload removed */
+	struct km_workload_res *(*hostname_put)(void *arg, struct km_workload_res *r);
+	void (*hostname_gone)(void *arg, const char *uid);
+	void *hostname_arg;
 	int index_oom;                  /* an address could not be indexed */
 	/* every holder of every frontend key (model_frontends.c) */
 	struct mdl_fe_slot *fe_slots;
@@ -99,6 +105,10 @@ const struct km_workload_res *km_model_find_workload(const struct km_model *m, c
  * out. Returns how many, or -1 when the model holds no such service. */
 int km_model_service_addresses(const struct km_model *m, const char *name, int v4,
 			       struct km_addr *out, size_t max);
+/* Route workloads named by hostname through put and gone (NULL: stop). */
+void km_model_watch_hostnames(struct km_model *m,
+			      struct km_workload_res *(*put)(void *arg, struct km_workload_res *r),
+			      void (*gone)(void *arg, const char *uid), void *arg);
 /* Tell f of every service the model holds and of each one that comes or goes from now on
  * (NULL: stop). */
 void km_model_watch_services(struct km_model *m,

@@ -238,6 +238,7 @@ static int j_workload(const json_t *o, pb_workload *m, const char *path, char *e
 	    km_jstring(o, "name", NULL, &m->name, path, err) ||
 	    km_jstring(o, "namespace", NULL, &m->namespace_, path, err) ||
 	    km_jstring(o, "node", NULL, &m->node, path, err) ||
+	    km_jstring(o, "hostname", NULL, &m->hostname, path, err) ||
 	    km_jstring(o, "network", NULL, &m->network, path, err) ||
 	    km_jstring(o, "clusterId", "cluster_id", &m->cluster_id, path, err) ||
 	    km_jstring(o, "trustDomain", "trust_domain", &m->trust_domain, path, err) ||

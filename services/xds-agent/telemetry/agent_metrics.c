@@ -1,6 +1,7 @@
 /* agent_metrics.c — the metrics page (see agent_metrics.h). */
 #include "services/xds-agent/telemetry/agent_metrics.h"
 #include "services/xds-agent/dns/dns_server.h"
+#include "services/xds-agent/dns/hostname_resolver.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -117,6 +118,17 @@ static void own(struct km_prom *p, const struct km_agent_state *st)
 		km_authz_metrics_render(st->authz_metrics, p);
 	if (st->dns)
 		dns_metrics(st->dns, p);
+	if (st->hostnames) {
+		km_prom_metric(p, "kmesh_hostname_workloads", "gauge",
+			       "workloads named by hostname, resolved on the loop", st->hostnames->n);
+		km_prom_metric(p, "kmesh_hostname_resolutions_total", "counter",
+			       "their names resolved", st->hostnames->resolutions);
+		km_prom_metric(p, "kmesh_hostname_resolution_failures_total", "counter",
+			       "resolutions that failed (the last good addresses kept)",
+			       st->hostnames->failures);
+		km_prom_metric(p, "kmesh_hostname_changes_total", "counter",
+			       "answers that changed a workload's addresses", st->hostnames->changes);
+	}
 	km_model_stats(st->model, &ms);
 	gauge(p, "kmesh_model_services", "services known", ms.services);
 	gauge(p, "kmesh_model_workloads", "workloads known", ms.workloads);
