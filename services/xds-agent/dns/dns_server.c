@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <uthash.h>
 
 #include "shared/log.h"
@@ -124,8 +125,9 @@ static void forward_udp(struct km_dns_server *s, const uint8_t *q, size_t len,
 		s->pending_full++;
 		return;
 	}
-	do { /* an id not waiting already */
-		up_id = (uint16_t)(random() & 0xffff);
+	do { /* an unpredictable id (getrandom), not waiting already */
+		if (getrandom(&up_id, sizeof(up_id), GRND_NONBLOCK) != sizeof(up_id))
+			up_id = (uint16_t)(random() & 0xffff);
 		HASH_FIND(hh, s->pending, &up_id, sizeof(up_id), p);
 	} while (p && ++tries < 16);
 	if (p || !(p = calloc(1, sizeof(*p)))) {
