@@ -19,7 +19,8 @@ km_env_setup kmdb$$ >/dev/null
 command -v dnsperf >/dev/null || { echo "dns.sh: needs dnsperf (apt-get install dnsperf)" >&2; exit 1; }
 in_node() { ip netns exec "$KM_NODE" "$@"; }
 
-# N services: svc-I.bench.svc.cluster.local at 10.96.X.Y; the same names in a hosts file
+# N services: svc-I.bench.svc.cluster.local at 10.96+.X.Y (valid past 64k); the same names in a
+# hosts file
 mesh() {
 	"$KM_PY" - "$1" "$KM_DIR/hosts" <<'PY' | km_write_config
 import json, sys
@@ -27,7 +28,7 @@ n = int(sys.argv[1])
 res = []
 with open(sys.argv[2], "w") as hosts:
     for i in range(n):
-        ip = "10.96.%d.%d" % (i // 250, i % 250 + 1)
+        ip = "10.%d.%d.%d" % (96 + i // 62500, i // 250 % 250, i % 250 + 1)
         res.append({"service": {"name": "svc-%d" % i, "namespace": "bench",
                                 "hostname": "svc-%d.bench.svc.cluster.local" % i,
                                 "addresses": [{"address": ip}], "ports": [{"servicePort": 80}]}})
