@@ -52,6 +52,9 @@ mesh() { # mesh [EXTRA-RESOURCE]: the mesh's configuration file
  {"service": {"name": "app", "namespace": "t", "hostname": "app.t.svc.cluster.local", "ports": [{"servicePort": 80}]}},
  {"workload": {"uid": "Kubernetes//ServiceEntry/t/app", "name": "app", "namespace": "t", "hostname": "app.example.com",
    "services": {"t/app.t.svc.cluster.local": {}}}},
+ {"service": {"name": "lit", "namespace": "t", "hostname": "lit.t.svc.cluster.local", "ports": [{"servicePort": 80}]}},
+ {"workload": {"uid": "Kubernetes//ServiceEntry/t/lit", "name": "lit", "namespace": "t", "hostname": "192.0.2.77",
+   "services": {"t/lit.t.svc.cluster.local": {}}}},
  $(wl client "$S.10"), $(wl b1 "$S.21" '"t/hl.t.svc.cluster.local": {}'), $(wl b2 "$S.22" '"t/hl.t.svc.cluster.local": {}')
  ${1:+, $1}
 ]}
@@ -66,7 +69,7 @@ for _ in $(seq 1 50); do
 	[ -n "$(ip netns exec "$KM_NODE" ss -Hlnu "sport = :$PORT")" ] && grep -q "serving DNS" "$KM_DIR/xds-agent.log" && break
 	sleep 0.1
 done
-km_wait_rows service "^service" 4 >/dev/null || exit 1
+km_wait_rows service "^service" 5 >/dev/null || exit 1
 
 for t in "" +tcp; do
 	via=${t:-+notcp}
@@ -109,7 +112,22 @@ pkill -HUP -f "dnsmasq .*$KM_DIR/app.hosts"
 sleep 3
 check "the name stops resolving: the last good address is kept, the failure counted" \
 	eval '[ "$(app)" = "192.0.2.12 " ] && km_metrics_has "^kmesh_hostname_resolution_failures_total [1-9]" && grep -q "app.example.com of workload Kubernetes//ServiceEntry/t/app: .*its last addresses are kept" "$KM_DIR/xds-agent.log"'
+check "a hostname c-ares answers at once (an address literal) is resolved too" \
+	eval 'for _ in $(seq 1 20); do [ "$(q +short @10.96.0.10 lit.t.svc.cluster.local)" = 192.0.2.77 ] && break; sleep 0.1; done; [ "$(q +short @10.96.0.10 lit.t.svc.cluster.local)" = 192.0.2.77 ]'
+# a TCP client that asks and never reads: closed once 256 KiB of answers wait for it
+km_in_pod client "$KM_PY" -c 'import socket, struct, sys, time
+q = bytes.fromhex("1234010000010000000000000377656201740373766307636c7573746572056c6f63616c0000010001")
+s = socket.create_connection(("10.96.0.10", 53), timeout=5)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+m = struct.pack(">H", len(q)) + q
+try:
+    for _ in range(400):
+        s.sendall(m * 500)
+except OSError:
+    pass' 2>/dev/null
+check "a TCP client that asks and never reads is closed (its answers do not pile up in the agent)" \
+	eval 'for _ in $(seq 1 30); do km_metrics_has "^kmesh_dns_tcp_slow_closed_total [1-9]" && break; sleep 0.1; done; km_metrics_has "^kmesh_dns_tcp_slow_closed_total [1-9]"'
 check "the proxy's counters on the metrics page" \
-	eval 'km_metrics_has "^kmesh_dns_queries_total{result=\"answered\"} [1-9]" && km_metrics_has "^kmesh_dns_queries_total{result=\"forwarded\"} [1-9]" && km_metrics_has "^kmesh_dns_truncated_total 0" && km_metrics_has "^kmesh_dns_names 4"'
+	eval 'km_metrics_has "^kmesh_dns_queries_total{result=\"answered\"} [1-9]" && km_metrics_has "^kmesh_dns_queries_total{result=\"forwarded\"} [1-9]" && km_metrics_has "^kmesh_dns_truncated_total 0" && km_metrics_has "^kmesh_dns_names 5"'
 
 km_check_summary dns

@@ -409,6 +409,11 @@ static void handle_next(struct dns_tcp_client *c)
 	size_t want, reply_len;
 
 	while (!c->closing && !c->up_open && c->len >= 2) {
+		if (uv_stream_get_write_queue_size((uv_stream_t *)&c->h) > KM_DNS_TCP_UNSENT_MAX) {
+			c->s->tcp_slow_closed++; /* asks and never reads: its answers would pile up */
+			client_close(c);
+			return;
+		}
 		want = (size_t)(c->buf[0] << 8 | c->buf[1]);
 		if (c->len < want + 2)
 			return;

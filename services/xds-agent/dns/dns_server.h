@@ -7,7 +7,8 @@
  * over TCP), over TCP on a connection of its own per query. Bounds: KM_DNS_PENDING_MAX UDP
  * queries waiting for upstream (the rest dropped and counted), each at most
  * KM_DNS_UPSTREAM_TIMEOUT_MS; KM_DNS_TCP_MAX client connections, each closed after
- * KM_DNS_TCP_IDLE_MS without a query, a message at most 65535 bytes (DNS's own bound). */
+ * KM_DNS_TCP_IDLE_MS without a query, a message at most 65535 bytes (DNS's own bound), its
+ * unread answers at most KM_DNS_TCP_UNSENT_MAX (a client that asks and never reads is closed). */
 #ifndef KM_XDS_DNS_SERVER_H
 #define KM_XDS_DNS_SERVER_H
 
@@ -24,6 +25,7 @@
 #define KM_DNS_TCP_MAX 256
 #define KM_DNS_TCP_IDLE_MS 10000
 #define KM_DNS_UDP_MAX 4096 /* the largest UDP answer this proxy sends */
+#define KM_DNS_TCP_UNSENT_MAX (256u << 10) /* answers a TCP client leaves unread: past it, closed */
 
 struct dns_pending;
 struct dns_tcp_client;
@@ -42,7 +44,7 @@ struct km_dns_server {
 	int started;
 	/* counts, for metrics */
 	uint64_t udp_queries, tcp_queries, upstream_timeouts, pending_full, tcp_refused,
-		upstream_errors;
+		upstream_errors, tcp_slow_closed;
 	char listen_text[64];
 };
 

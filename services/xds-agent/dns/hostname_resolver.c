@@ -260,8 +260,9 @@ static struct km_workload_res *on_put(void *arg, struct km_workload_res *res)
 		e->n = 0;
 		e->failures = 0;
 		e->in_flight = 0; /* an answer for the old name is ignored */
-		e->due_ms = 0;
-		resolve(r, e);
+		e->due_ms = 0;    /* asked at the next tick, not now: c-ares may answer at once
+				   * (an address, /etc/hosts), and its answer puts the workload
+				   * into the model, which is inside this very put */
 	}
 	copy = km_workload_res_with_addrs(res, NULL, 0);
 	if (copy) {

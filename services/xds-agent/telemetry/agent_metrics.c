@@ -54,6 +54,8 @@ static void dns_metrics(const struct km_dns_server *d, struct km_prom *p)
 		       "UDP queries dropped: 4096 already waiting for upstream", d->pending_full);
 	km_prom_metric(p, "kmesh_dns_tcp_refused_total", "counter",
 		       "TCP connections refused: 256 already open", d->tcp_refused);
+	km_prom_metric(p, "kmesh_dns_tcp_slow_closed_total", "counter",
+		       "TCP clients closed for leaving 256 KiB of answers unread", d->tcp_slow_closed);
 }
 
 static void own(struct km_prom *p, const struct km_agent_state *st)
