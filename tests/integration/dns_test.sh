@@ -7,8 +7,9 @@
 # that comes back truncated and completes over TCP; every query over UDP and TCP, IPv4 and IPv6
 # transport; a service that arrives or goes is answered or forwarded within a second (no
 # rebuild); a workload istiod names by hostname only (ServiceEntry resolution DNS) resolved by
-# the agent on its loop, every address kept, its answer followed within the TTL when it changes
-# and kept when the name stops resolving; the counters on the metrics page.
+# the agent on its loop, every address kept (and a backend each: a service's connections reach
+# every address), its answer followed within the TTL when it changes and kept when the name
+# stops resolving; the counters on the metrics page.
 set -uo pipefail
 source "$(dirname "$0")/../lib/mesh-env.sh"
 source "$(dirname "$0")/../lib/check.sh"
@@ -28,12 +29,13 @@ km_pod_add b1 "$S.21"
 km_pod_add b2 "$S.22"
 km_pod_add up "$S.53"
 printf '192.0.2.10 app.example.com\n192.0.2.11 app.example.com\n' >"$KM_DIR/app.hosts"
+printf '%s multi.example.com\n%s multi.example.com\n' "$S.21" "$S.22" >"$KM_DIR/multi.hosts"
 long=$(printf 'x%.0s' $(seq 1 200))
 txt=()
 for i in $(seq 1 12); do txt+=(--txt-record="big.example.com,$i$long"); done
 km_in_pod up dnsmasq --keep-in-foreground --no-resolv --no-hosts --user=root --port=53 \
 	--listen-address="$S.53" --bind-interfaces --address=/ext.example.com/192.0.2.7 \
-	--local=/example.com/ --local=/cluster.local/ "${txt[@]}" --addn-hosts="$KM_DIR/app.hosts" \
+	--local=/example.com/ --local=/cluster.local/ "${txt[@]}" --addn-hosts="$KM_DIR/app.hosts" --addn-hosts="$KM_DIR/multi.hosts" \
 	--local-ttl=1 --pid-file= 2>"$KM_DIR/dnsmasq.log" &
 KM_PIDS+=($!)
 km_wait_listen up 53 -u || exit 1
@@ -52,6 +54,10 @@ mesh() { # mesh [EXTRA-RESOURCE]: the mesh's configuration file
  {"service": {"name": "app", "namespace": "t", "hostname": "app.t.svc.cluster.local", "ports": [{"servicePort": 80}]}},
  {"workload": {"uid": "Kubernetes//ServiceEntry/t/app", "name": "app", "namespace": "t", "hostname": "app.example.com",
    "services": {"t/app.t.svc.cluster.local": {}}}},
+ {"service": {"name": "multi", "namespace": "t", "hostname": "multi.t.svc.cluster.local",
+   "addresses": [{"address": "10.96.9.30"}], "ports": [{"servicePort": 80, "targetPort": 8080}]}},
+ {"workload": {"uid": "Kubernetes//ServiceEntry/t/multi", "name": "multi", "namespace": "t", "hostname": "multi.example.com",
+   "services": {"t/multi.t.svc.cluster.local": {}}}},
  {"service": {"name": "lit", "namespace": "t", "hostname": "lit.t.svc.cluster.local", "ports": [{"servicePort": 80}]}},
  {"workload": {"uid": "Kubernetes//ServiceEntry/t/lit", "name": "lit", "namespace": "t", "hostname": "192.0.2.77",
    "services": {"t/lit.t.svc.cluster.local": {}}}},
@@ -69,7 +75,7 @@ for _ in $(seq 1 50); do
 	[ -n "$(ip netns exec "$KM_NODE" ss -Hlnu "sport = :$PORT")" ] && grep -q "serving DNS" "$KM_DIR/xds-agent.log" && break
 	sleep 0.1
 done
-km_wait_rows service "^service" 5 >/dev/null || exit 1
+km_wait_rows service "^service" 6 >/dev/null || exit 1
 
 for t in "" +tcp; do
 	via=${t:-+notcp}
@@ -103,10 +109,15 @@ check "a workload named by hostname: resolved by the agent, both addresses kept"
 	eval 'for _ in $(seq 1 30); do [ "$(app)" = "192.0.2.10 192.0.2.11 " ] && break; sleep 0.1; done; [ "$(app)" = "192.0.2.10 192.0.2.11 " ]'
 check "... and its backend row carries the address" \
 	eval '"$KM_TESTCTL" dump --socket "$KM_SOCKET" --table backend | grep -q "192.0.2.1[01]"'
+km_backend_start b1 8080
+km_backend_start b2 8080
+km_wait_listen b1 8080 && km_wait_listen b2 8080 || exit 1
+check "a name that resolves to two pods: a backend each, a service's connections reach both" \
+	eval 'out=$(km_connect client 10.96.9.30 80 --count 40); echo "$out"; echo "$out" | grep -q " b1$" && echo "$out" | grep -q " b2$"'
 printf '192.0.2.12 app.example.com\n' >"$KM_DIR/app.hosts"
 pkill -HUP -f "dnsmasq .*$KM_DIR/app.hosts"
-check "its answer changes (TTL 1 s): followed within 3 s, the backend row too" \
-	eval 'for _ in $(seq 1 30); do [ "$(app)" = "192.0.2.12 " ] && break; sleep 0.1; done; [ "$(app)" = "192.0.2.12 " ] && "$KM_TESTCTL" dump --socket "$KM_SOCKET" --table backend | grep -q "192.0.2.12"'
+check "its answer changes (TTL 1 s): followed within 3 s, the backend rows too (the second address's row gone)" \
+	eval 'for _ in $(seq 1 30); do [ "$(app)" = "192.0.2.12 " ] && break; sleep 0.1; done; [ "$(app)" = "192.0.2.12 " ] && "$KM_TESTCTL" dump --socket "$KM_SOCKET" --table backend | grep -q "192.0.2.12" && ! "$KM_TESTCTL" dump --socket "$KM_SOCKET" --table backend | grep -q "192.0.2.1[01]"'
 : >"$KM_DIR/app.hosts"
 pkill -HUP -f "dnsmasq .*$KM_DIR/app.hosts"
 sleep 3
@@ -128,6 +139,6 @@ except OSError:
 check "a TCP client that asks and never reads is closed (its answers do not pile up in the agent)" \
 	eval 'for _ in $(seq 1 30); do km_metrics_has "^kmesh_dns_tcp_slow_closed_total [1-9]" && break; sleep 0.1; done; km_metrics_has "^kmesh_dns_tcp_slow_closed_total [1-9]"'
 check "the proxy's counters on the metrics page" \
-	eval 'km_metrics_has "^kmesh_dns_queries_total{result=\"answered\"} [1-9]" && km_metrics_has "^kmesh_dns_queries_total{result=\"forwarded\"} [1-9]" && km_metrics_has "^kmesh_dns_truncated_total 0" && km_metrics_has "^kmesh_dns_names 5"'
+	eval 'km_metrics_has "^kmesh_dns_queries_total{result=\"answered\"} [1-9]" && km_metrics_has "^kmesh_dns_queries_total{result=\"forwarded\"} [1-9]" && km_metrics_has "^kmesh_dns_truncated_total 0" && km_metrics_has "^kmesh_dns_names 6"'
 
 km_check_summary dns

@@ -514,6 +514,88 @@ static void test_endpoint_rows_carry_the_address(void **state)
 						 : 0);
 }
 
+/* A workload reached by name (a ServiceEntry with resolution DNS) whose name resolves to three
+ * IPv4 addresses and one IPv6: a backend row carries one of each family, so each further pair
+ * is an entry of its own ("w#2", "w#3", the IPv6 address repeated), all endpoints of the
+ * service. They go with the workload: when the answer shrinks, when a reconnect's sweep
+ * removes it (never on their own: istiod never names them), and when it is removed. */
+static struct km_workload_res *named(const char *uid, int n, const char *const *ips)
+{
+	struct km_workload_res *w = wl(uid, NULL, KM_WORKLOAD_HEALTHY, 1, SVC);
+
+	w->hostname = strdup("app.example.com");
+	free(w->addrs);
+	w->addrs = calloc((size_t)n, sizeof(*w->addrs));
+	for (int i = 0; i < n; i++)
+		km_addr_parse(ips[i], &w->addrs[i]);
+	w->n_addrs = (uint16_t)n;
+	return w;
+}
+
+static void test_name_resolved_to_several_addresses(void **state)
+{
+	static const char *const three[] = { "192.0.2.10", "192.0.2.11", "fd00::10", "192.0.2.12" };
+	static const char *const one[] = { "192.0.2.11" };
+	struct fx *f = *state;
+	struct km_addr got[8];
+	const struct km_workload_res *r;
+	char a[KM_ADDR_STRLEN];
+
+	km_model_upsert_service(&f->m, svc(SVC, NULL, 80, 0)); /* headless: DNS answers its members */
+	km_model_flush(&f->m);
+	km_oplist_clear(&f->l);
+	km_model_upsert_workload(&f->m, named("w", 4, three));
+	km_model_flush(&f->m);
+	EXPECT(&f->m, &f->l, "BE+ w#2", "BE+ w#3", "BE+ w", "EP+ 0=w#2", "EP+ 1=w#3", "EP+ 2=w",
+	       "SVC+ demo/web 3");
+	r = km_model_find_workload(&f->m, "w#3");
+	assert_non_null(r);
+	assert_int_equal(r->n_addrs, 2);
+	assert_string_equal(km_addr_format(&r->addrs[0], a), "192.0.2.12");
+	assert_string_equal(km_addr_format(&r->addrs[1], a), "fd00::10");
+	assert_int_equal(km_model_find_workload(&f->m, "w")->n_addrs, 2);
+	/* every address once in a name's answer, though the IPv6 one is on three entries */
+	assert_int_equal(km_model_service_addresses(&f->m, SVC, 1, got, 8), 3);
+	assert_int_equal(km_model_service_addresses(&f->m, SVC, 0, got, 8), 1);
+
+	/* the same answer again: nothing */
+	km_model_upsert_workload(&f->m, named("w", 4, three));
+	km_model_flush(&f->m);
+	assert_int_equal(f->l.n, 0);
+
+	/* a reconnect that names the workload (not its derived entries) keeps them all */
+	km_model_mark_unconfirmed(&f->m);
+	km_model_confirm(&f->m, SVC);
+	km_model_confirm(&f->m, "w");
+	assert_int_equal(km_model_sweep_unconfirmed(&f->m), 0);
+	assert_non_null(km_model_find_workload(&f->m, "w#3"));
+
+	/* the answer shrinks to one address: the derived entries go */
+	km_model_upsert_workload(&f->m, named("w", 1, one));
+	km_model_flush(&f->m);
+	assert_null(km_model_find_workload(&f->m, "w#2"));
+	assert_null(km_model_find_workload(&f->m, "w#3"));
+	assert_int_equal(km_model_service_addresses(&f->m, SVC, 1, got, 8), 1);
+	km_oplist_clear(&f->l);
+
+	/* grows again, then the workload is removed: all of it */
+	km_model_upsert_workload(&f->m, named("w", 4, three));
+	km_model_flush(&f->m);
+	km_oplist_clear(&f->l);
+	km_model_remove_workload(&f->m, "w");
+	km_model_flush(&f->m);
+	assert_null(km_model_find_workload(&f->m, "w#2"));
+	assert_int_equal(km_model_service_addresses(&f->m, SVC, 1, got, 8), 0);
+
+	/* and a sweep that finds the workload unnamed removes its derived entries with it */
+	km_model_upsert_workload(&f->m, named("w", 4, three));
+	km_model_mark_unconfirmed(&f->m);
+	km_model_confirm(&f->m, SVC);
+	assert_int_equal(km_model_sweep_unconfirmed(&f->m), 1);
+	assert_null(km_model_find_workload(&f->m, "w#3"));
+	km_model_flush(&f->m);
+}
+
 static void test_locality_priorities(void **state)
 {
 	struct fx *f = *state;
@@ -676,6 +758,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pod_ip_row_only_with_a_waypoint, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_endpoint_rows_carry_the_address, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_address_taken_over_keeps_its_frontend, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_name_resolved_to_several_addresses, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_locality_priorities, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_waypoint_resolution_order, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_waypoint_pointing_at_itself_is_ignored, fx_setup, fx_teardown),

@@ -224,16 +224,30 @@ static void refresh_endpoints(struct km_model *m, struct km_model_svc *s, struct
 void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res)
 {
 	struct km_model_wl *w;
+
+	/* a workload reached by name: the resolver gives it its addresses, which become backends
+	 * of their own (model_resolved.c) */
+	if (m->hostname_put && res->hostname && !res->n_addrs &&
+	    !(res = m->hostname_put(m->hostname_arg, res)))
+		return; /* out of memory: it consumed res */
+	if (res->hostname) {
+		mdl_put_resolved(m, res);
+		return;
+	}
+	w = mdl_put_entry(m, res, 0);
+	if (w && w->has_derived) /* it was reached by name before */
+		mdl_drop_derived(m, w, 1);
+}
+
+struct km_model_wl *mdl_put_entry(struct km_model *m, struct km_workload_res *res, int derived)
+{
+	struct km_model_wl *w;
 	struct km_workload_res *old;
 	const struct km_addr *old_fe = NULL, *new_fe = NULL;
 	size_t n_old_fe, n_new_fe;
 	struct km_op row;
 	int had_backend, has_addr, inline_changed;
 
-	/* a workload reached by name: the resolver gives it its addresses */
-	if (m->hostname_put && res->hostname && !res->n_addrs &&
-	    !(res = m->hostname_put(m->hostname_arg, res)))
-		return; /* out of memory: it consumed res */
 	w = mdl_wl_find(m, res->uid);
 	if (!w) {
 		w = calloc(1, sizeof(*w));
@@ -241,15 +255,16 @@ void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res)
 			free(w);
 			km_workload_res_free(res);
 			m->out->oom = 1;
-			return;
+			return NULL;
 		}
 		m->n_workloads++;
 	}
 	w->unconfirmed = 0;
+	w->derived = (uint8_t)derived;
 	old = w->res;
 	if (old && km_workload_res_equal(old, res)) {
 		km_workload_res_free(res);
-		return;
+		return w;
 	}
 	had_backend = w->backend_written;
 	n_old_fe = had_backend ? frontend_addrs(old, &old_fe) : 0;
@@ -313,19 +328,28 @@ void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res)
 		w->authz = km_authz_put_workload(m->authz, w->authz, res, w->id);
 	km_workload_res_free(old);
 	learn_local_locality(m, res);
+	return w;
 }
 
 void km_model_remove_workload(struct km_model *m, const char *uid)
 {
 	struct km_model_wl *w;
-	const struct km_addr *fe;
-	size_t n_fe;
 
 	if (m->hostname_gone)
 		m->hostname_gone(m->hostname_arg, uid);
 	w = mdl_wl_find(m, uid);
 	if (!w)
 		return;
+	if (w->has_derived)
+		mdl_drop_derived(m, w, 1);
+	mdl_remove_entry(m, w);
+}
+
+void mdl_remove_entry(struct km_model *m, struct km_model_wl *w)
+{
+	const struct km_addr *fe;
+	size_t n_fe;
+
 	if (m->authz)
 		km_authz_remove_workload(m->authz, w->authz);
 	w->authz = NULL;
@@ -601,7 +625,7 @@ size_t km_model_mark_unconfirmed(struct km_model *m)
 	size_t n = 0;
 
 	for (size_t i = 0; i < m->ids.cap; i++)
-		if ((w = mdl_wl_at(m, i))) {
+		if ((w = mdl_wl_at(m, i)) && !w->derived) { /* derived: go with their workload */
 			w->unconfirmed = 1;
 			n++;
 		}

@@ -4,7 +4,8 @@
  *   model_emit.c      turning entries into table operations
  *   model_endpoints.c memberships, endpoint slots, priorities, per-workload target ports
  *   model_waypoint.c  waypoint resolution and the objects that depend on a waypoint service
- *   model_frontends.c who holds each frontend key, and whose row the table carries */
+ *   model_frontends.c who holds each frontend key, and whose row the table carries
+ *   model_resolved.c  a workload reached by name: one backend per resolved address pair */
 #ifndef KM_XDS_MODEL_INTERNAL_H
 #define KM_XDS_MODEL_INTERNAL_H
 
@@ -84,6 +85,8 @@ struct km_model_wl {
 	uint32_t n_places, cap_more;
 	uint8_t unconfirmed; /* marked for a sweep, not named by istiod since */
 	uint8_t backend_written;
+	uint8_t derived;     /* one more address of a workload reached by name (model_resolved.c) */
+	uint8_t has_derived; /* such a workload, with entries derived from it */
 	char version_short[24];
 };
 
@@ -129,6 +132,18 @@ void mdl_wl_drop_version(struct km_model_wl *w);
 /* That address for the workload with this backend id (mdl_inline4), 0 for none. */
 uint32_t mdl_workload_inline4(const struct km_model *m, uint32_t backend_id);
 int mdl_service_p2c(const struct km_model *m, const struct km_model_svc *s);
+
+/* model.c: one entry put (derived: model_resolved.c's) and removed, as km_model_upsert_workload
+ * and km_model_remove_workload do once a workload's addresses are settled. put returns the
+ * entry, or NULL when out of memory (res consumed either way). */
+struct km_model_wl *mdl_put_entry(struct km_model *m, struct km_workload_res *res, int derived);
+void mdl_remove_entry(struct km_model *m, struct km_model_wl *w);
+
+/* model_resolved.c: a workload reached by name, whose resolved addresses may be more than one
+ * backend row carries (one of each family): one entry per address pair. */
+void mdl_put_resolved(struct km_model *m, struct km_workload_res *res);
+/* Remove w's derived entries from the (keep + 1)-th on (keep 1: all of them). */
+void mdl_drop_derived(struct km_model *m, struct km_model_wl *w, size_t keep);
 
 /* model_index.c: the telemetry address indexes, when kept (add = 0: remove r's addresses). */
 void mdl_index_service(struct km_model *m, const struct km_service_res *r, int add);

@@ -218,15 +218,23 @@ int km_model_service_addresses(const struct km_model *m, const char *name, int v
 			out[n++] = s->res->vips[i];
 	if (s->res->n_vips)
 		return (int)n;
-	/* headless: the pods themselves */
+	/* headless: the pods themselves, each address once (a workload reached by name repeats
+	 * its shorter family's addresses in its derived entries: model_resolved.c) */
 	for (size_t i = 0; i < s->n_members && n < max; i++) {
 		const struct km_workload_res *w = s->members[i]->res;
 
 		if (!w || w->status != KM_WORKLOAD_HEALTHY)
 			continue;
-		for (size_t a = 0; a < w->n_addrs && n < max; a++)
-			if (km_addr_is_v4(&w->addrs[a]) == v4)
+		for (size_t a = 0; a < w->n_addrs && n < max; a++) {
+			size_t j = 0;
+
+			if (km_addr_is_v4(&w->addrs[a]) != v4)
+				continue;
+			while (j < n && memcmp(&out[j], &w->addrs[a], sizeof(*out)) != 0)
+				j++;
+			if (j == n)
 				out[n++] = w->addrs[a];
+		}
 	}
 	return (int)n;
 }
