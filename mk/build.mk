@@ -17,7 +17,7 @@ CFLAGS   := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-missing-field-initializ
 # Each binary links only what it uses: the agent has no libbpf.
 COMMON_LIBS := $(shell pkg-config --libs libuv libprotobuf-c)
 SD_LIBS     := $(shell pkg-config --libs libsystemd)
-MW_LIBS     := $(shell pkg-config --libs libbpf) -lelf -lz $(SD_LIBS) $(COMMON_LIBS)
+MW_LIBS     := $(shell pkg-config --libs libbpf) -lelf -lz -lmnl $(SD_LIBS) $(COMMON_LIBS)
 XDS_LIBS    := $(shell pkg-config --libs jansson libnghttp2 wolfssl libmicrohttpd ldns libcares) $(SD_LIBS) $(COMMON_LIBS)
 # the plugin is linked statically (fast start, any node's libraries): Debian ships these archives
 PLUGIN_LIBS := -static -Wl,--gc-sections -l:libjansson.a -l:libprotobuf-c.a

@@ -17,6 +17,7 @@
 #include "services/map-writer/authz_recheck.h"
 #include "services/map-writer/conn_progress.h"
 #include "services/map-writer/dataplane.h"
+#include "services/map-writer/dns_link.h"
 #include "services/map-writer/events.h"
 #include "services/map-writer/cni_pending.h"
 #include "services/map-writer/metrics_file.h"
@@ -112,6 +113,31 @@ static int parse_resolver(const char *arg, void *target, char *err, size_t errle
 	return 0;
 }
 
+/* --dns-interface: the resolver addresses on a dummy interface of ours (dns_link.h). */
+static int start_dns_link(const char *ifname, const struct km_node_config *node)
+{
+	struct km_addr addrs[2];
+	size_t n = 0;
+	char err[256], text[KM_ADDR_STRLEN], text6[KM_ADDR_STRLEN];
+
+	if (!km_addr_is_unspecified(&node->dns4))
+		addrs[n++] = node->dns4;
+	if (!km_addr_is_unspecified(&node->dns6))
+		addrs[n++] = node->dns6;
+	if (!n) {
+		km_error("--dns-interface %s needs the address to put there: give --dns-resolver",
+			 ifname);
+		return -1;
+	}
+	if (km_dns_link_up(ifname, addrs, n, err, sizeof(err)) != 0) {
+		km_error("%s", err);
+		return -1;
+	}
+	km_info("DNS: %s holds %s%s%s for the node DNS proxy", ifname, km_addr_format(&addrs[0], text),
+		n > 1 ? " and " : "", n > 1 ? km_addr_format(&addrs[1], text6) : "");
+	return 0;
+}
+
 static void on_server_stopped(struct km_ipc_server *srv)
 {
 	struct writer *w = (struct writer *)((char *)srv - offsetof(struct writer, server));
@@ -142,7 +168,7 @@ int main(int argc, char **argv)
 	const char *level = NULL;
 	int monitoring = 1, authz = 1;
 	const char *metrics_dir = "/run/kmesh/metrics", *cni_metrics = "/run/kmesh/cni/metrics.prom";
-	const char *cni_state = "/run/kmesh/cni";
+	const char *cni_state = "/run/kmesh/cni", *dns_interface = "";
 	uint64_t metrics_interval = 15, report_interval = 5;
 	enum km_log_level bpf_level = KM_LOG_ERROR;
 	uint64_t max_manage = 16384, max_frontend = 262144, max_service = 65536,
@@ -203,6 +229,10 @@ int main(int argc, char **argv)
 		  "(IPv4, IPv6); default: no redirect", NULL, 0, 0, parse_resolver },
 		{ "dns-port", KM_OPT_UINT, &dns_port, "PORT", "the resolver's port (default 53)",
 		  "KMESH_DNS_PORT", 1, 65535 },
+		{ "dns-interface", KM_OPT_STRING, &dns_interface, "NAME",
+		  "put the --dns-resolver addresses on this dummy interface (made if missing), so the "
+		  "xDS agent's DNS proxy listens where this node's pods reach and the network does "
+		  "not, e.g. a link-local 169.254.20.53 (default: none)", "KMESH_DNS_INTERFACE" },
 		{ "max-frame", KM_OPT_UINT, &max_frame, "BYTES", "largest message accepted",
 		  "KMESH_MAX_FRAME", 4096, KM_FRAME_MAX_LIMIT },
 		{ "max-connections", KM_OPT_UINT, &max_conns, "N",
@@ -271,6 +301,8 @@ int main(int argc, char **argv)
 	if (rc)
 		return rc > 0 ? 0 : 2;
 
+	if (*dns_interface && start_dns_link(dns_interface, &node) != 0)
+		return 1;
 	dcfg.bpffs_dir = bpffs_dir;
 	dcfg.cgroup_path = cgroup;
 	dcfg.sizes.manage = (uint32_t)max_manage;
@@ -368,6 +400,12 @@ int main(int argc, char **argv)
 	if (w.detach_on_exit)
 		km_authz_lookup_remove_all(&w.lookup);
 	km_dataplane_close(&w.dp, w.detach_on_exit);
+	if (w.detach_on_exit && *dns_interface) {
+		char err[256];
+
+		if (km_dns_link_remove(dns_interface, err, sizeof(err)) != 0)
+			km_warn("%s", err);
+	}
 	uv_loop_close(w.loop);
 	return 0;
 }

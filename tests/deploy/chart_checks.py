@@ -106,6 +106,16 @@ check("xDS agent probes: kmeshctl ready (readiness) and ready --live (liveness) 
       ["kmeshctl", "--xds-socket=" + admin_sock, "ready", "xds-agent"]
       and xa["livenessProbe"].get("exec", {}).get("command") ==
       ["kmeshctl", "--xds-socket=" + admin_sock, "ready", "--live", "xds-agent"])
+xaargs = dict(a[2:].split("=", 1) for a in xa["args"] if "=" in a)
+if mode == "all":
+    check("DNS on: the map writer makes the link-local address on its own interface and sends pods' "
+          "DNS there; the xDS agent's proxy listens on that address and port alone",
+          mwargs.get("dns-interface") == "kmesh-dns" and mwargs.get("dns-resolver") == "169.254.20.53"
+          and mwargs.get("dns-port") == "15053" and xaargs.get("dns-address") == "169.254.20.53:15053"
+          and xaargs.get("dns-upstream") == "10.96.0.10" and xaargs.get("dns-domain") == "cluster.local")
+else:
+    check("DNS off by default: no redirect, no proxy",
+          not any(k.startswith("dns-") for k in list(mwargs) + list(xaargs)))
 ann = ds["spec"]["template"]["metadata"]["annotations"]
 check("Prometheus scrape annotations name the same port and /metrics",
       ann.get("prometheus.io/scrape") == "true" and ann.get("prometheus.io/port") == str(port)

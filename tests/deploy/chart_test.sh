@@ -77,6 +77,13 @@ check "IPsec outside kmesh-system: refused with the reason" grep -qF "needs the 
 out=$("$HELM" template kmesh "$CHART" --namespace kmesh-system --kube-version 1.28.0 2>&1)
 check "Kubernetes older than 1.29 (no native sidecars): refused" grep -qF "incompatible with Kubernetes v1.28.0" <<<"$out"
 
+out=$(render --set features.dns.enabled=true,features.dns.proxy.enabled=false,features.dns.resolvers[0]=169.254.20.10 --show-only templates/daemonset.yaml 2>&1)
+check "DNS to another node-local resolver (proxy off): the redirect to it, port 53, no proxy, no interface" \
+	eval 'grep -q -- "--dns-resolver=169.254.20.10" <<<"$out" && grep -q -- "--dns-port=53$" <<<"$out" && ! grep -q -- "--dns-address\|--dns-interface" <<<"$out"'
+out=$(render --set features.dns.enabled=true,features.dns.proxy.address=fd00:53::53 --show-only templates/daemonset.yaml 2>&1)
+check "the proxy on an IPv6 address: [ADDR]:PORT for the agent, the address for the redirect" \
+	eval 'grep -q -- "--dns-address=\[fd00:53::53\]:15053" <<<"$out" && grep -q -- "--dns-resolver=fd00:53::53" <<<"$out"'
+check "schema: an interface name longer than 15 characters is refused" refused features.dns.proxy.interface=a-very-long-interface -- "features.dns.proxy.interface"
 out=$(render --set cleanupOnExit=true,features.ipsec.enabled=true --show-only templates/daemonset.yaml 2>&1)
 check "cleanupOnExit: the map writer detaches and unpins, the IPsec agent uninstalls, the CNI installer unchains" \
 	eval 'grep -q -- "- --detach-on-exit" <<<"$out" && grep -q -- "- --uninstall-on-exit" <<<"$out" && ! grep -q -- "--keep-on-exit" <<<"$out"'
