@@ -185,6 +185,44 @@ static void check_versions(void *arg, const char *name, const char *version)
 	assert_string_equal(version, strcmp(name, "Kubernetes//Pod/ns/w1") == 0 ? LONG_VERSION : "v1");
 }
 
+/* istiod's versions are kept as numbers where they are numbers (xds_version.h) and must go back
+ * in a reconnect's first request byte for byte, whatever their form. */
+static const char *const versions[] = {
+	"0", "7", "18446744073709551615", /* decimal, up to UINT64_MAX */
+	"18446744073709551616",           /* one past: text */
+	"0123", "00ab", "deadbeef00000001", "f", /* hex, leading zeros kept */
+	"DEADBEEF", "12345678901234567890123", "v1", "1.2", "", /* text, and empty */
+};
+#define N_VERSIONS (sizeof(versions) / sizeof(versions[0]))
+
+static void note_version_seen(void *arg, const char *name, const char *version)
+{
+	unsigned i = (unsigned)atoi(name + 1);
+
+	assert_true(i < N_VERSIONS);
+	assert_string_equal(version, versions[i]);
+	((int *)arg)[i]++;
+}
+
+static void test_versions_come_back_as_they_came(void **state)
+{
+	struct fx *f = *state;
+	int seen[N_VERSIONS] = { 0 };
+	char uid[16], ip[16];
+
+	for (unsigned i = 0; i < N_VERSIONS; i++) {
+		snprintf(uid, sizeof(uid), "w%u", i);
+		snprintf(ip, sizeof(ip), "10.0.3.%u", i + 1);
+		km_model_upsert_workload(&f->m, wl(uid, ip, KM_WORKLOAD_HEALTHY, 0));
+		km_model_set_version(&f->m, uid, "older-text-version"); /* replaced below */
+		km_model_set_version(&f->m, uid, versions[i]);
+	}
+	km_model_upsert_workload(&f->m, wl("nov", "10.0.3.99", KM_WORKLOAD_HEALTHY, 0)); /* none */
+	assert_int_equal(km_model_each_version(&f->m, note_version_seen, seen), N_VERSIONS);
+	for (unsigned i = 0; i < N_VERSIONS; i++)
+		assert_int_equal(seen[i], 1);
+}
+
 static void test_workloads_found_despite_id_collisions(void **state)
 {
 	enum { N = 40 };
@@ -765,6 +803,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_port_override_order, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_host_network_health_policy_capacity, fx_setup, fx_teardown),
 		cmocka_unit_test(test_workloads_found_despite_id_collisions),
+		cmocka_unit_test_setup_teardown(test_versions_come_back_as_they_came, fx_setup, fx_teardown),
 	};
 
 	return cmocka_run_group_tests_name("model", tests, NULL, NULL);

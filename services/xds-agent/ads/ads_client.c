@@ -80,20 +80,32 @@ size_t km_ads_versions_held(const struct km_ads_type *t)
 	return t->each_version ? t->each_version(t->store, NULL, NULL) : 0;
 }
 
+/* The entries of a first request: names point into the store, version texts are copied into
+ * one block (a store may write them for the call only: km_version_cb). */
 struct version_list {
 	Kmesh__Xds__DeltaDiscoveryRequest__InitialResourceVersionsEntry *entries, **ptrs;
 	size_t n, cap;
+	char *text;
+	size_t text_used, text_cap;
 };
+
+static void count_version_text(void *arg, const char *name, const char *version)
+{
+	(void)name;
+	*(size_t *)arg += strlen(version ? version : "") + 1;
+}
 
 static void collect_version(void *arg, const char *name, const char *version)
 {
 	struct version_list *l = arg;
+	size_t v = strlen(version ? version : "") + 1;
 
-	if (l->n == l->cap)
+	if (l->n == l->cap || l->text_cap - l->text_used < v)
 		return; /* counted beforehand; nothing changes in between */
 	kmesh__xds__delta_discovery_request__initial_resource_versions_entry__init(&l->entries[l->n]);
 	l->entries[l->n].key = (char *)name;
-	l->entries[l->n].value = (char *)version;
+	l->entries[l->n].value = memcpy(l->text + l->text_used, version ? version : "", v);
+	l->text_used += v;
 	l->ptrs[l->n] = &l->entries[l->n];
 	l->n++;
 }
@@ -197,11 +209,15 @@ uint8_t *km_ads_build_request(struct km_ads_client *c, struct km_ads_type *t, in
 		/* Everything held, with its version, so istiod skips what is unchanged and names
 		 * what went away while we were disconnected (unless withheld: too many). */
 		versions.cap = t->withheld ? 0 : km_ads_versions_held(t);
+		if (versions.cap && t->each_version)
+			t->each_version(t->store, count_version_text, &versions.text_cap);
 		versions.entries = calloc(versions.cap + 1, sizeof(*versions.entries));
 		versions.ptrs = calloc(versions.cap + 1, sizeof(*versions.ptrs));
-		if (!versions.entries || !versions.ptrs) {
+		versions.text = malloc(versions.text_cap + 1);
+		if (!versions.entries || !versions.ptrs || !versions.text) {
 			free(versions.entries);
 			free(versions.ptrs);
+			free(versions.text);
 			return NULL;
 		}
 		if (t->each_version && !t->withheld)
@@ -222,6 +238,7 @@ uint8_t *km_ads_build_request(struct km_ads_client *c, struct km_ads_type *t, in
 		kmesh__xds__delta_discovery_request__pack(&req, buf);
 	free(versions.entries);
 	free(versions.ptrs);
+	free(versions.text);
 	return buf;
 }
 

@@ -99,7 +99,8 @@ struct km_workload_res {
 	uint8_t packed; /* one allocation, shared strings interned (km_workload_res_pack) */
 };
 
-/* Visiting (name, xDS version) pairs of the resources a store holds. */
+/* Visiting (name, xDS version) pairs of the resources a store holds. The version text may be
+ * written for the call (xds_version.h): valid only until the callback returns. */
 typedef void (*km_version_cb)(void *arg, const char *name, const char *version);
 
 void km_service_res_free(struct km_service_res *s);

@@ -12,8 +12,8 @@
 #include "shared/addr.h"
 #include "shared/log.h"
 
-/* one 128-byte malloc chunk per workload entry (model_internal.h): growing it costs every workload */
-_Static_assert(sizeof(struct km_model_wl) <= 120, "struct km_model_wl outgrew its malloc chunk");
+/* one 96-byte malloc chunk per workload entry (model_internal.h): growing it costs every workload */
+_Static_assert(sizeof(struct km_model_wl) <= 88, "struct km_model_wl outgrew its malloc chunk");
 
 /* ---- services ------------------------------------------------------------------------------ */
 
@@ -599,13 +599,15 @@ size_t km_model_each_version(const struct km_model *m, km_version_cb cb, void *a
 {
 	struct km_model_svc *s, *stmp;
 	struct km_model_wl *w;
+	char text[KM_XDS_VERSION_BUF];
 	size_t n = 0;
 
 	for (size_t i = 0; i < m->ids.cap; i++) {
-		if (!(w = mdl_wl_at(m, i)) || !w->version)
+		if (!(w = mdl_wl_at(m, i)) || w->version_kind == KM_XDS_VERSION_NONE)
 			continue;
 		if (cb)
-			cb(arg, w->res->uid, w->version);
+			cb(arg, w->res->uid,
+			   km_xds_version_text(&w->version, w->version_kind, w->version_width, text));
 		n++;
 	}
 	HASH_ITER(hh, m->services, s, stmp) {

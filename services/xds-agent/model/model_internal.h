@@ -11,6 +11,7 @@
 
 #include <uthash.h>
 
+#include "services/xds-agent/core/xds_version.h"
 #include "services/xds-agent/model/model.h"
 
 /* A port-override row written for (this service, backend, service port). */
@@ -67,7 +68,7 @@ struct mdl_place {
 };
 
 /* A workload: its name is res->uid (an entry always holds its resource). Fields are ordered so
- * the entry has no padding: 112 bytes, a 128-byte malloc chunk (one per workload). */
+ * the entry has no padding to speak of: 88 bytes, a 96-byte malloc chunk (one per workload). */
 struct km_model_wl {
 	/* one place per service that lists it: the first in the entry (most workloads list one
 	 * service: no allocation), the others in `more` */
@@ -76,9 +77,7 @@ struct km_model_wl {
 	struct km_workload_res *res;
 	struct km_model_svc *wp_of;
 	struct az_wl *authz; /* its record in m->authz (km_authz_put_workload), if any */
-	/* istiod's version of the resource, if any: in version_short when it fits (istiod's
-	 * content hashes do), else malloc'd */
-	char *version;
+	union km_xds_version version; /* istiod's, with version_kind and version_width */
 	uint64_t backend_sum; /* checksum of the backend row as last written (mdl_row_sum) */
 	uint32_t id;
 	uint32_t inline4;     /* the IPv4 address its endpoint rows carry (mdl_inline4), 0 = none */
@@ -87,7 +86,7 @@ struct km_model_wl {
 	uint8_t backend_written;
 	uint8_t derived;     /* one more address of a workload reached by name (model_resolved.c) */
 	uint8_t has_derived; /* such a workload, with entries derived from it */
-	char version_short[24];
+	uint8_t version_kind, version_width; /* xds_version.h */
 };
 
 /* A workload whose id is not its uid's home id (rare: a 32-bit hash collision). */

@@ -119,22 +119,13 @@ struct km_model_wl *mdl_wl_find(const struct km_model *m, const char *uid)
 
 void mdl_wl_drop_version(struct km_model_wl *w)
 {
-	if (w->version != w->version_short)
-		free(w->version);
-	w->version = NULL;
+	km_xds_version_clear(&w->version, &w->version_kind, &w->version_width);
 }
 
 void mdl_wl_set_version(struct km_model_wl *w, const char *version)
 {
-	size_t n = strlen(version);
-	char *copy = w->version_short;
-
-	if (n >= sizeof(w->version_short) && !(copy = strdup(version)))
-		return; /* without memory the old version stays: istiod resends, nothing is lost */
-	mdl_wl_drop_version(w);
-	if (copy == w->version_short)
-		memcpy(copy, version, n + 1);
-	w->version = copy;
+	/* without memory the old version stays: istiod resends, nothing is lost */
+	(void)km_xds_version_set(&w->version, &w->version_kind, &w->version_width, version);
 }
 
 /* A new workload: its id, and its displaced entry if the id is not the home one. */
