@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # dns_test.sh — the node DNS proxy (the xDS agent's --dns-address), asked with dig from an enrolled
-# pod whose port-53 traffic the map writer sends there (--dns-resolver, --dns-port): a service's
+# pod (and getent, glibc's resolver with the pod's search list) whose port-53 traffic the map
+# writer sends there (--dns-resolver, --dns-port): a service's
 # A and AAAA from the model, in every form a pod's search list makes; a host only a ServiceEntry
 # declares; a headless service's pods; names that are not the mesh's forwarded to the upstream
 # (dnsmasq in a namespace of its own): an address, an NXDOMAIN, and an answer too large for UDP
@@ -92,6 +93,14 @@ for t in "" +tcp; do
 		eval '[ "$(q $t +short @10.96.0.10 ext.example.com)" = 192.0.2.7 ]'
 	check "$via: NXDOMAIN from upstream passed on" eval '[ "$(status $t @10.96.0.10 nope.example.com)" = NXDOMAIN ]'
 done
+# glibc's resolver as a pod's program uses it (getent): the pod's resolv.conf, with its search
+# list and ndots:5, bound over /etc/resolv.conf in a mount namespace of the command's own
+printf 'nameserver 10.96.0.10\nsearch t.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5 attempts:1 timeout:2\n' >"$KM_DIR/pod-resolv.conf"
+pod_getent() { km_in_pod client unshare -m sh -c 'mount --bind "$0" /etc/resolv.conf && exec getent "$@"' "$KM_DIR/pod-resolv.conf" "$@"; }
+check "getent from the pod (glibc, its search list): a short name, name.ns, a ServiceEntry host, a forwarded name" \
+	eval '[ "$(pod_getent ahostsv4 web | awk "NR==1{print \$1}")" = 10.96.9.1 ] && [ "$(pod_getent ahostsv4 web.t | awk "NR==1{print \$1}")" = 10.96.9.1 ] && [ "$(pod_getent ahostsv4 api.external.com | awk "NR==1{print \$1}")" = 240.240.0.5 ] && [ "$(pod_getent ahostsv4 ext.example.com | awk "NR==1{print \$1}")" = 192.0.2.7 ]'
+check "... and an unknown name fails as it should (NXDOMAIN through every search form)" \
+	eval '! pod_getent ahostsv4 nope.example.com >/dev/null'
 check "over IPv6 transport too (the redirect's IPv6 resolver, the proxy's dual-stack socket)" \
 	eval '[ "$(q -6 +short @fd00:96::a web.t.svc.cluster.local)" = 10.96.9.1 ] && [ "$(q -6 +short @fd00:96::a ext.example.com)" = 192.0.2.7 ]'
 check "an answer too large for UDP comes back truncated" \
