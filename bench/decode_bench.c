@@ -2,7 +2,10 @@
  * how long does merely decoding take (protobuf unpack + validating every resource), and how long
  * decoding plus building the model and its table operations (no map writer), and the heap the
  * model then keeps; both reading the response in place and one resource at a time as the agent
- * does. Prints one JSON line with min/median/max over the repetitions.
+ * does. Prints one JSON line with min/median/max over the repetitions. The model is built twice
+ * each repetition: alone (the baseline push_cost holds ceilings on), and as the agent keeps it,
+ * with authorization's per-workload records and identity rows and telemetry's address indexes
+ * (the *_full fields): what those cost per resource, in time, heap and table operations.
  *   decode_bench RESPONSE_FILE [REPETITIONS] */
 #include <malloc.h>
 #include <stdio.h>
@@ -12,6 +15,8 @@
 #include "services/xds-agent/sources/file_source.h"
 #include "services/xds-agent/ads/resource_pb.h"
 #include "services/xds-agent/ads/xds_apply.h"
+#include "services/xds-agent/authz/authz_compile.h"
+#include "services/xds-agent/model/model.h"
 #include "shared/latency.h"
 #include "shared/log.h"
 
@@ -53,8 +58,9 @@ static size_t heap_in_use(void)
 	return mallinfo2().uordblks;
 }
 
-static double decode_and_model(const uint8_t *buf, size_t len, size_t *ops, size_t *model_bytes,
-			       size_t *resources)
+/* full: with authorization and telemetry's indexes, as the agent builds it */
+static double decode_and_model(const uint8_t *buf, size_t len, int full, size_t *ops,
+			       size_t *model_bytes, size_t *resources)
 {
 	size_t heap0 = heap_in_use();
 	uint64_t t0 = km_now_us();
@@ -62,10 +68,16 @@ static double decode_and_model(const uint8_t *buf, size_t len, size_t *ops, size
 	struct km_oplist l;
 	struct km_model m;
 	struct km_xds_result res = { 0 };
+	struct km_authz authz;
 	double ms;
 
 	km_oplist_init(&l);
 	km_model_init(&m, &l, NULL);
+	if (full) {
+		km_authz_init(&authz, &l, "");
+		km_model_set_authz(&m, &authz);
+		km_model_index_addresses(&m);
+	}
 	if (km_response_view_init(&v, buf, len) == 0) {
 		km_xds_apply_address(&m, &v, NULL, NULL, &res);
 		km_response_view_free(&v);
@@ -77,6 +89,8 @@ static double decode_and_model(const uint8_t *buf, size_t len, size_t *ops, size
 	km_oplist_init(&l);
 	*model_bytes = heap_in_use() - heap0;
 	km_model_free(&m);
+	if (full)
+		km_authz_free(&authz);
 	km_oplist_free(&l);
 	return ms;
 }
@@ -84,8 +98,8 @@ static double decode_and_model(const uint8_t *buf, size_t len, size_t *ops, size
 int main(int argc, char **argv)
 {
 	int reps = argc > 2 ? atoi(argv[2]) : 5;
-	double dec[64], mod[64];
-	size_t len, ops = 0, model_bytes = 0, resources = 0;
+	double dec[64], mod[64], full[64];
+	size_t len, ops = 0, model_bytes = 0, resources = 0, ops_full = 0, bytes_full = 0;
 	char err[256];
 	uint8_t *buf;
 
@@ -101,14 +115,18 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < reps; i++) {
 		dec[i] = decode_only(buf, len);
-		mod[i] = decode_and_model(buf, len, &ops, &model_bytes, &resources);
+		mod[i] = decode_and_model(buf, len, 0, &ops, &model_bytes, &resources);
+		full[i] = decode_and_model(buf, len, 1, &ops_full, &bytes_full, &resources);
 	}
 	qsort(dec, (size_t)reps, sizeof(double), cmp);
 	qsort(mod, (size_t)reps, sizeof(double), cmp);
+	qsort(full, (size_t)reps, sizeof(double), cmp);
 	printf("{\"bytes\": %zu, \"ops\": %zu, \"decode_ms\": [%.1f, %.1f, %.1f], "
-	       "\"decode_model_ms\": [%.1f, %.1f, %.1f], \"model_bytes\": %zu, \"resources\": %zu}\n",
+	       "\"decode_model_ms\": [%.1f, %.1f, %.1f], \"model_bytes\": %zu, \"resources\": %zu, "
+	       "\"ops_full\": %zu, \"decode_model_full_ms\": [%.1f, %.1f, %.1f], "
+	       "\"model_full_bytes\": %zu}\n",
 	       len, ops, dec[0], dec[reps / 2], dec[reps - 1], mod[0], mod[reps / 2], mod[reps - 1],
-	       model_bytes, resources);
+	       model_bytes, resources, ops_full, full[0], full[reps / 2], full[reps - 1], bytes_full);
 	free(buf);
 	return 0;
 }

@@ -149,6 +149,9 @@ min/median/max): decoding and validating every resource $(echo "$decode" | json 
 decoding plus building the model and its $(echo "$decode" | json 'd["ops"]') table operations
 $(echo "$decode" | json '" / ".join("%.1f" % x for x in d["decode_model_ms"])') ms; the model then holds
 $(echo "$decode" | json '"%.1f MB of heap (%d bytes per resource)" % (d["model_bytes"] / 1048576, d["model_bytes"] / d["resources"])').
+Built as the agent keeps it, with authorization's records and identity rows and telemetry's
+address indexes: $(echo "$decode" | json '" / ".join("%.1f" % x for x in d["decode_model_full_ms"])') ms,
+$(echo "$decode" | json '"%d table operations, %.1f MB of heap (%d bytes per resource)" % (d["ops_full"], d["model_full_bytes"] / 1048576, d["model_full_bytes"] / d["resources"])').
 Ratio, median push-to-applied over median decode: **$(awk -v a="$e2e_med" -v b="$dec_ms" 'BEGIN {printf "%.1f", a * 1000 / b}')x**
 (over decode plus model: $(awk -v a="$e2e_med" -v b="$mod_ms" 'BEGIN {printf "%.1f", a * 1000 / b}')x).
 
