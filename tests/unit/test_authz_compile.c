@@ -1,5 +1,5 @@
 /* test_authz_compile.c — the authorization compiler's table operations: identities only for this
- * network's pod workloads, string matches expanded to known identities and re-expanded when one
+ * network's pod workloads, named once per who profile, string matches expanded to known identities and re-expanded when one
  * appears or goes, a replaced policy written beside the old one and switched in by its list's
  * head before the old rows go, the candidate index written with its generation, and the
  * reference evaluator's string and CIDR rules. */
@@ -15,6 +15,7 @@
 #include "kmesh_maps.h"
 #include "services/xds-agent/authz/authz_compile.h"
 #include "services/xds-agent/authz/authz_eval.h"
+#include "services/xds-agent/authz/authz_internal.h"
 #include "shared/addr.h"
 
 static struct km_oplist ops;
@@ -167,6 +168,72 @@ static void identities_of_this_network_only(void **state)
 	km_oplist_clear(&ops);
 	remove_wl("w1");
 	assert_int_equal(count(KM_OP_AUTHZ_IDENT, 1), 1);
+}
+
+/* Workloads put with the who profile given (as the model's kept workloads share them). */
+static void put_wl_who(const char *uid, struct km_wl_who *who, struct km_addr *a, uint32_t id)
+{
+	size_t i = wl_slot(uid);
+	struct km_workload_res *w = calloc(1, sizeof(*w) + sizeof(struct km_wl_where) + sizeof(*a)),
+			       *old = wls[i].res;
+
+	assert_non_null(w);
+	w->uid = wls[i].uid;
+	w->who = who;
+	w->where = (struct km_wl_where *)(w + 1);
+	w->addrs = (struct km_addr *)(w->where + 1);
+	w->addrs[0] = *a;
+	w->n_addrs = 1;
+	wls[i].h = km_authz_put_workload(&az, wls[i].h, w, id);
+	assert_non_null(wls[i].h);
+	wls[i].res = w;
+	free(old);
+}
+
+/* An identity is named once per who profile, however many workloads share it; a workload that
+ * moves to another profile of the same identity writes nothing; the last one out takes it. */
+static void identity_named_once_per_profile(void **state)
+{
+	struct km_wl_who p1 = { .namespace = "prod", .service_account = "web", .network = "net-a" },
+			 p1_again = p1, p2 = p1;
+	struct km_addr a[3] = { addr_of("10.0.0.1"), addr_of("10.0.0.2"), addr_of("10.0.0.3") };
+	const struct km_op *x, *y;
+	uint32_t ns_id, sa_id;
+
+	(void)state;
+	p2.service_account = "api";
+	put_wl_who("w1", &p1, &a[0], 11);
+	put_wl_who("w2", &p1, &a[1], 12);
+	put_wl_who("w3", &p1, &a[2], 13);
+	assert_int_equal(HASH_COUNT(az.idents), 1);
+	assert_int_equal(count(KM_OP_AUTHZ_IDENT, 0), 3);
+	x = find(KM_OP_AUTHZ_IDENT, 0, 0);
+	y = find(KM_OP_AUTHZ_IDENT, 0, 2);
+	assert_true(x->ident.ns_id && x->ident.sa_id && x->ident.principal_id);
+	assert_int_equal(x->ident.ns_id, y->ident.ns_id);
+	assert_int_equal(x->ident.sa_id, y->ident.sa_id);
+	assert_int_equal(x->ident.principal_id, y->ident.principal_id);
+	ns_id = x->ident.ns_id;
+	sa_id = x->ident.sa_id;
+	km_oplist_clear(&ops);
+
+	put_wl_who("w2", &p1_again, &a[1], 12); /* another profile, the same identity */
+	assert_int_equal(ops.n, 0);
+	assert_int_equal(HASH_COUNT(az.idents), 2);
+	put_wl_who("w3", &p2, &a[2], 13); /* another account: its row again, another sa id */
+	assert_int_equal(count(KM_OP_AUTHZ_IDENT, 0), 1);
+	x = find(KM_OP_AUTHZ_IDENT, 0, 0);
+	assert_int_equal(x->ident.workload_id, 13);
+	assert_true(x->ident.sa_id != sa_id && x->ident.ns_id == ns_id);
+	assert_int_equal(HASH_COUNT(az.idents), 3);
+	km_oplist_clear(&ops);
+
+	remove_wl("w1"); /* p1 still used by nobody else: gone */
+	assert_int_equal(HASH_COUNT(az.idents), 2);
+	remove_wl("w2");
+	remove_wl("w3");
+	assert_int_equal(HASH_COUNT(az.idents), 0);
+	assert_int_equal(count(KM_OP_AUTHZ_IDENT, 1), 3);
 }
 
 static void expansion_and_reexpansion(void **state)
@@ -389,6 +456,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(identities_of_this_network_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(identity_named_once_per_profile, setup, teardown),
 		cmocka_unit_test_setup_teardown(expansion_and_reexpansion, setup, teardown),
 		cmocka_unit_test_setup_teardown(replaced_policy_switches_generation, setup, teardown),
 		cmocka_unit_test_setup_teardown(index_written_with_its_generation, setup, teardown),

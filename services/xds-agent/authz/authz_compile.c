@@ -47,9 +47,9 @@ static void emit_ident(struct km_authz *a, const struct az_wl *w, const struct k
 	if (del)
 		return;
 	op->ident.workload_id = w->id;
-	op->ident.ns_id = w->str[AZ_NS] ? w->str[AZ_NS]->id : 0;
-	op->ident.sa_id = w->str[AZ_SA] ? w->str[AZ_SA]->id : 0;
-	op->ident.principal_id = w->str[AZ_PRINCIPAL] ? w->str[AZ_PRINCIPAL]->id : 0;
+	op->ident.ns_id = w->ident->str[AZ_NS] ? w->ident->str[AZ_NS]->id : 0;
+	op->ident.sa_id = w->ident->str[AZ_SA] ? w->ident->str[AZ_SA]->id : 0;
+	op->ident.principal_id = w->ident->str[AZ_PRINCIPAL] ? w->ident->str[AZ_PRINCIPAL]->id : 0;
 }
 
 /* ---- policies ---------------------------------------------------------------------------- */
@@ -273,34 +273,72 @@ static int addr_in(const struct km_addr *l, size_t n, const struct km_addr *x)
 	return 0;
 }
 
+/* The identity of r's who profile, one more workload using it (NULL when out of memory). */
+static struct az_ident *ident_get(struct km_authz *a, const struct km_workload_res *r)
+{
+	const struct km_wl_who *who = r->who;
+	struct km_authz_peer peer;
+	char buf[3 * KM_RES_MAX_STRING + 32];
+	struct az_ident *e;
+
+	HASH_FIND_PTR(a->idents, &who, e);
+	if (e) {
+		e->refs++;
+		return e;
+	}
+	if (!(e = calloc(1, sizeof(*e)))) {
+		a->oom = 1;
+		return NULL;
+	}
+	e->who = who;
+	e->refs = 1;
+	km_authz_peer_of(r, &peer);
+	if (*peer.namespace)
+		e->str[AZ_NS] = az_str_get(a, AZ_NS, peer.namespace);
+	az_sa_key(buf, sizeof(buf), peer.namespace, peer.service_account);
+	e->str[AZ_SA] = az_str_get(a, AZ_SA, buf);
+	km_authz_principal(&peer, buf, sizeof(buf));
+	e->str[AZ_PRINCIPAL] = az_str_get(a, AZ_PRINCIPAL, buf);
+	for (int k = 0; k < AZ_STRING_KINDS; k++)
+		az_str_wl_ref(a, e->str[k]);
+	HASH_ADD_PTR(a->idents, who, e);
+	return e;
+}
+
+/* One workload fewer uses e: the last one takes it (and its strings' reference) away. */
+static void ident_put(struct km_authz *a, struct az_ident *e)
+{
+	if (!e || --e->refs)
+		return;
+	HASH_DEL(a->idents, e);
+	for (int k = 0; k < AZ_STRING_KINDS; k++)
+		az_str_wl_unref(a, e->str[k]);
+	free(e);
+}
+
+static int same_identity(const struct az_ident *x, const struct az_ident *y)
+{
+	if (x == y)
+		return 1;
+	return x && y && memcmp(x->str, y->str, sizeof(x->str)) == 0;
+}
+
 /* Make w's identity rows say what r says (r NULL: none). w->res is still the version the rows
  * were written from. */
 static void wl_set_identity(struct km_authz *a, struct az_wl *w, const struct km_workload_res *r)
 {
-	struct az_str *next[AZ_STRING_KINDS] = { 0 };
+	struct az_ident *next = NULL, *prev = w->ident;
 	const struct km_addr *old = w->n_ident ? w->res->addrs : NULL, *addrs = NULL;
 	uint32_t n_addrs = 0;
-	int changed = 0;
+	int changed;
 
 	if (r && !r->host_network && strcmp(r->who->network ? r->who->network : "", a->network) == 0 &&
-	    r->n_addrs) {
-		struct km_authz_peer peer;
-		char buf[3 * KM_RES_MAX_STRING + 32];
-
-		km_authz_peer_of(r, &peer);
-		if (*peer.namespace)
-			next[AZ_NS] = az_str_get(a, AZ_NS, peer.namespace);
-		az_sa_key(buf, sizeof(buf), peer.namespace, peer.service_account);
-		next[AZ_SA] = az_str_get(a, AZ_SA, buf);
-		km_authz_principal(&peer, buf, sizeof(buf));
-		next[AZ_PRINCIPAL] = az_str_get(a, AZ_PRINCIPAL, buf);
+	    r->n_addrs && (next = ident_get(a, r))) {
 		addrs = r->addrs;
 		n_addrs = r->n_addrs;
 	}
-	for (int k = 0; k < AZ_STRING_KINDS; k++) {
-		changed |= next[k] != w->str[k];
-		az_str_wl_ref(a, next[k]);
-	}
+	/* another profile of the same identity (the workload's name changed) writes nothing */
+	changed = !same_identity(next, prev);
 	/* addresses gone: their rows go unless another workload took them since */
 	for (size_t i = 0; i < w->n_ident; i++) {
 		struct km_addr_map_entry *e;
@@ -313,12 +351,8 @@ static void wl_set_identity(struct km_authz *a, struct az_wl *w, const struct km
 			emit_ident(a, w, &old[i], 1);
 		}
 	}
-	for (int k = 0; k < AZ_STRING_KINDS; k++) {
-		struct az_str *prev = w->str[k];
-
-		w->str[k] = next[k];
-		az_str_wl_unref(a, prev);
-	}
+	w->ident = next;
+	ident_put(a, prev);
 	for (size_t i = 0; i < n_addrs; i++) {
 		struct km_addr_map_entry *e = km_addr_map_put(&a->addrs, &addrs[i]);
 
@@ -425,15 +459,20 @@ void km_authz_free(struct km_authz *a)
 {
 	struct az_policy *p, *ptmp;
 	struct az_list *l, *ltmp;
+	struct az_ident *e, *etmp;
 
 	/* rows are left in the tables: freeing is not uninstalling */
-	for (size_t i = 0; i < a->n_wls; i++) {
-		for (int k = 0; k < AZ_STRING_KINDS; k++)
-			if (a->wls[i]->str[k])
-				a->wls[i]->str[k]->wl_refs = 0;
+
+	for (size_t i = 0; i < a->n_wls; i++)
 		free(a->wls[i]);
-	}
 	free(a->wls);
+	HASH_ITER(hh, a->idents, e, etmp) {
+		HASH_DEL(a->idents, e);
+		for (int k = 0; k < AZ_STRING_KINDS; k++)
+			if (e->str[k])
+				e->str[k]->wl_refs = 0;
+		free(e);
+	}
 	km_addr_map_free(&a->addrs);
 	HASH_ITER(hh, a->policies, p, ptmp) {
 		HASH_DEL(a->policies, p);

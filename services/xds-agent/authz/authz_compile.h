@@ -41,6 +41,7 @@ struct km_authz {
 	char *network;  /* this node's network: only its workloads' addresses are identities */
 	struct km_ids ids; /* policy, stat, set and identity-string ids share one space */
 	struct az_str *strs;          /* interned identity strings */
+	struct az_ident *idents;      /* workloads' identities, by who profile */
 	struct az_policy *policies;   /* current versions, by name */
 	struct az_policy **retired;   /* old versions whose rows go at the next flush */
 	size_t n_retired, cap_retired;

@@ -90,11 +90,22 @@ struct az_list {
 	UT_hash_handle hh;
 };
 
+/* An identity as authorization names it (namespace, account, principal), one per `who` profile
+ * its workloads share (profile_pool.h): named once per profile, not per workload (it was two
+ * snprintfs, three mallocs and three string lookups each). Kept while a workload uses it; the
+ * workload's resource holds the profile meanwhile, so the pointer key cannot be reused. */
+struct az_ident {
+	const struct km_wl_who *who; /* the key */
+	struct az_str *str[AZ_STRING_KINDS]; /* NULL: namespace "" */
+	uint32_t refs; /* az_wl pointing here; each string is one workload reference of the entry's */
+	UT_hash_handle hh;
+};
+
 /* A workload as authorization sees it. Nothing is copied: res is the caller's resource as last
  * put (uid, addresses, policy names), kept unchanged by the caller until the next put or remove. */
 struct az_wl {
 	const struct km_workload_res *res; /* NULL until the first put ends */
-	struct az_str *str[AZ_STRING_KINDS]; /* NULL: not an identity here (or namespace "") */
+	struct az_ident *ident; /* NULL: not an identity here */
 	struct az_list *list;
 	uint32_t id;
 	uint32_t n_ident; /* res's addresses written as identity rows (0: not an identity here) */
