@@ -186,6 +186,16 @@ static int list_addrs(struct nl *nl, struct found *f)
 	return talk(nl, h, on_addr, f);
 }
 
+/* A dump the kernel interrupted (addresses changed meanwhile: EINTR) is asked again. */
+static int list_addrs_retry(struct nl *nl, struct found *f)
+{
+	int rc = -EINTR;
+
+	for (int i = 0; i < 5 && rc == -EINTR; i++)
+		rc = list_addrs(nl, f);
+	return rc;
+}
+
 /* Add (or, del, remove) a as a host address (/32, /128) of the interface; an IPv6 one without
  * duplicate address detection, which would leave it unusable (tentative) for a second. */
 static int change_addr(struct nl *nl, int ifindex, const struct km_addr *a, uint8_t prefix,
@@ -264,7 +274,7 @@ int km_dns_link_up(const char *ifname, const struct km_addr *addrs, size_t n, ch
 		km_errf(err, errlen, "cannot set %s up: %s", ifname, strerror(-rc));
 		goto out;
 	}
-	if ((rc = list_addrs(&nl, &f)) != 0) {
+	if ((rc = list_addrs_retry(&nl, &f)) != 0) {
 		km_errf(err, errlen, "cannot read the addresses of %s: %s", ifname, strerror(-rc));
 		goto out;
 	}
