@@ -32,11 +32,11 @@ void mdl_drop_derived(struct km_model *m, struct km_model_wl *w, size_t keep)
 	char name[KM_RES_MAX_NAME + 16];
 	struct km_model_wl *d;
 
-	for (size_t n = keep + 1; derived_name(name, sizeof(name), w->res->uid, n) == 0; n++) {
-		if (!(d = mdl_wl_find(m, name)) || !d->derived)
-			break;
-		mdl_remove_entry(m, d);
-	}
+	/* every index a pair may have had: one left out by a failed put is not the last */
+	for (size_t n = keep + 1; n <= KM_RES_MAX_ADDRESSES; n++)
+		if (derived_name(name, sizeof(name), w->res->uid, n) == 0 &&
+		    (d = mdl_wl_find(m, name)) && d->derived)
+			mdl_remove_entry(m, d);
 	if (keep <= 1)
 		w->has_derived = 0;
 }
