@@ -144,7 +144,9 @@ try:
     for _ in range(400):
         s.sendall(m * 500)
 except OSError:
-    pass' 2>/dev/null
+    pass
+time.sleep(4)  # held open, never read: the agent must be the one to close it (an exit would
+               # reset the connection first, and the agent would close it for that instead)' 2>/dev/null
 check "a TCP client that asks and never reads is closed (its answers do not pile up in the agent)" \
 	eval 'for _ in $(seq 1 30); do km_metrics_has "^kmesh_dns_tcp_slow_closed_total [1-9]" && break; sleep 0.1; done; km_metrics_has "^kmesh_dns_tcp_slow_closed_total [1-9]"'
 check "the proxy's counters on the metrics page" \
