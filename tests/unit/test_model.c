@@ -634,6 +634,26 @@ static void test_name_resolved_to_several_addresses(void **state)
 	km_model_flush(&f->m);
 }
 
+/* A uid as long as a resource may have (KM_RES_MAX_STRING): its derived entries are named too,
+ * not taken for an allocation failure (which makes the agent resync, again and again). */
+static void test_name_resolved_with_the_longest_uid(void **state)
+{
+	static const char *const two[] = { "192.0.2.10", "192.0.2.11" };
+	struct fx *f = *state;
+	char uid[1001], derived[1010];
+
+	memset(uid, 'u', sizeof(uid) - 1);
+	uid[sizeof(uid) - 1] = '\0';
+	snprintf(derived, sizeof(derived), "%s#2", uid);
+	km_model_upsert_service(&f->m, svc(SVC, NULL, 80, 0));
+	km_model_upsert_workload(&f->m, named(uid, 2, two));
+	km_model_flush(&f->m);
+	assert_false(f->l.oom);
+	assert_non_null(km_model_find_workload(&f->m, derived));
+	km_model_remove_workload(&f->m, uid);
+	assert_null(km_model_find_workload(&f->m, derived));
+}
+
 static void test_locality_priorities(void **state)
 {
 	struct fx *f = *state;
@@ -797,6 +817,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_endpoint_rows_carry_the_address, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_address_taken_over_keeps_its_frontend, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_name_resolved_to_several_addresses, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_name_resolved_with_the_longest_uid, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_locality_priorities, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_waypoint_resolution_order, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_waypoint_pointing_at_itself_is_ignored, fx_setup, fx_teardown),

@@ -29,7 +29,7 @@ static int derived_name(char *buf, size_t len, const char *uid, size_t n)
 
 void mdl_drop_derived(struct km_model *m, struct km_model_wl *w, size_t keep)
 {
-	char name[KM_RES_MAX_NAME + 16];
+	char name[KM_RES_MAX_STRING + 16]; /* a uid is at most KM_RES_MAX_STRING */
 	struct km_model_wl *d;
 
 	/* every index a pair may have had: one left out by a failed put is not the last */
@@ -45,7 +45,7 @@ void mdl_put_resolved(struct km_model *m, struct km_workload_res *res)
 {
 	struct km_addr v4[KM_RES_MAX_ADDRESSES], v6[KM_RES_MAX_ADDRESSES], pair[2];
 	size_t n4 = 0, n6 = 0, pairs;
-	char name[KM_RES_MAX_NAME + 16];
+	char name[KM_RES_MAX_STRING + 16]; /* a uid is at most KM_RES_MAX_STRING */
 	struct km_workload_res *first = NULL;
 	struct km_model_wl *w;
 
