@@ -129,10 +129,14 @@ static void put_workload(uint32_t id, const char *ns, struct km_addr *a)
 	snprintf(w->who->namespace, 64, "%s", ns);
 	w->who->service_account = "sa";
 	w->who->network = NET;
-	if (!km_authz_put_workload(&authz, NULL, w, id)) {
+	struct az_wl *h;
+	int changed;
+
+	if (!(h = km_authz_put_workload(&authz, NULL, w, id, &changed))) {
 		fprintf(stderr, "authz: out of memory\n");
 		exit(1);
 	}
+	km_authz_write_address(&authz, a, 0, h); /* as the model does for an address of its own */
 }
 
 static void apply_ops(void)

@@ -3,9 +3,10 @@
  * decoding plus building the model and its table operations (no map writer), and the heap the
  * model then keeps; both reading the response in place and one resource at a time as the agent
  * does. Prints one JSON line with min/median/max over the repetitions. The model is built twice
- * each repetition: alone (the baseline push_cost holds ceilings on), and as the agent keeps it,
- * with authorization's per-workload records and identity rows and telemetry's address indexes
- * (the *_full fields): what those cost per resource, in time, heap and table operations.
+ * each repetition: alone (the baseline push_cost holds ceilings on; with the address index the
+ * model keeps for authorization and telemetry), and as the agent keeps it, with authorization's
+ * per-workload records and identity rows (the *_full fields): what those cost per resource, in
+ * time, heap and table operations.
  *   decode_bench RESPONSE_FILE [REPETITIONS] */
 #include <malloc.h>
 #include <stdio.h>
@@ -58,7 +59,7 @@ static size_t heap_in_use(void)
 	return mallinfo2().uordblks;
 }
 
-/* full: with authorization and telemetry's indexes, as the agent builds it */
+/* full: with authorization's records and identity rows, as the agent builds it */
 static double decode_and_model(const uint8_t *buf, size_t len, int full, size_t *ops,
 			       size_t *model_bytes, size_t *resources)
 {
@@ -76,7 +77,6 @@ static double decode_and_model(const uint8_t *buf, size_t len, int full, size_t 
 	if (full) {
 		km_authz_init(&authz, &l, "");
 		km_model_set_authz(&m, &authz);
-		km_model_index_addresses(&m);
 	}
 	if (km_response_view_init(&v, buf, len) == 0) {
 		km_xds_apply_address(&m, &v, NULL, NULL, &res);

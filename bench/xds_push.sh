@@ -148,9 +148,9 @@ Baseline measured in the same run on the same bytes (\`build/bench/decode_bench\
 min/median/max): decoding and validating every resource $(echo "$decode" | json '" / ".join("%.1f" % x for x in d["decode_ms"])') ms;
 decoding plus building the model and its $(echo "$decode" | json 'd["ops"]') table operations
 $(echo "$decode" | json '" / ".join("%.1f" % x for x in d["decode_model_ms"])') ms; the model then holds
-$(echo "$decode" | json '"%.1f MB of heap (%d bytes per resource)" % (d["model_bytes"] / 1048576, d["model_bytes"] / d["resources"])').
-Built as the agent keeps it, with authorization's records and identity rows and telemetry's
-address indexes: $(echo "$decode" | json '" / ".join("%.1f" % x for x in d["decode_model_full_ms"])') ms,
+$(echo "$decode" | json '"%.1f MB of heap (%d bytes per resource)" % (d["model_bytes"] / 1048576, d["model_bytes"] / d["resources"])'),
+its address index (which authorization and telemetry share) included.
+Built as the agent keeps it, with authorization's records and identity rows: $(echo "$decode" | json '" / ".join("%.1f" % x for x in d["decode_model_full_ms"])') ms,
 $(echo "$decode" | json '"%d table operations, %.1f MB of heap (%d bytes per resource)" % (d["ops_full"], d["model_full_bytes"] / 1048576, d["model_full_bytes"] / d["resources"])').
 Ratio, median push-to-applied over median decode: **$(awk -v a="$e2e_med" -v b="$dec_ms" 'BEGIN {printf "%.1f", a * 1000 / b}')x**
 (over decode plus model: $(awk -v a="$e2e_med" -v b="$mod_ms" 'BEGIN {printf "%.1f", a * 1000 / b}')x).
@@ -161,6 +161,6 @@ measured in the same run (\`build/bench/table_ops_bench --workloads $WORKLOADS -
 median): $raw_mops M ops/s; ratio **$(awk -v r="$ops_per_s" -v b="$raw_mops" 'BEGIN {printf "%.2f", r / 1e6 / b}')** (goal at least 0.7).
 Kernel memory of the four routing tables once full (\`bytes_memlock\`, sized for this scale,
 bucket arrays included): $(awk -v b="$table_bytes" 'BEGIN {printf "%.1f", b / 1048576}') MiB for $table_rows rows, $(awk -v b="$table_bytes" -v n="$table_rows" 'BEGIN {printf "%.0f", b / n}') bytes per row.
-<!-- cost: e2e_s $e2e_med decode_model_ms $mod_ms agent_peak_mb $(median "${agent_rss[@]}") agent_idle_mb $(median "${agent_idle[@]}") model_bytes $(echo "$decode" | json 'd["model_bytes"]') resources $(echo "$decode" | json 'd["resources"]') -->
+<!-- cost: e2e_s $e2e_med decode_model_ms $mod_ms agent_peak_mb $(median "${agent_rss[@]}") agent_idle_mb $(median "${agent_idle[@]}") model_bytes $(echo "$decode" | json 'd["model_bytes"]') resources $(echo "$decode" | json 'd["resources"]') model_full_bytes $(echo "$decode" | json 'd["model_full_bytes"]') -->
 <!-- summary: $WORKLOADS | $SERVICES | $e2e_med | $ops | $(awk -v r="$ops_per_s" 'BEGIN {printf "%.2f M", r / 1e6}') | $raw_mops M | $(awk -v r="$ops_per_s" -v b="$raw_mops" 'BEGIN {printf "%.2f", r / 1e6 / b}') | $(median "${agent_rss[@]}") | $(median "${mw_rss[@]}") | $(awk -v b="$table_bytes" -v n="$table_rows" 'BEGIN {printf "%.0f", b / n}') | -->
 MD

@@ -74,6 +74,18 @@ static size_t wl_slot(const char *uid)
 	return i;
 }
 
+/* Put wls[i]'s new version w, and rewrite its address's identity row as the model does for an
+ * address only this workload holds (model_index.c; shared addresses: test_model.c). */
+static void put_record(size_t i, struct km_workload_res *w, uint32_t id)
+{
+	int was = km_authz_is_identity(wls[i].h), changed;
+
+	wls[i].h = km_authz_put_workload(&az, wls[i].h, w, id, &changed);
+	assert_non_null(wls[i].h);
+	if (changed)
+		km_authz_write_address(&az, &w->addrs[0], was, wls[i].h);
+}
+
 static void put_wl(const char *uid, const char *ns, const char *network, struct km_addr *a,
 		   uint32_t id, int host)
 {
@@ -93,8 +105,7 @@ static void put_wl(const char *uid, const char *ns, const char *network, struct 
 	w->addrs[0] = *a;
 	w->n_addrs = 1;
 	w->host_network = (uint32_t)host;
-	wls[i].h = km_authz_put_workload(&az, wls[i].h, w, id);
-	assert_non_null(wls[i].h);
+	put_record(i, w, id);
 	wls[i].res = w;
 	free(old);
 }
@@ -103,6 +114,8 @@ static void remove_wl(const char *uid)
 {
 	size_t i = wl_slot(uid);
 
+	if (km_authz_is_identity(wls[i].h))
+		km_authz_write_address(&az, &wls[i].res->addrs[0], 1, NULL);
 	km_authz_remove_workload(&az, wls[i].h);
 	wls[i].h = NULL;
 	free(wls[i].res);
@@ -184,8 +197,7 @@ static void put_wl_who(const char *uid, struct km_wl_who *who, struct km_addr *a
 	w->addrs = (struct km_addr *)(w->where + 1);
 	w->addrs[0] = *a;
 	w->n_addrs = 1;
-	wls[i].h = km_authz_put_workload(&az, wls[i].h, w, id);
-	assert_non_null(wls[i].h);
+	put_record(i, w, id);
 	wls[i].res = w;
 	free(old);
 }

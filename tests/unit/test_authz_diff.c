@@ -558,13 +558,21 @@ static void mutate(int round)
 		if (round > 0 && rnd(4) != 0)
 			continue;
 		if (W.live[i] && rnd(4) == 0) {
+			/* an identity's address is its own here: the row follows it (model_index.c) */
+			if (km_authz_is_identity(W.h[i]))
+				km_authz_write_address(&W.authz, &ADDR(i), 1, NULL);
 			km_authz_remove_workload(&W.authz, W.h[i]);
 			W.h[i] = NULL;
 			W.live[i] = 0;
 		} else {
+			int was = km_authz_is_identity(W.h[i]), changed;
+
 			make_workload(i);
-			W.h[i] = km_authz_put_workload(&W.authz, W.h[i], &WL(i), (uint32_t)(1000 + i));
+			W.h[i] = km_authz_put_workload(&W.authz, W.h[i], &WL(i), (uint32_t)(1000 + i),
+						       &changed);
 			assert_non_null(W.h[i]);
+			if (changed)
+				km_authz_write_address(&W.authz, &ADDR(i), was, W.h[i]);
 			W.live[i] = 1;
 		}
 	}

@@ -325,8 +325,11 @@ static void test_prom_and_index(void **state)
 	struct km_prom p;
 	double bounds[2] = { 0.001, 0.5 };
 	uint64_t counts[3] = { 2, 1, 4 };
-	struct km_addr_index *x = km_addr_index_new();
+	struct km_addr_index x;
 	struct km_addr a;
+	int one, two, three;
+	const void *const *h;
+	size_t n;
 
 	(void)state;
 	assert_int_equal(km_prom_labels(out, sizeof(out), pairs, 2, "-"), 20);
@@ -338,53 +341,49 @@ static void test_prom_and_index(void **state)
 				   "h_bucket{k=\"v\",le=\"+Inf\"} 7\nh_sum{k=\"v\"} 1.5\nh_count{k=\"v\"} 7\n");
 	km_prom_free(&p);
 
+	km_addr_index_init(&x);
+	/* holders are the model's entries, compared by identity */
 	km_addr_parse("10.0.0.1", &a);
-	assert_int_equal(km_addr_index_add(x, &a, "one"), 0);
-	assert_int_equal(km_addr_index_add(x, &a, "two"), 0);
-	assert_string_equal(km_addr_index_find(x, &a), "two"); /* the newest holder */
-	assert_int_equal(km_addr_index_add(x, &a, "one"), 0);  /* taken again */
-	assert_string_equal(km_addr_index_find(x, &a), "one");
-	km_addr_index_remove(x, &a, "one");
-	assert_string_equal(km_addr_index_find(x, &a), "two");
-	km_addr_index_remove(x, &a, "two");
-	assert_null(km_addr_index_find(x, &a));
-	assert_int_equal(km_addr_index_size(x), 0);
+	assert_int_equal(km_addr_index_add(&x, &a, &one), 0);
+	assert_int_equal(km_addr_index_add(&x, &a, &two), 0);
+	assert_ptr_equal(km_addr_index_find(&x, &a), &two); /* the newest holder */
+	assert_int_equal(km_addr_index_add(&x, &a, &one), 0);  /* taken again */
+	assert_ptr_equal(km_addr_index_find(&x, &a), &one);
+	h = km_addr_index_holders(&x, &a, &n); /* oldest first */
+	assert_int_equal(n, 2);
+	assert_ptr_equal(h[0], &two);
+	assert_ptr_equal(h[1], &one);
+	km_addr_index_remove(&x, &a, &one);
+	assert_ptr_equal(km_addr_index_find(&x, &a), &two);
+	h = km_addr_index_holders(&x, &a, &n);
+	assert_int_equal(n, 1);
+	assert_ptr_equal(h[0], &two);
+	km_addr_index_remove(&x, &a, &two);
+	assert_null(km_addr_index_find(&x, &a));
+	assert_null(km_addr_index_holders(&x, &a, &n));
+	assert_int_equal(n, 0);
+	assert_int_equal(km_addr_index_size(&x), 0);
 	/* three holders, the middle one leaves, then another: back to one, no array */
-	{
-		char again[] = "three"; /* the same name in another string: the newest is kept */
-
-		assert_int_equal(km_addr_index_add(x, &a, "one"), 0);
-		assert_int_equal(km_addr_index_add(x, &a, "two"), 0);
-		assert_int_equal(km_addr_index_add(x, &a, "three"), 0);
-		km_addr_index_remove(x, &a, "two");
-		assert_string_equal(km_addr_index_find(x, &a), "three");
-		assert_int_equal(km_addr_index_add(x, &a, again), 0);
-		assert_ptr_equal(km_addr_index_find(x, &a), again); /* not copied: the caller's string */
-		km_addr_index_remove(x, &a, "three");
-		assert_string_equal(km_addr_index_find(x, &a), "one");
-		assert_int_equal(km_addr_index_size(x), 1);
-		km_addr_index_remove(x, &a, "absent"); /* not a holder: nothing changes */
-		assert_string_equal(km_addr_index_find(x, &a), "one");
-	}
-	/* a shared address taken again by a holder under a new string: the old string may be
-	 * freed at once (the model frees a resource's old version), and is never named again */
-	{
-		struct km_addr b;
-		char *first = strdup("four"), *again = strdup("four");
-
-		km_addr_parse("10.0.0.2", &b);
-		assert_int_equal(km_addr_index_add(x, &b, "five"), 0);
-		assert_int_equal(km_addr_index_add(x, &b, first), 0); /* four is the newest */
-		assert_int_equal(km_addr_index_add(x, &b, again), 0); /* ... and takes it again */
-		free(first);
-		assert_ptr_equal(km_addr_index_find(x, &b), again);
-		km_addr_index_remove(x, &b, "five");
-		assert_ptr_equal(km_addr_index_find(x, &b), again); /* ASan: not the freed string */
-		km_addr_index_remove(x, &b, "four");
-		assert_null(km_addr_index_find(x, &b));
-		free(again);
-	}
-	km_addr_index_free(x); /* with an entry left: freed whole (ASan) */
+	assert_int_equal(km_addr_index_add(&x, &a, &one), 0);
+	assert_int_equal(km_addr_index_add(&x, &a, &two), 0);
+	assert_int_equal(km_addr_index_add(&x, &a, &three), 0);
+	assert_int_equal(km_addr_index_add(&x, &a, &three), 0); /* already the newest: no change */
+	km_addr_index_remove(&x, &a, &two);
+	assert_ptr_equal(km_addr_index_find(&x, &a), &three);
+	h = km_addr_index_holders(&x, &a, &n);
+	assert_int_equal(n, 2);
+	assert_ptr_equal(h[0], &one);
+	km_addr_index_remove(&x, &a, &three);
+	assert_ptr_equal(km_addr_index_find(&x, &a), &one);
+	assert_int_equal(km_addr_index_size(&x), 1);
+	assert_int_equal(x.shared.n, 0);
+	km_addr_index_remove(&x, &a, &two); /* not a holder: nothing changes */
+	assert_ptr_equal(km_addr_index_find(&x, &a), &one);
+	/* another address held by a second holder: left for the free (ASan: the array freed) */
+	km_addr_parse("10.0.0.2", &a);
+	assert_int_equal(km_addr_index_add(&x, &a, &two), 0);
+	assert_int_equal(km_addr_index_add(&x, &a, &three), 0);
+	km_addr_index_free(&x); /* with entries left: freed whole (ASan) */
 }
 
 /* The value of the one sample of name with labels on the page, or -1. */

@@ -265,14 +265,6 @@ static void wl_set_policies(struct km_authz *a, struct az_wl *w, const struct km
 		w->list->dirty = 1;
 }
 
-static int addr_in(const struct km_addr *l, size_t n, const struct km_addr *x)
-{
-	for (size_t i = 0; i < n; i++)
-		if (memcmp(&l[i], x, sizeof(*x)) == 0)
-			return 1;
-	return 0;
-}
-
 /* The identity of r's who profile, one more workload using it (NULL when out of memory). */
 static struct az_ident *ident_get(struct km_authz *a, const struct km_workload_res *r)
 {
@@ -323,49 +315,37 @@ static int same_identity(const struct az_ident *x, const struct az_ident *y)
 	return x && y && memcmp(x->str, y->str, sizeof(x->str)) == 0;
 }
 
-/* Make w's identity rows say what r says (r NULL: none). w->res is still the version the rows
- * were written from. */
-static void wl_set_identity(struct km_authz *a, struct az_wl *w, const struct km_workload_res *r)
+/* Give w the identity r has here (r NULL: none). Returns 1 when what its rows would say
+ * changed: it became or stopped being an identity, or became another one. */
+static int wl_set_identity(struct km_authz *a, struct az_wl *w, const struct km_workload_res *r)
 {
 	struct az_ident *next = NULL, *prev = w->ident;
-	const struct km_addr *old = w->n_ident ? w->res->addrs : NULL, *addrs = NULL;
-	uint32_t n_addrs = 0;
 	int changed;
 
 	if (r && !r->host_network && strcmp(r->who->network ? r->who->network : "", a->network) == 0 &&
-	    r->n_addrs && (next = ident_get(a, r))) {
-		addrs = r->addrs;
-		n_addrs = r->n_addrs;
-	}
+	    r->n_addrs)
+		next = ident_get(a, r); /* NULL when out of memory: no identity */
 	/* another profile of the same identity (the workload's name changed) writes nothing */
 	changed = !same_identity(next, prev);
-	/* addresses gone: their rows go unless another workload took them since */
-	for (size_t i = 0; i < w->n_ident; i++) {
-		struct km_addr_map_entry *e;
-
-		if (addr_in(addrs, n_addrs, &old[i]))
-			continue;
-		e = km_addr_map_find(&a->addrs, &old[i]);
-		if (e && e->val == w) {
-			km_addr_map_delete(&a->addrs, e);
-			emit_ident(a, w, &old[i], 1);
-		}
-	}
 	w->ident = next;
 	ident_put(a, prev);
-	for (size_t i = 0; i < n_addrs; i++) {
-		struct km_addr_map_entry *e = km_addr_map_put(&a->addrs, &addrs[i]);
+	return changed;
+}
 
-		if (!e) {
-			a->oom = 1;
-			continue;
-		}
-		if (e->val == w && !changed && addr_in(old, w->n_ident, &addrs[i]))
-			continue; /* unchanged row */
-		e->val = w;
-		emit_ident(a, w, &addrs[i], 0);
-	}
-	w->n_ident = n_addrs;
+void km_authz_write_address(struct km_authz *a, const struct km_addr *addr, int had_row,
+			    const struct az_wl *owner)
+{
+	int has_row = km_authz_is_identity(owner);
+
+	if (!has_row && !had_row)
+		return;
+	emit_ident(a, has_row ? owner : NULL, addr, !has_row);
+	a->n_ident_rows += (size_t)has_row - (size_t)had_row;
+}
+
+int km_authz_is_identity(const struct az_wl *w)
+{
+	return w && w->ident;
 }
 
 static void wl_forget(struct km_authz *a, struct az_wl *w)
@@ -378,9 +358,11 @@ static void wl_forget(struct km_authz *a, struct az_wl *w)
 }
 
 struct az_wl *km_authz_put_workload(struct km_authz *a, struct az_wl *w,
-				    const struct km_workload_res *r, uint32_t id)
+				    const struct km_workload_res *r, uint32_t id, int *identity_changed)
 {
+	*identity_changed = 0;
 	if (w && w->id != id) {
+		*identity_changed = km_authz_is_identity(w);
 		km_authz_remove_workload(a, w);
 		w = NULL;
 	}
@@ -393,7 +375,7 @@ struct az_wl *km_authz_put_workload(struct km_authz *a, struct az_wl *w,
 		w->pos = (uint32_t)a->n_wls;
 		a->wls[a->n_wls++] = w;
 	}
-	wl_set_identity(a, w, r);
+	*identity_changed |= wl_set_identity(a, w, r);
 	wl_set_policies(a, w, r);
 	w->res = r;
 	return w;
@@ -442,9 +424,6 @@ void km_authz_replay(struct km_authz *a)
 	struct az_list *l, *ltmp;
 
 	km_authz_flush(a);
-	for (struct km_addr_map_entry *e = km_addr_map_next(&a->addrs, NULL); e;
-	     e = km_addr_map_next(&a->addrs, e))
-		emit_ident(a, e->val, &e->addr, 0);
 	HASH_ITER(hh, a->policies, p, ptmp) {
 		for (size_t i = 0; i < p->n_sets; i++)
 			az_emit_set(a, p->sets[i], 0);
@@ -473,7 +452,6 @@ void km_authz_free(struct km_authz *a)
 				e->str[k]->wl_refs = 0;
 		free(e);
 	}
-	km_addr_map_free(&a->addrs);
 	HASH_ITER(hh, a->policies, p, ptmp) {
 		HASH_DEL(a->policies, p);
 		policy_free(a, p);
@@ -524,7 +502,7 @@ void km_authz_stats(const struct km_authz *a, struct km_authz_stats *st)
 	memset(st, 0, sizeof(*st));
 	st->policies = HASH_COUNT(a->policies);
 	st->lists = HASH_COUNT(a->lists);
-	st->identities = a->addrs.n;
+	st->identities = a->n_ident_rows;
 	st->strings = HASH_COUNT(a->strs);
 	st->index_rows = a->index_rows;
 	HASH_ITER(hh, a->policies, p, tmp)

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "authorization.pb-c.h"
-#include "services/xds-agent/core/addr_map.h"
+#include "shared/addr.h"
 #include "services/xds-agent/core/ids.h"
 #include "services/xds-agent/core/oplist.h"
 #include "services/xds-agent/core/resources.h"
@@ -50,7 +50,7 @@ struct km_authz {
 	struct az_list *lists;        /* by (kind, owner) */
 	struct az_wl **wls;           /* every workload put (unordered; az_wl.pos) */
 	size_t n_wls, cap_wls;
-	struct km_addr_map addrs;     /* identity rows written: address -> owning az_wl */
+	size_t n_ident_rows;          /* identity rows written (km_authz_write_address) */
 	size_t n_rows;                /* match rows of the current versions (dumps) */
 	/* Lists of at least this many policies get a candidate index (km_authz_index); 0: none (the
 	 * map writer does not have the table). Set before the first flush, or replay after. */
@@ -69,14 +69,28 @@ void km_authz_remove_policy(struct km_authz *a, const char *name);
 /* A workload's current version and its model id (owner of its own policy list). w is the
  * workload's record from the previous put (NULL the first time); returns the record to pass
  * next time (NULL when out of memory: a->oom is set). Nothing of r is copied: r must stay valid
- * and unchanged until the workload's next put or its remove, which read it as the old version. */
+ * and unchanged until the workload's next put or its remove, which read it as the old version.
+ * *identity_changed says whether the identity its addresses carry changed (it became or
+ * stopped being one, or became another); the rows of its addresses are the caller's to
+ * rewrite (km_authz_write_address). */
 struct az_wl *km_authz_put_workload(struct km_authz *a, struct az_wl *w,
-				    const struct km_workload_res *r, uint32_t id);
-/* The workload is gone (w NULL: nothing to do); w is freed. */
+				    const struct km_workload_res *r, uint32_t id,
+				    int *identity_changed);
+/* The workload is gone (w NULL: nothing to do); w is freed. The caller moves its addresses'
+ * rows first. */
 void km_authz_remove_workload(struct km_authz *a, struct az_wl *w);
+/* Whether w's addresses carry its identity here: a workload of this node's network, not on the
+ * host network, with an address. */
+int km_authz_is_identity(const struct az_wl *w);
+/* The identity row of addr: owner's identity (an identity record), or none (owner NULL or not
+ * an identity: the row is deleted if it had one, had_row). Which workload's identity an address
+ * carries is the model's to say: it knows every holder of an address (addr_index.h). */
+void km_authz_write_address(struct km_authz *a, const struct km_addr *addr, int had_row,
+			    const struct az_wl *owner);
 /* Rewrite the lists changed since the last flush, then remove retired policy versions. */
 void km_authz_flush(struct km_authz *a);
-/* Emit every row of the current state (after a reconnect). */
+/* Emit every row of the current state but the identity rows, which the caller replays with
+ * km_authz_write_address (after a reconnect). */
 void km_authz_replay(struct km_authz *a);
 
 /* For dumps: the compiled form of each policy. */

@@ -108,7 +108,6 @@ struct az_wl {
 	struct az_ident *ident; /* NULL: not an identity here */
 	struct az_list *list;
 	uint32_t id;
-	uint32_t n_ident; /* res's addresses written as identity rows (0: not an identity here) */
 	uint32_t pos;     /* in km_authz.wls */
 };
 

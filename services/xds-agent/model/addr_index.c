@@ -1,63 +1,47 @@
-/* addr_index.c — address to resource name (see addr_index.h), over flat address maps. */
+/* addr_index.c — address to its holders (see addr_index.h), over flat address maps. Nearly every
+ * address has one holder, kept in `newest` alone; one with more also has all of them, the newest
+ * last, in `shared`. */
 #include "services/xds-agent/model/addr_index.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "services/xds-agent/core/addr_map.h"
-
-/* names: each address to its newest holder's name (the resources' own strings). Nearly every
- * address has one holder; those with more (host-network workloads share the node's) also have
- * their holders, the newest last, in shared. */
-struct km_addr_index {
-	struct km_addr_map names;
-	struct km_addr_map shared; /* -> struct holders */
-};
-
-struct holders {
+struct km_addr_holders {
 	size_t n;
-	const char *h[];
+	const void *h[];
 };
 
-struct km_addr_index *km_addr_index_new(void)
+void km_addr_index_init(struct km_addr_index *x)
 {
-	struct km_addr_index *x = malloc(sizeof(*x));
-
-	if (x) {
-		km_addr_map_init(&x->names);
-		km_addr_map_init(&x->shared);
-	}
-	return x;
+	km_addr_map_init(&x->newest);
+	km_addr_map_init(&x->shared);
 }
 
 void km_addr_index_free(struct km_addr_index *x)
 {
-	if (!x)
-		return;
 	for (struct km_addr_map_entry *e = km_addr_map_next(&x->shared, NULL); e;
 	     e = km_addr_map_next(&x->shared, e))
 		free(e->val);
 	km_addr_map_free(&x->shared);
-	km_addr_map_free(&x->names);
-	free(x);
+	km_addr_map_free(&x->newest);
 }
 
-/* Add name as the newest of a shared address's holders (moved there if it holds it already). */
-static int add_shared(struct km_addr_index *x, const struct km_addr *a, const char *current,
-		      const char *name)
+/* Add holder as the newest of a's holders; current is the newest so far. */
+static int add_shared(struct km_addr_index *x, const struct km_addr *a, const void *current,
+		      const void *holder)
 {
 	struct km_addr_map_entry *e = km_addr_map_find(&x->shared, a);
-	struct holders *hs = e ? e->val : NULL, *grown;
+	struct km_addr_holders *hs = e ? e->val : NULL, *grown;
 
 	for (size_t i = 0; hs && i < hs->n; i++)
-		if (!strcmp(hs->h[i], name)) { /* taken again: it becomes the newest, under this name */
+		if (hs->h[i] == holder) { /* taken again: it becomes the newest */
 			memmove(&hs->h[i], &hs->h[i + 1], (hs->n - i - 1) * sizeof(hs->h[0]));
-			hs->h[hs->n - 1] = name;
+			hs->h[hs->n - 1] = holder;
 			return 0;
 		}
 	if (!(grown = realloc(hs, sizeof(*hs) + ((hs ? hs->n : 1) + 1) * sizeof(hs->h[0]))))
 		return -1;
-	if (!hs) { /* the second holder: the first was only in names */
+	if (!hs) { /* the second holder: the first was only in newest */
 		if (!(e = km_addr_map_put(&x->shared, a))) {
 			free(grown);
 			return -1;
@@ -66,39 +50,37 @@ static int add_shared(struct km_addr_index *x, const struct km_addr *a, const ch
 		grown->h[0] = current;
 	}
 	e->val = hs = grown;
-	hs->h[hs->n++] = name;
+	hs->h[hs->n++] = holder;
 	return 0;
 }
 
-int km_addr_index_add(struct km_addr_index *x, const struct km_addr *a, const char *name)
+int km_addr_index_add(struct km_addr_index *x, const struct km_addr *a, const void *holder)
 {
-	struct km_addr_map_entry *e = km_addr_map_put(&x->names, a);
+	struct km_addr_map_entry *e = km_addr_map_put(&x->newest, a);
 
 	if (!e)
 		return -1;
-	/* a second holder, or any holder of a shared address (its string may be new) */
-	if (e->val && (strcmp(e->val, name) != 0 || km_addr_map_find(&x->shared, a)) &&
-	    add_shared(x, a, e->val, name) != 0)
+	if (e->val && e->val != holder && add_shared(x, a, e->val, holder) != 0)
 		return -1;
-	e->val = (void *)name;
+	e->val = (void *)holder;
 	return 0;
 }
 
-void km_addr_index_remove(struct km_addr_index *x, const struct km_addr *a, const char *name)
+void km_addr_index_remove(struct km_addr_index *x, const struct km_addr *a, const void *holder)
 {
-	struct km_addr_map_entry *e = km_addr_map_find(&x->names, a), *s;
-	struct holders *hs;
+	struct km_addr_map_entry *e = km_addr_map_find(&x->newest, a), *s;
+	struct km_addr_holders *hs;
 
 	if (!e)
 		return;
 	if (!(s = km_addr_map_find(&x->shared, a))) {
-		if (!strcmp(e->val, name))
-			km_addr_map_delete(&x->names, e);
+		if (e->val == holder)
+			km_addr_map_delete(&x->newest, e);
 		return;
 	}
 	hs = s->val;
 	for (size_t i = 0; i < hs->n; i++) {
-		if (strcmp(hs->h[i], name) != 0)
+		if (hs->h[i] != holder)
 			continue;
 		memmove(&hs->h[i], &hs->h[i + 1], (hs->n - i - 1) * sizeof(hs->h[0]));
 		e->val = (void *)hs->h[--hs->n - 1];
@@ -110,14 +92,38 @@ void km_addr_index_remove(struct km_addr_index *x, const struct km_addr *a, cons
 	}
 }
 
-const char *km_addr_index_find(const struct km_addr_index *x, const struct km_addr *a)
+const void *km_addr_index_find(const struct km_addr_index *x, const struct km_addr *a)
 {
-	struct km_addr_map_entry *e = km_addr_map_find(&x->names, a);
+	struct km_addr_map_entry *e = km_addr_map_find(&x->newest, a);
 
 	return e ? e->val : NULL;
 }
 
+const void *const *km_addr_index_holders(const struct km_addr_index *x, const struct km_addr *a,
+					 size_t *n)
+{
+	struct km_addr_map_entry *e = km_addr_map_find(&x->newest, a), *s;
+	const struct km_addr_holders *hs;
+
+	*n = 0;
+	if (!e)
+		return NULL;
+	if (!(s = km_addr_map_find(&x->shared, a))) {
+		*n = 1;
+		return (const void *const *)&e->val;
+	}
+	hs = s->val;
+	*n = hs->n;
+	return hs->h;
+}
+
 size_t km_addr_index_size(const struct km_addr_index *x)
 {
-	return x->names.n;
+	return x->newest.n;
+}
+
+const struct km_addr_map_entry *km_addr_index_next(const struct km_addr_index *x,
+						   const struct km_addr_map_entry *prev)
+{
+	return km_addr_map_next(&x->newest, prev);
 }

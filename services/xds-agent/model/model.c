@@ -64,7 +64,7 @@ void km_model_upsert_service(struct km_model *m, struct km_service_res *res)
 		s->id = km_ids_alloc(&m->ids, s->name, s);
 		s->res = res = km_service_res_pack(res);
 		m->n_services++;
-		mdl_index_service(m, res, 1);
+		mdl_index_service(m, s, res, 1);
 		mdl_tell_service(m, res, 1);
 		mdl_register_service_waypoint(m, s);
 		/* Back-fill: workloads that listed this service before it arrived. */
@@ -93,8 +93,8 @@ void km_model_upsert_service(struct km_model *m, struct km_service_res *res)
 			if (!frontend_in(res, &old->vips[v], &old->ports[p], 0))
 				mdl_emit_service_frontend(m, s, &old->vips[v], &old->ports[p], 1);
 	s->res = res = km_service_res_pack(res);
-	mdl_index_service(m, old, 0);
-	mdl_index_service(m, res, 1);
+	mdl_index_service(m, s, old, 0);
+	mdl_index_service(m, s, res, 1);
 	mdl_tell_service(m, old, 0);
 	mdl_tell_service(m, res, 1);
 	mdl_register_service_waypoint(m, s);
@@ -139,7 +139,7 @@ void km_model_remove_service(struct km_model *m, const char *name)
 	s->fe_flag_written = 0;
 	s->svc_written = 0;
 	km_ids_release(&m->ids, s->id);
-	mdl_index_service(m, s->res, 0);
+	mdl_index_service(m, s, s->res, 0);
 	mdl_tell_service(m, s->res, 0);
 	km_service_res_free(s->res);
 	s->res = NULL;
@@ -269,8 +269,6 @@ struct km_model_wl *mdl_put_entry(struct km_model *m, struct km_workload_res *re
 	had_backend = w->backend_written;
 	n_old_fe = had_backend ? frontend_addrs(old, &old_fe) : 0;
 	w->res = res = km_workload_res_pack(res);
-	mdl_index_workload(m, old, 0);
-	mdl_index_workload(m, res, 1);
 	mdl_register_workload_waypoint(m, w);
 	mdl_backend_row(m, w, &row);
 	has_addr = row.be.has4 || row.be.has6;
@@ -323,9 +321,7 @@ struct km_model_wl *mdl_put_entry(struct km_model *m, struct km_workload_res *re
 	/* 5. A workload that lost every address: its backend row goes last. */
 	if (had_backend && !w->backend_written)
 		mdl_emit_backend_delete(m, w);
-	/* authorization reads the old version as it takes the new one */
-	if (m->authz)
-		w->authz = km_authz_put_workload(m->authz, w->authz, res, w->id);
+	mdl_index_workload(m, w, old, res);
 	km_workload_res_free(old);
 	learn_local_locality(m, res);
 	return w;
@@ -350,9 +346,7 @@ void mdl_remove_entry(struct km_model *m, struct km_model_wl *w)
 	const struct km_addr *fe;
 	size_t n_fe;
 
-	if (m->authz)
-		km_authz_remove_workload(m->authz, w->authz);
-	w->authz = NULL;
+	mdl_index_workload(m, w, w->res, NULL);
 	n_fe = w->backend_written ? frontend_addrs(w->res, &fe) : 0;
 	for (size_t i = 0; i < n_fe; i++)
 		mdl_emit_workload_frontend(m, w, &fe[i], 1);
@@ -368,7 +362,6 @@ void mdl_remove_entry(struct km_model *m, struct km_model_wl *w)
 	free(w->more);
 	w->more = NULL;
 	w->n_places = w->cap_more = 0;
-	mdl_index_workload(m, w->res, 0);
 	km_workload_res_free(w->res);
 	w->res = NULL;
 	mdl_register_workload_waypoint(m, w);
@@ -429,8 +422,10 @@ void km_model_replay(struct km_model *m)
 		for (size_t i = 0; i < n; i++)
 			mdl_emit_workload_frontend(m, w, &fe[i], 0);
 	}
-	if (m->authz)
+	if (m->authz) {
+		mdl_replay_identities(m);
 		km_authz_replay(m->authz);
+	}
 	km_oplist_settle(m->out);
 }
 
@@ -438,6 +433,8 @@ void km_model_init(struct km_model *m, struct km_oplist *out, km_ids_hash_fn has
 {
 	memset(m, 0, sizeof(*m));
 	km_ids_init(&m->ids, hash);
+	km_addr_index_init(&m->wl_addrs);
+	km_addr_index_init(&m->vips);
 	m->out = out;
 }
 
@@ -508,9 +505,8 @@ void km_model_free(struct km_model *m)
 {
 	p2c_clear(m);
 	mdl_frontends_free(m);
-	km_addr_index_free(m->wl_addrs);
-	km_addr_index_free(m->vips);
-	m->wl_addrs = m->vips = NULL;
+	km_addr_index_free(&m->wl_addrs);
+	km_addr_index_free(&m->vips);
 	struct km_model_svc *s, *stmp;
 	struct mdl_displaced *d, *dtmp;
 	struct km_model_wl *w;

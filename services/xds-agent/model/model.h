@@ -55,8 +55,8 @@ struct km_model {
 	int p2c_all;                 /* every service by power of two choices ... */
 	char **p2c_names;            /* ... or these (service names, namespace/hostname) */
 	size_t n_p2c_names;
-	struct km_addr_index *wl_addrs; /* optional (telemetry): workload address -> uid */
-	struct km_addr_index *vips;     /* optional (telemetry): service VIP -> name */
+	struct km_addr_index wl_addrs; /* workload address -> its workloads' entries */
+	struct km_addr_index vips;     /* service VIP -> its services' entries */
 	/* optional (the DNS proxy): told of each service resource as it comes (add 1) and goes
 	 * (add 0; before it is freed) */
 	void (*on_service)(void *arg, const struct km_service_res *r, int add);
@@ -85,9 +85,6 @@ void km_model_set_waypoint_data_port(struct km_model *m, uint16_t port);
  * a comma-separated list of namespace/hostname. Returns -1 (model unchanged) on a bad list. */
 int km_model_set_p2c(struct km_model *m, const char *spec);
 void km_model_free(struct km_model *m);
-/* Keep the address indexes (addr_index.h) of workloads and VIPs from now on, filled with what the
- * model holds already; the model owns and frees them. Returns 0, or -1 when out of memory. */
-int km_model_index_addresses(struct km_model *m);
 
 void km_model_upsert_service(struct km_model *m, struct km_service_res *res);
 void km_model_remove_service(struct km_model *m, const char *name);
@@ -113,6 +110,11 @@ void km_model_watch_hostnames(struct km_model *m,
  * (NULL: stop). */
 void km_model_watch_services(struct km_model *m,
 			     void (*f)(void *arg, const struct km_service_res *r, int add), void *arg);
+/* The workload holding an address (the one that took it last), or NULL; the service whose VIP
+ * it is, or NULL. O(1). */
+const struct km_workload_res *km_model_workload_at(const struct km_model *m,
+						   const struct km_addr *a);
+const struct km_service_res *km_model_service_at(const struct km_model *m, const struct km_addr *a);
 /* The workload with this id (the authorization tables' workload_id), or NULL. */
 const struct km_workload_res *km_model_workload_by_id(const struct km_model *m, uint32_t id);
 

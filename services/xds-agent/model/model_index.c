@@ -1,57 +1,113 @@
-/* model_index.c — the model's optional address indexes for telemetry (addr_index.h): kept in
- * step with every service and workload upsert and removal. */
+/* model_index.c — the model's address indexes (addr_index.h), kept in step with every service and
+ * workload upsert and removal, and the identity each workload address carries for
+ * authorization: its newest holder that is an identity here. When that holder goes, the next
+ * newest one's identity is written again (a pod's address reused before the old pod is gone,
+ * host-network workloads sharing the node's address); authorization keeps no address map of
+ * its own. */
 #include "services/xds-agent/model/model_internal.h"
 
-#include <uthash.h>
+#include <string.h>
 
-void mdl_index_service(struct km_model *m, const struct km_service_res *r, int add)
+#include "services/xds-agent/authz/authz_compile.h"
+
+void mdl_index_service(struct km_model *m, const struct km_model_svc *s,
+		       const struct km_service_res *r, int add)
 {
-	if (!m->vips || !r)
-		return;
-	for (size_t i = 0; i < r->n_vips; i++) {
+	for (size_t i = 0; r && i < r->n_vips; i++) {
 		if (!add)
-			km_addr_index_remove(m->vips, &r->vips[i], r->name);
-		else if (km_addr_index_add(m->vips, &r->vips[i], r->name) != 0)
+			km_addr_index_remove(&m->vips, &r->vips[i], s);
+		else if (km_addr_index_add(&m->vips, &r->vips[i], s) != 0)
 			m->index_oom = 1;
 	}
 }
 
-void mdl_index_workload(struct km_model *m, const struct km_workload_res *r, int add)
+/* The entry whose identity a carries: its newest holder that is an identity here, w counted as
+ * one when w_is (so w's state before a change can be asked after it). */
+static const struct km_model_wl *ident_owner(const struct km_model *m, const struct km_addr *a,
+					     const struct km_model_wl *w, int w_is)
 {
-	if (!m->wl_addrs || !r)
-		return;
-	for (size_t i = 0; i < r->n_addrs; i++) {
-		if (!add)
-			km_addr_index_remove(m->wl_addrs, &r->addrs[i], r->uid);
-		else if (km_addr_index_add(m->wl_addrs, &r->addrs[i], r->uid) != 0)
-			m->index_oom = 1;
+	size_t n;
+	const void *const *h = km_addr_index_holders(&m->wl_addrs, a, &n);
+
+	while (n--) {
+		const struct km_model_wl *x = h[n];
+
+		if (x == w ? w_is : km_authz_is_identity(x->authz))
+			return x;
 	}
+	return NULL;
 }
 
-static int index_one_workload(void *arg, const char *uid)
+static int addr_in(const struct km_addr *l, size_t n, const struct km_addr *x)
 {
-	struct km_model *m = arg;
-
-	mdl_index_workload(m, km_model_find_workload(m, uid), 1);
+	for (size_t i = 0; i < n; i++)
+		if (memcmp(&l[i], x, sizeof(*x)) == 0)
+			return 1;
 	return 0;
 }
 
-int km_model_index_addresses(struct km_model *m)
+void mdl_index_workload(struct km_model *m, struct km_model_wl *w, const struct km_workload_res *old,
+			const struct km_workload_res *res)
 {
-	struct km_model_svc *s, *tmp;
+	struct km_addr addrs[2 * KM_RES_MAX_ADDRESSES];
+	const struct km_model_wl *before[2 * KM_RES_MAX_ADDRESSES];
+	size_t n = 0, n_old = old ? old->n_addrs : 0, n_new = res ? res->n_addrs : 0;
+	int was = m->authz && km_authz_is_identity(w->authz), is = 0, changed = 0;
 
-	if (m->wl_addrs)
-		return 0;
-	m->wl_addrs = km_addr_index_new();
-	m->vips = km_addr_index_new();
-	if (!m->wl_addrs || !m->vips) {
-		km_addr_index_free(m->wl_addrs);
-		km_addr_index_free(m->vips);
-		m->wl_addrs = m->vips = NULL;
-		return -1;
+	/* every address w held or will hold, once */
+	for (size_t i = 0; i < n_old && n < 2 * KM_RES_MAX_ADDRESSES; i++)
+		if (!addr_in(addrs, n, &old->addrs[i]))
+			addrs[n++] = old->addrs[i];
+	for (size_t i = 0; i < n_new && n < 2 * KM_RES_MAX_ADDRESSES; i++)
+		if (!addr_in(addrs, n, &res->addrs[i]))
+			addrs[n++] = res->addrs[i];
+	for (size_t i = 0; m->authz && i < n; i++)
+		before[i] = ident_owner(m, &addrs[i], w, was);
+	/* authorization reads the old version as it takes the new one */
+	if (m->authz && res) {
+		w->authz = km_authz_put_workload(m->authz, w->authz, res, w->id, &changed);
+		is = km_authz_is_identity(w->authz);
+	} else if (m->authz) {
+		km_authz_remove_workload(m->authz, w->authz);
+		w->authz = NULL;
 	}
-	HASH_ITER(hh, m->services, s, tmp)
-		mdl_index_service(m, s->res, 1);
-	km_model_each_workload(m, index_one_workload, m);
-	return m->index_oom ? -1 : 0;
+	for (size_t i = 0; i < n_old; i++)
+		if (!addr_in(res ? res->addrs : NULL, n_new, &old->addrs[i]))
+			km_addr_index_remove(&m->wl_addrs, &old->addrs[i], w);
+	for (size_t i = 0; i < n_new; i++)
+		if (km_addr_index_add(&m->wl_addrs, &res->addrs[i], w) != 0)
+			m->index_oom = m->out->oom = 1; /* a resync rebuilds what is missing */
+	for (size_t i = 0; m->authz && i < n; i++) {
+		const struct km_model_wl *after = ident_owner(m, &addrs[i], w, is);
+
+		if (after != before[i] || (after == w && changed))
+			km_authz_write_address(m->authz, &addrs[i], before[i] != NULL,
+					       after ? after->authz : NULL);
+	}
+}
+
+void mdl_replay_identities(struct km_model *m)
+{
+	for (const struct km_addr_map_entry *e = km_addr_index_next(&m->wl_addrs, NULL); e;
+	     e = km_addr_index_next(&m->wl_addrs, e)) {
+		const struct km_model_wl *owner = ident_owner(m, &e->addr, NULL, 0);
+
+		if (owner)
+			km_authz_write_address(m->authz, &e->addr, 1, owner->authz);
+	}
+}
+
+const struct km_workload_res *km_model_workload_at(const struct km_model *m,
+						   const struct km_addr *a)
+{
+	const struct km_model_wl *w = km_addr_index_find(&m->wl_addrs, a);
+
+	return w ? w->res : NULL;
+}
+
+const struct km_service_res *km_model_service_at(const struct km_model *m, const struct km_addr *a)
+{
+	const struct km_model_svc *s = km_addr_index_find(&m->vips, a);
+
+	return s ? s->res : NULL;
 }

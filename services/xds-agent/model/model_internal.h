@@ -145,8 +145,15 @@ void mdl_put_resolved(struct km_model *m, struct km_workload_res *res);
 void mdl_drop_derived(struct km_model *m, struct km_model_wl *w, size_t keep);
 
 /* model_index.c: the telemetry address indexes, when kept (add = 0: remove r's addresses). */
-void mdl_index_service(struct km_model *m, const struct km_service_res *r, int add);
-void mdl_index_workload(struct km_model *m, const struct km_workload_res *r, int add);
+void mdl_index_service(struct km_model *m, const struct km_model_svc *s,
+		       const struct km_service_res *r, int add);
+/* w's addresses go from old's (NULL: none yet) to res's (NULL: w goes): the index, w's record
+ * in authorization (put or removed) and the identity rows of every address involved. Called
+ * while both versions are alive. */
+void mdl_index_workload(struct km_model *m, struct km_model_wl *w, const struct km_workload_res *old,
+			const struct km_workload_res *res);
+/* The identity rows of every workload address (after a reconnect). */
+void mdl_replay_identities(struct km_model *m);
 
 /* model_emit.c: rows from objects (and the waypoint as rows carry it) */
 void mdl_resolve_waypoint(struct km_model *m, const struct km_waypoint *wp, struct km_op_waypoint *out);

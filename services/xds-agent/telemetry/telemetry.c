@@ -39,13 +39,6 @@ struct names {
 	struct km_addr src_addr, dst_addr;
 };
 
-static const struct km_workload_res *workload_at(const struct km_model *m, const struct km_addr *a)
-{
-	const char *uid = m->wl_addrs ? km_addr_index_find(m->wl_addrs, a) : NULL;
-
-	return uid ? km_model_find_workload(m, uid) : NULL;
-}
-
 /* The server workload's service for this port: the one whose target port it is, else its first
  * known one. */
 static const struct km_service_res *service_of(const struct km_model *m,
@@ -70,16 +63,14 @@ static const struct km_service_res *service_of(const struct km_model *m,
 static void resolve(const struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e, struct names *n)
 {
 	struct km_addr orig;
-	const char *name;
 
 	memset(n, 0, sizeof(*n));
 	km_addr_from_bytes(e->src.data, e->src.len, &n->src_addr);
 	km_addr_from_bytes(e->dst.data, e->dst.len, &n->dst_addr);
-	n->src = workload_at(t->model, &n->src_addr);
-	n->dst = workload_at(t->model, &n->dst_addr);
-	if (e->orig_dst.len && km_addr_from_bytes(e->orig_dst.data, e->orig_dst.len, &orig) == 0 &&
-	    t->model->vips && (name = km_addr_index_find(t->model->vips, &orig)))
-		n->svc = km_model_find_service(t->model, name);
+	n->src = km_model_workload_at(t->model, &n->src_addr);
+	n->dst = km_model_workload_at(t->model, &n->dst_addr);
+	if (e->orig_dst.len && km_addr_from_bytes(e->orig_dst.data, e->orig_dst.len, &orig) == 0)
+		n->svc = km_model_service_at(t->model, &orig);
 	if (!n->svc)
 		n->svc = service_of(t->model, n->dst, e->dport);
 }
@@ -481,7 +472,7 @@ int km_telemetry_init(struct km_telemetry *t, struct km_model *m, FILE *out)
 	memset(t, 0, sizeof(*t));
 	t->model = m;
 	t->out = out;
-	return km_model_index_addresses(m);
+	return 0;
 }
 
 void km_telemetry_free(struct km_telemetry *t)

@@ -1,0 +1,250 @@
+/* test_model_identity.c — which workload's identity each address carries (km_authz_ident rows),
+ * decided by the model from its one address index (model_index.c): the newest holder that is an
+ * identity here; when it goes, the next newest's identity is written again, not the row lost;
+ * host-network and other networks' workloads never take a row; an identity or address change
+ * rewrites exactly the rows it touches; a replay writes one row per address; the same index
+ * answers telemetry's lookups. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "services/xds-agent/authz/authz_compile.h"
+#include "services/xds-agent/model/model.h"
+#include "tests/unit/model_builders.h"
+#include "shared/addr.h"
+
+struct fx {
+	struct km_oplist l;
+	struct km_model m;
+	struct km_authz az;
+};
+
+static int fx_setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	km_oplist_init(&f->l);
+	km_model_init(&f->m, &f->l, NULL);
+	km_authz_init(&f->az, &f->l, "net-a");
+	km_model_set_authz(&f->m, &f->az);
+	*state = f;
+	return 0;
+}
+
+static int fx_teardown(void **state)
+{
+	struct fx *f = *state;
+
+	km_model_free(&f->m);
+	km_authz_free(&f->az);
+	km_oplist_free(&f->l);
+	free(f);
+	return 0;
+}
+
+/* A workload of namespace "prod" in network net (NULL: the default ""), account sa. */
+static void put(struct fx *f, const char *uid, const char *ip, const char *sa, const char *net,
+		int host)
+{
+	struct km_workload_res *w = wl(uid, ip, KM_WORKLOAD_HEALTHY, 0);
+
+	w->who->namespace = strdup("prod");
+	w->who->service_account = strdup(sa);
+	w->who->network = net ? strdup(net) : NULL;
+	w->host_network = (uint8_t)host;
+	km_model_upsert_workload(&f->m, w);
+	km_model_flush(&f->m);
+}
+
+/* The identity rows among the ops since the last call, as "+ip=uid" / "-ip", in order; the
+ * ops are cleared. */
+static void rows(struct fx *f, char *out, size_t len)
+{
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < f->l.n; i++) {
+		const struct km_op *o = &f->l.ops[i];
+		char a[KM_ADDR_STRLEN];
+		const char *uid;
+
+		if (o->table != KM_OP_AUTHZ_IDENT)
+			continue;
+		km_addr_format(&o->ident.addr, a);
+		uid = o->del ? "" : km_model_name_of(&f->m, o->ident.workload_id);
+		used += (size_t)snprintf(out + used, len - used, "%s%s%s%s%s", used ? " " : "",
+					 o->del ? "-" : "+", a, o->del ? "" : "=", uid ? uid : "?");
+		assert_true(used < len);
+	}
+	km_oplist_clear(&f->l);
+}
+
+#define EXPECT_ROWS(f, want)                                                                       \
+	do {                                                                                       \
+		char got_[512];                                                                    \
+		rows(f, got_, sizeof(got_));                                                       \
+		assert_string_equal(got_, want);                                                   \
+	} while (0)
+
+static size_t identities(struct fx *f)
+{
+	struct km_authz_stats st;
+
+	km_authz_stats(&f->az, &st);
+	return st.identities;
+}
+
+/* A pod's address given to a new pod before the old one is gone: the row names the newest;
+ * when the newest goes first, the old one's identity is written again (the row was deleted
+ * while the old pod still held the address, before the model kept the index). */
+static void test_reused_address_falls_back_to_the_older_holder(void **state)
+{
+	struct fx *f = *state;
+
+	put(f, "old", "10.0.0.1", "web", "net-a", 0);
+	EXPECT_ROWS(f, "+10.0.0.1=old");
+	put(f, "new", "10.0.0.1", "api", "net-a", 0);
+	EXPECT_ROWS(f, "+10.0.0.1=new");
+	assert_int_equal(identities(f), 1);
+	km_model_remove_workload(&f->m, "new");
+	km_model_flush(&f->m);
+	EXPECT_ROWS(f, "+10.0.0.1=old");
+	assert_int_equal(identities(f), 1);
+	km_model_remove_workload(&f->m, "old");
+	km_model_flush(&f->m);
+	EXPECT_ROWS(f, "-10.0.0.1");
+	assert_int_equal(identities(f), 0);
+
+	/* the older one goes first: the newest keeps the row, nothing is written */
+	put(f, "old", "10.0.0.1", "web", "net-a", 0);
+	put(f, "new", "10.0.0.1", "api", "net-a", 0);
+	km_oplist_clear(&f->l);
+	km_model_remove_workload(&f->m, "old");
+	km_model_flush(&f->m);
+	EXPECT_ROWS(f, "");
+	/* the newest moves away: its old address is free, its new one written */
+	put(f, "new", "10.0.0.2", "api", "net-a", 0);
+	EXPECT_ROWS(f, "-10.0.0.1 +10.0.0.2=new");
+	assert_int_equal(identities(f), 1);
+}
+
+/* Host-network workloads and other networks' never take a row, whichever comes first. */
+static void test_only_this_networks_pods_are_identities(void **state)
+{
+	struct fx *f = *state;
+
+	put(f, "node-agent", "10.0.0.1", "sys", "net-a", 1);
+	put(f, "remote", "10.0.0.1", "web", "net-b", 0);
+	EXPECT_ROWS(f, "");
+	put(f, "pod", "10.0.0.1", "web", "net-a", 0);
+	EXPECT_ROWS(f, "+10.0.0.1=pod");
+	put(f, "node-agent2", "10.0.0.1", "sys", "net-a", 1); /* newer, but no identity */
+	EXPECT_ROWS(f, "");
+	assert_ptr_equal(km_model_workload_at(&f->m, &(struct km_addr){ 0 }), NULL);
+	{ /* telemetry names the newest holder, identity or not */
+		struct km_addr a;
+
+		km_addr_parse("10.0.0.1", &a);
+		assert_string_equal(km_model_workload_at(&f->m, &a)->uid, "node-agent2");
+	}
+	km_model_remove_workload(&f->m, "node-agent2");
+	km_model_remove_workload(&f->m, "remote");
+	km_model_flush(&f->m);
+	EXPECT_ROWS(f, "");
+	/* the pod goes onto the host network: its row goes though it keeps the address */
+	put(f, "pod", "10.0.0.1", "web", "net-a", 1);
+	EXPECT_ROWS(f, "-10.0.0.1");
+	put(f, "pod", "10.0.0.1", "web", "net-a", 0); /* and back */
+	EXPECT_ROWS(f, "+10.0.0.1=pod");
+	/* another network: same */
+	put(f, "pod", "10.0.0.1", "web", "net-b", 0);
+	EXPECT_ROWS(f, "-10.0.0.1");
+	assert_int_equal(identities(f), 0);
+}
+
+/* A change of identity rewrites every address of the workload; an address added or dropped
+ * touches that row alone; an unchanged identity under another profile writes nothing. */
+static void test_identity_and_address_changes(void **state)
+{
+	struct fx *f = *state;
+	struct km_workload_res *w;
+
+	w = wl("pod", "10.0.0.1", KM_WORKLOAD_HEALTHY, 0);
+	w->who->namespace = strdup("prod");
+	w->who->service_account = strdup("web");
+	w->who->network = strdup("net-a");
+	w->addrs = realloc(w->addrs, 2 * sizeof(*w->addrs));
+	km_addr_parse("fd00::1", &w->addrs[1]);
+	w->n_addrs = 2;
+	km_model_upsert_workload(&f->m, w);
+	km_model_flush(&f->m);
+	EXPECT_ROWS(f, "+10.0.0.1=pod +fd00::1=pod");
+	assert_int_equal(identities(f), 2);
+	put(f, "pod", "10.0.0.1", "web", "net-a", 0); /* the IPv6 address dropped */
+	EXPECT_ROWS(f, "-fd00::1");
+	put(f, "pod", "10.0.0.1", "api", "net-a", 0); /* another account */
+	EXPECT_ROWS(f, "+10.0.0.1=pod");
+	w = wl("pod", "10.0.0.1", KM_WORKLOAD_HEALTHY, 0); /* renamed: another profile */
+	w->who->workload_name = strdup("pod-renamed");
+	w->who->namespace = strdup("prod");
+	w->who->service_account = strdup("api");
+	w->who->network = strdup("net-a");
+	km_model_upsert_workload(&f->m, w);
+	km_model_flush(&f->m);
+	EXPECT_ROWS(f, "");
+	assert_int_equal(identities(f), 1);
+}
+
+/* After a reconnect every address's row is written once, naming its identity's holder. */
+static void test_replay_writes_one_row_per_address(void **state)
+{
+	struct fx *f = *state;
+	char got[512];
+
+	put(f, "a", "10.0.0.1", "web", "net-a", 0);
+	put(f, "b", "10.0.0.1", "web", "net-a", 0);
+	put(f, "c", "10.0.0.2", "web", "net-a", 0);
+	put(f, "h", "10.0.0.3", "sys", "net-a", 1);
+	km_oplist_clear(&f->l);
+	km_model_replay(&f->m);
+	rows(f, got, sizeof(got));
+	/* in the index's order: both rows, each once */
+	assert_true(!strcmp(got, "+10.0.0.1=b +10.0.0.2=c") || !strcmp(got, "+10.0.0.2=c +10.0.0.1=b"));
+	assert_int_equal(identities(f), 2);
+}
+
+/* A service's VIP names it for telemetry until it goes. */
+static void test_vips_name_their_service(void **state)
+{
+	struct fx *f = *state;
+	struct km_addr a;
+
+	km_addr_parse("10.96.0.1", &a);
+	km_model_upsert_service(&f->m, svc("demo/web", "10.96.0.1", 80, 8080));
+	assert_string_equal(km_model_service_at(&f->m, &a)->name, "demo/web");
+	km_model_upsert_service(&f->m, svc("demo/web", "10.96.0.2", 80, 8080)); /* another VIP */
+	assert_null(km_model_service_at(&f->m, &a));
+	km_addr_parse("10.96.0.2", &a);
+	assert_string_equal(km_model_service_at(&f->m, &a)->name, "demo/web");
+	km_model_remove_service(&f->m, "demo/web");
+	assert_null(km_model_service_at(&f->m, &a));
+	km_model_flush(&f->m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_reused_address_falls_back_to_the_older_holder, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_only_this_networks_pods_are_identities, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_identity_and_address_changes, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_replay_writes_one_row_per_address, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_vips_name_their_service, fx_setup, fx_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
