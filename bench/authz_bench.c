@@ -129,14 +129,18 @@ static void put_workload(uint32_t id, const char *ns, struct km_addr *a)
 	snprintf(w->who->namespace, 64, "%s", ns);
 	w->who->service_account = "sa";
 	w->who->network = NET;
-	struct az_wl *h;
-	int changed;
+	struct km_authz_wl *h = calloc(1, sizeof(*h)); /* the model keeps it in its entry */
 
-	if (!(h = km_authz_put_workload(&authz, NULL, w, id, &changed))) {
+	if (!h) {
+		perror("calloc");
+		exit(1);
+	}
+	km_authz_put_workload(&authz, h, w, id);
+	if (authz.oom) {
 		fprintf(stderr, "authz: out of memory\n");
 		exit(1);
 	}
-	km_authz_write_address(&authz, a, 0, h); /* as the model does for an address of its own */
+	km_authz_write_address(&authz, a, 0, h, id); /* as the model does for an address of its own */
 }
 
 static void apply_ops(void)

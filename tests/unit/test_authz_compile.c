@@ -27,7 +27,7 @@ static struct {
 	char uid[16];
 	struct km_workload_res *res;
 	struct km_addr addr;
-	struct az_wl *h;
+	struct km_authz_wl h; /* as the model keeps it: in the workload's entry */
 } wls[8];
 
 static void drop_wls(void)
@@ -78,12 +78,11 @@ static size_t wl_slot(const char *uid)
  * address only this workload holds (model_index.c; shared addresses: test_model.c). */
 static void put_record(size_t i, struct km_workload_res *w, uint32_t id)
 {
-	int was = km_authz_is_identity(wls[i].h), changed;
+	int was = km_authz_is_identity(&wls[i].h);
 
-	wls[i].h = km_authz_put_workload(&az, wls[i].h, w, id, &changed);
-	assert_non_null(wls[i].h);
-	if (changed)
-		km_authz_write_address(&az, &w->addrs[0], was, wls[i].h);
+	if (km_authz_put_workload(&az, &wls[i].h, w, id))
+		km_authz_write_address(&az, &w->addrs[0], was, &wls[i].h, id);
+	assert_false(az.oom);
 }
 
 static void put_wl(const char *uid, const char *ns, const char *network, struct km_addr *a,
@@ -114,10 +113,10 @@ static void remove_wl(const char *uid)
 {
 	size_t i = wl_slot(uid);
 
-	if (km_authz_is_identity(wls[i].h))
-		km_authz_write_address(&az, &wls[i].res->addrs[0], 1, NULL);
-	km_authz_remove_workload(&az, wls[i].h);
-	wls[i].h = NULL;
+	if (km_authz_is_identity(&wls[i].h))
+		km_authz_write_address(&az, &wls[i].res->addrs[0], 1, NULL, 0);
+	km_authz_remove_workload(&az, &wls[i].h);
+	assert_null(wls[i].h.res);
 	free(wls[i].res);
 	wls[i].res = NULL;
 }

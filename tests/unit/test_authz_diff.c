@@ -76,7 +76,7 @@ struct world {
 	struct km_wl_where where[2][MAX_WL];
 	struct km_addr addr[2][MAX_WL];
 	int cur[MAX_WL];
-	struct az_wl *h[MAX_WL];
+	struct km_authz_wl h[MAX_WL]; /* as the model keeps them: in the workloads' entries */
 	int live[MAX_WL];
 	char uid[MAX_WL][16];
 	char *pol_names[64];
@@ -559,20 +559,18 @@ static void mutate(int round)
 			continue;
 		if (W.live[i] && rnd(4) == 0) {
 			/* an identity's address is its own here: the row follows it (model_index.c) */
-			if (km_authz_is_identity(W.h[i]))
-				km_authz_write_address(&W.authz, &ADDR(i), 1, NULL);
-			km_authz_remove_workload(&W.authz, W.h[i]);
-			W.h[i] = NULL;
+			if (km_authz_is_identity(&W.h[i]))
+				km_authz_write_address(&W.authz, &ADDR(i), 1, NULL, 0);
+			km_authz_remove_workload(&W.authz, &W.h[i]);
 			W.live[i] = 0;
 		} else {
-			int was = km_authz_is_identity(W.h[i]), changed;
+			int was = km_authz_is_identity(&W.h[i]);
+			uint32_t id = (uint32_t)(1000 + i);
 
 			make_workload(i);
-			W.h[i] = km_authz_put_workload(&W.authz, W.h[i], &WL(i), (uint32_t)(1000 + i),
-						       &changed);
-			assert_non_null(W.h[i]);
-			if (changed)
-				km_authz_write_address(&W.authz, &ADDR(i), was, W.h[i]);
+			if (km_authz_put_workload(&W.authz, &W.h[i], &WL(i), id))
+				km_authz_write_address(&W.authz, &ADDR(i), was, &W.h[i], id);
+			assert_false(W.authz.oom);
 			W.live[i] = 1;
 		}
 	}

@@ -37,7 +37,8 @@ static void emit_rows(struct km_authz *a, const struct az_policy *p, int del)
 	}
 }
 
-static void emit_ident(struct km_authz *a, const struct az_wl *w, const struct km_addr *addr, int del)
+static void emit_ident(struct km_authz *a, const struct km_authz_wl *w, uint32_t id,
+		       const struct km_addr *addr, int del)
 {
 	struct km_op *op = az_emit(a, KM_OP_AUTHZ_IDENT, del, 0);
 
@@ -46,7 +47,7 @@ static void emit_ident(struct km_authz *a, const struct az_wl *w, const struct k
 	op->ident.addr = *addr;
 	if (del)
 		return;
-	op->ident.workload_id = w->id;
+	op->ident.workload_id = id;
 	op->ident.ns_id = w->ident->str[AZ_NS] ? w->ident->str[AZ_NS]->id : 0;
 	op->ident.sa_id = w->ident->str[AZ_SA] ? w->ident->str[AZ_SA]->id : 0;
 	op->ident.principal_id = w->ident->str[AZ_PRINCIPAL] ? w->ident->str[AZ_PRINCIPAL]->id : 0;
@@ -250,7 +251,8 @@ void km_authz_remove_policy(struct km_authz *a, const char *name)
 	retire(a, p);
 }
 
-static void wl_set_policies(struct km_authz *a, struct az_wl *w, const struct km_workload_res *r)
+static void wl_set_policies(struct km_authz *a, struct km_authz_wl *w, const struct km_workload_res *r,
+			    uint32_t id)
 {
 	size_t n_old = az_wl_n_policies(w), n_new = r ? r->n_policies : 0;
 	int same = n_old == n_new;
@@ -259,7 +261,7 @@ static void wl_set_policies(struct km_authz *a, struct az_wl *w, const struct km
 		same = strcmp(w->res->policies[i], r->policies[i]) == 0;
 	if (same)
 		return;
-	if (!w->list && n_new && (w->list = az_list_get(a, KM_AUTHZ_OWNER_WORKLOAD, w->id, 1)))
+	if (!w->list && n_new && (w->list = az_list_get(a, KM_AUTHZ_OWNER_WORKLOAD, id, 1)))
 		w->list->wl = w;
 	if (w->list)
 		w->list->dirty = 1;
@@ -317,7 +319,7 @@ static int same_identity(const struct az_ident *x, const struct az_ident *y)
 
 /* Give w the identity r has here (r NULL: none). Returns 1 when what its rows would say
  * changed: it became or stopped being an identity, or became another one. */
-static int wl_set_identity(struct km_authz *a, struct az_wl *w, const struct km_workload_res *r)
+static int wl_set_identity(struct km_authz *a, struct km_authz_wl *w, const struct km_workload_res *r)
 {
 	struct az_ident *next = NULL, *prev = w->ident;
 	int changed;
@@ -333,63 +335,38 @@ static int wl_set_identity(struct km_authz *a, struct az_wl *w, const struct km_
 }
 
 void km_authz_write_address(struct km_authz *a, const struct km_addr *addr, int had_row,
-			    const struct az_wl *owner)
+			    const struct km_authz_wl *owner, uint32_t owner_id)
 {
 	int has_row = km_authz_is_identity(owner);
 
 	if (!has_row && !had_row)
 		return;
-	emit_ident(a, has_row ? owner : NULL, addr, !has_row);
+	emit_ident(a, has_row ? owner : NULL, owner_id, addr, !has_row);
 	a->n_ident_rows += (size_t)has_row - (size_t)had_row;
 }
 
-int km_authz_is_identity(const struct az_wl *w)
+int km_authz_is_identity(const struct km_authz_wl *w)
 {
 	return w && w->ident;
 }
 
-static void wl_forget(struct km_authz *a, struct az_wl *w)
+int km_authz_put_workload(struct km_authz *a, struct km_authz_wl *w, const struct km_workload_res *r,
+			  uint32_t id)
 {
-	struct az_wl *last = a->wls[--a->n_wls];
+	int changed = wl_set_identity(a, w, r);
 
-	last->pos = w->pos;
-	a->wls[w->pos] = last;
-	free(w);
-}
-
-struct az_wl *km_authz_put_workload(struct km_authz *a, struct az_wl *w,
-				    const struct km_workload_res *r, uint32_t id, int *identity_changed)
-{
-	*identity_changed = 0;
-	if (w && w->id != id) {
-		*identity_changed = km_authz_is_identity(w);
-		km_authz_remove_workload(a, w);
-		w = NULL;
-	}
-	if (!w) {
-		if (!GROW(a, a->wls, a->cap_wls, a->n_wls + 1) || !(w = calloc(1, sizeof(*w)))) {
-			a->oom = 1;
-			return NULL;
-		}
-		w->id = id;
-		w->pos = (uint32_t)a->n_wls;
-		a->wls[a->n_wls++] = w;
-	}
-	*identity_changed |= wl_set_identity(a, w, r);
-	wl_set_policies(a, w, r);
+	wl_set_policies(a, w, r, id);
 	w->res = r;
-	return w;
+	return changed;
 }
 
-void km_authz_remove_workload(struct km_authz *a, struct az_wl *w)
+void km_authz_remove_workload(struct km_authz *a, struct km_authz_wl *w)
 {
-	if (!w)
-		return;
 	wl_set_identity(a, w, NULL);
-	wl_set_policies(a, w, NULL);
+	wl_set_policies(a, w, NULL, 0);
 	if (w->list)
 		w->list->wl = NULL; /* rebuilt empty at the flush, then freed */
-	wl_forget(a, w);
+	memset(w, 0, sizeof(*w));
 }
 
 /* ---- flush, replay, free ----------------------------------------------------------------- */
@@ -442,9 +419,6 @@ void km_authz_free(struct km_authz *a)
 
 	/* rows are left in the tables: freeing is not uninstalling */
 
-	for (size_t i = 0; i < a->n_wls; i++)
-		free(a->wls[i]);
-	free(a->wls);
 	HASH_ITER(hh, a->idents, e, etmp) {
 		HASH_DEL(a->idents, e);
 		for (int k = 0; k < AZ_STRING_KINDS; k++)

@@ -30,7 +30,18 @@ struct az_str;
 struct az_set;
 struct az_policy;
 struct az_list;
-struct az_wl;
+struct az_ident;
+
+/* A workload as authorization sees it, kept in the caller's storage (the model's entry for the
+ * workload: no allocation of its own), zeroed before its first put and handed to every put and
+ * to the remove; read only outside the compiler. Nothing is copied: res is the caller's resource
+ * as last put (uid, addresses, policy names), kept unchanged by the caller until the next put or
+ * the remove. */
+struct km_authz_wl {
+	const struct km_workload_res *res; /* NULL: never put, or removed */
+	struct az_ident *ident;            /* NULL: not an identity here */
+	struct az_list *list;              /* its own policy list, once it names a policy */
+};
 
 /* Lists of at least this many policies get a candidate index: BPF looks for one only there
  * (below it the plain walk costs about what the index's own lookups do; bench/authz.sh). */
@@ -48,8 +59,6 @@ struct km_authz {
 	struct az_set **string_sets[3]; /* sets of string matches, per kind (expansion targets) */
 	size_t n_string_sets[3], cap_string_sets[3];
 	struct az_list *lists;        /* by (kind, owner) */
-	struct az_wl **wls;           /* every workload put (unordered; az_wl.pos) */
-	size_t n_wls, cap_wls;
 	size_t n_ident_rows;          /* identity rows written (km_authz_write_address) */
 	size_t n_rows;                /* match rows of the current versions (dumps) */
 	/* Lists of at least this many policies get a candidate index (km_authz_index); 0: none (the
@@ -66,27 +75,25 @@ void km_authz_free(struct km_authz *a);
 void km_authz_put_policy(struct km_authz *a, const char *name,
 			 const Kmesh__Security__Authorization *p);
 void km_authz_remove_policy(struct km_authz *a, const char *name);
-/* A workload's current version and its model id (owner of its own policy list). w is the
- * workload's record from the previous put (NULL the first time); returns the record to pass
- * next time (NULL when out of memory: a->oom is set). Nothing of r is copied: r must stay valid
- * and unchanged until the workload's next put or its remove, which read it as the old version.
- * *identity_changed says whether the identity its addresses carry changed (it became or
- * stopped being one, or became another); the rows of its addresses are the caller's to
- * rewrite (km_authz_write_address). */
-struct az_wl *km_authz_put_workload(struct km_authz *a, struct az_wl *w,
-				    const struct km_workload_res *r, uint32_t id,
-				    int *identity_changed);
-/* The workload is gone (w NULL: nothing to do); w is freed. The caller moves its addresses'
- * rows first. */
-void km_authz_remove_workload(struct km_authz *a, struct az_wl *w);
+/* A workload's current version r and its model id (owner of its own policy list; the same for
+ * every put of a record) into its record w. Nothing of r is copied: r must stay valid and
+ * unchanged until the workload's next put or its remove, which read it as the old version.
+ * Returns 1 when the identity its addresses carry changed (it became or stopped being one, or
+ * became another), else 0; the rows of its addresses are the caller's to rewrite
+ * (km_authz_write_address). Out of memory: a->oom is set. */
+int km_authz_put_workload(struct km_authz *a, struct km_authz_wl *w, const struct km_workload_res *r,
+			  uint32_t id);
+/* The workload is gone: w is left zeroed. The caller moves its addresses' rows first. */
+void km_authz_remove_workload(struct km_authz *a, struct km_authz_wl *w);
 /* Whether w's addresses carry its identity here: a workload of this node's network, not on the
  * host network, with an address. */
-int km_authz_is_identity(const struct az_wl *w);
-/* The identity row of addr: owner's identity (an identity record), or none (owner NULL or not
- * an identity: the row is deleted if it had one, had_row). Which workload's identity an address
- * carries is the model's to say: it knows every holder of an address (addr_index.h). */
+int km_authz_is_identity(const struct km_authz_wl *w);
+/* The identity row of addr: that of owner, the workload with model id owner_id (an identity),
+ * or none (owner NULL or not an identity: the row is deleted if it had one, had_row). Which
+ * workload's identity an address carries is the model's to say: it knows every holder of an
+ * address (addr_index.h). */
 void km_authz_write_address(struct km_authz *a, const struct km_addr *addr, int had_row,
-			    const struct az_wl *owner);
+			    const struct km_authz_wl *owner, uint32_t owner_id);
 /* Rewrite the lists changed since the last flush, then remove retired policy versions. */
 void km_authz_flush(struct km_authz *a);
 /* Emit every row of the current state but the identity rows, which the caller replays with

@@ -86,7 +86,7 @@ struct az_list {
 	struct az_index_key *idx; /* index rows written for generation gen */
 	size_t n_idx;
 	int head_written, dirty;
-	struct az_wl *wl; /* KM_AUTHZ_OWNER_WORKLOAD: its workload while it exists */
+	struct km_authz_wl *wl; /* KM_AUTHZ_OWNER_WORKLOAD: its workload while it exists */
 	UT_hash_handle hh;
 };
 
@@ -97,21 +97,11 @@ struct az_list {
 struct az_ident {
 	const struct km_wl_who *who; /* the key */
 	struct az_str *str[AZ_STRING_KINDS]; /* NULL: namespace "" */
-	uint32_t refs; /* az_wl pointing here; each string is one workload reference of the entry's */
+	uint32_t refs; /* workload records pointing here; each string is one workload reference of the entry's */
 	UT_hash_handle hh;
 };
 
-/* A workload as authorization sees it. Nothing is copied: res is the caller's resource as last
- * put (uid, addresses, policy names), kept unchanged by the caller until the next put or remove. */
-struct az_wl {
-	const struct km_workload_res *res; /* NULL until the first put ends */
-	struct az_ident *ident; /* NULL: not an identity here */
-	struct az_list *list;
-	uint32_t id;
-	uint32_t pos;     /* in km_authz.wls */
-};
-
-static inline size_t az_wl_n_policies(const struct az_wl *w)
+static inline size_t az_wl_n_policies(const struct km_authz_wl *w)
 {
 	return w->res ? w->res->n_policies : 0;
 }

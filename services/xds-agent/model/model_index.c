@@ -32,7 +32,7 @@ static const struct km_model_wl *ident_owner(const struct km_model *m, const str
 	while (n--) {
 		const struct km_model_wl *x = h[n];
 
-		if (x == w ? w_is : km_authz_is_identity(x->authz))
+		if (x == w ? w_is : km_authz_is_identity(&x->authz))
 			return x;
 	}
 	return NULL;
@@ -52,7 +52,7 @@ void mdl_index_workload(struct km_model *m, struct km_model_wl *w, const struct 
 	struct km_addr addrs[2 * KM_RES_MAX_ADDRESSES];
 	const struct km_model_wl *before[2 * KM_RES_MAX_ADDRESSES];
 	size_t n = 0, n_old = old ? old->n_addrs : 0, n_new = res ? res->n_addrs : 0;
-	int was = m->authz && km_authz_is_identity(w->authz), is = 0, changed = 0;
+	int was = m->authz && km_authz_is_identity(&w->authz), is = 0, changed = 0;
 
 	/* every address w held or will hold, once */
 	for (size_t i = 0; i < n_old && n < 2 * KM_RES_MAX_ADDRESSES; i++)
@@ -65,11 +65,10 @@ void mdl_index_workload(struct km_model *m, struct km_model_wl *w, const struct 
 		before[i] = ident_owner(m, &addrs[i], w, was);
 	/* authorization reads the old version as it takes the new one */
 	if (m->authz && res) {
-		w->authz = km_authz_put_workload(m->authz, w->authz, res, w->id, &changed);
-		is = km_authz_is_identity(w->authz);
+		changed = km_authz_put_workload(m->authz, &w->authz, res, w->id);
+		is = km_authz_is_identity(&w->authz);
 	} else if (m->authz) {
-		km_authz_remove_workload(m->authz, w->authz);
-		w->authz = NULL;
+		km_authz_remove_workload(m->authz, &w->authz);
 	}
 	for (size_t i = 0; i < n_old; i++)
 		if (!addr_in(res ? res->addrs : NULL, n_new, &old->addrs[i]))
@@ -82,7 +81,7 @@ void mdl_index_workload(struct km_model *m, struct km_model_wl *w, const struct 
 
 		if (after != before[i] || (after == w && changed))
 			km_authz_write_address(m->authz, &addrs[i], before[i] != NULL,
-					       after ? after->authz : NULL);
+					       after ? &after->authz : NULL, after ? after->id : 0);
 	}
 }
 
@@ -93,7 +92,7 @@ void mdl_replay_identities(struct km_model *m)
 		const struct km_model_wl *owner = ident_owner(m, &e->addr, NULL, 0);
 
 		if (owner)
-			km_authz_write_address(m->authz, &e->addr, 1, owner->authz);
+			km_authz_write_address(m->authz, &e->addr, 1, &owner->authz, owner->id);
 	}
 }
 

@@ -11,6 +11,7 @@
 
 #include <uthash.h>
 
+#include "services/xds-agent/authz/authz_compile.h"
 #include "services/xds-agent/core/xds_version.h"
 #include "services/xds-agent/model/model.h"
 
@@ -68,7 +69,8 @@ struct mdl_place {
 };
 
 /* A workload: its name is res->uid (an entry always holds its resource). Fields are ordered so
- * the entry has no padding to speak of: 88 bytes, a 96-byte malloc chunk (one per workload). */
+ * the entry has no padding to speak of: 104 bytes, a 112-byte malloc chunk (one per workload),
+ * authorization's record of it included. */
 struct km_model_wl {
 	/* one place per service that lists it: the first in the entry (most workloads list one
 	 * service: no allocation), the others in `more` */
@@ -76,7 +78,7 @@ struct km_model_wl {
 	struct mdl_place *more;
 	struct km_workload_res *res;
 	struct km_model_svc *wp_of;
-	struct az_wl *authz; /* its record in m->authz (km_authz_put_workload), if any */
+	struct km_authz_wl authz; /* its record in m->authz (km_authz_put_workload), if any */
 	union km_xds_version version; /* istiod's, with version_kind and version_width */
 	uint64_t backend_sum; /* checksum of the backend row as last written (mdl_row_sum) */
 	uint32_t id;
