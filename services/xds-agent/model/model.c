@@ -12,7 +12,7 @@
 #include "shared/addr.h"
 #include "shared/log.h"
 
-/* one 96-byte malloc chunk per workload entry (model_internal.h): growing it costs every workload */
+/* one 112-byte malloc chunk per workload entry (model_internal.h): growing it costs every workload */
 _Static_assert(sizeof(struct km_model_wl) <= 104, "struct km_model_wl outgrew its malloc chunk");
 
 /* ---- services ------------------------------------------------------------------------------ */
@@ -181,7 +181,7 @@ static size_t frontend_addrs(const struct km_workload_res *r, const struct km_ad
 	return r && !r->host_network && km_wl_waypoint(r)->kind != KM_WAYPOINT_NONE ? r->n_addrs : 0;
 }
 
-static int in_addrs(const struct km_addr *list, size_t n, const struct km_addr *a)
+int mdl_addr_in(const struct km_addr *list, size_t n, const struct km_addr *a)
 {
 	for (size_t i = 0; i < n; i++)
 		if (memcmp(&list[i], a, sizeof(*a)) == 0)
@@ -288,7 +288,7 @@ struct km_model_wl *mdl_put_entry(struct km_model *m, struct km_workload_res *re
 
 	/* 2. Pod-IP frontends that went away. */
 	for (size_t i = 0; i < n_old_fe; i++)
-		if (!in_addrs(new_fe, n_new_fe, &old_fe[i]))
+		if (!mdl_addr_in(new_fe, n_new_fe, &old_fe[i]))
 			mdl_emit_workload_frontend(m, w, &old_fe[i], 1);
 
 	/* 3. Service memberships and endpoints. */
@@ -316,7 +316,7 @@ struct km_model_wl *mdl_put_entry(struct km_model *m, struct km_workload_res *re
 
 	/* 4. Pod-IP frontends that are new. */
 	for (size_t i = 0; i < n_new_fe; i++)
-		if (!in_addrs(old_fe, n_old_fe, &new_fe[i]))
+		if (!mdl_addr_in(old_fe, n_old_fe, &new_fe[i]))
 			mdl_emit_workload_frontend(m, w, &new_fe[i], 0);
 	/* 5. A workload that lost every address: its backend row goes last. */
 	if (had_backend && !w->backend_written)

@@ -6,8 +6,6 @@
  * its own. */
 #include "services/xds-agent/model/model_internal.h"
 
-#include <string.h>
-
 #include "services/xds-agent/authz/authz_compile.h"
 
 void mdl_index_service(struct km_model *m, const struct km_model_svc *s,
@@ -38,14 +36,6 @@ static const struct km_model_wl *ident_owner(const struct km_model *m, const str
 	return NULL;
 }
 
-static int addr_in(const struct km_addr *l, size_t n, const struct km_addr *x)
-{
-	for (size_t i = 0; i < n; i++)
-		if (memcmp(&l[i], x, sizeof(*x)) == 0)
-			return 1;
-	return 0;
-}
-
 void mdl_index_workload(struct km_model *m, struct km_model_wl *w, const struct km_workload_res *old,
 			const struct km_workload_res *res)
 {
@@ -56,10 +46,10 @@ void mdl_index_workload(struct km_model *m, struct km_model_wl *w, const struct 
 
 	/* every address w held or will hold, once */
 	for (size_t i = 0; i < n_old && n < 2 * KM_RES_MAX_ADDRESSES; i++)
-		if (!addr_in(addrs, n, &old->addrs[i]))
+		if (!mdl_addr_in(addrs, n, &old->addrs[i]))
 			addrs[n++] = old->addrs[i];
 	for (size_t i = 0; i < n_new && n < 2 * KM_RES_MAX_ADDRESSES; i++)
-		if (!addr_in(addrs, n, &res->addrs[i]))
+		if (!mdl_addr_in(addrs, n, &res->addrs[i]))
 			addrs[n++] = res->addrs[i];
 	for (size_t i = 0; m->authz && i < n; i++)
 		before[i] = ident_owner(m, &addrs[i], w, was);
@@ -71,7 +61,7 @@ void mdl_index_workload(struct km_model *m, struct km_model_wl *w, const struct 
 		km_authz_remove_workload(m->authz, &w->authz);
 	}
 	for (size_t i = 0; i < n_old; i++)
-		if (!addr_in(res ? res->addrs : NULL, n_new, &old->addrs[i]))
+		if (!mdl_addr_in(res ? res->addrs : NULL, n_new, &old->addrs[i]))
 			km_addr_index_remove(&m->wl_addrs, &old->addrs[i], w);
 	for (size_t i = 0; i < n_new; i++)
 		if (km_addr_index_add(&m->wl_addrs, &res->addrs[i], w) != 0)

@@ -147,6 +147,8 @@ void mdl_put_resolved(struct km_model *m, struct km_workload_res *res);
 void mdl_drop_derived(struct km_model *m, struct km_model_wl *w, size_t keep);
 
 /* model_index.c: the telemetry address indexes, when kept (add = 0: remove r's addresses). */
+/* Whether a is one of list's n addresses. */
+int mdl_addr_in(const struct km_addr *list, size_t n, const struct km_addr *a);
 void mdl_index_service(struct km_model *m, const struct km_model_svc *s,
 		       const struct km_service_res *r, int add);
 /* w's addresses go from old's (NULL: none yet) to res's (NULL: w goes): the index, w's record
