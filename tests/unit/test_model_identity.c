@@ -3,7 +3,8 @@
  * identity here; when it goes, the next newest's identity is written again, not the row lost;
  * host-network and other networks' workloads never take a row; an identity or address change
  * rewrites exactly the rows it touches; a replay writes one row per address; the same index
- * answers telemetry's lookups. */
+ * answers telemetry's lookups; and a randomized run of workloads sharing a few addresses, held
+ * to a reference of that rule after every change. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -236,6 +237,157 @@ static void test_vips_name_their_service(void **state)
 	km_model_flush(&f->m);
 }
 
+/* ---- randomized: a few addresses shared by many workloads, against a reference ---------- */
+
+#define R_WL 12
+#define R_ADDRS 6
+
+static uint64_t rng_state;
+
+static uint32_t rnd(uint32_t n)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (uint32_t)(rng_state % n);
+}
+
+struct r_wl {
+	int live;
+	unsigned addrs;     /* bit i: holds address i */
+	int sa, net, host;  /* account 0..2, network 0 (net-a, this node's) or 1, host network */
+	uint64_t taken;     /* when it last took its addresses (a put that changed it) */
+};
+
+struct r_row {
+	uint32_t workload_id, sa_id; /* workload_id 0: no row */
+};
+
+static void r_addr(int i, struct km_addr *a)
+{
+	char ip[32];
+
+	snprintf(ip, sizeof(ip), "10.1.0.%d", i + 1);
+	km_addr_parse(ip, a);
+}
+
+static void r_apply(struct fx *f, struct r_row *table)
+{
+	for (size_t i = 0; i < f->l.n; i++) {
+		const struct km_op *o = &f->l.ops[i];
+		struct km_addr a;
+		int k;
+
+		if (o->table != KM_OP_AUTHZ_IDENT)
+			continue;
+		for (k = 0; k < R_ADDRS; k++) {
+			r_addr(k, &a);
+			if (!memcmp(&a, &o->ident.addr, sizeof(a)))
+				break;
+		}
+		assert_true(k < R_ADDRS); /* only addresses workloads hold */
+		if (o->del) {
+			assert_int_not_equal(table[k].workload_id, 0); /* a row deleted twice */
+			table[k] = (struct r_row){ 0, 0 };
+		} else {
+			table[k] = (struct r_row){ o->ident.workload_id, o->ident.sa_id };
+		}
+	}
+	km_oplist_clear(&f->l);
+}
+
+static void r_check(struct fx *f, const struct r_wl *w, const struct r_row *table, int step)
+{
+	uint32_t sa_id_of[3] = { 0, 0, 0 };
+	size_t rows = 0;
+
+	for (int k = 0; k < R_ADDRS; k++) {
+		int owner = -1;
+		char uid[16];
+
+		for (int i = 0; i < R_WL; i++)
+			if (w[i].live && (w[i].addrs & (1u << k)) && !w[i].net && !w[i].host &&
+			    (owner < 0 || w[i].taken > w[owner].taken))
+				owner = i;
+		if (owner < 0) {
+			if (table[k].workload_id)
+				fail_msg("step %d: address %d has a row (workload %u), no identity holds it",
+					 step, k, table[k].workload_id);
+			continue;
+		}
+		rows++;
+		snprintf(uid, sizeof(uid), "r%d", owner);
+		if (table[k].workload_id != km_model_id_of(&f->m, uid))
+			fail_msg("step %d: address %d carries workload %u, want %s (%u)", step, k,
+				 table[k].workload_id, uid, km_model_id_of(&f->m, uid));
+		/* the same account, the same id; another, another (a stale row fails here) */
+		if (!sa_id_of[w[owner].sa])
+			sa_id_of[w[owner].sa] = table[k].sa_id;
+		assert_int_equal(table[k].sa_id, sa_id_of[w[owner].sa]);
+	}
+	for (int x = 0; x < 3; x++)
+		for (int y = x + 1; y < 3; y++)
+			assert_true(!sa_id_of[x] || sa_id_of[x] != sa_id_of[y]);
+	assert_int_equal(identities(f), rows);
+}
+
+static void test_random_shared_addresses_against_reference(void **state)
+{
+	static const char *const sas[] = { "web", "api", "db" };
+	struct fx *f = *state;
+	struct r_wl w[R_WL];
+	struct r_row table[R_ADDRS];
+	uint64_t now = 0;
+
+	memset(w, 0, sizeof(w));
+	memset(table, 0, sizeof(table));
+	rng_state = 0x9e3779b97f4a7c15ull;
+	for (int step = 0; step < 4000; step++) {
+		int i = (int)rnd(R_WL);
+		char uid[16];
+
+		snprintf(uid, sizeof(uid), "r%d", i);
+		if (w[i].live && rnd(4) == 0) {
+			km_model_remove_workload(&f->m, uid);
+			w[i].live = 0;
+		} else {
+			struct r_wl next = { .live = 1, .addrs = 1u << rnd(R_ADDRS), .sa = (int)rnd(3),
+					     .net = rnd(6) == 0, .host = rnd(8) == 0 };
+			struct km_workload_res *r = wl(uid, NULL, KM_WORKLOAD_HEALTHY, 0);
+
+			if (rnd(3) == 0)
+				next.addrs |= 1u << rnd(R_ADDRS);
+			if (rnd(3) == 0 && w[i].live) /* an unchanged version: takes nothing */
+				next = w[i];
+			free(r->addrs);
+			r->addrs = calloc(2, sizeof(*r->addrs));
+			for (int k = 0; k < R_ADDRS; k++)
+				if (next.addrs & (1u << k))
+					r_addr(k, &r->addrs[r->n_addrs++]);
+			r->who->namespace = strdup("prod");
+			r->who->service_account = strdup(sas[next.sa]);
+			r->who->network = strdup(next.net ? "net-b" : "net-a");
+			r->host_network = (uint8_t)next.host;
+			/* the model takes a changed version's addresses anew (newest holder) */
+			if (!w[i].live || w[i].addrs != next.addrs || w[i].sa != next.sa ||
+			    w[i].net != next.net || w[i].host != next.host)
+				next.taken = ++now;
+			else
+				next.taken = w[i].taken;
+			w[i] = next;
+			km_model_upsert_workload(&f->m, r);
+		}
+		km_model_flush(&f->m);
+		r_apply(f, table);
+		r_check(f, w, table, step);
+	}
+	/* a replay rewrites exactly the rows held */
+	km_model_replay(&f->m);
+	memset(table, 0, sizeof(table));
+	r_apply(f, table);
+	r_check(f, w, table, -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -244,6 +396,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_identity_and_address_changes, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_replay_writes_one_row_per_address, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_vips_name_their_service, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_random_shared_addresses_against_reference, fx_setup, fx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
