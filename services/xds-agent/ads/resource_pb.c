@@ -8,9 +8,28 @@
 
 #include "shared/addr.h"
 
+/* Where a resource and its parts are made: a decode's scratch block (the resource is then
+ * marked scratch: the model packs it and the block is reused for the next one, no malloc per
+ * string), or the heap. */
+struct conv {
+	ProtobufCAllocator *a; /* NULL: the heap */
+};
+
+/* n zeroed bytes (n is bounded by the callers' limits), or NULL. */
+static void *conv_alloc(const struct conv *c, size_t n)
+{
+	void *p;
+
+	if (!c->a)
+		return calloc(1, n);
+	if ((p = c->a->alloc(c->a->allocator_data, n)))
+		memset(p, 0, n);
+	return p;
+}
+
 /* Copy a string field, bounded. Empty strings become NULL unless required (then an error). */
-static int copy_str(const char *in, size_t max, int required, const char *field, char **out,
-		    char *err, size_t errlen)
+static int copy_str(const struct conv *c, const char *in, size_t max, int required,
+		    const char *field, char **out, char *err, size_t errlen)
 {
 	size_t n = in ? strlen(in) : 0;
 
@@ -19,8 +38,10 @@ static int copy_str(const char *in, size_t max, int required, const char *field,
 		return required ? km_errf(err, errlen, "'%s' is required", field) : 0;
 	if (n > max)
 		return km_errf(err, errlen, "'%s' is longer than %zu bytes", field, max);
-	*out = strdup(in);
-	return *out ? 0 : km_errf(err, errlen, "out of memory");
+	if (!(*out = conv_alloc(c, n + 1)))
+		return km_errf(err, errlen, "out of memory");
+	memcpy(*out, in, n);
+	return 0;
 }
 
 static int copy_addr(ProtobufCBinaryData b, const char *field, struct km_addr *out, char *err,
@@ -48,8 +69,9 @@ static int merge_port(struct km_port *ports, size_t n, uint32_t sp, uint32_t tp)
 	return 0;
 }
 
-static int copy_ports(Kmesh__Workload__Port *const *in, size_t n, int need_service_port,
-		      struct km_port **out, size_t *n_out, const char *field, char *err, size_t errlen)
+static int copy_ports(const struct conv *c, Kmesh__Workload__Port *const *in, size_t n,
+		      int need_service_port, struct km_port **out, size_t *n_out, const char *field,
+		      char *err, size_t errlen)
 {
 	*n_out = 0;
 	*out = NULL;
@@ -57,7 +79,7 @@ static int copy_ports(Kmesh__Workload__Port *const *in, size_t n, int need_servi
 		return 0;
 	if (n > KM_RES_MAX_PORTS)
 		return km_errf(err, errlen, "%s has %zu ports, at most %d", field, n, KM_RES_MAX_PORTS);
-	*out = calloc(n, sizeof(**out));
+	*out = conv_alloc(c, n * sizeof(**out));
 	if (!*out)
 		return km_errf(err, errlen, "out of memory");
 	for (size_t i = 0; i < n; i++) {
@@ -75,8 +97,8 @@ static int copy_ports(Kmesh__Workload__Port *const *in, size_t n, int need_servi
 	return 0;
 }
 
-static int copy_waypoint(const Kmesh__Workload__GatewayAddress *g, struct km_waypoint *out,
-			 char *err, size_t errlen)
+static int copy_waypoint(const struct conv *c, const Kmesh__Workload__GatewayAddress *g,
+			 struct km_waypoint *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof(*out));
 	if (!g)
@@ -96,7 +118,7 @@ static int copy_waypoint(const Kmesh__Workload__GatewayAddress *g, struct km_way
 		if (!ln || !lh || ln > KM_RES_MAX_NAME || lh > KM_RES_MAX_NAME)
 			return km_errf(err, errlen, "waypoint hostname needs a namespace and a hostname");
 		out->kind = KM_WAYPOINT_HOSTNAME;
-		out->service = malloc(ln + lh + 2);
+		out->service = conv_alloc(c, ln + lh + 2);
 		if (!out->service)
 			return km_errf(err, errlen, "out of memory");
 		snprintf(out->service, ln + lh + 2, "%s/%s", h->namespace_, h->hostname);
@@ -107,22 +129,23 @@ static int copy_waypoint(const Kmesh__Workload__GatewayAddress *g, struct km_way
 	}
 }
 
-int km_pb_service(const Kmesh__Workload__Service *m, struct km_service_res **out, char *err,
-		  size_t errlen)
+static int to_service(const struct conv *c, const Kmesh__Workload__Service *m,
+		      struct km_service_res **out, char *err, size_t errlen)
 {
-	struct km_service_res *s = calloc(1, sizeof(*s));
+	struct km_service_res *s = conv_alloc(c, sizeof(*s));
 	size_t ln, lh;
 
 	*out = NULL;
 	if (!s)
 		return km_errf(err, errlen, "out of memory");
-	if (copy_str(m->namespace_, KM_RES_MAX_NAME, 1, "namespace", &s->namespace, err, errlen) ||
-	    copy_str(m->hostname, KM_RES_MAX_NAME, 1, "hostname", &s->hostname, err, errlen) ||
-	    copy_str(m->name, KM_RES_MAX_NAME, 0, "name", &s->svc_name, err, errlen))
+	s->scratch = c->a != NULL;
+	if (copy_str(c, m->namespace_, KM_RES_MAX_NAME, 1, "namespace", &s->namespace, err, errlen) ||
+	    copy_str(c, m->hostname, KM_RES_MAX_NAME, 1, "hostname", &s->hostname, err, errlen) ||
+	    copy_str(c, m->name, KM_RES_MAX_NAME, 0, "name", &s->svc_name, err, errlen))
 		goto fail;
 	ln = strlen(s->namespace);
 	lh = strlen(s->hostname);
-	if (!(s->name = malloc(ln + lh + 2))) {
+	if (!(s->name = conv_alloc(c, ln + lh + 2))) {
 		km_errf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -131,7 +154,7 @@ int km_pb_service(const Kmesh__Workload__Service *m, struct km_service_res **out
 		km_errf(err, errlen, "%zu addresses, at most %d", m->n_addresses, KM_RES_MAX_VIPS);
 		goto fail;
 	}
-	s->vips = calloc(m->n_addresses + 1, sizeof(*s->vips));
+	s->vips = conv_alloc(c, (m->n_addresses + 1) * sizeof(*s->vips));
 	if (!s->vips) {
 		km_errf(err, errlen, "out of memory");
 		goto fail;
@@ -147,8 +170,8 @@ int km_pb_service(const Kmesh__Workload__Service *m, struct km_service_res **out
 		if (!dup) /* the same VIP on two networks is one frontend on this node */
 			s->vips[s->n_vips++] = vip;
 	}
-	if (copy_ports(m->ports, m->n_ports, 1, &s->ports, &s->n_ports, "ports", err, errlen) ||
-	    copy_waypoint(m->waypoint, &s->waypoint, err, errlen))
+	if (copy_ports(c, m->ports, m->n_ports, 1, &s->ports, &s->n_ports, "ports", err, errlen) ||
+	    copy_waypoint(c, m->waypoint, &s->waypoint, err, errlen))
 		goto fail;
 	if (m->load_balancing) {
 		const Kmesh__Workload__LoadBalancing *lb = m->load_balancing;
@@ -181,49 +204,53 @@ fail:
 	return -1;
 }
 
-static int copy_locality(const Kmesh__Workload__Locality *l, struct km_workload_res *w, char *err,
-			 size_t errlen)
+static int copy_locality(const struct conv *c, const Kmesh__Workload__Locality *l,
+			 struct km_workload_res *w, char *err, size_t errlen)
 {
 	if (!l)
 		return 0;
-	return copy_str(l->region, KM_RES_MAX_NAME, 0, "locality.region", &w->where->region, err, errlen) ||
-	       copy_str(l->zone, KM_RES_MAX_NAME, 0, "locality.zone", &w->where->zone, err, errlen) ||
-	       copy_str(l->subzone, KM_RES_MAX_NAME, 0, "locality.subzone", &w->where->subzone, err, errlen);
+	return copy_str(c, l->region, KM_RES_MAX_NAME, 0, "locality.region", &w->where->region, err,
+			errlen) ||
+	       copy_str(c, l->zone, KM_RES_MAX_NAME, 0, "locality.zone", &w->where->zone, err, errlen) ||
+	       copy_str(c, l->subzone, KM_RES_MAX_NAME, 0, "locality.subzone", &w->where->subzone, err,
+			errlen);
 }
 
-int km_pb_workload(const Kmesh__Workload__Workload *m, struct km_workload_res **out, char *err,
-		   size_t errlen)
+static int to_workload(const struct conv *c, const Kmesh__Workload__Workload *m,
+		       struct km_workload_res **out, char *err, size_t errlen)
 {
-	struct km_workload_res *w = km_workload_res_new();
+	struct km_workload_res *w = c->a ? km_workload_res_new_scratch(c->a->alloc,
+								       c->a->allocator_data)
+					 : km_workload_res_new();
 
 	*out = NULL;
 	if (!w)
 		return km_errf(err, errlen, "out of memory");
-	if (copy_str(m->uid, KM_RES_MAX_STRING, 1, "uid", &w->uid, err, errlen) ||
-	    copy_str(m->name, KM_RES_MAX_NAME, 0, "name", &w->name, err, errlen) ||
-	    copy_str(m->hostname, KM_RES_MAX_NAME, 0, "hostname", &w->hostname, err, errlen) ||
-	    copy_str(m->namespace_, KM_RES_MAX_NAME, 0, "namespace", &w->who->namespace, err, errlen) ||
-	    copy_str(m->node, KM_RES_MAX_NAME, 0, "node", &w->where->node, err, errlen) ||
-	    copy_str(m->network, KM_RES_MAX_NAME, 0, "network", &w->who->network, err, errlen) ||
-	    copy_str(m->cluster_id, KM_RES_MAX_NAME, 0, "cluster_id", &w->who->cluster_id, err, errlen) ||
-	    copy_str(m->trust_domain, KM_RES_MAX_NAME, 0, "trust_domain", &w->who->trust_domain, err,
+	if (copy_str(c, m->uid, KM_RES_MAX_STRING, 1, "uid", &w->uid, err, errlen) ||
+	    copy_str(c, m->name, KM_RES_MAX_NAME, 0, "name", &w->name, err, errlen) ||
+	    copy_str(c, m->hostname, KM_RES_MAX_NAME, 0, "hostname", &w->hostname, err, errlen) ||
+	    copy_str(c, m->namespace_, KM_RES_MAX_NAME, 0, "namespace", &w->who->namespace, err, errlen) ||
+	    copy_str(c, m->node, KM_RES_MAX_NAME, 0, "node", &w->where->node, err, errlen) ||
+	    copy_str(c, m->network, KM_RES_MAX_NAME, 0, "network", &w->who->network, err, errlen) ||
+	    copy_str(c, m->cluster_id, KM_RES_MAX_NAME, 0, "cluster_id", &w->who->cluster_id, err, errlen) ||
+	    copy_str(c, m->trust_domain, KM_RES_MAX_NAME, 0, "trust_domain", &w->who->trust_domain, err,
 		     errlen) ||
-	    copy_str(m->service_account, KM_RES_MAX_NAME, 0, "service_account", &w->who->service_account,
+	    copy_str(c, m->service_account, KM_RES_MAX_NAME, 0, "service_account", &w->who->service_account,
 		     err, errlen) ||
-	    copy_str(m->workload_name, KM_RES_MAX_NAME, 0, "workload_name", &w->who->workload_name, err,
+	    copy_str(c, m->workload_name, KM_RES_MAX_NAME, 0, "workload_name", &w->who->workload_name, err,
 		     errlen) ||
-	    copy_str(m->canonical_name, KM_RES_MAX_NAME, 0, "canonical_name", &w->who->canonical_name,
+	    copy_str(c, m->canonical_name, KM_RES_MAX_NAME, 0, "canonical_name", &w->who->canonical_name,
 		     err, errlen) ||
-	    copy_str(m->canonical_revision, KM_RES_MAX_NAME, 0, "canonical_revision",
+	    copy_str(c, m->canonical_revision, KM_RES_MAX_NAME, 0, "canonical_revision",
 		     &w->who->canonical_revision, err, errlen) ||
-	    copy_locality(m->locality, w, err, errlen) ||
-	    copy_waypoint(m->waypoint, w->waypoint, err, errlen))
+	    copy_locality(c, m->locality, w, err, errlen) ||
+	    copy_waypoint(c, m->waypoint, w->waypoint, err, errlen))
 		goto fail;
 	if (m->n_addresses > KM_RES_MAX_ADDRESSES) {
 		km_errf(err, errlen, "%zu addresses, at most %d", m->n_addresses, KM_RES_MAX_ADDRESSES);
 		goto fail;
 	}
-	w->addrs = calloc(m->n_addresses + 1, sizeof(*w->addrs));
+	w->addrs = conv_alloc(c, (m->n_addresses + 1) * sizeof(*w->addrs));
 	if (!w->addrs) {
 		km_errf(err, errlen, "out of memory");
 		goto fail;
@@ -243,7 +270,7 @@ int km_pb_workload(const Kmesh__Workload__Workload *m, struct km_workload_res **
 		    KM_RES_MAX_SERVICES_PER_WORKLOAD);
 		goto fail;
 	}
-	w->services = calloc(m->n_services + 1, sizeof(*w->services));
+	w->services = conv_alloc(c, (m->n_services + 1) * sizeof(*w->services));
 	if (!w->services) {
 		km_errf(err, errlen, "out of memory");
 		goto fail;
@@ -257,12 +284,11 @@ int km_pb_workload(const Kmesh__Workload__Workload *m, struct km_workload_res **
 			km_errf(err, errlen, "services key '%.64s' is not \"<namespace>/<hostname>\"", key);
 			goto fail;
 		}
-		if (!(ms->service = strdup(key))) {
-			km_errf(err, errlen, "out of memory");
+		if (copy_str(c, key, 2 * KM_RES_MAX_NAME + 1, 1, "services key", &ms->service, err,
+			     errlen))
 			goto fail;
-		}
 		w->n_services++; /* counted at once, so a failure below still frees it */
-		if (e->value && copy_ports(e->value->ports, e->value->n_ports, 1, &ms->ports,
+		if (e->value && copy_ports(c, e->value->ports, e->value->n_ports, 1, &ms->ports,
 					   &ms->n_ports, "services ports", err, errlen))
 			goto fail;
 	}
@@ -275,13 +301,13 @@ int km_pb_workload(const Kmesh__Workload__Workload *m, struct km_workload_res **
 		    KM_RES_MAX_POLICIES);
 		goto fail;
 	}
-	w->policies = calloc(m->n_authorization_policies + 1, sizeof(*w->policies));
+	w->policies = conv_alloc(c, (m->n_authorization_policies + 1) * sizeof(*w->policies));
 	if (!w->policies) {
 		km_errf(err, errlen, "out of memory");
 		goto fail;
 	}
 	for (size_t i = 0; i < m->n_authorization_policies; i++, w->n_policies++)
-		if (copy_str(m->authorization_policies[i], KM_RES_MAX_STRING, 1,
+		if (copy_str(c, m->authorization_policies[i], KM_RES_MAX_STRING, 1,
 			     "authorization_policies", &w->policies[i], err, errlen))
 			goto fail;
 	*out = w;
@@ -291,11 +317,28 @@ fail:
 	return -1;
 }
 
+int km_pb_service(const Kmesh__Workload__Service *m, struct km_service_res **out, char *err,
+		  size_t errlen)
+{
+	const struct conv heap = { NULL };
+
+	return to_service(&heap, m, out, err, errlen);
+}
+
+int km_pb_workload(const Kmesh__Workload__Workload *m, struct km_workload_res **out, char *err,
+		   size_t errlen)
+{
+	const struct conv heap = { NULL };
+
+	return to_workload(&heap, m, out, err, errlen);
+}
+
 int km_pb_address(ProtobufCAllocator *alloc, const uint8_t *data, size_t len,
 		  struct km_service_res **svc, struct km_workload_res **wl, char **name, char *err,
 		  size_t errlen)
 {
 	Kmesh__Workload__Address *a = kmesh__workload__address__unpack(alloc, len, data);
+	const struct conv c = { alloc };
 	int rc = -1;
 
 	*svc = NULL;
@@ -313,13 +356,13 @@ int km_pb_address(ProtobufCAllocator *alloc, const uint8_t *data, size_t len,
 			if ((*name = malloc(n)))
 				snprintf(*name, n, "%s/%s", s->namespace_, s->hostname);
 		}
-		rc = km_pb_service(s, svc, err, errlen);
+		rc = to_service(&c, s, svc, err, errlen);
 	} else if (a->type_case == KMESH__WORKLOAD__ADDRESS__TYPE_WORKLOAD) {
 		const char *uid = a->workload->uid;
 
 		if (uid && *uid && strlen(uid) <= KM_RES_MAX_STRING)
 			*name = strdup(uid);
-		rc = km_pb_workload(a->workload, wl, err, errlen);
+		rc = to_workload(&c, a->workload, wl, err, errlen);
 	} else {
 		km_errf(err, errlen, "Address holds neither a workload nor a service");
 	}

@@ -19,8 +19,10 @@ int km_pb_workload(const Kmesh__Workload__Workload *m, struct km_workload_res **
 
 /* Decode an istio.workload.Address from bytes: exactly one of *svc / *wl is set on success.
  * *name is the resource's own name when it could be read (even on failure; caller frees).
- * alloc: where the temporary message is decoded (NULL: malloc, freed before returning; a
- * pb_scratch allocator: left to its reset). The results are malloc'd either way. */
+ * alloc: where the message is decoded (NULL: malloc, freed before returning; the results are
+ * malloc'd too). With a pb_scratch allocator the message and the results are the scratch
+ * block's, left to its reset: the results are marked scratch (resources.h), to be packed
+ * before the next resource is decoded, never kept as they are. */
 int km_pb_address(ProtobufCAllocator *alloc, const uint8_t *data, size_t len,
 		  struct km_service_res **svc, struct km_workload_res **wl, char **name, char *err,
 		  size_t errlen);

@@ -4,6 +4,25 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+/* Under AddressSanitizer the kept block's space is poisoned at each reset and unpoisoned as it is
+ * handed out again, so anything read through a pointer kept across a reset (a scratch resource
+ * kept instead of packed, resources.h) is reported, not silently read as the next message. */
+#if defined(__SANITIZE_ADDRESS__)
+#define KM_SCRATCH_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KM_SCRATCH_ASAN 1
+#endif
+#endif
+#ifdef KM_SCRATCH_ASAN
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 struct km_pb_scratch_block {
 	struct km_pb_scratch_block *next;
 	size_t used, cap;
@@ -44,6 +63,7 @@ static void *scratch_alloc(void *data, size_t size)
 	}
 	p = (char *)b->data + b->used;
 	b->used += need;
+	UNPOISON(p, need);
 	return p;
 }
 
@@ -74,8 +94,10 @@ void km_pb_scratch_reset(struct km_pb_scratch *s)
 		free(s->blocks);
 		s->blocks = NULL;
 	}
-	if (s->blocks)
+	if (s->blocks) {
+		POISON(s->blocks->data, s->blocks->used);
 		s->blocks->used = 0;
+	}
 }
 
 ProtobufCAllocator *km_pb_scratch_allocator(struct km_pb_scratch *s)
@@ -87,6 +109,8 @@ ProtobufCAllocator *km_pb_scratch_allocator(struct km_pb_scratch *s)
 void km_pb_scratch_free(struct km_pb_scratch *s)
 {
 	km_pb_scratch_reset(s);
+	if (s->blocks)
+		UNPOISON(s->blocks->data, s->blocks->cap);
 	free(s->blocks);
 	s->blocks = NULL;
 }

@@ -41,6 +41,8 @@ int km_waypoint_equal(const struct km_waypoint *a, const struct km_waypoint *b)
 
 void km_service_res_free(struct km_service_res *s)
 {
+	if (s && s->scratch)
+		return; /* the scratch block's */
 	if (!s || s->packed) {
 		free(s);
 		return;
@@ -72,22 +74,37 @@ const struct km_waypoint *km_wl_waypoint(const struct km_workload_res *w)
 	return w->waypoint ? w->waypoint : &none;
 }
 
-struct km_workload_res *km_workload_res_new(void)
+static struct km_workload_res *unpacked_init(struct wl_unpacked *u)
 {
-	struct wl_unpacked *u = calloc(1, sizeof(*u));
-
-	if (!u)
-		return NULL;
+	memset(u, 0, sizeof(*u));
 	u->res.who = &u->who;
 	u->res.where = &u->where;
 	u->res.waypoint = &u->waypoint;
 	return &u->res;
 }
 
+struct km_workload_res *km_workload_res_new(void)
+{
+	struct wl_unpacked *u = malloc(sizeof(*u));
+
+	return u ? unpacked_init(u) : NULL;
+}
+
+struct km_workload_res *km_workload_res_new_scratch(void *(*alloc)(void *data, size_t size),
+						    void *data)
+{
+	struct wl_unpacked *u = alloc(data, sizeof(*u));
+	struct km_workload_res *w = u ? unpacked_init(u) : NULL;
+
+	if (w)
+		w->scratch = 1;
+	return w;
+}
+
 void km_workload_res_free(struct km_workload_res *w)
 {
-	if (!w)
-		return;
+	if (!w || w->scratch)
+		return; /* the scratch block's */
 	if (w->packed) {
 		release_shared(w);
 		free(w);
@@ -173,6 +190,7 @@ struct km_service_res *km_service_res_pack(struct km_service_res *r)
 	k.off = sizeof(*r);
 	*p = *r;
 	p->packed = 1;
+	p->scratch = 0;
 	p->vips = put_array(&k, r->vips, r->n_vips, sizeof(*r->vips));
 	p->ports = put_array(&k, r->ports, r->n_ports, sizeof(*r->ports));
 	p->name = put_str(&k, r->name);
@@ -243,6 +261,7 @@ struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 		return r;
 	*p = *r;
 	p->packed = 1;
+	p->scratch = 0;
 	p->addrs = put_array(&k, r->addrs, r->n_addrs, sizeof(*r->addrs));
 	p->services = put_array(&k, r->services, r->n_services, sizeof(*r->services));
 	p->policies = put_array(&k, r->policies, r->n_policies, sizeof(*r->policies));

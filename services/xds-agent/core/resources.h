@@ -65,6 +65,7 @@ struct km_service_res {
 	uint32_t allow_unhealthy;               /* health_policy ALLOW_ALL */
 	struct km_waypoint waypoint;
 	uint32_t packed; /* everything in this one allocation (km_service_res_pack) */
+	uint32_t scratch; /* decoded into a scratch block (pb_scratch.h): see km_workload_res.scratch */
 };
 
 enum km_workload_status {
@@ -97,6 +98,11 @@ struct km_workload_res {
 	uint8_t status;        /* enum km_workload_status */
 	uint8_t host_network;  /* NetworkMode HOST_NETWORK: not looked up by IP */
 	uint8_t packed; /* one allocation, shared strings interned (km_workload_res_pack) */
+	/* It and all its parts live in a decode's scratch block (pb_scratch.h), gone at the next
+	 * resource: free does nothing, pack copies it out, and it is never kept as it is (a pack
+	 * that fails leaves it scratch: the caller drops it). Decoding a push this way takes no
+	 * malloc per string. */
+	uint8_t scratch;
 };
 
 /* Visiting (name, xDS version) pairs of the resources a store holds. The version text may be
@@ -110,6 +116,10 @@ const struct km_waypoint *km_wl_waypoint(const struct km_workload_res *w);
  * memory. */
 struct km_workload_res *km_workload_res_new(void);
 void km_workload_res_free(struct km_workload_res *w);
+/* An empty workload as km_workload_res_new makes, in memory from alloc(data, size) (a
+ * protobuf-c allocator's alloc; a scratch block's), marked scratch. NULL when out of memory. */
+struct km_workload_res *km_workload_res_new_scratch(void *(*alloc)(void *data, size_t size),
+						    void *data);
 /* An unpacked copy of w (packed or not) with these addresses instead of its own (at most
  * KM_RES_MAX_ADDRESSES); NULL when out of memory. */
 struct km_workload_res *km_workload_res_with_addrs(const struct km_workload_res *w,

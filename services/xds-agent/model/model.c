@@ -61,8 +61,13 @@ void km_model_upsert_service(struct km_model *m, struct km_service_res *res)
 	}
 	s->unconfirmed = 0;
 	if (!s->res) {
+		res = km_service_res_pack(res);
+		if (res->scratch) { /* out of memory: a decoded version cannot be kept as it is */
+			m->out->oom = 1;
+			return;
+		}
 		s->id = km_ids_alloc(&m->ids, s->name, s);
-		s->res = res = km_service_res_pack(res);
+		s->res = res;
 		m->n_services++;
 		mdl_index_service(m, s, res, 1);
 		mdl_tell_service(m, res, 1);
@@ -88,11 +93,16 @@ void km_model_upsert_service(struct km_model *m, struct km_service_res *res)
 		km_service_res_free(res);
 		return;
 	}
+	res = km_service_res_pack(res);
+	if (res->scratch) { /* out of memory: the old version stays, a resync follows */
+		m->out->oom = 1;
+		return;
+	}
 	for (size_t v = 0; v < old->n_vips; v++)
 		for (size_t p = 0; p < old->n_ports; p++)
 			if (!frontend_in(res, &old->vips[v], &old->ports[p], 0))
 				mdl_emit_service_frontend(m, s, &old->vips[v], &old->ports[p], 1);
-	s->res = res = km_service_res_pack(res);
+	s->res = res;
 	mdl_index_service(m, s, old, 0);
 	mdl_index_service(m, s, res, 1);
 	mdl_tell_service(m, old, 0);
@@ -266,9 +276,20 @@ struct km_model_wl *mdl_put_entry(struct km_model *m, struct km_workload_res *re
 		km_workload_res_free(res);
 		return w;
 	}
+	res = km_workload_res_pack(res);
+	if (res->scratch) { /* out of memory: a decoded version cannot be kept as it is */
+		m->out->oom = 1; /* a resync follows */
+		if (!old) {
+			w->res = res; /* names it for the delete */
+			mdl_wl_del(m, w);
+			free(w);
+			m->n_workloads--;
+		}
+		return old ? w : NULL;
+	}
 	had_backend = w->backend_written;
 	n_old_fe = had_backend ? frontend_addrs(old, &old_fe) : 0;
-	w->res = res = km_workload_res_pack(res);
+	w->res = res;
 	mdl_register_workload_waypoint(m, w);
 	mdl_backend_row(m, w, &row);
 	has_addr = row.be.has4 || row.be.has6;
