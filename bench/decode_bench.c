@@ -45,8 +45,7 @@ static double decode_only(const uint8_t *buf, size_t len)
 		    km_pb_address(km_response_view_allocator(&v), r->resource->value.data,
 				  r->resource->value.len, &s, &w, &name, err, sizeof(err)) == 0) {
 			km_service_res_free(s);
-			km_workload_res_free(w);
-			free(name);
+			km_workload_res_free(w); /* name is the scratch block's */
 		}
 	}
 	km_response_view_free(&v);

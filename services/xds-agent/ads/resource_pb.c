@@ -353,7 +353,7 @@ int km_pb_address(ProtobufCAllocator *alloc, const uint8_t *data, size_t len,
 		    strlen(s->namespace_) <= KM_RES_MAX_NAME && strlen(s->hostname) <= KM_RES_MAX_NAME) {
 			size_t n = strlen(s->namespace_) + strlen(s->hostname) + 2;
 
-			if ((*name = malloc(n)))
+			if ((*name = conv_alloc(&c, n)))
 				snprintf(*name, n, "%s/%s", s->namespace_, s->hostname);
 		}
 		rc = to_service(&c, s, svc, err, errlen);
@@ -361,7 +361,7 @@ int km_pb_address(ProtobufCAllocator *alloc, const uint8_t *data, size_t len,
 		const char *uid = a->workload->uid;
 
 		if (uid && *uid && strlen(uid) <= KM_RES_MAX_STRING)
-			*name = strdup(uid);
+			*name = alloc ? (char *)uid : strdup(uid); /* the scratch message's own */
 		rc = to_workload(&c, a->workload, wl, err, errlen);
 	} else {
 		km_errf(err, errlen, "Address holds neither a workload nor a service");

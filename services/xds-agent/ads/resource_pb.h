@@ -18,7 +18,8 @@ int km_pb_workload(const Kmesh__Workload__Workload *m, struct km_workload_res **
 		   size_t errlen);
 
 /* Decode an istio.workload.Address from bytes: exactly one of *svc / *wl is set on success.
- * *name is the resource's own name when it could be read (even on failure; caller frees).
+ * *name is the resource's own name when it could be read (even on failure; the caller frees
+ * it when alloc is NULL, else it is the scratch block's).
  * alloc: where the message is decoded (NULL: malloc, freed before returning; the results are
  * malloc'd too). With a pb_scratch allocator the message and the results are the scratch
  * block's, left to its reset: the results are marked scratch (resources.h), to be packed

@@ -108,7 +108,7 @@ int km_xds_apply_address_some(struct km_model *m, struct km_response_view *v, si
 			if (cb)
 				cb(arg, name, r->version);
 		}
-		free(name); /* r is the view's */
+		/* r and name are the view's scratch block's, gone at the next resource */
 	}
 	return v->next_off < v->scanned || v->scanned < v->total ? KM_XDS_APPLY_MORE
 								  : KM_XDS_APPLY_DONE;
