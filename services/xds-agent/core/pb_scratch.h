@@ -5,7 +5,8 @@
  *
  * The first block (KM_PB_SCRATCH_BLOCK bytes) is kept across resets; a message that needs more
  * gets more blocks, freed at the next reset. What one decode may take is bounded by protobuf-c's
- * own expansion of the bytes given to it, as with malloc. */
+ * own expansion of the bytes given to it, as with malloc, plus the resource converted from it
+ * (resource_pb.h: its strings copied once more, within the same per-field bounds). */
 #ifndef KM_XDS_PB_SCRATCH_H
 #define KM_XDS_PB_SCRATCH_H
 
