@@ -51,8 +51,14 @@ check "... the proxy's sockets are bound to the link-local address alone" \
 node_ip addr add 169.254.20.99/32 dev "$IF"
 kill -KILL "$KM_MW_PID"; wait "$KM_MW_PID" 2>/dev/null
 km_map_writer_start --dns-interface "$IF" --dns-resolver "$LL" --dns-resolver fd00:53::53 --dns-port $PORT || exit 1
-check "a restart: an address no longer wanted is removed, the wanted ones kept or added" \
-	eval '! node_ip -4 addr show dev "$IF" | grep -q 169.254.20.99 && node_ip -4 addr show dev "$IF" | grep -q "inet $LL/32" && node_ip -6 addr show dev "$IF" | grep -q "inet6 fd00:53::53/128"'
+addrs_as_wanted() { # and, when not, what the interface holds and what the map writer said
+	! node_ip -4 addr show dev "$IF" | grep -q 169.254.20.99 && node_ip -4 addr show dev "$IF" | grep -q "inet $LL/32" &&
+		node_ip -6 addr show dev "$IF" | grep -q "inet6 fd00:53::53/128" && return 0
+	node_ip addr show dev "$IF" >&2
+	tail -5 "$KM_DIR/map-writer.log" >&2
+	return 1
+}
+check "a restart: an address no longer wanted is removed, the wanted ones kept or added" addrs_as_wanted
 check "... the IPv6 address usable at once (no duplicate address detection: a socket binds to it)" \
 	ip netns exec "$KM_NODE" "$KM_PY" -c 'import socket; socket.socket(socket.AF_INET6, socket.SOCK_DGRAM).bind(("fd00:53::53", 0))'
 check "... and the pod still gets its answers from the proxy it kept" \
