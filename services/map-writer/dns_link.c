@@ -15,6 +15,7 @@
 #include <linux/rtnetlink.h>
 
 #include "shared/errbuf.h"
+#include "shared/log.h"
 
 #define DNS_LINK_MAX_ADDRS 64 /* addresses read back from the interface; more are left alone */
 
@@ -44,13 +45,38 @@ static struct nlmsghdr *start(struct nl *nl, uint16_t type, uint16_t flags)
 	return h;
 }
 
+/* Whether buf (n bytes read) holds the end of the answer to seq: a dump's NLMSG_DONE or an
+ * NLMSG_ERROR (an ack is one). */
+static int holds_end(const char *buf, ssize_t n, unsigned int seq)
+{
+	int len = (int)n;
+
+	for (const struct nlmsghdr *m = (const struct nlmsghdr *)buf; mnl_nlmsg_ok(m, len);
+	     m = mnl_nlmsg_next(m, &len))
+		if (m->nlmsg_seq == seq && (m->nlmsg_type == NLMSG_DONE || m->nlmsg_type == NLMSG_ERROR))
+			return 1;
+	return 0;
+}
+
+/* Read and drop the rest of an answer that was given up before its end (a dump the kernel marks
+ * interrupted stops libmnl at its first flagged part), so the next request does not read those
+ * parts as its own (their old sequence number would fail it). */
+static void drain(struct nl *nl, unsigned int seq)
+{
+	ssize_t n;
+
+	do
+		n = mnl_socket_recvfrom(nl->sock, nl->buf, sizeof(nl->buf));
+	while (n > 0 && !holds_end(nl->buf, n, seq));
+}
+
 /* Send h and read the answers to the end (the ack, or a dump's last part), cb for each. 0, or
  * -errno (the kernel's refusal, or the socket's). */
 static int talk(struct nl *nl, struct nlmsghdr *h, mnl_cb_t cb, void *arg)
 {
 	unsigned int portid = mnl_socket_get_portid(nl->sock), seq = h->nlmsg_seq;
 	int rc = MNL_CB_OK;
-	ssize_t n;
+	ssize_t n = 0;
 
 	/* a dump ends with NLMSG_DONE; anything else is asked for its ack (not tested on the
 	 * flags: NLM_F_DUMP's bits are NLM_F_EXCL's and NLM_F_REPLACE's in a new-request) */
@@ -64,7 +90,14 @@ static int talk(struct nl *nl, struct nlmsghdr *h, mnl_cb_t cb, void *arg)
 		errno = 0;
 		rc = mnl_cb_run(nl->buf, (size_t)n, seq, portid, cb, arg);
 	}
-	return rc == MNL_CB_ERROR ? -(errno ? errno : EIO) : 0;
+	if (rc == MNL_CB_ERROR) {
+		int e = errno ? errno : EIO;
+
+		if (!holds_end(nl->buf, n, seq))
+			drain(nl, seq);
+		return -e;
+	}
+	return 0;
 }
 
 static int open_nl(struct nl *nl, char *err, size_t errlen)
@@ -78,6 +111,14 @@ static int open_nl(struct nl *nl, char *err, size_t errlen)
 		if (nl->sock)
 			mnl_socket_close(nl->sock);
 		return km_errf(err, errlen, "cannot open a netlink socket: %s", strerror(e));
+	}
+	/* strict checking: an address dump can then be asked for one interface, not the whole
+	 * namespace (kernel >= 5.0; without it the dump is whole and on_addr filters) */
+	{
+		int one = 1;
+
+		(void)setsockopt(mnl_socket_get_fd(nl->sock), SOL_NETLINK, NETLINK_GET_STRICT_CHK,
+				 &one, sizeof(one));
 	}
 	return 0;
 }
@@ -176,14 +217,25 @@ static int on_addr(const struct nlmsghdr *h, void *arg)
 	return MNL_CB_OK;
 }
 
+/* The interface's addresses, one family at a time and asked for that interface alone: a dump
+ * of a few addresses is one part, which a change elsewhere on the node cannot interrupt (a
+ * dump of the whole namespace, thousands of addresses on a busy node, was split into parts and
+ * marked interrupted whenever an address came or went meanwhile). */
 static int list_addrs(struct nl *nl, struct found *f)
 {
-	struct nlmsghdr *h = start(nl, RTM_GETADDR, NLM_F_DUMP);
-	struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(h, sizeof(*ifa));
+	static const uint8_t families[] = { AF_INET, AF_INET6 };
+	int rc = 0;
 
-	ifa->ifa_family = AF_UNSPEC;
 	f->n = 0;
-	return talk(nl, h, on_addr, f);
+	for (size_t i = 0; i < sizeof(families) && rc == 0; i++) {
+		struct nlmsghdr *h = start(nl, RTM_GETADDR, NLM_F_DUMP);
+		struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(h, sizeof(*ifa));
+
+		ifa->ifa_family = families[i];
+		ifa->ifa_index = (uint32_t)f->ifindex;
+		rc = talk(nl, h, on_addr, f);
+	}
+	return rc;
 }
 
 /* A dump the kernel interrupted (addresses changed meanwhile: EINTR) is asked again. */
@@ -191,8 +243,11 @@ static int list_addrs_retry(struct nl *nl, struct found *f)
 {
 	int rc = -EINTR;
 
-	for (int i = 0; i < 5 && rc == -EINTR; i++)
+	for (int i = 0; i < 5 && rc == -EINTR; i++) {
+		if (i)
+			km_info("DNS: the kernel's address dump was interrupted by a change; asking again");
 		rc = list_addrs(nl, f);
+	}
 	return rc;
 }
 

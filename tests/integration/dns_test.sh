@@ -81,7 +81,7 @@ km_wait_rows service "^service" 6 >/dev/null || exit 1
 for t in "" +tcp; do
 	via=${t:-+notcp}
 	check "$via: a service's A record from the model, authoritative" \
-		eval '[ "$(q $t +short @10.96.0.10 web.t.svc.cluster.local)" = 10.96.9.1 ] && km_in_pod client dig $t @10.96.0.10 web.t.svc.cluster.local | grep -q "flags: qr aa"'
+		eval '[ "$(q $t +short @10.96.0.10 web.t.svc.cluster.local)" = 10.96.9.1 ] && says "flags: qr aa" km_in_pod client dig $t @10.96.0.10 web.t.svc.cluster.local'
 	check "$via: its AAAA" eval '[ "$(q $t +short @10.96.0.10 web.t.svc.cluster.local AAAA)" = fd00:96::9:1 ]'
 	check "$via: the forms a pod's search list makes (web.t, web.t.svc, web.t.svc.cluster.local.t.svc.cluster.local)" \
 		eval '[ "$(q $t +short @10.96.0.10 web.t)" = 10.96.9.1 ] && [ "$(q $t +short @10.96.0.10 web.t.svc)" = 10.96.9.1 ] && [ "$(q $t +short @10.96.0.10 web.t.svc.cluster.local.t.svc.cluster.local)" = 10.96.9.1 ]'
@@ -104,7 +104,7 @@ check "... and an unknown name fails as it should (NXDOMAIN through every search
 check "over IPv6 transport too (the redirect's IPv6 resolver, the proxy's dual-stack socket)" \
 	eval '[ "$(q -6 +short @fd00:96::a web.t.svc.cluster.local)" = 10.96.9.1 ] && [ "$(q -6 +short @fd00:96::a ext.example.com)" = 192.0.2.7 ]'
 check "an answer too large for UDP comes back truncated" \
-	eval 'km_in_pod client dig +notcp +ignore @10.96.0.10 big.example.com TXT | grep -q "flags: qr.* tc"'
+	eval 'ans=$(km_in_pod client dig +notcp +ignore @10.96.0.10 big.example.com TXT) && grep -q "flags: qr.* tc" <<<"$ans"'
 check "... and completes over TCP (dig retries there): all 12 records" \
 	eval '[ "$(q +short @10.96.0.10 big.example.com TXT | wc -l)" = 12 ]'
 mesh '{"service": {"name": "late", "namespace": "t", "hostname": "late.t.svc.cluster.local", "addresses": [{"address": "10.96.9.7"}], "ports": [{"servicePort": 80}]}}'
@@ -117,7 +117,7 @@ app() { q +short @10.96.0.10 app.t.svc.cluster.local | tr "\n" " "; } # headless
 check "a workload named by hostname: resolved by the agent, both addresses kept" \
 	eval 'for _ in $(seq 1 30); do [ "$(app)" = "192.0.2.10 192.0.2.11 " ] && break; sleep 0.1; done; [ "$(app)" = "192.0.2.10 192.0.2.11 " ]'
 check "... and its backend row carries the address" \
-	eval '"$KM_TESTCTL" dump --socket "$KM_SOCKET" --table backend | grep -q "192.0.2.1[01]"'
+	eval 'rows=$("$KM_TESTCTL" dump --socket "$KM_SOCKET" --table backend) && grep -q "192.0.2.1[01]" <<<"$rows"'
 km_backend_start b1 8080
 km_backend_start b2 8080
 km_wait_listen b1 8080 && km_wait_listen b2 8080 || exit 1
@@ -126,7 +126,7 @@ check "a name that resolves to two pods: a backend each, a service's connections
 printf '192.0.2.12 app.example.com\n' >"$KM_DIR/app.hosts"
 pkill -HUP -f "dnsmasq .*$KM_DIR/app.hosts"
 check "its answer changes (TTL 1 s): followed within 3 s, the backend rows too (the second address's row gone)" \
-	eval 'for _ in $(seq 1 30); do [ "$(app)" = "192.0.2.12 " ] && break; sleep 0.1; done; [ "$(app)" = "192.0.2.12 " ] && "$KM_TESTCTL" dump --socket "$KM_SOCKET" --table backend | grep -q "192.0.2.12" && ! "$KM_TESTCTL" dump --socket "$KM_SOCKET" --table backend | grep -q "192.0.2.1[01]"'
+	eval 'for _ in $(seq 1 30); do [ "$(app)" = "192.0.2.12 " ] && break; sleep 0.1; done; [ "$(app)" = "192.0.2.12 " ] && rows=$("$KM_TESTCTL" dump --socket "$KM_SOCKET" --table backend) && grep -q "192.0.2.12" <<<"$rows" && ! grep -q "192.0.2.1[01]" <<<"$rows"'
 : >"$KM_DIR/app.hosts"
 pkill -HUP -f "dnsmasq .*$KM_DIR/app.hosts"
 sleep 3
