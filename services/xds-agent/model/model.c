@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utlist.h>
 
 #include "services/xds-agent/authz/authz_compile.h"
 #include "services/xds-agent/core/strpool.h"
@@ -14,6 +15,8 @@
 
 /* one 112-byte malloc chunk per workload entry (model_internal.h): growing it costs every workload */
 _Static_assert(sizeof(struct km_model_wl) <= 104, "struct km_model_wl outgrew its malloc chunk");
+/* one per service (100,000 at 1M workloads): 264 bytes, a 272-byte chunk (it was 520) */
+_Static_assert(sizeof(struct km_model_svc) <= 264, "struct km_model_svc grew");
 
 /* ---- services ------------------------------------------------------------------------------ */
 
@@ -21,8 +24,9 @@ static void svc_free(struct km_model_svc *s)
 {
 	for (int p = 0; p < KM_PRIO_COUNT; p++) {
 		free(s->eps[p]);
-		free(s->cum[p]);
+		free(mdl_cum(s, p));
 	}
+	free(s->weights);
 	free(s->members);
 	free(s->ovr);
 	free(s->wp_svcs);
@@ -214,7 +218,7 @@ static void learn_local_locality(struct km_model *m, const struct km_workload_re
 	l->known = 1;
 	km_info("local locality learnt from %s: region '%s' zone '%s' subzone '%s'", r->uid,
 		l->region ? l->region : "", l->zone ? l->zone : "", l->subzone ? l->subzone : "");
-	HASH_ITER(hh, m->services, s, tmp)
+	DL_FOREACH_SAFE(m->services, s, tmp)
 		if (s->res && (s->res->lb_mode == KM_LB_STRICT || s->res->lb_mode == KM_LB_FAILOVER))
 			mdl_sync_all_endpoints(m, s);
 }
@@ -422,7 +426,7 @@ void km_model_replay(struct km_model *m)
 	for (size_t i = 0; i < m->ids.cap; i++)
 		if ((w = mdl_wl_at(m, i)) && w->backend_written)
 			mdl_emit_backend(m, w, NULL);
-	HASH_ITER(hh, m->services, s, stmp) {
+	DL_FOREACH_SAFE(m->services, s, stmp) {
 		if (!s->res)
 			continue;
 		for (size_t i = 0; i < s->n_ovr; i++)
@@ -532,8 +536,8 @@ void km_model_free(struct km_model *m)
 	struct mdl_displaced *d, *dtmp;
 	struct km_model_wl *w;
 
-	HASH_ITER(hh, m->services, s, stmp) {
-		HASH_DEL(m->services, s);
+	DL_FOREACH_SAFE(m->services, s, stmp) {
+		DL_DELETE(m->services, s);
 		svc_free(s);
 	}
 	km_name_map_free(&m->svc_index);
@@ -573,7 +577,7 @@ void km_model_each_service(const struct km_model *m, km_model_name_cb cb, void *
 {
 	struct km_model_svc *s, *tmp;
 
-	HASH_ITER(hh, m->services, s, tmp)
+	DL_FOREACH_SAFE(m->services, s, tmp)
 		if (s->res && cb(arg, s->name))
 			return;
 }
@@ -627,7 +631,7 @@ size_t km_model_each_version(const struct km_model *m, km_version_cb cb, void *a
 			   km_xds_version_text(&w->version, w->version_kind, w->version_width, text));
 		n++;
 	}
-	HASH_ITER(hh, m->services, s, stmp) {
+	DL_FOREACH_SAFE(m->services, s, stmp) {
 		if (!s->res || !s->version)
 			continue;
 		if (cb)
@@ -648,7 +652,7 @@ size_t km_model_mark_unconfirmed(struct km_model *m)
 			w->unconfirmed = 1;
 			n++;
 		}
-	HASH_ITER(hh, m->services, s, stmp) {
+	DL_FOREACH_SAFE(m->services, s, stmp) {
 		s->unconfirmed = s->res != NULL;
 		n += (size_t)s->unconfirmed;
 	}
@@ -679,7 +683,7 @@ size_t km_model_sweep_unconfirmed(struct km_model *m)
 
 	for (size_t i = 0; i < m->ids.cap; i++)
 		cap += (w = mdl_wl_at(m, i)) && w->unconfirmed;
-	HASH_ITER(hh, m->services, s, stmp)
+	DL_FOREACH_SAFE(m->services, s, stmp)
 		cap += s->res && s->unconfirmed;
 	if (!cap)
 		return 0;
@@ -691,7 +695,7 @@ size_t km_model_sweep_unconfirmed(struct km_model *m)
 		if ((w = mdl_wl_at(m, i)) && w->unconfirmed && (names[n] = strdup(w->res->uid)))
 			n++;
 	n_wl = n;
-	HASH_ITER(hh, m->services, s, stmp)
+	DL_FOREACH_SAFE(m->services, s, stmp)
 		if (n < cap && s->res && s->unconfirmed && (names[n] = strdup(s->name)))
 			n++;
 	for (size_t i = 0; i < n; i++) {
@@ -739,7 +743,7 @@ void km_model_stats(const struct km_model *m, struct km_model_stats *st)
 	st->workloads = m->n_workloads;
 	/* services only (a dump must not walk every workload: at 1M that held the loop for tens of
 	 * milliseconds per dump): a workload waiting for its waypoint is in that service's wp_wls */
-	HASH_ITER(hh, m->services, s, stmp) {
+	DL_FOREACH_SAFE(m->services, s, stmp) {
 		for (int p = 0; p < KM_PRIO_COUNT; p++)
 			st->endpoints += s->n_eps[p];
 		st->port_overrides += s->n_ovr;

@@ -40,7 +40,8 @@ struct km_model_local {
 struct km_model {
 	struct km_ids ids;
 	struct km_model_local local;
-	struct km_model_svc *services; /* by name; includes names only referenced by workloads */
+	struct km_model_svc *services; /* a list (utlist.h), oldest first; includes names only
+					* referenced by workloads */
 	struct km_name_map svc_index;  /* the same services for lookups (name_map.h) */
 	/* Workloads are found by uid through the id table (their id is the uid's home id), or,
 	 * for the few displaced by an id collision, here; no per-workload index entry. */

@@ -124,7 +124,9 @@ static uint64_t wl_weight(const struct km_model_wl *w)
 
 uint64_t mdl_slot_cum(const struct km_model_svc *s, uint32_t prio, size_t i)
 {
-	return s->cum[prio] ? s->cum[prio][i] : (uint64_t)i + 1;
+	const uint64_t *cum = mdl_cum(s, prio);
+
+	return cum ? cum[i] : (uint64_t)i + 1;
 }
 
 uint64_t mdl_group_total(const struct km_model_svc *s, uint32_t prio)
@@ -137,16 +139,20 @@ static uint64_t slot_weight(const struct km_model_svc *s, uint32_t prio, size_t 
 	return mdl_slot_cum(s, prio, i) - (i ? mdl_slot_cum(s, prio, i - 1) : 0);
 }
 
-/* Room for cumulative weights of n slots; the first time, every existing slot weighs 1. */
-static int cum_reserve(struct km_model_svc *s, uint32_t prio, size_t n)
+/* Room for cumulative weights of n slots (their array returned, NULL when out of memory); the
+ * first time, every existing slot weighs 1. */
+static uint64_t *cum_reserve(struct km_model_svc *s, uint32_t prio, size_t n)
 {
-	int fresh = s->cum[prio] == NULL;
+	int fresh = mdl_cum(s, prio) == NULL;
+	struct mdl_weights *wt = s->weights;
 
-	if (km_grow((void **)&s->cum[prio], &s->cap_cum[prio], n, sizeof(*s->cum[prio])) != 0)
-		return -1;
+	if (!wt && !(wt = s->weights = calloc(1, sizeof(*wt))))
+		return NULL;
+	if (km_grow32((void **)&wt->cum[prio], &wt->cap[prio], n, sizeof(*wt->cum[prio])) != 0)
+		return NULL;
 	for (size_t i = 0; fresh && i < s->n_eps[prio]; i++)
-		s->cum[prio][i] = (uint64_t)i + 1;
-	return 0;
+		wt->cum[prio][i] = (uint64_t)i + 1;
+	return wt->cum[prio];
 }
 
 /* Re-emit slots from..end-1 after their cumulative weights changed (each holds the same live
@@ -163,15 +169,16 @@ static void endpoint_reweigh(struct km_model *m, struct km_model_svc *s, uint32_
 			     uint64_t weight)
 {
 	uint64_t old = slot_weight(s, prio, i);
+	uint64_t *cum;
 
 	if (old == weight)
 		return;
-	if (cum_reserve(s, prio, s->n_eps[prio]) != 0) {
+	if (!(cum = cum_reserve(s, prio, s->n_eps[prio]))) {
 		m->out->oom = 1;
 		return;
 	}
 	for (size_t j = i; j < s->n_eps[prio]; j++)
-		s->cum[prio][j] = s->cum[prio][j] - old + weight;
+		cum[j] = cum[j] - old + weight;
 	emit_cum(m, s, prio, i, s->n_eps[prio]);
 	mdl_mark_dirty(m, s, 1); /* the total */
 }
@@ -184,16 +191,16 @@ void mdl_endpoint_append(struct km_model *m, struct km_model_svc *s, uint32_t pr
 			 struct km_model_wl *w)
 {
 	size_t n = s->n_eps[prio];
-	uint64_t weight = wl_weight(w);
+	uint64_t weight = wl_weight(w), *cum = mdl_cum(s, prio);
 	struct mdl_place *place = mdl_place_of(w, s);
 
-	if (km_grow((void **)&s->eps[prio], &s->cap_eps[prio], n + 1, sizeof(*s->eps[prio])) != 0 ||
-	    ((weight != 1 || s->cum[prio]) && cum_reserve(s, prio, n + 1) != 0)) {
+	if (km_grow32((void **)&s->eps[prio], &s->cap_eps[prio], n + 1, sizeof(*s->eps[prio])) != 0 ||
+	    ((weight != 1 || cum) && !(cum = cum_reserve(s, prio, n + 1)))) {
 		m->out->oom = 1;
 		return;
 	}
-	if (s->cum[prio])
-		s->cum[prio][n] = (n ? s->cum[prio][n - 1] : 0) + weight;
+	if (cum)
+		cum[n] = (n ? cum[n - 1] : 0) + weight;
 	s->eps[prio][n] = w->id;
 	s->n_eps[prio]++;
 	if (place) {
@@ -212,6 +219,7 @@ void mdl_endpoint_remove(struct km_model *m, struct km_model_svc *s, uint32_t pr
 	size_t last = s->n_eps[prio] - 1;
 	struct km_model_wl *gone = mdl_workload_by_id(m, s->eps[prio][i]);
 	struct mdl_place *pl = gone ? mdl_place_of(gone, s) : NULL;
+	uint64_t *cum = mdl_cum(s, prio);
 
 	if (pl && pl->has_slot && pl->prio == prio && pl->slot == i)
 		pl->has_slot = 0;
@@ -221,20 +229,20 @@ void mdl_endpoint_remove(struct km_model *m, struct km_model_svc *s, uint32_t pr
 		s->eps[prio][i] = s->eps[prio][last];
 		if (mover && (pl = mdl_place_of(mover, s)))
 			pl->slot = (uint32_t)i & 0xfffffff;
-		if (s->cum[prio]) {
+		if (cum) {
 			uint64_t moved = slot_weight(s, prio, last);
-			uint64_t prev_old = i ? s->cum[prio][i - 1] : 0, prev_new = prev_old;
+			uint64_t prev_old = i ? cum[i - 1] : 0, prev_new = prev_old;
 
 			for (size_t j = i; j < last; j++) {
-				uint64_t w = j == i ? moved : s->cum[prio][j] - prev_old;
+				uint64_t w = j == i ? moved : cum[j] - prev_old;
 
-				prev_old = s->cum[prio][j];
+				prev_old = cum[j];
 				prev_new += w;
-				s->cum[prio][j] = prev_new;
+				cum[j] = prev_new;
 			}
 		}
 		mdl_emit_endpoint(m, s, prio, (uint32_t)i, 0, 1); /* overwrites a live slot: now */
-		if (s->cum[prio])
+		if (cum)
 			emit_cum(m, s, prio, i + 1, last); /* the slots after it weigh the same, sit lower */
 	}
 	s->n_eps[prio]--;
@@ -295,7 +303,7 @@ void mdl_sync_overrides(struct km_model *m, struct km_model_svc *s, struct km_mo
 			have = s->ovr[i].backend_id == w->id && s->ovr[i].port == port;
 		if (have)
 			continue;
-		if (km_grow((void **)&s->ovr, &s->cap_ovr, s->n_ovr + 1, sizeof(*s->ovr)) != 0) {
+		if (km_grow32((void **)&s->ovr, &s->cap_ovr, (size_t)s->n_ovr + 1, sizeof(*s->ovr)) != 0) {
 			m->out->oom = 1;
 			return;
 		}

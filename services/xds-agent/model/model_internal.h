@@ -22,37 +22,49 @@ struct override {
 	uint16_t target;
 };
 
+/* Cumulative weights per slot of a service's groups, allocated only once a group holds a weight
+ * other than 1 (until then slot i's cumulative weight is i + 1): most services never need it. */
+struct mdl_weights {
+	uint64_t *cum[KM_PRIO_COUNT];
+	uint32_t cap[KM_PRIO_COUNT];
+};
+
+/* A service. Counts are 32-bit and flags bytes: one per service, 100,000 at 1M workloads (it
+ * was 520 bytes, with a uthash handle and size_t counts; now about half). */
 struct km_model_svc {
 	char *name;
-	uint32_t id; /* 0 while no resource is known */
 	struct km_service_res *res;
+	struct km_model_svc *prev, *next; /* m->services, in the order they were made */
 	uint32_t *eps[KM_PRIO_COUNT]; /* backend ids in slot order, per priority */
-	size_t n_eps[KM_PRIO_COUNT], cap_eps[KM_PRIO_COUNT];
-	/* Cumulative weights per slot, allocated only once a group holds a weight other than 1
-	 * (until then slot i's cumulative weight is i + 1). */
-	uint64_t *cum[KM_PRIO_COUNT];
-	size_t cap_cum[KM_PRIO_COUNT];
+	uint32_t n_eps[KM_PRIO_COUNT], cap_eps[KM_PRIO_COUNT];
+	struct mdl_weights *weights; /* NULL: every slot weighs 1 (mdl_cum) */
 	struct km_model_wl **members; /* workloads that list this service */
-	size_t n_members, cap_members;
 	struct override *ovr;
-	size_t n_ovr, cap_ovr;
-	int svc_written;     /* its service row exists: frontends may be written */
-	int fe_flag_written; /* KM_FE_F_PORT_OVERRIDES as last written in its frontends */
 	/* waypoints: the waypoint service this one names (hostname form), and the objects that
 	 * name this one, with the address they were last given */
 	struct km_model_svc *wp_of;
 	struct km_model_svc **wp_svcs;
-	size_t n_wp_svcs, cap_wp_svcs;
 	struct km_model_wl **wp_wls;
-	size_t n_wp_wls, cap_wp_wls;
+	char *version; /* istiod's version of the resource, if any */
 	struct km_addr published_vip;
-	int published;
-	char *version;   /* istiod's version of the resource, if any */
-	int unconfirmed; /* marked for a sweep, not named by istiod since (km_model_mark_unconfirmed) */
-	int in_dirty;    /* in m->dirty (pointer kept until flush) */
-	int count_dirty; /* the service row must be re-emitted at flush */
-	UT_hash_handle hh;
+	uint32_t id; /* 0 while no resource is known */
+	uint32_t n_members, cap_members;
+	uint32_t n_ovr, cap_ovr;
+	uint32_t n_wp_svcs, cap_wp_svcs;
+	uint32_t n_wp_wls, cap_wp_wls;
+	uint8_t published;
+	uint8_t svc_written;     /* its service row exists: frontends may be written */
+	uint8_t fe_flag_written; /* KM_FE_F_PORT_OVERRIDES as last written in its frontends */
+	uint8_t unconfirmed; /* marked for a sweep, not named by istiod since (km_model_mark_unconfirmed) */
+	uint8_t in_dirty;    /* in m->dirty (pointer kept until flush) */
+	uint8_t count_dirty; /* the service row must be re-emitted at flush */
 };
+
+/* The cumulative weights of s's group prio, or NULL when every slot there weighs 1. */
+static inline uint64_t *mdl_cum(const struct km_model_svc *s, uint32_t prio)
+{
+	return s->weights ? s->weights->cum[prio] : NULL;
+}
 
 /* Entries are named by pointer where one may be either: a workload's carries this tag in its
  * lowest bit (the id table's owners, the frontend holders). */
@@ -106,8 +118,8 @@ static inline struct km_model_wl *mdl_owner_workload(uintptr_t owner)
 /* model_store.c: where objects are kept (the lowest layer; calls no other model file) */
 /* Append p, which the caller knows is not in the array yet (no scan: arrays of a big service's
  * members hold millions). */
-void mdl_parr_append(struct km_model *m, void ***arr, size_t *n, size_t *cap, void *p);
-void mdl_parr_del(void **arr, size_t *n, void *p);
+void mdl_parr_append(struct km_model *m, void ***arr, uint32_t *n, uint32_t *cap, void *p);
+void mdl_parr_del(void **arr, uint32_t *n, void *p);
 int mdl_str_eq(const char *a, const char *b);
 void mdl_mark_dirty(struct km_model *m, struct km_model_svc *s, int count);
 struct km_model_svc *mdl_svc_get(struct km_model *m, const char *name, int create);

@@ -5,24 +5,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <utlist.h>
+
 #include "services/xds-agent/model/model_internal.h"
 #include "services/xds-agent/core/strpool.h"
 #include "shared/grow.h"
 
 /* ---- small helpers ------------------------------------------------------------------------- */
 
-void mdl_parr_append(struct km_model *m, void ***arr, size_t *n, size_t *cap, void *p)
+void mdl_parr_append(struct km_model *m, void ***arr, uint32_t *n, uint32_t *cap, void *p)
 {
-	if (km_grow((void **)arr, cap, *n + 1, sizeof(void *)) != 0) {
+	if (km_grow32((void **)arr, cap, (size_t)*n + 1, sizeof(void *)) != 0) {
 		m->out->oom = 1;
 		return;
 	}
 	(*arr)[(*n)++] = p;
 }
 
-void mdl_parr_del(void **arr, size_t *n, void *p)
+void mdl_parr_del(void **arr, uint32_t *n, void *p)
 {
-	for (size_t i = 0; i < *n; i++) {
+	for (uint32_t i = 0; i < *n; i++) {
 		if (arr[i] == p) {
 			arr[i] = arr[--*n];
 			return;
@@ -70,7 +72,7 @@ struct km_model_svc *mdl_svc_get(struct km_model *m, const char *name, int creat
 		m->out->oom = 1;
 		return NULL;
 	}
-	HASH_ADD_KEYPTR(hh, m->services, s->name, strlen(s->name), s);
+	DL_APPEND(m->services, s);
 	mdl_mark_dirty(m, s, 0); /* freed at flush if it turns out unused */
 	return s;
 }
@@ -78,7 +80,7 @@ struct km_model_svc *mdl_svc_get(struct km_model *m, const char *name, int creat
 void mdl_svc_forget(struct km_model *m, struct km_model_svc *s)
 {
 	km_name_map_delete(&m->svc_index, s->name);
-	HASH_DEL(m->services, s);
+	DL_DELETE(m->services, s);
 }
 
 /* ---- the workload index: the id table ---------------------------------------------------- */
