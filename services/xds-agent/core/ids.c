@@ -33,7 +33,19 @@ void km_ids_free(struct km_ids *ids)
 
 static size_t slot_of(const struct km_ids *ids, uint32_t id)
 {
-	return (size_t)(id * 2654435761u) & (ids->cap - 1); /* Fibonacci hashing of the id */
+	/* Fibonacci hashing of the id, scaled to the table (any size) by a multiply */
+	return (size_t)(((uint64_t)(uint32_t)(id * 2654435761u) * ids->cap) >> 32);
+}
+
+static size_t next_slot(const struct km_ids *ids, size_t i)
+{
+	return i + 1 == ids->cap ? 0 : i + 1;
+}
+
+/* How far slot b is after slot a, going round. */
+static size_t slot_distance(const struct km_ids *ids, size_t a, size_t b)
+{
+	return b >= a ? b - a : b + ids->cap - a;
 }
 
 static size_t find(const struct km_ids *ids, uint32_t id)
@@ -41,7 +53,7 @@ static size_t find(const struct km_ids *ids, uint32_t id)
 	size_t i = slot_of(ids, id);
 
 	while (ids->keys[i] && ids->keys[i] != id)
-		i = (i + 1) & (ids->cap - 1);
+		i = next_slot(ids, i);
 	return i;
 }
 
@@ -92,7 +104,9 @@ uint32_t km_ids_alloc(struct km_ids *ids, const char *name, void *owner)
 	uint32_t id;
 	size_t i;
 
-	if ((ids->count + 1) * 2 > ids->cap && resize(ids, ids->cap ? ids->cap * 2 : 64) != 0)
+	/* at most 3/4 full, growing by half: 1/2 to 3/4 full, not 1/4 to 1/2 as doubling a power of
+	 * two at half full was (28 bytes per id at 110,000; now ~19) */
+	if ((ids->count + 1) * 4 > ids->cap * 3 && resize(ids, ids->cap ? ids->cap + ids->cap / 2 : 64) != 0)
 		return 0;
 	/* Probe the u32 ring from the name's hash, skipping 0 and ids in use. */
 	for (id = ids->hash(name);; id++) {
@@ -121,10 +135,10 @@ void km_ids_release(struct km_ids *ids, uint32_t id)
 	ids->owners[i] = NULL;
 	ids->count--;
 	/* Backward shift: move later entries of the run into the hole when their home allows. */
-	for (j = (i + 1) & (ids->cap - 1); ids->keys[j]; j = (j + 1) & (ids->cap - 1)) {
+	for (j = next_slot(ids, i); ids->keys[j]; j = next_slot(ids, j)) {
 		size_t home = slot_of(ids, ids->keys[j]);
 
-		if (((j - home) & (ids->cap - 1)) >= ((j - i) & (ids->cap - 1))) {
+		if (slot_distance(ids, home, j) >= slot_distance(ids, i, j)) {
 			ids->keys[i] = ids->keys[j];
 			ids->owners[i] = ids->owners[j];
 			ids->keys[j] = 0;

@@ -1,7 +1,8 @@
 /* ids.h — stable u32 ids for named objects (services and workloads share one id space, so an id
  * names exactly one object): id = FNV-1a-32(name), probing +1 on collision; 0 is never used.
  * The table holds only the ids in use and an owner pointer for each; the names stay with their
- * owners (12 bytes per id at most twice over, instead of a copy of every name). */
+ * owners (12 bytes per slot, the table 1/2 to 3/4 full: 16-24 bytes per id, instead of a copy of
+ * every name). */
 #ifndef KM_XDS_IDS_H
 #define KM_XDS_IDS_H
 
@@ -13,7 +14,7 @@ typedef uint32_t (*km_ids_hash_fn)(const char *name);
 struct km_ids {
 	uint32_t *keys; /* 0 = free slot */
 	void **owners;
-	size_t cap; /* power of two */
+	size_t cap; /* slots: 0, or at least 64 */
 	size_t count;
 	km_ids_hash_fn hash;
 };
