@@ -116,7 +116,8 @@ static void remove_wl(const char *uid)
 	if (km_authz_is_identity(&wls[i].h))
 		km_authz_write_address(&az, &wls[i].res->addrs[0], 1, NULL, 0);
 	km_authz_remove_workload(&az, &wls[i].h);
-	assert_null(wls[i].h.res);
+	assert_null(wls[i].h.ident); /* the record left zeroed */
+	assert_null(wls[i].h.list);
 	free(wls[i].res);
 	wls[i].res = NULL;
 }

@@ -254,16 +254,18 @@ void km_authz_remove_policy(struct km_authz *a, const char *name)
 static void wl_set_policies(struct km_authz *a, struct km_authz_wl *w, const struct km_workload_res *r,
 			    uint32_t id)
 {
-	size_t n_old = az_wl_n_policies(w), n_new = r ? r->n_policies : 0;
+	const struct km_workload_res *old = w->list ? w->list->res : NULL;
+	size_t n_old = old ? old->n_policies : 0, n_new = r ? r->n_policies : 0;
 	int same = n_old == n_new;
 
 	for (size_t i = 0; same && i < n_old; i++)
-		same = strcmp(w->res->policies[i], r->policies[i]) == 0;
-	if (same)
+		same = strcmp(old->policies[i], r->policies[i]) == 0;
+	if (!same && !w->list && n_new)
+		w->list = az_list_get(a, KM_AUTHZ_OWNER_WORKLOAD, id, 1);
+	if (!w->list)
 		return;
-	if (!w->list && n_new && (w->list = az_list_get(a, KM_AUTHZ_OWNER_WORKLOAD, id, 1)))
-		w->list->wl = w;
-	if (w->list)
+	w->list->res = r; /* always: the caller frees the resource r replaces */
+	if (!same)
 		w->list->dirty = 1;
 }
 
@@ -356,16 +358,13 @@ int km_authz_put_workload(struct km_authz *a, struct km_authz_wl *w, const struc
 	int changed = wl_set_identity(a, w, r);
 
 	wl_set_policies(a, w, r, id);
-	w->res = r;
 	return changed;
 }
 
 void km_authz_remove_workload(struct km_authz *a, struct km_authz_wl *w)
 {
 	wl_set_identity(a, w, NULL);
-	wl_set_policies(a, w, NULL, 0);
-	if (w->list)
-		w->list->wl = NULL; /* rebuilt empty at the flush, then freed */
+	wl_set_policies(a, w, NULL, 0); /* its list (if any) is rebuilt empty at the flush, then freed */
 	memset(w, 0, sizeof(*w));
 }
 
@@ -378,7 +377,7 @@ void km_authz_flush(struct km_authz *a)
 	HASH_ITER(hh, a->lists, l, tmp) {
 		if (l->dirty)
 			az_list_rebuild(a, l);
-		if (!l->head_written && !l->wl) { /* empty, and no workload will fill it */
+		if (!l->head_written && !l->res) { /* empty, and no workload will fill it */
 			HASH_DEL(a->lists, l);
 			free(l->idx);
 			free(l);

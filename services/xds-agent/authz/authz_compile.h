@@ -34,13 +34,12 @@ struct az_ident;
 
 /* A workload as authorization sees it, kept in the caller's storage (the model's entry for the
  * workload: no allocation of its own), zeroed before its first put and handed to every put and
- * to the remove; read only outside the compiler. Nothing is copied: res is the caller's resource
- * as last put (uid, addresses, policy names), kept unchanged by the caller until the next put or
- * the remove. */
+ * to the remove; read only outside the compiler. Nothing is copied: the resource last put is
+ * read (its policy names, by its policy list) until the next put or the remove, and the caller
+ * keeps it unchanged until then. */
 struct km_authz_wl {
-	const struct km_workload_res *res; /* NULL: never put, or removed */
-	struct az_ident *ident;            /* NULL: not an identity here */
-	struct az_list *list;              /* its own policy list, once it names a policy */
+	struct az_ident *ident; /* NULL: not an identity here */
+	struct az_list *list;   /* its own policy list, once it names a policy (with its resource) */
 };
 
 /* Lists of at least this many policies get a candidate index: BPF looks for one only there

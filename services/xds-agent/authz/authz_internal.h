@@ -86,7 +86,10 @@ struct az_list {
 	struct az_index_key *idx; /* index rows written for generation gen */
 	size_t n_idx;
 	int head_written, dirty;
-	struct km_authz_wl *wl; /* KM_AUTHZ_OWNER_WORKLOAD: its workload while it exists */
+	/* KM_AUTHZ_OWNER_WORKLOAD: its workload's resource as last put (the policies it names),
+	 * NULL once the workload is gone. The list holds it, not the workload's record, so a
+	 * workload that names no policy keeps 8 bytes fewer (one per workload at 1M). */
+	const struct km_workload_res *res;
 	UT_hash_handle hh;
 };
 
@@ -101,9 +104,10 @@ struct az_ident {
 	UT_hash_handle hh;
 };
 
-static inline size_t az_wl_n_policies(const struct km_authz_wl *w)
+/* The policy names a workload's list follows (none once the workload is gone). */
+static inline size_t az_list_n_policies(const struct az_list *l)
 {
-	return w->res ? w->res->n_policies : 0;
+	return l->res ? l->res->n_policies : 0;
 }
 
 /* Grow arr for need elements; on failure mark the compiler's output incomplete. True if room. */

@@ -49,8 +49,8 @@ void az_mark_lists_of(struct km_authz *a, const struct az_policy *p, const char 
 		mark_list(a, KM_AUTHZ_OWNER_NAMESPACE, p->ns->id);
 	/* the workloads naming it: each one's own list (only a workload with policies has one) */
 	HASH_ITER(hh, a->lists, l, tmp)
-		for (size_t i = 0; l->wl && i < az_wl_n_policies(l->wl); i++)
-			if (strcmp(l->wl->res->policies[i], name) == 0) {
+		for (size_t i = 0; i < az_list_n_policies(l); i++)
+			if (strcmp(l->res->policies[i], name) == 0) {
 				l->dirty = 1;
 				break;
 			}
@@ -93,8 +93,8 @@ void az_list_rebuild(struct km_authz *a, struct az_list *l)
 	uint32_t gen = l->head_written ? !l->gen : 0, pos = 0;
 
 	if ((uint32_t)(l->key >> 32) == KM_AUTHZ_OWNER_WORKLOAD) {
-		for (size_t i = 0; l->wl && i < az_wl_n_policies(l->wl); i++) {
-			HASH_FIND_STR(a->policies, l->wl->res->policies[i], p);
+		for (size_t i = 0; i < az_list_n_policies(l); i++) {
+			HASH_FIND_STR(a->policies, l->res->policies[i], p);
 			if (p && GROW(a, ps, cap, n + 1))
 				ps[n++] = p;
 		}

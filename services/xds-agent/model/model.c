@@ -13,8 +13,8 @@
 #include "shared/addr.h"
 #include "shared/log.h"
 
-/* one 112-byte malloc chunk per workload entry (model_internal.h): growing it costs every workload */
-_Static_assert(sizeof(struct km_model_wl) <= 104, "struct km_model_wl outgrew its malloc chunk");
+/* one 96-byte malloc chunk per workload entry (model_internal.h): growing it costs every workload */
+_Static_assert(sizeof(struct km_model_wl) <= 88, "struct km_model_wl outgrew its malloc chunk");
 /* one per service (100,000 at 1M workloads): 264 bytes, a 272-byte chunk (it was 520) */
 _Static_assert(sizeof(struct km_model_svc) <= 264, "struct km_model_svc grew");
 
@@ -294,7 +294,7 @@ struct km_model_wl *mdl_put_entry(struct km_model *m, struct km_workload_res *re
 	had_backend = w->backend_written;
 	n_old_fe = had_backend ? frontend_addrs(old, &old_fe) : 0;
 	w->res = res;
-	mdl_register_workload_waypoint(m, w);
+	mdl_register_workload_waypoint(m, w, old);
 	mdl_backend_row(m, w, &row);
 	has_addr = row.be.has4 || row.be.has6;
 
@@ -368,6 +368,7 @@ void km_model_remove_workload(struct km_model *m, const char *uid)
 
 void mdl_remove_entry(struct km_model *m, struct km_model_wl *w)
 {
+	struct km_workload_res *old;
 	const struct km_addr *fe;
 	size_t n_fe;
 
@@ -387,9 +388,10 @@ void mdl_remove_entry(struct km_model *m, struct km_model_wl *w)
 	free(w->more);
 	w->more = NULL;
 	w->n_places = w->cap_more = 0;
-	km_workload_res_free(w->res);
+	old = w->res;
 	w->res = NULL;
-	mdl_register_workload_waypoint(m, w);
+	mdl_register_workload_waypoint(m, w, old);
+	km_workload_res_free(old);
 	mdl_wl_drop_version(w);
 	free(w);
 	m->n_workloads--;

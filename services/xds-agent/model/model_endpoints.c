@@ -63,6 +63,10 @@ struct mdl_place *mdl_place_of(const struct km_model_wl *w, const struct km_mode
 
 void mdl_member_add(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w)
 {
+	if (w->n_places == UINT16_MAX) { /* not reached: a workload lists at most 4096 services */
+		m->out->oom = 1;
+		return;
+	}
 	/* exactly as many as it lists beyond the first: no spare room */
 	if (w->n_places >= 1 && w->n_places - 1 == w->cap_more) {
 		struct mdl_place *p = realloc(w->more, w->n_places * sizeof(*p));
@@ -72,7 +76,7 @@ void mdl_member_add(struct km_model *m, struct km_model_svc *s, struct km_model_
 			return;
 		}
 		w->more = p;
-		w->cap_more = w->n_places;
+		w->cap_more = (uint16_t)w->n_places;
 	}
 	mdl_parr_append(m, (void ***)&s->members, &s->n_members, &s->cap_members, w);
 	if (!s->n_members || s->members[s->n_members - 1] != w)

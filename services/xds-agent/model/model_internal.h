@@ -52,6 +52,7 @@ struct km_model_svc {
 	uint32_t n_ovr, cap_ovr;
 	uint32_t n_wp_svcs, cap_wp_svcs;
 	uint32_t n_wp_wls, cap_wp_wls;
+	uint32_t wp_index; /* its index in wp_of->wp_svcs */
 	uint8_t published;
 	uint8_t svc_written;     /* its service row exists: frontends may be written */
 	uint8_t fe_flag_written; /* KM_FE_F_PORT_OVERRIDES as last written in its frontends */
@@ -81,21 +82,23 @@ struct mdl_place {
 };
 
 /* A workload: its name is res->uid (an entry always holds its resource). Fields are ordered so
- * the entry has no padding to speak of: 104 bytes, a 112-byte malloc chunk (one per workload),
- * authorization's record of it included. */
+ * the entry has no padding: 88 bytes, a 96-byte malloc chunk (one per workload), authorization's
+ * record of it included. */
 struct km_model_wl {
 	/* one place per service that lists it: the first in the entry (most workloads list one
 	 * service: no allocation), the others in `more` */
 	struct mdl_place place0;
 	struct mdl_place *more;
 	struct km_workload_res *res;
-	struct km_model_svc *wp_of;
 	struct km_authz_wl authz; /* its record in m->authz (km_authz_put_workload), if any */
 	union km_xds_version version; /* istiod's, with version_kind and version_width */
 	uint64_t backend_sum; /* checksum of the backend row as last written (mdl_row_sum) */
 	uint32_t id;
 	uint32_t inline4;     /* the IPv4 address its endpoint rows carry (mdl_inline4), 0 = none */
-	uint32_t n_places, cap_more;
+	/* its index in the wp_wls of the waypoint service its resource names by hostname (that
+	 * service is found by the name: model_waypoint.c) */
+	uint32_t wp_index;
+	uint16_t n_places, cap_more; /* at most KM_RES_MAX_SERVICES_PER_WORKLOAD */
 	uint8_t unconfirmed; /* marked for a sweep, not named by istiod since */
 	uint8_t backend_written;
 	uint8_t derived;     /* one more address of a workload reached by name (model_resolved.c) */
@@ -227,7 +230,8 @@ void mdl_sync_all_endpoints(struct km_model *m, struct km_model_svc *s);
 /* model_waypoint.c: which objects depend on which waypoint service, and rewriting them when its
  * address changes */
 void mdl_register_service_waypoint(struct km_model *m, struct km_model_svc *s);
-void mdl_register_workload_waypoint(struct km_model *m, struct km_model_wl *w);
+void mdl_register_workload_waypoint(struct km_model *m, struct km_model_wl *w,
+				    const struct km_workload_res *old);
 void mdl_publish_waypoint_address(struct km_model *m, struct km_model_svc *s);
 
 #endif

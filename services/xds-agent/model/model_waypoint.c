@@ -14,34 +14,63 @@ static struct km_model_svc *waypoint_target(struct km_model *m, const struct km_
 	return wp->kind == KM_WAYPOINT_HOSTNAME ? mdl_svc_get(m, wp->service, 1) : NULL;
 }
 
+/* Remove entry x, at index *at in arr if it is there (it is not when its append ran out of
+ * memory), in O(1): the last one moves into its place and gets its index (a waypoint named by
+ * a whole namespace has every workload of it here, so a linear search made removing them all
+ * quadratic). Returns the moved entry, or NULL. */
+static void *parr_del_at(void **arr, uint32_t *n, const void *x, uint32_t at)
+{
+	void *last;
+
+	if (at >= *n || arr[at] != x)
+		return NULL;
+	last = arr[--*n];
+	if (last == x)
+		return NULL;
+	arr[at] = last;
+	return last;
+}
+
 void mdl_register_service_waypoint(struct km_model *m, struct km_model_svc *s)
 {
-	struct km_model_svc *t = s->res ? waypoint_target(m, &s->res->waypoint) : NULL;
+	struct km_model_svc *t = s->res ? waypoint_target(m, &s->res->waypoint) : NULL, *moved;
 
 	if (t == s->wp_of)
 		return;
 	if (s->wp_of) {
-		mdl_parr_del((void **)s->wp_of->wp_svcs, &s->wp_of->n_wp_svcs, s);
+		if ((moved = parr_del_at((void **)s->wp_of->wp_svcs, &s->wp_of->n_wp_svcs, s,
+					 s->wp_index)))
+			moved->wp_index = s->wp_index;
 		mdl_mark_dirty(m, s->wp_of, 0);
 	}
-	if (t)
+	if (t) {
+		s->wp_index = t->n_wp_svcs;
 		mdl_parr_append(m, (void ***)&t->wp_svcs, &t->n_wp_svcs, &t->cap_wp_svcs, s);
+	}
 	s->wp_of = t;
 }
 
-void mdl_register_workload_waypoint(struct km_model *m, struct km_model_wl *w)
+/* A workload keeps no pointer to the waypoint service it names (8 bytes per workload): its
+ * resource names it, and the model finds a service by name in O(1). old is the resource w held
+ * before (NULL: none), still readable. */
+void mdl_register_workload_waypoint(struct km_model *m, struct km_model_wl *w,
+				    const struct km_workload_res *old)
 {
 	struct km_model_svc *t = w->res ? waypoint_target(m, km_wl_waypoint(w->res)) : NULL;
+	struct km_model_svc *was = old ? waypoint_target(m, km_wl_waypoint(old)) : NULL;
+	struct km_model_wl *moved;
 
-	if (t == w->wp_of)
+	if (t == was)
 		return;
-	if (w->wp_of) {
-		mdl_parr_del((void **)w->wp_of->wp_wls, &w->wp_of->n_wp_wls, w);
-		mdl_mark_dirty(m, w->wp_of, 0);
+	if (was) {
+		if ((moved = parr_del_at((void **)was->wp_wls, &was->n_wp_wls, w, w->wp_index)))
+			moved->wp_index = w->wp_index;
+		mdl_mark_dirty(m, was, 0);
 	}
-	if (t)
+	if (t) {
+		w->wp_index = t->n_wp_wls;
 		mdl_parr_append(m, (void ***)&t->wp_wls, &t->n_wp_wls, &t->cap_wp_wls, w);
-	w->wp_of = t;
+	}
 }
 
 /* A waypoint service's first VIP is what its dependents use: when it changes (or the service
