@@ -3,7 +3,9 @@
  * time to load them, to flip K members' health (each leaves its endpoint slot and comes back),
  * to remove K members, and to change the service itself (every member's endpoint re-decided).
  * No kernel, no I/O: the model's own operations (issue 26: none may cost more than O(log n) per
- * changed member; a member's slot was found by a scan, so a big service was quadratic).
+ * changed member; a member's slot was found by a scan, so a big service was quadratic). Each
+ * service's members also name one waypoint service (as a namespace's waypoint is named by every
+ * workload of the namespace): removing one was a scan of that waypoint's list.
  * Prints markdown with a ratio per phase: per member op, big service over small ones. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,8 +41,12 @@ static struct km_service_res *service(const char *name, uint32_t port)
 	return s;
 }
 
+/* svc's members name the waypoint "<svc>-wp" by hostname (a namespace's waypoint: every
+ * workload of it names the one service, which keeps a list of them) */
 static struct km_workload_res *workload(size_t i, const char *svc, uint32_t status)
 {
+	char wp[80];
+
 	struct km_workload_res *w = km_workload_res_new();
 	char uid[64], ip[32];
 
@@ -55,6 +61,10 @@ static struct km_workload_res *workload(size_t i, const char *svc, uint32_t stat
 	w->services = calloc(1, sizeof(*w->services));
 	w->services[0].service = strdup(svc);
 	w->n_services = 1;
+	snprintf(wp, sizeof(wp), "%s-wp", svc);
+	w->waypoint->kind = KM_WAYPOINT_HOSTNAME;
+	w->waypoint->hbone_port = 15008;
+	w->waypoint->service = strdup(wp);
 	if (km_workload_res_normalize(w) != 0)
 		bench_die("normalize");
 	return w;
@@ -130,7 +140,8 @@ int main(int argc, char **argv)
 	small = run(n, 10, k);
 	big = run(n, n, k);
 	printf("## The model with one service of %zu members (bench/big_service_bench.c)\n\n", n);
-	printf("Baseline in the same run: the same %zu workloads in services of 10 members. "
+	printf("Baseline in the same run: the same %zu workloads in services of 10 members. Each "
+	       "service's members name one waypoint service by hostname. "
 	       "%zu members flipped (unhealthy, then healthy) and %zu removed.\n\n", n, k, k);
 	printf("| phase | one service of %zu (s) | services of 10 (s) | ratio |\n|---|---:|---:|---:|\n", n);
 	printf("| load every member | %.3f | %.3f | %.1f |\n", big.load, small.load, big.load / small.load);
