@@ -108,6 +108,37 @@ static void test_pack_keeps_every_field(void **state)
 	km_resource_set_free(&b);
 }
 
+/* A packed workload keeps its name once when its uid ends with it ("<cluster>//Pod/<ns>/<name>",
+ * as istiod's Kubernetes uids do): the name is then the uid's last segment, in the same bytes;
+ * a name that is not the uid's last whole segment is a copy of its own. */
+static void packed_name_shared_with_uid(const char *uid, const char *name, int shared)
+{
+	struct km_workload_res *w = km_workload_res_new();
+
+	w->uid = strdup(uid);
+	w->name = strdup(name);
+	w = km_workload_res_pack(w);
+	assert_true(w->packed);
+	assert_string_equal(w->uid, uid);
+	assert_string_equal(w->name, name);
+	if (shared)
+		assert_ptr_equal(w->name, w->uid + strlen(uid) - strlen(name));
+	else
+		assert_true(w->name < w->uid || w->name > w->uid + strlen(uid));
+	km_workload_res_free(w);
+}
+
+static void test_pack_name_in_uid(void **state)
+{
+	(void)state;
+	packed_name_shared_with_uid("Kubernetes//Pod/prod/web-7d4b9c-x2k8p", "web-7d4b9c-x2k8p", 1);
+	packed_name_shared_with_uid("c//Pod/ns/p", "p", 1);
+	packed_name_shared_with_uid("c//Pod/ns/xp", "p", 0); /* a suffix, not a segment */
+	packed_name_shared_with_uid("c//Pod/ns/p", "q", 0);
+	packed_name_shared_with_uid("p", "p", 0);            /* the whole uid: no '/' before it */
+	packed_name_shared_with_uid("c//Pod/ns/p", "", 0);
+}
+
 static void expect_rejected(const char *resource, const char *why)
 {
 	struct km_resource_set set;
@@ -254,6 +285,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decode_both_spellings),
 		cmocka_unit_test(test_pack_keeps_every_field),
+		cmocka_unit_test(test_pack_name_in_uid),
 		cmocka_unit_test(test_bad_resources_rejected),
 		cmocka_unit_test(test_bad_documents),
 		cmocka_unit_test(test_base64),

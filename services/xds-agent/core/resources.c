@@ -205,13 +205,24 @@ struct km_service_res *km_service_res_pack(struct km_service_res *r)
 	return p;
 }
 
-/* The workload's string fields, by offset. Its own (uid, name) are copied into its allocation;
- * its waypoint's service, which many workloads repeat, is interned (strpool.h), as are the
- * service names of its memberships and its policy names; its who and where become profiles
- * (profile_pool.h). */
+/* The workload's string fields, by offset. Its own (uid, name, hostname) are copied into its
+ * allocation, the name only when the uid does not end with it (name_in_uid); its waypoint's
+ * service, which many workloads repeat, is interned (strpool.h), as are the service names of its
+ * memberships and its policy names; its who and where become profiles (profile_pool.h). */
 #define WL_STR(f) offsetof(struct km_workload_res, f)
 static const size_t wl_own[] = { WL_STR(uid), WL_STR(name), WL_STR(hostname) };
 #define N_OWN (sizeof(wl_own) / sizeof(wl_own[0]))
+
+/* Where name sits at the end of uid, after a '/', or -1: istiod's Kubernetes uids are
+ * "<cluster>//Pod/<namespace>/<name>", so a pod's name (often 30 bytes) need not be kept twice. */
+static ptrdiff_t name_in_uid(const char *uid, const char *name)
+{
+	size_t lu = uid ? strlen(uid) : 0, ln = name ? strlen(name) : 0;
+
+	if (!ln || ln >= lu || uid[lu - ln - 1] != '/' || memcmp(uid + lu - ln, name, ln) != 0)
+		return -1;
+	return (ptrdiff_t)(lu - ln);
+}
 
 static char **wl_str(struct km_workload_res *w, size_t off)
 {
@@ -250,12 +261,16 @@ struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 		      array_size(has_wp, sizeof(*r->waypoint));
 	struct km_workload_res *p;
 	struct pack k;
+	ptrdiff_t name_at;
 	int failed = 0;
 
 	if (r->packed)
 		return r;
+	name_at = name_in_uid(r->uid, r->name);
 	for (size_t i = 0; i < N_OWN; i++)
 		size += str_size(*wl_str(r, wl_own[i]));
+	if (name_at >= 0)
+		size -= str_size(r->name);
 	for (size_t i = 0; i < r->n_services; i++)
 		size += array_size(r->services[i].n_ports, sizeof(struct km_port));
 	k.base = malloc(size);
@@ -274,7 +289,10 @@ struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 						 sizeof(struct km_port));
 	/* strings last: no alignment needed */
 	for (size_t i = 0; i < N_OWN; i++)
-		*wl_str(p, wl_own[i]) = put_str(&k, *wl_str(r, wl_own[i]));
+		if (wl_own[i] != WL_STR(name) || name_at < 0)
+			*wl_str(p, wl_own[i]) = put_str(&k, *wl_str(r, wl_own[i]));
+	if (name_at >= 0)
+		p->name = p->uid + name_at;
 	if (p->waypoint)
 		p->waypoint->service = NULL;
 	for (size_t i = 0; i < r->n_services; i++)
