@@ -19,9 +19,12 @@ void km_addr_index_init(struct km_addr_index *x)
 
 void km_addr_index_free(struct km_addr_index *x)
 {
-	for (struct km_addr_map_entry *e = km_addr_map_next(&x->shared, NULL); e;
-	     e = km_addr_map_next(&x->shared, e))
-		free(e->val);
+	struct km_addr a;
+	size_t pos = 0;
+	void *hs;
+
+	while (km_addr_map_next(&x->shared, &pos, &a, &hs))
+		free(hs);
 	km_addr_map_free(&x->shared);
 	km_addr_map_free(&x->newest);
 }
@@ -30,8 +33,8 @@ void km_addr_index_free(struct km_addr_index *x)
 static int add_shared(struct km_addr_index *x, const struct km_addr *a, const void *current,
 		      const void *holder)
 {
-	struct km_addr_map_entry *e = km_addr_map_find(&x->shared, a);
-	struct km_addr_holders *hs = e ? e->val : NULL, *grown;
+	void **slot = km_addr_map_find(&x->shared, a);
+	struct km_addr_holders *hs = slot ? *slot : NULL, *grown;
 
 	for (size_t i = 0; hs && i < hs->n; i++)
 		if (hs->h[i] == holder) { /* taken again: it becomes the newest */
@@ -42,51 +45,51 @@ static int add_shared(struct km_addr_index *x, const struct km_addr *a, const vo
 	if (!(grown = realloc(hs, sizeof(*hs) + ((hs ? hs->n : 1) + 1) * sizeof(hs->h[0]))))
 		return -1;
 	if (!hs) { /* the second holder: the first was only in newest */
-		if (!(e = km_addr_map_put(&x->shared, a))) {
+		if (!(slot = km_addr_map_put(&x->shared, a))) {
 			free(grown);
 			return -1;
 		}
 		grown->n = 1;
 		grown->h[0] = current;
 	}
-	e->val = hs = grown;
+	*slot = hs = grown;
 	hs->h[hs->n++] = holder;
 	return 0;
 }
 
 int km_addr_index_add(struct km_addr_index *x, const struct km_addr *a, const void *holder)
 {
-	struct km_addr_map_entry *e = km_addr_map_put(&x->newest, a);
+	void **slot = km_addr_map_put(&x->newest, a);
 
-	if (!e)
+	if (!slot)
 		return -1;
-	if (e->val && e->val != holder && add_shared(x, a, e->val, holder) != 0)
+	if (*slot && *slot != holder && add_shared(x, a, *slot, holder) != 0)
 		return -1;
-	e->val = (void *)holder;
+	*slot = (void *)holder;
 	return 0;
 }
 
 void km_addr_index_remove(struct km_addr_index *x, const struct km_addr *a, const void *holder)
 {
-	struct km_addr_map_entry *e = km_addr_map_find(&x->newest, a), *s;
+	void **slot = km_addr_map_find(&x->newest, a), **s;
 	struct km_addr_holders *hs;
 
-	if (!e)
+	if (!slot)
 		return;
 	if (!(s = km_addr_map_find(&x->shared, a))) {
-		if (e->val == holder)
-			km_addr_map_delete(&x->newest, e);
+		if (*slot == holder)
+			km_addr_map_delete(&x->newest, a);
 		return;
 	}
-	hs = s->val;
+	hs = *s;
 	for (size_t i = 0; i < hs->n; i++) {
 		if (hs->h[i] != holder)
 			continue;
 		memmove(&hs->h[i], &hs->h[i + 1], (hs->n - i - 1) * sizeof(hs->h[0]));
-		e->val = (void *)hs->h[--hs->n - 1];
+		*slot = (void *)hs->h[--hs->n - 1];
 		if (hs->n == 1) { /* back to one: not shared */
 			free(hs);
-			km_addr_map_delete(&x->shared, s);
+			km_addr_map_delete(&x->shared, a);
 		}
 		return;
 	}
@@ -94,25 +97,25 @@ void km_addr_index_remove(struct km_addr_index *x, const struct km_addr *a, cons
 
 const void *km_addr_index_find(const struct km_addr_index *x, const struct km_addr *a)
 {
-	struct km_addr_map_entry *e = km_addr_map_find(&x->newest, a);
+	void **slot = km_addr_map_find(&x->newest, a);
 
-	return e ? e->val : NULL;
+	return slot ? *slot : NULL;
 }
 
 const void *const *km_addr_index_holders(const struct km_addr_index *x, const struct km_addr *a,
 					 size_t *n)
 {
-	struct km_addr_map_entry *e = km_addr_map_find(&x->newest, a), *s;
+	void **slot = km_addr_map_find(&x->newest, a), **s;
 	const struct km_addr_holders *hs;
 
 	*n = 0;
-	if (!e)
+	if (!slot)
 		return NULL;
 	if (!(s = km_addr_map_find(&x->shared, a))) {
 		*n = 1;
-		return (const void *const *)&e->val;
+		return (const void *const *)slot;
 	}
-	hs = s->val;
+	hs = *s;
 	*n = hs->n;
 	return hs->h;
 }
@@ -122,8 +125,13 @@ size_t km_addr_index_size(const struct km_addr_index *x)
 	return x->newest.n;
 }
 
-const struct km_addr_map_entry *km_addr_index_next(const struct km_addr_index *x,
-						   const struct km_addr_map_entry *prev)
+int km_addr_index_next(const struct km_addr_index *x, size_t *pos, struct km_addr *a,
+		       const void **holder)
 {
-	return km_addr_map_next(&x->newest, prev);
+	void *v;
+
+	if (!km_addr_map_next(&x->newest, pos, a, &v))
+		return 0;
+	*holder = v;
+	return 1;
 }

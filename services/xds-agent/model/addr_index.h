@@ -37,9 +37,9 @@ const void *const *km_addr_index_holders(const struct km_addr_index *x, const st
 					 size_t *n);
 /* Addresses held. */
 size_t km_addr_index_size(const struct km_addr_index *x);
-/* Visit every address: for (e = km_addr_index_next(x, NULL); e; e = km_addr_index_next(x, e)),
- * e->addr the address, e->val its newest holder. No change of the index during a visit. */
-const struct km_addr_map_entry *km_addr_index_next(const struct km_addr_index *x,
-						   const struct km_addr_map_entry *prev);
+/* Visit every address with its newest holder: size_t pos = 0; while (km_addr_index_next(x,
+ * &pos, &a, &holder)) ...; 0 after the last. No change of the index during a visit. */
+int km_addr_index_next(const struct km_addr_index *x, size_t *pos, struct km_addr *a,
+		       const void **holder);
 
 #endif

@@ -77,12 +77,15 @@ void mdl_index_workload(struct km_model *m, struct km_model_wl *w, const struct 
 
 void mdl_replay_identities(struct km_model *m)
 {
-	for (const struct km_addr_map_entry *e = km_addr_index_next(&m->wl_addrs, NULL); e;
-	     e = km_addr_index_next(&m->wl_addrs, e)) {
-		const struct km_model_wl *owner = ident_owner(m, &e->addr, NULL, 0);
+	struct km_addr a;
+	const void *newest;
+	size_t pos = 0;
+
+	while (km_addr_index_next(&m->wl_addrs, &pos, &a, &newest)) {
+		const struct km_model_wl *owner = ident_owner(m, &a, NULL, 0);
 
 		if (owner)
-			km_authz_write_address(m->authz, &e->addr, 1, &owner->authz, owner->id);
+			km_authz_write_address(m->authz, &a, 1, &owner->authz, owner->id);
 	}
 }
 
