@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "services/xds-agent/core/probe.h"
+
 #define MIN_CAP 16
 #define NONE ((size_t)-1)
 
@@ -26,8 +28,7 @@ static void **val_of(uint8_t *e, const struct layout *l)
 	return (void **)(void *)(e + l->voff);
 }
 
-/* The home slot: a hash of the key scaled to [0, cap) by a multiply (cap need not be a power of
- * two, so an array grows by half and sits between 1/2 and 3/4 full, not 3/8 and 3/4). */
+/* The home slot: a hash of the key scaled to the array (probe.h). */
 static size_t slot_of(const uint8_t *key, const struct layout *l, size_t cap)
 {
 	uint64_t h;
@@ -45,25 +46,14 @@ static size_t slot_of(const uint8_t *key, const struct layout *l, size_t cap)
 	}
 	h ^= h >> 29;
 	h *= 0xbf58476d1ce4e5b9ull;
-	return (size_t)(((h >> 32) * (uint64_t)cap) >> 32);
-}
-
-static size_t step(size_t i, size_t cap)
-{
-	return i + 1 == cap ? 0 : i + 1;
-}
-
-/* How far slot j is past slot from, going forward around the array. */
-static size_t dist(size_t from, size_t j, size_t cap)
-{
-	return j >= from ? j - from : j + cap - from;
+	return km_probe_home((uint32_t)(h >> 32), cap);
 }
 
 static size_t table_find(const struct km_addr_table *t, const struct layout *l, const uint8_t *key)
 {
 	if (!t->n)
 		return NONE;
-	for (size_t i = slot_of(key, l, t->cap);; i = step(i, t->cap)) {
+	for (size_t i = slot_of(key, l, t->cap);; i = km_probe_next(i, t->cap)) {
 		uint8_t *e = entry(t, l, i);
 
 		if (!*val_of(e, l))
@@ -86,7 +76,7 @@ static int rehash(struct km_addr_table *t, const struct layout *l, size_t cap)
 
 		if (!*val_of(e, l))
 			continue;
-		for (j = slot_of(e, l, cap); *val_of(entry(&n, l, j), l); j = step(j, cap))
+		for (j = slot_of(e, l, cap); *val_of(entry(&n, l, j), l); j = km_probe_next(j, cap))
 			;
 		memcpy(entry(&n, l, j), e, l->stride);
 	}
@@ -102,9 +92,9 @@ static void **table_put(struct km_addr_table *t, const struct layout *l, const u
 	if (i != NONE)
 		return val_of(entry(t, l, i), l);
 	/* at most 3/4 full, so a probe ends soon; growing by half leaves it half full */
-	if ((t->n + 1) * 4 > t->cap * 3 && rehash(t, l, t->cap ? t->cap + t->cap / 2 : MIN_CAP) != 0)
+	if ((t->n + 1) * 4 > t->cap * 3 && rehash(t, l, km_probe_grow(t->cap, MIN_CAP)) != 0)
 		return NULL;
-	for (i = slot_of(key, l, t->cap); *val_of(entry(t, l, i), l); i = step(i, t->cap))
+	for (i = slot_of(key, l, t->cap); *val_of(entry(t, l, i), l); i = km_probe_next(i, t->cap))
 		;
 	memcpy(entry(t, l, i), key, l->klen);
 	t->n++;
@@ -119,10 +109,10 @@ static void table_delete(struct km_addr_table *t, const struct layout *l, const 
 		return;
 	/* backward shift: each later entry of the run moves into the hole unless its home slot
 	 * lies cyclically after the hole (it would then be found before reaching it) */
-	for (size_t j = step(hole, t->cap); *val_of(entry(t, l, j), l); j = step(j, t->cap)) {
+	for (size_t j = km_probe_next(hole, t->cap); *val_of(entry(t, l, j), l); j = km_probe_next(j, t->cap)) {
 		size_t home = slot_of(entry(t, l, j), l, t->cap);
 
-		if (dist(home, j, t->cap) >= dist(hole, j, t->cap)) {
+		if (km_probe_dist(home, j, t->cap) >= km_probe_dist(hole, j, t->cap)) {
 			memcpy(entry(t, l, hole), entry(t, l, j), l->stride);
 			hole = j;
 		}

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "services/xds-agent/core/probe.h"
+
 uint32_t km_ids_fnv1a(const char *name)
 {
 	uint32_t h = 2166136261u;
@@ -33,19 +35,7 @@ void km_ids_free(struct km_ids *ids)
 
 static size_t slot_of(const struct km_ids *ids, uint32_t id)
 {
-	/* Fibonacci hashing of the id, scaled to the table (any size) by a multiply */
-	return (size_t)(((uint64_t)(uint32_t)(id * 2654435761u) * ids->cap) >> 32);
-}
-
-static size_t next_slot(const struct km_ids *ids, size_t i)
-{
-	return i + 1 == ids->cap ? 0 : i + 1;
-}
-
-/* How far slot b is after slot a, going round. */
-static size_t slot_distance(const struct km_ids *ids, size_t a, size_t b)
-{
-	return b >= a ? b - a : b + ids->cap - a;
+	return km_probe_home(id * 2654435761u, ids->cap); /* Fibonacci hashing of the id */
 }
 
 static size_t find(const struct km_ids *ids, uint32_t id)
@@ -53,7 +43,7 @@ static size_t find(const struct km_ids *ids, uint32_t id)
 	size_t i = slot_of(ids, id);
 
 	while (ids->keys[i] && ids->keys[i] != id)
-		i = next_slot(ids, i);
+		i = km_probe_next(i, ids->cap);
 	return i;
 }
 
@@ -106,7 +96,7 @@ uint32_t km_ids_alloc(struct km_ids *ids, const char *name, void *owner)
 
 	/* at most 3/4 full, growing by half: 1/2 to 3/4 full, not 1/4 to 1/2 as doubling a power of
 	 * two at half full was (28 bytes per id at 110,000; now ~19) */
-	if ((ids->count + 1) * 4 > ids->cap * 3 && resize(ids, ids->cap ? ids->cap + ids->cap / 2 : 64) != 0)
+	if ((ids->count + 1) * 4 > ids->cap * 3 && resize(ids, km_probe_grow(ids->cap, 64)) != 0)
 		return 0;
 	/* Probe the u32 ring from the name's hash, skipping 0 and ids in use. */
 	for (id = ids->hash(name);; id++) {
@@ -135,10 +125,10 @@ void km_ids_release(struct km_ids *ids, uint32_t id)
 	ids->owners[i] = NULL;
 	ids->count--;
 	/* Backward shift: move later entries of the run into the hole when their home allows. */
-	for (j = next_slot(ids, i); ids->keys[j]; j = next_slot(ids, j)) {
+	for (j = km_probe_next(i, ids->cap); ids->keys[j]; j = km_probe_next(j, ids->cap)) {
 		size_t home = slot_of(ids, ids->keys[j]);
 
-		if (slot_distance(ids, home, j) >= slot_distance(ids, i, j)) {
+		if (km_probe_dist(home, j, ids->cap) >= km_probe_dist(i, j, ids->cap)) {
 			ids->keys[i] = ids->keys[j];
 			ids->owners[i] = ids->owners[j];
 			ids->keys[j] = 0;

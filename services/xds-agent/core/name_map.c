@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "services/xds-agent/core/probe.h"
+
 #define MIN_CAP 64
 
 static uint32_t hash_of(const char *s)
@@ -30,11 +32,11 @@ void km_name_map_free(struct km_name_map *m)
 
 static size_t slot(const struct km_name_map *m, const char *key, uint32_t h)
 {
-	size_t i = h & (m->cap - 1);
+	size_t i = km_probe_home(h, m->cap);
 
 	while (m->e[i].key &&
 	       !(m->e[i].hash == h && (m->e[i].key == key || strcmp(m->e[i].key, key) == 0)))
-		i = (i + 1) & (m->cap - 1);
+		i = km_probe_next(i, m->cap);
 	return i;
 }
 
@@ -54,7 +56,7 @@ static int rehash(struct km_name_map *m, size_t cap)
 
 		if (!m->e[i].key)
 			continue;
-		for (j = m->e[i].hash & (cap - 1); e[j].key; j = (j + 1) & (cap - 1))
+		for (j = km_probe_home(m->e[i].hash, cap); e[j].key; j = km_probe_next(j, cap))
 			;
 		e[j] = m->e[i];
 	}
@@ -69,7 +71,7 @@ int km_name_map_add(struct km_name_map *m, const char *key, void *val)
 	uint32_t h = hash_of(key);
 	size_t i;
 
-	if ((m->n + 1) * 4 > m->cap * 3 && rehash(m, m->cap ? m->cap * 2 : MIN_CAP) != 0)
+	if ((m->n + 1) * 4 > m->cap * 3 && rehash(m, km_probe_grow(m->cap, MIN_CAP)) != 0)
 		return -1;
 	i = slot(m, key, h);
 	m->e[i] = (struct km_name_map_entry){ .hash = h, .key = key, .val = val };
@@ -79,7 +81,7 @@ int km_name_map_add(struct km_name_map *m, const char *key, void *val)
 
 void km_name_map_delete(struct km_name_map *m, const char *key)
 {
-	size_t mask = m->cap - 1, hole;
+	size_t hole;
 
 	if (!m->n)
 		return;
@@ -87,10 +89,10 @@ void km_name_map_delete(struct km_name_map *m, const char *key)
 	if (!m->e[hole].key)
 		return;
 	/* backward shift: later entries of the run whose home is not after the hole move up */
-	for (size_t j = (hole + 1) & mask; m->e[j].key; j = (j + 1) & mask) {
-		size_t home = m->e[j].hash & mask;
+	for (size_t j = km_probe_next(hole, m->cap); m->e[j].key; j = km_probe_next(j, m->cap)) {
+		size_t home = km_probe_home(m->e[j].hash, m->cap);
 
-		if (((j - home) & mask) >= ((j - hole) & mask)) {
+		if (km_probe_dist(home, j, m->cap) >= km_probe_dist(hole, j, m->cap)) {
 			m->e[hole] = m->e[j];
 			hole = j;
 		}

@@ -19,7 +19,7 @@ struct km_name_map_entry {
 
 struct km_name_map {
 	struct km_name_map_entry *e;
-	size_t cap; /* 0 or a power of two */
+	size_t cap; /* 0, or at least 64 */
 	size_t n;
 };
 
