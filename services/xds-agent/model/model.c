@@ -15,17 +15,20 @@
 
 /* one 96-byte malloc chunk per workload entry (model_internal.h): growing it costs every workload */
 _Static_assert(sizeof(struct km_model_wl) <= 88, "struct km_model_wl outgrew its malloc chunk");
-/* one per service (100,000 at 1M workloads): 264 bytes, a 272-byte chunk (it was 520) */
-_Static_assert(sizeof(struct km_model_svc) <= 264, "struct km_model_svc grew");
+/* one per service (100,000 at 1M workloads): 176 bytes, a 192-byte chunk (it was 520) */
+_Static_assert(sizeof(struct km_model_svc) <= 176, "struct km_model_svc grew");
 
 /* ---- services ------------------------------------------------------------------------------ */
 
 static void svc_free(struct km_model_svc *s)
 {
 	for (int p = 0; p < KM_PRIO_COUNT; p++) {
-		free(s->eps[p]);
+		struct mdl_group *g = mdl_group_of(s, (uint32_t)p);
+
+		free(g ? g->eps : NULL);
 		free(mdl_cum(s, p));
 	}
+	free(s->groups);
 	free(s->weights);
 	free(s->members);
 	free(s->ovr);
@@ -137,9 +140,12 @@ void km_model_remove_service(struct km_model *m, const char *name)
 	if (op)
 		op->svc.id = s->id;
 	for (uint32_t p = 0; p < KM_PRIO_COUNT; p++) {
-		for (size_t i = 0; i < s->n_eps[p]; i++)
+		struct mdl_group *g = mdl_group_of(s, p);
+
+		for (size_t i = 0; g && i < g->n; i++)
 			mdl_emit_endpoint(m, s, p, (uint32_t)i, 1, 0);
-		s->n_eps[p] = 0;
+		if (g)
+			g->n = 0;
 	}
 	for (size_t i = 0; i < s->n_members; i++) { /* its members keep their places, not slots */
 		struct mdl_place *pl = mdl_place_of(s->members[i], s);
@@ -434,7 +440,7 @@ void km_model_replay(struct km_model *m)
 		for (size_t i = 0; i < s->n_ovr; i++)
 			mdl_emit_override(m, s, &s->ovr[i], 0);
 		for (uint32_t p = 0; p < KM_PRIO_COUNT; p++)
-			for (size_t i = 0; i < s->n_eps[p]; i++)
+			for (size_t i = 0; i < mdl_n_eps(s, p); i++)
 				mdl_emit_endpoint(m, s, p, (uint32_t)i, 0, 0);
 		mdl_emit_service(m, s, 0);
 		mdl_emit_service_frontends(m, s, 0);
@@ -594,8 +600,8 @@ size_t km_model_endpoints(const struct km_model *m, const char *service, uint32_
 		*backend_ids = NULL;
 		return 0;
 	}
-	*backend_ids = s->eps[prio];
-	return s->n_eps[prio];
+	*backend_ids = mdl_group_of(s, prio) ? mdl_group_of(s, prio)->eps : NULL;
+	return mdl_n_eps(s, prio);
 }
 
 void km_model_set_version(struct km_model *m, const char *name, const char *version)
@@ -747,7 +753,7 @@ void km_model_stats(const struct km_model *m, struct km_model_stats *st)
 	 * milliseconds per dump): a workload waiting for its waypoint is in that service's wp_wls */
 	DL_FOREACH_SAFE(m->services, s, stmp) {
 		for (int p = 0; p < KM_PRIO_COUNT; p++)
-			st->endpoints += s->n_eps[p];
+			st->endpoints += mdl_n_eps(s, (uint32_t)p);
 		st->port_overrides += s->n_ovr;
 		if (s->res && s->res->waypoint.kind == KM_WAYPOINT_HOSTNAME &&
 		    !(s->wp_of && s->wp_of->res && s->wp_of->res->n_vips))

@@ -61,7 +61,7 @@ void mdl_emit_service(struct km_model *m, const struct km_model_svc *s, int now)
 	op->svc.id = s->id;
 	op->svc.lb_mode = s->res->lb_mode;
 	for (int p = 0; p < KM_PRIO_COUNT; p++) {
-		op->svc.count[p] = (uint32_t)s->n_eps[p];
+		op->svc.count[p] = mdl_n_eps(s, (uint32_t)p);
 		op->svc.weight_total[p] = mdl_group_total(s, (uint32_t)p);
 	}
 	op->svc.flags = mdl_service_p2c(m, s) ? KM_SVC_F_P2C : 0;
@@ -80,7 +80,7 @@ void mdl_emit_endpoint(struct km_model *m, const struct km_model_svc *s, uint32_
 	op->ep.index = index;
 	if (del)
 		return;
-	op->ep.backend_id = s->eps[prio][index];
+	op->ep.backend_id = mdl_group_of(s, prio)->eps[index];
 	op->ep.cum_weight = mdl_slot_cum(s, prio, index);
 	op->ep.addr4 = mdl_workload_inline4(m, op->ep.backend_id);
 }

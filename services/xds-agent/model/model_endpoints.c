@@ -135,7 +135,9 @@ uint64_t mdl_slot_cum(const struct km_model_svc *s, uint32_t prio, size_t i)
 
 uint64_t mdl_group_total(const struct km_model_svc *s, uint32_t prio)
 {
-	return s->n_eps[prio] ? mdl_slot_cum(s, prio, s->n_eps[prio] - 1) : 0;
+	uint32_t n = mdl_n_eps(s, prio);
+
+	return n ? mdl_slot_cum(s, prio, n - 1) : 0;
 }
 
 static uint64_t slot_weight(const struct km_model_svc *s, uint32_t prio, size_t i)
@@ -154,7 +156,7 @@ static uint64_t *cum_reserve(struct km_model_svc *s, uint32_t prio, size_t n)
 		return NULL;
 	if (km_grow32((void **)&wt->cum[prio], &wt->cap[prio], n, sizeof(*wt->cum[prio])) != 0)
 		return NULL;
-	for (size_t i = 0; fresh && i < s->n_eps[prio]; i++)
+	for (size_t i = 0; fresh && i < mdl_n_eps(s, prio); i++)
 		wt->cum[prio][i] = (uint64_t)i + 1;
 	return wt->cum[prio];
 }
@@ -177,36 +179,45 @@ static void endpoint_reweigh(struct km_model *m, struct km_model_svc *s, uint32_
 
 	if (old == weight)
 		return;
-	if (!(cum = cum_reserve(s, prio, s->n_eps[prio]))) {
+	if (!(cum = cum_reserve(s, prio, mdl_n_eps(s, prio)))) {
 		m->out->oom = 1;
 		return;
 	}
-	for (size_t j = i; j < s->n_eps[prio]; j++)
+	for (size_t j = i; j < mdl_n_eps(s, prio); j++)
 		cum[j] = cum[j] - old + weight;
-	emit_cum(m, s, prio, i, s->n_eps[prio]);
+	emit_cum(m, s, prio, i, mdl_n_eps(s, prio));
 	mdl_mark_dirty(m, s, 1); /* the total */
 }
 
 /* ---- endpoint slots (continued) ------------------------------------------------------------ */
+
+/* The group of priority prio, made if needed; NULL when out of memory. */
+static struct mdl_group *group_make(struct km_model_svc *s, uint32_t prio)
+{
+	if (prio && !s->groups && !(s->groups = calloc(KM_PRIO_COUNT - 1, sizeof(*s->groups))))
+		return NULL;
+	return mdl_group_of(s, prio);
+}
 
 /* Append without emitting the count: the service row follows at flush (or, for a new service,
  * right after its endpoints). */
 void mdl_endpoint_append(struct km_model *m, struct km_model_svc *s, uint32_t prio,
 			 struct km_model_wl *w)
 {
-	size_t n = s->n_eps[prio];
+	struct mdl_group *g = group_make(s, prio);
+	size_t n = g ? g->n : 0;
 	uint64_t weight = wl_weight(w), *cum = mdl_cum(s, prio);
 	struct mdl_place *place = mdl_place_of(w, s);
 
-	if (km_grow32((void **)&s->eps[prio], &s->cap_eps[prio], n + 1, sizeof(*s->eps[prio])) != 0 ||
+	if (!g || km_grow32((void **)&g->eps, &g->cap, n + 1, sizeof(*g->eps)) != 0 ||
 	    ((weight != 1 || cum) && !(cum = cum_reserve(s, prio, n + 1)))) {
 		m->out->oom = 1;
 		return;
 	}
 	if (cum)
 		cum[n] = (n ? cum[n - 1] : 0) + weight;
-	s->eps[prio][n] = w->id;
-	s->n_eps[prio]++;
+	g->eps[n] = w->id;
+	g->n++;
 	if (place) {
 		place->has_slot = 1;
 		place->prio = prio & 7;
@@ -220,17 +231,18 @@ void mdl_endpoint_append(struct km_model *m, struct km_model_svc *s, uint32_t pr
  * get their new cumulative weights before the count (and total) shrink. */
 void mdl_endpoint_remove(struct km_model *m, struct km_model_svc *s, uint32_t prio, size_t i)
 {
-	size_t last = s->n_eps[prio] - 1;
-	struct km_model_wl *gone = mdl_workload_by_id(m, s->eps[prio][i]);
+	struct mdl_group *g = mdl_group_of(s, prio);
+	size_t last = g->n - 1;
+	struct km_model_wl *gone = mdl_workload_by_id(m, g->eps[i]);
 	struct mdl_place *pl = gone ? mdl_place_of(gone, s) : NULL;
 	uint64_t *cum = mdl_cum(s, prio);
 
 	if (pl && pl->has_slot && pl->prio == prio && pl->slot == i)
 		pl->has_slot = 0;
 	if (i != last) {
-		struct km_model_wl *mover = mdl_workload_by_id(m, s->eps[prio][last]);
+		struct km_model_wl *mover = mdl_workload_by_id(m, g->eps[last]);
 
-		s->eps[prio][i] = s->eps[prio][last];
+		g->eps[i] = g->eps[last];
 		if (mover && (pl = mdl_place_of(mover, s)))
 			pl->slot = (uint32_t)i & 0xfffffff;
 		if (cum) {
@@ -249,7 +261,7 @@ void mdl_endpoint_remove(struct km_model *m, struct km_model_svc *s, uint32_t pr
 		if (cum)
 			emit_cum(m, s, prio, i + 1, last); /* the slots after it weigh the same, sit lower */
 	}
-	s->n_eps[prio]--;
+	g->n--;
 	mdl_emit_service(m, s, 1);
 	mdl_emit_endpoint(m, s, prio, (uint32_t)last, 1, 1);
 }

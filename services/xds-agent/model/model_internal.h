@@ -29,14 +29,21 @@ struct mdl_weights {
 	uint32_t cap[KM_PRIO_COUNT];
 };
 
-/* A service. Counts are 32-bit and flags bytes: one per service, 100,000 at 1M workloads (it
- * was 520 bytes, with a uthash handle and size_t counts; now about half). */
+/* One priority group's endpoint slots: backend ids in slot order. */
+struct mdl_group {
+	uint32_t *eps;
+	uint32_t n, cap;
+};
+
+/* A service. Counts are 32-bit and flags bytes, its groups beyond the first out of line: one
+ * per service, 100,000 at 1M workloads (it was 520 bytes, with a uthash handle, size_t counts and
+ * seven groups inline; now 176). */
 struct km_model_svc {
 	char *name;
 	struct km_service_res *res;
 	struct km_model_svc *prev, *next; /* m->services, in the order they were made */
-	uint32_t *eps[KM_PRIO_COUNT]; /* backend ids in slot order, per priority */
-	uint32_t n_eps[KM_PRIO_COUNT], cap_eps[KM_PRIO_COUNT];
+	struct mdl_group group0;  /* priority 0: most services have no other (mdl_group_of) */
+	struct mdl_group *groups; /* priorities 1 .. KM_PRIO_COUNT - 1, once one was used */
 	struct mdl_weights *weights; /* NULL: every slot weighs 1 (mdl_cum) */
 	struct km_model_wl **members; /* workloads that list this service */
 	struct override *ovr;
@@ -61,6 +68,22 @@ struct km_model_svc {
 	uint8_t count_dirty; /* the service row must be re-emitted at flush */
 };
 
+/* The group of priority prio, or NULL when s never had a slot there. */
+static inline struct mdl_group *mdl_group_of(const struct km_model_svc *s, uint32_t prio)
+{
+	if (prio == 0)
+		return (struct mdl_group *)&s->group0;
+	return s->groups ? &s->groups[prio - 1] : NULL;
+}
+
+/* The slots of priority prio. */
+static inline uint32_t mdl_n_eps(const struct km_model_svc *s, uint32_t prio)
+{
+	const struct mdl_group *g = mdl_group_of(s, prio);
+
+	return g ? g->n : 0;
+}
+
 /* The cumulative weights of s's group prio, or NULL when every slot there weighs 1. */
 static inline uint64_t *mdl_cum(const struct km_model_svc *s, uint32_t prio)
 {
@@ -76,7 +99,7 @@ static inline uint64_t *mdl_cum(const struct km_model_svc *s, uint32_t prio)
 struct mdl_place {
 	struct km_model_svc *s;
 	uint32_t member;       /* index in s->members */
-	uint32_t slot : 28;    /* index in s->eps[prio], when has_slot (km_endpoint holds fewer) */
+	uint32_t slot : 28;    /* index in its group's eps, when has_slot (km_endpoint holds fewer) */
 	uint32_t prio : 3;     /* KM_PRIO_COUNT 7 */
 	uint32_t has_slot : 1;
 };
