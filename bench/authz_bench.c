@@ -123,9 +123,9 @@ static void put_workload(uint32_t id, const char *ns, struct km_addr *a)
 	w->addrs = (struct km_addr *)(w->where + 1);
 	w->addrs[0] = *a;
 	w->n_addrs = 1;
-	w->uid = (char *)(w->addrs + 1);
-	snprintf(w->uid, 64, "Kubernetes//Pod/%s/w%u", ns, id);
-	w->who->namespace = w->uid + 64;
+	w->uid_text = (char *)(w->addrs + 1);
+	snprintf(w->uid_text, 64, "Kubernetes//Pod/%s/w%u", ns, id);
+	w->who->namespace = w->uid_text + 64;
 	snprintf(w->who->namespace, 64, "%s", ns);
 	w->who->service_account = "sa";
 	w->who->network = NET;

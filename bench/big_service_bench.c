@@ -52,7 +52,7 @@ static struct km_workload_res *workload(size_t i, const char *svc, uint32_t stat
 
 	snprintf(uid, sizeof(uid), "Kubernetes//Pod/b/w%zu", i);
 	snprintf(ip, sizeof(ip), "10.%zu.%zu.%zu", 64 + (i >> 16), (i >> 8) & 255, i & 255);
-	w->uid = strdup(uid);
+	w->uid_text = strdup(uid);
 	w->addrs = calloc(1, sizeof(*w->addrs));
 	km_addr_parse(ip, &w->addrs[0]);
 	w->n_addrs = 1;

@@ -36,7 +36,7 @@ static inline struct km_workload_res *wl(const char *uid, const char *ip, uint32
 	struct km_workload_res *w = km_workload_res_new();
 	va_list ap;
 
-	w->uid = strdup(uid);
+	w->uid_text = strdup(uid);
 	w->addrs = calloc(1, sizeof(*w->addrs));
 	if (ip) {
 		km_addr_parse(ip, &w->addrs[0]);

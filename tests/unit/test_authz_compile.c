@@ -94,7 +94,7 @@ static void put_wl(const char *uid, const char *ns, const char *network, struct 
 			       *old = wls[i].res;
 
 	assert_non_null(w);
-	w->uid = wls[i].uid;
+	w->uid_text = wls[i].uid;
 	w->who = (struct km_wl_who *)(w + 1);
 	w->where = (struct km_wl_where *)(w->who + 1);
 	w->who->namespace = (char *)ns;
@@ -191,7 +191,7 @@ static void put_wl_who(const char *uid, struct km_wl_who *who, struct km_addr *a
 			       *old = wls[i].res;
 
 	assert_non_null(w);
-	w->uid = wls[i].uid;
+	w->uid_text = wls[i].uid;
 	w->who = who;
 	w->where = (struct km_wl_where *)(w + 1);
 	w->addrs = (struct km_addr *)(w->where + 1);

@@ -134,7 +134,7 @@ static void make_workload(int i)
 	w->where = &W.where[W.cur[i]][i];
 	memset(w->who, 0, sizeof(*w->who));
 	snprintf(W.uid[i], sizeof(W.uid[i]), "wl-%d", i);
-	w->uid = W.uid[i];
+	w->uid_text = W.uid[i];
 	w->who->namespace = (char *)PICK(namespaces);
 	w->who->service_account = (char *)PICK(accounts);
 	w->who->trust_domain = (char *)PICK(domains);

@@ -108,35 +108,62 @@ static void test_pack_keeps_every_field(void **state)
 	km_resource_set_free(&b);
 }
 
-/* A packed workload keeps its name once when its uid ends with it ("<cluster>//Pod/<ns>/<name>",
- * as istiod's Kubernetes uids do): the name is then the uid's last segment, in the same bytes;
- * a name that is not the uid's last whole segment is a copy of its own. */
-static void packed_name_shared_with_uid(const char *uid, const char *name, int shared)
+/* A packed workload whose uid is "<prefix>/<name>" (istiod's Kubernetes uids are
+ * "<cluster>//Pod/<ns>/<name>") keeps the prefix interned, shared by every such workload of the
+ * namespace, and its name once; any other uid is kept whole. Either way the uid reads the same,
+ * compares the same, and a copy of the workload has it whole. */
+static struct km_workload_res *packed(const char *uid, const char *name)
 {
 	struct km_workload_res *w = km_workload_res_new();
 
-	w->uid = strdup(uid);
+	w->uid_text = strdup(uid);
 	w->name = strdup(name);
 	w = km_workload_res_pack(w);
 	assert_true(w->packed);
-	assert_string_equal(w->uid, uid);
+	return w;
+}
+
+static void uid_kept(const char *uid, const char *name, int split)
+{
+	struct km_workload_res *w = packed(uid, name), *c;
+	char buf[KM_UID_BUF], other[KM_UID_BUF];
+
+	assert_int_equal(w->uid_split, split);
+	assert_string_equal(km_workload_uid(w, buf), uid);
 	assert_string_equal(w->name, name);
-	if (shared)
-		assert_ptr_equal(w->name, w->uid + strlen(uid) - strlen(name));
-	else
-		assert_true(w->name < w->uid || w->name > w->uid + strlen(uid));
+	assert_true(km_workload_uid_is(w, uid));
+	snprintf(other, sizeof(other), "%sx", uid); /* longer */
+	assert_false(km_workload_uid_is(w, other));
+	other[strlen(uid) - 1] = 0; /* shorter */
+	assert_false(km_workload_uid_is(w, other));
+	assert_false(km_workload_uid_is(w, NULL));
+	c = km_workload_res_with_addrs(w, NULL, 0);
+	assert_int_equal(c->uid_split, 0);
+	assert_string_equal(c->uid_text, uid);
+	assert_true(km_workload_res_equal(w, c) && km_workload_res_equal(c, w));
+	km_workload_res_free(c);
 	km_workload_res_free(w);
 }
 
-static void test_pack_name_in_uid(void **state)
+static void test_pack_uid_split(void **state)
 {
+	struct km_workload_res *a, *b;
+
 	(void)state;
-	packed_name_shared_with_uid("Kubernetes//Pod/prod/web-7d4b9c-x2k8p", "web-7d4b9c-x2k8p", 1);
-	packed_name_shared_with_uid("c//Pod/ns/p", "p", 1);
-	packed_name_shared_with_uid("c//Pod/ns/xp", "p", 0); /* a suffix, not a segment */
-	packed_name_shared_with_uid("c//Pod/ns/p", "q", 0);
-	packed_name_shared_with_uid("p", "p", 0);            /* the whole uid: no '/' before it */
-	packed_name_shared_with_uid("c//Pod/ns/p", "", 0);
+	uid_kept("Kubernetes//Pod/prod/web-7d4b9c-x2k8p", "web-7d4b9c-x2k8p", 1);
+	uid_kept("c//Pod/ns/p", "p", 1);
+	uid_kept("/p", "p", 1);              /* an empty prefix */
+	uid_kept("c//Pod/ns/xp", "p", 0);    /* a suffix, not a segment */
+	uid_kept("c//Pod/ns/p", "q", 0);
+	uid_kept("p", "p", 0);               /* the whole uid: no '/' before it */
+	uid_kept("c//Pod/ns/p", "", 0);
+	/* two pods of a namespace share the prefix's bytes */
+	a = packed("Kubernetes//Pod/prod/a", "a");
+	b = packed("Kubernetes//Pod/prod/b", "b");
+	assert_ptr_equal(a->uid_text, b->uid_text);
+	assert_false(km_workload_res_equal(a, b));
+	km_workload_res_free(a);
+	km_workload_res_free(b);
 }
 
 static void expect_rejected(const char *resource, const char *why)
@@ -285,7 +312,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decode_both_spellings),
 		cmocka_unit_test(test_pack_keeps_every_field),
-		cmocka_unit_test(test_pack_name_in_uid),
+		cmocka_unit_test(test_pack_uid_split),
 		cmocka_unit_test(test_bad_resources_rejected),
 		cmocka_unit_test(test_bad_documents),
 		cmocka_unit_test(test_base64),

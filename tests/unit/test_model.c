@@ -21,7 +21,9 @@
 /* A compact text form of an op: "BE+ 5", "EP+ s/0/1=w", "SVC+ s 2", "FE- 10.0.0.1:80" ... */
 static const char *name_of(const struct km_model *m, uint32_t id)
 {
-	const char *n = km_model_name_of(m, id);
+	static char bufs[4][KM_UID_BUF]; /* an op's text names up to two */
+	static unsigned k;
+	const char *n = km_model_name_of(m, id, bufs[k++ % 4]);
 
 	return n ? n : "?"; /* released ids (rows being deleted) */
 }
@@ -228,7 +230,7 @@ static void test_workloads_found_despite_id_collisions(void **state)
 	enum { N = 40 };
 	struct km_oplist l;
 	struct km_model m;
-	char uid[N][48], ip[32];
+	char uid[N][48], ip[32], ubuf[KM_UID_BUF];
 	uint32_t ids[N];
 	size_t listed = 0, backends = 0;
 
@@ -244,7 +246,7 @@ static void test_workloads_found_despite_id_collisions(void **state)
 		ids[i] = km_model_id_of(&m, uid[i]);
 		assert_true(ids[i] != 0);
 		assert_non_null(km_model_find_workload(&m, uid[i]));
-		assert_string_equal(km_model_name_of(&m, ids[i]), uid[i]);
+		assert_string_equal(km_model_name_of(&m, ids[i], ubuf), uid[i]);
 		for (int j = 0; j < i; j++)
 			assert_true(ids[i] != ids[j]);
 	}

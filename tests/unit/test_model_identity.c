@@ -71,13 +71,13 @@ static void rows(struct fx *f, char *out, size_t len)
 	out[0] = '\0';
 	for (size_t i = 0; i < f->l.n; i++) {
 		const struct km_op *o = &f->l.ops[i];
-		char a[KM_ADDR_STRLEN];
+		char a[KM_ADDR_STRLEN], ubuf[KM_UID_BUF];
 		const char *uid;
 
 		if (o->table != KM_OP_AUTHZ_IDENT)
 			continue;
 		km_addr_format(&o->ident.addr, a);
-		uid = o->del ? "" : km_model_name_of(&f->m, o->ident.workload_id);
+		uid = o->del ? "" : km_model_name_of(&f->m, o->ident.workload_id, ubuf);
 		used += (size_t)snprintf(out + used, len - used, "%s%s%s%s%s", used ? " " : "",
 					 o->del ? "-" : "+", a, o->del ? "" : "=", uid ? uid : "?");
 		assert_true(used < len);
@@ -151,7 +151,7 @@ static void test_only_this_networks_pods_are_identities(void **state)
 		struct km_addr a;
 
 		km_addr_parse("10.0.0.1", &a);
-		assert_string_equal(km_model_workload_at(&f->m, &a)->uid, "node-agent2");
+		assert_true(km_workload_uid_is(km_model_workload_at(&f->m, &a), "node-agent2"));
 	}
 	km_model_remove_workload(&f->m, "node-agent2");
 	km_model_remove_workload(&f->m, "remote");

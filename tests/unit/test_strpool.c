@@ -67,7 +67,7 @@ static struct km_workload_res *workload(const char *uid, const char *ns, const c
 	struct km_workload_res *w = km_workload_res_new();
 
 	assert_non_null(w);
-	w->uid = strdup(uid);
+	w->uid_text = strdup(uid);
 	w->who->namespace = strdup(ns);
 	w->where->node = strdup("node-1");
 	w->services = calloc(1, sizeof(*w->services));
@@ -87,8 +87,8 @@ static void packed_workloads_share(void **state)
 	assert_ptr_equal(a->where, b->where);
 	assert_int_equal(km_profile_pool_count(), 2);
 	assert_ptr_equal(a->services[0].service, b->services[0].service);
-	assert_ptr_not_equal(a->uid, b->uid);
-	assert_string_equal(b->uid, "b");
+	assert_ptr_not_equal(a->uid_text, b->uid_text);
+	assert_string_equal(b->uid_text, "b");
 	assert_int_equal(km_str_pool_count(), 3);
 	assert_true(km_workload_res_equal(a, a));
 	km_workload_res_free(a);

@@ -477,12 +477,13 @@ static size_t fake_marks, fake_sweeps;
 
 static size_t fake_each_version(const void *store, km_version_cb cb, void *arg)
 {
-	static char names[FAKE_HELD][40]; /* a store's names outlive the walk */
+	char name[40], version[20]; /* written for the call, as the model writes a split uid */
 
 	(void)store;
 	for (int i = 0; cb && i < FAKE_HELD; i++) {
-		snprintf(names[i], sizeof(names[i]), "Kubernetes//Pod/bench/w%d", i);
-		cb(arg, names[i], "0123456789abcdef");
+		snprintf(name, sizeof(name), "Kubernetes//Pod/bench/w%d", i);
+		snprintf(version, sizeof(version), "%x", i + 0x1000);
+		cb(arg, name, version);
 	}
 	return FAKE_HELD;
 }
@@ -501,7 +502,9 @@ static size_t fake_sweep(void *store)
 	return 7;
 }
 
-static size_t initial_versions(const uint8_t *buf, size_t len)
+/* The entries of a first request; from the fake store (fake_each_version), each checked to be
+ * its own name and version. */
+static size_t initial_versions(const uint8_t *buf, size_t len, int fake)
 {
 	Kmesh__Xds__DeltaDiscoveryRequest *r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
 	size_t n;
@@ -509,8 +512,29 @@ static size_t initial_versions(const uint8_t *buf, size_t len)
 	assert_non_null(r);
 	assert_non_null(r->node); /* withheld or not, it is a first request */
 	n = r->n_initial_resource_versions;
+	for (size_t i = 0; fake && i < n; i++) { /* its own name and version, though written per call */
+		char name[64], version[24];
+
+		snprintf(name, sizeof(name), "Kubernetes//Pod/bench/w%zu", i);
+		snprintf(version, sizeof(version), "%zx", i + 0x1000);
+		assert_string_equal(r->initial_resource_versions[i]->key, name);
+		assert_string_equal(r->initial_resource_versions[i]->value, version);
+	}
 	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
 	return n;
+}
+
+/* Whether a first request names a version for name. */
+static int names_version(const uint8_t *buf, size_t len, const char *name)
+{
+	Kmesh__Xds__DeltaDiscoveryRequest *r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
+	int found = 0;
+
+	assert_non_null(r);
+	for (size_t i = 0; i < r->n_initial_resource_versions; i++)
+		found |= strcmp(r->initial_resource_versions[i]->key, name) == 0;
+	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
+	return found;
 }
 
 /* istiod refuses requests over 4 MiB (grpc-status 8): the first request names every version
@@ -531,7 +555,7 @@ static void test_initial_request_within_limit(void **state)
 	fake_marks = fake_sweeps = 0;
 	c->max_initial = KM_ADS_MAX_INITIAL_DEFAULT;
 	buf = km_ads_initial_request(c, t, &full);
-	assert_int_equal(initial_versions(buf, full), FAKE_HELD);
+	assert_int_equal(initial_versions(buf, full, 1), FAKE_HELD);
 	assert_false(t->withheld);
 	assert_int_equal(fake_marks, 0);
 	free(buf);
@@ -539,14 +563,14 @@ static void test_initial_request_within_limit(void **state)
 	c->max_initial = full;
 	buf = km_ads_initial_request(c, t, &len);
 	assert_int_equal(len, full);
-	assert_int_equal(initial_versions(buf, len), FAKE_HELD);
+	assert_int_equal(initial_versions(buf, len, 1), FAKE_HELD);
 	assert_false(t->withheld);
 	free(buf);
 	/* ... one byte less does not: no versions at all, and the store is marked */
 	c->max_initial = full - 1;
 	buf = km_ads_initial_request(c, t, &len);
 	assert_true(len <= c->max_initial);
-	assert_int_equal(initial_versions(buf, len), 0);
+	assert_int_equal(initial_versions(buf, len, 1), 0);
 	assert_true(t->withheld);
 	assert_int_equal(t->withholds, 1);
 	assert_int_equal(fake_marks, 1);
@@ -613,6 +637,7 @@ static void wl_msg(struct wl_msg *m, const char *uid, uint8_t last, size_t ip_le
 	m->addr.len = ip_len;
 	m->addr.data = m->ip;
 	m->w.uid = (char *)uid;
+	m->w.name = (char *)(strrchr(uid, '/') ? strrchr(uid, '/') + 1 : uid); /* kept split */
 	m->w.n_addresses = 1;
 	m->w.addresses = &m->addr;
 	m->a.type_case = KMESH__WORKLOAD__ADDRESS__TYPE_WORKLOAD;
@@ -683,7 +708,7 @@ static void test_whole_state_sweeps_only_what_istiod_dropped(void **state)
 	/* a new stream, over the limit: no versions named, everything marked */
 	c->max_initial = 64;
 	buf = km_ads_initial_request(c, t, &len);
-	assert_int_equal(initial_versions(buf, len), 0);
+	assert_int_equal(initial_versions(buf, len, 0), 0);
 	assert_true(t->withheld);
 	free(buf);
 
@@ -724,7 +749,9 @@ static void test_whole_state_sweeps_only_what_istiod_dropped(void **state)
 	 * and a stream that withheld sweeps once) */
 	c->max_initial = KM_ADS_MAX_INITIAL_DEFAULT;
 	buf = km_ads_initial_request(c, t, &len);
-	assert_int_equal(initial_versions(buf, len), 3);
+	assert_int_equal(initial_versions(buf, len, 0), 3);
+	for (int i = 0; i < 3; i++) /* the model writes a split uid for the call: each copied */
+		assert_true(names_version(buf, len, uid[i]));
 	assert_false(t->withheld);
 	free(buf);
 	memset(&res, 0, sizeof(res));

@@ -80,8 +80,9 @@ size_t km_ads_versions_held(const struct km_ads_type *t)
 	return t->each_version ? t->each_version(t->store, NULL, NULL) : 0;
 }
 
-/* The entries of a first request: names point into the store, version texts are copied into
- * one block (a store may write them for the call only: km_version_cb). */
+/* The entries of a first request: names and version texts are copied into one block (a store
+ * may write either for the call only: km_version_cb; a kept workload's uid is written when it
+ * keeps it split). */
 struct version_list {
 	Kmesh__Xds__DeltaDiscoveryRequest__InitialResourceVersionsEntry *entries, **ptrs;
 	size_t n, cap;
@@ -91,19 +92,19 @@ struct version_list {
 
 static void count_version_text(void *arg, const char *name, const char *version)
 {
-	(void)name;
-	*(size_t *)arg += strlen(version ? version : "") + 1;
+	*(size_t *)arg += strlen(name) + 1 + strlen(version ? version : "") + 1;
 }
 
 static void collect_version(void *arg, const char *name, const char *version)
 {
 	struct version_list *l = arg;
-	size_t v = strlen(version ? version : "") + 1;
+	size_t k = strlen(name) + 1, v = strlen(version ? version : "") + 1;
 
-	if (l->n == l->cap || l->text_cap - l->text_used < v)
+	if (l->n == l->cap || l->text_cap - l->text_used < k + v)
 		return; /* counted beforehand; nothing changes in between */
 	kmesh__xds__delta_discovery_request__initial_resource_versions_entry__init(&l->entries[l->n]);
-	l->entries[l->n].key = (char *)name;
+	l->entries[l->n].key = memcpy(l->text + l->text_used, name, k);
+	l->text_used += k;
 	l->entries[l->n].value = memcpy(l->text + l->text_used, version ? version : "", v);
 	l->text_used += v;
 	l->ptrs[l->n] = &l->entries[l->n];

@@ -226,7 +226,7 @@ static int to_workload(const struct conv *c, const Kmesh__Workload__Workload *m,
 	*out = NULL;
 	if (!w)
 		return km_errf(err, errlen, "out of memory");
-	if (copy_str(c, m->uid, KM_RES_MAX_STRING, 1, "uid", &w->uid, err, errlen) ||
+	if (copy_str(c, m->uid, KM_RES_MAX_STRING, 1, "uid", &w->uid_text, err, errlen) ||
 	    copy_str(c, m->name, KM_RES_MAX_NAME, 0, "name", &w->name, err, errlen) ||
 	    copy_str(c, m->hostname, KM_RES_MAX_NAME, 0, "hostname", &w->hostname, err, errlen) ||
 	    copy_str(c, m->namespace_, KM_RES_MAX_NAME, 0, "namespace", &w->who->namespace, err, errlen) ||

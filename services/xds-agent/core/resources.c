@@ -2,6 +2,7 @@
 #include "services/xds-agent/core/resources.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,7 +111,7 @@ void km_workload_res_free(struct km_workload_res *w)
 		free(w);
 		return;
 	}
-	free(w->uid);
+	free(w->uid_text);
 	free(w->name);
 	free(w->hostname);
 	for (size_t i = 0; w->who && i < sizeof(*w->who) / sizeof(char *); i++)
@@ -210,11 +211,12 @@ struct km_service_res *km_service_res_pack(struct km_service_res *r)
  * service, which many workloads repeat, is interned (strpool.h), as are the service names of its
  * memberships and its policy names; its who and where become profiles (profile_pool.h). */
 #define WL_STR(f) offsetof(struct km_workload_res, f)
-static const size_t wl_own[] = { WL_STR(uid), WL_STR(name), WL_STR(hostname) };
+static const size_t wl_own[] = { WL_STR(uid_text), WL_STR(name), WL_STR(hostname) };
 #define N_OWN (sizeof(wl_own) / sizeof(wl_own[0]))
 
 /* Where name sits at the end of uid, after a '/', or -1: istiod's Kubernetes uids are
- * "<cluster>//Pod/<namespace>/<name>", so a pod's name (often 30 bytes) need not be kept twice. */
+ * "<cluster>//Pod/<namespace>/<name>", so a pod's uid is a prefix its namespace's pods share and
+ * its name (often 30 bytes), which it keeps anyway. */
 static ptrdiff_t name_in_uid(const char *uid, const char *name)
 {
 	size_t lu = uid ? strlen(uid) : 0, ln = name ? strlen(name) : 0;
@@ -222,6 +224,46 @@ static ptrdiff_t name_in_uid(const char *uid, const char *name)
 	if (!ln || ln >= lu || uid[lu - ln - 1] != '/' || memcmp(uid + lu - ln, name, ln) != 0)
 		return -1;
 	return (ptrdiff_t)(lu - ln);
+}
+
+/* The interned prefix of uid before name_at's '/' (NULL when out of memory). */
+static const char *intern_prefix(const char *uid, ptrdiff_t name_at)
+{
+	char prefix[KM_UID_BUF];
+	size_t n = (size_t)name_at - 1;
+
+	if (n >= sizeof(prefix))
+		return NULL;
+	memcpy(prefix, uid, n);
+	prefix[n] = 0;
+	return km_str_intern(prefix);
+}
+
+const char *km_workload_uid(const struct km_workload_res *w, char *buf)
+{
+	if (!w->uid_split)
+		return w->uid_text;
+	snprintf(buf, KM_UID_BUF, "%s/%s", w->uid_text, w->name);
+	return buf;
+}
+
+int km_workload_uid_is(const struct km_workload_res *w, const char *uid)
+{
+	size_t n;
+
+	if (!w->uid_split)
+		return w->uid_text && uid && strcmp(w->uid_text, uid) == 0;
+	n = strlen(w->uid_text);
+	return uid && strncmp(uid, w->uid_text, n) == 0 && uid[n] == '/' &&
+	       strcmp(uid + n + 1, w->name) == 0;
+}
+
+char *km_workload_uid_dup(const struct km_workload_res *w)
+{
+	char buf[KM_UID_BUF];
+	const char *uid = km_workload_uid(w, buf);
+
+	return uid ? strdup(uid) : NULL;
 }
 
 static char **wl_str(struct km_workload_res *w, size_t off)
@@ -233,6 +275,8 @@ static char **wl_str(struct km_workload_res *w, size_t off)
  * the rest are NULL). */
 static void release_shared(struct km_workload_res *w)
 {
+	if (w->uid_split)
+		km_str_release(w->uid_text);
 	km_who_release(w->who);
 	km_where_release(w->where);
 	if (w->waypoint)
@@ -266,11 +310,12 @@ struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 
 	if (r->packed)
 		return r;
-	name_at = name_in_uid(r->uid, r->name);
+	/* split: the uid's prefix interned, its name kept once (as the name) */
+	name_at = r->uid_split ? -1 : name_in_uid(r->uid_text, r->name);
 	for (size_t i = 0; i < N_OWN; i++)
 		size += str_size(*wl_str(r, wl_own[i]));
 	if (name_at >= 0)
-		size -= str_size(r->name);
+		size -= str_size(r->uid_text);
 	for (size_t i = 0; i < r->n_services; i++)
 		size += array_size(r->services[i].n_ports, sizeof(struct km_port));
 	k.base = malloc(size);
@@ -289,10 +334,12 @@ struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 						 sizeof(struct km_port));
 	/* strings last: no alignment needed */
 	for (size_t i = 0; i < N_OWN; i++)
-		if (wl_own[i] != WL_STR(name) || name_at < 0)
+		if (wl_own[i] != WL_STR(uid_text) || name_at < 0)
 			*wl_str(p, wl_own[i]) = put_str(&k, *wl_str(r, wl_own[i]));
-	if (name_at >= 0)
-		p->name = p->uid + name_at;
+	if (name_at >= 0) {
+		p->uid_text = NULL; /* set with the shared strings below */
+		p->uid_split = 1;
+	}
 	if (p->waypoint)
 		p->waypoint->service = NULL;
 	for (size_t i = 0; i < r->n_services; i++)
@@ -300,6 +347,8 @@ struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 	for (size_t i = 0; i < r->n_policies; i++)
 		p->policies[i] = NULL;
 	/* read only from here on: shared with every workload that has the same */
+	if (p->uid_split)
+		failed |= !(p->uid_text = (char *)intern_prefix(r->uid_text, name_at));
 	p->who = (struct km_wl_who *)km_who_intern(r->who);
 	p->where = (struct km_wl_where *)km_where_intern(r->where);
 	failed |= !p->who || !p->where;
@@ -331,7 +380,9 @@ int km_service_res_equal(const struct km_service_res *a, const struct km_service
 
 int km_workload_res_equal(const struct km_workload_res *a, const struct km_workload_res *b)
 {
-	if (!str_eq(a->uid, b->uid) || !str_eq(a->name, b->name) ||
+	char buf[KM_UID_BUF];
+
+	if (!km_workload_uid_is(a, km_workload_uid(b, buf)) || !str_eq(a->name, b->name) ||
 	    !str_eq(a->hostname, b->hostname) || a->status != b->status || a->n_addrs != b->n_addrs ||
 	    a->n_services != b->n_services || a->n_policies != b->n_policies ||
 	    a->host_network != b->host_network || a->capacity != b->capacity ||
@@ -406,13 +457,14 @@ struct km_workload_res *km_workload_res_with_addrs(const struct km_workload_res 
 {
 	struct km_workload_res *c = km_workload_res_new();
 	const struct km_waypoint *wp = km_wl_waypoint(w);
+	char buf[KM_UID_BUF];
 	int bad = 0;
 
 	if (!c)
 		return NULL;
 	if (n > KM_RES_MAX_ADDRESSES)
 		n = KM_RES_MAX_ADDRESSES;
-	bad |= dup_str(&c->uid, w->uid) | dup_str(&c->name, w->name) |
+	bad |= dup_str(&c->uid_text, km_workload_uid(w, buf)) | dup_str(&c->name, w->name) |
 	       dup_str(&c->hostname, w->hostname);
 	for (size_t i = 0; i < sizeof(*w->who) / sizeof(char *); i++)
 		bad |= dup_str(&((char **)c->who)[i], ((char *const *)w->who)[i]);

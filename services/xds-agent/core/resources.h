@@ -81,7 +81,11 @@ struct km_membership {
 };
 
 struct km_workload_res {
-	char *uid; /* resource name */
+	/* Its uid (the resource name): read it with km_workload_uid or km_workload_uid_is. The text
+	 * itself, except in a kept workload whose uid is "<prefix>/<name>" (istiod's Kubernetes uids
+	 * are "<cluster>//Pod/<namespace>/<name>"): that one keeps only the prefix, interned and
+	 * shared by the namespace's pods, and uid_split is set. */
+	char *uid_text;
 	char *name;
 	char *hostname; /* a workload reached by name (no addresses from istiod), else NULL */
 	/* never NULL; a kept (packed) workload's are shared profiles (profile_pool.h): read only */
@@ -98,6 +102,7 @@ struct km_workload_res {
 	uint8_t status;        /* enum km_workload_status */
 	uint8_t host_network;  /* NetworkMode HOST_NETWORK: not looked up by IP */
 	uint8_t packed; /* one allocation, shared strings interned (km_workload_res_pack) */
+	uint8_t uid_split; /* uid_text is the uid's prefix: the uid is uid_text "/" name */
 	/* It and all its parts live in a decode's scratch block (pb_scratch.h), gone at the next
 	 * resource: free does nothing, pack copies it out, and it is never kept as it is (a pack
 	 * that fails leaves it scratch: the caller drops it). Decoding a push this way takes no
@@ -105,8 +110,19 @@ struct km_workload_res {
 	uint8_t scratch;
 };
 
-/* Visiting (name, xDS version) pairs of the resources a store holds. The version text may be
- * written for the call (xds_version.h): valid only until the callback returns. */
+/* Room for any workload's uid, its NUL included. */
+#define KM_UID_BUF (KM_RES_MAX_STRING + 2)
+/* w's uid: its own text, or for a kept workload that keeps it split, written into buf
+ * (KM_UID_BUF bytes). Never NULL for a workload that has a uid. */
+const char *km_workload_uid(const struct km_workload_res *w, char *buf);
+/* Whether w's uid is uid (no copy made). */
+int km_workload_uid_is(const struct km_workload_res *w, const char *uid);
+/* A malloc'd copy of w's uid; NULL when out of memory (or w has none). */
+char *km_workload_uid_dup(const struct km_workload_res *w);
+
+/* Visiting (name, xDS version) pairs of the resources a store holds. The name and the version
+ * text may be written for the call (km_workload_uid, xds_version.h): valid only until the
+ * callback returns. */
 typedef void (*km_version_cb)(void *arg, const char *name, const char *version);
 
 void km_service_res_free(struct km_service_res *s);

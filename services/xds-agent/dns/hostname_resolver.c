@@ -234,16 +234,18 @@ static struct km_workload_res *on_put(void *arg, struct km_workload_res *res)
 	struct km_hostname_resolver *r = arg;
 	struct hn_entry *e;
 	struct km_workload_res *copy, *out;
+	char ubuf[KM_UID_BUF];
+	const char *uid = km_workload_uid(res, ubuf);
 
-	HASH_FIND_STR(r->entries, res->uid, e);
+	HASH_FIND_STR(r->entries, uid, e);
 	if (!e) {
 		if (r->n >= KM_HOSTNAME_MAX) {
 			if (!r->over_limit++)
 				km_warn("more than %d workloads named by hostname: %s is not resolved",
-					KM_HOSTNAME_MAX, res->uid);
+					KM_HOSTNAME_MAX, uid);
 			return res;
 		}
-		if (!(e = calloc(1, sizeof(*e))) || !(e->uid = strdup(res->uid))) {
+		if (!(e = calloc(1, sizeof(*e))) || !(e->uid = strdup(uid))) {
 			free(e);
 			return res;
 		}

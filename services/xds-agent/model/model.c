@@ -213,6 +213,7 @@ static void learn_local_locality(struct km_model *m, const struct km_workload_re
 {
 	struct km_model_local *l = &m->local;
 	struct km_model_svc *s, *tmp;
+	char ubuf[KM_UID_BUF];
 
 	if (l->known || !l->node || !mdl_str_eq(l->node, r->where->node))
 		return;
@@ -222,7 +223,8 @@ static void learn_local_locality(struct km_model *m, const struct km_workload_re
 	l->cluster_id = r->who->cluster_id ? strdup(r->who->cluster_id) : NULL;
 	l->network = r->who->network ? strdup(r->who->network) : NULL;
 	l->known = 1;
-	km_info("local locality learnt from %s: region '%s' zone '%s' subzone '%s'", r->uid,
+	km_info("local locality learnt from %s: region '%s' zone '%s' subzone '%s'",
+		km_workload_uid(r, ubuf),
 		l->region ? l->region : "", l->zone ? l->zone : "", l->subzone ? l->subzone : "");
 	DL_FOREACH_SAFE(m->services, s, tmp)
 		if (s->res && (s->res->lb_mode == KM_LB_STRICT || s->res->lb_mode == KM_LB_FAILOVER))
@@ -267,11 +269,14 @@ struct km_model_wl *mdl_put_entry(struct km_model *m, struct km_workload_res *re
 	size_t n_old_fe, n_new_fe;
 	struct km_op row;
 	int had_backend, has_addr, inline_changed;
+	char ubuf[KM_UID_BUF];
+	const char *uid;
 
-	w = mdl_wl_find(m, res->uid);
+	uid = km_workload_uid(res, ubuf);
+	w = mdl_wl_find(m, uid);
 	if (!w) {
 		w = calloc(1, sizeof(*w));
-		if (!w || mdl_wl_add(m, w, res->uid) != 0) {
+		if (!w || mdl_wl_add(m, w, uid) != 0) {
 			free(w);
 			km_workload_res_free(res);
 			m->out->oom = 1;
@@ -628,14 +633,14 @@ size_t km_model_each_version(const struct km_model *m, km_version_cb cb, void *a
 {
 	struct km_model_svc *s, *stmp;
 	struct km_model_wl *w;
-	char text[KM_XDS_VERSION_BUF];
+	char text[KM_XDS_VERSION_BUF], ubuf[KM_UID_BUF];
 	size_t n = 0;
 
 	for (size_t i = 0; i < m->ids.cap; i++) {
 		if (!(w = mdl_wl_at(m, i)) || w->version_kind == KM_XDS_VERSION_NONE)
 			continue;
 		if (cb)
-			cb(arg, w->res->uid,
+			cb(arg, km_workload_uid(w->res, ubuf),
 			   km_xds_version_text(&w->version, w->version_kind, w->version_width, text));
 		n++;
 	}
@@ -700,7 +705,7 @@ size_t km_model_sweep_unconfirmed(struct km_model *m)
 		return 0;
 	}
 	for (size_t i = 0; i < m->ids.cap && n < cap; i++)
-		if ((w = mdl_wl_at(m, i)) && w->unconfirmed && (names[n] = strdup(w->res->uid)))
+		if ((w = mdl_wl_at(m, i)) && w->unconfirmed && (names[n] = km_workload_uid_dup(w->res)))
 			n++;
 	n_wl = n;
 	DL_FOREACH_SAFE(m->services, s, stmp)
@@ -731,14 +736,14 @@ uint32_t km_model_id_of(const struct km_model *m, const char *name)
 	return s ? s->id : 0;
 }
 
-const char *km_model_name_of(const struct km_model *m, uint32_t id)
+const char *km_model_name_of(const struct km_model *m, uint32_t id, char *buf)
 {
 	uintptr_t owner = (uintptr_t)km_ids_owner(&m->ids, id);
 
 	if (!owner)
 		return NULL;
 	if (owner & MDL_OWNER_WORKLOAD)
-		return mdl_owner_workload(owner)->res->uid;
+		return km_workload_uid(mdl_owner_workload(owner)->res, buf);
 	return ((const struct km_model_svc *)owner)->name;
 }
 

@@ -120,7 +120,8 @@ const struct km_service_res *km_model_service_at(const struct km_model *m, const
 const struct km_workload_res *km_model_workload_by_id(const struct km_model *m, uint32_t id);
 
 /* Iterate resource names (for diffing a new snapshot against the model, dumps); the visit stops
- * when cb returns nonzero. */
+ * when cb returns nonzero. A name is valid until cb returns (a workload's uid may be written
+ * for the call: km_workload_uid). */
 typedef int (*km_model_name_cb)(void *arg, const char *name);
 void km_model_each_service(const struct km_model *m, km_model_name_cb cb, void *arg);
 void km_model_each_workload(const struct km_model *m, km_model_name_cb cb, void *arg);
@@ -140,9 +141,10 @@ size_t km_model_mark_unconfirmed(struct km_model *m);
 void km_model_confirm(struct km_model *m, const char *name);
 size_t km_model_sweep_unconfirmed(struct km_model *m);
 
-/* The id of a service or workload by name (0 if unknown), and the name behind an id (NULL). */
+/* The id of a service or workload by name (0 if unknown), and the name behind an id (NULL), a
+ * workload's written into buf (KM_UID_BUF bytes) when it keeps its uid split. */
 uint32_t km_model_id_of(const struct km_model *m, const char *name);
-const char *km_model_name_of(const struct km_model *m, uint32_t id);
+const char *km_model_name_of(const struct km_model *m, uint32_t id, char *buf);
 
 /* Counters for dumps and tests. */
 struct km_model_stats {

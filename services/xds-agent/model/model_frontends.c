@@ -177,9 +177,10 @@ static void fe_release(struct km_model *m, const struct km_addr *a, uint16_t por
 	}
 }
 
-static const char *holder_name(uintptr_t h)
+/* A holder's name (a workload's uid written into buf when it keeps it split). */
+static const char *holder_name(uintptr_t h, char *buf)
 {
-	return h & MDL_OWNER_WORKLOAD ? mdl_owner_workload(h)->res->uid
+	return h & MDL_OWNER_WORKLOAD ? km_workload_uid(mdl_owner_workload(h)->res, buf)
 				      : ((const struct km_model_svc *)h)->name;
 }
 
@@ -189,13 +190,14 @@ static uintptr_t fe_winner(const struct km_model *m, const struct km_addr *a, ui
 	const struct mdl_fe_slot *s = fe_find(m, a, port);
 	const uintptr_t *hs;
 	uintptr_t best;
+	char a_buf[KM_UID_BUF], b_buf[KM_UID_BUF];
 
 	if (!s)
 		return 0;
 	hs = fe_holders(s);
 	best = hs[0];
 	for (uint32_t k = 1; k < s->n; k++)
-		if (strcmp(holder_name(hs[k]), holder_name(best)) < 0)
+		if (strcmp(holder_name(hs[k], a_buf), holder_name(best, b_buf)) < 0)
 			best = hs[k];
 	return best;
 }

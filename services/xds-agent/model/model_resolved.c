@@ -30,11 +30,13 @@ static int derived_name(char *buf, size_t len, const char *uid, size_t n)
 void mdl_drop_derived(struct km_model *m, struct km_model_wl *w, size_t keep)
 {
 	char name[KM_RES_MAX_STRING + 16]; /* a uid is at most KM_RES_MAX_STRING */
+	char ubuf[KM_UID_BUF];
+	const char *uid = km_workload_uid(w->res, ubuf);
 	struct km_model_wl *d;
 
 	/* every index a pair may have had: one left out by a failed put is not the last */
 	for (size_t n = keep + 1; n <= KM_RES_MAX_ADDRESSES; n++)
-		if (derived_name(name, sizeof(name), w->res->uid, n) == 0 &&
+		if (derived_name(name, sizeof(name), uid, n) == 0 &&
 		    (d = mdl_wl_find(m, name)) && d->derived)
 			mdl_remove_entry(m, d);
 	if (keep <= 1)
@@ -46,6 +48,7 @@ void mdl_put_resolved(struct km_model *m, struct km_workload_res *res)
 	struct km_addr v4[KM_RES_MAX_ADDRESSES], v6[KM_RES_MAX_ADDRESSES], pair[2];
 	size_t n4 = 0, n6 = 0, pairs;
 	char name[KM_RES_MAX_STRING + 16]; /* a uid is at most KM_RES_MAX_STRING */
+	char ubuf[KM_UID_BUF];
 	struct km_workload_res *first = NULL;
 	struct km_model_wl *w;
 
@@ -75,9 +78,10 @@ void mdl_put_resolved(struct km_model *m, struct km_workload_res *res)
 			first = r;
 			continue;
 		}
-		free(r->uid);
-		if (derived_name(name, sizeof(name), res->uid, i + 1) != 0 || !(r->uid = strdup(name))) {
-			r->uid = NULL;
+		free(r->uid_text);
+		if (derived_name(name, sizeof(name), km_workload_uid(res, ubuf), i + 1) != 0 ||
+		    !(r->uid_text = strdup(name))) {
+			r->uid_text = NULL;
 			km_workload_res_free(r);
 			goto oom;
 		}

@@ -113,7 +113,7 @@ struct km_model_wl *mdl_wl_find(const struct km_model *m, const char *uid)
 	struct km_model_wl *w = mdl_wl_of_owner((uintptr_t)km_ids_owner(&m->ids, km_ids_home(&m->ids, uid)));
 	struct mdl_displaced *d;
 
-	if (w && strcmp(w->res->uid, uid) == 0)
+	if (w && km_workload_uid_is(w->res, uid))
 		return w;
 	HASH_FIND_STR(m->displaced, uid, d);
 	return d ? d->w : NULL;
@@ -152,9 +152,11 @@ int mdl_wl_add(struct km_model *m, struct km_model_wl *w, const char *uid)
 void mdl_wl_del(struct km_model *m, struct km_model_wl *w)
 {
 	struct mdl_displaced *d;
+	char ubuf[KM_UID_BUF];
+	const char *uid = km_workload_uid(w->res, ubuf);
 
-	if (w->id != km_ids_home(&m->ids, w->res->uid)) {
-		HASH_FIND_STR(m->displaced, w->res->uid, d);
+	if (w->id != km_ids_home(&m->ids, uid)) {
+		HASH_FIND_STR(m->displaced, uid, d);
 		if (d) {
 			HASH_DEL(m->displaced, d);
 			free(d->uid);
@@ -191,9 +193,10 @@ const struct km_workload_res *km_model_workload_by_id(const struct km_model *m, 
 void km_model_each_workload(const struct km_model *m, km_model_name_cb cb, void *arg)
 {
 	struct km_model_wl *w;
+	char ubuf[KM_UID_BUF];
 
 	for (size_t i = 0; i < m->ids.cap; i++)
-		if ((w = mdl_wl_at(m, i)) && cb(arg, w->res->uid))
+		if ((w = mdl_wl_at(m, i)) && cb(arg, km_workload_uid(w->res, ubuf)))
 			return;
 }
 

@@ -127,8 +127,9 @@ void km_snapshot_apply(struct km_model *m, struct km_resource_set *set, struct k
 	}
 	for (size_t i = 0; i < set->n_services; i++)
 		stats->duplicates += (size_t)set_add(&svc_names, set->services[i]->name, i);
+	/* decoded resources: their uid is whole (only a kept workload splits it) */
 	for (size_t i = 0; i < set->n_workloads; i++)
-		stats->duplicates += (size_t)set_add(&wl_names, set->workloads[i]->uid, i);
+		stats->duplicates += (size_t)set_add(&wl_names, set->workloads[i]->uid_text, i);
 	/* A failed resource's name protects its previous version from removal. It may be either
 	 * kind; adding it to both sets is harmless (names of the two kinds differ in form). */
 	for (size_t i = 0; i < set->n_failed; i++) {
@@ -162,7 +163,7 @@ void km_snapshot_apply(struct km_model *m, struct km_resource_set *set, struct k
 	for (size_t i = 0; i < set->n_services; i++)
 		keep_svc[i] = (char)is_last(&svc_names, set->services[i]->name, i);
 	for (size_t i = 0; i < set->n_workloads; i++)
-		keep_wl[i] = (char)is_last(&wl_names, set->workloads[i]->uid, i);
+		keep_wl[i] = (char)is_last(&wl_names, set->workloads[i]->uid_text, i);
 	for (size_t i = 0; i < set->n_services; i++) {
 		if (keep_svc[i])
 			km_model_upsert_service(m, set->services[i]);

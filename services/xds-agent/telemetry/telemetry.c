@@ -139,8 +139,8 @@ static struct tm_series *series_get(struct km_telemetry *t, const char *labels,
 		return s;
 	if (t->n_series >= KM_TELEMETRY_MAX_SERIES || !(s = calloc(1, sizeof(*s))) ||
 	    !(s->labels = strdup(labels)) ||
-	    (n->src && n->src->uid && !(s->src_uid = strdup(n->src->uid))) ||
-	    (n->dst && n->dst->uid && !(s->dst_uid = strdup(n->dst->uid)))) {
+	    (n->src && n->src->uid_text && !(s->src_uid = km_workload_uid_dup(n->src))) ||
+	    (n->dst && n->dst->uid_text && !(s->dst_uid = km_workload_uid_dup(n->dst)))) {
 		if (s)
 			series_free(s);
 		t->series_dropped++;
