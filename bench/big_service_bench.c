@@ -62,9 +62,9 @@ static struct km_workload_res *workload(size_t i, const char *svc, uint32_t stat
 	w->services[0].service = strdup(svc);
 	w->n_services = 1;
 	snprintf(wp, sizeof(wp), "%s-wp", svc);
-	w->waypoint->kind = KM_WAYPOINT_HOSTNAME;
-	w->waypoint->hbone_port = 15008;
-	w->waypoint->service = strdup(wp);
+	w->rare->wp.kind = KM_WAYPOINT_HOSTNAME;
+	w->rare->wp.hbone_port = 15008;
+	w->rare->wp.service = strdup(wp);
 	if (km_workload_res_normalize(w) != 0)
 		bench_die("normalize");
 	return w;

@@ -57,8 +57,8 @@ static inline struct km_workload_res *wl(const char *uid, const char *ip, uint32
  * frontend rows, since a connect() to a pod IP reads its row only to go to that waypoint. */
 static inline struct km_workload_res *with_wp(struct km_workload_res *w)
 {
-	*w->waypoint = (struct km_waypoint){ .kind = KM_WAYPOINT_ADDRESS, .hbone_port = 15008 };
-	km_addr_parse("10.99.0.1", &w->waypoint->addr);
+	w->rare->wp = (struct km_waypoint){ .kind = KM_WAYPOINT_ADDRESS, .hbone_port = 15008 };
+	km_addr_parse("10.99.0.1", &w->rare->wp.addr);
 	return w;
 }
 

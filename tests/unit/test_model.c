@@ -563,7 +563,7 @@ static struct km_workload_res *named(const char *uid, int n, const char *const *
 {
 	struct km_workload_res *w = wl(uid, NULL, KM_WORKLOAD_HEALTHY, 1, SVC);
 
-	w->hostname = strdup("app.example.com");
+	w->rare->hostname = strdup("app.example.com");
 	free(w->addrs);
 	w->addrs = calloc((size_t)n, sizeof(*w->addrs));
 	for (int i = 0; i < n; i++)
@@ -696,7 +696,7 @@ static void test_waypoint_resolution_order(void **state)
 
 	s->waypoint = (struct km_waypoint){ .kind = KM_WAYPOINT_HOSTNAME, .service = strdup("ns/wp"),
 					    .hbone_port = 15008 };
-	*w->waypoint = (struct km_waypoint){ .kind = KM_WAYPOINT_HOSTNAME, .service = strdup("ns/wp"),
+	w->rare->wp = (struct km_waypoint){ .kind = KM_WAYPOINT_HOSTNAME, .service = strdup("ns/wp"),
 					    .hbone_port = 15008 };
 	km_model_upsert_service(&f->m, s);
 	km_model_upsert_workload(&f->m, w);

@@ -94,8 +94,8 @@ static struct km_workload_res *wl_naming_waypoint(int i, const char *wp)
 	snprintf(uid, sizeof(uid), "w%d", i);
 	snprintf(ip, sizeof(ip), "10.%d.%d.%d", 64 + (i >> 16), (i >> 8) & 255, i & 255);
 	w = wl(uid, ip, KM_WORKLOAD_HEALTHY, 0);
-	*w->waypoint = (struct km_waypoint){ .kind = KM_WAYPOINT_HOSTNAME, .hbone_port = 15008 };
-	w->waypoint->service = strdup(wp);
+	w->rare->wp = (struct km_waypoint){ .kind = KM_WAYPOINT_HOSTNAME, .hbone_port = 15008 };
+	w->rare->wp.service = strdup(wp);
 	return w;
 }
 

@@ -148,12 +148,12 @@ static void copied_with_addresses(void **state)
 	struct km_addr a[2];
 
 	(void)state;
-	w->hostname = strdup("app.example.com");
+	w->rare->hostname = strdup("app.example.com");
 	w->policies = calloc(1, sizeof(*w->policies));
 	w->policies[0] = strdup("prod/allow");
 	w->n_policies = 1;
-	w->waypoint->kind = KM_WAYPOINT_HOSTNAME;
-	w->waypoint->service = strdup("prod/wp");
+	w->rare->wp.kind = KM_WAYPOINT_HOSTNAME;
+	w->rare->wp.service = strdup("prod/wp");
 	p = km_workload_res_pack(w);
 	assert_true(p->packed);
 	km_addr_parse("192.0.2.1", &a[0]);
@@ -163,7 +163,7 @@ static void copied_with_addresses(void **state)
 	assert_false(c->packed);
 	assert_int_equal(c->n_addrs, 2);
 	assert_memory_equal(&c->addrs[1], &a[1], sizeof(a[1]));
-	assert_string_equal(c->hostname, "app.example.com");
+	assert_string_equal(km_wl_hostname(c), "app.example.com");
 	assert_string_equal(c->who->namespace, "prod");
 	assert_ptr_not_equal(c->who->namespace, p->who->namespace); /* its own */
 	assert_string_equal(km_wl_waypoint(c)->service, "prod/wp");
@@ -177,6 +177,38 @@ static void copied_with_addresses(void **state)
 	assert_int_equal(km_profile_pool_count(), 0);
 }
 
+/* A kept workload carries its rare fields (waypoint, hostname) only when it has one of them,
+ * and then exactly as they were. */
+static void rare_fields_kept_when_set(void **state)
+{
+	struct km_workload_res *none = km_workload_res_pack(workload("n", "prod", "prod/web.prod"));
+	struct km_workload_res *host = workload("h", "prod", "prod/web.prod"), *wp;
+
+	(void)state;
+	assert_true(none->packed);
+	assert_null(none->rare);
+	assert_null(km_wl_hostname(none));
+	assert_int_equal(km_wl_waypoint(none)->kind, KM_WAYPOINT_NONE);
+	host->rare->hostname = strdup("db.example.com");
+	host = km_workload_res_pack(host);
+	assert_non_null(host->rare);
+	assert_string_equal(km_wl_hostname(host), "db.example.com");
+	assert_int_equal(km_wl_waypoint(host)->kind, KM_WAYPOINT_NONE);
+	wp = workload("w", "prod", "prod/web.prod");
+	wp->rare->wp = (struct km_waypoint){ .kind = KM_WAYPOINT_ADDRESS, .hbone_port = 15008 };
+	km_addr_parse("10.9.9.9", &wp->rare->wp.addr);
+	wp = km_workload_res_pack(wp);
+	assert_null(km_wl_hostname(wp));
+	assert_int_equal(km_wl_waypoint(wp)->kind, KM_WAYPOINT_ADDRESS);
+	assert_int_equal(km_wl_waypoint(wp)->addr.bytes[15], 9);
+	assert_false(km_workload_res_equal(none, host));
+	assert_false(km_workload_res_equal(none, wp));
+	km_workload_res_free(none);
+	km_workload_res_free(host);
+	km_workload_res_free(wp);
+	assert_int_equal(km_str_pool_count(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -185,6 +217,7 @@ int main(void)
 		cmocka_unit_test(packed_workloads_share),
 		cmocka_unit_test(profiles_by_content),
 		cmocka_unit_test(copied_with_addresses),
+		cmocka_unit_test(rare_fields_kept_when_set),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -228,7 +228,7 @@ static int to_workload(const struct conv *c, const Kmesh__Workload__Workload *m,
 		return km_errf(err, errlen, "out of memory");
 	if (copy_str(c, m->uid, KM_RES_MAX_STRING, 1, "uid", &w->uid_text, err, errlen) ||
 	    copy_str(c, m->name, KM_RES_MAX_NAME, 0, "name", &w->name, err, errlen) ||
-	    copy_str(c, m->hostname, KM_RES_MAX_NAME, 0, "hostname", &w->hostname, err, errlen) ||
+	    copy_str(c, m->hostname, KM_RES_MAX_NAME, 0, "hostname", &w->rare->hostname, err, errlen) ||
 	    copy_str(c, m->namespace_, KM_RES_MAX_NAME, 0, "namespace", &w->who->namespace, err, errlen) ||
 	    copy_str(c, m->node, KM_RES_MAX_NAME, 0, "node", &w->where->node, err, errlen) ||
 	    copy_str(c, m->network, KM_RES_MAX_NAME, 0, "network", &w->who->network, err, errlen) ||
@@ -244,7 +244,7 @@ static int to_workload(const struct conv *c, const Kmesh__Workload__Workload *m,
 	    copy_str(c, m->canonical_revision, KM_RES_MAX_NAME, 0, "canonical_revision",
 		     &w->who->canonical_revision, err, errlen) ||
 	    copy_locality(c, m->locality, w, err, errlen) ||
-	    copy_waypoint(c, m->waypoint, w->waypoint, err, errlen))
+	    copy_waypoint(c, m->waypoint, &w->rare->wp, err, errlen))
 		goto fail;
 	if (m->n_addresses > KM_RES_MAX_ADDRESSES) {
 		km_errf(err, errlen, "%zu addresses, at most %d", m->n_addresses, KM_RES_MAX_ADDRESSES);

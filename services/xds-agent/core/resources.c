@@ -65,14 +65,19 @@ struct wl_unpacked {
 	struct km_workload_res res;
 	struct km_wl_who who;
 	struct km_wl_where where;
-	struct km_waypoint waypoint;
+	struct km_wl_rare rare;
 };
 
 const struct km_waypoint *km_wl_waypoint(const struct km_workload_res *w)
 {
 	static const struct km_waypoint none = { .kind = KM_WAYPOINT_NONE };
 
-	return w->waypoint ? w->waypoint : &none;
+	return w->rare ? &w->rare->wp : &none;
+}
+
+const char *km_wl_hostname(const struct km_workload_res *w)
+{
+	return w->rare ? w->rare->hostname : NULL;
 }
 
 static struct km_workload_res *unpacked_init(struct wl_unpacked *u)
@@ -80,7 +85,7 @@ static struct km_workload_res *unpacked_init(struct wl_unpacked *u)
 	memset(u, 0, sizeof(*u));
 	u->res.who = &u->who;
 	u->res.where = &u->where;
-	u->res.waypoint = &u->waypoint;
+	u->res.rare = &u->rare;
 	return &u->res;
 }
 
@@ -113,7 +118,6 @@ void km_workload_res_free(struct km_workload_res *w)
 	}
 	free(w->uid_text);
 	free(w->name);
-	free(w->hostname);
 	for (size_t i = 0; w->who && i < sizeof(*w->who) / sizeof(char *); i++)
 		free(((char **)w->who)[i]);
 	for (size_t i = 0; w->where && i < sizeof(*w->where) / sizeof(char *); i++)
@@ -127,8 +131,10 @@ void km_workload_res_free(struct km_workload_res *w)
 	for (size_t i = 0; i < w->n_policies; i++)
 		free(w->policies[i]);
 	free(w->policies);
-	if (w->waypoint)
-		free(w->waypoint->service);
+	if (w->rare) {
+		free(w->rare->wp.service);
+		free(w->rare->hostname);
+	}
 	free(w);
 }
 
@@ -206,12 +212,13 @@ struct km_service_res *km_service_res_pack(struct km_service_res *r)
 	return p;
 }
 
-/* The workload's string fields, by offset. Its own (uid, name, hostname) are copied into its
- * allocation, the name only when the uid does not end with it (name_in_uid); its waypoint's
- * service, which many workloads repeat, is interned (strpool.h), as are the service names of its
- * memberships and its policy names; its who and where become profiles (profile_pool.h). */
+/* The workload's own string fields, by offset: copied into its allocation, the uid as an
+ * interned prefix when it ends with the name (name_in_uid); its hostname too (after its rare
+ * fields, which it has when it has a hostname or a waypoint). Its waypoint's service, which many
+ * workloads repeat, is interned (strpool.h), as are the service names of its memberships and
+ * its policy names; its who and where become profiles (profile_pool.h). */
 #define WL_STR(f) offsetof(struct km_workload_res, f)
-static const size_t wl_own[] = { WL_STR(uid_text), WL_STR(name), WL_STR(hostname) };
+static const size_t wl_own[] = { WL_STR(uid_text), WL_STR(name) };
 #define N_OWN (sizeof(wl_own) / sizeof(wl_own[0]))
 
 /* Where name sits at the end of uid, after a '/', or -1: istiod's Kubernetes uids are
@@ -279,8 +286,8 @@ static void release_shared(struct km_workload_res *w)
 		km_str_release(w->uid_text);
 	km_who_release(w->who);
 	km_where_release(w->where);
-	if (w->waypoint)
-		km_str_release(w->waypoint->service);
+	if (w->rare)
+		km_str_release(w->rare->wp.service);
 	for (size_t i = 0; i < w->n_services; i++)
 		km_str_release(w->services[i].service);
 	for (size_t i = 0; i < w->n_policies; i++)
@@ -297,12 +304,12 @@ static char *intern(const char *s, int *failed)
 
 struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 {
-	/* the waypoint only when there is one: most workloads have none */
-	int has_wp = r->waypoint && r->waypoint->kind != KM_WAYPOINT_NONE;
+	/* its rare fields only when it has a waypoint or a hostname: most have neither */
+	int has_rare = km_wl_waypoint(r)->kind != KM_WAYPOINT_NONE || km_wl_hostname(r);
 	size_t size = sizeof(*r) + array_size(r->n_addrs, sizeof(*r->addrs)) +
 		      array_size(r->n_services, sizeof(*r->services)) +
 		      array_size(r->n_policies, sizeof(*r->policies)) +
-		      array_size(has_wp, sizeof(*r->waypoint));
+		      array_size(has_rare, sizeof(*r->rare)) + str_size(km_wl_hostname(r));
 	struct km_workload_res *p;
 	struct pack k;
 	ptrdiff_t name_at;
@@ -328,7 +335,7 @@ struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 	p->addrs = put_array(&k, r->addrs, r->n_addrs, sizeof(*r->addrs));
 	p->services = put_array(&k, r->services, r->n_services, sizeof(*r->services));
 	p->policies = put_array(&k, r->policies, r->n_policies, sizeof(*r->policies));
-	p->waypoint = put_array(&k, r->waypoint, (size_t)has_wp, sizeof(*r->waypoint));
+	p->rare = put_array(&k, r->rare, (size_t)has_rare, sizeof(*r->rare));
 	for (size_t i = 0; i < r->n_services; i++)
 		p->services[i].ports = put_array(&k, r->services[i].ports, r->services[i].n_ports,
 						 sizeof(struct km_port));
@@ -340,8 +347,10 @@ struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 		p->uid_text = NULL; /* set with the shared strings below */
 		p->uid_split = 1;
 	}
-	if (p->waypoint)
-		p->waypoint->service = NULL;
+	if (p->rare) {
+		p->rare->wp.service = NULL;
+		p->rare->hostname = put_str(&k, r->rare->hostname);
+	}
 	for (size_t i = 0; i < r->n_services; i++)
 		p->services[i].service = NULL;
 	for (size_t i = 0; i < r->n_policies; i++)
@@ -352,8 +361,8 @@ struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 	p->who = (struct km_wl_who *)km_who_intern(r->who);
 	p->where = (struct km_wl_where *)km_where_intern(r->where);
 	failed |= !p->who || !p->where;
-	if (p->waypoint)
-		p->waypoint->service = intern(r->waypoint->service, &failed);
+	if (p->rare)
+		p->rare->wp.service = intern(r->rare->wp.service, &failed);
 	for (size_t i = 0; i < r->n_services; i++)
 		p->services[i].service = intern(r->services[i].service, &failed);
 	for (size_t i = 0; i < r->n_policies; i++)
@@ -383,7 +392,7 @@ int km_workload_res_equal(const struct km_workload_res *a, const struct km_workl
 	char buf[KM_UID_BUF];
 
 	if (!km_workload_uid_is(a, km_workload_uid(b, buf)) || !str_eq(a->name, b->name) ||
-	    !str_eq(a->hostname, b->hostname) || a->status != b->status || a->n_addrs != b->n_addrs ||
+	    !str_eq(km_wl_hostname(a), km_wl_hostname(b)) || a->status != b->status || a->n_addrs != b->n_addrs ||
 	    a->n_services != b->n_services || a->n_policies != b->n_policies ||
 	    a->host_network != b->host_network || a->capacity != b->capacity ||
 	    !strs_eq((char *const *)a->who, (char *const *)b->who,
@@ -465,14 +474,14 @@ struct km_workload_res *km_workload_res_with_addrs(const struct km_workload_res 
 	if (n > KM_RES_MAX_ADDRESSES)
 		n = KM_RES_MAX_ADDRESSES;
 	bad |= dup_str(&c->uid_text, km_workload_uid(w, buf)) | dup_str(&c->name, w->name) |
-	       dup_str(&c->hostname, w->hostname);
+	       dup_str(&c->rare->hostname, km_wl_hostname(w));
 	for (size_t i = 0; i < sizeof(*w->who) / sizeof(char *); i++)
 		bad |= dup_str(&((char **)c->who)[i], ((char *const *)w->who)[i]);
 	for (size_t i = 0; i < sizeof(*w->where) / sizeof(char *); i++)
 		bad |= dup_str(&((char **)c->where)[i], ((char *const *)w->where)[i]);
-	*c->waypoint = *wp;
-	c->waypoint->service = NULL;
-	bad |= dup_str(&c->waypoint->service, wp->service);
+	c->rare->wp = *wp;
+	c->rare->wp.service = NULL;
+	bad |= dup_str(&c->rare->wp.service, wp->service);
 	c->capacity = w->capacity;
 	c->status = w->status;
 	c->host_network = w->host_network;

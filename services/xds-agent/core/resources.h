@@ -73,6 +73,12 @@ enum km_workload_status {
 	KM_WORKLOAD_UNHEALTHY = 1,
 };
 
+/* A workload's fields that few workloads set, kept apart so the others do not carry them. */
+struct km_wl_rare {
+	struct km_waypoint wp;
+	char *hostname; /* a workload reached by name (no addresses from istiod), else NULL */
+};
+
 /* One entry of Workload.services: the service and this workload's port mapping for it. */
 struct km_membership {
 	char *service; /* "<ns>/<hostname>" */
@@ -87,16 +93,16 @@ struct km_workload_res {
 	 * shared by the namespace's pods, and uid_split is set. */
 	char *uid_text;
 	char *name;
-	char *hostname; /* a workload reached by name (no addresses from istiod), else NULL */
 	/* never NULL; a kept (packed) workload's are shared profiles (profile_pool.h): read only */
 	struct km_wl_who *who;     /* namespace, identity, metrics' labels */
 	struct km_wl_where *where; /* node, locality */
 	struct km_addr *addrs;
 	struct km_membership *services; /* sorted by service, unique */
 	char **policies; /* authorization_policies */
-	/* its waypoint, out of line: an unpacked workload's own (kind NONE: none); a kept one's
-	 * NULL when it has none (most). Read it with km_wl_waypoint. */
-	struct km_waypoint *waypoint;
+	/* what few workloads have, out of line: an unpacked workload's own (waypoint kind NONE,
+	 * hostname NULL: none); a kept one's NULL when it has neither (most). Read them with
+	 * km_wl_waypoint and km_wl_hostname. */
+	struct km_wl_rare *rare;
 	uint32_t capacity;     /* relative weight, default 1 */
 	uint16_t n_addrs, n_services, n_policies; /* bounded by KM_RES_MAX_* (below 65536) */
 	uint8_t status;        /* enum km_workload_status */
@@ -128,7 +134,9 @@ typedef void (*km_version_cb)(void *arg, const char *name, const char *version);
 void km_service_res_free(struct km_service_res *s);
 /* A workload's waypoint (kind NONE when it has none), never NULL. */
 const struct km_waypoint *km_wl_waypoint(const struct km_workload_res *w);
-/* An empty workload, its who, where and waypoint its own (in its allocation); NULL when out of
+/* The hostname a workload is reached by, or NULL. */
+const char *km_wl_hostname(const struct km_workload_res *w);
+/* An empty workload, its who, where and rare fields its own (in its allocation); NULL when out of
  * memory. */
 struct km_workload_res *km_workload_res_new(void);
 void km_workload_res_free(struct km_workload_res *w);

@@ -252,8 +252,8 @@ static struct km_workload_res *on_put(void *arg, struct km_workload_res *res)
 		HASH_ADD_KEYPTR(hh, r->entries, e->uid, strlen(e->uid), e);
 		r->n++;
 	}
-	if (!e->hostname || strcmp(e->hostname, res->hostname)) { /* new, or another name */
-		char *h = strdup(res->hostname);
+	if (!e->hostname || strcmp(e->hostname, km_wl_hostname(res))) { /* new, or another name */
+		char *h = strdup(km_wl_hostname(res));
 
 		if (!h)
 			return res;

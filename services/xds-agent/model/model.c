@@ -249,10 +249,10 @@ void km_model_upsert_workload(struct km_model *m, struct km_workload_res *res)
 
 	/* a workload reached by name: the resolver gives it its addresses, which become backends
 	 * of their own (model_resolved.c) */
-	if (m->hostname_put && res->hostname && !res->n_addrs &&
+	if (m->hostname_put && km_wl_hostname(res) && !res->n_addrs &&
 	    !(res = m->hostname_put(m->hostname_arg, res)))
 		return; /* out of memory: it consumed res */
-	if (res->hostname) {
+	if (km_wl_hostname(res)) {
 		mdl_put_resolved(m, res);
 		return;
 	}
