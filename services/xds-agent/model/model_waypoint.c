@@ -14,7 +14,7 @@ static struct km_model_svc *waypoint_target(struct km_model *m, const struct km_
 	return wp->kind == KM_WAYPOINT_HOSTNAME ? mdl_svc_get(m, wp->service, 1) : NULL;
 }
 
-/* Remove entry x, at index *at in arr if it is there (it is not when its append ran out of
+/* Remove entry x, at index `at` in arr if it is there (it is not when its append ran out of
  * memory), in O(1): the last one moves into its place and gets its index (a waypoint named by
  * a whole namespace has every workload of it here, so a linear search made removing them all
  * quadratic). Returns the moved entry, or NULL. */
