@@ -15,8 +15,8 @@
 
 /* one 96-byte malloc chunk per workload entry (model_internal.h): growing it costs every workload */
 _Static_assert(sizeof(struct km_model_wl) <= 88, "struct km_model_wl outgrew its malloc chunk");
-/* one per service (100,000 at 1M workloads): 176 bytes, a 192-byte chunk (it was 520) */
-_Static_assert(sizeof(struct km_model_svc) <= 176, "struct km_model_svc grew");
+/* one per service (100,000 at 1M workloads): 184 bytes, a 192-byte chunk (it was 520) */
+_Static_assert(sizeof(struct km_model_svc) <= 184, "struct km_model_svc outgrew its malloc chunk");
 
 /* ---- services ------------------------------------------------------------------------------ */
 
@@ -25,11 +25,12 @@ static void svc_free(struct km_model_svc *s)
 	for (int p = 0; p < KM_PRIO_COUNT; p++) {
 		struct mdl_group *g = mdl_group_of(s, (uint32_t)p);
 
-		free(g ? g->eps : NULL);
-		free(mdl_cum(s, p));
+		if (g) {
+			free(g->eps);
+			free(g->cum);
+		}
 	}
 	free(s->groups);
-	free(s->weights);
 	free(s->members);
 	free(s->ovr);
 	free(s->wp_svcs);
@@ -598,6 +599,7 @@ void km_model_each_service(const struct km_model *m, km_model_name_cb cb, void *
 size_t km_model_endpoints(const struct km_model *m, const char *service, uint32_t prio,
 			  const uint32_t **backend_ids)
 {
+	const struct mdl_group *g;
 	struct km_model_svc *s;
 
 	s = mdl_svc_find(m, service);
@@ -605,8 +607,9 @@ size_t km_model_endpoints(const struct km_model *m, const char *service, uint32_
 		*backend_ids = NULL;
 		return 0;
 	}
-	*backend_ids = mdl_group_of(s, prio) ? mdl_group_of(s, prio)->eps : NULL;
-	return mdl_n_eps(s, prio);
+	g = mdl_group_of(s, prio);
+	*backend_ids = g ? g->eps : NULL;
+	return g ? g->n : 0;
 }
 
 void km_model_set_version(struct km_model *m, const char *name, const char *version)

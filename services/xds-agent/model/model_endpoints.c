@@ -145,20 +145,17 @@ static uint64_t slot_weight(const struct km_model_svc *s, uint32_t prio, size_t 
 	return mdl_slot_cum(s, prio, i) - (i ? mdl_slot_cum(s, prio, i - 1) : 0);
 }
 
-/* Room for cumulative weights of n slots (their array returned, NULL when out of memory); the
- * first time, every existing slot weighs 1. */
-static uint64_t *cum_reserve(struct km_model_svc *s, uint32_t prio, size_t n)
+/* Room for cumulative weights of n slots of group g (their array returned, NULL when out of
+ * memory); the first time, every existing slot weighs 1. */
+static uint64_t *cum_reserve(struct mdl_group *g, size_t n)
 {
-	int fresh = mdl_cum(s, prio) == NULL;
-	struct mdl_weights *wt = s->weights;
+	int fresh = g->cum == NULL;
 
-	if (!wt && !(wt = s->weights = calloc(1, sizeof(*wt))))
+	if (km_grow32((void **)&g->cum, &g->cap_cum, n, sizeof(*g->cum)) != 0)
 		return NULL;
-	if (km_grow32((void **)&wt->cum[prio], &wt->cap[prio], n, sizeof(*wt->cum[prio])) != 0)
-		return NULL;
-	for (size_t i = 0; fresh && i < mdl_n_eps(s, prio); i++)
-		wt->cum[prio][i] = (uint64_t)i + 1;
-	return wt->cum[prio];
+	for (size_t i = 0; fresh && i < g->n; i++)
+		g->cum[i] = (uint64_t)i + 1;
+	return g->cum;
 }
 
 /* Re-emit slots from..end-1 after their cumulative weights changed (each holds the same live
@@ -174,18 +171,19 @@ static void emit_cum(struct km_model *m, struct km_model_svc *s, uint32_t prio, 
 static void endpoint_reweigh(struct km_model *m, struct km_model_svc *s, uint32_t prio, size_t i,
 			     uint64_t weight)
 {
+	struct mdl_group *g = mdl_group_of(s, prio); /* slot i is in it */
 	uint64_t old = slot_weight(s, prio, i);
 	uint64_t *cum;
 
 	if (old == weight)
 		return;
-	if (!(cum = cum_reserve(s, prio, mdl_n_eps(s, prio)))) {
+	if (!(cum = cum_reserve(g, g->n))) {
 		m->out->oom = 1;
 		return;
 	}
-	for (size_t j = i; j < mdl_n_eps(s, prio); j++)
+	for (size_t j = i; j < g->n; j++)
 		cum[j] = cum[j] - old + weight;
-	emit_cum(m, s, prio, i, mdl_n_eps(s, prio));
+	emit_cum(m, s, prio, i, g->n);
 	mdl_mark_dirty(m, s, 1); /* the total */
 }
 
@@ -210,7 +208,7 @@ void mdl_endpoint_append(struct km_model *m, struct km_model_svc *s, uint32_t pr
 	struct mdl_place *place = mdl_place_of(w, s);
 
 	if (!g || km_grow32((void **)&g->eps, &g->cap, n + 1, sizeof(*g->eps)) != 0 ||
-	    ((weight != 1 || cum) && !(cum = cum_reserve(s, prio, n + 1)))) {
+	    ((weight != 1 || cum) && !(cum = cum_reserve(g, n + 1)))) {
 		m->out->oom = 1;
 		return;
 	}

@@ -22,29 +22,24 @@ struct override {
 	uint16_t target;
 };
 
-/* Cumulative weights per slot of a service's groups, allocated only once a group holds a weight
- * other than 1 (until then slot i's cumulative weight is i + 1): most services never need it. */
-struct mdl_weights {
-	uint64_t *cum[KM_PRIO_COUNT];
-	uint32_t cap[KM_PRIO_COUNT];
-};
-
-/* One priority group's endpoint slots: backend ids in slot order. */
+/* One priority group's endpoint slots: backend ids in slot order, and their cumulative weights,
+ * allocated only once a slot weighs other than 1 (until then slot i's cumulative weight is
+ * i + 1): most groups never need them. */
 struct mdl_group {
 	uint32_t *eps;
-	uint32_t n, cap;
+	uint64_t *cum; /* NULL: every slot weighs 1 */
+	uint32_t n, cap, cap_cum;
 };
 
 /* A service. Counts are 32-bit and flags bytes, its groups beyond the first out of line: one
  * per service, 100,000 at 1M workloads (it was 520 bytes, with a uthash handle, size_t counts and
- * seven groups inline; now 176). */
+ * seven groups inline; now 184, a 192-byte malloc chunk). */
 struct km_model_svc {
 	char *name;
 	struct km_service_res *res;
 	struct km_model_svc *prev, *next; /* m->services, in the order they were made */
 	struct mdl_group group0;  /* priority 0: most services have no other (mdl_group_of) */
 	struct mdl_group *groups; /* priorities 1 .. KM_PRIO_COUNT - 1, once one was used */
-	struct mdl_weights *weights; /* NULL: every slot weighs 1 (mdl_cum) */
 	struct km_model_wl **members; /* workloads that list this service */
 	struct override *ovr;
 	/* waypoints: the waypoint service this one names (hostname form), and the objects that
@@ -87,7 +82,9 @@ static inline uint32_t mdl_n_eps(const struct km_model_svc *s, uint32_t prio)
 /* The cumulative weights of s's group prio, or NULL when every slot there weighs 1. */
 static inline uint64_t *mdl_cum(const struct km_model_svc *s, uint32_t prio)
 {
-	return s->weights ? s->weights->cum[prio] : NULL;
+	const struct mdl_group *g = mdl_group_of(s, prio);
+
+	return g ? g->cum : NULL;
 }
 
 /* Entries are named by pointer where one may be either: a workload's carries this tag in its
