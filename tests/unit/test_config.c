@@ -126,7 +126,7 @@ static struct km_workload_res *packed(const char *uid, const char *name)
 static void uid_kept(const char *uid, const char *name, int split)
 {
 	struct km_workload_res *w = packed(uid, name), *c;
-	char buf[KM_UID_BUF], other[KM_UID_BUF];
+	char buf[KM_UID_BUF], other[KM_UID_BUF + 16];
 
 	assert_int_equal(w->uid_split, split);
 	assert_string_equal(km_workload_uid(w, buf), uid);
@@ -157,6 +157,15 @@ static void test_pack_uid_split(void **state)
 	uid_kept("c//Pod/ns/p", "q", 0);
 	uid_kept("p", "p", 0);               /* the whole uid: no '/' before it */
 	uid_kept("c//Pod/ns/p", "", 0);
+	{ /* longer than KM_UID_BUF holds (a derived "<uid>#<n>" can be): kept whole, never cut */
+		static char uid[KM_UID_BUF + 8];
+
+		memset(uid, 'a', sizeof(uid) - 1);
+		memcpy(uid + sizeof(uid) - 4, "/p", 3);
+		uid_kept(uid, "p", 0);
+		uid[KM_UID_BUF - 4] = '/', uid[KM_UID_BUF - 3] = 'p', uid[KM_UID_BUF - 2] = 0;
+		uid_kept(uid, "p", 1); /* the longest that splits */
+	}
 	/* two pods of a namespace share the prefix's bytes */
 	a = packed("Kubernetes//Pod/prod/a", "a");
 	b = packed("Kubernetes//Pod/prod/b", "b");

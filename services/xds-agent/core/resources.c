@@ -223,12 +223,15 @@ static const size_t wl_own[] = { WL_STR(uid_text), WL_STR(name) };
 
 /* Where name sits at the end of uid, after a '/', or -1: istiod's Kubernetes uids are
  * "<cluster>//Pod/<namespace>/<name>", so a pod's uid is a prefix its namespace's pods share and
- * its name (often 30 bytes), which it keeps anyway. */
+ * its name (often 30 bytes), which it keeps anyway. A uid that would not fit KM_UID_BUF (one
+ * the model derives, "<uid>#<n>", may be longer than istiod's bound) is kept whole, so reading
+ * a split one never truncates it. */
 static ptrdiff_t name_in_uid(const char *uid, const char *name)
 {
 	size_t lu = uid ? strlen(uid) : 0, ln = name ? strlen(name) : 0;
 
-	if (!ln || ln >= lu || uid[lu - ln - 1] != '/' || memcmp(uid + lu - ln, name, ln) != 0)
+	if (!ln || ln >= lu || lu >= KM_UID_BUF || uid[lu - ln - 1] != '/' ||
+	    memcmp(uid + lu - ln, name, ln) != 0)
 		return -1;
 	return (ptrdiff_t)(lu - ln);
 }
@@ -392,8 +395,8 @@ int km_workload_res_equal(const struct km_workload_res *a, const struct km_workl
 	char buf[KM_UID_BUF];
 
 	if (!km_workload_uid_is(a, km_workload_uid(b, buf)) || !str_eq(a->name, b->name) ||
-	    !str_eq(km_wl_hostname(a), km_wl_hostname(b)) || a->status != b->status || a->n_addrs != b->n_addrs ||
-	    a->n_services != b->n_services || a->n_policies != b->n_policies ||
+	    !str_eq(km_wl_hostname(a), km_wl_hostname(b)) || a->status != b->status ||
+	    a->n_addrs != b->n_addrs || a->n_services != b->n_services || a->n_policies != b->n_policies ||
 	    a->host_network != b->host_network || a->capacity != b->capacity ||
 	    !strs_eq((char *const *)a->who, (char *const *)b->who,
 		     sizeof(*a->who) / sizeof(char *)) ||
