@@ -18,13 +18,15 @@ CFLAGS   := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-missing-field-initializ
 COMMON_LIBS := $(shell pkg-config --libs libuv libprotobuf-c)
 SD_LIBS     := $(shell pkg-config --libs libsystemd)
 MW_LIBS     := $(shell pkg-config --libs libbpf) -lelf -lz -lmnl $(SD_LIBS) $(COMMON_LIBS)
-XDS_LIBS    := $(shell pkg-config --libs jansson libnghttp2 wolfssl libmicrohttpd ldns libcares) $(SD_LIBS) $(COMMON_LIBS)
+XDS_LIBS    := $(shell pkg-config --libs jansson libnghttp2 wolfssl libmicrohttpd libcares) $(SD_LIBS) $(COMMON_LIBS)
 # the plugin is linked statically (fast start, any node's libraries): Debian ships these archives
 PLUGIN_LIBS := -static -Wl,--gc-sections -l:libjansson.a -l:libprotobuf-c.a
 CNI_LIBS    := $(shell pkg-config --libs jansson libcurl yaml-0.1) $(COMMON_LIBS)
 CTL_LIBS    := $(shell pkg-config --libs jansson libcurl yaml-0.1) $(COMMON_LIBS)
 IPSEC_LIBS  := $(shell pkg-config --libs jansson wolfssl libnl-xfrm-3.0 libcurl yaml-0.1) $(SD_LIBS) $(COMMON_LIBS)
-LDLIBS      := $(MW_LIBS) $(XDS_LIBS) $(CNI_LIBS) $(IPSEC_LIBS)
+# ldns: the tests' own reader and writer of DNS messages, against the proxy's (dns_wire.c)
+TEST_LIBS   := $(shell pkg-config --libs ldns)
+LDLIBS      := $(MW_LIBS) $(XDS_LIBS) $(CNI_LIBS) $(IPSEC_LIBS) $(TEST_LIBS)
 SANFLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 IPC_SRCS    := ipc/frame.c ipc/conn.c ipc/message.c ipc/message_send.c ipc/client_sync.c ipc/server.c \

@@ -16,7 +16,7 @@ packages=(
 	libsystemd-dev # sd_notify: readiness and watchdog under systemd (Type=notify units)
 	unzip systemd # the chart and unit checks (tests/deploy)
 	gnuplot-nox # the plots of docs/performance.md (bench/lib/plots.sh)
-	libldns-dev # the DNS proxy's wire format (services/xds-agent/dns)
+	libldns-dev # the tests' reader and writer of DNS messages (test_dns, fuzz_dns)
 	libc-ares-dev # workloads named by hostname, resolved on the agent's loop
 	bind9-dnsutils # dig, asking the DNS proxy from pods (tests/integration/dns_test.sh)
 	dnsmasq-base # the upstream resolver of the DNS tests and bench

@@ -2,7 +2,9 @@
  * the name forms a pod's search list makes, NODATA for a family a service lacks, a headless
  * service's pods, answers too large for UDP truncated (TC, no answers) under 512 bytes or the
  * client's EDNS size, whole over TCP; other types and other names left to upstream; a response
- * or garbage dropped; the name table following services as they come and go. */
+ * or garbage dropped; the name table following services as they come and go. The proxy's wire
+ * code (dns_wire.c) is checked against ldns, an independent reader and writer: answers ldns
+ * reads as they were meant, and messages malformed in each way a reader must catch dropped. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -201,12 +203,128 @@ static void not_queries(void **state)
 	unload(&f);
 }
 
+/* The reply to a hand-written message (header counts qd, an, ns, ar, then body). */
+static enum km_dns_verdict raw(struct fx *f, uint16_t qd, uint16_t an, uint16_t ns, uint16_t ar,
+			       const uint8_t *body, size_t body_len, uint8_t **reply, size_t *len)
+{
+	uint8_t msg[1024] = { 0x12, 0x34, 0x01, 0x00, qd >> 8, qd & 0xff, an >> 8, an & 0xff,
+			      ns >> 8, ns & 0xff, ar >> 8, ar & 0xff };
+
+	assert_true(body_len <= sizeof(msg) - 12);
+	memcpy(msg + 12, body, body_len);
+	return km_dns_answer(&f->r, msg, 12 + body_len, 512, reply, len);
+}
+
+static void answer_as_ldns_reads_it(void **state)
+{
+	struct fx f;
+	uint8_t *q, *reply;
+	size_t qlen, len;
+	ldns_pkt *p = NULL;
+	ldns_rr *rr;
+	char *text;
+
+	(void)state;
+	load(&f, 0);
+	q = query("WEB.t", LDNS_RR_TYPE_AAAA, 1400, &qlen);
+	assert_int_equal(km_dns_answer(&f.r, q, qlen, 512, &reply, &len), KM_DNS_ANSWERED);
+	assert_int_equal(ldns_wire2pkt(&p, reply, len), LDNS_STATUS_OK);
+	assert_int_equal(ldns_pkt_id(p), 0x4242);
+	assert_true(ldns_pkt_qr(p) && ldns_pkt_aa(p) && ldns_pkt_rd(p) && ldns_pkt_ra(p) && !ldns_pkt_tc(p));
+	assert_int_equal(ldns_pkt_get_opcode(p), LDNS_PACKET_QUERY);
+	assert_int_equal(ldns_pkt_get_rcode(p), LDNS_RCODE_NOERROR);
+	assert_int_equal(ldns_pkt_qdcount(p), 1);
+	rr = ldns_rr_list_rr(ldns_pkt_question(p), 0);
+	text = ldns_rdf2str(ldns_rr_owner(rr));
+	assert_string_equal(text, "WEB.t."); /* the question as asked, letters as sent */
+	free(text);
+	assert_int_equal(ldns_rr_get_type(rr), LDNS_RR_TYPE_AAAA);
+	assert_int_equal(ldns_pkt_ancount(p), 1);
+	rr = ldns_rr_list_rr(ldns_pkt_answer(p), 0);
+	text = ldns_rr2str(rr);
+	assert_string_equal(text, "WEB.t.\t30\tIN\tAAAA\tfd00::1\n");
+	free(text);
+	assert_true(ldns_pkt_edns(p));
+	assert_int_equal(ldns_pkt_edns_udp_size(p), 1232);
+	assert_int_equal(len, 12 + 7 + 4 + 2 + 10 + 16 + 11); /* the answer's name a pointer */
+	ldns_pkt_free(p);
+	free(reply);
+	free(q);
+	unload(&f);
+}
+
+static void malformed_dropped(void **state)
+{
+	static const struct {
+		const char *what;
+		uint16_t qd, ar;
+		uint8_t body[300];
+		size_t len;
+	} bad[] = {
+		{ "a question the message does not hold", 1, 0, { 0 }, 0 },
+		{ "a label past the end", 1, 0, { 10, 'w', 'e', 'b' }, 4 },
+		{ "no type and class", 1, 0, { 1, 'a', 0, 0, 1 }, 5 },
+		{ "a label kind RFC 1035 does not define", 1, 0, { 0x41, 'a', 0, 0, 1, 0, 1 }, 7 },
+		{ "a pointer to itself", 1, 0, { 0xc0, 12, 0, 1, 0, 1 }, 6 },
+		{ "a pointer forward", 1, 0, { 0xc0, 14, 1, 'a', 0, 0, 1, 0, 1 }, 9 },
+		{ "a pointer back to its own labels: a loop", 1, 0, { 1, 'a', 0xc0, 12, 0, 1, 0, 1 }, 8 },
+		{ "a name of 256 bytes", 1, 0, { 63, [64] = 63, [128] = 63, [192] = 62, [255] = 0, 0, 1, 0, 1 }, 260 },
+		{ "a record's data past the end", 1, 1, { 1, 'a', 0, 0, 1, 0, 1, 0, 0, 41, 2, 0, 0, 0, 0, 0, 0, 9, 1 }, 19 },
+		{ "a second question cut short", 2, 0, { 1, 'a', 0, 0, 1, 0, 1, 1, 'b' }, 9 },
+	};
+	struct fx f;
+	uint8_t *reply;
+	size_t len;
+
+	(void)state;
+	load(&f, 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		print_message("%s\n", bad[i].what);
+		assert_int_equal(raw(&f, bad[i].qd, 0, 0, bad[i].ar, bad[i].body, bad[i].len, &reply, &len),
+				 KM_DNS_DROP);
+		assert_null(reply);
+	}
+	assert_int_equal(f.r.refused, sizeof(bad) / sizeof(bad[0]));
+	unload(&f);
+}
+
+static void wire_edges_read(void **state)
+{
+	/* the longest name there is (255 bytes): read, and not the mesh's */
+	static const uint8_t longest[] = { 63, [64] = 63, [128] = 63, [192] = 61, [254] = 0, 0, 1, 0, 1 };
+	/* web.t, its OPT record's name a pointer to the question's (unusual, valid) */
+	static const uint8_t opt_by_pointer[] = { 3, 'w', 'e', 'b', 1, 't', 0, 0, 1, 0, 1,
+						  0xc0, 12, 0, 41, 0x10, 0, 0, 0, 0, 0, 0, 0 };
+	/* a label holding a dot: "we.b" "t" is not "we.b.t", and no mesh name */
+	static const uint8_t dotted[] = { 4, 'w', 'e', '.', 'b', 1, 't', 0, 0, 1, 0, 1 };
+	struct fx f;
+	uint8_t *reply;
+	size_t len;
+	ldns_pkt *p = NULL;
+
+	(void)state;
+	load(&f, 0);
+	assert_int_equal(raw(&f, 1, 0, 0, 0, longest, sizeof(longest), &reply, &len), KM_DNS_FORWARD);
+	assert_int_equal(raw(&f, 1, 0, 0, 1, opt_by_pointer, sizeof(opt_by_pointer), &reply, &len),
+			 KM_DNS_ANSWERED);
+	assert_int_equal(ldns_wire2pkt(&p, reply, len), LDNS_STATUS_OK);
+	assert_true(ldns_pkt_edns(p) && ldns_pkt_ancount(p) == 1);
+	ldns_pkt_free(p);
+	free(reply);
+	assert_int_equal(raw(&f, 1, 0, 0, 0, dotted, sizeof(dotted), &reply, &len), KM_DNS_FORWARD);
+	assert_int_equal(f.r.refused, 0);
+	unload(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(names_and_forms),
 		cmocka_unit_test(truncation),
 		cmocka_unit_test(not_queries),
+		cmocka_unit_test(answer_as_ldns_reads_it),
+		cmocka_unit_test(malformed_dropped),
+		cmocka_unit_test(wire_edges_read),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,6 @@
 /* dns_answer.h — one DNS query decided: answered from the mesh's names (A and AAAA of a service
  * hostname the model holds: its VIPs, or a headless service's pods), or left to the upstream
- * resolver. The wire format is ldns's (no hand-written parser). Names are matched as a pod's
+ * resolver. The wire format is dns_wire.c's (every length checked; fuzzed). Names are matched as a pod's
  * resolv.conf produces them: the hostname itself; "name.ns" and "name.ns.svc" completed with the
  * cluster domain; and a hostname followed by one of the search domains under the cluster domain
  * ("<host>.<ns>.svc.<domain>", "<host>.svc.<domain>", "<host>.<domain>"), which a pod asks first
