@@ -28,6 +28,7 @@ static struct {
 	struct km_workload_res *res;
 	struct km_addr addr;
 	struct km_authz_wl h; /* as the model keeps it: in the workload's entry */
+	uint32_t id;
 } wls[8];
 
 static void drop_wls(void)
@@ -80,6 +81,7 @@ static void put_record(size_t i, struct km_workload_res *w, uint32_t id)
 {
 	int was = km_authz_is_identity(&wls[i].h);
 
+	wls[i].id = id;
 	if (km_authz_put_workload(&az, &wls[i].h, w, id))
 		km_authz_write_address(&az, &w->addrs[0], was, &wls[i].h, id);
 	assert_false(az.oom);
@@ -115,9 +117,8 @@ static void remove_wl(const char *uid)
 
 	if (km_authz_is_identity(&wls[i].h))
 		km_authz_write_address(&az, &wls[i].res->addrs[0], 1, NULL, 0);
-	km_authz_remove_workload(&az, &wls[i].h);
+	km_authz_remove_workload(&az, &wls[i].h, wls[i].id);
 	assert_null(wls[i].h.ident); /* the record left zeroed */
-	assert_null(wls[i].h.list);
 	free(wls[i].res);
 	wls[i].res = NULL;
 }

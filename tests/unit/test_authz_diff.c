@@ -561,7 +561,7 @@ static void mutate(int round)
 			/* an identity's address is its own here: the row follows it (model_index.c) */
 			if (km_authz_is_identity(&W.h[i]))
 				km_authz_write_address(&W.authz, &ADDR(i), 1, NULL, 0);
-			km_authz_remove_workload(&W.authz, &W.h[i]);
+			km_authz_remove_workload(&W.authz, &W.h[i], (uint32_t)(1000 + i));
 			W.live[i] = 0;
 		} else {
 			int was = km_authz_is_identity(&W.h[i]);

@@ -251,22 +251,23 @@ void km_authz_remove_policy(struct km_authz *a, const char *name)
 	retire(a, p);
 }
 
-static void wl_set_policies(struct km_authz *a, struct km_authz_wl *w, const struct km_workload_res *r,
-			    uint32_t id)
+/* The workload's own policy list (by its id: found, made once it names a policy) follows r. */
+static void wl_set_policies(struct km_authz *a, const struct km_workload_res *r, uint32_t id)
 {
-	const struct km_workload_res *old = w->list ? w->list->res : NULL;
+	struct az_list *l = az_list_get(a, KM_AUTHZ_OWNER_WORKLOAD, id, 0);
+	const struct km_workload_res *old = l ? l->res : NULL;
 	size_t n_old = old ? old->n_policies : 0, n_new = r ? r->n_policies : 0;
 	int same = n_old == n_new;
 
 	for (size_t i = 0; same && i < n_old; i++)
 		same = strcmp(old->policies[i], r->policies[i]) == 0;
-	if (!same && !w->list && n_new)
-		w->list = az_list_get(a, KM_AUTHZ_OWNER_WORKLOAD, id, 1);
-	if (!w->list)
+	if (!same && !l && n_new)
+		l = az_list_get(a, KM_AUTHZ_OWNER_WORKLOAD, id, 1);
+	if (!l)
 		return;
-	w->list->res = r; /* always: the caller frees the resource r replaces */
+	l->res = r; /* always: the caller frees the resource r replaces */
 	if (!same)
-		w->list->dirty = 1;
+		l->dirty = 1;
 }
 
 /* The identity of r's who profile, one more workload using it (NULL when out of memory). */
@@ -357,14 +358,14 @@ int km_authz_put_workload(struct km_authz *a, struct km_authz_wl *w, const struc
 {
 	int changed = wl_set_identity(a, w, r);
 
-	wl_set_policies(a, w, r, id);
+	wl_set_policies(a, r, id);
 	return changed;
 }
 
-void km_authz_remove_workload(struct km_authz *a, struct km_authz_wl *w)
+void km_authz_remove_workload(struct km_authz *a, struct km_authz_wl *w, uint32_t id)
 {
 	wl_set_identity(a, w, NULL);
-	wl_set_policies(a, w, NULL, 0); /* its list (if any) is rebuilt empty at the flush, then freed */
+	wl_set_policies(a, NULL, id); /* its list (if any) is rebuilt empty at the flush, then freed */
 	memset(w, 0, sizeof(*w));
 }
 

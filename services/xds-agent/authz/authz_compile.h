@@ -39,7 +39,8 @@ struct az_ident;
  * keeps it unchanged until then. */
 struct km_authz_wl {
 	struct az_ident *ident; /* NULL: not an identity here */
-	struct az_list *list;   /* its own policy list, once it names a policy (with its resource) */
+	/* its own policy list, once it names a policy, is found by its id (a->lists): most
+	 * workloads never have one, and the model keeps a record per workload */
 };
 
 /* Lists of at least this many policies get a candidate index: BPF looks for one only there
@@ -82,8 +83,9 @@ void km_authz_remove_policy(struct km_authz *a, const char *name);
  * (km_authz_write_address). Out of memory: a->oom is set. */
 int km_authz_put_workload(struct km_authz *a, struct km_authz_wl *w, const struct km_workload_res *r,
 			  uint32_t id);
-/* The workload is gone: w is left zeroed. The caller moves its addresses' rows first. */
-void km_authz_remove_workload(struct km_authz *a, struct km_authz_wl *w);
+/* The workload with model id id is gone: w is left zeroed. The caller moves its addresses' rows
+ * first. */
+void km_authz_remove_workload(struct km_authz *a, struct km_authz_wl *w, uint32_t id);
 /* Whether w's addresses carry its identity here: a workload of this node's network, not on the
  * host network, with an address. */
 int km_authz_is_identity(const struct km_authz_wl *w);

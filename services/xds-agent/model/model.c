@@ -13,8 +13,8 @@
 #include "shared/addr.h"
 #include "shared/log.h"
 
-/* one 96-byte malloc chunk per workload entry (model_internal.h): growing it costs every workload */
-_Static_assert(sizeof(struct km_model_wl) <= 88, "struct km_model_wl outgrew its malloc chunk");
+/* one 80-byte malloc chunk per workload entry (model_internal.h): growing it costs every workload */
+_Static_assert(sizeof(struct km_model_wl) <= 72, "struct km_model_wl outgrew its malloc chunk");
 /* one per service (100,000 at 1M workloads): 184 bytes, a 192-byte chunk (it was 520) */
 _Static_assert(sizeof(struct km_model_svc) <= 184, "struct km_model_svc outgrew its malloc chunk");
 
@@ -399,7 +399,7 @@ void mdl_remove_entry(struct km_model *m, struct km_model_wl *w)
 	mdl_wl_del(m, w);
 	free(w->more);
 	w->more = NULL;
-	w->n_places = w->cap_more = 0;
+	w->n_places = 0;
 	old = w->res;
 	w->res = NULL;
 	mdl_register_workload_waypoint(m, w, old);

@@ -67,8 +67,8 @@ void mdl_member_add(struct km_model *m, struct km_model_svc *s, struct km_model_
 		m->out->oom = 1;
 		return;
 	}
-	/* exactly as many as it lists beyond the first: no spare room */
-	if (w->n_places >= 1 && w->n_places - 1 == w->cap_more) {
+	/* exactly as many as it lists beyond the first: no spare room, no count of it kept */
+	if (w->n_places >= 1) {
 		struct mdl_place *p = realloc(w->more, w->n_places * sizeof(*p));
 
 		if (!p) {
@@ -76,7 +76,6 @@ void mdl_member_add(struct km_model *m, struct km_model_svc *s, struct km_model_
 			return;
 		}
 		w->more = p;
-		w->cap_more = (uint16_t)w->n_places;
 	}
 	mdl_parr_append(m, (void ***)&s->members, &s->n_members, &s->cap_members, w);
 	if (!s->n_members || s->members[s->n_members - 1] != w)
@@ -102,6 +101,10 @@ void mdl_member_del(struct km_model_svc *s, struct km_model_wl *w)
 		}
 	}
 	*p = *place_at(w, --w->n_places);
+	if (w->n_places <= 1) { /* the one left is place0 */
+		free(w->more);
+		w->more = NULL;
+	}
 }
 
 /* ---- endpoint slots ------------------------------------------------------------------------ */

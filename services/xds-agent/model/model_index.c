@@ -58,7 +58,7 @@ void mdl_index_workload(struct km_model *m, struct km_model_wl *w, const struct 
 		changed = km_authz_put_workload(m->authz, &w->authz, res, w->id);
 		is = km_authz_is_identity(&w->authz);
 	} else if (m->authz) {
-		km_authz_remove_workload(m->authz, &w->authz);
+		km_authz_remove_workload(m->authz, &w->authz, w->id);
 	}
 	for (size_t i = 0; i < n_old; i++)
 		if (!mdl_addr_in(res ? res->addrs : NULL, n_new, &old->addrs[i]))

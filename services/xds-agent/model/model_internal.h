@@ -101,12 +101,16 @@ struct mdl_place {
 	uint32_t has_slot : 1;
 };
 
+/* A workload's index in the wp_wls of the waypoint service it names is 28 bits wide (the four
+ * flags share its word): 268M dependents of one waypoint, beyond any model's memory. */
+#define MDL_WP_INDEX_LIMIT (UINT32_C(1) << 28)
+
 /* A workload: its name is res->uid (an entry always holds its resource). Fields are ordered so
- * the entry has no padding: 88 bytes, a 96-byte malloc chunk (one per workload), authorization's
+ * the entry has no padding: 72 bytes, an 80-byte malloc chunk (one per workload), authorization's
  * record of it included. */
 struct km_model_wl {
 	/* one place per service that lists it: the first in the entry (most workloads list one
-	 * service: no allocation), the others in `more` */
+	 * service: no allocation), the others in `more`, exactly n_places - 1 of them */
 	struct mdl_place place0;
 	struct mdl_place *more;
 	struct km_workload_res *res;
@@ -117,12 +121,12 @@ struct km_model_wl {
 	uint32_t inline4;     /* the IPv4 address its endpoint rows carry (mdl_inline4), 0 = none */
 	/* its index in the wp_wls of the waypoint service its resource names by hostname (that
 	 * service is found by the name: model_waypoint.c) */
-	uint32_t wp_index;
-	uint16_t n_places, cap_more; /* at most KM_RES_MAX_SERVICES_PER_WORKLOAD */
-	uint8_t unconfirmed; /* marked for a sweep, not named by istiod since */
-	uint8_t backend_written;
-	uint8_t derived;     /* one more address of a workload reached by name (model_resolved.c) */
-	uint8_t has_derived; /* such a workload, with entries derived from it */
+	uint32_t wp_index : 28;
+	uint32_t unconfirmed : 1; /* marked for a sweep, not named by istiod since */
+	uint32_t backend_written : 1;
+	uint32_t derived : 1;     /* one more address of a workload reached by name (model_resolved.c) */
+	uint32_t has_derived : 1; /* such a workload, with entries derived from it */
+	uint16_t n_places; /* at most KM_RES_MAX_SERVICES_PER_WORKLOAD */
 	uint8_t version_kind, version_width; /* xds_version.h */
 };
 

@@ -67,6 +67,10 @@ void mdl_register_workload_waypoint(struct km_model *m, struct km_model_wl *w,
 			moved->wp_index = w->wp_index;
 		mdl_mark_dirty(m, was, 0);
 	}
+	if (t && t->n_wp_wls >= MDL_WP_INDEX_LIMIT) {
+		m->out->oom = 1; /* not reached: see MDL_WP_INDEX_LIMIT */
+		return;
+	}
 	if (t) {
 		w->wp_index = t->n_wp_wls;
 		mdl_parr_append(m, (void ***)&t->wp_wls, &t->n_wp_wls, &t->cap_wp_wls, w);
