@@ -16,14 +16,13 @@ CFLAGS   := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-missing-field-initializ
             -fno-strict-aliasing $(shell pkg-config --cflags $(PKGS))
 # Each binary links only what it uses: the agent has no libbpf.
 COMMON_LIBS := $(shell pkg-config --libs libuv libprotobuf-c)
-SD_LIBS     := $(shell pkg-config --libs libsystemd)
-MW_LIBS     := $(shell pkg-config --libs libbpf) -lelf -lz -lmnl $(SD_LIBS) $(COMMON_LIBS)
-XDS_LIBS    := $(shell pkg-config --libs jansson libnghttp2 wolfssl libmicrohttpd libcares) $(SD_LIBS) $(COMMON_LIBS)
+MW_LIBS     := $(shell pkg-config --libs libbpf) -lelf -lz -lmnl $(COMMON_LIBS)
+XDS_LIBS    := $(shell pkg-config --libs jansson libnghttp2 wolfssl libmicrohttpd libcares) $(COMMON_LIBS)
 # the plugin is linked statically (fast start, any node's libraries): Debian ships these archives
 PLUGIN_LIBS := -static -Wl,--gc-sections -l:libjansson.a -l:libprotobuf-c.a
 CNI_LIBS    := $(shell pkg-config --libs jansson libcurl yaml-0.1) $(COMMON_LIBS)
 CTL_LIBS    := $(shell pkg-config --libs jansson libcurl yaml-0.1) $(COMMON_LIBS)
-IPSEC_LIBS  := $(shell pkg-config --libs jansson wolfssl libnl-xfrm-3.0 libcurl yaml-0.1) $(SD_LIBS) $(COMMON_LIBS)
+IPSEC_LIBS  := $(shell pkg-config --libs jansson wolfssl libnl-xfrm-3.0 libcurl yaml-0.1) $(COMMON_LIBS)
 # ldns: the tests' own reader and writer of DNS messages, against the proxy's (dns_wire.c)
 TEST_LIBS   := $(shell pkg-config --libs ldns)
 LDLIBS      := $(MW_LIBS) $(XDS_LIBS) $(CNI_LIBS) $(IPSEC_LIBS) $(TEST_LIBS)
@@ -48,7 +47,7 @@ CTL_SRCS    := $(filter-out %/main.c,$(wildcard tools/kmeshctl/*.c))
 IPSEC_SRCS  := $(filter-out %/main.c,$(wildcard services/ipsec-agent/*.c)) $(KUBE_SRCS) \
                shared/kube/kube_watch.c
 COMMON_SRCS := $(IPC_SRCS) $(SHARED_SRCS)
-DAEMON_SRCS := $(wildcard shared/daemon/*.c) # the daemons only: systemd notification (libsystemd)
+DAEMON_SRCS := $(wildcard shared/daemon/*.c) # the daemons only: systemd notification (its protocol, spoken here)
 
 GEN_HDRS := $(GEN)/kmesh_ipc.pb-c.h $(GEN)/kmesh.skel.h $(GEN)/map_count.skel.h $(WIRE_SRCS:.c=.h) $(GEN)/km_version.h
 
@@ -189,7 +188,7 @@ $(B)/san-bin/kmesh-cni-agent: $(call san,services/cni-agent/main.c $(CNI_SRCS) $
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(CNI_LIBS)
 
 # ---- unit tests (cmocka, always under ASan+UBSan) ------------------------------------------------
-$(B)/tests/test_%: $(call san,tests/unit/test_%.c $(XDS_SRCS) $(MW_SRCS) $(CNI_SRCS) $(IPSEC_SRCS) \
+$(B)/tests/test_%: $(call san,tests/unit/test_%.c $(XDS_SRCS) $(MW_SRCS) $(CNI_SRCS) $(IPSEC_SRCS) $(DAEMON_SRCS) \
 		   $(CTL_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDLIBS) -lcmocka

@@ -13,7 +13,6 @@ packages=(
 	libclang-rt-14-dev
 	iproute2 util-linux procps curl python3 python3-grpcio python3-protobuf python3-yaml
 	protobuf-compiler openssl
-	libsystemd-dev # sd_notify: readiness and watchdog under systemd (Type=notify units)
 	unzip systemd # the chart and unit checks (tests/deploy)
 	gnuplot-nox # the plots of docs/performance.md (bench/lib/plots.sh)
 	libldns-dev # the tests' reader and writer of DNS messages (test_dns, fuzz_dns)
