@@ -1,6 +1,7 @@
 /* test_keyset.c — the map writer's present-row key set: membership after adds and deletes
  * matches a plain reference array through growth and long probe runs (deletion by backward shift
- * must keep every remaining key findable). */
+ * must keep every remaining key findable), for key lengths from 1 to KM_KEYSET_MAX_KEY, values
+ * kept with their keys through growth and shifts. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -74,11 +75,75 @@ static void test_random_against_reference(void **state)
 	km_keyset_free(&s);
 }
 
+/* Key i of length len: a pattern of the length, its last (up to) four bytes i's. */
+static void make_key(uint8_t *key, size_t len, uint32_t i)
+{
+	size_t n = len < 4 ? len : 4;
+
+	for (size_t b = 0; b < len; b++)
+		key[b] = (uint8_t)(b * 7 + len);
+	memcpy(key + len - n, &i, n);
+}
+
+/* Keys of each length (whole words, a tail, both), random adds and deletes, each key's value
+ * written at its add and checked against the reference after growth and backward shifts. */
+static void test_key_lengths_and_values(void **state)
+{
+	enum { SPACE = 2000, STEPS = 20000 };
+	static const size_t lens[] = { 1, 4, 7, 8, 13, 20, 24, 28 };
+	static uint8_t in[SPACE];
+
+	(void)state;
+	for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+		size_t len = lens[l];
+		struct km_keyset s;
+
+		memset(in, 0, sizeof(in));
+		srand((unsigned)len);
+		km_keyset_init_values(&s, len, sizeof(uint32_t));
+		for (int step = 0; step < STEPS; step++) {
+			uint32_t i = (uint32_t)rand() % (len == 1 ? 256 : SPACE);
+			uint8_t key[KM_KEYSET_MAX_KEY] = { 0 };
+			uint8_t *v;
+			uint32_t x;
+
+			make_key(key, len, i);
+			if (rand() % 3) {
+				assert_int_equal(km_keyset_add(&s, key), 0);
+				v = km_keyset_value(&s, key);
+				assert_non_null(v);
+				x = i ^ 0x5a5a5a5a;
+				if (!in[i])
+					memcpy(v, &x, sizeof(x)); /* values are not aligned */
+				in[i] = 1;
+			} else {
+				km_keyset_del(&s, key);
+				in[i] = 0;
+			}
+			if (step % 499 == 0) {
+				for (uint32_t j = 0; j < (len == 1 ? 256 : SPACE); j++) {
+					uint8_t k2[KM_KEYSET_MAX_KEY] = { 0 };
+
+					make_key(k2, len, j);
+					v = km_keyset_value(&s, k2);
+					assert_int_equal(v != NULL, in[j]);
+					if (v) {
+						memcpy(&x, v, sizeof(x));
+						assert_int_equal(x, j ^ 0x5a5a5a5a);
+					}
+				}
+			}
+		}
+		km_keyset_free(&s);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_add_has_del),
 		cmocka_unit_test(test_random_against_reference),
+		cmocka_unit_test(test_key_lengths_and_values),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
