@@ -133,7 +133,7 @@ static int to_service(const struct conv *c, const Kmesh__Workload__Service *m,
 		      struct km_service_res **out, char *err, size_t errlen)
 {
 	struct km_service_res *s = conv_alloc(c, sizeof(*s));
-	size_t ln, lh;
+	size_t ln, lh, n_ports;
 
 	*out = NULL;
 	if (!s)
@@ -170,9 +170,10 @@ static int to_service(const struct conv *c, const Kmesh__Workload__Service *m,
 		if (!dup) /* the same VIP on two networks is one frontend on this node */
 			s->vips[s->n_vips++] = vip;
 	}
-	if (copy_ports(c, m->ports, m->n_ports, 1, &s->ports, &s->n_ports, "ports", err, errlen) ||
+	if (copy_ports(c, m->ports, m->n_ports, 1, &s->ports, &n_ports, "ports", err, errlen) ||
 	    copy_waypoint(c, m->waypoint, &s->waypoint, err, errlen))
 		goto fail;
+	s->n_ports = (uint16_t)n_ports; /* at most KM_RES_MAX_PORTS */
 	if (m->load_balancing) {
 		const Kmesh__Workload__LoadBalancing *lb = m->load_balancing;
 
@@ -192,9 +193,9 @@ static int to_service(const struct conv *c, const Kmesh__Workload__Service *m,
 				km_errf(err, errlen, "routing preference %u unknown", sc);
 				goto fail;
 			}
-			s->scopes[s->n_scopes++] = sc;
+			s->scopes[s->n_scopes++] = (uint8_t)sc;
 		}
-		s->lb_mode = (uint32_t)lb->mode;
+		s->lb_mode = (uint8_t)lb->mode;
 		s->allow_unhealthy = lb->health_policy == 1;
 	}
 	*out = s;

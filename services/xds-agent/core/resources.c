@@ -11,6 +11,10 @@
 _Static_assert(KM_RES_MAX_ADDRESSES < 65536 && KM_RES_MAX_SERVICES_PER_WORKLOAD < 65536 &&
 		       KM_RES_MAX_POLICIES < 65536,
 	       "a workload's counts are 16-bit (resources.h)");
+_Static_assert(KM_RES_MAX_VIPS < 65536 && KM_RES_MAX_PORTS < 65536 && KM_RES_MAX_SCOPES < 256 &&
+		       KM_SCOPE_NETWORK < 256,
+	       "a service's counts are 16-bit, its scopes bytes (resources.h)");
+_Static_assert(sizeof(struct km_service_res) <= 96, "struct km_service_res grew (resources.h)");
 
 static int str_eq(const char *a, const char *b)
 {
