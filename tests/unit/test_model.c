@@ -749,6 +749,49 @@ static void test_waypoint_resolution_order(void **state)
 	assert_int_equal(st.pending_waypoints, 2);
 }
 
+/* The waypoint service first, its dependents after: a dependent is written with the address it
+ * has then, and a later change of that address rewrites it (the role a waypoint service keeps for
+ * its dependents is made with the first of them, holding the address they were given); a new
+ * version with the same address rewrites none. */
+static void test_waypoint_known_before_its_dependents(void **state)
+{
+	struct fx *f = *state;
+	struct km_workload_res *w = wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 0);
+	char buf[KM_ADDR_STRLEN];
+	int be_rows = 0;
+
+	km_model_upsert_service(&f->m, svc("ns/wp", "10.96.9.9", 15008, 0));
+	km_model_flush(&f->m);
+	km_oplist_clear(&f->l);
+	w->rare->wp = (struct km_waypoint){ .kind = KM_WAYPOINT_HOSTNAME, .service = strdup("ns/wp"),
+					    .hbone_port = 15008 };
+	km_model_upsert_workload(&f->m, w);
+	km_model_flush(&f->m);
+	for (size_t i = 0; i < f->l.n; i++)
+		if (f->l.ops[i].table == KM_OP_BACKEND) {
+			assert_string_equal(km_addr_format(&f->l.ops[i].be.waypoint.addr, buf), "10.96.9.9");
+			be_rows++;
+		}
+	assert_int_equal(be_rows, 1);
+	km_oplist_clear(&f->l);
+	/* another version of it with the same address (its port changed) */
+	km_model_upsert_service(&f->m, svc("ns/wp", "10.96.9.9", 15009, 0));
+	km_model_flush(&f->m);
+	assert_true(f->l.n > 0); /* its frontend rows */
+	for (size_t i = 0; i < f->l.n; i++)
+		assert_int_not_equal(f->l.ops[i].table, KM_OP_BACKEND);
+	km_oplist_clear(&f->l);
+	km_model_upsert_service(&f->m, svc("ns/wp", "10.96.9.10", 15008, 0));
+	km_model_flush(&f->m);
+	be_rows = 0;
+	for (size_t i = 0; i < f->l.n; i++)
+		if (f->l.ops[i].table == KM_OP_BACKEND) {
+			assert_string_equal(km_addr_format(&f->l.ops[i].be.waypoint.addr, buf), "10.96.9.10");
+			be_rows++;
+		}
+	assert_int_equal(be_rows, 1);
+}
+
 static void test_waypoint_pointing_at_itself_is_ignored(void **state)
 {
 	struct fx *f = *state;
@@ -822,6 +865,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_name_resolved_with_the_longest_uid, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_locality_priorities, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_waypoint_resolution_order, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_waypoint_known_before_its_dependents, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_waypoint_pointing_at_itself_is_ignored, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_port_override_order, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_host_network_health_policy_capacity, fx_setup, fx_teardown),

@@ -15,8 +15,8 @@
 
 /* one 80-byte malloc chunk per workload entry (model_internal.h): growing it costs every workload */
 _Static_assert(sizeof(struct km_model_wl) <= 72, "struct km_model_wl outgrew its malloc chunk");
-/* one per service (100,000 at 1M workloads): 184 bytes, a 192-byte chunk (it was 520) */
-_Static_assert(sizeof(struct km_model_svc) <= 184, "struct km_model_svc outgrew its malloc chunk");
+/* one per service (100,000 at 1M workloads): 136 bytes, a 144-byte chunk (it was 520) */
+_Static_assert(sizeof(struct km_model_svc) <= 136, "struct km_model_svc outgrew its malloc chunk");
 
 /* ---- services ------------------------------------------------------------------------------ */
 
@@ -33,8 +33,11 @@ static void svc_free(struct km_model_svc *s)
 	free(s->groups);
 	free(s->members);
 	free(s->ovr);
-	free(s->wp_svcs);
-	free(s->wp_wls);
+	if (s->wp) {
+		free(s->wp->svcs);
+		free(s->wp->wls);
+		free(s->wp);
+	}
 	km_service_res_free(s->res);
 	free(s->version);
 	km_str_release(s->name);
@@ -420,7 +423,7 @@ void km_model_flush(struct km_model *m)
 			mdl_emit_service(m, s, 0);
 		s->count_dirty = 0;
 		s->in_dirty = 0;
-		if (!s->res && s->n_members == 0 && s->n_wp_svcs == 0 && s->n_wp_wls == 0) {
+		if (!s->res && s->n_members == 0 && mdl_n_wp_dependents(s) == 0) {
 			mdl_svc_forget(m, s);
 			svc_free(s);
 		}
@@ -758,7 +761,7 @@ void km_model_stats(const struct km_model *m, struct km_model_stats *st)
 	st->services = m->n_services;
 	st->workloads = m->n_workloads;
 	/* services only (a dump must not walk every workload: at 1M that held the loop for tens of
-	 * milliseconds per dump): a workload waiting for its waypoint is in that service's wp_wls */
+	 * milliseconds per dump): a workload waiting for its waypoint is in that service's wp->wls */
 	DL_FOREACH_SAFE(m->services, s, stmp) {
 		for (int p = 0; p < KM_PRIO_COUNT; p++)
 			st->endpoints += mdl_n_eps(s, (uint32_t)p);
@@ -766,8 +769,8 @@ void km_model_stats(const struct km_model *m, struct km_model_stats *st)
 		if (s->res && s->res->waypoint.kind == KM_WAYPOINT_HOSTNAME &&
 		    !(s->wp_of && s->wp_of->res && s->wp_of->res->n_vips))
 			st->pending_waypoints++;
-		if (!(s->res && s->res->n_vips))
-			st->pending_waypoints += s->n_wp_wls;
+		if (!(s->res && s->res->n_vips) && s->wp)
+			st->pending_waypoints += s->wp->n_wls;
 	}
 }
 

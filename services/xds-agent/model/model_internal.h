@@ -31,9 +31,21 @@ struct mdl_group {
 	uint32_t n, cap, cap_cum;
 };
 
-/* A service. Counts are 32-bit and flags bytes, its groups beyond the first out of line: one
- * per service, 100,000 at 1M workloads (it was 520 bytes, with a uthash handle, size_t counts and
- * seven groups inline; now 184, a 192-byte malloc chunk). */
+/* A service named as a waypoint by other services or workloads (hostname form): those dependents,
+ * each keeping its index here, and the address they were last given (rewritten when it changes:
+ * mdl_publish_waypoint_address). Made when the first dependent comes, kept with the service. */
+struct mdl_wp_role {
+	struct km_model_svc **svcs;
+	struct km_model_wl **wls;
+	uint32_t n_svcs, cap_svcs;
+	uint32_t n_wls, cap_wls;
+	struct km_addr published_vip;
+	uint8_t published;
+};
+
+/* A service. Counts are 32-bit and flags bytes, its groups beyond the first and its role as a
+ * waypoint out of line: one per service, 100,000 at 1M workloads (it was 520 bytes, with a
+ * uthash handle, size_t counts and seven groups inline; now 136, a 144-byte malloc chunk). */
 struct km_model_svc {
 	char *name;
 	struct km_service_res *res;
@@ -42,26 +54,25 @@ struct km_model_svc {
 	struct mdl_group *groups; /* priorities 1 .. KM_PRIO_COUNT - 1, once one was used */
 	struct km_model_wl **members; /* workloads that list this service */
 	struct override *ovr;
-	/* waypoints: the waypoint service this one names (hostname form), and the objects that
-	 * name this one, with the address they were last given */
+	/* waypoints: the waypoint service this one names (hostname form), and, once anything
+	 * names this one, what it is as a waypoint (NULL for most services) */
 	struct km_model_svc *wp_of;
-	struct km_model_svc **wp_svcs;
-	struct km_model_wl **wp_wls;
+	struct mdl_wp_role *wp;
 	char *version; /* istiod's version of the resource, if any */
-	struct km_addr published_vip;
 	uint32_t id; /* 0 while no resource is known */
 	uint32_t n_members, cap_members;
 	uint32_t n_ovr, cap_ovr;
-	uint32_t n_wp_svcs, cap_wp_svcs;
-	uint32_t n_wp_wls, cap_wp_wls;
-	uint32_t wp_index; /* its index in wp_of->wp_svcs */
-	uint8_t published;
-	uint8_t svc_written;     /* its service row exists: frontends may be written */
-	uint8_t fe_flag_written; /* KM_FE_F_PORT_OVERRIDES as last written in its frontends */
-	uint8_t unconfirmed; /* marked for a sweep, not named by istiod since (km_model_mark_unconfirmed) */
-	uint8_t in_dirty;    /* in m->dirty (pointer kept until flush) */
-	uint8_t count_dirty; /* the service row must be re-emitted at flush */
+	uint32_t wp_index : 27;      /* its index in wp_of->wp->svcs (MDL_WP_SVC_INDEX_LIMIT) */
+	uint32_t svc_written : 1;     /* its service row exists: frontends may be written */
+	uint32_t fe_flag_written : 1; /* KM_FE_F_PORT_OVERRIDES as last written in its frontends */
+	uint32_t unconfirmed : 1; /* marked for a sweep, not named by istiod since (km_model_mark_unconfirmed) */
+	uint32_t in_dirty : 1;    /* in m->dirty (pointer kept until flush) */
+	uint32_t count_dirty : 1; /* the service row must be re-emitted at flush */
 };
+
+/* A service's index among the services naming its waypoint is 27 bits wide (its flags share the
+ * word): 134M services, beyond any model's memory. */
+#define MDL_WP_SVC_INDEX_LIMIT (UINT32_C(1) << 27)
 
 /* The group of priority prio, or NULL when s never had a slot there. */
 static inline struct mdl_group *mdl_group_of(const struct km_model_svc *s, uint32_t prio)
@@ -101,7 +112,7 @@ struct mdl_place {
 	uint32_t has_slot : 1;
 };
 
-/* A workload's index in the wp_wls of the waypoint service it names is 28 bits wide (the four
+/* A workload's index in the wp->wls of the waypoint service it names is 28 bits wide (the four
  * flags share its word): 268M dependents of one waypoint, beyond any model's memory. */
 #define MDL_WP_INDEX_LIMIT (UINT32_C(1) << 28)
 
@@ -119,7 +130,7 @@ struct km_model_wl {
 	uint64_t backend_sum; /* checksum of the backend row as last written (mdl_row_sum) */
 	uint32_t id;
 	uint32_t inline4;     /* the IPv4 address its endpoint rows carry (mdl_inline4), 0 = none */
-	/* its index in the wp_wls of the waypoint service its resource names by hostname (that
+	/* its index in the wp->wls of the waypoint service its resource names by hostname (that
 	 * service is found by the name: model_waypoint.c) */
 	uint32_t wp_index : 28;
 	uint32_t unconfirmed : 1; /* marked for a sweep, not named by istiod since */
@@ -140,6 +151,12 @@ struct mdl_displaced {
 static inline struct km_model_wl *mdl_owner_workload(uintptr_t owner)
 {
 	return (struct km_model_wl *)(owner & ~MDL_OWNER_WORKLOAD);
+}
+
+/* model_waypoint.c: the dependents naming s as their waypoint (0 when none ever did) */
+static inline uint32_t mdl_n_wp_dependents(const struct km_model_svc *s)
+{
+	return s->wp ? s->wp->n_svcs + s->wp->n_wls : 0;
 }
 
 /* model_store.c: where objects are kept (the lowest layer; calls no other model file) */
