@@ -57,7 +57,7 @@ static struct km_workload_res *workload(size_t i, const char *svc, uint32_t stat
 	km_addr_parse(ip, &w->addrs[0]);
 	w->n_addrs = 1;
 	w->status = status;
-	w->capacity = 1;
+	w->rare->capacity = 1;
 	w->services = calloc(1, sizeof(*w->services));
 	w->services[0].service = strdup(svc);
 	w->n_services = 1;

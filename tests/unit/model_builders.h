@@ -49,7 +49,7 @@ static inline struct km_workload_res *wl(const char *uid, const char *ip, uint32
 		w->services[w->n_services++].service = strdup(va_arg(ap, const char *));
 	va_end(ap);
 	assert_int_equal(km_workload_res_normalize(w), 0);
-	w->capacity = 1;
+	w->rare->capacity = 1;
 	return w;
 }
 

@@ -102,7 +102,7 @@ static void test_pack_keeps_every_field(void **state)
 	assert_string_equal(w->where->subzone, "s");
 	assert_string_equal(w->policies[1], "ns/p2");
 	assert_string_equal(w->services[1].service, "ns/b");
-	assert_int_equal(w->services[1].ports[0].target_port, 9090);
+	assert_int_equal(km_membership_ports(w, &w->services[1])[0].target_port, 9090);
 	assert_non_null(km_workload_membership(w, "ns/a"));
 	km_resource_set_free(&a);
 	km_resource_set_free(&b);

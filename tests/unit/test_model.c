@@ -812,8 +812,8 @@ static void test_port_override_order(void **state)
 
 	seed(f, 1, 8080); /* w1 uses the service's 80 -> 8080 */
 	w = with_wp(wl("w2", "10.0.0.2", KM_WORKLOAD_HEALTHY, 1, SVC));
-	w->services[0].ports = calloc(1, sizeof(struct km_port));
-	w->services[0].ports[0] = (struct km_port){ 80, 9090 };
+	*km_workload_res_port_array(w) = calloc(1, sizeof(struct km_port));
+	(*km_workload_res_port_array(w))[0] = (struct km_port){ 80, 9090 };
 	w->services[0].n_ports = 1;
 	km_model_upsert_workload(&f->m, w);
 	km_model_flush(&f->m);
@@ -835,7 +835,7 @@ static void test_host_network_health_policy_capacity(void **state)
 
 	s->allow_unhealthy = 1;
 	w->host_network = 1;
-	w->capacity = 5;
+	w->rare->capacity = 5;
 	km_model_upsert_service(&f->m, s);
 	km_oplist_clear(&f->l);
 	km_model_upsert_workload(&f->m, w);

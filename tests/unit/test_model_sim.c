@@ -396,7 +396,7 @@ static void sim_matches_model(const struct sim *s, const struct km_model *m)
 			uint32_t id = km_ids_fnv1a(sim_names[SIM_SVCS + w]);
 			const struct km_membership *ms = r ? km_workload_membership(r, sim_names[i]) : NULL;
 			int want = sr && ms && r->n_addrs && r->status == KM_WORKLOAD_HEALTHY;
-			uint32_t t = want ? km_target_port(sr, ms, 80) : 0;
+			uint32_t t = want ? km_target_port(sr, r, ms, 80) : 0;
 			int times = 0;
 
 			for (int p = 0; p < KM_PRIO_COUNT; p++)
@@ -404,7 +404,7 @@ static void sim_matches_model(const struct sim *s, const struct km_model *m)
 					times += s->ep[i][p][k] == id;
 			assert_int_equal(times, want);
 			/* an override row exactly where the workload's port differs */
-			assert_int_equal(s->ovr[i][w], want && t != km_target_port(sr, NULL, 80) ? t : 0);
+			assert_int_equal(s->ovr[i][w], want && t != km_target_port(sr, NULL, NULL, 80) ? t : 0);
 			any_override |= s->ovr[i][w] != 0;
 		}
 		for (int p = 0; p < KM_PRIO_COUNT; p++) {
@@ -421,7 +421,7 @@ static void sim_matches_model(const struct sim *s, const struct km_model *m)
 				const struct km_workload_res *r =
 					km_model_find_workload(m, sim_names[SIM_SVCS + wl_index(eps[k])]);
 
-				sum += r->capacity ? r->capacity : 1;
+				sum += km_wl_capacity(r) ? km_wl_capacity(r) : 1;
 				assert_int_equal(s->cum[i][p][k], sum);
 				/* the address the slot carries: the workload's first IPv4, while it has
 				 * no waypoint of its own */
@@ -468,8 +468,9 @@ static struct km_workload_res *sim_workload(int w, const struct sim_spec *sp)
 	if (sp->wp)
 		with_wp(res);
 	res->where->node = strdup(sim_nodes[sp->node]);
-	res->capacity = sp->mode;
-	for (int i = 0; i < SIM_SVCS; i++) {
+	res->rare->capacity = sp->mode;
+	*km_workload_res_port_array(res) = calloc(SIM_SVCS, sizeof(struct km_port));
+	for (int i = 0, n_ports = 0; i < SIM_SVCS; i++) {
 		struct km_membership *ms;
 
 		if (!(sp->mask & (1 << i)))
@@ -477,8 +478,8 @@ static struct km_workload_res *sim_workload(int w, const struct sim_spec *sp)
 		ms = &res->services[res->n_services++];
 		ms->service = strdup(sim_names[i]);
 		if (sp->own[i]) {
-			ms->ports = calloc(1, sizeof(*ms->ports));
-			ms->ports[0] = (struct km_port){ 80, sp->own[i] };
+			(*km_workload_res_port_array(res))[n_ports] = (struct km_port){ 80, sp->own[i] };
+			ms->port_at = (uint32_t)n_ports++;
 			ms->n_ports = 1;
 		}
 	}

@@ -209,6 +209,55 @@ static void rare_fields_kept_when_set(void **state)
 	assert_int_equal(km_str_pool_count(), 0);
 }
 
+/* Memberships' ports live in one array per workload (port_at, n_ports): kept through sorting,
+ * packing (where the array follows the memberships) and copying, each membership's own; a
+ * capacity other than 1 is kept (out of line, with the rare fields). */
+static void membership_ports_and_capacity_kept(void **state)
+{
+	static const struct km_port ports[] = { { 443, 8443 }, { 53, 5353 }, { 80, 8080 } };
+	struct km_workload_res *w = km_workload_res_new(), *p, *c;
+	const char *names[] = { "prod/c.prod", "prod/a.prod", "prod/b.prod" };
+
+	(void)state;
+	w->uid_text = strdup("m");
+	w->services = calloc(3, sizeof(*w->services));
+	*km_workload_res_port_array(w) = malloc(sizeof(ports));
+	memcpy(*km_workload_res_port_array(w), ports, sizeof(ports));
+	for (int i = 0; i < 3; i++)
+		w->services[i].service = strdup(names[i]);
+	w->services[0] = (struct km_membership){ w->services[0].service, 0, 2 }; /* c: 443, 53 */
+	w->services[2] = (struct km_membership){ w->services[2].service, 2, 1 }; /* b: 80 */
+	w->n_services = 3;                                                       /* a: none */
+	w->rare->capacity = 7;
+	assert_int_equal(km_workload_res_normalize(w), 0);
+	c = km_workload_res_with_addrs(w, NULL, 0);
+	p = km_workload_res_pack(w);
+	for (int k = 0; k < 2; k++) {
+		const struct km_workload_res *x = k ? c : p;
+		const struct km_membership *m;
+
+		m = km_workload_membership(x, "prod/a.prod");
+		assert_true(m && m->n_ports == 0);
+		m = km_workload_membership(x, "prod/b.prod");
+		assert_true(m && m->n_ports == 1);
+		assert_int_equal(km_membership_ports(x, m)[0].target_port, 8080);
+		m = km_workload_membership(x, "prod/c.prod");
+		assert_true(m && m->n_ports == 2);
+		assert_int_equal(km_membership_ports(x, m)[0].target_port, 8443);
+		assert_int_equal(km_membership_ports(x, m)[1].target_port, 5353);
+		assert_int_equal(km_wl_capacity(x), 7);
+	}
+	assert_true(p->packed && p->rare);
+	assert_true(km_workload_res_equal(p, c));
+	/* b's port changed in c's own array: no longer equal */
+	((struct km_port *)km_membership_ports(c, km_workload_membership(c, "prod/b.prod")))[0]
+		.target_port = 8081;
+	assert_false(km_workload_res_equal(p, c));
+	km_workload_res_free(c);
+	km_workload_res_free(p);
+	assert_int_equal(km_str_pool_count(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -218,6 +267,7 @@ int main(void)
 		cmocka_unit_test(profiles_by_content),
 		cmocka_unit_test(copied_with_addresses),
 		cmocka_unit_test(rare_fields_kept_when_set),
+		cmocka_unit_test(membership_ports_and_capacity_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

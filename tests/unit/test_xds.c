@@ -466,7 +466,7 @@ static void test_port_listed_per_protocol_is_accepted(void **state)
 	assert_int_equal(km_pb_workload(&w, &wout, err, sizeof(err)), 0);
 	assert_int_equal(wout->n_services, 1);
 	assert_int_equal(wout->services[0].n_ports, 3);
-	assert_int_equal(wout->services[0].ports[1].target_port, 9153);
+	assert_int_equal(km_membership_ports(wout, &wout->services[0])[1].target_port, 9153);
 	km_workload_res_free(wout);
 }
 

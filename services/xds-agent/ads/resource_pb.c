@@ -69,6 +69,28 @@ static int merge_port(struct km_port *ports, size_t n, uint32_t sp, uint32_t tp)
 	return 0;
 }
 
+/* in's ports, checked and merged, into out (room for n): how many into *n_out. */
+static int fill_ports(Kmesh__Workload__Port *const *in, size_t n, int need_service_port,
+		      struct km_port *out, size_t *n_out, const char *field, char *err, size_t errlen)
+{
+	*n_out = 0;
+	if (n > KM_RES_MAX_PORTS)
+		return km_errf(err, errlen, "%s has %zu ports, at most %d", field, n, KM_RES_MAX_PORTS);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t sp = in[i]->service_port, tp = in[i]->target_port;
+
+		if (sp > 65535 || tp > 65535 || (need_service_port && sp == 0))
+			return km_errf(err, errlen, "%s[%zu]: ports must be 1..65535 (got %u -> %u)", field,
+				   i, sp, tp);
+		if (!merge_port(out, *n_out, sp, tp)) {
+			out[*n_out].service_port = sp;
+			out[*n_out].target_port = tp;
+			(*n_out)++;
+		}
+	}
+	return 0;
+}
+
 static int copy_ports(const struct conv *c, Kmesh__Workload__Port *const *in, size_t n,
 		      int need_service_port, struct km_port **out, size_t *n_out, const char *field,
 		      char *err, size_t errlen)
@@ -82,19 +104,7 @@ static int copy_ports(const struct conv *c, Kmesh__Workload__Port *const *in, si
 	*out = conv_alloc(c, n * sizeof(**out));
 	if (!*out)
 		return km_errf(err, errlen, "out of memory");
-	for (size_t i = 0; i < n; i++) {
-		uint32_t sp = in[i]->service_port, tp = in[i]->target_port;
-
-		if (sp > 65535 || tp > 65535 || (need_service_port && sp == 0))
-			return km_errf(err, errlen, "%s[%zu]: ports must be 1..65535 (got %u -> %u)", field,
-				   i, sp, tp);
-		if (!merge_port(*out, *n_out, sp, tp)) {
-			(*out)[*n_out].service_port = sp;
-			(*out)[*n_out].target_port = tp;
-			(*n_out)++;
-		}
-	}
-	return 0;
+	return fill_ports(in, n, need_service_port, *out, n_out, field, err, errlen);
 }
 
 static int copy_waypoint(const struct conv *c, const Kmesh__Workload__GatewayAddress *g,
@@ -223,6 +233,7 @@ static int to_workload(const struct conv *c, const Kmesh__Workload__Workload *m,
 	struct km_workload_res *w = c->a ? km_workload_res_new_scratch(c->a->alloc,
 								       c->a->allocator_data)
 					 : km_workload_res_new();
+	size_t n_ports;
 
 	*out = NULL;
 	if (!w)
@@ -265,7 +276,7 @@ static int to_workload(const struct conv *c, const Kmesh__Workload__Workload *m,
 	}
 	w->status = (uint32_t)m->status;
 	w->host_network = m->network_mode == KMESH__WORKLOAD__NETWORK_MODE__HOST_NETWORK;
-	w->capacity = m->capacity ? m->capacity->value : 1;
+	w->rare->capacity = m->capacity ? m->capacity->value : 1; /* an unpacked workload has rare */
 	if (m->n_services > KM_RES_MAX_SERVICES_PER_WORKLOAD) {
 		km_errf(err, errlen, "%zu services, at most %d", m->n_services,
 		    KM_RES_MAX_SERVICES_PER_WORKLOAD);
@@ -276,6 +287,22 @@ static int to_workload(const struct conv *c, const Kmesh__Workload__Workload *m,
 		km_errf(err, errlen, "out of memory");
 		goto fail;
 	}
+	/* every membership's ports in the workload's one array */
+	n_ports = 0;
+	for (size_t i = 0; i < m->n_services; i++) {
+		size_t n = m->services[i]->value ? m->services[i]->value->n_ports : 0;
+
+		if (n > KM_RES_MAX_PORTS) {
+			km_errf(err, errlen, "services ports has %zu ports, at most %d", n, KM_RES_MAX_PORTS);
+			goto fail;
+		}
+		n_ports += n;
+	}
+	if (n_ports && !(*km_workload_res_port_array(w) = conv_alloc(c, n_ports * sizeof(struct km_port)))) {
+		km_errf(err, errlen, "out of memory");
+		goto fail;
+	}
+	n_ports = 0;
 	for (size_t i = 0; i < m->n_services; i++) {
 		const Kmesh__Workload__Workload__ServicesEntry *e = m->services[i];
 		struct km_membership *ms = &w->services[i];
@@ -289,9 +316,17 @@ static int to_workload(const struct conv *c, const Kmesh__Workload__Workload *m,
 			     errlen))
 			goto fail;
 		w->n_services++; /* counted at once, so a failure below still frees it */
-		if (e->value && copy_ports(c, e->value->ports, e->value->n_ports, 1, &ms->ports,
-					   &ms->n_ports, "services ports", err, errlen))
-			goto fail;
+		if (e->value && e->value->n_ports) {
+			size_t n;
+
+			if (fill_ports(e->value->ports, e->value->n_ports, 1,
+				       *km_workload_res_port_array(w) + n_ports, &n, "services ports", err,
+				       errlen))
+				goto fail;
+			ms->port_at = (uint32_t)n_ports;
+			ms->n_ports = (uint32_t)n;
+			n_ports += n;
+		}
 	}
 	if (km_workload_res_normalize(w) != 0) {
 		km_errf(err, errlen, "a service is listed twice in 'services'");

@@ -64,13 +64,34 @@ void km_service_res_free(struct km_service_res *s)
 
 static void release_shared(struct km_workload_res *w);
 
-/* An unpacked workload and its own who and where, in one allocation. */
+/* An unpacked workload and its own who and where, in one allocation, with its port array. */
 struct wl_unpacked {
 	struct km_workload_res res;
 	struct km_wl_who who;
 	struct km_wl_where where;
 	struct km_wl_rare rare;
+	struct km_port *ports; /* km_workload_res_port_array */
 };
+
+static struct wl_unpacked *unpacked_of(const struct km_workload_res *w)
+{
+	return (struct wl_unpacked *)((const char *)w - offsetof(struct wl_unpacked, res));
+}
+
+const struct km_port *km_membership_ports(const struct km_workload_res *w,
+					  const struct km_membership *m)
+{
+	/* a packed workload's port array sits right after its memberships (km_workload_res_pack) */
+	const struct km_port *base = w->packed ? (const struct km_port *)(w->services + w->n_services)
+					       : unpacked_of(w)->ports;
+
+	return m->n_ports ? base + m->port_at : NULL;
+}
+
+struct km_port **km_workload_res_port_array(struct km_workload_res *w)
+{
+	return &unpacked_of(w)->ports;
+}
 
 const struct km_waypoint *km_wl_waypoint(const struct km_workload_res *w)
 {
@@ -84,12 +105,18 @@ const char *km_wl_hostname(const struct km_workload_res *w)
 	return w->rare ? w->rare->hostname : NULL;
 }
 
+uint32_t km_wl_capacity(const struct km_workload_res *w)
+{
+	return w->rare ? w->rare->capacity : 1;
+}
+
 static struct km_workload_res *unpacked_init(struct wl_unpacked *u)
 {
 	memset(u, 0, sizeof(*u));
 	u->res.who = &u->who;
 	u->res.where = &u->where;
 	u->res.rare = &u->rare;
+	u->rare.capacity = 1;
 	return &u->res;
 }
 
@@ -127,11 +154,10 @@ void km_workload_res_free(struct km_workload_res *w)
 	for (size_t i = 0; w->where && i < sizeof(*w->where) / sizeof(char *); i++)
 		free(((char **)w->where)[i]);
 	free(w->addrs);
-	for (size_t i = 0; i < w->n_services; i++) {
+	for (size_t i = 0; i < w->n_services; i++)
 		free(w->services[i].service);
-		free(w->services[i].ports);
-	}
 	free(w->services);
+	free(unpacked_of(w)->ports);
 	for (size_t i = 0; i < w->n_policies; i++)
 		free(w->policies[i]);
 	free(w->policies);
@@ -311,8 +337,10 @@ static char *intern(const char *s, int *failed)
 
 struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 {
-	/* its rare fields only when it has a waypoint or a hostname: most have neither */
-	int has_rare = km_wl_waypoint(r)->kind != KM_WAYPOINT_NONE || km_wl_hostname(r);
+	/* its rare fields only when it has a waypoint, a hostname or a capacity other than 1: most
+	 * have none */
+	int has_rare = km_wl_waypoint(r)->kind != KM_WAYPOINT_NONE || km_wl_hostname(r) ||
+		       km_wl_capacity(r) != 1;
 	size_t size = sizeof(*r) + array_size(r->n_addrs, sizeof(*r->addrs)) +
 		      array_size(r->n_services, sizeof(*r->services)) +
 		      array_size(r->n_policies, sizeof(*r->policies)) +
@@ -320,6 +348,7 @@ struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 	struct km_workload_res *p;
 	struct pack k;
 	ptrdiff_t name_at;
+	size_t n_ports = 0;
 	int failed = 0;
 
 	if (r->packed)
@@ -331,7 +360,8 @@ struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 	if (name_at >= 0)
 		size -= str_size(r->uid_text);
 	for (size_t i = 0; i < r->n_services; i++)
-		size += array_size(r->services[i].n_ports, sizeof(struct km_port));
+		n_ports += r->services[i].n_ports;
+	size += array_size(n_ports, sizeof(struct km_port));
 	k.base = malloc(size);
 	k.off = sizeof(*r);
 	if (!(p = (struct km_workload_res *)k.base))
@@ -341,11 +371,21 @@ struct km_workload_res *km_workload_res_pack(struct km_workload_res *r)
 	p->scratch = 0;
 	p->addrs = put_array(&k, r->addrs, r->n_addrs, sizeof(*r->addrs));
 	p->services = put_array(&k, r->services, r->n_services, sizeof(*r->services));
+	/* every membership's ports, in one array right after the memberships (16 bytes each: no
+	 * gap), where km_membership_ports finds it */
+	n_ports = 0;
+	for (size_t i = 0; i < r->n_services; i++) {
+		const struct km_port *from = km_membership_ports(r, &r->services[i]);
+
+		p->services[i].port_at = (uint32_t)n_ports;
+		if (from)
+			memcpy((struct km_port *)(p->services + p->n_services) + n_ports, from,
+			       r->services[i].n_ports * sizeof(*from));
+		n_ports += r->services[i].n_ports;
+	}
+	k.off += array_size(n_ports, sizeof(struct km_port));
 	p->policies = put_array(&k, r->policies, r->n_policies, sizeof(*r->policies));
 	p->rare = put_array(&k, r->rare, (size_t)has_rare, sizeof(*r->rare));
-	for (size_t i = 0; i < r->n_services; i++)
-		p->services[i].ports = put_array(&k, r->services[i].ports, r->services[i].n_ports,
-						 sizeof(struct km_port));
 	/* strings last: no alignment needed */
 	for (size_t i = 0; i < N_OWN; i++)
 		if (wl_own[i] != WL_STR(uid_text) || name_at < 0)
@@ -401,7 +441,7 @@ int km_workload_res_equal(const struct km_workload_res *a, const struct km_workl
 	if (!km_workload_uid_is(a, km_workload_uid(b, buf)) || !str_eq(a->name, b->name) ||
 	    !str_eq(km_wl_hostname(a), km_wl_hostname(b)) || a->status != b->status ||
 	    a->n_addrs != b->n_addrs || a->n_services != b->n_services || a->n_policies != b->n_policies ||
-	    a->host_network != b->host_network || a->capacity != b->capacity ||
+	    a->host_network != b->host_network || km_wl_capacity(a) != km_wl_capacity(b) ||
 	    !strs_eq((char *const *)a->who, (char *const *)b->who,
 		     sizeof(*a->who) / sizeof(char *)) ||
 	    !strs_eq((char *const *)a->where, (char *const *)b->where,
@@ -414,7 +454,8 @@ int km_workload_res_equal(const struct km_workload_res *a, const struct km_workl
 		const struct km_membership *x = &a->services[i], *y = &b->services[i];
 
 		if (strcmp(x->service, y->service) != 0 || x->n_ports != y->n_ports ||
-		    !same_bytes(x->ports, y->ports, x->n_ports * sizeof(*x->ports)))
+		    !same_bytes(km_membership_ports(a, x), km_membership_ports(b, y),
+				x->n_ports * sizeof(struct km_port)))
 			return 0;
 	}
 	for (size_t i = 0; i < a->n_policies; i++)
@@ -450,12 +491,14 @@ const struct km_membership *km_workload_membership(const struct km_workload_res 
 	return bsearch(&key, w->services, w->n_services, sizeof(*w->services), cmp_membership);
 }
 
-uint32_t km_target_port(const struct km_service_res *s, const struct km_membership *m,
-			uint32_t service_port)
+uint32_t km_target_port(const struct km_service_res *s, const struct km_workload_res *w,
+			const struct km_membership *m, uint32_t service_port)
 {
-	for (size_t i = 0; m && i < m->n_ports; i++)
-		if (m->ports[i].service_port == service_port && m->ports[i].target_port)
-			return m->ports[i].target_port;
+	const struct km_port *own = m ? km_membership_ports(w, m) : NULL;
+
+	for (size_t i = 0; own && i < m->n_ports; i++)
+		if (own[i].service_port == service_port && own[i].target_port)
+			return own[i].target_port;
 	for (size_t i = 0; i < s->n_ports; i++)
 		if (s->ports[i].service_port == service_port)
 			return s->ports[i].target_port ? s->ports[i].target_port : service_port;
@@ -474,6 +517,7 @@ struct km_workload_res *km_workload_res_with_addrs(const struct km_workload_res 
 	struct km_workload_res *c = km_workload_res_new();
 	const struct km_waypoint *wp = km_wl_waypoint(w);
 	char buf[KM_UID_BUF];
+	size_t n_ports = 0;
 	int bad = 0;
 
 	if (!c)
@@ -489,7 +533,7 @@ struct km_workload_res *km_workload_res_with_addrs(const struct km_workload_res 
 	c->rare->wp = *wp;
 	c->rare->wp.service = NULL;
 	bad |= dup_str(&c->rare->wp.service, wp->service);
-	c->capacity = w->capacity;
+	c->rare->capacity = km_wl_capacity(w);
 	c->status = w->status;
 	c->host_network = w->host_network;
 	if (n && !(c->addrs = malloc(n * sizeof(*addrs))))
@@ -497,19 +541,24 @@ struct km_workload_res *km_workload_res_with_addrs(const struct km_workload_res 
 	else if (n)
 		memcpy(c->addrs, addrs, n * sizeof(*addrs));
 	c->n_addrs = (uint16_t)(c->addrs ? n : 0);
+	for (size_t i = 0; i < w->n_services; i++)
+		n_ports += w->services[i].n_ports;
 	if (w->n_services && !(c->services = calloc(w->n_services, sizeof(*c->services))))
 		bad = 1;
+	if (n_ports && !(*km_workload_res_port_array(c) = malloc(n_ports * sizeof(struct km_port))))
+		bad = 1;
+	n_ports = 0;
 	for (size_t i = 0; c->services && i < w->n_services; i++, c->n_services++) {
 		const struct km_membership *m = &w->services[i];
+		struct km_port *ports = *km_workload_res_port_array(c);
 
 		bad |= dup_str(&c->services[i].service, m->service);
-		if (m->n_ports && !(c->services[i].ports = malloc(m->n_ports * sizeof(*m->ports)))) {
-			bad = 1;
+		if (!m->n_ports || !ports)
 			continue;
-		}
-		if (m->n_ports)
-			memcpy(c->services[i].ports, m->ports, m->n_ports * sizeof(*m->ports));
-		c->services[i].n_ports = c->services[i].ports ? m->n_ports : 0;
+		memcpy(ports + n_ports, km_membership_ports(w, m), m->n_ports * sizeof(*ports));
+		c->services[i].port_at = (uint32_t)n_ports;
+		c->services[i].n_ports = m->n_ports;
+		n_ports += m->n_ports;
 	}
 	if (w->n_policies && !(c->policies = calloc(w->n_policies, sizeof(*c->policies))))
 		bad = 1;

@@ -78,13 +78,15 @@ enum km_workload_status {
 struct km_wl_rare {
 	struct km_waypoint wp;
 	char *hostname; /* a workload reached by name (no addresses from istiod), else NULL */
+	uint32_t capacity; /* relative weight (istiod's default 1; 0 weighs as 1) */
 };
 
-/* One entry of Workload.services: the service and this workload's port mapping for it. */
+/* One entry of Workload.services: the service and this workload's port mapping for it, n_ports
+ * ports of the workload's one port array from port_at (km_membership_ports): 16 bytes, where a
+ * pointer and a count of its own were 24 (one per membership, most workloads have one). */
 struct km_membership {
 	char *service; /* "<ns>/<hostname>" */
-	struct km_port *ports;
-	size_t n_ports;
+	uint32_t port_at, n_ports;
 };
 
 struct km_workload_res {
@@ -101,20 +103,19 @@ struct km_workload_res {
 	struct km_membership *services; /* sorted by service, unique */
 	char **policies; /* authorization_policies */
 	/* what few workloads have, out of line: an unpacked workload's own (waypoint kind NONE,
-	 * hostname NULL: none); a kept one's NULL when it has neither (most). Read them with
-	 * km_wl_waypoint and km_wl_hostname. */
+	 * hostname NULL, capacity 1: none); a kept one's NULL when it has none of them (most).
+	 * Read them with km_wl_waypoint, km_wl_hostname and km_wl_capacity. */
 	struct km_wl_rare *rare;
-	uint32_t capacity;     /* relative weight, default 1 */
 	uint16_t n_addrs, n_services, n_policies; /* bounded by KM_RES_MAX_* (below 65536) */
-	uint8_t status;        /* enum km_workload_status */
-	uint8_t host_network;  /* NetworkMode HOST_NETWORK: not looked up by IP */
-	uint8_t packed; /* one allocation, shared strings interned (km_workload_res_pack) */
-	uint8_t uid_split; /* uid_text is the uid's prefix: the uid is uid_text "/" name */
+	uint8_t status : 1;       /* enum km_workload_status (checked when converted) */
+	uint8_t host_network : 1; /* NetworkMode HOST_NETWORK: not looked up by IP */
+	uint8_t packed : 1; /* one allocation, shared strings interned (km_workload_res_pack) */
+	uint8_t uid_split : 1; /* uid_text is the uid's prefix: the uid is uid_text "/" name */
 	/* It and all its parts live in a decode's scratch block (pb_scratch.h), gone at the next
 	 * resource: free does nothing, pack copies it out, and it is never kept as it is (a pack
 	 * that fails leaves it scratch: the caller drops it). Decoding a push this way takes no
 	 * malloc per string. */
-	uint8_t scratch;
+	uint8_t scratch : 1;
 };
 
 /* Room for any workload's uid, its NUL included. */
@@ -137,6 +138,8 @@ void km_service_res_free(struct km_service_res *s);
 const struct km_waypoint *km_wl_waypoint(const struct km_workload_res *w);
 /* The hostname a workload is reached by, or NULL. */
 const char *km_wl_hostname(const struct km_workload_res *w);
+/* Its capacity (Workload.capacity as sent; 1 when istiod sent none). */
+uint32_t km_wl_capacity(const struct km_workload_res *w);
 /* An empty workload, its who, where and rare fields its own (in its allocation); NULL when out of
  * memory. */
 struct km_workload_res *km_workload_res_new(void);
@@ -145,6 +148,14 @@ void km_workload_res_free(struct km_workload_res *w);
  * protobuf-c allocator's alloc; a scratch block's), marked scratch. NULL when out of memory. */
 struct km_workload_res *km_workload_res_new_scratch(void *(*alloc)(void *data, size_t size),
 						    void *data);
+/* The ports of w's membership m (n_ports of them). A kept (packed) workload's port array follows
+ * its memberships; an unpacked one's is km_workload_res_port_array's. */
+const struct km_port *km_membership_ports(const struct km_workload_res *w,
+					  const struct km_membership *m);
+/* Where an unpacked workload keeps its port array: its producer sets it, allocated as the
+ * workload is (malloc for km_workload_res_new, which free releases; the scratch allocator for a
+ * scratch one), and each membership's port_at and n_ports within it. */
+struct km_port **km_workload_res_port_array(struct km_workload_res *w);
 /* An unpacked copy of w (packed or not) with these addresses instead of its own (at most
  * KM_RES_MAX_ADDRESSES); NULL when out of memory. */
 struct km_workload_res *km_workload_res_with_addrs(const struct km_workload_res *w,
@@ -166,9 +177,9 @@ int km_workload_res_normalize(struct km_workload_res *w);
 /* The membership of the workload in service, or NULL (binary search). */
 const struct km_membership *km_workload_membership(const struct km_workload_res *w,
 						   const char *service);
-/* Target port of service_port on this workload: its own mapping for the service if it has one,
- * else the service's. 0 if the service has no such port. */
-uint32_t km_target_port(const struct km_service_res *s, const struct km_membership *m,
-			uint32_t service_port);
+/* Target port of service_port on workload w: its own mapping for the service (its membership m,
+ * or NULL for none) if it has one, else the service's. 0 if the service has no such port. */
+uint32_t km_target_port(const struct km_service_res *s, const struct km_workload_res *w,
+			const struct km_membership *m, uint32_t service_port);
 
 #endif

@@ -56,7 +56,7 @@ static int frontend_in(const struct km_service_res *r, const struct km_addr *vip
 	for (size_t p = 0; p < r->n_ports; p++)
 		if (r->ports[p].service_port == port->service_port)
 			return !same_target ||
-			       km_target_port(r, NULL, port->service_port) ==
+			       km_target_port(r, NULL, NULL, port->service_port) ==
 				       (port->target_port ? port->target_port : port->service_port);
 	return 0;
 }

@@ -125,7 +125,7 @@ void mdl_backend_row(struct km_model *m, const struct km_model_wl *w, struct km_
 		}
 	}
 	mdl_resolve_waypoint(m, km_wl_waypoint(r), &op->be.waypoint);
-	op->be.weight = r->capacity ? r->capacity : 1;
+	op->be.weight = km_wl_capacity(r) ? km_wl_capacity(r) : 1;
 }
 
 uint64_t mdl_row_sum(const struct km_op *op)

@@ -126,7 +126,7 @@ int mdl_find_slot(const struct km_model_svc *s, const struct km_model_wl *w, uin
 /* A workload's weight as an endpoint: Workload.capacity, at least 1. */
 static uint64_t wl_weight(const struct km_model_wl *w)
 {
-	return w->res->capacity ? w->res->capacity : 1;
+	return km_wl_capacity(w->res) ? km_wl_capacity(w->res) : 1;
 }
 
 uint64_t mdl_slot_cum(const struct km_model_svc *s, uint32_t prio, size_t i)
@@ -298,9 +298,9 @@ void mdl_sync_overrides(struct km_model *m, struct km_model_svc *s, struct km_mo
 	/* drop rows that are no longer right */
 	for (size_t i = 0; i < s->n_ovr;) {
 		struct override *o = &s->ovr[i];
-		uint32_t t = ms ? km_target_port(s->res, ms, o->port) : 0;
+		uint32_t t = ms ? km_target_port(s->res, w->res, ms, o->port) : 0;
 
-		if (o->backend_id == w->id && (!ms || t == km_target_port(s->res, NULL, o->port) ||
+		if (o->backend_id == w->id && (!ms || t == km_target_port(s->res, NULL, NULL, o->port) ||
 					       t != o->target)) {
 			mdl_emit_override(m, s, o, 1);
 			s->ovr[i] = s->ovr[--s->n_ovr];
@@ -311,10 +311,10 @@ void mdl_sync_overrides(struct km_model *m, struct km_model_svc *s, struct km_mo
 	/* add what is missing */
 	for (size_t p = 0; ms && p < s->res->n_ports; p++) {
 		uint32_t port = s->res->ports[p].service_port;
-		uint32_t t = km_target_port(s->res, ms, port);
+		uint32_t t = km_target_port(s->res, w->res, ms, port);
 		int have = 0;
 
-		if (t == km_target_port(s->res, NULL, port))
+		if (t == km_target_port(s->res, NULL, NULL, port))
 			continue;
 		for (size_t i = 0; i < s->n_ovr && !have; i++)
 			have = s->ovr[i].backend_id == w->id && s->ovr[i].port == port;

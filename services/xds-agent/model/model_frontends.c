@@ -242,7 +242,7 @@ static void hand_over(struct km_model *m, const struct km_addr *a, uint16_t port
 	} else if (next) {
 		const struct km_model_svc *s = (const struct km_model_svc *)next;
 
-		put_service_row(m, s, a, port, km_target_port(s->res, NULL, port));
+		put_service_row(m, s, a, port, km_target_port(s->res, NULL, NULL, port));
 	} else if ((op = km_oplist_add(m->out, KM_OP_FRONTEND, 1))) {
 		op->fe.addr = *a;
 		op->fe.port = port;

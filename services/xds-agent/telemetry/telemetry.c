@@ -54,7 +54,7 @@ static const struct km_service_res *service_of(const struct km_model *m,
 		if (!first)
 			first = s;
 		for (size_t p = 0; p < s->n_ports; p++)
-			if (km_target_port(s, &w->services[i], s->ports[p].service_port) == port)
+			if (km_target_port(s, w, &w->services[i], s->ports[p].service_port) == port)
 				return s;
 	}
 	return first;
