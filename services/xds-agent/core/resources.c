@@ -215,12 +215,25 @@ static char *put_str(struct pack *k, const char *s)
 	return d;
 }
 
+/* Where a service's hostname sits at the end of its name ("<namespace>/<hostname>", as the
+ * converter makes it), or -1. */
+static ptrdiff_t hostname_in_name(const char *name, const char *hostname)
+{
+	size_t ln = name ? strlen(name) : 0, lh = hostname ? strlen(hostname) : 0;
+
+	if (!lh || lh >= ln || name[ln - lh - 1] != '/' || strcmp(name + ln - lh, hostname) != 0)
+		return -1;
+	return (ptrdiff_t)(ln - lh);
+}
+
 struct km_service_res *km_service_res_pack(struct km_service_res *r)
 {
+	/* the hostname read in the name, where it ends it: not kept twice */
+	ptrdiff_t host_at = hostname_in_name(r->name, r->hostname);
 	size_t size = sizeof(*r) + array_size(r->n_vips, sizeof(*r->vips)) +
 		      array_size(r->n_ports, sizeof(*r->ports)) + str_size(r->name) +
-		      str_size(r->svc_name) + str_size(r->namespace) + str_size(r->hostname) +
-		      str_size(r->waypoint.service);
+		      str_size(r->svc_name) + str_size(r->namespace) +
+		      (host_at < 0 ? str_size(r->hostname) : 0) + str_size(r->waypoint.service);
 	struct km_service_res *p;
 	struct pack k;
 
@@ -236,7 +249,7 @@ struct km_service_res *km_service_res_pack(struct km_service_res *r)
 	p->name = put_str(&k, r->name);
 	p->svc_name = put_str(&k, r->svc_name);
 	p->namespace = put_str(&k, r->namespace);
-	p->hostname = put_str(&k, r->hostname);
+	p->hostname = host_at < 0 ? put_str(&k, r->hostname) : p->name + host_at;
 	p->waypoint.service = put_str(&k, r->waypoint.service);
 	km_service_res_free(r);
 	return p;
