@@ -15,8 +15,8 @@
 
 /* one 80-byte malloc chunk per workload entry (model_internal.h): growing it costs every workload */
 _Static_assert(sizeof(struct km_model_wl) <= 72, "struct km_model_wl outgrew its malloc chunk");
-/* one per service (100,000 at 1M workloads): 136 bytes, a 144-byte chunk (it was 520) */
-_Static_assert(sizeof(struct km_model_svc) <= 136, "struct km_model_svc outgrew its malloc chunk");
+/* one per service (100,000 at 1M workloads): 120 bytes, a 128-byte chunk (it was 520) */
+_Static_assert(sizeof(struct km_model_svc) <= 120, "struct km_model_svc outgrew its malloc chunk");
 
 /* ---- services ------------------------------------------------------------------------------ */
 
@@ -92,7 +92,7 @@ void km_model_upsert_service(struct km_model *m, struct km_service_res *res)
 				mdl_endpoint_append(m, s, mdl_endpoint_prio(m, s, w), w);
 			}
 		}
-		s->fe_flag_written = s->n_ovr > 0;
+		s->fe_flag_written = mdl_n_ovr(s) > 0;
 		mdl_emit_service(m, s, 0);
 		s->svc_written = 1;
 		mdl_emit_service_frontends(m, s, 0);
@@ -157,9 +157,10 @@ void km_model_remove_service(struct km_model *m, const char *name)
 		if (pl)
 			pl->has_slot = 0;
 	}
-	for (size_t i = 0; i < s->n_ovr; i++)
-		mdl_emit_override(m, s, &s->ovr[i], 1);
-	s->n_ovr = 0;
+	for (size_t i = 0; i < mdl_n_ovr(s); i++)
+		mdl_emit_override(m, s, &s->ovr->item[i], 1);
+	if (s->ovr)
+		s->ovr->n = 0;
 	s->fe_flag_written = 0;
 	s->svc_written = 0;
 	km_ids_release(&m->ids, s->id);
@@ -446,8 +447,8 @@ void km_model_replay(struct km_model *m)
 	DL_FOREACH_SAFE(m->services, s, stmp) {
 		if (!s->res)
 			continue;
-		for (size_t i = 0; i < s->n_ovr; i++)
-			mdl_emit_override(m, s, &s->ovr[i], 0);
+		for (size_t i = 0; i < mdl_n_ovr(s); i++)
+			mdl_emit_override(m, s, &s->ovr->item[i], 0);
 		for (uint32_t p = 0; p < KM_PRIO_COUNT; p++)
 			for (size_t i = 0; i < mdl_n_eps(s, p); i++)
 				mdl_emit_endpoint(m, s, p, (uint32_t)i, 0, 0);
@@ -765,7 +766,7 @@ void km_model_stats(const struct km_model *m, struct km_model_stats *st)
 	DL_FOREACH_SAFE(m->services, s, stmp) {
 		for (int p = 0; p < KM_PRIO_COUNT; p++)
 			st->endpoints += mdl_n_eps(s, (uint32_t)p);
-		st->port_overrides += s->n_ovr;
+		st->port_overrides += mdl_n_ovr(s);
 		if (s->res && s->res->waypoint.kind == KM_WAYPOINT_HOSTNAME &&
 		    !(s->wp_of && s->wp_of->res && s->wp_of->res->n_vips))
 			st->pending_waypoints++;

@@ -148,15 +148,27 @@ static uint64_t slot_weight(const struct km_model_svc *s, uint32_t prio, size_t 
 	return mdl_slot_cum(s, prio, i) - (i ? mdl_slot_cum(s, prio, i - 1) : 0);
 }
 
-/* Room for cumulative weights of n slots of group g (their array returned, NULL when out of
- * memory); the first time, every existing slot weighs 1. */
-static uint64_t *cum_reserve(struct mdl_group *g, size_t n)
+/* Room for n slots in group g: its endpoint array and, once it has them, its cumulative weights,
+ * which keep no capacity of their own: they have room for at least g->cap (both grow by the same
+ * rule from it, the weights first). */
+static int slots_reserve(struct mdl_group *g, size_t n)
 {
-	int fresh = g->cum == NULL;
+	uint32_t cap = g->cap;
 
-	if (km_grow32((void **)&g->cum, &g->cap_cum, n, sizeof(*g->cum)) != 0)
+	if (g->cum && km_grow32((void **)&g->cum, &cap, n, sizeof(*g->cum)) != 0)
+		return -1;
+	return km_grow32((void **)&g->eps, &g->cap, n, sizeof(*g->eps));
+}
+
+/* Group g's cumulative weights (NULL when out of memory), made the first time with room for its
+ * g->cap slots, every existing one weighing 1. */
+static uint64_t *cum_reserve(struct mdl_group *g)
+{
+	if (g->cum)
+		return g->cum;
+	if (!(g->cum = malloc((g->cap ? g->cap : 1) * sizeof(*g->cum))))
 		return NULL;
-	for (size_t i = 0; fresh && i < g->n; i++)
+	for (size_t i = 0; i < g->n; i++)
 		g->cum[i] = (uint64_t)i + 1;
 	return g->cum;
 }
@@ -180,7 +192,7 @@ static void endpoint_reweigh(struct km_model *m, struct km_model_svc *s, uint32_
 
 	if (old == weight)
 		return;
-	if (!(cum = cum_reserve(g, g->n))) {
+	if (!(cum = cum_reserve(g))) {
 		m->out->oom = 1;
 		return;
 	}
@@ -210,8 +222,7 @@ void mdl_endpoint_append(struct km_model *m, struct km_model_svc *s, uint32_t pr
 	uint64_t weight = wl_weight(w), *cum = mdl_cum(s, prio);
 	struct mdl_place *place = mdl_place_of(w, s);
 
-	if (!g || km_grow32((void **)&g->eps, &g->cap, n + 1, sizeof(*g->eps)) != 0 ||
-	    ((weight != 1 || cum) && !(cum = cum_reserve(g, n + 1)))) {
+	if (!g || slots_reserve(g, n + 1) != 0 || ((weight != 1 || cum) && !(cum = cum_reserve(g)))) {
 		m->out->oom = 1;
 		return;
 	}
@@ -272,7 +283,7 @@ void mdl_endpoint_remove(struct km_model *m, struct km_model_svc *s, uint32_t pr
 /* After override rows changed: the service's frontends say whether to look them up. */
 void mdl_update_frontend_flag(struct km_model *m, struct km_model_svc *s)
 {
-	int want = s->n_ovr > 0;
+	int want = mdl_n_ovr(s) > 0;
 
 	if (!s->res || want == s->fe_flag_written)
 		return;
@@ -289,6 +300,23 @@ void mdl_update_frontend_flag(struct km_model *m, struct km_model_svc *s)
 		km_oplist_settle(m->out);
 }
 
+/* Room for one more override row of s (grown by half, from 4). */
+static int ovr_reserve(struct km_model_svc *s)
+{
+	uint32_t n = mdl_n_ovr(s), cap = s->ovr ? s->ovr->cap : 0;
+	struct mdl_ovrs *o;
+
+	if (n < cap)
+		return 0;
+	cap = cap < 4 ? 4 : cap + cap / 2;
+	if (cap <= n || !(o = realloc(s->ovr, sizeof(*o) + (size_t)cap * sizeof(o->item[0]))))
+		return -1; /* cap <= n: past 32 bits, not reached */
+	o->n = n;
+	o->cap = cap;
+	s->ovr = o;
+	return 0;
+}
+
 /* Make the override rows of (service, workload) what the workload's port list says; with
  * want == 0, remove them all. */
 void mdl_sync_overrides(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w, int want)
@@ -296,14 +324,14 @@ void mdl_sync_overrides(struct km_model *m, struct km_model_svc *s, struct km_mo
 	const struct km_membership *ms = want ? km_workload_membership(w->res, s->name) : NULL;
 
 	/* drop rows that are no longer right */
-	for (size_t i = 0; i < s->n_ovr;) {
-		struct override *o = &s->ovr[i];
+	for (size_t i = 0; i < mdl_n_ovr(s);) {
+		struct override *o = &s->ovr->item[i];
 		uint32_t t = ms ? km_target_port(s->res, w->res, ms, o->port) : 0;
 
 		if (o->backend_id == w->id && (!ms || t == km_target_port(s->res, NULL, NULL, o->port) ||
 					       t != o->target)) {
 			mdl_emit_override(m, s, o, 1);
-			s->ovr[i] = s->ovr[--s->n_ovr];
+			*o = s->ovr->item[--s->ovr->n];
 			continue;
 		}
 		i++;
@@ -316,17 +344,17 @@ void mdl_sync_overrides(struct km_model *m, struct km_model_svc *s, struct km_mo
 
 		if (t == km_target_port(s->res, NULL, NULL, port))
 			continue;
-		for (size_t i = 0; i < s->n_ovr && !have; i++)
-			have = s->ovr[i].backend_id == w->id && s->ovr[i].port == port;
+		for (size_t i = 0; i < mdl_n_ovr(s) && !have; i++)
+			have = s->ovr->item[i].backend_id == w->id && s->ovr->item[i].port == port;
 		if (have)
 			continue;
-		if (km_grow32((void **)&s->ovr, &s->cap_ovr, (size_t)s->n_ovr + 1, sizeof(*s->ovr)) != 0) {
+		if (ovr_reserve(s) != 0) {
 			m->out->oom = 1;
 			return;
 		}
-		s->ovr[s->n_ovr] = (struct override){ w->id, (uint16_t)port, (uint16_t)t };
-		mdl_emit_override(m, s, &s->ovr[s->n_ovr], 0);
-		s->n_ovr++;
+		s->ovr->item[s->ovr->n] = (struct override){ w->id, (uint16_t)port, (uint16_t)t };
+		mdl_emit_override(m, s, &s->ovr->item[s->ovr->n], 0);
+		s->ovr->n++;
 	}
 	mdl_update_frontend_flag(m, s);
 }

@@ -27,8 +27,15 @@ struct override {
  * i + 1): most groups never need them. */
 struct mdl_group {
 	uint32_t *eps;
-	uint64_t *cum; /* NULL: every slot weighs 1 */
-	uint32_t n, cap, cap_cum;
+	uint64_t *cum; /* NULL: every slot weighs 1; else room for cap, as eps */
+	uint32_t n, cap;
+};
+
+/* A service's port-override rows (workloads whose own port mapping differs from the service's:
+ * few services have any), with their count and room. */
+struct mdl_ovrs {
+	uint32_t n, cap;
+	struct override item[];
 };
 
 /* A service named as a waypoint by other services or workloads (hostname form): those dependents,
@@ -45,7 +52,7 @@ struct mdl_wp_role {
 
 /* A service. Counts are 32-bit and flags bytes, its groups beyond the first and its role as a
  * waypoint out of line: one per service, 100,000 at 1M workloads (it was 520 bytes, with a
- * uthash handle, size_t counts and seven groups inline; now 136, a 144-byte malloc chunk). */
+ * uthash handle, size_t counts and seven groups inline; now 120, a 128-byte malloc chunk). */
 struct km_model_svc {
 	char *name;
 	struct km_service_res *res;
@@ -53,7 +60,7 @@ struct km_model_svc {
 	struct mdl_group group0;  /* priority 0: most services have no other (mdl_group_of) */
 	struct mdl_group *groups; /* priorities 1 .. KM_PRIO_COUNT - 1, once one was used */
 	struct km_model_wl **members; /* workloads that list this service */
-	struct override *ovr;
+	struct mdl_ovrs *ovr; /* NULL until it has an override row */
 	/* waypoints: the waypoint service this one names (hostname form), and, once anything
 	 * names this one, what it is as a waypoint (NULL for most services) */
 	struct km_model_svc *wp_of;
@@ -61,7 +68,6 @@ struct km_model_svc {
 	char *version; /* istiod's version of the resource, if any */
 	uint32_t id; /* 0 while no resource is known */
 	uint32_t n_members, cap_members;
-	uint32_t n_ovr, cap_ovr;
 	uint32_t wp_index : 27;      /* its index in wp_of->wp->svcs (MDL_WP_SVC_INDEX_LIMIT) */
 	uint32_t svc_written : 1;     /* its service row exists: frontends may be written */
 	uint32_t fe_flag_written : 1; /* KM_FE_F_PORT_OVERRIDES as last written in its frontends */
@@ -73,6 +79,12 @@ struct km_model_svc {
 /* A service's index among the services naming its waypoint is 27 bits wide (its flags share the
  * word): 134M services, beyond any model's memory. */
 #define MDL_WP_SVC_INDEX_LIMIT (UINT32_C(1) << 27)
+
+/* Its override rows. */
+static inline uint32_t mdl_n_ovr(const struct km_model_svc *s)
+{
+	return s->ovr ? s->ovr->n : 0;
+}
 
 /* The group of priority prio, or NULL when s never had a slot there. */
 static inline struct mdl_group *mdl_group_of(const struct km_model_svc *s, uint32_t prio)
