@@ -19,10 +19,14 @@ if [ "${1:-}" = --sanitized ]; then
 	echo "(daemons under ASan+UBSan)"
 fi
 failed=0
+start=$(date +%s)
 for t in tests/integration/*_test.sh; do
 	echo "== $t"
+	t0=$(date +%s)
 	bash "$t" || failed=1
+	echo "== $t took $(($(date +%s) - t0)) s"
 done
+echo "== integration tests took $(($(date +%s) - start)) s"
 if [ -n "$reports" ]; then
 	if ls "$reports"/* >/dev/null 2>&1; then
 		echo "sanitizer reports:" >&2
