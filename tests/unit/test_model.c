@@ -827,6 +827,50 @@ static void test_port_override_order(void **state)
 	       "FE+ 10.96.0.1:80", "BE- ?");
 }
 
+/* A service loses a port its members override: their rows at that port go with it (a member's
+ * own sync looks only at the ports the service has), the others stay; a member whose mapping
+ * becomes the service's own loses its row. */
+static void test_port_overrides_follow_the_service(void **state)
+{
+	struct fx *f = *state;
+	struct km_service_res *s = svc(SVC, "10.96.0.1", 80, 8080);
+	struct km_workload_res *w = wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC);
+	struct km_model_stats st;
+	struct km_port *p;
+
+	s->ports = realloc(s->ports, 2 * sizeof(*s->ports));
+	s->ports[1] = (struct km_port){ 443, 8443 };
+	s->n_ports = 2;
+	km_model_upsert_service(&f->m, s);
+	p = calloc(2, sizeof(*p));
+	p[0] = (struct km_port){ 80, 9090 };
+	p[1] = (struct km_port){ 443, 9443 };
+	*km_workload_res_port_array(w) = p;
+	w->services[0].n_ports = 2;
+	km_model_upsert_workload(&f->m, w);
+	km_model_flush(&f->m);
+	km_model_stats(&f->m, &st);
+	assert_int_equal(st.port_overrides, 2);
+	km_oplist_clear(&f->l);
+	km_model_upsert_service(&f->m, svc(SVC, "10.96.0.1", 80, 8080)); /* 443 gone */
+	km_model_flush(&f->m);
+	km_model_stats(&f->m, &st);
+	assert_int_equal(st.port_overrides, 1);
+	{
+		int del443 = 0;
+
+		for (size_t i = 0; i < f->l.n; i++)
+			del443 += f->l.ops[i].table == KM_OP_PORT_OVERRIDE && f->l.ops[i].del &&
+				  f->l.ops[i].po.port == 443;
+		assert_int_equal(del443, 1);
+	}
+	/* the service now maps 80 to 9090 itself: w1's row says nothing more, and goes */
+	km_model_upsert_service(&f->m, svc(SVC, "10.96.0.1", 80, 9090));
+	km_model_flush(&f->m);
+	km_model_stats(&f->m, &st);
+	assert_int_equal(st.port_overrides, 0);
+}
+
 static void test_host_network_health_policy_capacity(void **state)
 {
 	struct fx *f = *state;
@@ -868,6 +912,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_waypoint_known_before_its_dependents, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_waypoint_pointing_at_itself_is_ignored, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_port_override_order, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_port_overrides_follow_the_service, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_host_network_health_policy_capacity, fx_setup, fx_teardown),
 		cmocka_unit_test(test_workloads_found_despite_id_collisions),
 		cmocka_unit_test_setup_teardown(test_versions_come_back_as_they_came, fx_setup, fx_teardown),

@@ -121,6 +121,7 @@ void km_model_upsert_service(struct km_model *m, struct km_service_res *res)
 	mdl_register_service_waypoint(m, s);
 	/* mode, priorities, health policy, port overrides: recompute every endpoint (counts follow
 	 * at flush) */
+	mdl_drop_stale_overrides(m, s);
 	mdl_sync_all_endpoints(m, s);
 	if (old->lb_mode != res->lb_mode || !km_waypoint_equal(&old->waypoint, &res->waypoint))
 		mdl_emit_service(m, s, 0);
@@ -135,6 +136,7 @@ void km_model_upsert_service(struct km_model *m, struct km_service_res *res)
 void km_model_remove_service(struct km_model *m, const char *name)
 {
 	struct km_model_svc *s = mdl_svc_get(m, name, 0);
+	struct override *o;
 	struct km_op *op;
 
 	if (!s || !s->res)
@@ -157,10 +159,10 @@ void km_model_remove_service(struct km_model *m, const char *name)
 		if (pl)
 			pl->has_slot = 0;
 	}
-	for (size_t i = 0; i < mdl_n_ovr(s); i++)
-		mdl_emit_override(m, s, &s->ovr->item[i], 1);
-	if (s->ovr)
-		s->ovr->n = 0;
+	for (uint32_t i = 0; (o = mdl_ovr_next(s, &i));)
+		mdl_emit_override(m, s, o, 1);
+	free(s->ovr);
+	s->ovr = NULL;
 	s->fe_flag_written = 0;
 	s->svc_written = 0;
 	km_ids_release(&m->ids, s->id);
@@ -439,6 +441,7 @@ void km_model_replay(struct km_model *m)
 {
 	struct km_model_svc *s, *stmp;
 	struct km_model_wl *w;
+	struct override *o;
 
 	km_model_flush(m);
 	for (size_t i = 0; i < m->ids.cap; i++)
@@ -447,8 +450,8 @@ void km_model_replay(struct km_model *m)
 	DL_FOREACH_SAFE(m->services, s, stmp) {
 		if (!s->res)
 			continue;
-		for (size_t i = 0; i < mdl_n_ovr(s); i++)
-			mdl_emit_override(m, s, &s->ovr->item[i], 0);
+		for (uint32_t i = 0; (o = mdl_ovr_next(s, &i));)
+			mdl_emit_override(m, s, o, 0);
 		for (uint32_t p = 0; p < KM_PRIO_COUNT; p++)
 			for (size_t i = 0; i < mdl_n_eps(s, p); i++)
 				mdl_emit_endpoint(m, s, p, (uint32_t)i, 0, 0);

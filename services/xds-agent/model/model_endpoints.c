@@ -300,63 +300,120 @@ void mdl_update_frontend_flag(struct km_model *m, struct km_model_svc *s)
 		km_oplist_settle(m->out);
 }
 
-/* Room for one more override row of s (grown by half, from 4). */
-static int ovr_reserve(struct km_model_svc *s)
+static uint32_t ovr_home(const struct mdl_ovrs *t, uint32_t backend_id, uint16_t port)
 {
-	uint32_t n = mdl_n_ovr(s), cap = s->ovr ? s->ovr->cap : 0;
-	struct mdl_ovrs *o;
+	uint64_t k = ((uint64_t)backend_id << 16 | port) * 0x9e3779b97f4a7c15u;
 
-	if (n < cap)
-		return 0;
-	cap = cap < 4 ? 4 : cap + cap / 2;
-	if (cap <= n || !(o = realloc(s->ovr, sizeof(*o) + (size_t)cap * sizeof(o->item[0]))))
-		return -1; /* cap <= n: past 32 bits, not reached */
-	o->n = n;
-	o->cap = cap;
-	s->ovr = o;
-	return 0;
+	return (uint32_t)(k >> 32) & (t->cap - 1);
 }
 
-/* Make the override rows of (service, workload) what the workload's port list says; with
- * want == 0, remove them all. */
+/* The slot of (backend_id, port) in s's override rows, or the free slot where it would go; s has
+ * rows (s->ovr). */
+static uint32_t ovr_slot(const struct km_model_svc *s, uint32_t backend_id, uint16_t port)
+{
+	const struct mdl_ovrs *t = s->ovr;
+	uint32_t i = ovr_home(t, backend_id, port);
+
+	while (t->slot[i].backend_id &&
+	       !(t->slot[i].backend_id == backend_id && t->slot[i].port == port))
+		i = (i + 1) & (t->cap - 1);
+	return i;
+}
+
+static struct override *ovr_find(const struct km_model_svc *s, uint32_t backend_id, uint16_t port)
+{
+	struct override *o = s->ovr ? &s->ovr->slot[ovr_slot(s, backend_id, port)] : NULL;
+
+	return o && o->backend_id ? o : NULL;
+}
+
+/* Add row o (not there yet): the table doubled when it would be over half full. Returns the row
+ * in the table, or NULL when out of memory. */
+static struct override *ovr_add(struct km_model_svc *s, struct override o)
+{
+	uint32_t n = mdl_n_ovr(s), cap = s->ovr ? s->ovr->cap : 0;
+
+	if ((n + 1) * 2 > cap) {
+		struct mdl_ovrs *old = s->ovr, *t;
+		uint32_t ncap = cap ? cap * 2 : 8;
+
+		if (ncap <= cap || !(t = calloc(1, sizeof(*t) + (size_t)ncap * sizeof(t->slot[0]))))
+			return NULL; /* ncap <= cap: past 32 bits, not reached */
+		t->cap = ncap;
+		s->ovr = t;
+		for (uint32_t i = 0; old && i < old->cap; i++)
+			if (old->slot[i].backend_id)
+				t->slot[ovr_slot(s, old->slot[i].backend_id, old->slot[i].port)] = old->slot[i];
+		t->n = n;
+		free(old);
+	}
+	s->ovr->n++;
+	return memcpy(&s->ovr->slot[ovr_slot(s, o.backend_id, o.port)], &o, sizeof(o));
+}
+
+/* Remove row o: later rows of its run shift back where their home allows (no tombstones). */
+static void ovr_del(struct km_model_svc *s, struct override *o)
+{
+	struct mdl_ovrs *t = s->ovr;
+	uint32_t i = (uint32_t)(o - t->slot), mask = t->cap - 1;
+
+	t->slot[i].backend_id = 0;
+	t->n--;
+	for (uint32_t j = (i + 1) & mask; t->slot[j].backend_id; j = (j + 1) & mask) {
+		uint32_t h = ovr_home(t, t->slot[j].backend_id, t->slot[j].port);
+
+		if (((j - h) & mask) >= ((j - i) & mask)) {
+			t->slot[i] = t->slot[j];
+			t->slot[j].backend_id = 0;
+			i = j;
+		}
+	}
+}
+
+/* Make the override rows of (service, workload) what the workload's port list says, port by
+ * port of the service, each row found by key; with want == 0, remove them all. Rows at ports the
+ * service no longer has went when it changed (mdl_drop_stale_overrides). */
 void mdl_sync_overrides(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w, int want)
 {
 	const struct km_membership *ms = want ? km_workload_membership(w->res, s->name) : NULL;
 
-	/* drop rows that are no longer right */
-	for (size_t i = 0; i < mdl_n_ovr(s);) {
-		struct override *o = &s->ovr->item[i];
-		uint32_t t = ms ? km_target_port(s->res, w->res, ms, o->port) : 0;
-
-		if (o->backend_id == w->id && (!ms || t == km_target_port(s->res, NULL, NULL, o->port) ||
-					       t != o->target)) {
-			mdl_emit_override(m, s, o, 1);
-			*o = s->ovr->item[--s->ovr->n];
-			continue;
-		}
-		i++;
-	}
-	/* add what is missing */
-	for (size_t p = 0; ms && p < s->res->n_ports; p++) {
+	for (size_t p = 0; s->res && p < s->res->n_ports; p++) {
 		uint32_t port = s->res->ports[p].service_port;
-		uint32_t t = km_target_port(s->res, w->res, ms, port);
-		int have = 0;
+		uint32_t t = ms ? km_target_port(s->res, w->res, ms, port) : 0;
+		int wanted = ms && t != km_target_port(s->res, NULL, NULL, port);
+		struct override *o = ovr_find(s, w->id, (uint16_t)port);
 
-		if (t == km_target_port(s->res, NULL, NULL, port))
+		if (o && (!wanted || o->target != t)) {
+			mdl_emit_override(m, s, o, 1);
+			ovr_del(s, o);
+			o = NULL;
+		}
+		if (!wanted || o)
 			continue;
-		for (size_t i = 0; i < mdl_n_ovr(s) && !have; i++)
-			have = s->ovr->item[i].backend_id == w->id && s->ovr->item[i].port == port;
-		if (have)
-			continue;
-		if (ovr_reserve(s) != 0) {
+		if (!(o = ovr_add(s, (struct override){ w->id, (uint16_t)port, (uint16_t)t }))) {
 			m->out->oom = 1;
 			return;
 		}
-		s->ovr->item[s->ovr->n] = (struct override){ w->id, (uint16_t)port, (uint16_t)t };
-		mdl_emit_override(m, s, &s->ovr->item[s->ovr->n], 0);
-		s->ovr->n++;
+		mdl_emit_override(m, s, o, 0);
 	}
 	mdl_update_frontend_flag(m, s);
+}
+
+void mdl_drop_stale_overrides(struct km_model *m, struct km_model_svc *s)
+{
+	for (uint32_t i = 0; s->ovr && i < s->ovr->cap;) {
+		struct override *o = &s->ovr->slot[i];
+		int kept = 0;
+
+		for (size_t p = 0; o->backend_id && s->res && p < s->res->n_ports && !kept; p++)
+			kept = s->res->ports[p].service_port == o->port;
+		if (!o->backend_id || kept) {
+			i++;
+			continue;
+		}
+		mdl_emit_override(m, s, o, 1);
+		ovr_del(s, o); /* a later row may have shifted into slot i: look at it again */
+	}
 }
 
 /* ---- membership -> endpoint ---------------------------------------------------------------- */

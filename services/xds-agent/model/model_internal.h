@@ -32,10 +32,12 @@ struct mdl_group {
 };
 
 /* A service's port-override rows (workloads whose own port mapping differs from the service's:
- * few services have any), with their count and room. */
+ * few services have any), an open-addressing table keyed by (backend, port), at most half full:
+ * a member's rows are found by key, never by a scan of a big service's rows
+ * (model_endpoints.c). A free slot has backend_id 0 (no id is 0). */
 struct mdl_ovrs {
-	uint32_t n, cap;
-	struct override item[];
+	uint32_t n, cap; /* cap: a power of two */
+	struct override slot[];
 };
 
 /* A service named as a waypoint by other services or workloads (hostname form): those dependents,
@@ -84,6 +86,16 @@ struct km_model_svc {
 static inline uint32_t mdl_n_ovr(const struct km_model_svc *s)
 {
 	return s->ovr ? s->ovr->n : 0;
+}
+
+/* Its override rows one by one: for (i = 0; (o = mdl_ovr_next(s, &i)); ) ... (no change of the
+ * rows during the visit). */
+static inline struct override *mdl_ovr_next(const struct km_model_svc *s, uint32_t *i)
+{
+	for (; s->ovr && *i < s->ovr->cap; (*i)++)
+		if (s->ovr->slot[*i].backend_id)
+			return &s->ovr->slot[(*i)++];
+	return NULL;
 }
 
 /* The group of priority prio, or NULL when s never had a slot there. */
@@ -274,6 +286,9 @@ void mdl_endpoint_append(struct km_model *m, struct km_model_svc *s, uint32_t pr
 			 struct km_model_wl *w);
 void mdl_endpoint_remove(struct km_model *m, struct km_model_svc *s, uint32_t prio, size_t i);
 void mdl_sync_overrides(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w, int want);
+/* After s's resource changed: remove its override rows at ports it no longer has (a member's sync
+ * looks only at the ports it has). */
+void mdl_drop_stale_overrides(struct km_model *m, struct km_model_svc *s);
 int mdl_eligible(const struct km_model_svc *s, const struct km_model_wl *w);
 /* new_member: w has just started listing s, so it holds no slot there (no search) */
 void mdl_sync_endpoint(struct km_model *m, struct km_model_svc *s, struct km_model_wl *w,
