@@ -1,5 +1,6 @@
-/* model_builders.h — what the model's unit tests (test_model.c, test_model_sim.c) share:
- * resource builders and the frontend rows as a table would hold them. Include after cmocka.h. */
+/* model_builders.h — what the model's unit tests (test_model.c, test_model_waypoint.c,
+ * test_model_sim.c) share: resource builders and the frontend rows as a table would hold them.
+ * Include after cmocka.h. */
 #ifndef KM_TEST_MODEL_BUILDERS_H
 #define KM_TEST_MODEL_BUILDERS_H
 

@@ -1,0 +1,214 @@
+/* test_model_waypoint.c — the model's rows for waypoints (a waypoint known after or before its
+ * dependents, one pointing at itself) and for members that map a service's port their own way
+ * (the override rows' order, and rows following the service's ports). The model keeps these in
+ * model_waypoint.c and its override table; the basic cases are in test_model.c. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "services/xds-agent/model/model.h"
+#include "tests/unit/model_builders.h"
+#include "tests/unit/model_ops.h"
+#include "shared/addr.h"
+
+static void test_waypoint_resolution_order(void **state)
+{
+	struct fx *f = *state;
+	struct km_service_res *s = svc(SVC, "10.96.0.1", 80, 0);
+	struct km_workload_res *w = wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 0);
+	struct km_model_stats st;
+
+	s->waypoint = (struct km_waypoint){ .kind = KM_WAYPOINT_HOSTNAME, .service = strdup("ns/wp"),
+					    .hbone_port = 15008 };
+	w->rare->wp = (struct km_waypoint){ .kind = KM_WAYPOINT_HOSTNAME, .service = strdup("ns/wp"),
+					    .hbone_port = 15008 };
+	km_model_upsert_service(&f->m, s);
+	km_model_upsert_workload(&f->m, w);
+	km_model_flush(&f->m);
+	/* the waypoint service is not known yet: pending (port, no address) */
+	for (size_t i = 0; i < f->l.n; i++) {
+		if (f->l.ops[i].table != KM_OP_SERVICE)
+			continue;
+		assert_int_equal(f->l.ops[i].svc.waypoint.port, 15008);
+		assert_false(f->l.ops[i].svc.waypoint.has_addr);
+	}
+	km_model_stats(&f->m, &st);
+	assert_int_equal(st.pending_waypoints, 2);
+	km_oplist_clear(&f->l);
+
+	/* it arrives: both dependents are rewritten with its first VIP */
+	km_model_upsert_service(&f->m, svc("ns/wp", "10.96.9.9", 15008, 0));
+	km_model_flush(&f->m);
+	{
+		int svc_rows = 0, be_rows = 0;
+		char buf[KM_ADDR_STRLEN];
+
+		for (size_t i = 0; i < f->l.n; i++) {
+			const struct km_op *o = &f->l.ops[i];
+
+			if (o->table == KM_OP_SERVICE && o->svc.id == km_model_id_of(&f->m, SVC)) {
+				assert_true(o->svc.waypoint.has_addr);
+				assert_string_equal(km_addr_format(&o->svc.waypoint.addr, buf), "10.96.9.9");
+				svc_rows++;
+			}
+			if (o->table == KM_OP_BACKEND) {
+				assert_string_equal(km_addr_format(&o->be.waypoint.addr, buf), "10.96.9.9");
+				be_rows++;
+			}
+		}
+		assert_int_equal(svc_rows, 1);
+		assert_int_equal(be_rows, 1);
+	}
+	km_model_stats(&f->m, &st);
+	assert_int_equal(st.pending_waypoints, 0);
+	km_oplist_clear(&f->l);
+	/* its VIP changes: rewritten again; it goes: pending again */
+	km_model_upsert_service(&f->m, svc("ns/wp", "10.96.9.10", 15008, 0));
+	km_model_flush(&f->m);
+	assert_int_equal(f->l.n, 4); /* FE-, FE+, and the two dependents */
+	km_oplist_clear(&f->l);
+	km_model_remove_service(&f->m, "ns/wp");
+	km_model_flush(&f->m);
+	km_model_stats(&f->m, &st);
+	assert_int_equal(st.pending_waypoints, 2);
+}
+
+/* The waypoint service first, its dependents after: a dependent is written with the address it
+ * has then, and a later change of that address rewrites it (the role a waypoint service keeps for
+ * its dependents is made with the first of them, holding the address they were given); a new
+ * version with the same address rewrites none. */
+static void test_waypoint_known_before_its_dependents(void **state)
+{
+	struct fx *f = *state;
+	struct km_workload_res *w = wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 0);
+	char buf[KM_ADDR_STRLEN];
+	int be_rows = 0;
+
+	km_model_upsert_service(&f->m, svc("ns/wp", "10.96.9.9", 15008, 0));
+	km_model_flush(&f->m);
+	km_oplist_clear(&f->l);
+	w->rare->wp = (struct km_waypoint){ .kind = KM_WAYPOINT_HOSTNAME, .service = strdup("ns/wp"),
+					    .hbone_port = 15008 };
+	km_model_upsert_workload(&f->m, w);
+	km_model_flush(&f->m);
+	for (size_t i = 0; i < f->l.n; i++)
+		if (f->l.ops[i].table == KM_OP_BACKEND) {
+			assert_string_equal(km_addr_format(&f->l.ops[i].be.waypoint.addr, buf), "10.96.9.9");
+			be_rows++;
+		}
+	assert_int_equal(be_rows, 1);
+	km_oplist_clear(&f->l);
+	/* another version of it with the same address (its port changed) */
+	km_model_upsert_service(&f->m, svc("ns/wp", "10.96.9.9", 15009, 0));
+	km_model_flush(&f->m);
+	assert_true(f->l.n > 0); /* its frontend rows */
+	for (size_t i = 0; i < f->l.n; i++)
+		assert_int_not_equal(f->l.ops[i].table, KM_OP_BACKEND);
+	km_oplist_clear(&f->l);
+	km_model_upsert_service(&f->m, svc("ns/wp", "10.96.9.10", 15008, 0));
+	km_model_flush(&f->m);
+	be_rows = 0;
+	for (size_t i = 0; i < f->l.n; i++)
+		if (f->l.ops[i].table == KM_OP_BACKEND) {
+			assert_string_equal(km_addr_format(&f->l.ops[i].be.waypoint.addr, buf), "10.96.9.10");
+			be_rows++;
+		}
+	assert_int_equal(be_rows, 1);
+}
+
+static void test_waypoint_pointing_at_itself_is_ignored(void **state)
+{
+	struct fx *f = *state;
+	struct km_service_res *s = svc(SVC, "10.96.0.1", 15008, 0);
+
+	s->waypoint = (struct km_waypoint){ .kind = KM_WAYPOINT_ADDRESS, .hbone_port = 15008 };
+	km_addr_parse("10.96.0.1", &s->waypoint.addr);
+	km_model_upsert_service(&f->m, s);
+	km_model_flush(&f->m);
+	assert_int_equal(f->l.ops[0].table, KM_OP_SERVICE);
+	assert_int_equal(f->l.ops[0].svc.waypoint.port, 0);
+}
+
+static void test_port_override_order(void **state)
+{
+	struct fx *f = *state;
+	struct km_workload_res *w;
+
+	seed(f, 1, 8080); /* w1 uses the service's 80 -> 8080 */
+	w = with_wp(wl("w2", "10.0.0.2", KM_WORKLOAD_HEALTHY, 1, SVC));
+	*km_workload_res_port_array(w) = calloc(1, sizeof(struct km_port));
+	(*km_workload_res_port_array(w))[0] = (struct km_port){ 80, 9090 };
+	w->services[0].n_ports = 1;
+	km_model_upsert_workload(&f->m, w);
+	km_model_flush(&f->m);
+	/* the override row, then the frontend saying "look overrides up", then the endpoint */
+	EXPECT(&f->m, &f->l, "BE+ w2", "PO+ 80=9090", "FE+ 10.96.0.1:80", "EP+ 1=w2",
+	       "SVC+ demo/web 2", "FE+ 10.0.0.2:0");
+	km_model_remove_workload(&f->m, "w2");
+	km_model_flush(&f->m);
+	/* gone from the endpoints first, then its override, then the flag cleared */
+	EXPECT(&f->m, &f->l, "FE- 10.0.0.2:0", "SVC+ demo/web 1", "EP- 1=", "PO- 80=0",
+	       "FE+ 10.96.0.1:80", "BE- ?");
+}
+
+/* A service loses a port its members override: their rows at that port go with it (a member's
+ * own sync looks only at the ports the service has), the others stay; a member whose mapping
+ * becomes the service's own loses its row. */
+static void test_port_overrides_follow_the_service(void **state)
+{
+	struct fx *f = *state;
+	struct km_service_res *s = svc(SVC, "10.96.0.1", 80, 8080);
+	struct km_workload_res *w = wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 1, SVC);
+	struct km_model_stats st;
+	struct km_port *p;
+
+	s->ports = realloc(s->ports, 2 * sizeof(*s->ports));
+	s->ports[1] = (struct km_port){ 443, 8443 };
+	s->n_ports = 2;
+	km_model_upsert_service(&f->m, s);
+	p = calloc(2, sizeof(*p));
+	p[0] = (struct km_port){ 80, 9090 };
+	p[1] = (struct km_port){ 443, 9443 };
+	*km_workload_res_port_array(w) = p;
+	w->services[0].n_ports = 2;
+	km_model_upsert_workload(&f->m, w);
+	km_model_flush(&f->m);
+	km_model_stats(&f->m, &st);
+	assert_int_equal(st.port_overrides, 2);
+	km_oplist_clear(&f->l);
+	km_model_upsert_service(&f->m, svc(SVC, "10.96.0.1", 80, 8080)); /* 443 gone */
+	km_model_flush(&f->m);
+	km_model_stats(&f->m, &st);
+	assert_int_equal(st.port_overrides, 1);
+	{
+		int del443 = 0;
+
+		for (size_t i = 0; i < f->l.n; i++)
+			del443 += f->l.ops[i].table == KM_OP_PORT_OVERRIDE && f->l.ops[i].del &&
+				  f->l.ops[i].po.port == 443;
+		assert_int_equal(del443, 1);
+	}
+	/* the service now maps 80 to 9090 itself: w1's row says nothing more, and goes */
+	km_model_upsert_service(&f->m, svc(SVC, "10.96.0.1", 80, 9090));
+	km_model_flush(&f->m);
+	km_model_stats(&f->m, &st);
+	assert_int_equal(st.port_overrides, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_waypoint_resolution_order, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_waypoint_known_before_its_dependents, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_waypoint_pointing_at_itself_is_ignored, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_port_override_order, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_port_overrides_follow_the_service, fx_setup, fx_teardown),
+	};
+
+	return cmocka_run_group_tests_name("model_waypoint", tests, NULL, NULL);
+}
