@@ -59,6 +59,12 @@ int km_keyset_has(const struct km_keyset *s, const void *key)
 	return s->cap && slot(s, find(s, key))[0];
 }
 
+void km_keyset_prefetch(const struct km_keyset *s, const void *key)
+{
+	if (s->cap)
+		__builtin_prefetch(slot(s, home(s, key)));
+}
+
 void *km_keyset_value(const struct km_keyset *s, const void *key)
 {
 	uint8_t *e;
@@ -77,6 +83,8 @@ static int grow(struct km_keyset *s)
 	if (!n.slots)
 		return -1;
 	for (size_t i = 0; i < s->cap; i++) {
+		if (i + 8 < s->cap && slot(s, i + 8)[0]) /* the new set is large: hide its misses */
+			km_keyset_prefetch(&n, slot(s, i + 8) + 1);
 		if (slot(s, i)[0])
 			memcpy(slot(&n, find(&n, slot(s, i) + 1)), slot(s, i), s->slot_len);
 	}

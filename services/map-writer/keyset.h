@@ -29,6 +29,9 @@ void km_keyset_free(struct km_keyset *s);
 int km_keyset_add(struct km_keyset *s, const void *key);
 void km_keyset_del(struct km_keyset *s, const void *key);
 int km_keyset_has(const struct km_keyset *s, const void *key);
+/* Start loading the key's home slot into the cache: a caller that knows the keys it will look up
+ * next (a batch's rows) hides the memory latency of a large set's lookups behind other work. */
+void km_keyset_prefetch(const struct km_keyset *s, const void *key);
 /* Forget every key, keeping the memory. */
 void km_keyset_clear(struct km_keyset *s);
 

@@ -329,6 +329,16 @@ int km_routing_row(const Kmesh__Ipc__TableOp *op)
 	}
 }
 
+void km_routing_prefetch(struct km_tables *t, const Kmesh__Ipc__TableOp *op)
+{
+	if (op->row_case == KMESH__IPC__TABLE_OP__ROW_ENDPOINT && op->endpoint &&
+	    op->kind != KMESH__IPC__TABLE_OP__KIND__DELETE) {
+		struct km_backend_key bk = { .backend_id = op->endpoint->backend_id };
+
+		tbl_present_prefetch(t, t->fd_backend, &bk); /* apply_endpoint's reference check */
+	}
+}
+
 Kmesh__Ipc__Code km_routing_apply(struct km_tables *t, const Kmesh__Ipc__TableOp *op, char *err,
 				  size_t errlen)
 {

@@ -223,6 +223,10 @@ Kmesh__Ipc__Code km_tables_apply(struct km_tables *t, const Kmesh__Ipc__TableOp 
 	return c;
 }
 
+/* How many ops ahead a batch's apply loads the key-set slots an op will check (row_write.c's
+ * NOTE_AHEAD does the same for the rows a commit notes). */
+#define APPLY_AHEAD 8
+
 Kmesh__Ipc__Code km_tables_apply_batch(struct km_tables *t, const Kmesh__Ipc__TableBatch *b,
 				       uint32_t *applied, char *err, size_t errlen)
 {
@@ -239,6 +243,9 @@ Kmesh__Ipc__Code km_tables_apply_batch(struct km_tables *t, const Kmesh__Ipc__Ta
 	for (size_t i = 0; i < b->n_ops; i++) {
 		Kmesh__Ipc__Code c;
 
+		if (i + APPLY_AHEAD < b->n_ops && b->ops[i + APPLY_AHEAD] &&
+		    km_routing_row(b->ops[i + APPLY_AHEAD]))
+			km_routing_prefetch(t, b->ops[i + APPLY_AHEAD]);
 		run.op_index = i;
 		c = km_tables_apply(t, b->ops[i], why, sizeof(why));
 		if (c != OK)

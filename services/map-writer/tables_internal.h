@@ -62,6 +62,8 @@ void tbl_run_commit(struct km_tables *t);
 void tbl_run_refused(struct km_row_run *r, size_t i, Kmesh__Ipc__Code code, const char *why);
 /* Whether a referenced row is in its table (rows queued in the current run are not). */
 int tbl_present(struct km_tables *t, int fd, const void *key);
+/* Start loading what tbl_present will read for key (a batch's later op; see keyset_prefetch). */
+void tbl_present_prefetch(struct km_tables *t, int fd, const void *key);
 /* ---- routing_rows.c ---- */
 /* An address of 4 or 16 bytes from a row (what names the row in err). */
 Kmesh__Ipc__Code tbl_parse_addr(ProtobufCBinaryData b, struct km_addr *out, const char *what,
@@ -71,6 +73,8 @@ Kmesh__Ipc__Code tbl_parse_addr(ProtobufCBinaryData b, struct km_addr *out, cons
 int km_routing_row(const Kmesh__Ipc__TableOp *op);
 Kmesh__Ipc__Code km_routing_apply(struct km_tables *t, const Kmesh__Ipc__TableOp *op, char *err,
 				  size_t errlen);
+/* Start loading the present-row keys op's apply will check (called a few ops ahead). */
+void km_routing_prefetch(struct km_tables *t, const Kmesh__Ipc__TableOp *op);
 
 /* authz_rows.c */
 int km_authz_row(const Kmesh__Ipc__TableOp *op);

@@ -26,9 +26,12 @@ static void test_add_has_del(void **state)
 	km_keyset_init(&s, sizeof(k));
 	assert_false(km_keyset_has(&s, &k)); /* empty, no memory yet */
 	km_keyset_del(&s, &k);               /* deleting from an empty set is fine */
+	km_keyset_prefetch(&s, &k);          /* so is a prefetch (no slots to point into) */
 	assert_int_equal(km_keyset_add(&s, &k), 0);
 	assert_int_equal(km_keyset_add(&s, &k), 0);
 	assert_int_equal(s.count, 1);
+	km_keyset_prefetch(&s, &k);
+	km_keyset_prefetch(&s, &other);
 	assert_true(km_keyset_has(&s, &k));
 	assert_false(km_keyset_has(&s, &other));
 	km_keyset_del(&s, &k);
