@@ -293,27 +293,85 @@ static void to_pb(const struct km_op *o, struct pb_op *p)
 	}
 }
 
+/* ---- the frame: written in one pass ----------------------------------------------------------
+ * protobuf-c packs a message by asking each nested message its size at every level: packing the
+ * whole envelope walked every row five times (the envelope's size, the batch's, each op's, each
+ * row's, then the bytes). Here each op is packed once, straight into the output (its row's size,
+ * then its bytes: two walks), and the lengths that enclose it are written around it: the same
+ * bytes protobuf-c writes (test_oplist_encode checks they repack identically). */
+
+struct out_buf {
+	uint8_t *data;
+	size_t len, cap;
+};
+
+static int out_reserve(struct out_buf *o, size_t more)
+{
+	size_t cap = o->cap ? o->cap : 4096;
+	uint8_t *d;
+
+	while (cap - o->len < more)
+		cap *= 2;
+	if (cap == o->cap)
+		return 0;
+	if (!(d = realloc(o->data, cap)))
+		return -1;
+	o->data = d;
+	o->cap = cap;
+	return 0;
+}
+
+static size_t put_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+#define TAG_LEN_DELIMITED(field) ((uint8_t)((field) << 3 | 2))
+#define TAG_VARINT(field) ((uint8_t)((field) << 3))
+#define OP_PREFIX_MAX 6     /* an op's tag and a length of at most 5 bytes */
+#define FRAME_HEADER_MAX 17 /* request_id (tag, 10) and the batch's tag and length (1 + 5) */
+
 uint8_t *km_oplist_encode(const struct km_op *ops, size_t n, uint64_t request_id, size_t *len)
 {
-	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
-	Kmesh__Ipc__TableBatch batch = KMESH__IPC__TABLE_BATCH__INIT;
-	struct pb_op *pbs = calloc(n ? n : 1, sizeof(*pbs));
-	Kmesh__Ipc__TableOp **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
-	uint8_t *buf = NULL;
+	struct out_buf o = { 0 };
+	uint8_t head[FRAME_HEADER_MAX];
+	size_t hl = 0, batch_len;
 
-	if (pbs && ptrs) {
-		for (size_t i = 0; i < n; i++) {
-			to_pb(&ops[i], &pbs[i]);
-			ptrs[i] = &pbs[i].op;
+	if (out_reserve(&o, FRAME_HEADER_MAX) != 0)
+		return NULL;
+	o.len = FRAME_HEADER_MAX; /* the header goes in front once the batch's length is known */
+	for (size_t i = 0; i < n; i++) {
+		struct pb_op p;
+		size_t start, op_len, k;
+
+		to_pb(&ops[i], &p);
+		if (out_reserve(&o, OP_PREFIX_MAX + KM_OP_PACKED_MAX) != 0) {
+			free(o.data);
+			return NULL;
 		}
-		batch.n_ops = n;
-		batch.ops = ptrs;
-		env.request_id = request_id;
-		env.body_case = KMESH__IPC__ENVELOPE__BODY_BATCH;
-		env.batch = &batch;
-		buf = km_msg_pack(&env, len);
+		start = o.len;
+		op_len = protobuf_c_message_pack(&p.op.base, o.data + start + OP_PREFIX_MAX);
+		o.data[start] = TAG_LEN_DELIMITED(1); /* TableBatch.ops */
+		k = put_varint(o.data + start + 1, op_len);
+		memmove(o.data + start + 1 + k, o.data + start + OP_PREFIX_MAX, op_len);
+		o.len += 1 + k + op_len;
 	}
-	free(pbs);
-	free(ptrs);
-	return buf;
+	batch_len = o.len - FRAME_HEADER_MAX;
+	if (request_id) {
+		head[hl++] = TAG_VARINT(1); /* Envelope.request_id */
+		hl += put_varint(head + hl, request_id);
+	}
+	head[hl++] = TAG_LEN_DELIMITED(KMESH__IPC__ENVELOPE__BODY_BATCH);
+	hl += put_varint(head + hl, batch_len);
+	memmove(o.data + hl, o.data + FRAME_HEADER_MAX, batch_len);
+	memcpy(o.data, head, hl);
+	*len = hl + batch_len;
+	return o.data;
 }

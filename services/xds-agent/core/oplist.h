@@ -135,7 +135,11 @@ struct km_op *km_oplist_add_now(struct km_oplist *l, enum km_op_table table, int
 /* Put the waiting additive upserts in phase order; every consumer calls this before sending. */
 void km_oplist_settle(struct km_oplist *l);
 
-/* Encode ops[0..n) as one Envelope{batch} frame payload (malloc'd). */
+/* Encode ops[0..n) as one Envelope{batch} frame payload (malloc'd; NULL when out of memory).
+ * Every row's fields are numbers and fixed-size arrays, so an op packs into at most
+ * KM_OP_PACKED_MAX bytes (the largest, a service row of the largest values, is 163:
+ * test_oplist_encode checks each kind at its limits against half of it). */
+#define KM_OP_PACKED_MAX 512
 uint8_t *km_oplist_encode(const struct km_op *ops, size_t n, uint64_t request_id, size_t *len);
 
 #endif
