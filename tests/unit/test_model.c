@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "services/xds-agent/model/model.h"
+#include "services/xds-agent/model/model_internal.h"
 #include "tests/unit/model_builders.h"
 #include "tests/unit/model_ops.h"
 #include "shared/addr.h"
@@ -604,6 +605,32 @@ static void test_host_network_health_policy_capacity(void **state)
 	assert_int_equal(f->l.ops[0].be.weight, 1);
 }
 
+/* A workload's backend row is rewritten only when its checksum changes: a change of any one bit
+ * of the row must change it (so no change is missed), and equal rows must agree. */
+static void test_backend_row_sum_sees_every_bit(void **state)
+{
+	struct km_op row, copy;
+	uint64_t sum;
+
+	(void)state;
+	memset(&row, 0, sizeof(row));
+	row.table = KM_OP_BACKEND;
+	row.be.id = 7;
+	row.be.has4 = 1;
+	km_addr_parse("10.0.0.1", &row.be.addr4);
+	row.be.weight = 1;
+	sum = mdl_row_sum(&row);
+	copy = row;
+	assert_true(mdl_row_sum(&copy) == sum);
+	for (size_t i = 0; i < sizeof(row); i++)
+		for (int bit = 0; bit < 8; bit++) {
+			copy = row;
+			((uint8_t *)&copy)[i] ^= (uint8_t)(1u << bit);
+			if (mdl_row_sum(&copy) == sum)
+				fail_msg("byte %zu bit %d of the row changes nothing in its sum", i, bit);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -621,6 +648,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_locality_priorities, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_host_network_health_policy_capacity, fx_setup, fx_teardown),
 		cmocka_unit_test(test_workloads_found_despite_id_collisions),
+		cmocka_unit_test(test_backend_row_sum_sees_every_bit),
 		cmocka_unit_test_setup_teardown(test_versions_come_back_as_they_came, fx_setup, fx_teardown),
 	};
 

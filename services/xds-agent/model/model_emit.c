@@ -128,12 +128,21 @@ void mdl_backend_row(struct km_model *m, const struct km_model_wl *w, struct km_
 	op->be.weight = km_wl_capacity(r) ? km_wl_capacity(r) : 1;
 }
 
+/* Eight bytes a step (a byte a step was 2.6% of the agent's CPU at 100k: ~100 dependent
+ * multiplies per workload). Each step is a bijection of the state for a given word (xor, an odd
+ * multiplier, a shift-xor), so rows that differ in one word never share a sum. */
 uint64_t mdl_row_sum(const struct km_op *op)
 {
 	const uint8_t *p = (const uint8_t *)op;
-	uint64_t h = 14695981039346656037ull;
+	uint64_t h = 14695981039346656037ull, word;
+	size_t i = 0;
 
-	for (size_t i = 0; i < sizeof(*op); i++)
+	for (; i + sizeof(word) <= sizeof(*op); i += sizeof(word)) {
+		memcpy(&word, p + i, sizeof(word));
+		h = (h ^ word) * 0x9e3779b97f4a7c15ull;
+		h ^= h >> 29;
+	}
+	for (; i < sizeof(*op); i++)
 		h = (h ^ p[i]) * 1099511628211ull;
 	return h;
 }
