@@ -27,7 +27,10 @@ all: deps
 deps:
 	@./mk/deps.sh
 
+# the build in parallel (one job per core), then the test phases one at a time
 test: deps
+	@s=$$(date +%s); $(BUILD_MK) -j$$(nproc) test-build && \
+		echo "== make test's build took $$(( $$(date +%s) - s )) s"
 	@$(BUILD_MK) test
 
 unit: deps

@@ -57,10 +57,12 @@ san = $(patsubst %.c,$(B)/san/%.o,$(patsubst $(B)/%,%,$(1)))
 BINS := $(B)/bin/kmesh-map-writer $(B)/bin/kmesh-xds-agent $(B)/bin/kmesh-cni $(B)/bin/kmesh-cni-agent \
         $(B)/bin/kmesh-ipsec-agent $(B)/bin/kmeshctl
 TEST_TOOLS := $(B)/tests/kmesh-testctl
+SAN_BINS := $(addprefix $(B)/san-bin/,kmesh-map-writer kmesh-xds-agent kmesh-cni kmesh-cni-agent \
+	kmesh-ipsec-agent)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 
-.PHONY: all test unit integration integration-san deploy-check demo dist fuzz fuzz-smoke fuzz-long bench \
+.PHONY: all test test-build unit integration integration-san deploy-check demo dist fuzz fuzz-smoke fuzz-long bench \
 	chaos chaos-quick soak security
 .SECONDARY:
 .DELETE_ON_ERROR:
@@ -84,7 +86,7 @@ $(GEN)/vmlinux.h:
 	@mkdir -p $(@D)
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
-$(GEN)/kmesh_ipc.pb-c.c $(GEN)/kmesh_ipc.pb-c.h: ipc/kmesh_ipc.proto
+$(GEN)/kmesh_ipc.pb-c.c $(GEN)/kmesh_ipc.pb-c.h &: ipc/kmesh_ipc.proto
 	@mkdir -p $(GEN)
 	$(PROTOC_C) --proto_path=ipc --c_out=$(GEN) $<
 
@@ -211,8 +213,7 @@ integration: all next-map-writer $(B)/bench/connect_bench $(B)/bench/authz_bench
 	@bash tests/integration/run.sh
 
 integration-san: all next-map-writer $(B)/bench/connect_bench $(B)/bench/authz_bench $(B)/bench/decode_bench \
-	$(B)/bench/table_ops_bench $(B)/bench/cni_add_bench $(B)/san-bin/kmesh-map-writer $(B)/san-bin/kmesh-xds-agent \
-		$(B)/san-bin/kmesh-cni $(B)/san-bin/kmesh-cni-agent $(B)/san-bin/kmesh-ipsec-agent
+	$(B)/bench/table_ops_bench $(B)/bench/cni_add_bench $(SAN_BINS)
 	@bash tests/integration/run.sh --sanitized
 
 # the Helm chart (a real helm) and the systemd units (systemd-analyze), with the real binaries
@@ -234,7 +235,19 @@ soak: all
 security: all
 	@set -e; for t in tests/security/*_test.sh; do echo "== $$t"; bash $$t; done
 
-test: unit fuzz-smoke deploy-check integration security chaos-quick integration-san
+# Everything the test phases run, built first: the top Makefile builds it in parallel (-j, one
+# job per core), then the phases run one at a time, each timed (their checks measure CPU time
+# against same-run baselines and must not share the machine with a compiler or each other).
+test-build: all next-map-writer $(UNIT_TESTS) $(FUZZERS) $(B)/bench/connect_bench \
+	$(B)/bench/authz_bench $(B)/bench/decode_bench $(B)/bench/table_ops_bench \
+	$(B)/bench/cni_add_bench $(SAN_BINS)
+
+TEST_PHASES := unit fuzz-smoke deploy-check integration security chaos-quick integration-san
+test:
+	@set -e; t0=$$(date +%s); for p in $(TEST_PHASES); do s=$$(date +%s); \
+		$(MAKE) --no-print-directory -f mk/build.mk $$p; \
+		echo "== make $$p took $$(( $$(date +%s) - s )) s"; \
+	done; echo "== make test's phases took $$(( $$(date +%s) - t0 )) s"
 
 demo: all
 	@bash demo/run.sh
