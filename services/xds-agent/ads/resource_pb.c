@@ -27,7 +27,10 @@ static void *conv_alloc(const struct conv *c, size_t n)
 	return p;
 }
 
-/* Copy a string field, bounded. Empty strings become NULL unless required (then an error). */
+/* Copy a string field, bounded. Empty strings become NULL unless required (then an error).
+ * Decoding into a scratch block, the message's own string is the copy: it lives in the same
+ * block as the resource, until the model has packed it (a dozen strings per workload were
+ * copied twice). */
 static int copy_str(const struct conv *c, const char *in, size_t max, int required,
 		    const char *field, char **out, char *err, size_t errlen)
 {
@@ -38,6 +41,10 @@ static int copy_str(const struct conv *c, const char *in, size_t max, int requir
 		return required ? km_errf(err, errlen, "'%s' is required", field) : 0;
 	if (n > max)
 		return km_errf(err, errlen, "'%s' is longer than %zu bytes", field, max);
+	if (c->a) {
+		*out = (char *)in;
+		return 0;
+	}
 	if (!(*out = conv_alloc(c, n + 1)))
 		return km_errf(err, errlen, "out of memory");
 	memcpy(*out, in, n);
