@@ -68,8 +68,10 @@ void mdl_emit_service(struct km_model *m, const struct km_model_svc *s, int now)
 	mdl_service_waypoint(m, s, &op->svc.waypoint);
 }
 
-void mdl_emit_endpoint(struct km_model *m, const struct km_model_svc *s, uint32_t prio,
-			  uint32_t index, int del, int now)
+/* w: the slot's workload when the caller has it at hand (its address then needs no lookup by
+ * id: a cache miss or two per endpoint while a service's members are loaded), else NULL. */
+static void emit_endpoint(struct km_model *m, const struct km_model_svc *s, uint32_t prio,
+			  uint32_t index, int del, int now, const struct km_model_wl *w)
 {
 	struct km_op *op = add(m, KM_OP_ENDPOINT, del, now);
 
@@ -82,7 +84,19 @@ void mdl_emit_endpoint(struct km_model *m, const struct km_model_svc *s, uint32_
 		return;
 	op->ep.backend_id = mdl_group_of(s, prio)->eps[index];
 	op->ep.cum_weight = mdl_slot_cum(s, prio, index);
-	op->ep.addr4 = mdl_workload_inline4(m, op->ep.backend_id);
+	op->ep.addr4 = w ? w->inline4 : mdl_workload_inline4(m, op->ep.backend_id);
+}
+
+void mdl_emit_endpoint(struct km_model *m, const struct km_model_svc *s, uint32_t prio,
+			  uint32_t index, int del, int now)
+{
+	emit_endpoint(m, s, prio, index, del, now, NULL);
+}
+
+void mdl_emit_new_endpoint(struct km_model *m, const struct km_model_svc *s, uint32_t prio,
+			      uint32_t index, const struct km_model_wl *w)
+{
+	emit_endpoint(m, s, prio, index, 0, 0, w);
 }
 
 uint32_t mdl_inline4(const struct km_op *backend_row)

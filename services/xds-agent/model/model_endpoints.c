@@ -235,7 +235,7 @@ void mdl_endpoint_append(struct km_model *m, struct km_model_svc *s, uint32_t pr
 		place->prio = prio & 7;
 		place->slot = (uint32_t)n & 0xfffffff;
 	}
-	mdl_emit_endpoint(m, s, prio, (uint32_t)n, 0, 0); /* a new slot: additive */
+	mdl_emit_new_endpoint(m, s, prio, (uint32_t)n, w); /* a new slot: additive */
 }
 
 /* Remove slot i: move the last slot into it, shrink the count, then delete the old last slot.

@@ -246,6 +246,9 @@ void mdl_service_waypoint(struct km_model *m, const struct km_model_svc *s, stru
 void mdl_emit_service(struct km_model *m, const struct km_model_svc *s, int now);
 void mdl_emit_endpoint(struct km_model *m, const struct km_model_svc *s, uint32_t prio, uint32_t index,
 		   int del, int now);
+/* A new slot (additive) holding w, whose address is read from w, not looked up by its id. */
+void mdl_emit_new_endpoint(struct km_model *m, const struct km_model_svc *s, uint32_t prio,
+			   uint32_t index, const struct km_model_wl *w);
 void mdl_emit_override(struct km_model *m, const struct km_model_svc *s, const struct override *o,
 		   int del);
 void mdl_backend_row(struct km_model *m, const struct km_model_wl *w, struct km_op *op);
