@@ -208,12 +208,13 @@ next-map-writer:
 	@$(MAKE) --no-print-directory -f mk/build.mk B=$(B)/next LAYOUT_FLAGS=-DKM_LAYOUT_TEST_NEXT \
 		$(B)/next/bin/kmesh-map-writer
 
-integration: all next-map-writer $(B)/bench/connect_bench $(B)/bench/authz_bench $(B)/bench/decode_bench \
-	$(B)/bench/table_ops_bench $(B)/bench/cni_add_bench
+# what the integration tests run besides the daemons: the next layout's map writer, the benches
+INTEGRATION_TOOLS := next-map-writer $(addprefix $(B)/bench/,connect_bench authz_bench decode_bench \
+	table_ops_bench cni_add_bench)
+integration: all $(INTEGRATION_TOOLS)
 	@bash tests/integration/run.sh
 
-integration-san: all next-map-writer $(B)/bench/connect_bench $(B)/bench/authz_bench $(B)/bench/decode_bench \
-	$(B)/bench/table_ops_bench $(B)/bench/cni_add_bench $(SAN_BINS)
+integration-san: all $(INTEGRATION_TOOLS) $(SAN_BINS)
 	@bash tests/integration/run.sh --sanitized
 
 # the Helm chart (a real helm) and the systemd units (systemd-analyze), with the real binaries
@@ -238,9 +239,7 @@ security: all
 # Everything the test phases run, built first: the top Makefile builds it in parallel (-j, one
 # job per core), then the phases run one at a time, each timed (their checks measure CPU time
 # against same-run baselines and must not share the machine with a compiler or each other).
-test-build: all next-map-writer $(UNIT_TESTS) $(FUZZERS) $(B)/bench/connect_bench \
-	$(B)/bench/authz_bench $(B)/bench/decode_bench $(B)/bench/table_ops_bench \
-	$(B)/bench/cni_add_bench $(SAN_BINS)
+test-build: all $(INTEGRATION_TOOLS) $(SAN_BINS) $(UNIT_TESTS) $(FUZZERS)
 
 TEST_PHASES := unit fuzz-smoke deploy-check integration security chaos-quick integration-san
 test:

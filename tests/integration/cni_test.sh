@@ -386,8 +386,8 @@ check "with everything healthy the same ADD enrolls the pod" \
 check "the counters file is Prometheus text with one TYPE line per metric" \
 	eval '[ "$(grep -c "^# TYPE kmesh_cni_requests_total counter" "$CNI/state/metrics.prom")" = 1 ] &&
 	      [ "$(metric "kmesh_cni_requests_total{command=\"ADD\",result=\"enrolled\"}")" -ge 4 ]'
-# the endpoint's count, compared as a number with the 4 counted above: it is 9 in a run here, and a
-# one-digit pattern ([4-9]) that this was failed the runs that counted 10 or more)
+# the endpoint's count, compared as a number with the 4 counted above: it is 9 in a run here, and
+# the one-digit pattern ([4-9]) this was failed the runs that counted 10 or more
 served_adds() { km_metrics | awk '$1 == "kmesh_cni_requests_total{command=\"ADD\",result=\"enrolled\"}" {print $2}'; }
 check "... which the node's metrics endpoint serves (copied by the map writer, the dir being root's)" \
 	eval 'for _ in $(seq 1 30); do [ "$(served_adds)" -ge 4 ] 2>/dev/null && break; sleep 0.1; done
