@@ -1,6 +1,7 @@
 /* resource_pb.c — validate workload-API messages into resources (see resource_pb.h). */
 #include "shared/errbuf.h"
 #include "services/xds-agent/ads/resource_pb.h"
+#include "services/xds-agent/ads/address_wire.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -376,19 +377,15 @@ int km_pb_workload(const Kmesh__Workload__Workload *m, struct km_workload_res **
 	return to_workload(&heap, m, out, err, errlen);
 }
 
-int km_pb_address(ProtobufCAllocator *alloc, const uint8_t *data, size_t len,
-		  struct km_service_res **svc, struct km_workload_res **wl, char **name, char *err,
-		  size_t errlen)
+int km_pb_address_convert(ProtobufCAllocator *alloc, const Kmesh__Workload__Address *a,
+			  struct km_service_res **svc, struct km_workload_res **wl, char **name,
+			  char *err, size_t errlen)
 {
-	Kmesh__Workload__Address *a = kmesh__workload__address__unpack(alloc, len, data);
 	const struct conv c = { alloc };
-	int rc = -1;
 
 	*svc = NULL;
 	*wl = NULL;
 	*name = NULL;
-	if (!a)
-		return km_errf(err, errlen, "not a valid istio.workload.Address message");
 	if (a->type_case == KMESH__WORKLOAD__ADDRESS__TYPE_SERVICE) {
 		const Kmesh__Workload__Service *s = a->service;
 
@@ -399,17 +396,28 @@ int km_pb_address(ProtobufCAllocator *alloc, const uint8_t *data, size_t len,
 			if ((*name = conv_alloc(&c, n)))
 				snprintf(*name, n, "%s/%s", s->namespace_, s->hostname);
 		}
-		rc = to_service(&c, s, svc, err, errlen);
-	} else if (a->type_case == KMESH__WORKLOAD__ADDRESS__TYPE_WORKLOAD) {
+		return to_service(&c, s, svc, err, errlen);
+	}
+	if (a->type_case == KMESH__WORKLOAD__ADDRESS__TYPE_WORKLOAD) {
 		const char *uid = a->workload->uid;
 
 		if (uid && *uid && strlen(uid) <= KM_RES_MAX_STRING)
-			*name = alloc ? (char *)uid : strdup(uid); /* the scratch message's own */
-		rc = to_workload(&c, a->workload, wl, err, errlen);
-	} else {
-		km_errf(err, errlen, "Address holds neither a workload nor a service");
+			*name = (char *)uid; /* the scratch message's own */
+		return to_workload(&c, a->workload, wl, err, errlen);
 	}
-	if (!alloc) /* a scratch allocator's messages go at its reset */
-		kmesh__workload__address__free_unpacked(a, NULL);
-	return rc;
+	return km_errf(err, errlen, "Address holds neither a workload nor a service");
+}
+
+int km_pb_address(ProtobufCAllocator *alloc, const uint8_t *data, size_t len,
+		  struct km_service_res **svc, struct km_workload_res **wl, char **name, char *err,
+		  size_t errlen)
+{
+	const Kmesh__Workload__Address *a = km_address_wire_read(alloc, data, len);
+
+	*svc = NULL;
+	*wl = NULL;
+	*name = NULL;
+	if (!a)
+		return km_errf(err, errlen, "not a valid istio.workload.Address message");
+	return km_pb_address_convert(alloc, a, svc, wl, name, err, errlen);
 }

@@ -17,15 +17,18 @@ int km_pb_service(const Kmesh__Workload__Service *m, struct km_service_res **out
 int km_pb_workload(const Kmesh__Workload__Workload *m, struct km_workload_res **out, char *err,
 		   size_t errlen);
 
-/* Decode an istio.workload.Address from bytes: exactly one of *svc / *wl is set on success.
- * *name is the resource's own name when it could be read (even on failure; the caller frees
- * it when alloc is NULL, else it is the scratch block's).
- * alloc: where the message is decoded (NULL: malloc, freed before returning; the results are
- * malloc'd too). With a pb_scratch allocator the message and the results are the scratch
- * block's, left to its reset: the results are marked scratch (resources.h), to be packed
- * before the next resource is decoded, never kept as they are. */
+/* Decode an istio.workload.Address from bytes (address_wire.h) and convert it: exactly one of
+ * *svc / *wl is set on success. *name is the resource's own name when it could be read (even on
+ * failure). alloc is a pb_scratch allocator: the message, the results and *name are the scratch
+ * block's, left to its reset; the results are marked scratch (resources.h), to be packed before
+ * the next resource is decoded, never kept as they are. */
 int km_pb_address(ProtobufCAllocator *alloc, const uint8_t *data, size_t len,
 		  struct km_service_res **svc, struct km_workload_res **wl, char **name, char *err,
 		  size_t errlen);
+/* The conversion alone, of a message decoded into alloc's scratch block by either decoder (the
+ * fuzz target compares address_wire.h's with protobuf-c's through it). */
+int km_pb_address_convert(ProtobufCAllocator *alloc, const Kmesh__Workload__Address *a,
+			  struct km_service_res **svc, struct km_workload_res **wl, char **name,
+			  char *err, size_t errlen);
 
 #endif

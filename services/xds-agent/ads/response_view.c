@@ -1,6 +1,8 @@
 /* response_view.c — walking a DeltaDiscoveryResponse's wire bytes (see response_view.h). */
 #include "services/xds-agent/ads/response_view.h"
 
+#include "services/xds-agent/ads/pb_wire.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -156,6 +158,72 @@ int km_response_view_init(struct km_response_view *v, const uint8_t *data, size_
 	return 0;
 }
 
+/* A Resource and its Any read by hand, accepting what protobuf-c would (pb_wire.h): version 1,
+ * resource 2 (Any: type_url 1, value 2), name 3; any other field checked. The payload's bytes
+ * are not copied: they are the response's own, read before km_response_view_consumed passes
+ * them. A resource given twice is merged as protobuf-c merges it (its type_url and payload where
+ * the later one has none). NULL if protobuf-c would refuse the bytes. */
+static Kmesh__Xds__Any *any_read(ProtobufCAllocator *a, const uint8_t *p, size_t n)
+{
+	Kmesh__Xds__Any *m = km_pbw_zalloc(a, sizeof(*m));
+	const uint8_t *end = p + n;
+	struct km_pbw f;
+	int rc;
+
+	if (!m)
+		return NULL;
+	kmesh__xds__any__init(m);
+	while ((rc = km_pbw_next(&p, end, &f)) == 1) {
+		if (f.num == 1) {
+			if (!(m->type_url = km_pbw_string(a, &f)))
+				return NULL;
+		} else if (f.num == 2) {
+			if (f.type != KM_PBW_LEN)
+				return NULL;
+			m->value.len = f.len;
+			m->value.data = f.len ? (uint8_t *)f.val : NULL; /* read only */
+		} else if (km_pbw_check(&kmesh__xds__any__descriptor, &f, a)) {
+			return NULL;
+		}
+	}
+	return rc == 0 ? m : NULL;
+}
+
+static Kmesh__Xds__Resource *resource_read(ProtobufCAllocator *a, const uint8_t *p, size_t n)
+{
+	Kmesh__Xds__Resource *m = km_pbw_zalloc(a, sizeof(*m));
+	const uint8_t *end = p + n;
+	Kmesh__Xds__Any *any;
+	struct km_pbw f;
+	int rc;
+
+	if (!m)
+		return NULL;
+	kmesh__xds__resource__init(m);
+	while ((rc = km_pbw_next(&p, end, &f)) == 1) {
+		switch (f.num) {
+		case 1:
+		case 3:
+			if (!(*(f.num == 1 ? &m->version : &m->name) = km_pbw_string(a, &f)))
+				return NULL;
+			break;
+		case 2:
+			if (f.type != KM_PBW_LEN || !(any = any_read(a, f.val, f.len)))
+				return NULL;
+			if (m->resource && any->type_url == protobuf_c_empty_string)
+				any->type_url = m->resource->type_url;
+			if (m->resource && !any->value.data)
+				any->value = m->resource->value;
+			m->resource = any;
+			break;
+		default:
+			if (km_pbw_check(&kmesh__xds__resource__descriptor, &f, a))
+				return NULL;
+		}
+	}
+	return rc == 0 ? m : NULL;
+}
+
 /* The next length-delimited field numbered want from *off on, among the fields checked so far:
  * 1 with its bytes, or 0 at the end of them. */
 static int next_field(const struct km_response_view *v, size_t *off, uint32_t want,
@@ -181,7 +249,7 @@ int km_response_view_next(struct km_response_view *v, Kmesh__Xds__Resource **out
 	km_pb_scratch_reset(&v->scratch); /* the previous resource goes */
 	if (!next_field(v, &v->next_off, F_RESOURCES, &val, &vlen))
 		return v->scanned < v->total ? KM_VIEW_WAIT : 0;
-	*out = kmesh__xds__resource__unpack(km_pb_scratch_allocator(&v->scratch), vlen, val);
+	*out = resource_read(km_pb_scratch_allocator(&v->scratch), val, vlen);
 	return 1;
 }
 
@@ -196,7 +264,7 @@ int km_response_view_first_type(struct km_response_view *v, const char **type)
 	km_pb_scratch_reset(&v->scratch);
 	if (!next_field(v, &off, F_RESOURCES, &val, &vlen))
 		return v->scanned < v->total ? KM_VIEW_WAIT : 0;
-	r = kmesh__xds__resource__unpack(km_pb_scratch_allocator(&v->scratch), vlen, val);
+	r = resource_read(km_pb_scratch_allocator(&v->scratch), val, vlen);
 	if (!r || !r->resource)
 		return 0;
 	*type = r->resource->type_url;

@@ -52,7 +52,8 @@ static inline int km_response_view_complete(const struct km_response_view *v)
 /* The next resource: returns 1 with *out decoded, or NULL if its bytes do not decode; returns 0
  * at the end, KM_VIEW_WAIT when it has not arrived whole yet. *out belongs to the view and lasts
  * until the next call (not to be freed), as does whatever the caller decodes with
- * km_response_view_allocator. */
+ * km_response_view_allocator. It is read by hand (pb_wire.h), accepting what protobuf-c would;
+ * its payload (resource->value) is not copied: it points into the response's bytes. */
 int km_response_view_next(struct km_response_view *v, Kmesh__Xds__Resource **out);
 /* The payload type (Any.type_url) of the message's first resource, without taking it: 1 with
  * *type set (valid until the view's next call), 0 if it has no resource or the first has no
