@@ -28,7 +28,7 @@ minflt() { awk '{print $10}' "/proc/$1/stat"; }      # minor page faults (fresh 
 rss_mb() { awk "/^$2:/ {printf \"%.1f\", \$2 / 1024}" "/proc/$1/status" 2>/dev/null; }
 km_map_writer_start --max-frontends $((WORKLOADS + SERVICES + 64)) --max-endpoints $((WORKLOADS + 64)) \
 	--max-backends $((WORKLOADS + 64)) --max-services $((SERVICES + 64)) \
-	--max-authz-addresses $((WORKLOADS + 64)) --log-level warn || exit 1
+	--max-authz-addresses $((WORKLOADS + 64)) --log-level warn ${MW_FLAGS:-} || exit 1
 km_agent_start_xds --log-level warn --xds-max-message $((1 << 30))
 sleep 2
 istiod=$(pgrep -f "fake_istiod.py --control $KM_DIR" | head -1)

@@ -210,6 +210,12 @@ static void check_frame(const struct km_op *ops, size_t n, uint64_t request_id)
 	kmesh__ipc__envelope__pack(env, again);
 	assert_memory_equal(again, frame, len);
 	free(again);
+	/* the rows packed by hand are the bytes protobuf-c makes of to_pb's messages */
+	again = km_oplist_encode_reference(ops, n, request_id, &again_len);
+	assert_non_null(again);
+	assert_int_equal(again_len, len);
+	assert_memory_equal(again, frame, len);
+	free(again);
 	kmesh__ipc__envelope__free_unpacked(env, NULL);
 	free(frame);
 }

@@ -338,7 +338,117 @@ static size_t put_varint(uint8_t *p, uint64_t v)
 #define OP_PREFIX_MAX 6     /* an op's tag and a length of at most 5 bytes */
 #define FRAME_HEADER_MAX 17 /* request_id (tag, 10) and the batch's tag and length (1 + 5) */
 
-uint8_t *km_oplist_encode(const struct km_op *ops, size_t n, uint64_t request_id, size_t *len)
+/* ---- the rows of a full sync, packed by hand ---------------------------------------------------
+ * An endpoint, a backend and an identity per workload: nearly every op of a full sync. They are
+ * written here as protobuf-c writes them (fields in number order, proto3 zeros and empty bytes
+ * left out, the values to_pb would give it); test_oplist_encode holds the frames to protobuf-c's
+ * own bytes. Every other kind goes through to_pb and protobuf-c. A hand-packed row is at most 56
+ * bytes, so its length and its op's take one byte each. */
+#define TAG_FIXED32(field) ((uint8_t)((field) << 3 | 5))
+#define HAND_ROW_MAX 64
+
+static size_t put_uint(uint8_t *p, unsigned field, uint64_t v)
+{
+	if (!v)
+		return 0;
+	p[0] = TAG_VARINT(field);
+	return 1 + put_varint(p + 1, v);
+}
+
+static size_t put_fixed32(uint8_t *p, unsigned field, uint32_t v)
+{
+	if (!v)
+		return 0;
+	p[0] = TAG_FIXED32(field);
+	p[1] = (uint8_t)v; /* little-endian on the wire, whatever the host */
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)(v >> 16);
+	p[4] = (uint8_t)(v >> 24);
+	return 5;
+}
+
+/* an address (4 or 16 bytes): always written, as a repeated element or a set field */
+static size_t put_addr(uint8_t *p, unsigned field, const struct km_addr *a)
+{
+	size_t n = km_addr_to_bytes(a, p + 2);
+
+	p[0] = TAG_LEN_DELIMITED(field);
+	p[1] = (uint8_t)n;
+	return 2 + n;
+}
+
+static size_t hand_endpoint(uint8_t *p, const struct km_op *o)
+{
+	size_t n = put_uint(p, 1, o->ep.service_id);
+
+	n += put_uint(p + n, 2, o->ep.prio);
+	n += put_uint(p + n, 3, o->ep.index);
+	n += put_uint(p + n, 4, o->ep.backend_id);
+	n += put_uint(p + n, 5, o->ep.cum_weight);
+	return n + put_fixed32(p + n, 6, o->ep.addr4);
+}
+
+static size_t hand_ident(uint8_t *p, const struct km_op *o)
+{
+	size_t n = put_addr(p, 1, &o->ident.addr);
+
+	n += put_uint(p + n, 2, o->ident.workload_id);
+	n += put_uint(p + n, 3, o->ident.ns_id);
+	n += put_uint(p + n, 4, o->ident.sa_id);
+	return n + put_uint(p + n, 5, o->ident.principal_id);
+}
+
+static size_t hand_backend(uint8_t *p, const struct km_op *o)
+{
+	const struct km_op_waypoint *w = &o->be.waypoint;
+	size_t n = put_uint(p, 1, o->be.id);
+
+	if (o->be.has4)
+		n += put_addr(p + n, 2, &o->be.addr4);
+	if (o->be.has6)
+		n += put_addr(p + n, 2, &o->be.addr6);
+	if (w->port && w->has_addr)
+		n += put_addr(p + n, 3, &w->addr);
+	n += put_uint(p + n, 4, w->port);
+	n += put_uint(p + n, 5, o->be.weight);
+	return n + put_uint(p + n, 6, w->port ? w->data_port : 0);
+}
+
+/* The TableBatch.ops element of o at p, if o is of a hand-packed kind: its length, else 0. */
+static size_t hand_op(uint8_t *p, const struct km_op *o)
+{
+	uint8_t row[HAND_ROW_MAX];
+	size_t n;
+	unsigned field;
+
+	switch (o->table) {
+	case KM_OP_ENDPOINT:
+		n = hand_endpoint(row, o);
+		field = KMESH__IPC__TABLE_OP__ROW_ENDPOINT;
+		break;
+	case KM_OP_BACKEND:
+		n = hand_backend(row, o);
+		field = KMESH__IPC__TABLE_OP__ROW_BACKEND;
+		break;
+	case KM_OP_AUTHZ_IDENT:
+		n = hand_ident(row, o);
+		field = KMESH__IPC__TABLE_OP__ROW_AUTHZ_IDENT;
+		break;
+	default:
+		return 0;
+	}
+	p[0] = TAG_LEN_DELIMITED(1); /* TableBatch.ops */
+	p[1] = (uint8_t)(4 + n);     /* the op: its kind, then its row */
+	p[2] = TAG_VARINT(1);        /* TableOp.kind */
+	p[3] = o->del ? KMESH__IPC__TABLE_OP__KIND__DELETE : KMESH__IPC__TABLE_OP__KIND__UPSERT;
+	p[4] = TAG_LEN_DELIMITED(field);
+	p[5] = (uint8_t)n;
+	memcpy(p + 6, row, n);
+	return 6 + n;
+}
+
+static uint8_t *encode(const struct km_op *ops, size_t n, uint64_t request_id, size_t *len,
+		       int by_hand)
 {
 	struct out_buf o = { 0 };
 	uint8_t head[FRAME_HEADER_MAX];
@@ -351,12 +461,16 @@ uint8_t *km_oplist_encode(const struct km_op *ops, size_t n, uint64_t request_id
 		struct pb_op p;
 		size_t start, op_len, k;
 
-		to_pb(&ops[i], &p);
 		if (out_reserve(&o, OP_PREFIX_MAX + KM_OP_PACKED_MAX) != 0) {
 			free(o.data);
 			return NULL;
 		}
 		start = o.len;
+		if (by_hand && (k = hand_op(o.data + start, &ops[i]))) {
+			o.len += k;
+			continue;
+		}
+		to_pb(&ops[i], &p);
 		op_len = protobuf_c_message_pack(&p.op.base, o.data + start + OP_PREFIX_MAX);
 		o.data[start] = TAG_LEN_DELIMITED(1); /* TableBatch.ops */
 		k = put_varint(o.data + start + 1, op_len);
@@ -374,4 +488,15 @@ uint8_t *km_oplist_encode(const struct km_op *ops, size_t n, uint64_t request_id
 	memcpy(o.data, head, hl);
 	*len = hl + batch_len;
 	return o.data;
+}
+
+uint8_t *km_oplist_encode(const struct km_op *ops, size_t n, uint64_t request_id, size_t *len)
+{
+	return encode(ops, n, request_id, len, 1);
+}
+
+uint8_t *km_oplist_encode_reference(const struct km_op *ops, size_t n, uint64_t request_id,
+				    size_t *len)
+{
+	return encode(ops, n, request_id, len, 0);
 }

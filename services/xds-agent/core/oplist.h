@@ -141,5 +141,9 @@ void km_oplist_settle(struct km_oplist *l);
  * test_oplist_encode checks each kind at its limits against half of it). */
 #define KM_OP_PACKED_MAX 512
 uint8_t *km_oplist_encode(const struct km_op *ops, size_t n, uint64_t request_id, size_t *len);
+/* The same frame with every op packed by protobuf-c (km_oplist_encode packs the rows of a full
+ * sync by hand): the reference test_oplist_encode compares its bytes with. */
+uint8_t *km_oplist_encode_reference(const struct km_op *ops, size_t n, uint64_t request_id,
+				    size_t *len);
 
 #endif
