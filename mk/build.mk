@@ -29,7 +29,7 @@ LDLIBS      := $(MW_LIBS) $(XDS_LIBS) $(CNI_LIBS) $(IPSEC_LIBS) $(TEST_LIBS)
 SANFLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 IPC_SRCS    := ipc/frame.c ipc/conn.c ipc/message.c ipc/message_send.c ipc/client_sync.c ipc/server.c \
-               $(GEN)/kmesh_ipc.pb-c.c
+               ipc/pb_wire.c $(GEN)/kmesh_ipc.pb-c.c
 SHARED_SRCS := $(wildcard shared/*.c)
 MW_SRCS     := $(filter-out %/main.c,$(wildcard services/map-writer/*.c))
 WIRE_PROTOS := $(wildcard proto/*.proto)

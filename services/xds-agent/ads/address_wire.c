@@ -5,52 +5,9 @@
 
 #include <string.h>
 
-#include "services/xds-agent/ads/pb_wire.h"
+#include "ipc/pb_wire.h"
 
 typedef ProtobufCAllocator alloc_t;
-
-/* Field decoders: each leaves the reader (returning NULL) when the field is not of its kind. */
-#define U32(dst)                                                                                   \
-	do {                                                                                       \
-		if (f.type != KM_PBW_VARINT)                                                       \
-			return NULL;                                                               \
-		(dst) = km_pbw_u32(&f);                                                            \
-	} while (0)
-#define ENUM(dst) /* an enum is a 32-bit int in protobuf-c */                                     \
-	do {                                                                                       \
-		if (f.type != KM_PBW_VARINT)                                                       \
-			return NULL;                                                               \
-		(dst) = (__typeof__(dst))(int32_t)km_pbw_u32(&f);                                  \
-	} while (0)
-#define STR(dst)                                                                                   \
-	do {                                                                                       \
-		if (!((dst) = km_pbw_string(a, &f)))                                               \
-			return NULL;                                                               \
-	} while (0)
-#define MSG(dst, reader)                                                                           \
-	do {                                                                                       \
-		if (f.type != KM_PBW_LEN || !((dst) = reader(a, f.val, f.len)))                    \
-			return NULL;                                                               \
-	} while (0)
-#define APPEND(array, n_array, value)                                                              \
-	do {                                                                                       \
-		if (km_pbw_append(a, &(array), &(n_array), sizeof(*(array)), &(value)))            \
-			return NULL;                                                               \
-	} while (0)
-#define OTHER(desc)                                                                                \
-	do {                                                                                       \
-		if (km_pbw_check(&(desc), &f, a))                                                  \
-			return NULL;                                                               \
-	} while (0)
-
-/* Walk the fields of [p, p + n) with f (p may be NULL when n is 0: an empty payload); the body
- * is the switch on f.num. */
-#define EACH_FIELD(p, n)                                                                           \
-	const uint8_t *at_ = (p), *end_ = (n) ? (p) + (n) : (p);                                   \
-	struct km_pbw f;                                                                           \
-	int rc_;                                                                                   \
-	while ((rc_ = km_pbw_next(&at_, end_, &f)) == 1)
-#define END_FIELDS(m) return rc_ == 0 ? (m) : NULL
 
 static Kmesh__Workload__Port *port_read(alloc_t *a, const uint8_t *p, size_t n)
 {
@@ -59,16 +16,16 @@ static Kmesh__Workload__Port *port_read(alloc_t *a, const uint8_t *p, size_t n)
 	if (!m)
 		return NULL;
 	kmesh__workload__port__init(m);
-	EACH_FIELD(p, n)
+	PBW_EACH_FIELD(p, n)
 	{
 		switch (f.num) {
-		case 1: U32(m->service_port); break;
-		case 2: U32(m->target_port); break;
-		case 3: U32(m->app_protocol); break;
-		default: OTHER(kmesh__workload__port__descriptor);
+		case 1: PBW_U32(m->service_port); break;
+		case 2: PBW_U32(m->target_port); break;
+		case 3: PBW_U32(m->app_protocol); break;
+		default: PBW_OTHER(kmesh__workload__port__descriptor);
 		}
 	}
-	END_FIELDS(m);
+	PBW_END(m);
 }
 
 static Kmesh__Workload__PortList *port_list_read(alloc_t *a, const uint8_t *p, size_t n)
@@ -79,14 +36,14 @@ static Kmesh__Workload__PortList *port_list_read(alloc_t *a, const uint8_t *p, s
 	if (!m)
 		return NULL;
 	kmesh__workload__port_list__init(m);
-	EACH_FIELD(p, n)
+	PBW_EACH_FIELD(p, n)
 	{
 		switch (f.num) {
-		case 1: MSG(port, port_read); APPEND(m->ports, m->n_ports, port); break;
-		default: OTHER(kmesh__workload__port_list__descriptor);
+		case 1: PBW_MSG(port, port_read); PBW_APPEND(m->ports, m->n_ports, port); break;
+		default: PBW_OTHER(kmesh__workload__port_list__descriptor);
 		}
 	}
-	END_FIELDS(m);
+	PBW_END(m);
 }
 
 static Kmesh__Workload__NetworkAddress *network_address_read(alloc_t *a, const uint8_t *p, size_t n)
@@ -96,19 +53,16 @@ static Kmesh__Workload__NetworkAddress *network_address_read(alloc_t *a, const u
 	if (!m)
 		return NULL;
 	kmesh__workload__network_address__init(m);
-	EACH_FIELD(p, n)
+	PBW_EACH_FIELD(p, n)
 	{
 		switch (f.num) {
-		case 1: STR(m->network); break;
-		case 2:
-			if (km_pbw_bytes(a, &f, &m->address))
-				return NULL;
-			break;
-		case 3: U32(m->length); break;
-		default: OTHER(kmesh__workload__network_address__descriptor);
+		case 1: PBW_STR(m->network); break;
+		case 2: PBW_BYTES(m->address); break;
+		case 3: PBW_U32(m->length); break;
+		default: PBW_OTHER(kmesh__workload__network_address__descriptor);
 		}
 	}
-	END_FIELDS(m);
+	PBW_END(m);
 }
 
 static Kmesh__Workload__NamespacedHostname *namespaced_hostname_read(alloc_t *a, const uint8_t *p,
@@ -119,15 +73,15 @@ static Kmesh__Workload__NamespacedHostname *namespaced_hostname_read(alloc_t *a,
 	if (!m)
 		return NULL;
 	kmesh__workload__namespaced_hostname__init(m);
-	EACH_FIELD(p, n)
+	PBW_EACH_FIELD(p, n)
 	{
 		switch (f.num) {
-		case 1: STR(m->namespace_); break;
-		case 2: STR(m->hostname); break;
-		default: OTHER(kmesh__workload__namespaced_hostname__descriptor);
+		case 1: PBW_STR(m->namespace_); break;
+		case 2: PBW_STR(m->hostname); break;
+		default: PBW_OTHER(kmesh__workload__namespaced_hostname__descriptor);
 		}
 	}
-	END_FIELDS(m);
+	PBW_END(m);
 }
 
 static Kmesh__Workload__GatewayAddress *gateway_read(alloc_t *a, const uint8_t *p, size_t n)
@@ -137,22 +91,22 @@ static Kmesh__Workload__GatewayAddress *gateway_read(alloc_t *a, const uint8_t *
 	if (!m)
 		return NULL;
 	kmesh__workload__gateway_address__init(m);
-	EACH_FIELD(p, n)
+	PBW_EACH_FIELD(p, n)
 	{
 		switch (f.num) { /* the oneof: the last member given, whole */
 		case 1:
-			MSG(m->hostname, namespaced_hostname_read);
+			PBW_MSG(m->hostname, namespaced_hostname_read);
 			m->destination_case = KMESH__WORKLOAD__GATEWAY_ADDRESS__DESTINATION_HOSTNAME;
 			break;
 		case 2:
-			MSG(m->address, network_address_read);
+			PBW_MSG(m->address, network_address_read);
 			m->destination_case = KMESH__WORKLOAD__GATEWAY_ADDRESS__DESTINATION_ADDRESS;
 			break;
-		case 3: U32(m->hbone_mtls_port); break;
-		default: OTHER(kmesh__workload__gateway_address__descriptor);
+		case 3: PBW_U32(m->hbone_mtls_port); break;
+		default: PBW_OTHER(kmesh__workload__gateway_address__descriptor);
 		}
 	}
-	END_FIELDS(m);
+	PBW_END(m);
 }
 
 static Kmesh__Workload__Locality *locality_read(alloc_t *a, const uint8_t *p, size_t n)
@@ -162,16 +116,16 @@ static Kmesh__Workload__Locality *locality_read(alloc_t *a, const uint8_t *p, si
 	if (!m)
 		return NULL;
 	kmesh__workload__locality__init(m);
-	EACH_FIELD(p, n)
+	PBW_EACH_FIELD(p, n)
 	{
 		switch (f.num) {
-		case 1: STR(m->region); break;
-		case 2: STR(m->zone); break;
-		case 3: STR(m->subzone); break;
-		default: OTHER(kmesh__workload__locality__descriptor);
+		case 1: PBW_STR(m->region); break;
+		case 2: PBW_STR(m->zone); break;
+		case 3: PBW_STR(m->subzone); break;
+		default: PBW_OTHER(kmesh__workload__locality__descriptor);
 		}
 	}
-	END_FIELDS(m);
+	PBW_END(m);
 }
 
 static Kmesh__Workload__UInt32Value *u32_value_read(alloc_t *a, const uint8_t *p, size_t n)
@@ -181,33 +135,14 @@ static Kmesh__Workload__UInt32Value *u32_value_read(alloc_t *a, const uint8_t *p
 	if (!m)
 		return NULL;
 	kmesh__workload__uint32_value__init(m);
-	EACH_FIELD(p, n)
+	PBW_EACH_FIELD(p, n)
 	{
 		switch (f.num) {
-		case 1: U32(m->value); break;
-		default: OTHER(kmesh__workload__uint32_value__descriptor);
+		case 1: PBW_U32(m->value); break;
+		default: PBW_OTHER(kmesh__workload__uint32_value__descriptor);
 		}
 	}
-	END_FIELDS(m);
-}
-
-/* routing_preference: one varint, or a packed run of them */
-static int scopes_append(alloc_t *a, Kmesh__Workload__LoadBalancing *m, const struct km_pbw *f)
-{
-	struct km_pbw one = { .type = KM_PBW_VARINT };
-	size_t rem = f->len;
-
-	if (f->type == KM_PBW_VARINT)
-		return km_pbw_append(a, &m->routing_preference, &m->n_routing_preference,
-				     sizeof(*m->routing_preference), &(uint32_t){ km_pbw_u32(f) });
-	if (f->type != KM_PBW_LEN)
-		return -1;
-	for (one.val = f->val; rem; one.val += one.len, rem -= one.len)
-		if (!(one.len = km_pbw_varint_len(one.val, rem)) ||
-		    km_pbw_append(a, &m->routing_preference, &m->n_routing_preference,
-				  sizeof(*m->routing_preference), &(uint32_t){ km_pbw_u32(&one) }))
-			return -1;
-	return 0;
+	PBW_END(m);
 }
 
 static Kmesh__Workload__LoadBalancing *load_balancing_read(alloc_t *a, const uint8_t *p, size_t n)
@@ -217,19 +152,16 @@ static Kmesh__Workload__LoadBalancing *load_balancing_read(alloc_t *a, const uin
 	if (!m)
 		return NULL;
 	kmesh__workload__load_balancing__init(m);
-	EACH_FIELD(p, n)
+	PBW_EACH_FIELD(p, n)
 	{
 		switch (f.num) {
-		case 1:
-			if (scopes_append(a, m, &f))
-				return NULL;
-			break;
-		case 2: ENUM(m->mode); break;
-		case 3: U32(m->health_policy); break;
-		default: OTHER(kmesh__workload__load_balancing__descriptor);
+		case 1: PBW_VARINTS(m->routing_preference, m->n_routing_preference); break;
+		case 2: PBW_ENUM(m->mode); break;
+		case 3: PBW_U32(m->health_policy); break;
+		default: PBW_OTHER(kmesh__workload__load_balancing__descriptor);
 		}
 	}
-	END_FIELDS(m);
+	PBW_END(m);
 }
 
 /* protobuf-c's merge of a singular message given twice (merge_messages): the later one, with
@@ -308,7 +240,7 @@ static Kmesh__Workload__PortList *port_list_merge(alloc_t *a, Kmesh__Workload__P
 #define MERGED(dst, reader, merge)                                                                 \
 	do {                                                                                       \
 		__typeof__(dst) later_;                                                            \
-		MSG(later_, reader);                                                               \
+		PBW_MSG(later_, reader);                                                           \
 		if (!((dst) = merge))                                                              \
 			return NULL;                                                               \
 	} while (0)
@@ -321,15 +253,15 @@ static Kmesh__Workload__Workload__ServicesEntry *services_entry_read(alloc_t *a,
 	if (!m)
 		return NULL;
 	kmesh__workload__workload__services_entry__init(m);
-	EACH_FIELD(p, n)
+	PBW_EACH_FIELD(p, n)
 	{
 		switch (f.num) {
-		case 1: STR(m->key); break;
+		case 1: PBW_STR(m->key); break;
 		case 2: MERGED(m->value, port_list_read, port_list_merge(a, m->value, later_)); break;
-		default: OTHER(kmesh__workload__workload__services_entry__descriptor);
+		default: PBW_OTHER(kmesh__workload__workload__services_entry__descriptor);
 		}
 	}
-	END_FIELDS(m);
+	PBW_END(m);
 }
 
 static Kmesh__Workload__Service *service_read(alloc_t *a, const uint8_t *p, size_t n)
@@ -341,23 +273,23 @@ static Kmesh__Workload__Service *service_read(alloc_t *a, const uint8_t *p, size
 	if (!m)
 		return NULL;
 	kmesh__workload__service__init(m);
-	EACH_FIELD(p, n)
+	PBW_EACH_FIELD(p, n)
 	{
 		switch (f.num) {
-		case 1: STR(m->name); break;
-		case 2: STR(m->namespace_); break;
-		case 3: STR(m->hostname); break;
-		case 4: MSG(addr, network_address_read); APPEND(m->addresses, m->n_addresses, addr); break;
-		case 5: MSG(port, port_read); APPEND(m->ports, m->n_ports, port); break;
+		case 1: PBW_STR(m->name); break;
+		case 2: PBW_STR(m->namespace_); break;
+		case 3: PBW_STR(m->hostname); break;
+		case 4: PBW_MSG(addr, network_address_read); PBW_APPEND(m->addresses, m->n_addresses, addr); break;
+		case 5: PBW_MSG(port, port_read); PBW_APPEND(m->ports, m->n_ports, port); break;
 		case 7: MERGED(m->waypoint, gateway_read, gateway_merge(m->waypoint, later_)); break;
 		case 8:
 			MERGED(m->load_balancing, load_balancing_read,
 			       load_balancing_merge(a, m->load_balancing, later_));
 			break;
-		default: OTHER(kmesh__workload__service__descriptor); /* 6, 9: not read */
+		default: PBW_OTHER(kmesh__workload__service__descriptor); /* 6, 9: not read */
 		}
 	}
-	END_FIELDS(m);
+	PBW_END(m);
 }
 
 static Kmesh__Workload__Workload *workload_read(alloc_t *a, const uint8_t *p, size_t n)
@@ -370,44 +302,40 @@ static Kmesh__Workload__Workload *workload_read(alloc_t *a, const uint8_t *p, si
 	if (!m)
 		return NULL;
 	kmesh__workload__workload__init(m);
-	EACH_FIELD(p, n)
+	PBW_EACH_FIELD(p, n)
 	{
 		switch (f.num) {
-		case 1: STR(m->name); break;
-		case 2: STR(m->namespace_); break;
-		case 3:
-			if (km_pbw_bytes(a, &f, &addr))
-				return NULL;
-			APPEND(m->addresses, m->n_addresses, addr);
-			break;
-		case 4: STR(m->network); break;
-		case 6: STR(m->trust_domain); break;
-		case 7: STR(m->service_account); break;
+		case 1: PBW_STR(m->name); break;
+		case 2: PBW_STR(m->namespace_); break;
+		case 3: PBW_BYTES(addr); PBW_APPEND(m->addresses, m->n_addresses, addr); break;
+		case 4: PBW_STR(m->network); break;
+		case 6: PBW_STR(m->trust_domain); break;
+		case 7: PBW_STR(m->service_account); break;
 		case 8: MERGED(m->waypoint, gateway_read, gateway_merge(m->waypoint, later_)); break;
-		case 9: STR(m->node); break;
-		case 10: STR(m->canonical_name); break;
-		case 11: STR(m->canonical_revision); break;
-		case 13: STR(m->workload_name); break;
+		case 9: PBW_STR(m->node); break;
+		case 10: PBW_STR(m->canonical_name); break;
+		case 11: PBW_STR(m->canonical_revision); break;
+		case 13: PBW_STR(m->workload_name); break;
 		case 16:
-			STR(policy);
-			APPEND(m->authorization_policies, m->n_authorization_policies, policy);
+			PBW_STR(policy);
+			PBW_APPEND(m->authorization_policies, m->n_authorization_policies, policy);
 			break;
-		case 17: ENUM(m->status); break;
-		case 18: STR(m->cluster_id); break;
+		case 17: PBW_ENUM(m->status); break;
+		case 18: PBW_STR(m->cluster_id); break;
 		case 19: /* not read, but merged as protobuf-c would (which may refuse it) */
 			MERGED(m->network_gateway, gateway_read,
 			       gateway_merge(m->network_gateway, later_));
 			break;
-		case 20: STR(m->uid); break;
-		case 21: STR(m->hostname); break;
-		case 22: MSG(entry, services_entry_read); APPEND(m->services, m->n_services, entry); break;
+		case 20: PBW_STR(m->uid); break;
+		case 21: PBW_STR(m->hostname); break;
+		case 22: PBW_MSG(entry, services_entry_read); PBW_APPEND(m->services, m->n_services, entry); break;
 		case 24: MERGED(m->locality, locality_read, locality_merge(m->locality, later_)); break;
-		case 25: ENUM(m->network_mode); break;
+		case 25: PBW_ENUM(m->network_mode); break;
 		case 27: MERGED(m->capacity, u32_value_read, later_); break;
-		default: OTHER(kmesh__workload__workload__descriptor); /* 5, 12, 14: not read */
+		default: PBW_OTHER(kmesh__workload__workload__descriptor); /* 5, 12, 14: not read */
 		}
 	}
-	END_FIELDS(m);
+	PBW_END(m);
 }
 
 Kmesh__Workload__Address *km_address_wire_read(alloc_t *a, const uint8_t *p, size_t n)
@@ -417,19 +345,19 @@ Kmesh__Workload__Address *km_address_wire_read(alloc_t *a, const uint8_t *p, siz
 	if (!m)
 		return NULL;
 	kmesh__workload__address__init(m);
-	EACH_FIELD(p, n)
+	PBW_EACH_FIELD(p, n)
 	{
 		switch (f.num) { /* the oneof: the last member given, whole */
 		case 1:
-			MSG(m->workload, workload_read);
+			PBW_MSG(m->workload, workload_read);
 			m->type_case = KMESH__WORKLOAD__ADDRESS__TYPE_WORKLOAD;
 			break;
 		case 2:
-			MSG(m->service, service_read);
+			PBW_MSG(m->service, service_read);
 			m->type_case = KMESH__WORKLOAD__ADDRESS__TYPE_SERVICE;
 			break;
-		default: OTHER(kmesh__workload__address__descriptor);
+		default: PBW_OTHER(kmesh__workload__address__descriptor);
 		}
 	}
-	END_FIELDS(m);
+	PBW_END(m);
 }

@@ -1,7 +1,7 @@
 /* response_view.c — walking a DeltaDiscoveryResponse's wire bytes (see response_view.h). */
 #include "services/xds-agent/ads/response_view.h"
 
-#include "services/xds-agent/ads/pb_wire.h"
+#include "ipc/pb_wire.h"
 
 #include <stdlib.h>
 #include <string.h>

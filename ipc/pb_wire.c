@@ -1,5 +1,5 @@
 /* pb_wire.c — protobuf wire fields as protobuf-c 1.4 scans them (see pb_wire.h). */
-#include "services/xds-agent/ads/pb_wire.h"
+#include "ipc/pb_wire.h"
 
 #include <limits.h>
 #include <string.h>
@@ -202,5 +202,29 @@ int km_pbw_append(ProtobufCAllocator *a, void *arrayp, size_t *n, size_t elsz, c
 	}
 	memcpy(*array + *n * elsz, el, elsz);
 	(*n)++;
+	return 0;
+}
+
+static int append_number(ProtobufCAllocator *a, void *arrayp, size_t *n, size_t elsz, uint64_t v)
+{
+	uint32_t v32 = (uint32_t)v; /* a 32-bit field keeps the low bits, as in protobuf-c */
+
+	return km_pbw_append(a, arrayp, n, elsz, elsz == 8 ? (const void *)&v : (const void *)&v32);
+}
+
+int km_pbw_varints(ProtobufCAllocator *a, const struct km_pbw *f, void *arrayp, size_t *n,
+		   size_t elsz)
+{
+	struct km_pbw one = { .type = KM_PBW_VARINT };
+	size_t rem = f->len;
+
+	if (f->type == KM_PBW_VARINT)
+		return append_number(a, arrayp, n, elsz, km_pbw_u64(f));
+	if (f->type != KM_PBW_LEN)
+		return -1;
+	for (one.val = f->val; rem; one.val += one.len, rem -= one.len)
+		if (!(one.len = km_pbw_varint_len(one.val, rem)) ||
+		    append_number(a, arrayp, n, elsz, km_pbw_u64(&one)))
+			return -1;
 	return 0;
 }
