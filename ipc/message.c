@@ -2,6 +2,8 @@
  * connection is message_send.c. */
 #include "ipc/message.h"
 
+#include "ipc/batch_wire.h"
+
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,8 @@ uint8_t *km_msg_pack(const km_envelope *env, size_t *len)
  * and one arena freed at once costs far less than a malloc and a free for each (the map writer
  * spent a sixth of its time there). The arena's header sits just before the envelope, which is
  * protobuf-c's first allocation for a message; km_msg_unpack checks that it is.
+ *
+ * A batch (the bulk of the traffic) is read by hand (batch_wire.h), the rest by protobuf-c.
  *
  * Bounded: a message may take at most KM_MSG_EXPANSION times its wire size once unpacked, plus
  * KM_MSG_SLACK. Real messages take 6-15 times; a frame of empty sub-messages (two bytes each on
@@ -118,7 +122,8 @@ km_envelope *km_msg_unpack(const uint8_t *data, size_t len)
 	a->total = first;
 	a->limit = KM_ARENA_HEADER + len * KM_MSG_EXPANSION + KM_MSG_SLACK;
 	alloc.allocator_data = a;
-	env = kmesh__ipc__envelope__unpack(&alloc, len, data);
+	env = km_batch_wire_is_batch(data, len) ? km_batch_wire_read(&alloc, data, len)
+						 : kmesh__ipc__envelope__unpack(&alloc, len, data);
 	if (env && (void *)env != (char *)c->data + KM_ARENA_HEADER) {
 		/* protobuf-c changed its allocation order: the header cannot be found from env */
 		fprintf(stderr, "km_msg_unpack: the envelope is not the arena's first allocation\n");

@@ -34,40 +34,48 @@ struct km_pbw {
 int km_pbw_next_any(const uint8_t **at, const uint8_t *end, struct km_pbw *f);
 
 /* The next field of [*at, end): 1 with *f set and *at past it, 0 at the end, -1 if the bytes are
- * not a field protobuf-c would scan. */
+ * not a field protobuf-c would scan. Fields numbered below 16 with a short length are taken
+ * here, inline: nearly every field of the messages read by hand. */
 static inline int km_pbw_next(const uint8_t **at, const uint8_t *end, struct km_pbw *f)
 {
 	const uint8_t *p = *at;
-	size_t rem = (size_t)(end - p);
+	size_t rem = (size_t)(end - p), n;
 
 	if (rem == 0)
 		return 0;
-	/* a one-byte tag with a one-byte varint or length: most fields of a workload */
-	if (rem >= 2 && p[0] < 0x80 && p[0] >= 8 && p[1] < 0x80) {
-		if ((p[0] & 7) == KM_PBW_VARINT) {
-			f->num = p[0] >> 3;
-			f->type = KM_PBW_VARINT;
-			f->prefix = 0;
-			f->val = p + 1;
-			f->len = 1;
-			*at = p + 2;
-			return 1;
-		}
-		if ((p[0] & 7) == KM_PBW_LEN && p[1] <= rem - 2) {
-			f->num = p[0] >> 3;
-			f->type = KM_PBW_LEN;
-			f->prefix = 1;
-			f->val = p + 2;
-			f->len = p[1];
-			*at = p + 2 + p[1];
-			return 1;
-		}
+	if (rem < 2 || p[0] >= 0x80 || p[0] < 8)
+		return km_pbw_next_any(at, end, f);
+	f->num = p[0] >> 3;
+	f->type = p[0] & 7;
+	f->prefix = 0;
+	f->val = p + 1;
+	switch (f->type) {
+	case KM_PBW_VARINT:
+		for (n = 1; n <= 10 && n < rem; n++)
+			if (!(p[n] & 0x80)) {
+				f->len = n;
+				*at = p + 1 + n;
+				return 1;
+			}
+		return -1; /* not ended within 10 bytes or the message */
+	case KM_PBW_LEN:
+		if (p[1] >= 0x80 || p[1] > rem - 2)
+			break;
+		f->prefix = 1;
+		f->val = p + 2;
+		f->len = p[1];
+		*at = p + 2 + p[1];
+		return 1;
+	case KM_PBW_I32:
+	case KM_PBW_I64:
+		f->len = f->type == KM_PBW_I32 ? 4 : 8;
+		if (rem - 1 < f->len)
+			return -1;
+		*at = p + 1 + f->len;
+		return 1;
 	}
 	return km_pbw_next_any(at, end, f);
 }
-
-/* A varint's length: at most 10 bytes, within rem; 0 when it does not end there. */
-size_t km_pbw_varint_len(const uint8_t *p, size_t rem);
 
 /* A varint field's value, its low 32 bits (what protobuf-c stores in a 32-bit field). */
 static inline uint32_t km_pbw_u32(const struct km_pbw *f)

@@ -29,7 +29,7 @@ LDLIBS      := $(MW_LIBS) $(XDS_LIBS) $(CNI_LIBS) $(IPSEC_LIBS) $(TEST_LIBS)
 SANFLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 IPC_SRCS    := ipc/frame.c ipc/conn.c ipc/message.c ipc/message_send.c ipc/client_sync.c ipc/server.c \
-               ipc/pb_wire.c $(GEN)/kmesh_ipc.pb-c.c
+               ipc/pb_wire.c ipc/batch_wire.c $(GEN)/kmesh_ipc.pb-c.c
 SHARED_SRCS := $(wildcard shared/*.c)
 MW_SRCS     := $(filter-out %/main.c,$(wildcard services/map-writer/*.c))
 WIRE_PROTOS := $(wildcard proto/*.proto)
@@ -38,7 +38,8 @@ XDS_SRCS    := $(filter-out %/main.c,$(wildcard services/xds-agent/*.c services/
 KUBE_SRCS   := $(filter-out %/kube_watch.c,$(wildcard shared/kube/*.c)) # the watch: daemons only
 PLUGIN_SRCS := $(filter-out %/main.c,$(wildcard services/cni-plugin/*.c))
 # ... and of the rest only what it uses: no libuv, no libcurl
-PLUGIN_DEPS := ipc/frame.c ipc/message.c ipc/client_sync.c $(GEN)/kmesh_ipc.pb-c.c shared/log.c \
+PLUGIN_DEPS := ipc/frame.c ipc/message.c ipc/pb_wire.c ipc/batch_wire.c ipc/client_sync.c \
+               $(GEN)/kmesh_ipc.pb-c.c shared/log.c \
                shared/netns.c shared/addr.c shared/atomic_file.c shared/errbuf.c shared/version.c \
                shared/kube_name.c
 CNI_SRCS    := $(filter-out %/main.c,$(wildcard services/cni-agent/*.c)) $(PLUGIN_SRCS) $(KUBE_SRCS) \
