@@ -7,7 +7,9 @@
 # insert rate into maps like the map writer's (bench/table_ops_bench). Also: the routing
 # tables' kernel memory per row once full. Runs once per scale in PUSH_SCALES (default
 # 10000:1000 100000:10000 1000000:100000, workloads:services; WORKLOADS=N SERVICES=M runs only
-# that one), then sums the scales up. Prints markdown.
+# that one), then again with the map writer's tables preallocated (--preallocate-tables, the
+# documented trade: decisions.md) at PUSH_PREALLOC_SCALES (default 100000:10000; MW_FLAGS=...
+# adds map writer flags to one scale's run), then sums the scales up. Prints markdown.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${WORKLOADS:-}" ]; then
@@ -24,9 +26,21 @@ if [ -z "${WORKLOADS:-}" ]; then
 		cat "$out"
 		echo
 	done
+	for scale in ${PUSH_PREALLOC_SCALES-100000:10000}; do
+		if MW_FLAGS=--preallocate-tables WORKLOADS=${scale%:*} SERVICES=${scale#*:} \
+			bash bench/xds_push.sh >"$out"; then
+			rows+=("| $(sed -n 's/^<!-- summary: \(.*\) -->$/\1/p' "$out")")
+		else
+			rows+=("| ${scale%:*} (--preallocate-tables) | ${scale#*:} | failed: see the log of \`make bench\` | | | | | | | |")
+			failed=1
+		fi
+		cat "$out"
+		echo
+	done
 	echo "## Full sync by scale: summary"
 	echo
 	echo "From the sections above (medians; each scale a fresh fake istiod, map writer and agent)."
+	echo "The map writer's tables are on demand (the default) unless the row says --preallocate-tables."
 	echo "Ops/s = the table operations of the push over push -> applied; raw = BPF_MAP_UPDATE_BATCH"
 	echo "of the same rows into maps of the same type and size, measured in the same run."
 	echo
@@ -54,7 +68,8 @@ decode=$(build/bench/decode_bench "$KM_DIR/push.bin" 5)
 # sizes for this scale: every workload is a frontend (its address), an endpoint and a backend
 FLAGS=(--max-frontends $((WORKLOADS + SERVICES + 64)) --max-endpoints $((WORKLOADS + 64))
 	--max-backends $((WORKLOADS + 64)) --max-services $((SERVICES + 64))
-	--max-authz-addresses $((WORKLOADS + 64)) --log-level warn)
+	--max-authz-addresses $((WORKLOADS + 64)) --log-level warn ${MW_FLAGS:-})
+label=$WORKLOADS${MW_FLAGS:+ ($MW_FLAGS)} # the summary row's first column
 # the raw baseline: the same kind of rows written with bpf() batches (table_ops_bench), on a fresh
 # map writer's maps
 km_map_writer_start "${FLAGS[@]}" || exit 1
@@ -131,11 +146,12 @@ e2e_med=$(median "${e2e[@]}")
 ops=$(($(echo "$decode" | json 'd["ops"]') + identities))
 ops_per_s=$(awk -v o="$ops" -v t="$e2e_med" 'BEGIN {printf "%.0f", o / t}')
 cat <<MD
-## xDS push: $WORKLOADS workloads and $SERVICES services in one response
+## xDS push: $WORKLOADS workloads and $SERVICES services in one response${MW_FLAGS:+, map writer $MW_FLAGS}
 
 Command: \`make bench\` (runs \`bench/xds_push.sh\`; \`WORKLOADS\`, \`SERVICES\`, \`REPS=$REPS\`,
-\`FLAPS=$FLAPS\` override). Fake istiod (python3-grpcio, TLS 1.3) on loopback; one response of
-$bytes bytes; a fresh map writer and xDS agent (uid 65534) for each repetition.
+\`FLAPS=$FLAPS\`${MW_FLAGS:+, \`MW_FLAGS=$MW_FLAGS\`} override). Fake istiod (python3-grpcio, TLS 1.3) on loopback; one response of
+$bytes bytes; a fresh map writer and xDS agent (uid 65534) for each repetition; the map writer's
+tables ${MW_FLAGS:+as $MW_FLAGS makes them}${MW_FLAGS:-on demand (the default)}.
 
 | figure | min | median | max | goal |
 |---|---|---|---|---|
@@ -165,5 +181,5 @@ median): $raw_mops M ops/s; ratio **$(awk -v r="$ops_per_s" -v b="$raw_mops" 'BE
 Kernel memory of the four routing tables once full (\`bytes_memlock\`, sized for this scale,
 bucket arrays included): $(awk -v b="$table_bytes" 'BEGIN {printf "%.1f", b / 1048576}') MiB for $table_rows rows, $(awk -v b="$table_bytes" -v n="$table_rows" 'BEGIN {printf "%.0f", b / n}') bytes per row.
 <!-- cost: e2e_s $e2e_med decode_model_ms $mod_ms agent_peak_mb $(median "${agent_rss[@]}") agent_idle_mb $(median "${agent_idle[@]}") model_bytes $(echo "$decode" | json 'd["model_bytes"]') resources $(echo "$decode" | json 'd["resources"]') model_full_bytes $(echo "$decode" | json 'd["model_full_bytes"]') -->
-<!-- summary: $WORKLOADS | $SERVICES | $e2e_med | $ops | $(awk -v r="$ops_per_s" 'BEGIN {printf "%.2f M", r / 1e6}') | $raw_mops M | $(awk -v r="$ops_per_s" -v b="$raw_mops" 'BEGIN {printf "%.2f", r / 1e6 / b}') | $(median "${agent_rss[@]}") | $(median "${mw_rss[@]}") | $(awk -v b="$table_bytes" -v n="$table_rows" 'BEGIN {printf "%.0f", b / n}') | -->
+<!-- summary: $label | $SERVICES | $e2e_med | $ops | $(awk -v r="$ops_per_s" 'BEGIN {printf "%.2f M", r / 1e6}') | $raw_mops M | $(awk -v r="$ops_per_s" -v b="$raw_mops" 'BEGIN {printf "%.2f", r / 1e6 / b}') | $(median "${agent_rss[@]}") | $(median "${mw_rss[@]}") | $(awk -v b="$table_bytes" -v n="$table_rows" 'BEGIN {printf "%.0f", b / n}') | -->
 MD
