@@ -14,16 +14,8 @@
 #include "services/xds-agent/ads/resource_pb.h"
 #include "services/xds-agent/ads/response_view.h"
 #include "services/xds-agent/core/pb_scratch.h"
+#include "tests/fuzz/differential.h"
 #include "xds.pb-c.h"
-
-/* the readers disagree: say where, and stop */
-#define same(ok)                                                                                   \
-	do {                                                                                       \
-		if (!(ok)) {                                                                       \
-			fprintf(stderr, "the readers differ: %s (line %d)\n", #ok, __LINE__);     \
-			abort();                                                                   \
-		}                                                                                  \
-	} while (0)
 
 static int str_same(const char *a, const char *b)
 {

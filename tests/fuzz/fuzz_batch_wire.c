@@ -11,15 +11,7 @@
 #include <string.h>
 
 #include "ipc/message.h"
-
-/* the readers disagree: say where, and stop */
-#define same(ok)                                                                                   \
-	do {                                                                                       \
-		if (!(ok)) {                                                                       \
-			fprintf(stderr, "the readers differ: %s (line %d)\n", #ok, __LINE__);     \
-			abort();                                                                   \
-		}                                                                                  \
-	} while (0)
+#include "tests/fuzz/differential.h"
 
 /* Drop m's unknown fields, and its sub-messages' (freed when m was unpacked with malloc; an
  * arena's go with it). The reader's rows that protobuf-c reads for it keep theirs too. */
