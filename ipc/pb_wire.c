@@ -50,7 +50,6 @@ int km_pbw_next_any(const uint8_t **at, const uint8_t *end, struct km_pbw *f)
 		return -1;
 	p += used;
 	rem -= used;
-	f->prefix = 0;
 	f->val = p;
 	switch (f->type) {
 	case KM_PBW_VARINT:
@@ -73,7 +72,6 @@ int km_pbw_next_any(const uint8_t **at, const uint8_t *end, struct km_pbw *f)
 		}
 		if (i == max || n > INT_MAX || i + 1 + n > rem)
 			return -1;
-		f->prefix = (uint8_t)(i + 1);
 		f->val = p + i + 1;
 		f->len = n;
 		*at = f->val + n;

@@ -3,9 +3,9 @@
  * tags of at most 5 bytes (a first byte without tag bits refused, any other 32-bit number taken:
  * numbers the schema lacks are unknown fields), varints of at most 10 bytes, length prefixes of
  * at most 5 bytes and INT_MAX, wire types 0, 1, 2 and 5 (groups refused). The hand-written
- * decoders (address_wire.c, response_view.c's Resource) read the fields they use with it and
- * hand every other field to km_pbw_check, which checks it against the message's descriptor the
- * way protobuf-c's unpack would. */
+ * readers (the xDS agent's address_wire.c and response_view.c's Resource, the map writer's
+ * batch_wire.c) read the fields they use with it and hand every other field to km_pbw_check,
+ * which checks it against the message's descriptor the way protobuf-c's unpack would. */
 #ifndef KM_IPC_PB_WIRE_H
 #define KM_IPC_PB_WIRE_H
 
@@ -25,7 +25,6 @@ enum km_pbw_type {
 struct km_pbw {
 	uint32_t num;
 	uint8_t type;       /* enum km_pbw_type */
-	uint8_t prefix;     /* KM_PBW_LEN: the length prefix's bytes */
 	const uint8_t *val; /* KM_PBW_LEN: the payload; else the value's own bytes */
 	size_t len;         /* KM_PBW_LEN: the payload's length; else the value's byte count */
 };
@@ -47,7 +46,6 @@ static inline int km_pbw_next(const uint8_t **at, const uint8_t *end, struct km_
 		return km_pbw_next_any(at, end, f);
 	f->num = p[0] >> 3;
 	f->type = p[0] & 7;
-	f->prefix = 0;
 	f->val = p + 1;
 	switch (f->type) {
 	case KM_PBW_VARINT:
@@ -61,7 +59,6 @@ static inline int km_pbw_next(const uint8_t **at, const uint8_t *end, struct km_
 	case KM_PBW_LEN:
 		if (p[1] >= 0x80 || p[1] > rem - 2)
 			break;
-		f->prefix = 1;
 		f->val = p + 2;
 		f->len = p[1];
 		*at = p + 2 + p[1];

@@ -341,10 +341,4 @@ fuzz-long: $(FUZZERS)
 	@bash tests/fuzz/long.sh
 
 fuzz: $(FUZZERS)
-	@set -e; for f in $(FUZZERS); do \
-		name=$$(basename $$f); corpus=tests/fuzz/corpus/$$name; mkdir -p $(B)/fuzz/work-$$name; \
-		echo "== $$name for $(FUZZ_SECONDS)s"; \
-		$$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(B)/fuzz/work-$$name \
-			$$( [ -d $$corpus ] && echo $$corpus ) 2>&1 | grep -E 'stat::number_of_executed_units|ERROR|SUMMARY|Done' ; \
-		test $${PIPESTATUS[0]} -eq 0; \
-	done
+	@bash tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZERS)
