@@ -157,6 +157,16 @@ void **km_addr_map_find(const struct km_addr_map *m, const struct km_addr *addr)
 	return i == NONE ? NULL : val_of(entry(t, l, i), l);
 }
 
+void km_addr_map_prefetch(const struct km_addr_map *m, const struct km_addr *addr)
+{
+	const struct layout *l;
+	const uint8_t *key;
+	struct km_addr_table *t = family(m, addr, &l, &key);
+
+	if (t->n)
+		__builtin_prefetch(entry(t, l, slot_of(key, l, t->cap)));
+}
+
 void **km_addr_map_put(struct km_addr_map *m, const struct km_addr *addr)
 {
 	const struct layout *l;

@@ -31,6 +31,8 @@ struct km_addr_map {
 
 void km_addr_map_init(struct km_addr_map *m);
 void km_addr_map_free(struct km_addr_map *m);
+/* Load addr's home slot into the cache ahead of a lookup (a hint: nothing changes). */
+void km_addr_map_prefetch(const struct km_addr_map *m, const struct km_addr *addr);
 /* The value slot of addr, or NULL when addr is not in the map. */
 void **km_addr_map_find(const struct km_addr_map *m, const struct km_addr *addr);
 /* The value slot of addr, made if absent (then *slot is NULL: the caller sets it before any

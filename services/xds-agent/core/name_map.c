@@ -40,6 +40,12 @@ static size_t slot(const struct km_name_map *m, const char *key, uint32_t h)
 	return i;
 }
 
+void km_name_map_prefetch(const struct km_name_map *m, const char *key)
+{
+	if (m->n)
+		__builtin_prefetch(&m->e[km_probe_home(hash_of(key), m->cap)]);
+}
+
 void *km_name_map_find(const struct km_name_map *m, const char *key)
 {
 	return m->n ? m->e[slot(m, key, hash_of(key))].val : NULL;

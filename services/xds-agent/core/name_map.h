@@ -25,6 +25,8 @@ struct km_name_map {
 
 void km_name_map_init(struct km_name_map *m);
 void km_name_map_free(struct km_name_map *m);
+/* Load key's home slot into the cache ahead of a lookup (a hint: nothing changes). */
+void km_name_map_prefetch(const struct km_name_map *m, const char *key);
 /* The value of key, or NULL. */
 void *km_name_map_find(const struct km_name_map *m, const char *key);
 /* Add key (not in the map yet) with val. Returns 0, or -1 when out of memory. */
