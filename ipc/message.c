@@ -2,11 +2,11 @@
  * connection is message_send.c. */
 #include "ipc/message.h"
 
-#include "ipc/batch_wire.h"
-
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "ipc/batch_wire.h"
 
 uint8_t *km_msg_pack(const km_envelope *env, size_t *len)
 {
@@ -23,10 +23,9 @@ uint8_t *km_msg_pack(const km_envelope *env, size_t *len)
 /*
  * Unpacked envelopes live in an arena: a table batch unpacks into thousands of small structs,
  * and one arena freed at once costs far less than a malloc and a free for each (the map writer
- * spent a sixth of its time there). The arena's header sits just before the envelope, which is
- * protobuf-c's first allocation for a message; km_msg_unpack checks that it is.
- *
- * A batch (the bulk of the traffic) is read by hand (batch_wire.h), the rest by protobuf-c.
+ * spent a sixth of its time there). A batch (the bulk of the traffic) is read by hand
+ * (batch_wire.h), the rest by protobuf-c. The arena's header sits just before the envelope,
+ * which is either decoder's first allocation for a message; km_msg_unpack checks that it is.
  *
  * Bounded: a message may take at most KM_MSG_EXPANSION times its wire size once unpacked, plus
  * KM_MSG_SLACK. Real messages take 6-15 times; a frame of empty sub-messages (two bytes each on

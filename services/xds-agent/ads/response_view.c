@@ -166,62 +166,51 @@ int km_response_view_init(struct km_response_view *v, const uint8_t *data, size_
 static Kmesh__Xds__Any *any_read(ProtobufCAllocator *a, const uint8_t *p, size_t n)
 {
 	Kmesh__Xds__Any *m = km_pbw_zalloc(a, sizeof(*m));
-	const uint8_t *end = p + n;
-	struct km_pbw f;
-	int rc;
 
 	if (!m)
 		return NULL;
 	kmesh__xds__any__init(m);
-	while ((rc = km_pbw_next(&p, end, &f)) == 1) {
-		if (f.num == 1) {
-			if (!(m->type_url = km_pbw_string(a, &f)))
-				return NULL;
-		} else if (f.num == 2) {
+	PBW_EACH_FIELD(p, n)
+	{
+		switch (f.num) {
+		case 1: PBW_STR(m->type_url); break;
+		case 2:
 			if (f.type != KM_PBW_LEN)
 				return NULL;
-			m->value.len = f.len;
-			m->value.data = f.len ? (uint8_t *)f.val : NULL; /* read only */
-		} else if (km_pbw_check(&kmesh__xds__any__descriptor, &f, a)) {
-			return NULL;
+			m->value.len = f.len; /* in place, read only */
+			m->value.data = f.len ? (uint8_t *)f.val : NULL;
+			break;
+		default: PBW_OTHER(kmesh__xds__any__descriptor);
 		}
 	}
-	return rc == 0 ? m : NULL;
+	PBW_END(m);
 }
 
 static Kmesh__Xds__Resource *resource_read(ProtobufCAllocator *a, const uint8_t *p, size_t n)
 {
 	Kmesh__Xds__Resource *m = km_pbw_zalloc(a, sizeof(*m));
-	const uint8_t *end = p + n;
 	Kmesh__Xds__Any *any;
-	struct km_pbw f;
-	int rc;
 
 	if (!m)
 		return NULL;
 	kmesh__xds__resource__init(m);
-	while ((rc = km_pbw_next(&p, end, &f)) == 1) {
+	PBW_EACH_FIELD(p, n)
+	{
 		switch (f.num) {
-		case 1:
-		case 3:
-			if (!(*(f.num == 1 ? &m->version : &m->name) = km_pbw_string(a, &f)))
-				return NULL;
-			break;
+		case 1: PBW_STR(m->version); break;
 		case 2:
-			if (f.type != KM_PBW_LEN || !(any = any_read(a, f.val, f.len)))
-				return NULL;
+			PBW_MSG(any, any_read);
 			if (m->resource && any->type_url == protobuf_c_empty_string)
 				any->type_url = m->resource->type_url;
 			if (m->resource && !any->value.data)
 				any->value = m->resource->value;
 			m->resource = any;
 			break;
-		default:
-			if (km_pbw_check(&kmesh__xds__resource__descriptor, &f, a))
-				return NULL;
+		case 3: PBW_STR(m->name); break;
+		default: PBW_OTHER(kmesh__xds__resource__descriptor);
 		}
 	}
-	return rc == 0 ? m : NULL;
+	PBW_END(m);
 }
 
 /* The next length-delimited field numbered want from *off on, among the fields checked so far:

@@ -4,9 +4,11 @@
  * allocations each; with malloc and free they were about a tenth of the agent's time.
  *
  * The first block (KM_PB_SCRATCH_BLOCK bytes) is kept across resets; a message that needs more
- * gets more blocks, freed at the next reset. What one decode may take is bounded by protobuf-c's
- * own expansion of the bytes given to it, as with malloc, plus the resource converted from it
- * (resource_pb.h: its strings copied once more, within the same per-field bounds). */
+ * gets more blocks, freed at the next reset. What one decode may take is bounded by the
+ * readers' expansion of the bytes given to them (address_wire.h: a struct per message and
+ * arrays that double, where protobuf-c's unpack took a struct per message and a record per
+ * field scanned), plus the resource converted from it (resource_pb.h: its arrays; its strings
+ * are the message's own). */
 #ifndef KM_XDS_PB_SCRATCH_H
 #define KM_XDS_PB_SCRATCH_H
 
