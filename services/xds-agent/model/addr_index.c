@@ -95,6 +95,11 @@ void km_addr_index_remove(struct km_addr_index *x, const struct km_addr *a, cons
 	}
 }
 
+void km_addr_index_prefetch(const struct km_addr_index *x, const struct km_addr *a)
+{
+	km_addr_map_prefetch(&x->newest, a); /* where every lookup of a starts */
+}
+
 const void *km_addr_index_find(const struct km_addr_index *x, const struct km_addr *a)
 {
 	void **slot = km_addr_map_find(&x->newest, a);

@@ -30,6 +30,8 @@ int km_addr_index_add(struct km_addr_index *x, const struct km_addr *a, const vo
 /* holder no longer holds a (nothing happens if it did not). */
 void km_addr_index_remove(struct km_addr_index *x, const struct km_addr *a, const void *holder);
 /* The newest holder, or NULL. */
+/* Load a's slot into the cache ahead of a lookup or a change (a hint: nothing changes). */
+void km_addr_index_prefetch(const struct km_addr_index *x, const struct km_addr *a);
 const void *km_addr_index_find(const struct km_addr_index *x, const struct km_addr *a);
 /* Every holder of a, oldest first, with their count in *n (0: none, NULL returned). Valid until
  * the next change of the index. */

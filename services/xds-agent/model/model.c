@@ -282,7 +282,7 @@ struct km_model_wl *mdl_put_entry(struct km_model *m, struct km_workload_res *re
 	/* the address index's and the services' slots this workload will read, loaded while its
 	 * uid is looked up and it is packed: cache misses in tables of 100k, overlapped */
 	for (size_t i = 0; i < res->n_addrs; i++)
-		km_addr_map_prefetch(&m->wl_addrs.newest, &res->addrs[i]);
+		km_addr_index_prefetch(&m->wl_addrs, &res->addrs[i]);
 	for (size_t i = 0; i < res->n_services; i++)
 		km_name_map_prefetch(&m->svc_index, res->services[i].service);
 	uid = km_workload_uid(res, ubuf);
