@@ -218,6 +218,17 @@ char *km_agent_dump_json(const struct km_agent_state *st, size_t max_items,
 					      (json_int_t)st->ads->disconnects, "last_error",
 					      st->ads->last_error, "address", type_json(&st->ads->address),
 					      "authorization", type_json(&st->ads->authz)));
+	if (st->ads && st->ads->on_demand) {
+		const struct km_demand *d = &st->ads->demand;
+
+		json_object_set_new(json_object_get(root, "istiod"), "on_demand",
+				    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "keys",
+					      (json_int_t)d->n, "sent", (json_int_t)d->sent, "max",
+					      (json_int_t)d->max, "requests",
+					      (json_int_t)st->ads->demand_requests, "refused_full",
+					      (json_int_t)d->refused_full, "refused_invalid",
+					      (json_int_t)d->refused_invalid));
+	}
 	if (st->update_latency)
 		json_object_set_new(root, "update_latency_us",
 				    json_pack("{s:I, s:I, s:I, s:I}", "count",
@@ -341,6 +352,46 @@ static void inject(struct km_agent_state *st, struct km_ipc_session *s, const km
 		     (uint32_t)(r.applied + r.removed));
 }
 
+/* kmeshctl demand: Address keys asked of istiod by an agent on demand. */
+static void demand(struct km_agent_state *st, struct km_ipc_session *s, const km_envelope *env)
+{
+	const Kmesh__Ipc__Demand *d = env->demand;
+	char refused[1024] = "";
+	size_t len = 0, added = 0, bad = 0;
+
+	if (!st->ads || !st->ads->on_demand) {
+		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__BAD_REQUEST,
+			     "this agent holds the whole mesh: demands need --xds-on-demand", 0);
+		return;
+	}
+	if (d->n_keys > KM_DEMAND_PER_REQUEST) {
+		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__BAD_REQUEST,
+			     "at most 4096 keys per demand", 0);
+		return;
+	}
+	for (size_t i = 0; i < d->n_keys; i++) {
+		enum km_demand_rc rc = km_ads_client_demand(st->ads, d->keys[i]);
+
+		if (rc == KM_DEMAND_NEW)
+			added++;
+		if (rc >= 0)
+			continue;
+		bad++;
+		if (len < sizeof(refused) - 1)
+			len += (size_t)snprintf(refused + len, sizeof(refused) - len, "%s'%.*s' %s",
+						len ? "; " : "", KM_DEMAND_KEY_MAX, d->keys[i],
+						rc == KM_DEMAND_FULL ? "refused: --xds-on-demand-max keys "
+						"held already" : "is not <network>/<ip> nor "
+						"<namespace>/<hostname>");
+		if (len >= sizeof(refused))
+			len = sizeof(refused) - 1;
+	}
+	km_info("pid %d demanded %zu Address keys: %zu new, %zu refused", (int)s->pid, d->n_keys,
+		added, bad);
+	km_msg_reply(&s->conn, env->request_id, bad ? KMESH__IPC__CODE__BAD_REQUEST :
+		     KMESH__IPC__CODE__OK, bad ? refused : "demanded", (uint32_t)added);
+}
+
 /* kmeshctl accesslog: the access log on or off, and its format. */
 static void set_config(struct km_agent_state *st, struct km_ipc_session *s, const km_envelope *env)
 {
@@ -413,6 +464,10 @@ void km_agent_admin_request(void *arg, struct km_ipc_session *s, const km_envelo
 	}
 	if (env->body_case == KMESH__IPC__ENVELOPE__BODY_SET_LOG_LEVEL) {
 		km_ipc_server_set_log_level(s, env);
+		return;
+	}
+	if (env->body_case == KMESH__IPC__ENVELOPE__BODY_DEMAND) {
+		demand(st, s, env);
 		return;
 	}
 	if (env->body_case == KMESH__IPC__ENVELOPE__BODY_INJECT) {

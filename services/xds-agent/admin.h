@@ -1,7 +1,8 @@
 /* admin.h — the xDS agent's admin socket (the shared IPC server, admin role: root or the agent's
  * own uid): a JSON dump of the model, the policies (with each one's allow/deny counters, asked
  * of the map writer for each dump), the istiod connection (connected, nonces, ACK/NACK counts,
- * versions held) and the map-writer link; run-time log levels; and injected events (inject.h). */
+ * versions held) and the map-writer link; run-time log levels; injected events (inject.h); and
+ * demanded Address keys (an agent on demand: demand.h). */
 #ifndef KM_XDS_ADMIN_H
 #define KM_XDS_ADMIN_H
 
@@ -23,7 +24,7 @@ struct km_agent_state {
 	struct km_model *model;            /* changed only by inject */
 	struct km_policy_store *policies;
 	const struct km_authz *authz; /* the compiled policies (may be NULL) */
-	const struct km_ads_client *ads; /* NULL in file mode */
+	struct km_ads_client *ads; /* NULL in file mode; demands go to it */
 	struct km_writer_link *link; /* also asked for the policies' decision counters */
 	const struct km_resync *resync; /* rewrites after refusals (may be NULL) */
 	const char *source; /* "istiod host:port" or "file PATH" */

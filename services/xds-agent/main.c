@@ -340,6 +340,12 @@ static void on_expire(uv_timer_t *t)
 			 KM_TELEMETRY_GONE_TTL_S);
 }
 
+/* The DNS proxy was asked for a service this node does not hold: ask istiod for it (on demand). */
+static void dns_demand(void *arg, const char *key)
+{
+	km_ads_client_demand(arg, key);
+}
+
 int main(int argc, char **argv)
 {
 	static struct agent a;
@@ -357,6 +363,8 @@ int main(int argc, char **argv)
 	uint64_t max_queued = KM_ADS_MAX_QUEUED_DEFAULT;
 	uint64_t max_initial = KM_ADS_MAX_INITIAL_DEFAULT;
 	uint64_t handshake_s = 10;
+	int on_demand = 0;
+	uint64_t on_demand_max = KM_DEMAND_MAX_DEFAULT;
 	uint64_t keepalive_s = 30, waypoint_data_port = 15019, rewrite_after_ms = 5000;
 	const char *p2c = "none";
 	const char *metrics_address = "0.0.0.0:15020", *metrics_dir = "/run/kmesh/metrics";
@@ -391,6 +399,14 @@ int main(int argc, char **argv)
 		  "4 MiB); past it, the versions held are not named: istiod sends its whole state "
 		  "and what it does not name is removed", "KMESH_XDS_MAX_INITIAL_REQUEST", 1024,
 		  1u << 30 },
+		{ "xds-on-demand", KM_OPT_BOOL, &on_demand, NULL,
+		  "ask istiod only for the workloads and services this node uses (kmeshctl demand, "
+		  "and the DNS proxy's queries for service names), not the whole mesh; a connection "
+		  "to a service not asked for yet is not balanced (docs/decisions.md)",
+		  "KMESH_XDS_ON_DEMAND" },
+		{ "xds-on-demand-max", KM_OPT_UINT, &on_demand_max, "KEYS",
+		  "most Address keys demanded on demand (default 65536); past it a demand is refused "
+		  "and counted", "KMESH_XDS_ON_DEMAND_MAX", 1, 1u << 24 },
 		{ "xds-handshake-timeout", KM_OPT_UINT, &handshake_s, "SECONDS",
 		  "bound on setting up a connection to istiod: TCP connect, TLS handshake, and until "
 		  "istiod's HTTP/2 SETTINGS arrive; past it the agent logs the stage that stuck, "
@@ -520,6 +536,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: --xds-address '%s' is not HOST:PORT\n", argv[0], xds_address);
 		return 2;
 	}
+	if (on_demand && !a.use_xds) {
+		fprintf(stderr, "%s: --xds-on-demand asks istiod for what the node uses; with "
+			"--config-file the file is the whole state\n", argv[0]);
+		return 2;
+	}
 	if (!a.use_xds) {
 		if (km_file_source_load(&a.file, config, (size_t)max_config, &a.model) != 0)
 			return 1;
@@ -637,6 +658,11 @@ int main(int argc, char **argv)
 		a.ads.backlogged = writer_backlogged;
 		a.ads.max_initial = (size_t)max_initial; /* read at the stream's opening */
 		a.ads.max_queued = (size_t)max_queued;
+		if (on_demand) {
+			km_ads_client_set_on_demand(&a.ads, (size_t)on_demand_max);
+			a.dns_resolver.on_unknown_service = dns_demand;
+			a.dns_resolver.unknown_arg = &a.ads;
+		}
 	} else if (km_file_source_watch(&a.file, a.loop, on_file_applied, &a) != 0) {
 		return 1;
 	}

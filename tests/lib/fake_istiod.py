@@ -37,6 +37,12 @@ A test drives it over a Unix socket, one JSON command per line, one JSON answer 
                                                        in "rejected"); null: any token
   {"cmd": "hold", "on": true|false}                    while on, first responses on new streams
                                                        wait (a slow istiod); off sends them
+On demand (istio-wire §3.8): a stream whose first Address request subscribes and unsubscribes
+"*" gets only what it names: the resources in its initial_resource_versions, then, for each key
+of a later spontaneous subscription, what istiod's index answers ("<ns>/<hostname>" or
+"<network>/<vip>": the service and its workloads; "<network>/<ip>": the workloads holding it;
+a uid: that workload), all added to its subscription. Pushes to such a stream carry only
+subscribed names, and the new workloads of a subscribed service (which join it).
 Started with --state FILE, it serves that state ({"resources": [...], "policies": [...]}, as
 "set" and "set-authz" take them) from its first stream, as a restarted istiod does; with --port it
 listens on that port (a restart on the same address).
@@ -121,6 +127,8 @@ class Stream:
         self.requests = []
         self.open = True
         self.held = []  # first responses kept back while STATE.hold
+        self.subs = None  # on demand: the Address names subscribed (None: everything)
+        self.opened = set()  # types whose first request came
 
     def describe(self):
         return {"authorization": self.metadata.get("authorization"),
@@ -145,7 +153,9 @@ def record(stream, req):
     n = len(req.initial_resource_versions)
     entry = {"type_url": req.type_url, "nonce": req.response_nonce,
              "initial": dict(req.initial_resource_versions) if n <= LIST_MAX else None,
-             "initial_count": n, "bytes": req.ByteSize()}
+             "initial_count": n, "bytes": req.ByteSize(),
+             "subscribe": list(req.resource_names_subscribe)[:LIST_MAX],
+             "unsubscribe": list(req.resource_names_unsubscribe)[:LIST_MAX]}
     if req.HasField("error_detail"):
         entry["error"] = req.error_detail.message
         entry["error_code"] = req.error_detail.code
@@ -161,11 +171,21 @@ def reader(stream, requests):
         for req in requests:
             with STATE.lock:
                 record(stream, req)
-                initial = not req.response_nonce
+                initial = not req.response_nonce and req.type_url not in stream.opened
+                stream.opened.add(req.type_url)
+                if (not initial and not req.response_nonce and req.type_url == ADDRESS and
+                        stream.subs is not None and req.resource_names_subscribe):
+                    stream.queue.put(demanded(stream, req.resource_names_subscribe))
+                    continue
                 if initial and req.type_url in STATE.resources:
                     held = dict(req.initial_resource_versions)
                     have = STATE.resources[req.type_url]
-                    items = [(n, vp) for n, vp in sorted(have.items()) if held.get(n) != vp[0] or not vp[0]]
+                    if (req.type_url == ADDRESS and "*" in req.resource_names_subscribe and
+                            "*" in req.resource_names_unsubscribe):
+                        stream.subs = set(held)  # on demand: what it holds, nothing more
+                    pool = sorted(have.items()) if stream.subs is None else \
+                        [(n, have[n]) for n in sorted(held) if n in have]
+                    items = [(n, vp) for n, vp in pool if held.get(n) != vp[0] or not vp[0]]
                     removed = sorted(n for n in held if n not in have)
                     r = response(req.type_url, items, removed)
                     if STATE.hold:
@@ -211,16 +231,110 @@ def serialize(response):
     return response if isinstance(response, bytes) else response.SerializeToString()
 
 
-def set_type(type_url, new):
-    """Replace a type's state and push the difference to every open stream."""
+class Index:
+    """What istiod's ambient index answers an on-demand key with (its Lookup): the names behind
+    "<ns>/<hostname>" and "<network>/<ip>" keys, and each service's workloads."""
+
+    def __init__(self):
+        self.keys = {}      # key -> set of resource names
+        self.members = {}   # service name -> set of workload uids
+        self.of = {}        # resource name -> (keys, services it is a member of)
+
+    def add(self, name, keys, services):
+        self.remove(name)
+        self.of[name] = (keys, services)
+        for k in keys:
+            self.keys.setdefault(k, set()).add(name)
+        for svc in services:
+            self.members.setdefault(svc, set()).add(name)
+
+    def add_payload(self, name, payload):
+        a = workload_pb2.Address.FromString(payload)
+        if a.HasField("workload"):
+            w = a.workload
+            keys = ["%s/%s" % (w.network, ipaddress.ip_address(x)) for x in w.addresses
+                    if len(x) in (4, 16)]
+            self.add(name, keys, list(w.services.keys()))
+        else:
+            sv = a.service
+            keys = [name] + ["%s/%s" % (x.network, ipaddress.ip_address(x.address))
+                             for x in sv.addresses if len(x.address) in (4, 16)]
+            self.add(name, keys, [])
+
+    def remove(self, name):
+        keys, services = self.of.pop(name, ((), ()))
+        for k in keys:
+            self.keys.get(k, set()).discard(name)
+        for svc in services:
+            self.members.get(svc, set()).discard(name)
+
+    def lookup(self, key):
+        names = set(self.keys.get(key, ()))
+        if key in STATE.resources[ADDRESS]:
+            names.add(key)  # a uid, or a service's own name
+        for n in list(names):
+            names |= self.members.get(n, set())
+        return names
+
+    def services_of(self, name):
+        return self.of.get(name, ((), ()))[1]
+
+
+INDEX = Index()
+
+
+def demanded(stream, keys):
+    """The answer to an on-demand subscription: everything the keys name, now subscribed."""
+    have = STATE.resources[ADDRESS]
+    names = set()
+    for k in keys:
+        names |= INDEX.lookup(k)
+    names = {n for n in names if n in have}
+    stream.subs |= names
+    return response(ADDRESS, [(n, have[n]) for n in sorted(names)], [])
+
+
+def deliver(type_url, changed, removed):
+    """Push a change to every open stream: whole to a wildcard stream, to one on demand only
+    what it subscribed to and the new workloads of the services it subscribed to."""
+    for s in STATE.streams:
+        if not s.open:
+            continue
+        if type_url != ADDRESS or s.subs is None:
+            s.queue.put(response(type_url, changed, removed))
+            continue
+        mine = []
+        for n, vp in changed:
+            if n not in s.subs and any(svc in s.subs for svc in INDEX.services_of(n)):
+                s.subs.add(n)
+            if n in s.subs:
+                mine.append((n, vp))
+        gone = [n for n in removed if n in s.subs]
+        if mine or gone:
+            s.queue.put(response(type_url, mine, gone))
+
+
+def reindex(changed, removed):
+    for n in removed:
+        INDEX.remove(n)
+    for n, (_, payload) in changed:
+        INDEX.add_payload(n, payload)
+
+
+def set_type(type_url, new, index=None):
+    """Replace a type's state and push the difference to every open stream (index: the new
+    state's on-demand index, if built already)."""
+    global INDEX
     old = STATE.resources[type_url]
     changed = [(n, vp) for n, vp in sorted(new.items()) if old.get(n) != vp]
     removed = sorted(n for n in old if n not in new)
     STATE.resources[type_url] = new
+    if index is not None:
+        INDEX = index
+    elif type_url == ADDRESS:
+        reindex(changed, removed)
     if changed or removed:
-        for s in STATE.streams:
-            if s.open:
-                s.queue.put(response(type_url, changed, removed))
+        deliver(type_url, changed, removed)
     return {"changed": len(changed), "removed": len(removed)}
 
 
@@ -233,20 +347,26 @@ PREPARED = {}
 
 def synthetic(n_workloads, n_services, variant=0):
     """n_services services with one VIP and port each; workloads spread evenly over them. A
-    different variant changes every workload (its node's name)."""
+    different variant changes every workload (its node's name). Returns the items and their
+    on-demand index (built here: parsing a million payloads back would take Python minutes)."""
     items = {}
+    index = Index()
     for i in range(n_services):
         svc = workload_pb2.Service(name="s%d" % i, namespace="bench", hostname="s%d.bench" % i,
                                    addresses=[workload_pb2.NetworkAddress(address=bytes([10, 96, i >> 8 & 255, i & 255]))],
                                    ports=[workload_pb2.Port(service_port=80, target_port=8080)])
         items["bench/s%d.bench" % i] = versioned(workload_pb2.Address(service=svc).SerializeToString())
+        index.add("bench/s%d.bench" % i, ["bench/s%d.bench" % i,
+                                          "/10.96.%d.%d" % (i >> 8 & 255, i & 255)], [])
     for i in range(n_workloads):
         uid = "Kubernetes//Pod/bench/w%d" % i
         wl = workload_pb2.Workload(uid=uid, name="w%d" % i, namespace="bench", node="v%d-n%d" % (variant, i % 100),
                                    addresses=[bytes([10, 128 + (i >> 16 & 63), i >> 8 & 255, i & 255])])
         wl.services["bench/s%d.bench" % (i % n_services)].ports.add(service_port=80, target_port=8080)
         items[uid] = versioned(workload_pb2.Address(workload=wl).SerializeToString())
-    return items
+        index.add(uid, ["/10.%d.%d.%d" % (128 + (i >> 16 & 63), i >> 8 & 255, i & 255)],
+                  ["bench/s%d.bench" % (i % n_services)])
+    return items, index
 
 
 def flap(count, interval):
@@ -263,9 +383,9 @@ def flap(count, interval):
 
 def set_one(type_url, name, vp):
     STATE.resources[type_url][name] = vp
-    for s in STATE.streams:
-        if s.open:
-            s.queue.put(response(type_url, [(name, vp)], []))
+    if type_url == ADDRESS:
+        reindex([(name, vp)], [])
+    deliver(type_url, [(name, vp)], [])
 
 
 def parse_addresses(resources):
@@ -320,7 +440,8 @@ def handle(cmd):
                     s.queue.put(data)
             return {"bytes": len(data)}
         if c == "prepare":
-            PREPARED["items"] = synthetic(cmd["workloads"], cmd["services"], cmd.get("variant", 0))
+            PREPARED["items"], PREPARED["index"] = synthetic(cmd["workloads"], cmd["services"],
+                                                             cmd.get("variant", 0))
             r = response(ADDRESS, sorted(PREPARED["items"].items()), [])
             data = r.SerializeToString()
             PREPARED["response"] = data
@@ -329,14 +450,20 @@ def handle(cmd):
                     f.write(data)
             return {"resources": len(PREPARED["items"]), "bytes": len(data)}
         if c == "set-prepared":  # the prepared state, sent as the difference from the current one
-            return set_type(ADDRESS, PREPARED["items"])
+            return set_type(ADDRESS, PREPARED["items"], PREPARED["index"])
         if c == "push-prepared":
             import time
+            global INDEX
             STATE.resources[ADDRESS] = PREPARED["items"]
+            INDEX = PREPARED["index"]
             t0 = time.time()
             for s in STATE.streams:
-                if s.open:
+                if s.open and s.subs is None:
                     s.queue.put(PREPARED["response"])
+                elif s.open:  # on demand: what it subscribed to
+                    mine = [(n, PREPARED["items"][n]) for n in sorted(s.subs) if n in PREPARED["items"]]
+                    if mine:
+                        s.queue.put(response(ADDRESS, mine, []))
             return {"t0": t0}
         if c == "end-stream":
             n = 0

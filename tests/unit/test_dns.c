@@ -115,6 +115,51 @@ static enum km_dns_verdict ask(struct fx *f, const char *name, ldns_rr_type type
 	return v;
 }
 
+struct unknowns {
+	char keys[8][600];
+	int n;
+};
+
+static void on_unknown(void *arg, const char *key)
+{
+	struct unknowns *u = arg;
+
+	assert_true(u->n < 8);
+	snprintf(u->keys[u->n++], sizeof(u->keys[0]), "%s", key);
+}
+
+/* An agent on demand hears of an A/AAAA query for "<svc>.<ns>.svc.<domain>" it does not hold,
+ * as the key istiod names the service by; a held name, other forms and other types say nothing. */
+static void unknown_service_demanded(void **state)
+{
+	struct unknowns u = { .n = 0 };
+	struct fx f;
+	size_t n, len;
+	int tc;
+
+	(void)state;
+	load(&f, 1);
+	f.r.on_unknown_service = on_unknown;
+	f.r.unknown_arg = &u;
+	assert_int_equal(ask(&f, "api.shop.svc.cluster.local.", LDNS_RR_TYPE_A, 0, 512, &n, &tc, &len), KM_DNS_FORWARD);
+	assert_int_equal(ask(&f, "API.Shop.svc.cluster.local", LDNS_RR_TYPE_AAAA, 0, 512, &n, &tc, &len), KM_DNS_FORWARD);
+	assert_int_equal(u.n, 2);
+	assert_string_equal(u.keys[0], "shop/api.shop.svc.cluster.local");
+	assert_string_equal(u.keys[1], "shop/api.shop.svc.cluster.local");
+	/* held: answered, no demand */
+	assert_int_equal(ask(&f, "web.t.svc.cluster.local", LDNS_RR_TYPE_A, 0, 512, &n, &tc, &len), KM_DNS_ANSWERED);
+	/* a search domain appended, no namespace, another domain, another type, a bare domain */
+	const char *not_services[] = { "api.shop.svc.cluster.local.shop.svc.cluster.local",
+				       "api.svc.cluster.local", "a.b.c.svc.cluster.local",
+				       "api.shop.svc.example.com", "shop.svc.cluster.local",
+				       "example.com", "svc.cluster.local" };
+	for (size_t i = 0; i < sizeof(not_services) / sizeof(*not_services); i++)
+		ask(&f, not_services[i], LDNS_RR_TYPE_A, 0, 512, &n, &tc, &len);
+	ask(&f, "api.shop.svc.cluster.local", LDNS_RR_TYPE_TXT, 0, 512, &n, &tc, &len);
+	assert_int_equal(u.n, 2);
+	unload(&f);
+}
+
 static void names_and_forms(void **state)
 {
 	struct fx f;
@@ -320,6 +365,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(names_and_forms),
+		cmocka_unit_test(unknown_service_demanded),
 		cmocka_unit_test(truncation),
 		cmocka_unit_test(not_queries),
 		cmocka_unit_test(answer_as_ldns_reads_it),

@@ -92,6 +92,8 @@ const struct km_command km_commands[] = {
 	  km_cmd_dump },
 	{ "inject", "PROCESS FILE|-: an event applied by an agent as from its source", inject_words,
 	  NULL, km_cmd_inject },
+	{ "demand", "KEY...: Address keys an agent on demand asks istiod for now", NULL, NULL,
+	  km_cmd_demand },
 	{ "monitoring", "enable|disable|status: connection reports (metrics, access log)",
 	  switch_words, NULL, km_cmd_monitoring },
 	{ "accesslog", "enable|disable|status [--format text|json]: the access log", switch_words,

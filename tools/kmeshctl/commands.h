@@ -11,6 +11,7 @@ int km_cmd_version(const struct km_ctl *ctl, int argc, char **argv);
 int km_cmd_log(const struct km_ctl *ctl, int argc, char **argv);
 int km_cmd_dump(const struct km_ctl *ctl, int argc, char **argv);
 int km_cmd_inject(const struct km_ctl *ctl, int argc, char **argv);
+int km_cmd_demand(const struct km_ctl *ctl, int argc, char **argv);
 int km_cmd_monitoring(const struct km_ctl *ctl, int argc, char **argv);
 int km_cmd_authz(const struct km_ctl *ctl, int argc, char **argv);
 int km_cmd_accesslog(const struct km_ctl *ctl, int argc, char **argv);

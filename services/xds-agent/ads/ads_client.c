@@ -191,7 +191,15 @@ uint8_t *km_ads_build_request(struct km_ads_client *c, struct km_ads_type *t, in
 	struct meta meta;
 	uint8_t *buf;
 
+	static char *everything[] = { "*" };
+
 	req.type_url = (char *)t->type_url;
+	if (initial && c->on_demand && t == &c->address) {
+		/* istio's convention for "subscribe to nothing" (istio-wire §3.8); what is held is
+		 * still named below, which subscribes to it again */
+		req.n_resource_names_subscribe = req.n_resource_names_unsubscribe = 1;
+		req.resource_names_subscribe = req.resource_names_unsubscribe = everything;
+	}
 	if (initial) {
 		kmesh__xds__struct__init(&meta.s);
 		meta.s.fields = meta.ptrs;
@@ -240,6 +248,23 @@ uint8_t *km_ads_build_request(struct km_ads_client *c, struct km_ads_type *t, in
 	free(versions.entries);
 	free(versions.ptrs);
 	free(versions.text);
+	return buf;
+}
+
+uint8_t *km_ads_build_subscribe(struct km_ads_client *c, struct km_ads_type *t,
+				char *const *names, size_t n, size_t *len)
+{
+	Kmesh__Xds__DeltaDiscoveryRequest req = KMESH__XDS__DELTA_DISCOVERY_REQUEST__INIT;
+	uint8_t *buf;
+
+	(void)c;
+	req.type_url = (char *)t->type_url;
+	req.n_resource_names_subscribe = n;
+	req.resource_names_subscribe = (char **)names;
+	*len = kmesh__xds__delta_discovery_request__get_packed_size(&req);
+	buf = malloc(*len ? *len : 1);
+	if (buf)
+		kmesh__xds__delta_discovery_request__pack(&req, buf);
 	return buf;
 }
 
@@ -340,6 +365,64 @@ static void on_stream_closed(struct km_grpc_stream *g)
 	schedule_reconnect(c);
 }
 
+/* ---- on demand ----------------------------------------------------------------------------- */
+
+/* Every demand not yet sent on this stream, in requests of at most KM_DEMAND_PER_REQUEST keys,
+ * never mixed into an ACK (istiod treats a request with a nonce as an ACK only). */
+static void demand_send(struct km_ads_client *c)
+{
+	char *const *names;
+	size_t n, len;
+
+	while (c->connected && (n = km_demand_unsent(&c->demand, &names)) > 0) {
+		uint8_t *buf = km_ads_build_subscribe(c, &c->address, names, n, &len);
+		int rc = buf ? km_grpc_stream_send(&c->stream, buf, len) : -1;
+
+		free(buf);
+		if (rc != 0) {
+			km_warn("could not send a subscription of %zu Address keys to istiod; they are "
+				"sent again on the next stream", n);
+			return;
+		}
+		km_demand_mark_sent(&c->demand, n);
+		c->demand_requests++;
+		km_debug("subscribed to %zu more Address keys (%zu demanded)", n, c->demand.n);
+	}
+}
+
+static void on_demand_flush(uv_timer_t *h)
+{
+	demand_send(h->data);
+}
+
+void km_ads_client_set_on_demand(struct km_ads_client *c, size_t max)
+{
+	c->on_demand = 1;
+	km_demand_init(&c->demand, max);
+	uv_timer_init(c->loop, &c->demand_flush);
+	c->demand_flush.data = c;
+	km_info("on demand: Addresses are asked for as this node uses them (at most %zu keys)",
+		c->demand.max);
+}
+
+enum km_demand_rc km_ads_client_demand(struct km_ads_client *c, const char *key)
+{
+	enum km_demand_rc rc;
+
+	if (!c->on_demand)
+		return KM_DEMAND_INVALID;
+	rc = km_demand_add(&c->demand, key);
+	if (rc == KM_DEMAND_NEW) {
+		km_debug("demand %s", key);
+		if (c->connected && !uv_is_active((uv_handle_t *)&c->demand_flush))
+			uv_timer_start(&c->demand_flush, on_demand_flush, 0, 0);
+	} else if (rc == KM_DEMAND_FULL && (c->demand.refused_full & (c->demand.refused_full - 1)) == 0) {
+		km_warn("%llu demands refused: %zu Address keys held already (--xds-on-demand-max)",
+			(unsigned long long)c->demand.refused_full, c->demand.max);
+	}
+	return rc;
+}
+
 static void on_open(struct km_grpc_stream *g)
 {
 	struct km_ads_client *c = g->data;
@@ -350,8 +433,14 @@ static void on_open(struct km_grpc_stream *g)
 	km_info("ADS stream open; subscribing with %zu Address and %zu Authorization versions held",
 		km_ads_versions_held(&c->address), km_ads_versions_held(&c->authz));
 	if (send_request(c, &c->address, 1, NULL, NULL) != 0 ||
-	    send_request(c, &c->authz, 1, NULL, NULL) != 0)
+	    send_request(c, &c->authz, 1, NULL, NULL) != 0) {
 		km_grpc_stream_close(g);
+		return;
+	}
+	if (c->on_demand) { /* a subscription lives as long as its stream */
+		km_demand_resend_all(&c->demand);
+		demand_send(c);
+	}
 }
 
 /* istiod refused the credentials (istio-wire §4.3): no valid token is UNAUTHENTICATED, a token
@@ -810,6 +899,10 @@ void km_ads_client_stop(struct km_ads_client *c)
 	uv_close((uv_handle_t *)&c->retry, NULL);
 	uv_close((uv_handle_t *)&c->work, NULL);
 	uv_close((uv_handle_t *)&c->recheck, NULL);
+	if (c->on_demand) {
+		uv_close((uv_handle_t *)&c->demand_flush, NULL);
+		km_demand_free(&c->demand);
+	}
 	if (c->stream_open)
 		km_grpc_stream_close(&c->stream);
 }

@@ -1,5 +1,6 @@
 /* ads_client.h — the Delta ADS session with istiod: one gRPC stream subscribed (wildcard) to
- * istio.workload.Address and istio.security.Authorization; every response applied and ACKed, or
+ * istio.workload.Address and istio.security.Authorization — or, on demand (--xds-on-demand), to
+ * Authorization and only the Addresses this node asks for (demand.h); every response applied and ACKed, or
  * NACKed with error_detail naming the rejected resources while the rest still apply; versions of
  * accepted resources remembered and sent back as initial_resource_versions on every new stream —
  * unless they would make that first request larger than istiod accepts: then it names none,
@@ -17,6 +18,7 @@
 #include "services/xds-agent/model/model.h"
 #include "services/xds-agent/authz/policy_store.h"
 #include "services/xds-agent/ads/xds_apply.h"
+#include "services/xds-agent/ads/demand.h"
 
 /* The largest first request of a type sent by default: istiod refuses requests over 4 MiB
  * (ISTIO_GPRC_MAXRECVMSGSIZE) with grpc-status 8; 64 KiB are left for the gRPC framing and for
@@ -112,6 +114,12 @@ struct km_ads_client {
 	int (*backlogged)(void *arg);
 	uv_timer_t recheck;
 	char last_error[256];
+	/* On demand (km_ads_client_set_on_demand): the Address stream subscribes to nothing at its
+	 * start (subscribe and unsubscribe "*"), then to each demanded key, sent by demand_flush. */
+	int on_demand;
+	struct km_demand demand;
+	uv_timer_t demand_flush;
+	uint64_t demand_requests; /* subscription requests sent */
 };
 
 int km_ads_client_start(struct km_ads_client *c, uv_loop_t *loop,
@@ -119,6 +127,16 @@ int km_ads_client_start(struct km_ads_client *c, uv_loop_t *loop,
 			struct km_model *model, struct km_policy_store *policies,
 			void (*on_applied)(void *arg), void *arg);
 void km_ads_client_stop(struct km_ads_client *c);
+/* Ask istiod only for what this node demands, holding at most max keys (0: the default). Call
+ * after km_ads_client_start and before the loop runs (the stream opens on the loop). */
+void km_ads_client_set_on_demand(struct km_ads_client *c, size_t max);
+/* Demand an Address key (demand.h): sent at once on an open stream (coalesced with the demands
+ * of the same loop iteration), else when the stream opens. Returns km_demand_add's answer;
+ * KM_DEMAND_INVALID also when the client is not on demand. */
+enum km_demand_rc km_ads_client_demand(struct km_ads_client *c, const char *key);
+/* A spontaneous subscription request for names (exposed for tests). */
+uint8_t *km_ads_build_subscribe(struct km_ads_client *c, struct km_ads_type *t,
+				char *const *names, size_t n, size_t *len);
 /* Continue applying after a backlog pause (see backlogged). */
 void km_ads_client_resume(struct km_ads_client *c);
 /* The node id sent to istiod: ztunnel~<ip>~<pod>.<ns>~<ns>.svc.cluster.local */

@@ -54,6 +54,26 @@ static const char *lookup(const struct km_dns_resolver *r, const char *q)
 	return NULL;
 }
 
+/* A query for "<svc>.<ns>.svc.<domain>" the model does not hold: the service istiod would name
+ * "<ns>/<svc>.<ns>.svc.<domain>", which an agent on demand asks for. Other forms (a search
+ * domain appended to a longer name) are left alone: a pod asks the full name in turn. */
+static void unknown_service(const struct km_dns_resolver *r, const char *q)
+{
+	size_t n = strlen(q), d = strlen(r->domain);
+	const char *ns, *svc_end;
+	char key[600];
+
+	if (!r->on_unknown_service || n <= d + 5 || strcmp(q + n - d, r->domain) ||
+	    strncmp(q + n - d - 5, ".svc.", 5))
+		return;
+	svc_end = strchr(q, '.');
+	ns = svc_end + 1;
+	if (svc_end == q || ns >= q + n - d - 5 || strchr(ns, '.') != q + n - d - 5)
+		return;
+	snprintf(key, sizeof(key), "%.*s/%s", (int)(q + n - d - 5 - ns), ns, q);
+	r->on_unknown_service(r->unknown_arg, key);
+}
+
 enum km_dns_verdict km_dns_answer(struct km_dns_resolver *r, const uint8_t *query, size_t len,
 				  size_t max_udp, uint8_t **reply, size_t *reply_len)
 {
@@ -73,8 +93,12 @@ enum km_dns_verdict km_dns_answer(struct km_dns_resolver *r, const uint8_t *quer
 	if (KM_DNS_OPCODE(q.flags) != 0 || q.qdcount != 1 || q.qclass != KM_DNS_CLASS_IN ||
 	    (q.qtype != KM_DNS_TYPE_A && q.qtype != KM_DNS_TYPE_AAAA))
 		goto forward;
-	if (km_dns_qname_text(&q, name) != 0 || !(svc = lookup(r, name)))
+	if (km_dns_qname_text(&q, name) != 0)
 		goto forward;
+	if (!(svc = lookup(r, name))) {
+		unknown_service(r, name);
+		goto forward;
+	}
 	v4 = q.qtype == KM_DNS_TYPE_A;
 	n = km_model_service_addresses(r->model, svc, v4, addrs, KM_DNS_MAX_ANSWERS);
 	if (n < 0)

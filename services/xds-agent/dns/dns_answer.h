@@ -26,6 +26,10 @@ struct km_dns_resolver {
 	uint32_t ttl;     /* seconds */
 	/* counts, for metrics */
 	uint64_t answered, nodata, forwarded, refused, truncated;
+	/* Optional (an agent on demand): called with "<ns>/<svc>.<ns>.svc.<domain>" for an A or
+	 * AAAA query of that name that the model does not hold, before it is forwarded. */
+	void (*on_unknown_service)(void *arg, const char *key);
+	void *unknown_arg;
 };
 
 enum km_dns_verdict {

@@ -1,0 +1,118 @@
+/* test_demand.c — the keys an agent on demand asks istiod for (ads/demand.c): which keys are
+ * well formed, each held once, the bound, and what is sent on a stream and again on the next. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "services/xds-agent/ads/demand.h"
+
+static void keys_valid(void **state)
+{
+	char longest[KM_DEMAND_KEY_MAX + 2];
+	const char *good[] = { "/10.0.0.5", "net1/10.0.0.5", "/fd00::1", "default/web.default.svc.cluster.local",
+			       "ns/api.example.com", "ns/*.example.com", "ns/Api.Example.COM", "a/b" };
+	const char *bad[] = { "", "web", "/", "ns/", "/10.0.0.5/32", "Default/web.default.svc",
+			      "-ns/web", "ns-/web", "ns/web..svc", "ns/.web", "ns/web.", "ns/we b",
+			      "net 1/10.0.0.5", "ns/web/x", "ns_x/web" };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++)
+		assert_true(km_demand_key_valid(good[i]) || (fprintf(stderr, "%s\n", good[i]), 0));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+		assert_false(km_demand_key_valid(bad[i]) && (fprintf(stderr, "%s\n", bad[i]), 1));
+	/* a label of 64, a key over the bound */
+	assert_false(km_demand_key_valid("ns/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.x"));
+	assert_true(km_demand_key_valid("ns/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.x"));
+	/* the longest service key: a namespace of 63 and a hostname of 253 */
+	memset(longest, 'a', sizeof(longest));
+	longest[63] = '/';
+	for (size_t i = 64 + 60; i < 64 + 253; i += 61)
+		longest[i] = '.';
+	longest[64 + 253] = 0;
+	assert_true(km_demand_key_valid(longest));
+	longest[64 + 253] = 'a'; /* a hostname of 254 */
+	longest[64 + 254] = 0;
+	assert_false(km_demand_key_valid(longest));
+	/* an address key one byte over KM_DEMAND_KEY_MAX: a network name of 312 */
+	memset(longest, 'n', 312);
+	strcpy(longest + 312, "/10.0.0.1");
+	assert_false(km_demand_key_valid(longest));
+	longest[KM_DEMAND_KEY_MAX - 9] = 0;
+	strcat(longest, "/10.0.0.1");
+	assert_int_equal(strlen(longest), KM_DEMAND_KEY_MAX);
+	assert_true(km_demand_key_valid(longest));
+}
+
+static void held_once_and_bounded(void **state)
+{
+	struct km_demand d;
+	char *const *first;
+
+	(void)state;
+	km_demand_init(&d, 3);
+	assert_int_equal(km_demand_add(&d, "t/web.t.svc.cluster.local"), KM_DEMAND_NEW);
+	assert_int_equal(km_demand_add(&d, "t/web.t.svc.cluster.local"), KM_DEMAND_KNOWN);
+	assert_int_equal(km_demand_add(&d, "not a key"), KM_DEMAND_INVALID);
+	assert_int_equal(km_demand_add(&d, "/10.0.0.1"), KM_DEMAND_NEW);
+	assert_int_equal(km_demand_add(&d, "/10.0.0.2"), KM_DEMAND_NEW);
+	assert_int_equal(km_demand_add(&d, "/10.0.0.3"), KM_DEMAND_FULL);
+	assert_int_equal(km_demand_add(&d, "/10.0.0.1"), KM_DEMAND_KNOWN); /* known even when full */
+	assert_int_equal(d.n, 3);
+	assert_int_equal(d.refused_full, 1);
+	assert_int_equal(d.refused_invalid, 1);
+	/* sent in the order demanded; then nothing until a new stream */
+	assert_int_equal(km_demand_unsent(&d, &first), 3);
+	assert_string_equal(first[0], "t/web.t.svc.cluster.local");
+	assert_string_equal(first[2], "/10.0.0.2");
+	km_demand_mark_sent(&d, 2);
+	assert_int_equal(km_demand_unsent(&d, &first), 1);
+	assert_string_equal(first[0], "/10.0.0.2");
+	km_demand_mark_sent(&d, 1);
+	assert_int_equal(km_demand_unsent(&d, &first), 0);
+	km_demand_resend_all(&d);
+	assert_int_equal(km_demand_unsent(&d, &first), 3);
+	km_demand_free(&d);
+}
+
+/* Many keys go in requests of at most KM_DEMAND_PER_REQUEST. */
+static void sent_in_bounded_requests(void **state)
+{
+	struct km_demand d;
+	char *const *first;
+	char key[32];
+	size_t total = KM_DEMAND_PER_REQUEST * 2 + 5, sent = 0, requests = 0, n;
+
+	(void)state;
+	km_demand_init(&d, 0);
+	assert_int_equal(d.max, KM_DEMAND_MAX_DEFAULT);
+	for (size_t i = 0; i < total; i++) {
+		snprintf(key, sizeof(key), "/10.%zu.%zu.%zu", i >> 16, (i >> 8) & 255, i & 255);
+		assert_int_equal(km_demand_add(&d, key), KM_DEMAND_NEW);
+	}
+	while ((n = km_demand_unsent(&d, &first)) > 0) {
+		assert_true(n <= KM_DEMAND_PER_REQUEST);
+		assert_ptr_equal(first, d.keys + sent);
+		km_demand_mark_sent(&d, n);
+		sent += n;
+		requests++;
+	}
+	assert_int_equal(sent, total);
+	assert_int_equal(requests, 3);
+	km_demand_free(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(keys_valid),
+		cmocka_unit_test(held_once_and_bounded),
+		cmocka_unit_test(sent_in_bounded_requests),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
