@@ -3,7 +3,8 @@
 # istiod's on-demand Address subscriptions: it subscribes to nothing at first (subscribe and
 # unsubscribe "*"), holds nothing, and a connection to a VIP it has not asked for is left alone;
 # `kmeshctl demand` asks for a service (it and its workloads arrive, the VIP balances real
-# connections), the DNS proxy asks for a service a pod resolves, an address key brings the
+# connections), the DNS proxy asks for a service a pod resolves (once the cluster's DNS answered
+# with its address: a name it does not know demands nothing), an address key brings the
 # workload that holds it; a new member of a subscribed service is pushed, a change elsewhere
 # is not; a new stream names what is held and sends every demand again; malformed keys and
 # keys past --xds-on-demand-max are refused by name.
@@ -84,9 +85,13 @@ check "... and the VIP now balances real connections (to b2)" all_reach $OTHER b
 check "demanding it again sends nothing new" \
 	eval 'demand t/other.t.svc.cluster.local -o json | grep -q "\"new\": 0"'
 
+dig +time=2 +tries=1 +short -p "$DNS_PORT" @127.0.0.1 nosuch.t.svc.cluster.local >/dev/null
+dig +tcp +time=2 +tries=1 +short -p "$DNS_PORT" @127.0.0.1 nosuch2.t.svc.cluster.local >/dev/null
+check "a service name the cluster's DNS does not know demands nothing (a pod cannot spend the bound)" \
+	eval '[ "$(km_agent_json "d[\"istiod\"][\"on_demand\"][\"keys\"]")" = 1 ]'
 ip=$(dig +time=2 +tries=1 +short -p "$DNS_PORT" @127.0.0.1 web.t.svc.cluster.local)
 check "the DNS proxy forwards a service name it does not hold (the upstream's answer)" eval '[ "$ip" = $WEB ]'
-check "... and demands that service: istiod sends web and b1" \
+check "... and, the upstream having answered with an address, demands that service: istiod sends web and b1" \
 	eval 'km_wait_agent "d[\"model\"][\"services\"] == 2" 10 && [ "$(uids)" = "[\"b1\", \"b2\"]" ]'
 check "... and web's VIP balances to b1" all_reach $WEB b1
 

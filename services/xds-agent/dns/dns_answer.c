@@ -54,9 +54,9 @@ static const char *lookup(const struct km_dns_resolver *r, const char *q)
 	return NULL;
 }
 
-/* A query for "<svc>.<ns>.svc.<domain>" the model does not hold: the service istiod would name
- * "<ns>/<svc>.<ns>.svc.<domain>", which an agent on demand asks for. Other forms (a search
- * domain appended to a longer name) are left alone: a pod asks the full name in turn. */
+/* An answer for "<svc>.<ns>.svc.<domain>", a name the model does not hold: the service istiod
+ * would name "<ns>/<svc>.<ns>.svc.<domain>", which an agent on demand asks for. Other forms (a
+ * search domain appended to a longer name) are left alone: a pod asks the full name in turn. */
 static void unknown_service(const struct km_dns_resolver *r, const char *q)
 {
 	size_t n = strlen(q), d = strlen(r->domain);
@@ -93,12 +93,8 @@ enum km_dns_verdict km_dns_answer(struct km_dns_resolver *r, const uint8_t *quer
 	if (KM_DNS_OPCODE(q.flags) != 0 || q.qdcount != 1 || q.qclass != KM_DNS_CLASS_IN ||
 	    (q.qtype != KM_DNS_TYPE_A && q.qtype != KM_DNS_TYPE_AAAA))
 		goto forward;
-	if (km_dns_qname_text(&q, name) != 0)
+	if (km_dns_qname_text(&q, name) != 0 || !(svc = lookup(r, name)))
 		goto forward;
-	if (!(svc = lookup(r, name))) {
-		unknown_service(r, name);
-		goto forward;
-	}
 	v4 = q.qtype == KM_DNS_TYPE_A;
 	n = km_model_service_addresses(r->model, svc, v4, addrs, KM_DNS_MAX_ANSWERS);
 	if (n < 0)
@@ -125,4 +121,17 @@ enum km_dns_verdict km_dns_answer(struct km_dns_resolver *r, const uint8_t *quer
 forward:
 	r->forwarded++;
 	return KM_DNS_FORWARD;
+}
+
+void km_dns_upstream_answered(const struct km_dns_resolver *r, const uint8_t *answer, size_t len)
+{
+	struct km_dns_query q;
+	char name[KM_DNS_MAX_NAME];
+
+	if (!r->on_unknown_service || len < 12 || km_dns_query_read(answer, len, &q) != 0 ||
+	    !(q.flags & KM_DNS_F_QR) || (q.flags & 0xf) != 0 || (answer[6] | answer[7]) == 0 ||
+	    q.qdcount != 1 || (q.qtype != KM_DNS_TYPE_A && q.qtype != KM_DNS_TYPE_AAAA) ||
+	    km_dns_qname_text(&q, name) != 0 || lookup(r, name))
+		return;
+	unknown_service(r, name);
 }

@@ -26,8 +26,9 @@ struct km_dns_resolver {
 	uint32_t ttl;     /* seconds */
 	/* counts, for metrics */
 	uint64_t answered, nodata, forwarded, refused, truncated;
-	/* Optional (an agent on demand): called with "<ns>/<svc>.<ns>.svc.<domain>" for an A or
-	 * AAAA query of that name that the model does not hold, before it is forwarded. */
+	/* Optional (an agent on demand): called with "<ns>/<svc>.<ns>.svc.<domain>" when the
+	 * upstream answers an A or AAAA query of that name, which the model does not hold, with
+	 * addresses (km_dns_upstream_answered). */
 	void (*on_unknown_service)(void *arg, const char *key);
 	void *unknown_arg;
 };
@@ -42,5 +43,11 @@ enum km_dns_verdict {
  * honoured up to it). */
 enum km_dns_verdict km_dns_answer(struct km_dns_resolver *r, const uint8_t *query, size_t len,
 				  size_t max_udp, uint8_t **reply, size_t *reply_len);
+
+/* An upstream's answer on its way back to a pod: if it gives addresses (NOERROR, answers) for
+ * an A or AAAA query of "<svc>.<ns>.svc.<domain>" that the model does not hold, the service is
+ * demanded (on_unknown_service). Only names the cluster's DNS knows are demanded, so a pod
+ * asking random names spends no demand. */
+void km_dns_upstream_answered(const struct km_dns_resolver *r, const uint8_t *answer, size_t len);
 
 #endif

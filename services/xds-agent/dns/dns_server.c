@@ -215,6 +215,7 @@ static void on_upstream_udp(uv_udp_t *h, ssize_t n, const uv_buf_t *buf, const s
 		return; /* late (expired), or not ours */
 	m[0] = (uint8_t)(p->id >> 8);
 	m[1] = (uint8_t)p->id;
+	km_dns_upstream_answered(s->resolver, m, (size_t)n);
 	b = uv_buf_init((char *)m, (unsigned)n);
 	uv_udp_try_send(&s->udp, &b, 1, (const struct sockaddr *)&p->client);
 	HASH_DEL(s->pending, p);
@@ -325,9 +326,10 @@ static void up_done(struct dns_tcp_client *c, const uint8_t *answer, size_t len)
 {
 	if (c->closing)
 		return;
-	if (answer)
+	if (answer) {
+		km_dns_upstream_answered(c->s->resolver, answer, len);
 		write_framed((uv_stream_t *)&c->h, answer, len);
-	else
+	} else
 		c->s->upstream_errors++;
 	c->up_len = 0;
 	up_close(c);
