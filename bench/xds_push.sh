@@ -40,6 +40,8 @@ if [ -z "${WORKLOADS:-}" ]; then
 	echo "## Full sync by scale: summary"
 	echo
 	echo "From the sections above (medians; each scale a fresh fake istiod, map writer and agent)."
+	echo "Every row sends the whole mesh to the node (the agent's default mode; a node on demand,"
+	echo "\`--xds-on-demand\`, is measured by bench/xds_ondemand.sh)."
 	echo "The map writer's tables are on demand (the default) unless the row says --preallocate-tables."
 	echo "Ops/s = the table operations of the push over push -> applied; raw = BPF_MAP_UPDATE_BATCH"
 	echo "of the same rows into maps of the same type and size, measured in the same run."
