@@ -121,6 +121,10 @@ check "past --xds-on-demand-max (3 keys held) a demand is refused and says why" 
 check "... and the dump counts the keys and the refusals" \
 	eval '[ "$(km_agent_json "[d[\"istiod\"][\"on_demand\"][k] for k in (\"keys\", \"max\", \"refused_full\", \"refused_invalid\")]")" = "[3, 3, 1, 1]" ]'
 
+km_istiod send '{"cmd": "set-authz", "policies": [{"name": "deny-x", "namespace": "t", "scope": "NAMESPACE", "action": "DENY",
+  "rules": [{"clauses": [{"matches": [{"principals": [{"suffix": "/sa/x"}]}]}]}]}]}' >/dev/null
+check "policies in force on demand: the agent warns that callers it has not demanded have no identity" \
+	eval 'for _ in $(seq 1 50); do grep -q "on demand with 1 authorization policies: a caller or pod this node has not demanded" "$KM_DIR/xds-agent.log" && break; sleep 0.1; done; grep -q "on demand with 1 authorization policies" "$KM_DIR/xds-agent.log"'
 out=$("$KM_BIN/kmesh-xds-agent" --xds-on-demand --config-file "$KM_DIR/none.json" 2>&1)
 rc=$?
 check "--xds-on-demand with --config-file: exit 2, says why" \

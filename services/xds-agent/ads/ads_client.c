@@ -612,6 +612,12 @@ static void apply_other(struct km_ads_client *c, struct km_response_view *v)
 	km_log(t->synced ? KM_LOG_DEBUG : KM_LOG_INFO,
 	       "Authorization response %s: %zu applied, %zu rejected, %zu removed", v->nonce,
 	       res.applied, res.rejected, res.removed);
+	if (c->on_demand && c->policies->count && !c->warned_policies)
+		km_warn("on demand with %zu authorization policies: a caller or pod this node has not "
+			"demanded has no identity here, so a DENY naming it does not match and an "
+			"ALLOW naming it refuses it; demand them (kmeshctl demand) or run without "
+			"--xds-on-demand (docs/xds-agent.md, On demand)", c->policies->count);
+	c->warned_policies = c->policies->count > 0; /* again once they are gone and come back */
 	t->synced = 1;
 	if (c->on_applied)
 		c->on_applied(c->arg); /* the compiled policies go to the map writer */

@@ -120,6 +120,7 @@ struct km_ads_client {
 	struct km_demand demand;
 	uv_timer_t demand_flush;
 	uint64_t demand_requests; /* subscription requests sent */
+	int warned_policies;      /* policies in force were warned about (on demand) */
 };
 
 int km_ads_client_start(struct km_ads_client *c, uv_loop_t *loop,
