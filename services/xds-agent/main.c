@@ -365,6 +365,7 @@ int main(int argc, char **argv)
 	uint64_t handshake_s = 10;
 	int on_demand = 0;
 	uint64_t on_demand_max = KM_DEMAND_MAX_DEFAULT;
+	const char *on_demand_file = "/run/kmesh/xds-agent/on-demand.keys";
 	uint64_t keepalive_s = 30, waypoint_data_port = 15019, rewrite_after_ms = 5000;
 	const char *p2c = "none";
 	const char *metrics_address = "0.0.0.0:15020", *metrics_dir = "/run/kmesh/metrics";
@@ -407,6 +408,9 @@ int main(int argc, char **argv)
 		{ "xds-on-demand-max", KM_OPT_UINT, &on_demand_max, "KEYS",
 		  "most Address keys demanded on demand (default 65536); past it a demand is refused "
 		  "and counted", "KMESH_XDS_ON_DEMAND_MAX", 1, 1u << 24 },
+		{ "xds-on-demand-file", KM_OPT_STRING, &on_demand_file, "PATH",
+		  "where the demanded keys are kept, so a restarted agent asks for them again at once "
+		  "(empty: not kept)", "KMESH_XDS_ON_DEMAND_FILE" },
 		{ "xds-handshake-timeout", KM_OPT_UINT, &handshake_s, "SECONDS",
 		  "bound on setting up a connection to istiod: TCP connect, TLS handshake, and until "
 		  "istiod's HTTP/2 SETTINGS arrive; past it the agent logs the stage that stuck, "
@@ -659,7 +663,7 @@ int main(int argc, char **argv)
 		a.ads.max_initial = (size_t)max_initial; /* read at the stream's opening */
 		a.ads.max_queued = (size_t)max_queued;
 		if (on_demand) {
-			km_ads_client_set_on_demand(&a.ads, (size_t)on_demand_max);
+			km_ads_client_set_on_demand(&a.ads, (size_t)on_demand_max, on_demand_file);
 			a.dns_resolver.on_unknown_service = dns_demand;
 			a.dns_resolver.unknown_arg = &a.ads;
 		}

@@ -76,6 +76,16 @@ else:
     check("no affinity, extra env or volumes by default",
           "affinity" not in pod and not any(v["name"] == "site-ca" for v in pod["volumes"])
           and all(all(e["name"] != "HTTPS_PROXY" for e in by_name[n].get("env", [])) for n in daemons))
+xa = by_name["xds-agent"]["args"]
+xds_run = next(v for v in pod["volumes"] if v["name"] == "xds-run")["emptyDir"]
+if mode == "all":
+    check("xds.onDemand: the agent on demand, its bound, its keys kept in its run dir, sized for them",
+          "--xds-on-demand" in xa and "--xds-on-demand-max=4096" in xa
+          and "--xds-on-demand-file=/run/kmesh-xds/on-demand.keys" in xa
+          and int(xds_run["sizeLimit"]) == 1048576 + 4096 * 321)
+else:
+    check("not on demand by default; the run dir 1Mi",
+          not any(a.startswith("--xds-on-demand") for a in xa) and xds_run["sizeLimit"] == "1Mi")
 mw = by_name["map-writer"]
 check("the map writer is a native sidecar (init, restartPolicy Always) gated by a startup probe",
       mw in inits and mw.get("restartPolicy") == "Always"

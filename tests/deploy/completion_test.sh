@@ -26,7 +26,7 @@ check "the overview lists the commands ($(tr '\n' ' ' <<<"$commands"))" \
 	eval '[ $(wc -l <<<"$commands") -ge 12 ] && grep -qx completion <<<"$commands"'
 # shellcheck disable=SC2086
 check "bash: every command is offered first" eval 'in_bash "" | has $commands'
-check "bash: a prefix narrows it (d -> dump)" eval '[ "$(in_bash d)" = dump ]'
+check "bash: a prefix narrows it (du -> dump, de -> demand, d -> both)" eval '[ "$(in_bash du)" = dump ] && [ "$(in_bash de)" = demand ] && [ "$(in_bash d | sort | tr "\n" " ")" = "demand dump " ]'
 check "bash: dump's words" eval 'in_bash dump "" | has tables xds policies ipsec --table --max-rows'
 check "bash: a flag's values (dump tables --table)" \
 	eval 'in_bash dump tables --table "" | has manage frontend service endpoint backend'

@@ -7,7 +7,8 @@
 # with its address: a name it does not know demands nothing), an address key brings the
 # workload that holds it; a new member of a subscribed service is pushed, a change elsewhere
 # is not; a new stream names what is held and sends every demand again; malformed keys and
-# keys past --xds-on-demand-max are refused by name.
+# keys past --xds-on-demand-max are refused by name; the keys are kept in a file, from which an
+# agent restarted after kill -9 asks for them again at once.
 set -uo pipefail
 source "$(dirname "$0")/../lib/mesh-env.sh"
 source "$(dirname "$0")/../lib/check.sh"
@@ -61,8 +62,11 @@ chmod 644 "$KM_DIR/token"
 km_istiod_start
 km_istiod send '{"cmd": "set", "resources": ['"$(svc web $WEB),$(svc other $OTHER),$(wl client "$S.10"),$(wl b1 "$S.21" "$(member web)"),$(wl b2 "$S.22" "$(member other)")"']}' >/dev/null
 km_map_writer_start || exit 1
-km_agent_start_xds --xds-on-demand --xds-on-demand-max 3 --dns-address "127.0.0.1:$DNS_PORT" \
-	--dns-upstream "127.0.0.1:$DNS_UP"
+agent() {
+	km_agent_start_xds --xds-on-demand --xds-on-demand-max 3 --xds-on-demand-file "$KM_DIR/run/on-demand.keys" \
+		--dns-address "127.0.0.1:$DNS_PORT" --dns-upstream "127.0.0.1:$DNS_UP"
+}
+agent
 "$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path client)" >/dev/null
 
 check "the first Address request subscribes to nothing (subscribe and unsubscribe \"*\")" km_istiod wait \
@@ -121,6 +125,15 @@ check "past --xds-on-demand-max (3 keys held) a demand is refused and says why" 
 check "... and the dump counts the keys and the refusals" \
 	eval '[ "$(km_agent_json "[d[\"istiod\"][\"on_demand\"][k] for k in (\"keys\", \"max\", \"refused_full\", \"refused_invalid\")]")" = "[3, 3, 1, 1]" ]'
 
+check "the demanded keys are kept in --xds-on-demand-file" \
+	eval 'for _ in $(seq 1 30); do [ "$(wc -l <"$KM_DIR/run/on-demand.keys")" = 3 ] && break; sleep 0.1; done; [ "$(sort "$KM_DIR/run/on-demand.keys" | tr "\n" " ")" = "t/other.t.svc.cluster.local t/web.t.svc.cluster.local t/x.t.svc " ]'
+kill -9 "$KM_AGENT_PID"
+wait "$KM_AGENT_PID" 2>/dev/null
+agent
+check "a restarted agent (killed with -9) asks for the kept keys on its first stream, before any pod does" km_istiod wait \
+	"len(s['streams']) == 3 and any(sorted(r['subscribe']) == ['t/other.t.svc.cluster.local', 't/web.t.svc.cluster.local', 't/x.t.svc'] for r in reqs(last(s), ADDRESS))" 10
+check "... and holds what it held before" \
+	eval 'km_wait_agent "d[\"model\"][\"workloads\"] == 4 and d[\"model\"][\"services\"] == 2" 10'
 km_istiod send '{"cmd": "set-authz", "policies": [{"name": "deny-x", "namespace": "t", "scope": "NAMESPACE", "action": "DENY",
   "rules": [{"clauses": [{"matches": [{"principals": [{"suffix": "/sa/x"}]}]}]}]}]}' >/dev/null
 check "policies in force on demand: the agent warns that callers it has not demanded have no identity" \

@@ -5,7 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -106,12 +109,64 @@ static void sent_in_bounded_requests(void **state)
 	km_demand_free(&d);
 }
 
+/* Kept in a file and read back: the same keys in the same order; lines that are no key (or too
+ * long for one) skipped and counted; a missing file is no keys; a file larger than the bound's
+ * worth refused. */
+static void kept_in_a_file(void **state)
+{
+	char dir[] = "/tmp/test_demand.XXXXXX", path[128];
+	struct km_demand d, e;
+	size_t bad;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/keys", dir);
+	km_demand_init(&d, 8);
+	assert_int_equal(km_demand_load(&d, path, &bad), 0); /* no file yet */
+	km_demand_add(&d, "t/web.t.svc.cluster.local");
+	km_demand_add(&d, "/10.0.0.1");
+	assert_int_equal(km_demand_save(&d, path), 0);
+	km_demand_init(&e, 8);
+	assert_int_equal(km_demand_load(&e, path, &bad), 2);
+	assert_int_equal(bad, 0);
+	assert_int_equal(e.n, 2);
+	assert_string_equal(e.keys[0], "t/web.t.svc.cluster.local");
+	assert_string_equal(e.keys[1], "/10.0.0.1");
+	km_demand_free(&e);
+	/* a line too long for a key, a bad one, one known already, one without a newline */
+	f = fopen(path, "a");
+	for (int i = 0; i < 400; i++)
+		fputc('a', f);
+	fputs("\nnot a key\n/10.0.0.1\nns/last.ns.svc", f);
+	fclose(f);
+	km_demand_init(&e, 8);
+	assert_int_equal(km_demand_load(&e, path, &bad), 3);
+	assert_int_equal(bad, 2);
+	assert_string_equal(e.keys[2], "ns/last.ns.svc");
+	km_demand_free(&e);
+	/* more bytes than max keys can take */
+	km_demand_init(&e, 1);
+	assert_int_equal(km_demand_load(&e, path, &bad), -1);
+	assert_int_equal(errno, EFBIG);
+	km_demand_free(&e);
+	/* a directory that is not there: the save fails and says why */
+	snprintf(path, sizeof(path), "%s/none/keys", dir);
+	assert_int_equal(km_demand_save(&d, path), -1);
+	assert_int_equal(errno, ENOENT);
+	km_demand_free(&d);
+	snprintf(path, sizeof(path), "%s/keys", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(keys_valid),
 		cmocka_unit_test(held_once_and_bounded),
 		cmocka_unit_test(sent_in_bounded_requests),
+		cmocka_unit_test(kept_in_a_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,12 +12,12 @@
 
 static const char usage[] =
 	"usage: kmeshctl demand KEY...\n"
-	"  ask istiod, through an xDS agent started with --xds-on-demand, for these Address keys\n"
-	"  now rather than when this node first uses them:\n"
+	"  ask istiod, through an xDS agent started on demand (kmesh-xds-agent --help), for these\n"
+	"  Address keys now rather than when this node first uses them:\n"
 	"    NAMESPACE/HOSTNAME   a service and its workloads (e.g. default/web.default.svc.cluster.local)\n"
 	"    NETWORK/IP           whatever holds that address (an empty network is the default: /10.0.0.5)\n"
-	"  At most 4096 keys. Exits 1 when the agent refused any (malformed, or past its\n"
-	"  --xds-on-demand-max); the others are demanded.\n";
+	"  At most 4096 keys. Exits 1 when the agent refused any (malformed, or past its bound of\n"
+	"  keys); the others are demanded.\n";
 
 int km_cmd_demand(const struct km_ctl *ctl, int argc, char **argv)
 {

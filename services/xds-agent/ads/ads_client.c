@@ -1,6 +1,7 @@
 /* ads_client.c — Delta ADS session with istiod (see ads_client.h). */
 #include "services/xds-agent/ads/ads_client.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -395,14 +396,47 @@ static void on_demand_flush(uv_timer_t *h)
 	demand_send(h->data);
 }
 
-void km_ads_client_set_on_demand(struct km_ads_client *c, size_t max)
+#define DEMAND_SAVE_DELAY_MS 1000 /* demands of a burst are written once */
+
+static void on_demand_save(uv_timer_t *h)
+{
+	struct km_ads_client *c = h->data;
+
+	if (km_demand_save(&c->demand, c->demand_file) != 0) {
+		if (!c->demand_save_failing)
+			km_warn("cannot keep the demanded keys in %s (%s): a restarted agent will ask "
+				"for them only as pods use them again", c->demand_file, strerror(errno));
+		c->demand_save_failing = 1;
+		return;
+	}
+	if (c->demand_save_failing)
+		km_info("the demanded keys are kept in %s again", c->demand_file);
+	c->demand_save_failing = 0;
+}
+
+void km_ads_client_set_on_demand(struct km_ads_client *c, size_t max, const char *file)
 {
 	c->on_demand = 1;
 	km_demand_init(&c->demand, max);
 	uv_timer_init(c->loop, &c->demand_flush);
 	c->demand_flush.data = c;
-	km_info("on demand: Addresses are asked for as this node uses them (at most %zu keys)",
-		c->demand.max);
+	uv_timer_init(c->loop, &c->demand_save);
+	c->demand_save.data = c;
+	c->demand_file = file && *file ? file : NULL;
+	if (c->demand_file) {
+		size_t bad;
+		long n = km_demand_load(&c->demand, c->demand_file, &bad);
+
+		if (n < 0)
+			km_warn("cannot read the demanded keys kept in %s: %s; starting with none",
+				c->demand_file, strerror(errno));
+		else if (n > 0 || bad)
+			km_info("%ld demanded keys read from %s%s", n, c->demand_file,
+				bad ? " (some lines were no key, or past the bound: skipped)" : "");
+	}
+	km_info("on demand: Addresses are asked for as this node uses them (at most %zu keys%s%s)",
+		c->demand.max, c->demand_file ? ", kept in " : "",
+		c->demand_file ? c->demand_file : "");
 }
 
 enum km_demand_rc km_ads_client_demand(struct km_ads_client *c, const char *key)
@@ -416,6 +450,8 @@ enum km_demand_rc km_ads_client_demand(struct km_ads_client *c, const char *key)
 		km_debug("demand %s", key);
 		if (c->connected && !uv_is_active((uv_handle_t *)&c->demand_flush))
 			uv_timer_start(&c->demand_flush, on_demand_flush, 0, 0);
+		if (c->demand_file && !uv_is_active((uv_handle_t *)&c->demand_save))
+			uv_timer_start(&c->demand_save, on_demand_save, DEMAND_SAVE_DELAY_MS, 0);
 	} else if (rc == KM_DEMAND_FULL && (c->demand.refused_full & (c->demand.refused_full - 1)) == 0) {
 		km_warn("%llu demands refused: %zu Address keys held already (--xds-on-demand-max)",
 			(unsigned long long)c->demand.refused_full, c->demand.max);
@@ -907,6 +943,9 @@ void km_ads_client_stop(struct km_ads_client *c)
 	uv_close((uv_handle_t *)&c->recheck, NULL);
 	if (c->on_demand) {
 		uv_close((uv_handle_t *)&c->demand_flush, NULL);
+		if (uv_is_active((uv_handle_t *)&c->demand_save))
+			on_demand_save(&c->demand_save); /* what is pending, before exiting */
+		uv_close((uv_handle_t *)&c->demand_save, NULL);
 		km_demand_free(&c->demand);
 	}
 	if (c->stream_open)

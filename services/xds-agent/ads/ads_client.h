@@ -121,6 +121,9 @@ struct km_ads_client {
 	uv_timer_t demand_flush;
 	uint64_t demand_requests; /* subscription requests sent */
 	int warned_policies;      /* policies in force were warned about (on demand) */
+	const char *demand_file;  /* where the keys are kept (NULL: not kept) */
+	uv_timer_t demand_save;   /* writes them a moment after they change */
+	int demand_save_failing;  /* the last write failed (said once until one succeeds) */
 };
 
 int km_ads_client_start(struct km_ads_client *c, uv_loop_t *loop,
@@ -128,9 +131,10 @@ int km_ads_client_start(struct km_ads_client *c, uv_loop_t *loop,
 			struct km_model *model, struct km_policy_store *policies,
 			void (*on_applied)(void *arg), void *arg);
 void km_ads_client_stop(struct km_ads_client *c);
-/* Ask istiod only for what this node demands, holding at most max keys (0: the default). Call
- * after km_ads_client_start and before the loop runs (the stream opens on the loop). */
-void km_ads_client_set_on_demand(struct km_ads_client *c, size_t max);
+/* Ask istiod only for what this node demands, holding at most max keys (0: the default), kept
+ * in file (NULL: not kept; the keys a previous run kept there are demanded now). Call after
+ * km_ads_client_start and before the loop runs (the stream opens on the loop). */
+void km_ads_client_set_on_demand(struct km_ads_client *c, size_t max, const char *file);
 /* Demand an Address key (demand.h): sent at once on an open stream (coalesced with the demands
  * of the same loop iteration), else when the stream opens. Returns km_demand_add's answer;
  * KM_DEMAND_INVALID also when the client is not on demand. */

@@ -3,8 +3,12 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void km_demand_init(struct km_demand *d, size_t max)
 {
@@ -127,4 +131,75 @@ void km_demand_mark_sent(struct km_demand *d, size_t count)
 void km_demand_resend_all(struct km_demand *d)
 {
 	d->sent = 0;
+}
+
+int km_demand_save(const struct km_demand *d, const char *path)
+{
+	char tmp[4096];
+	FILE *f;
+	int err = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if (!(f = fopen(tmp, "w")))
+		return -1;
+	for (size_t i = 0; i < d->n && !err; i++)
+		if (fputs(d->keys[i], f) < 0 || fputc('\n', f) < 0)
+			err = errno ? errno : EIO;
+	if (fflush(f) != 0 && !err)
+		err = errno;
+	if (fclose(f) != 0 && !err)
+		err = errno;
+	if (!err && rename(tmp, path) != 0)
+		err = errno;
+	if (err) {
+		unlink(tmp);
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
+long km_demand_load(struct km_demand *d, const char *path, size_t *bad)
+{
+	char line[KM_DEMAND_KEY_MAX + 2];
+	struct stat st;
+	long added = 0;
+	FILE *f = fopen(path, "r");
+
+	*bad = 0;
+	if (!f)
+		return errno == ENOENT ? 0 : -1;
+	if (fstat(fileno(f), &st) == 0 && (uint64_t)st.st_size > (uint64_t)d->max * (KM_DEMAND_KEY_MAX + 1)) {
+		fclose(f);
+		errno = EFBIG;
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		size_t n = strlen(line);
+
+		if (n && line[n - 1] == '\n') {
+			line[--n] = 0;
+		} else if (!feof(f)) { /* longer than any key: skip the rest of the line */
+			int ch;
+
+			while ((ch = fgetc(f)) != EOF && ch != '\n')
+				;
+			(*bad)++;
+			continue;
+		}
+		switch (km_demand_add(d, line)) {
+		case KM_DEMAND_NEW:
+			added++;
+			break;
+		case KM_DEMAND_KNOWN:
+			break;
+		default:
+			(*bad)++;
+		}
+	}
+	fclose(f);
+	return added;
 }

@@ -6,7 +6,8 @@
  * has used it keeps, as ztunnel's on-demand mode does.
  *
  * Where demands come from: kmeshctl demand (the admin socket) and the DNS proxy (a query for a
- * service name the node does not hold). */
+ * service name the node does not hold). They are kept in a file (--xds-on-demand-file), so a
+ * restarted agent asks for them again before any pod has to. */
 #ifndef KM_XDS_DEMAND_H
 #define KM_XDS_DEMAND_H
 
@@ -49,6 +50,14 @@ enum km_demand_rc km_demand_add(struct km_demand *d, const char *key);
  * network) and an IPv4 or IPv6 address in text; "<namespace>/<hostname>": a DNS label and a DNS
  * name. At most KM_DEMAND_KEY_MAX bytes. */
 int km_demand_key_valid(const char *key);
+
+/* The keys, one per line, into path (written beside it and renamed over it, so a reader sees the
+ * old file or the new one). Returns 0, or -1 with errno set. */
+int km_demand_save(const struct km_demand *d, const char *path);
+/* Demand the keys a save wrote (a missing file is no keys). Lines that are no key are skipped and
+ * counted in *bad. Returns the keys added, or -1 with errno set (a file over max keys' worth of
+ * bytes: EFBIG). */
+long km_demand_load(struct km_demand *d, const char *path, size_t *bad);
 
 /* Keys not sent on this stream yet: *first and the count (at most KM_DEMAND_PER_REQUEST).
  * km_demand_mark_sent(d, count) after sending them. */
