@@ -91,6 +91,58 @@ static void test_node_id_and_initial_request(void **state)
 	free(buf);
 }
 
+/* On demand the Address stream's first request subscribes and unsubscribes "*" (nothing yet),
+ * Authorization's stays a wildcard, a wildcard Address stream sends neither; a subscription is a
+ * request of its own: the names, no nonce, no node. */
+static void test_on_demand_requests(void **state)
+{
+	struct km_ads_client *c = client();
+	Kmesh__Xds__DeltaDiscoveryRequest *r;
+	char *names[] = { "t/web.t.svc.cluster.local", "/10.0.0.5" };
+	size_t len;
+	uint8_t *buf;
+
+	(void)state;
+	buf = km_ads_build_request(c, &c->address, 1, NULL, NULL, &len);
+	r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
+	assert_int_equal(r->n_resource_names_subscribe + r->n_resource_names_unsubscribe, 0);
+	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
+	free(buf);
+	c->on_demand = 1;
+	buf = km_ads_build_request(c, &c->address, 1, NULL, NULL, &len);
+	r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
+	assert_int_equal(r->n_resource_names_subscribe, 1);
+	assert_int_equal(r->n_resource_names_unsubscribe, 1);
+	assert_string_equal(r->resource_names_subscribe[0], "*");
+	assert_string_equal(r->resource_names_unsubscribe[0], "*");
+	assert_non_null(r->node);
+	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
+	free(buf);
+	buf = km_ads_build_request(c, &c->authz, 1, NULL, NULL, &len);
+	r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
+	assert_int_equal(r->n_resource_names_subscribe + r->n_resource_names_unsubscribe, 0);
+	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
+	free(buf);
+	/* an ACK on demand names nothing */
+	buf = km_ads_build_request(c, &c->address, 0, "n1", NULL, &len);
+	r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
+	assert_int_equal(r->n_resource_names_subscribe + r->n_resource_names_unsubscribe, 0);
+	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
+	free(buf);
+	buf = km_ads_build_subscribe(c, &c->address, names, 2, &len);
+	r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
+	assert_string_equal(r->type_url, KM_TYPE_ADDRESS);
+	assert_int_equal(r->n_resource_names_subscribe, 2);
+	assert_string_equal(r->resource_names_subscribe[0], names[0]);
+	assert_string_equal(r->resource_names_subscribe[1], names[1]);
+	assert_int_equal(r->n_resource_names_unsubscribe, 0);
+	assert_string_equal(r->response_nonce, "");
+	assert_null(r->node);
+	assert_null(r->error_detail);
+	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
+	free(buf);
+}
+
 /* ---- applying responses -------------------------------------------------------------------- */
 
 struct resp {
@@ -845,6 +897,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ack_and_nack_bytes),
 		cmocka_unit_test(test_node_id_and_initial_request),
+		cmocka_unit_test(test_on_demand_requests),
 		cmocka_unit_test(test_apply_address_partial),
 		cmocka_unit_test(test_apply_authorization),
 		cmocka_unit_test(test_view_rejects_malformed_bytes),
