@@ -1,7 +1,9 @@
 /* fuzz_dns.c — libFuzzer target for the DNS proxy's query path (services/xds-agent/dns): any
  * bytes a pod sends to port 53, decided against a model that holds a service with VIPs of both
  * families, a ServiceEntry host and a headless service, over UDP (the truncation path, limits
- * from 512 bytes up) and TCP. An answer must be a DNS message with the query's id. */
+ * from 512 bytes up) and TCP. An answer must be a DNS message with the query's id. The same bytes
+ * as an upstream's answer passing back (an agent on demand reads it for a service to demand): a
+ * key it demands must be one the demand set takes. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,6 +11,7 @@
 
 #include <ldns/ldns.h>
 
+#include "services/xds-agent/ads/demand.h"
 #include "services/xds-agent/dns/dns_answer.h"
 #include "services/xds-agent/sources/resource_json.h"
 #include "services/xds-agent/sources/snapshot.h"
@@ -28,6 +31,18 @@ static const char MESH[] =
 static struct km_oplist ops;
 static struct km_model model;
 static struct km_dns_resolver resolver;
+static struct km_demand demand;
+
+static void on_unknown(void *arg, const char *key)
+{
+	(void)arg;
+	if (km_demand_add(&demand, key) == KM_DEMAND_INVALID)
+		abort(); /* the resolver made a key no demand takes */
+	if (demand.n == demand.max) {
+		km_demand_free(&demand);
+		km_demand_init(&demand, 64);
+	}
+}
 
 static void setup(void)
 {
@@ -47,6 +62,8 @@ static void setup(void)
 	km_snapshot_apply(&model, &set, &st);
 	km_resource_set_free(&set);
 	km_oplist_clear(&ops);
+	km_demand_init(&demand, 64);
+	resolver.on_unknown_service = on_unknown;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -60,6 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		setup();
 		ready = 1;
 	}
+	km_dns_upstream_answered(&resolver, data, size);
 	for (int tcp = 0; tcp < 2; tcp++) {
 		if (km_dns_answer(&resolver, data, size, tcp ? 0 : udp, &reply, &reply_len) ==
 		    KM_DNS_ANSWERED) {

@@ -181,7 +181,8 @@ static void unknown_service_demanded(void **state)
 	const char *not_services[] = { "api.shop.svc.cluster.local.shop.svc.cluster.local",
 				       "api.svc.cluster.local", "a.b.c.svc.cluster.local",
 				       "api.shop.svc.example.com", "shop.svc.cluster.local",
-				       "example.com", "svc.cluster.local" };
+				       "example.com", "svc.cluster.local",
+				       "-pi.sho-.svc.cluster.local" /* labels no service has (fuzz_dns) */ };
 	for (size_t i = 0; i < sizeof(not_services) / sizeof(*not_services); i++)
 		upstream_answers(&f, not_services[i], LDNS_RR_TYPE_A, 0, 1);
 	assert_int_equal(u.n, 2);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "services/xds-agent/ads/demand.h"
 #include "services/xds-agent/dns/dns_wire.h"
 
 /* Does s (a suffix of a query name) name a search domain under the cluster domain: "<domain>",
@@ -71,7 +72,8 @@ static void unknown_service(const struct km_dns_resolver *r, const char *q)
 	if (svc_end == q || ns >= q + n - d - 5 || strchr(ns, '.') != q + n - d - 5)
 		return;
 	snprintf(key, sizeof(key), "%.*s/%s", (int)(q + n - d - 5 - ns), ns, q);
-	r->on_unknown_service(r->unknown_arg, key);
+	if (km_demand_key_valid(key)) /* a name no Kubernetes service has is no key */
+		r->on_unknown_service(r->unknown_arg, key);
 }
 
 enum km_dns_verdict km_dns_answer(struct km_dns_resolver *r, const uint8_t *query, size_t len,
