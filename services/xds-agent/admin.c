@@ -222,10 +222,11 @@ char *km_agent_dump_json(const struct km_agent_state *st, size_t max_items,
 		const struct km_demand *d = &st->ads->demand;
 
 		json_object_set_new(json_object_get(root, "istiod"), "on_demand",
-				    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "keys",
+				    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "keys",
 					      (json_int_t)d->n, "sent", (json_int_t)d->sent, "max",
 					      (json_int_t)d->max, "requests",
-					      (json_int_t)st->ads->demand_requests, "refused_full",
+					      (json_int_t)st->ads->demand_requests, "refreshes",
+					      (json_int_t)st->ads->demand_refreshes, "refused_full",
 					      (json_int_t)d->refused_full, "refused_invalid",
 					      (json_int_t)d->refused_invalid));
 	}

@@ -366,6 +366,7 @@ int main(int argc, char **argv)
 	int on_demand = 0;
 	uint64_t on_demand_max = KM_DEMAND_MAX_DEFAULT;
 	const char *on_demand_file = "/run/kmesh/xds-agent/on-demand.keys";
+	uint64_t on_demand_refresh = 30;
 	uint64_t keepalive_s = 30, waypoint_data_port = 15019, rewrite_after_ms = 5000;
 	const char *p2c = "none";
 	const char *metrics_address = "0.0.0.0:15020", *metrics_dir = "/run/kmesh/metrics";
@@ -411,6 +412,10 @@ int main(int argc, char **argv)
 		{ "xds-on-demand-file", KM_OPT_STRING, &on_demand_file, "PATH",
 		  "where the demanded keys are kept, so a restarted agent asks for them again at once "
 		  "(empty: not kept)", "KMESH_XDS_ON_DEMAND_FILE" },
+		{ "xds-on-demand-refresh", KM_OPT_UINT, &on_demand_refresh, "SECONDS",
+		  "ask istiod for every demanded key again this often (default 30; 0: never): istiod "
+		  "does not push a workload that joins a demanded service, so new endpoints reach the "
+		  "node at the next refresh", "KMESH_XDS_ON_DEMAND_REFRESH", 0, 86400 },
 		{ "xds-handshake-timeout", KM_OPT_UINT, &handshake_s, "SECONDS",
 		  "bound on setting up a connection to istiod: TCP connect, TLS handshake, and until "
 		  "istiod's HTTP/2 SETTINGS arrive; past it the agent logs the stage that stuck, "
@@ -663,7 +668,8 @@ int main(int argc, char **argv)
 		a.ads.max_initial = (size_t)max_initial; /* read at the stream's opening */
 		a.ads.max_queued = (size_t)max_queued;
 		if (on_demand) {
-			km_ads_client_set_on_demand(&a.ads, (size_t)on_demand_max, on_demand_file);
+			km_ads_client_set_on_demand(&a.ads, (size_t)on_demand_max, on_demand_file,
+						    (unsigned)on_demand_refresh);
 			a.dns_resolver.on_unknown_service = dns_demand;
 			a.dns_resolver.unknown_arg = &a.ads;
 		}

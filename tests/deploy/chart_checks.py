@@ -81,6 +81,7 @@ xds_run = next(v for v in pod["volumes"] if v["name"] == "xds-run")["emptyDir"]
 if mode == "all":
     check("xds.onDemand: the agent on demand, its bound, its keys kept in its run dir, sized for them",
           "--xds-on-demand" in xa and "--xds-on-demand-max=4096" in xa
+          and "--xds-on-demand-refresh=30" in xa
           and "--xds-on-demand-file=/run/kmesh-xds/on-demand.keys" in xa
           and int(xds_run["sizeLimit"]) == 1048576 + 4096 * 321)
 else:

@@ -37,12 +37,16 @@ A test drives it over a Unix socket, one JSON command per line, one JSON answer 
                                                        in "rejected"); null: any token
   {"cmd": "hold", "on": true|false}                    while on, first responses on new streams
                                                        wait (a slow istiod); off sends them
-On demand (istio-wire §3.8): a stream whose first Address request subscribes and unsubscribes
-"*" gets only what it names: the resources in its initial_resource_versions, then, for each key
-of a later spontaneous subscription, what istiod's index answers ("<ns>/<hostname>" or
+On demand (istio-wire §3.8), as istiod's generateDeltasOndemand: a stream whose first Address
+request subscribes and unsubscribes "*" gets only what it names (the resources in its
+initial_resource_versions) and the workloads on its node (node metadata NODE_NAME); then, for
+each key of a later spontaneous subscription, what istiod's index answers ("<ns>/<hostname>" or
 "<network>/<vip>": the service and its workloads; "<network>/<ip>": the workloads holding it;
-a uid: that workload), all added to its subscription. Pushes to such a stream carry only
-subscribed names, and the new workloads of a subscribed service (which join it).
+a uid: that workload), all added to its subscription, and a key that answers nothing in
+removed_resources. An unsubscription drops names (nothing is sent for them). Pushes to such a
+stream carry only subscribed names and the workloads on its node: a new workload of a
+subscribed service is not pushed (istiod's own test says so). A spontaneous request that changes
+no subscription is counted in "mismatches" and not answered (istiod logs it as an error).
 Started with --state FILE, it serves that state ({"resources": [...], "policies": [...]}, as
 "set" and "set-authz" take them) from its first stream, as a restarted istiod does; with --port it
 listens on that port (a restart on the same address).
@@ -111,6 +115,7 @@ class State:
         self.hold = False
         self.require_token = None
         self.rejected = 0
+        self.mismatches = 0  # spontaneous requests that changed no subscription
 
     def next_nonce(self):
         self.nonce += 1
@@ -129,6 +134,7 @@ class Stream:
         self.held = []  # first responses kept back while STATE.hold
         self.subs = None  # on demand: the Address names subscribed (None: everything)
         self.opened = set()  # types whose first request came
+        self.node = None  # the client's NODE_NAME (on demand: its node's workloads are pushed)
 
     def describe(self):
         return {"authorization": self.metadata.get("authorization"),
@@ -173,20 +179,34 @@ def reader(stream, requests):
                 record(stream, req)
                 initial = not req.response_nonce and req.type_url not in stream.opened
                 stream.opened.add(req.type_url)
+                if req.HasField("node") and stream.node is None:
+                    stream.node = req.node.metadata.fields["NODE_NAME"].string_value \
+                        if "NODE_NAME" in req.node.metadata.fields else ""
                 if (not initial and not req.response_nonce and req.type_url == ADDRESS and
-                        stream.subs is not None and req.resource_names_subscribe):
-                    stream.queue.put(demanded(stream, req.resource_names_subscribe))
+                        stream.subs is not None):
+                    r = subscription_changed(stream, req)
+                    if r is not None:
+                        stream.queue.put(r)
                     continue
                 if initial and req.type_url in STATE.resources:
                     held = dict(req.initial_resource_versions)
                     have = STATE.resources[req.type_url]
+                    missing = []
                     if (req.type_url == ADDRESS and "*" in req.resource_names_subscribe and
                             "*" in req.resource_names_unsubscribe):
-                        stream.subs = set(held)  # on demand: what it holds, nothing more
+                        # on demand: what it holds, the workloads of its node, and what the
+                        # keys it subscribes name
+                        keys = [k for k in req.resource_names_subscribe if k != "*"]
+                        stream.subs = set(held) | INDEX.on_node(stream.node) | set(keys)
+                        for k in keys:
+                            found = {n for n in INDEX.lookup(k) if n in have}
+                            stream.subs |= found
+                            if not found:
+                                missing.append(k)
                     pool = sorted(have.items()) if stream.subs is None else \
-                        [(n, have[n]) for n in sorted(held) if n in have]
+                        [(n, have[n]) for n in sorted(stream.subs) if n in have]
                     items = [(n, vp) for n, vp in pool if held.get(n) != vp[0] or not vp[0]]
-                    removed = sorted(n for n in held if n not in have)
+                    removed = sorted(set(n for n in held if n not in have) | set(missing))
                     r = response(req.type_url, items, removed)
                     if STATE.hold:
                         stream.held.append(r)
@@ -238,15 +258,18 @@ class Index:
     def __init__(self):
         self.keys = {}      # key -> set of resource names
         self.members = {}   # service name -> set of workload uids
-        self.of = {}        # resource name -> (keys, services it is a member of)
+        self.of = {}        # resource name -> (keys, services it is a member of, node)
+        self.nodes = {}     # node -> set of workload uids
 
-    def add(self, name, keys, services):
+    def add(self, name, keys, services, node=""):
         self.remove(name)
-        self.of[name] = (keys, services)
+        self.of[name] = (keys, services, node)
         for k in keys:
             self.keys.setdefault(k, set()).add(name)
         for svc in services:
             self.members.setdefault(svc, set()).add(name)
+        if node:
+            self.nodes.setdefault(node, set()).add(name)
 
     def add_payload(self, name, payload):
         a = workload_pb2.Address.FromString(payload)
@@ -254,7 +277,7 @@ class Index:
             w = a.workload
             keys = ["%s/%s" % (w.network, ipaddress.ip_address(x)) for x in w.addresses
                     if len(x) in (4, 16)]
-            self.add(name, keys, list(w.services.keys()))
+            self.add(name, keys, list(w.services.keys()), w.node)
         else:
             sv = a.service
             keys = [name] + ["%s/%s" % (x.network, ipaddress.ip_address(x.address))
@@ -262,11 +285,12 @@ class Index:
             self.add(name, keys, [])
 
     def remove(self, name):
-        keys, services = self.of.pop(name, ((), ()))
+        keys, services, node = self.of.pop(name, ((), (), ""))
         for k in keys:
             self.keys.get(k, set()).discard(name)
         for svc in services:
             self.members.get(svc, set()).discard(name)
+        self.nodes.get(node, set()).discard(name)
 
     def lookup(self, key):
         names = set(self.keys.get(key, ()))
@@ -276,22 +300,41 @@ class Index:
             names |= self.members.get(n, set())
         return names
 
-    def services_of(self, name):
-        return self.of.get(name, ((), ()))[1]
+    def node_of(self, name):
+        return self.of.get(name, ((), (), ""))[2]
+
+    def on_node(self, node):
+        return set(self.nodes.get(node, ())) if node else set()
 
 
 INDEX = Index()
 
 
-def demanded(stream, keys):
-    """The answer to an on-demand subscription: everything the keys name, now subscribed."""
+def subscription_changed(stream, req):
+    """A spontaneous request on an on-demand stream: the names it unsubscribes go, and the keys it
+    subscribes are answered with everything they name (now subscribed), keys that name nothing
+    in removed_resources. None when it changed nothing (istiod: a mismatch, no answer)."""
     have = STATE.resources[ADDRESS]
-    names = set()
-    for k in keys:
-        names |= INDEX.lookup(k)
-    names = {n for n in names if n in have}
+    changed = False
+    for n in req.resource_names_unsubscribe:
+        if n in stream.subs:
+            stream.subs.discard(n)
+            changed = True
+    names, missing = set(), []
+    for k in req.resource_names_subscribe:
+        if k not in stream.subs:
+            stream.subs.add(k)
+            changed = True
+        found = {n for n in INDEX.lookup(k) if n in have}
+        if not found:
+            missing.append(k)
+        names |= found
+    if not changed:
+        STATE.mismatches += 1
+        return None
+    names |= INDEX.on_node(stream.node)
     stream.subs |= names
-    return response(ADDRESS, [(n, have[n]) for n in sorted(names)], [])
+    return response(ADDRESS, [(n, have[n]) for n in sorted(names)], sorted(missing))
 
 
 def deliver(type_url, changed, removed):
@@ -305,8 +348,8 @@ def deliver(type_url, changed, removed):
             continue
         mine = []
         for n, vp in changed:
-            if n not in s.subs and any(svc in s.subs for svc in INDEX.services_of(n)):
-                s.subs.add(n)
+            if n not in s.subs and INDEX.node_of(n) == s.node and s.node:
+                s.subs.add(n)  # a workload of its node
             if n in s.subs:
                 mine.append((n, vp))
         gone = [n for n in removed if n in s.subs]
@@ -365,7 +408,7 @@ def synthetic(n_workloads, n_services, variant=0):
         wl.services["bench/s%d.bench" % (i % n_services)].ports.add(service_port=80, target_port=8080)
         items[uid] = versioned(workload_pb2.Address(workload=wl).SerializeToString())
         index.add(uid, ["/10.%d.%d.%d" % (128 + (i >> 16 & 63), i >> 8 & 255, i & 255)],
-                  ["bench/s%d.bench" % (i % n_services)])
+                  ["bench/s%d.bench" % (i % n_services)], "v%d-n%d" % (variant, i % 100))
     return items, index
 
 
@@ -488,6 +531,7 @@ def handle(cmd):
         if c == "state":
             names = STATE.resources[ADDRESS]
             return {"streams": [s.describe() for s in STATE.streams], "rejected": STATE.rejected,
+                    "mismatches": STATE.mismatches,
                     "address": sorted(names) if len(names) <= LIST_MAX else None,
                     "address_count": len(names),
                     "authz": sorted(STATE.resources[AUTHZ])}

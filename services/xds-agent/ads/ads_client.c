@@ -193,13 +193,24 @@ uint8_t *km_ads_build_request(struct km_ads_client *c, struct km_ads_type *t, in
 	uint8_t *buf;
 
 	static char *everything[] = { "*" };
+	char **sub = NULL;
 
 	req.type_url = (char *)t->type_url;
 	if (initial && c->on_demand && t == &c->address) {
-		/* istio's convention for "subscribe to nothing" (istio-wire §3.8); what is held is
-		 * still named below, which subscribes to it again */
-		req.n_resource_names_subscribe = req.n_resource_names_unsubscribe = 1;
-		req.resource_names_subscribe = req.resource_names_unsubscribe = everything;
+		/* istio's convention for "subscribe to nothing" (istio-wire §3.8), then the demanded
+		 * keys that fit (km_ads_initial_request): istiod answers them with what they name
+		 * now; what is held is named below, which subscribes to it again */
+		size_t k = c->demand_initial < c->demand.n ? c->demand_initial : c->demand.n;
+
+		if (!(sub = malloc((k + 1) * sizeof(*sub))))
+			return NULL;
+		sub[0] = everything[0];
+		if (k)
+			memcpy(sub + 1, c->demand.keys, k * sizeof(*sub));
+		req.n_resource_names_subscribe = k + 1;
+		req.resource_names_subscribe = sub;
+		req.n_resource_names_unsubscribe = 1;
+		req.resource_names_unsubscribe = everything;
 	}
 	if (initial) {
 		kmesh__xds__struct__init(&meta.s);
@@ -228,6 +239,7 @@ uint8_t *km_ads_build_request(struct km_ads_client *c, struct km_ads_type *t, in
 			free(versions.entries);
 			free(versions.ptrs);
 			free(versions.text);
+			free(sub);
 			return NULL;
 		}
 		if (t->each_version && !t->withheld)
@@ -249,19 +261,23 @@ uint8_t *km_ads_build_request(struct km_ads_client *c, struct km_ads_type *t, in
 	free(versions.entries);
 	free(versions.ptrs);
 	free(versions.text);
+	free(sub);
 	return buf;
 }
 
-uint8_t *km_ads_build_subscribe(struct km_ads_client *c, struct km_ads_type *t,
-				char *const *names, size_t n, size_t *len)
+uint8_t *km_ads_build_subscription(struct km_ads_client *c, struct km_ads_type *t,
+				   char *const *sub, size_t n_sub, char *const *unsub,
+				   size_t n_unsub, size_t *len)
 {
 	Kmesh__Xds__DeltaDiscoveryRequest req = KMESH__XDS__DELTA_DISCOVERY_REQUEST__INIT;
 	uint8_t *buf;
 
 	(void)c;
 	req.type_url = (char *)t->type_url;
-	req.n_resource_names_subscribe = n;
-	req.resource_names_subscribe = (char **)names;
+	req.n_resource_names_subscribe = n_sub;
+	req.resource_names_subscribe = (char **)sub;
+	req.n_resource_names_unsubscribe = n_unsub;
+	req.resource_names_unsubscribe = (char **)unsub;
 	*len = kmesh__xds__delta_discovery_request__get_packed_size(&req);
 	buf = malloc(*len ? *len : 1);
 	if (buf)
@@ -278,7 +294,9 @@ uint8_t *km_ads_initial_request(struct km_ads_client *c, struct km_ads_type *t, 
 	size_t base, need;
 	uint8_t *buf;
 
-	t->withheld = 1; /* the request without versions, measured */
+	t->withheld = 1; /* the request without versions (or demanded keys), measured */
+	if (t == &c->address)
+		c->demand_initial = 0;
 	buf = km_ads_build_request(c, t, 1, NULL, NULL, &base);
 	free(buf);
 	need = base + versions_size(t);
@@ -291,6 +309,18 @@ uint8_t *km_ads_initial_request(struct km_ads_client *c, struct km_ads_type *t, 
 			"the limit of %zu, --xds-max-initial-request); naming none: istiod sends its "
 			"whole state, and what it does not name of the %zu held is removed after it",
 			km_ads_versions_held(t), type_name(t), need, c->max_initial, marked);
+	}
+	if (c->on_demand && t == &c->address) { /* the demanded keys that fit go along */
+		size_t room = c->max_initial - (t->withheld ? base : need);
+
+		while (c->demand_initial < c->demand.n) {
+			size_t k = strlen(c->demand.keys[c->demand_initial]) + 3; /* tag, length */
+
+			if (k > room)
+				break;
+			room -= k;
+			c->demand_initial++;
+		}
 	}
 	return km_ads_build_request(c, t, 1, NULL, NULL, len);
 }
@@ -376,9 +406,25 @@ static void demand_send(struct km_ads_client *c)
 	size_t n, len;
 
 	while (c->connected && (n = km_demand_unsent(&c->demand, &names)) > 0) {
-		uint8_t *buf = km_ads_build_subscribe(c, &c->address, names, n, &len);
-		int rc = buf ? km_grpc_stream_send(&c->stream, buf, len) : -1;
+		char *held[KM_DEMAND_PER_REQUEST];
+		size_t n_held = 0;
+		uint8_t *buf;
+		int rc = 0;
 
+		/* a key that names a service held already is subscribed already (its answer to
+		 * another key named it): subscribing it again would change nothing, which istiod
+		 * refuses; unsubscribed first, it is answered with its members now */
+		for (size_t i = 0; i < n; i++)
+			if (km_model_find_service(c->model, names[i]))
+				held[n_held++] = names[i];
+		if (n_held) {
+			buf = km_ads_build_subscription(c, &c->address, NULL, 0, held, n_held, &len);
+			rc = buf ? km_grpc_stream_send(&c->stream, buf, len) : -1;
+			free(buf);
+			c->demand_requests++;
+		}
+		buf = rc == 0 ? km_ads_build_subscription(c, &c->address, names, n, NULL, 0, &len) : NULL;
+		rc = buf ? km_grpc_stream_send(&c->stream, buf, len) : -1;
 		free(buf);
 		if (rc != 0) {
 			km_warn("could not send a subscription of %zu Address keys to istiod; they are "
@@ -394,6 +440,41 @@ static void demand_send(struct km_ads_client *c)
 static void on_demand_flush(uv_timer_t *h)
 {
 	demand_send(h->data);
+}
+
+/* Every key sent on this stream, unsubscribed then subscribed again, KM_DEMAND_PER_REQUEST at a
+ * time: istiod answers each subscription with what the keys name now. */
+static void on_demand_refresh(uv_timer_t *h)
+{
+	struct km_ads_client *c = h->data;
+	size_t done = 0, len;
+
+	while (c->connected && done < c->demand.sent) {
+		size_t n = c->demand.sent - done;
+		char *const *keys = c->demand.keys + done;
+		uint8_t *un, *sub;
+		int rc;
+
+		if (n > KM_DEMAND_PER_REQUEST)
+			n = KM_DEMAND_PER_REQUEST;
+		un = km_ads_build_subscription(c, &c->address, NULL, 0, keys, n, &len);
+		rc = un ? km_grpc_stream_send(&c->stream, un, len) : -1;
+		free(un);
+		sub = rc == 0 ? km_ads_build_subscription(c, &c->address, keys, n, NULL, 0, &len) : NULL;
+		rc = sub ? km_grpc_stream_send(&c->stream, sub, len) : -1;
+		free(sub);
+		if (rc != 0) {
+			km_warn("could not ask istiod again for %zu Address keys; the next stream asks "
+				"for all of them", n);
+			return;
+		}
+		c->demand_requests += 2;
+		done += n;
+	}
+	if (done) {
+		c->demand_refreshes++;
+		km_debug("asked istiod again for the %zu demanded Address keys", done);
+	}
 }
 
 #define DEMAND_SAVE_DELAY_MS 1000 /* demands of a burst are written once */
@@ -414,7 +495,8 @@ static void on_demand_save(uv_timer_t *h)
 	c->demand_save_failing = 0;
 }
 
-void km_ads_client_set_on_demand(struct km_ads_client *c, size_t max, const char *file)
+void km_ads_client_set_on_demand(struct km_ads_client *c, size_t max, const char *file,
+				 unsigned refresh_s)
 {
 	c->on_demand = 1;
 	km_demand_init(&c->demand, max);
@@ -422,6 +504,11 @@ void km_ads_client_set_on_demand(struct km_ads_client *c, size_t max, const char
 	c->demand_flush.data = c;
 	uv_timer_init(c->loop, &c->demand_save);
 	c->demand_save.data = c;
+	uv_timer_init(c->loop, &c->demand_refresh);
+	c->demand_refresh.data = c;
+	if (refresh_s)
+		uv_timer_start(&c->demand_refresh, on_demand_refresh, (uint64_t)refresh_s * 1000,
+			       (uint64_t)refresh_s * 1000);
 	c->demand_file = file && *file ? file : NULL;
 	if (c->demand_file) {
 		size_t bad;
@@ -434,9 +521,9 @@ void km_ads_client_set_on_demand(struct km_ads_client *c, size_t max, const char
 			km_info("%ld demanded keys read from %s%s", n, c->demand_file,
 				bad ? " (some lines were no key, or past the bound: skipped)" : "");
 	}
-	km_info("on demand: Addresses are asked for as this node uses them (at most %zu keys%s%s)",
-		c->demand.max, c->demand_file ? ", kept in " : "",
-		c->demand_file ? c->demand_file : "");
+	km_info("on demand: Addresses are asked for as this node uses them (at most %zu keys%s%s; "
+		"asked again every %u s)", c->demand.max, c->demand_file ? ", kept in " : "",
+		c->demand_file ? c->demand_file : "", refresh_s);
 }
 
 enum km_demand_rc km_ads_client_demand(struct km_ads_client *c, const char *key)
@@ -475,6 +562,7 @@ static void on_open(struct km_grpc_stream *g)
 	}
 	if (c->on_demand) { /* a subscription lives as long as its stream */
 		km_demand_resend_all(&c->demand);
+		km_demand_mark_sent(&c->demand, c->demand_initial); /* in the first request */
 		demand_send(c);
 	}
 }
@@ -649,10 +737,10 @@ static void apply_other(struct km_ads_client *c, struct km_response_view *v)
 	       "Authorization response %s: %zu applied, %zu rejected, %zu removed", v->nonce,
 	       res.applied, res.rejected, res.removed);
 	if (c->on_demand && c->policies->count && !c->warned_policies)
-		km_warn("on demand with %zu authorization policies: a caller or pod this node has not "
+		km_warn("on demand with %zu authorization policies: a caller this node has not "
 			"demanded has no identity here, so a DENY naming it does not match and an "
-			"ALLOW naming it refuses it; demand them (kmeshctl demand) or run without "
-			"--xds-on-demand (docs/xds-agent.md, On demand)", c->policies->count);
+			"ALLOW naming it refuses it; demand the callers' services (kmeshctl demand) or "
+			"run without --xds-on-demand (docs/xds-agent.md, On demand)", c->policies->count);
 	c->warned_policies = c->policies->count > 0; /* again once they are gone and come back */
 	t->synced = 1;
 	if (c->on_applied)
@@ -946,6 +1034,7 @@ void km_ads_client_stop(struct km_ads_client *c)
 		if (uv_is_active((uv_handle_t *)&c->demand_save))
 			on_demand_save(&c->demand_save); /* what is pending, before exiting */
 		uv_close((uv_handle_t *)&c->demand_save, NULL);
+		uv_close((uv_handle_t *)&c->demand_refresh, NULL);
 		km_demand_free(&c->demand);
 	}
 	if (c->stream_open)

@@ -120,10 +120,17 @@ struct km_ads_client {
 	struct km_demand demand;
 	uv_timer_t demand_flush;
 	uint64_t demand_requests; /* subscription requests sent */
+	size_t demand_initial;    /* keys[0..) sent in the stream's first request (as many as fit) */
 	int warned_policies;      /* policies in force were warned about (on demand) */
 	const char *demand_file;  /* where the keys are kept (NULL: not kept) */
 	uv_timer_t demand_save;   /* writes them a moment after they change */
 	int demand_save_failing;  /* the last write failed (said once until one succeeds) */
+	/* istiod pushes changes only of the names it sent (and of this node's workloads): a
+	 * workload that joins a demanded service later is not pushed. So every refresh period the
+	 * keys are unsubscribed and subscribed again, which istiod answers with what they name now
+	 * (subscribing a name held already would change nothing, which istiod refuses). */
+	uv_timer_t demand_refresh;
+	uint64_t demand_refreshes;
 };
 
 int km_ads_client_start(struct km_ads_client *c, uv_loop_t *loop,
@@ -132,16 +139,19 @@ int km_ads_client_start(struct km_ads_client *c, uv_loop_t *loop,
 			void (*on_applied)(void *arg), void *arg);
 void km_ads_client_stop(struct km_ads_client *c);
 /* Ask istiod only for what this node demands, holding at most max keys (0: the default), kept
- * in file (NULL: not kept; the keys a previous run kept there are demanded now). Call after
+ * in file (NULL: not kept; the keys a previous run kept there are demanded now), every key
+ * asked again each refresh_s seconds (0: never; see demand_refresh). Call after
  * km_ads_client_start and before the loop runs (the stream opens on the loop). */
-void km_ads_client_set_on_demand(struct km_ads_client *c, size_t max, const char *file);
+void km_ads_client_set_on_demand(struct km_ads_client *c, size_t max, const char *file,
+				 unsigned refresh_s);
 /* Demand an Address key (demand.h): sent at once on an open stream (coalesced with the demands
  * of the same loop iteration), else when the stream opens. Returns km_demand_add's answer;
  * KM_DEMAND_INVALID also when the client is not on demand. */
 enum km_demand_rc km_ads_client_demand(struct km_ads_client *c, const char *key);
-/* A spontaneous subscription request for names (exposed for tests). */
-uint8_t *km_ads_build_subscribe(struct km_ads_client *c, struct km_ads_type *t,
-				char *const *names, size_t n, size_t *len);
+/* A spontaneous request subscribing n_sub names and unsubscribing n_unsub (exposed for tests). */
+uint8_t *km_ads_build_subscription(struct km_ads_client *c, struct km_ads_type *t,
+				   char *const *sub, size_t n_sub, char *const *unsub,
+				   size_t n_unsub, size_t *len);
 /* Continue applying after a backlog pause (see backlogged). */
 void km_ads_client_resume(struct km_ads_client *c);
 /* The node id sent to istiod: ztunnel~<ip>~<pod>.<ns>~<ns>.svc.cluster.local */
