@@ -4,9 +4,9 @@
  * model then keeps; both reading the response in place and one resource at a time as the agent
  * does. Prints one JSON line with min/median/max over the repetitions. The model is built twice
  * each repetition: alone (the baseline push_cost holds ceilings on; with the address index the
- * model keeps for authorization and telemetry), and as the agent keeps it, with authorization's
- * per-workload records and identity rows (the *_full fields): what those cost per resource, in
- * time, heap and table operations.
+ * model keeps for authorization and telemetry), and as the agent keeps it once a policy exists,
+ * with authorization's per-workload records and identity rows (the *_full fields): what those
+ * cost per resource, in time, heap and table operations.
  *   decode_bench RESPONSE_FILE [REPETITIONS] */
 #include <malloc.h>
 #include <stdio.h>
@@ -80,6 +80,7 @@ static double decode_and_model(const uint8_t *buf, size_t len, int full, size_t 
 	if (full) {
 		km_authz_init(&authz, &l, "");
 		km_model_set_authz(&m, &authz);
+		authz.identities_on = 1; /* as once a policy exists (none: no identity rows) */
 	}
 	if (km_response_view_init(&v, buf, len) == 0) {
 		km_xds_apply_address(&m, &v, NULL, NULL, &res);

@@ -7,9 +7,12 @@
 # insert rate into maps like the map writer's (bench/table_ops_bench). Also: the routing
 # tables' kernel memory per row once full. Runs once per scale in PUSH_SCALES (default
 # 10000:1000 100000:10000 1000000:100000, workloads:services; WORKLOADS=N SERVICES=M runs only
-# that one), then again with the map writer's tables preallocated (--preallocate-tables, the
-# documented trade: decisions.md) at PUSH_PREALLOC_SCALES (default 100000:10000; MW_FLAGS=...
-# adds map writer flags to one scale's run), then sums the scales up. Prints markdown.
+# that one), then again with one authorization policy in force (every workload address's
+# identity row is then written too; without a policy none is) at PUSH_POLICY_SCALES (default
+# 100000:10000; POLICY=1 for one scale's run), then with the map writer's tables preallocated
+# (--preallocate-tables, the documented trade: decisions.md) at PUSH_PREALLOC_SCALES (default
+# 100000:10000; MW_FLAGS=... adds map writer flags to one scale's run), then sums the scales up.
+# Prints markdown.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${WORKLOADS:-}" ]; then
@@ -21,6 +24,16 @@ if [ -z "${WORKLOADS:-}" ]; then
 			rows+=("| $(sed -n 's/^<!-- summary: \(.*\) -->$/\1/p' "$out")")
 		else # one scale failing does not lose the others
 			rows+=("| ${scale%:*} | ${scale#*:} | failed: see the log of \`make bench\` | | | | | | | |")
+			failed=1
+		fi
+		cat "$out"
+		echo
+	done
+	for scale in ${PUSH_POLICY_SCALES-100000:10000}; do # identity rows: written once a policy exists
+		if POLICY=1 WORKLOADS=${scale%:*} SERVICES=${scale#*:} bash bench/xds_push.sh >"$out"; then
+			rows+=("| $(sed -n 's/^<!-- summary: \(.*\) -->$/\1/p' "$out")")
+		else
+			rows+=("| ${scale%:*} (one policy) | ${scale#*:} | failed: see the log of \`make bench\` | | | | | | | |")
 			failed=1
 		fi
 		cat "$out"
@@ -71,7 +84,7 @@ decode=$(build/bench/decode_bench "$KM_DIR/push.bin" 5)
 FLAGS=(--max-frontends $((WORKLOADS + SERVICES + 64)) --max-endpoints $((WORKLOADS + 64))
 	--max-backends $((WORKLOADS + 64)) --max-services $((SERVICES + 64))
 	--max-authz-addresses $((WORKLOADS + 64)) --log-level warn ${MW_FLAGS:-})
-label=$WORKLOADS${MW_FLAGS:+ ($MW_FLAGS)} # the summary row's first column
+label=$WORKLOADS${MW_FLAGS:+ ($MW_FLAGS)}${POLICY:+ (one policy)} # the summary row's first column
 # the raw baseline: the same kind of rows written with bpf() batches (table_ops_bench), on a fresh
 # map writer's maps
 km_map_writer_start "${FLAGS[@]}" || exit 1
@@ -95,6 +108,16 @@ wait_for() { # wait_for EXPR SECONDS [INTERVAL]: poll the agent's dump (short li
 	return 1
 }
 
+# POLICY=1: one mesh-wide policy in force before the push, so every workload address's identity
+# row is written (without a policy, none is: nothing reads them)
+responses=1 # the agent's update latencies counted once the push is applied
+policy_text="No authorization policy is in force, so no identity rows are written (the first policy would write them)."
+if [ -n "${POLICY:-}" ]; then
+	km_istiod send '{"cmd": "set-authz", "policies": [{"name": "deny-none", "namespace": "istio-system",
+	  "scope": "GLOBAL", "action": "DENY", "rules": [{"clauses": [{"matches": [{"principals": [{"exact": "spiffe://nowhere/ns/x/sa/x"}]}]}]}]}]}' >/dev/null
+	responses=2 # the Authorization response is one
+	policy_text="One mesh-wide DENY policy (it matches nobody) is in force, so the identity row of every workload address is written too."
+fi
 e2e=() internal=() agent_rss=() agent_idle=() mw_rss=() p50=() p99=()
 for rep in $(seq 1 "$REPS"); do
 	km_istiod send '{"cmd": "set", "resources": []}' >/dev/null
@@ -105,7 +128,7 @@ for rep in $(seq 1 "$REPS"); do
 	wait_for 'd["istiod"]["connected"] and d["istiod"]["address"]["synced"]' 10 || exit 1
 	agent_idle+=("$(rss_mb "$KM_AGENT_PID")") # connected, nothing held yet: the agent's own floor
 	t0=$(km_istiod send '{"cmd": "push-prepared"}' | json 'd["t0"]')
-	wait_for "d['update_latency_us']['count'] >= 1 and d['model']['workloads'] == $WORKLOADS" $WAIT 0.2 || exit 1
+	wait_for "d['update_latency_us']['count'] >= $responses and d['model']['workloads'] == $WORKLOADS" $WAIT 0.2 || exit 1
 	dump=$(KM_DUMP_ITEMS=1 "$KM_TESTCTL" agent-dump --socket "$KM_DIR/run/xds-agent.sock")
 	e2e+=("$(echo "$dump" | json "round(d['map_writer']['last_synced_unix_us'] / 1e6 - $t0, 3)")")
 	internal+=("$(echo "$dump" | json 'round(d["update_latency_us"]["max"] / 1e6, 3)')")
@@ -127,7 +150,7 @@ for rep in $(seq 1 "$REPS"); do
 	# the dump runs on the agent's loop: do not poll while the changes are being measured
 	km_istiod send "{\"cmd\": \"flap\", \"count\": $FLAPS, \"interval_ms\": 3}" >/dev/null
 	sleep "$(awk -v n="$FLAPS" 'BEGIN {print n * 0.0035 + 0.2}')"
-	wait_for "d['update_latency_us']['count'] >= $((FLAPS + 1))" $WAIT 0.5 || exit 1
+	wait_for "d['update_latency_us']['count'] >= $((FLAPS + responses))" $WAIT 0.5 || exit 1
 	dump=$(KM_DUMP_ITEMS=1 "$KM_TESTCTL" agent-dump --socket "$KM_DIR/run/xds-agent.sock")
 	p50+=("$(echo "$dump" | json 'round(d["update_latency_us"]["p50"] / 1000, 3)')")
 	p99+=("$(echo "$dump" | json 'round(d["update_latency_us"]["p99"] / 1000, 3)')")
@@ -148,12 +171,12 @@ e2e_med=$(median "${e2e[@]}")
 ops=$(($(echo "$decode" | json 'd["ops"]') + identities))
 ops_per_s=$(awk -v o="$ops" -v t="$e2e_med" 'BEGIN {printf "%.0f", o / t}')
 cat <<MD
-## xDS push: $WORKLOADS workloads and $SERVICES services in one response${MW_FLAGS:+, map writer $MW_FLAGS}
+## xDS push: $WORKLOADS workloads and $SERVICES services in one response${MW_FLAGS:+, map writer $MW_FLAGS}${POLICY:+, one authorization policy in force}
 
 Command: \`make bench\` (runs \`bench/xds_push.sh\`; \`WORKLOADS\`, \`SERVICES\`, \`REPS=$REPS\`,
 \`FLAPS=$FLAPS\`${MW_FLAGS:+, \`MW_FLAGS=$MW_FLAGS\`} override). Fake istiod (python3-grpcio, TLS 1.3) on loopback; one response of
 $bytes bytes; a fresh map writer and xDS agent (uid 65534) for each repetition; the map writer's
-tables ${MW_FLAGS:+as $MW_FLAGS makes them}${MW_FLAGS:-on demand (the default)}.
+tables ${MW_FLAGS:+as $MW_FLAGS makes them}${MW_FLAGS:-on demand (the default)}. $policy_text
 
 | figure | min | median | max | goal |
 |---|---|---|---|---|
@@ -171,7 +194,7 @@ decoding plus building the model and its $(echo "$decode" | json 'd["ops"]') tab
 $(echo "$decode" | json '" / ".join("%.1f" % x for x in d["decode_model_ms"])') ms; the model then holds
 $(echo "$decode" | json '"%.1f MB of heap (%d bytes per resource)" % (d["model_bytes"] / 1048576, d["model_bytes"] / d["resources"])'),
 its address index (which authorization and telemetry share) included.
-Built as the agent keeps it, with authorization's records and identity rows: $(echo "$decode" | json '" / ".join("%.1f" % x for x in d["decode_model_full_ms"])') ms,
+Built as the agent keeps it once a policy exists, with authorization's records and identity rows: $(echo "$decode" | json '" / ".join("%.1f" % x for x in d["decode_model_full_ms"])') ms,
 $(echo "$decode" | json '"%d table operations, %.1f MB of heap (%d bytes per resource)" % (d["ops_full"], d["model_full_bytes"] / 1048576, d["model_full_bytes"] / d["resources"])').
 Ratio, median push-to-applied over median decode: **$(awk -v a="$e2e_med" -v b="$dec_ms" 'BEGIN {printf "%.1f", a * 1000 / b}')x**
 (over decode plus model: $(awk -v a="$e2e_med" -v b="$mod_ms" 'BEGIN {printf "%.1f", a * 1000 / b}')x).

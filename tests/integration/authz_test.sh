@@ -92,11 +92,13 @@ identities_are() { # identities_are N: the agent holds N identities (waits 3 s a
 	done
 	return 1
 }
-check "the agent knows the 4 identities of its network (not the other network's)" identities_are 4
-
 check "no policy: allowed" test "$(reach cdev 8080)" = srv
+check "... and no identity row written while no policy reads one" \
+	eval 'identities_are 0 && [ "$(bpftool -j map dump pinned "$KM_DIR/bpffs/kmesh/maps/km_authz_ident" | "$KM_PY" -c "import json, sys; print(len(json.load(sys.stdin)))")" = 0 ]'
 
 apply_policies 1 "$(policy allow-prod web NAMESPACE ALLOW '{"namespaces": [{"exact": "prod"}]}')"
+check "the first policy: the agent writes the 4 identities of its network (not the other network's)" \
+	eval 'identities_are 4 && [ "$(bpftool -j map dump pinned "$KM_DIR/bpffs/kmesh/maps/km_authz_ident" | "$KM_PY" -c "import json, sys; print(len(json.load(sys.stdin)))")" = 4 ]'
 check "ALLOW from namespace prod: a prod pod (network net-a, not empty) is allowed" \
 	test "$(reach cprod 8080)" = srv
 check "ALLOW present, none matching: the dev pod is refused at once (its address is 'prod' only in net-b)" \

@@ -43,6 +43,9 @@ static int setup(void **state)
 	(void)state;
 	km_oplist_init(&ops);
 	km_authz_init(&az, &ops, "net-a");
+	/* identity rows as once a policy exists (the switch itself: test_model_identity.c, which
+	 * has the model that writes every address's row when it turns on) */
+	az.identities_on = 1;
 	return 0;
 }
 

@@ -4,7 +4,8 @@
  * host-network and other networks' workloads never take a row; an identity or address change
  * rewrites exactly the rows it touches; a replay writes one row per address; the same index
  * answers telemetry's lookups; and a randomized run of workloads sharing a few addresses, held
- * to a reference of that rule after every change. */
+ * to a reference of that rule after every change. None of it before the first policy, which
+ * writes every address's row ahead of its own rows (and they stay once written). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,7 +26,22 @@ struct fx {
 	struct km_authz az;
 };
 
-static int fx_setup(void **state)
+/* A mesh-wide ALLOW policy of one rule that always holds. */
+static void put_policy(struct fx *f, const char *name)
+{
+	Kmesh__Security__Authorization p = KMESH__SECURITY__AUTHORIZATION__INIT;
+	Kmesh__Security__Rule r = KMESH__SECURITY__RULE__INIT, *rules[] = { &r };
+
+	p.name = (char *)name;
+	p.namespace_ = "istio-system";
+	p.scope = KMESH__SECURITY__SCOPE__GLOBAL;
+	p.n_rules = 1;
+	p.rules = rules;
+	km_authz_put_policy(&f->az, name, &p);
+	km_model_flush(&f->m);
+}
+
+static int fx_setup_bare(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 
@@ -34,6 +50,18 @@ static int fx_setup(void **state)
 	km_authz_init(&f->az, &f->l, "net-a");
 	km_model_set_authz(&f->m, &f->az);
 	*state = f;
+	return 0;
+}
+
+/* As once a policy exists: identity rows are written. */
+static int fx_setup(void **state)
+{
+	struct fx *f;
+
+	fx_setup_bare(state);
+	f = *state;
+	put_policy(f, "istio-system/any");
+	km_oplist_clear(&f->l);
 	return 0;
 }
 
@@ -98,6 +126,46 @@ static size_t identities(struct fx *f)
 
 	km_authz_stats(&f->az, &st);
 	return st.identities;
+}
+
+/* Without a policy nothing reads identities: no rows. The first policy writes every address's
+ * row (the newest identity holder's) before any row of its own; removing the last policy keeps
+ * them, and changes after it are written as before. */
+static void test_identities_wait_for_the_first_policy(void **state)
+{
+	struct fx *f = *state;
+	size_t first_policy_row = (size_t)-1, last_ident = 0, n_ident = 0;
+
+	put(f, "a", "10.0.0.1", "web", "net-a", 0);
+	put(f, "b", "10.0.0.2", "api", "net-a", 0);
+	put(f, "c", "10.0.0.2", "api2", "net-a", 0); /* the newer holder of .2 */
+	put(f, "h", "10.0.0.9", "node", "net-a", 1); /* host network: never an identity */
+	EXPECT_ROWS(f, "");
+	assert_int_equal(identities(f), 0);
+	put_policy(f, "istio-system/any");
+	for (size_t i = 0; i < f->l.n; i++) {
+		if (f->l.ops[i].table == KM_OP_AUTHZ_IDENT) {
+			last_ident = i;
+			n_ident++;
+		} else if (first_policy_row == (size_t)-1) {
+			first_policy_row = i;
+		}
+	}
+	assert_int_equal(n_ident, 2);
+	assert_true(first_policy_row != (size_t)-1 && last_ident < first_policy_row);
+	{
+		char got[512];
+
+		rows(f, got, sizeof(got));
+		assert_true(!strcmp(got, "+10.0.0.1=a +10.0.0.2=c") || !strcmp(got, "+10.0.0.2=c +10.0.0.1=a"));
+	}
+	assert_int_equal(identities(f), 2);
+	km_authz_remove_policy(&f->az, "istio-system/any");
+	km_model_flush(&f->m);
+	km_oplist_clear(&f->l);
+	put(f, "d", "10.0.0.4", "web", "net-a", 0);
+	EXPECT_ROWS(f, "+10.0.0.4=d");
+	assert_int_equal(identities(f), 3);
 }
 
 /* A pod's address given to a new pod before the old one is gone: the row names the newest;
@@ -391,6 +459,7 @@ static void test_random_shared_addresses_against_reference(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_identities_wait_for_the_first_policy, fx_setup_bare, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_reused_address_falls_back_to_the_older_holder, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_only_this_networks_pods_are_identities, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_identity_and_address_changes, fx_setup, fx_teardown),

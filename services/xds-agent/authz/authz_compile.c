@@ -202,6 +202,11 @@ void km_authz_put_policy(struct km_authz *a, const char *name,
 		a->oom = 1;
 		return;
 	}
+	if (!a->identities_on) { /* the first policy: the identities it reads go first */
+		a->identities_on = 1;
+		if (a->identities_needed)
+			a->identities_needed(a->identities_arg);
+	}
 	p->hash = fnv64(buf, len);
 	free(buf);
 	p->scope = (uint32_t)src->scope;
@@ -342,7 +347,7 @@ void km_authz_write_address(struct km_authz *a, const struct km_addr *addr, int 
 {
 	int has_row = km_authz_is_identity(owner);
 
-	if (!has_row && !had_row)
+	if (!a->identities_on || (!has_row && !had_row))
 		return;
 	emit_ident(a, has_row ? owner : NULL, owner_id, addr, !has_row);
 	a->n_ident_rows += (size_t)has_row - (size_t)had_row;

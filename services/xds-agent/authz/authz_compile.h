@@ -66,6 +66,15 @@ struct km_authz {
 	uint32_t index_min;
 	size_t index_rows;            /* index rows written for the live generations (dumps) */
 	int oom;                      /* an allocation failed: what was written may be incomplete */
+	/* Identity rows are written only once a policy exists: the kernel reads them to decide a
+	 * connection by its policies and for nothing else, and a mesh without policies would pay a
+	 * row per workload address (a third of a full sync's rows) for nothing. The first policy
+	 * sets identities_on and asks for every address's row (identities_needed: the model, which
+	 * knows every holder), so they reach the map writer before its own rows. They stay written
+	 * once on. */
+	int identities_on;
+	void (*identities_needed)(void *arg);
+	void *identities_arg;
 };
 
 void km_authz_init(struct km_authz *a, struct km_oplist *out, const char *network);
@@ -92,7 +101,7 @@ int km_authz_is_identity(const struct km_authz_wl *w);
 /* The identity row of addr: that of owner, the workload with model id owner_id (an identity),
  * or none (owner NULL or not an identity: the row is deleted if it had one, had_row). Which
  * workload's identity an address carries is the model's to say: it knows every holder of an
- * address (addr_index.h). */
+ * address (addr_index.h). Nothing until identities_on. */
 void km_authz_write_address(struct km_authz *a, const struct km_addr *addr, int had_row,
 			    const struct km_authz_wl *owner, uint32_t owner_id);
 /* Rewrite the lists changed since the last flush, then remove retired policy versions. */

@@ -475,7 +475,7 @@ void km_model_replay(struct km_model *m)
 			mdl_emit_workload_frontend(m, w, &fe[i], 0);
 	}
 	if (m->authz) {
-		mdl_replay_identities(m);
+		mdl_replay_identities(m, 0);
 		km_authz_replay(m->authz);
 	}
 	km_oplist_settle(m->out);
@@ -490,9 +490,19 @@ void km_model_init(struct km_model *m, struct km_oplist *out, km_ids_hash_fn has
 	m->out = out;
 }
 
+/* The first policy: every address's identity row, before the policy's own rows. */
+static void identities_needed(void *arg)
+{
+	mdl_replay_identities(arg, 1);
+}
+
 void km_model_set_authz(struct km_model *m, struct km_authz *authz)
 {
 	m->authz = authz;
+	if (authz) {
+		authz->identities_needed = identities_needed;
+		authz->identities_arg = m;
+	}
 }
 
 void km_model_set_local_node(struct km_model *m, const char *node)

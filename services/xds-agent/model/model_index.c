@@ -75,7 +75,7 @@ void mdl_index_workload(struct km_model *m, struct km_model_wl *w, const struct 
 	}
 }
 
-void mdl_replay_identities(struct km_model *m)
+void mdl_replay_identities(struct km_model *m, int fresh)
 {
 	struct km_addr a;
 	const void *newest;
@@ -85,7 +85,7 @@ void mdl_replay_identities(struct km_model *m)
 		const struct km_model_wl *owner = ident_owner(m, &a, NULL, 0);
 
 		if (owner)
-			km_authz_write_address(m->authz, &a, 1, &owner->authz, owner->id);
+			km_authz_write_address(m->authz, &a, !fresh, &owner->authz, owner->id);
 	}
 }
 

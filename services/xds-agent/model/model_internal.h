@@ -237,7 +237,9 @@ void mdl_index_service(struct km_model *m, const struct km_model_svc *s,
 void mdl_index_workload(struct km_model *m, struct km_model_wl *w, const struct km_workload_res *old,
 			const struct km_workload_res *res);
 /* The identity rows of every workload address (after a reconnect). */
-void mdl_replay_identities(struct km_model *m);
+/* Every address's identity row again (fresh: none was written before, as when the first policy
+ * turns identities on). */
+void mdl_replay_identities(struct km_model *m, int fresh);
 
 /* model_emit.c: rows from objects (and the waypoint as rows carry it) */
 void mdl_resolve_waypoint(struct km_model *m, const struct km_waypoint *wp, struct km_op_waypoint *out);
