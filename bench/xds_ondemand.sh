@@ -92,7 +92,7 @@ if [ "$MODE" = full ]; then
 else
 	km_istiod send '{"cmd": "push-prepared"}' >/dev/null # the state, to no stream
 	km_map_writer_start --log-level warn || exit 1
-	km_agent_start_xds --log-level warn --xds-on-demand
+	km_agent_start_xds --log-level warn --xds-on-demand --xds-on-demand-file ""  # not the production path
 	wait_for 'd["istiod"]["connected"] and d["istiod"]["address"]["acks"] >= 1' 10 || exit 1
 	a0=$(ticks "$KM_AGENT_PID")
 	t0=$(date +%s.%N)
