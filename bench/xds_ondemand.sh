@@ -57,15 +57,6 @@ km_istiod send "{\"cmd\": \"prepare\", \"workloads\": $WORKLOADS, \"services\": 
 json() { "$KM_PY" -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hwm_mb() { awk '/^VmHWM:/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
-wait_for() { # wait_for EXPR SECONDS: poll the agent's dump (short lists)
-	local deadline=$((SECONDS + $2))
-	while [ $SECONDS -lt $deadline ]; do
-		[ "$(KM_DUMP_ITEMS=1 km_agent_json "$1" 2>/dev/null)" = true ] && return 0
-		sleep 0.05
-	done
-	echo "timed out: $1" >&2
-	return 1
-}
 # the keys a node on demand asks for, and the workloads they bring
 read -r expected keys <<<"$("$KM_PY" - "$WORKLOADS" "$SERVICES" "$USED" "$NODE_PODS" <<'PY'
 import sys
@@ -85,7 +76,7 @@ if [ "$MODE" = full ]; then
 		--max-backends $((WORKLOADS + 64)) --max-services $((SERVICES + 64)) \
 		--max-authz-addresses $((WORKLOADS + 64)) --log-level warn || exit 1
 	km_agent_start_xds --log-level warn --xds-max-message $((1 << 30))
-	wait_for 'd["istiod"]["connected"] and d["istiod"]["address"]["synced"]' 10 || exit 1
+	km_wait_agent 'd["istiod"]["connected"] and d["istiod"]["address"]["synced"]' 10 || exit 1
 	a0=$(ticks "$KM_AGENT_PID")
 	t0=$(km_istiod send '{"cmd": "push-prepared"}' | json 'd["t0"]')
 	want=$WORKLOADS svcs=$SERVICES
@@ -93,14 +84,14 @@ else
 	km_istiod send '{"cmd": "push-prepared"}' >/dev/null # the state, to no stream
 	km_map_writer_start --log-level warn || exit 1
 	km_agent_start_xds --log-level warn --xds-on-demand --xds-on-demand-file ""  # not the production path
-	wait_for 'd["istiod"]["connected"] and d["istiod"]["address"]["acks"] >= 1' 10 || exit 1
+	km_wait_agent 'd["istiod"]["connected"] and d["istiod"]["address"]["acks"] >= 1' 10 || exit 1
 	a0=$(ticks "$KM_AGENT_PID")
 	t0=$(date +%s.%N)
 	IFS=, read -r -a k <<<"$keys"
 	"$KM_ROOT/build/bin/kmeshctl" --xds-socket "$KM_AGENT_SOCKET" demand "${k[@]}" >/dev/null || exit 1
 	want=$expected svcs=$USED
 fi
-wait_for "d['model']['workloads'] == $want and d['model']['services'] == $svcs" $((60 + WORKLOADS / 20000)) || exit 1
+km_wait_agent "d['model']['workloads'] == $want and d['model']['services'] == $svcs" $((60 + WORKLOADS / 20000)) || exit 1
 sleep 0.5 # the last rows' replies
 dump=$(KM_DUMP_ITEMS=1 "$KM_TESTCTL" agent-dump --socket "$KM_DIR/run/xds-agent.sock")
 echo "$(echo "$dump" | json "round(d['map_writer']['last_synced_unix_us'] / 1e6 - $t0, 3)")" \
