@@ -340,10 +340,20 @@ static void on_expire(uv_timer_t *t)
 			 KM_TELEMETRY_GONE_TTL_S);
 }
 
-/* The DNS proxy was asked for a service this node does not hold: ask istiod for it (on demand). */
-static void dns_demand(void *arg, const char *key)
+/* Every row the model has made so far is in the map writer's tables: no response being applied,
+ * nothing waiting to be handed on, every op answered. */
+static int rows_written(void *arg)
 {
-	km_ads_client_demand(arg, key);
+	struct agent *a = arg;
+
+	return !a->ads.job.active && !a->ads.queue_head && a->ops.n == 0 &&
+	       a->link.ops_queued == a->link.ops_done;
+}
+
+/* The DNS proxy was asked for a service this node does not hold: ask istiod for it (on demand). */
+static int dns_demand(void *arg, const char *key)
+{
+	return km_ads_client_demand(arg, key) >= 0;
 }
 
 int main(int argc, char **argv)
@@ -366,7 +376,7 @@ int main(int argc, char **argv)
 	int on_demand = 0;
 	uint64_t on_demand_max = KM_DEMAND_MAX_DEFAULT;
 	const char *on_demand_file = "/run/kmesh/xds-agent/on-demand.keys";
-	uint64_t on_demand_refresh = 30;
+	uint64_t on_demand_refresh = 30, dns_demand_wait_ms = 100;
 	uint64_t keepalive_s = 30, waypoint_data_port = 15019, rewrite_after_ms = 5000;
 	const char *p2c = "none";
 	const char *metrics_address = "0.0.0.0:15020", *metrics_dir = "/run/kmesh/metrics";
@@ -412,6 +422,10 @@ int main(int argc, char **argv)
 		{ "xds-on-demand-file", KM_OPT_STRING, &on_demand_file, "PATH",
 		  "where the demanded keys are kept, so a restarted agent asks for them again at once "
 		  "(empty: not kept)", "KMESH_XDS_ON_DEMAND_FILE" },
+		{ "dns-demand-wait-ms", KM_OPT_UINT, &dns_demand_wait_ms, "MS",
+		  "on demand: a DNS answer that made the agent ask istiod for a service waits until "
+		  "the service's rows are written, so the pod's first connection is balanced; at most "
+		  "this long (default 100; 0: never waits)", "KMESH_DNS_DEMAND_WAIT_MS", 0, 5000 },
 		{ "xds-on-demand-refresh", KM_OPT_UINT, &on_demand_refresh, "SECONDS",
 		  "ask istiod for every demanded key again this often (default 30; 0: never): istiod "
 		  "does not push a workload that joins a demanded service, so new endpoints reach the "
@@ -672,6 +686,9 @@ int main(int argc, char **argv)
 						    (unsigned)on_demand_refresh);
 			a.dns_resolver.on_unknown_service = dns_demand;
 			a.dns_resolver.unknown_arg = &a.ads;
+			if (a.dns.started)
+				km_dns_server_wait_for_demand(&a.dns, (uint32_t)dns_demand_wait_ms,
+							      rows_written, &a);
 		}
 	} else if (km_file_source_watch(&a.file, a.loop, on_file_applied, &a) != 0) {
 		return 1;

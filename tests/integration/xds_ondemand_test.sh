@@ -4,7 +4,8 @@
 # unsubscribe "*"), holds nothing, and a connection to a VIP it has not asked for is left alone;
 # `kmeshctl demand` asks for a service (it and its workloads arrive, the VIP balances real
 # connections), the DNS proxy asks for a service a pod resolves (once the cluster's DNS answered
-# with its address: a name it does not know demands nothing); a workload on the agent's node is
+# with its address: a name it does not know demands nothing) and holds the answer until the
+# service's rows are written, so the first connection is balanced; a workload on the agent's node is
 # pushed, a new member of a demanded service is not (istiod's rule) until the keys are asked
 # again: on a new stream, which names what is held and sends every demand again, or at a
 # refresh (unsubscribe and subscribe, never a request istiod would refuse); malformed keys and
@@ -65,7 +66,8 @@ km_istiod send '{"cmd": "set", "resources": ['"$(svc web $WEB),$(svc other $OTHE
 km_map_writer_start || exit 1
 agent() { # agent [MORE FLAGS]: refreshes off unless given (the pushes are checked one by one)
 	km_agent_start_xds --xds-on-demand --xds-on-demand-max 3 --xds-on-demand-file "$KM_DIR/run/on-demand.keys" \
-		--xds-on-demand-refresh 0 --dns-address "127.0.0.1:$DNS_PORT" --dns-upstream "127.0.0.1:$DNS_UP" "$@"
+		--xds-on-demand-refresh 0 --dns-address "127.0.0.1:$DNS_PORT" --dns-upstream "127.0.0.1:$DNS_UP" \
+		--dns-demand-wait-ms 2000 "$@"
 }
 agent
 "$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path client)" >/dev/null
@@ -94,10 +96,18 @@ dig +time=2 +tries=1 +short -p "$DNS_PORT" @127.0.0.1 nosuch.t.svc.cluster.local
 dig +tcp +time=2 +tries=1 +short -p "$DNS_PORT" @127.0.0.1 nosuch2.t.svc.cluster.local >/dev/null
 check "a service name the cluster's DNS does not know demands nothing (a pod cannot spend the bound)" \
 	eval '[ "$(km_agent_json "d[\"istiod\"][\"on_demand\"][\"keys\"]")" = 1 ]'
+km_istiod send '{"cmd": "delay-demand", "ms": 300}' >/dev/null # istiod answers demands late
+t0=$(date +%s%N)
 ip=$(dig +time=2 +tries=1 +short -p "$DNS_PORT" @127.0.0.1 web.t.svc.cluster.local)
+ms=$((($(date +%s%N) - t0) / 1000000))
+first=$(answers $WEB 1)
+km_istiod send '{"cmd": "delay-demand", "ms": 0}' >/dev/null
 check "the DNS proxy forwards a service name it does not hold (the upstream's answer)" eval '[ "$ip" = $WEB ]'
-check "... and, the upstream having answered with an address, demands that service: istiod sends web and b1" \
+check "... demands that service once the upstream answered with an address: istiod sends web and b1" \
 	eval 'km_wait_agent "d[\"model\"][\"services\"] == 2" 10 && [ "$(uids)" = "[\"b1\", \"b2\"]" ]'
+check "... and the answer waited for web's rows (istiod took 300 ms; the answer $ms ms)" \
+	eval '[ $ms -ge 300 ] && [ $ms -lt 1900 ] && km_metrics_has "^kmesh_dns_demand_waits_total{result=\"written\"} 1$"'
+check "... so the pod's first connection, right after it, is balanced (to b1): $first" eval '[ "$first" = "1 b1" ]'
 check "... and web's VIP balances to b1" all_reach $WEB b1
 
 # istiod pushes changes of the names it sent, and the workloads of the client's node; not a

@@ -35,6 +35,7 @@ A test drives it over a Unix socket, one JSON command per line, one JSON answer 
                                                        "Bearer T" end at once with grpc-status
                                                        16 UNAUTHENTICATED, as istiod's (counted
                                                        in "rejected"); null: any token
+  {"cmd": "delay-demand", "ms": N}                     answer on-demand subscriptions N ms late
   {"cmd": "hold", "on": true|false}                    while on, first responses on new streams
                                                        wait (a slow istiod); off sends them
 On demand (istio-wire §3.8), as istiod's generateDeltasOndemand: a stream whose first Address
@@ -116,6 +117,7 @@ class State:
         self.require_token = None
         self.rejected = 0
         self.mismatches = 0  # spontaneous requests that changed no subscription
+        self.demand_delay_ms = 0  # on-demand subscriptions answered this late
 
     def next_nonce(self):
         self.nonce += 1
@@ -185,7 +187,9 @@ def reader(stream, requests):
                 if (not initial and not req.response_nonce and req.type_url == ADDRESS and
                         stream.subs is not None):
                     r = subscription_changed(stream, req)
-                    if r is not None:
+                    if r is not None and STATE.demand_delay_ms:
+                        threading.Timer(STATE.demand_delay_ms / 1000.0, stream.queue.put, [r]).start()
+                    elif r is not None:
                         stream.queue.put(r)
                     continue
                 if initial and req.type_url in STATE.resources:
@@ -518,6 +522,9 @@ def handle(cmd):
         if c == "require-token":
             STATE.require_token = cmd.get("token")
             return {"require_token": STATE.require_token}
+        if c == "delay-demand":
+            STATE.demand_delay_ms = int(cmd["ms"])
+            return {"delay_ms": STATE.demand_delay_ms}
         if c == "hold":
             STATE.hold = bool(cmd["on"])
             n = 0

@@ -17,6 +17,7 @@
 #include <ldns/ldns.h>
 
 #include "services/xds-agent/dns/dns_answer.h"
+#include "services/xds-agent/dns/dns_wire.h"
 #include "services/xds-agent/sources/resource_json.h"
 #include "services/xds-agent/sources/snapshot.h"
 #include "shared/log.h"
@@ -120,12 +121,40 @@ struct unknowns {
 	int n;
 };
 
-static void on_unknown(void *arg, const char *key)
+static int on_unknown(void *arg, const char *key)
 {
 	struct unknowns *u = arg;
 
 	assert_true(u->n < 8);
 	snprintf(u->keys[u->n++], sizeof(u->keys[0]), "%s", key);
+	return 1;
+}
+
+static int refuse_all(void *arg, const char *key)
+{
+	(void)arg;
+	(void)key;
+	return 0;
+}
+
+/* A positive answer for a service not held, with the demand refused: 0. */
+static void upstream_answers_refused(struct fx *f)
+{
+	ldns_pkt *p = NULL;
+	ldns_rr *rr = NULL;
+	uint8_t *a = NULL;
+	size_t len;
+
+	assert_int_equal(ldns_pkt_query_new_frm_str(&p, "api.shop.svc.cluster.local", LDNS_RR_TYPE_A,
+						    LDNS_RR_CLASS_IN, LDNS_RD), LDNS_STATUS_OK);
+	ldns_pkt_set_qr(p, 1);
+	assert_int_equal(ldns_rr_new_frm_str(&rr, "api.shop.svc.cluster.local 30 IN A 10.96.0.1", 0, NULL, NULL),
+			 LDNS_STATUS_OK);
+	ldns_pkt_push_rr(p, LDNS_SECTION_ANSWER, rr);
+	assert_int_equal(ldns_pkt2wire(&a, p, &len), LDNS_STATUS_OK);
+	assert_int_equal(km_dns_upstream_answered(&f->r, a, len, NULL), 0);
+	ldns_pkt_free(p);
+	free(a);
 }
 
 /* An upstream answer passing back, as ldns writes it: rcode, and answers records of the type. */
@@ -149,9 +178,18 @@ static void upstream_answers(struct fx *f, const char *name, ldns_rr_type type, 
 		ldns_pkt_push_rr(p, LDNS_SECTION_ANSWER, rr);
 	}
 	assert_int_equal(ldns_pkt2wire(&a, p, &len), LDNS_STATUS_OK);
-	km_dns_upstream_answered(&f->r, a, len);
+	{
+		char got[KM_DNS_MAX_NAME] = "";
+		int before = ((struct unknowns *)f->r.unknown_arg)->n;
+		int demanded = km_dns_upstream_answered(&f->r, a, len, got);
+
+		/* 1 exactly when the callback was called, and then the query's name */
+		assert_int_equal(demanded, ((struct unknowns *)f->r.unknown_arg)->n - before);
+		if (demanded)
+			assert_false(km_dns_name_held(&f->r, got));
+	}
 	a[2] &= 0x7f; /* the same as a query: not an answer */
-	km_dns_upstream_answered(&f->r, a, len);
+	assert_int_equal(km_dns_upstream_answered(&f->r, a, len, NULL), 0);
 	ldns_pkt_free(p);
 	free(a);
 }
@@ -186,7 +224,22 @@ static void unknown_service_demanded(void **state)
 	for (size_t i = 0; i < sizeof(not_services) / sizeof(*not_services); i++)
 		upstream_answers(&f, not_services[i], LDNS_RR_TYPE_A, 0, 1);
 	assert_int_equal(u.n, 2);
-	km_dns_upstream_answered(&f.r, (const uint8_t *)"short", 5);
+	assert_int_equal(km_dns_upstream_answered(&f.r, (const uint8_t *)"short", 5, NULL), 0);
+	assert_true(km_dns_name_held(&f.r, "web.t.svc.cluster.local"));
+	assert_true(km_dns_name_held(&f.r, "web.t"));
+	assert_false(km_dns_name_held(&f.r, "api.shop.svc.cluster.local"));
+	/* a demand the agent refuses (its bound reached): not one to wait for */
+	f.r.on_unknown_service = refuse_all;
+	{
+		size_t len;
+		uint8_t *a = query("api.shop.svc.cluster.local", LDNS_RR_TYPE_A, 0, &len);
+
+		a[2] |= 0x80;
+		a[7] = 0; /* no answers: nothing */
+		assert_int_equal(km_dns_upstream_answered(&f.r, a, len, NULL), 0);
+		free(a);
+	}
+	upstream_answers_refused(&f);
 	assert_int_equal(u.n, 2);
 	unload(&f);
 }

@@ -58,7 +58,7 @@ static const char *lookup(const struct km_dns_resolver *r, const char *q)
 /* An answer for "<svc>.<ns>.svc.<domain>", a name the model does not hold: the service istiod
  * would name "<ns>/<svc>.<ns>.svc.<domain>", which an agent on demand asks for. Other forms (a
  * search domain appended to a longer name) are left alone: a pod asks the full name in turn. */
-static void unknown_service(const struct km_dns_resolver *r, const char *q)
+static int unknown_service(const struct km_dns_resolver *r, const char *q)
 {
 	size_t n = strlen(q), d = strlen(r->domain);
 	const char *ns, *svc_end;
@@ -66,14 +66,14 @@ static void unknown_service(const struct km_dns_resolver *r, const char *q)
 
 	if (!r->on_unknown_service || n <= d + 5 || strcmp(q + n - d, r->domain) ||
 	    strncmp(q + n - d - 5, ".svc.", 5))
-		return;
+		return 0;
 	svc_end = strchr(q, '.');
 	ns = svc_end + 1;
 	if (svc_end == q || ns >= q + n - d - 5 || strchr(ns, '.') != q + n - d - 5)
-		return;
+		return 0;
 	snprintf(key, sizeof(key), "%.*s/%s", (int)(q + n - d - 5 - ns), ns, q);
-	if (km_demand_key_valid(key)) /* a name no Kubernetes service has is no key */
-		r->on_unknown_service(r->unknown_arg, key);
+	/* a name no Kubernetes service has is no key */
+	return km_demand_key_valid(key) && r->on_unknown_service(r->unknown_arg, key);
 }
 
 enum km_dns_verdict km_dns_answer(struct km_dns_resolver *r, const uint8_t *query, size_t len,
@@ -125,7 +125,8 @@ forward:
 	return KM_DNS_FORWARD;
 }
 
-void km_dns_upstream_answered(const struct km_dns_resolver *r, const uint8_t *answer, size_t len)
+int km_dns_upstream_answered(const struct km_dns_resolver *r, const uint8_t *answer, size_t len,
+			     char *name_out)
 {
 	struct km_dns_query q;
 	char name[KM_DNS_MAX_NAME];
@@ -133,7 +134,14 @@ void km_dns_upstream_answered(const struct km_dns_resolver *r, const uint8_t *an
 	if (!r->on_unknown_service || len < 12 || km_dns_query_read(answer, len, &q) != 0 ||
 	    !(q.flags & KM_DNS_F_QR) || (q.flags & 0xf) != 0 || (answer[6] | answer[7]) == 0 ||
 	    q.qdcount != 1 || (q.qtype != KM_DNS_TYPE_A && q.qtype != KM_DNS_TYPE_AAAA) ||
-	    km_dns_qname_text(&q, name) != 0 || lookup(r, name))
-		return;
-	unknown_service(r, name);
+	    km_dns_qname_text(&q, name) != 0 || lookup(r, name) || !unknown_service(r, name))
+		return 0;
+	if (name_out)
+		memcpy(name_out, name, strlen(name) + 1);
+	return 1;
+}
+
+int km_dns_name_held(const struct km_dns_resolver *r, const char *name)
+{
+	return lookup(r, name) != NULL;
 }

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "services/xds-agent/dns/dns_names.h"
+#include "services/xds-agent/dns/dns_wire.h"
 #include "services/xds-agent/model/model.h"
 
 #define KM_DNS_MAX_ANSWERS 64 /* addresses in one answer (a headless service's pods) */
@@ -28,8 +29,9 @@ struct km_dns_resolver {
 	uint64_t answered, nodata, forwarded, refused, truncated;
 	/* Optional (an agent on demand): called with "<ns>/<svc>.<ns>.svc.<domain>" when the
 	 * upstream answers an A or AAAA query of that name, which the model does not hold, with
-	 * addresses (km_dns_upstream_answered). */
-	void (*on_unknown_service)(void *arg, const char *key);
+	 * addresses (km_dns_upstream_answered). Returns 1 when istiod is (or will be) asked for
+	 * it, 0 when the demand was refused. */
+	int (*on_unknown_service)(void *arg, const char *key);
 	void *unknown_arg;
 };
 
@@ -47,7 +49,11 @@ enum km_dns_verdict km_dns_answer(struct km_dns_resolver *r, const uint8_t *quer
 /* An upstream's answer on its way back to a pod: if it gives addresses (NOERROR, answers) for
  * an A or AAAA query of "<svc>.<ns>.svc.<domain>" that the model does not hold, the service is
  * demanded (on_unknown_service). Only names the cluster's DNS knows are demanded, so a pod
- * asking random names spends no demand. */
-void km_dns_upstream_answered(const struct km_dns_resolver *r, const uint8_t *answer, size_t len);
+ * asking random names spends no demand. Returns 1 when the service is demanded (name, if not
+ * NULL, gets the query's name: KM_DNS_MAX_NAME bytes), else 0. */
+int km_dns_upstream_answered(const struct km_dns_resolver *r, const uint8_t *answer, size_t len,
+			     char *name);
+/* Does the model hold the service a query name (as km_dns_upstream_answered gave it) names? */
+int km_dns_name_held(const struct km_dns_resolver *r, const char *name);
 
 #endif

@@ -197,14 +197,93 @@ static int same_endpoint(const struct sockaddr *a, const struct sockaddr_storage
 	}
 }
 
+/* ---- answers waiting for a demanded service (on demand) --------------------------------- */
+
+static void on_wait_tick(uv_timer_t *t);
+
+struct dns_waiting {
+	struct dns_waiting *next;
+	struct sockaddr_storage client;
+	uint64_t until_ms;
+	char name[KM_DNS_MAX_NAME];
+	size_t len;
+	uint8_t msg[];
+};
+
+static void send_udp(struct km_dns_server *s, const uint8_t *m, size_t len,
+		     const struct sockaddr_storage *to)
+{
+	uv_buf_t b = uv_buf_init((char *)m, (unsigned)len);
+
+	uv_udp_try_send(&s->udp, &b, 1, (const struct sockaddr *)to); /* full: the client asks again */
+}
+
+/* Keep the answer m for the pod until name's service is in the tables. Returns 0, or -1 (full:
+ * send it now). */
+static int wait_for_service(struct km_dns_server *s, const uint8_t *m, size_t len,
+			    const struct sockaddr_storage *client, const char *name)
+{
+	struct dns_waiting *w;
+
+	if (s->n_waiting >= KM_DNS_WAITING_MAX || !(w = malloc(sizeof(*w) + len))) {
+		s->wait_full++;
+		return -1;
+	}
+	w->client = *client;
+	w->until_ms = uv_now(s->loop) + s->wait_ms;
+	memcpy(w->name, name, strlen(name) + 1);
+	w->len = len;
+	memcpy(w->msg, m, len);
+	w->next = s->waiting;
+	s->waiting = w;
+	if (s->n_waiting++ == 0)
+		uv_timer_start(&s->wait_tick, on_wait_tick, KM_DNS_WAIT_TICK_MS, KM_DNS_WAIT_TICK_MS);
+	return 0;
+}
+
+/* Send the answers whose service is in the tables now, and those that waited long enough. */
+static void on_wait_tick(uv_timer_t *t)
+{
+	struct km_dns_server *s = t->data;
+	uint64_t now = uv_now(s->loop);
+	int written = !s->rows_written || s->rows_written(s->rows_arg);
+
+	for (struct dns_waiting **pw = &s->waiting, *w; (w = *pw);) {
+		int ready = written && km_dns_name_held(s->resolver, w->name);
+
+		if (!ready && now < w->until_ms) {
+			pw = &w->next;
+			continue;
+		}
+		if (ready)
+			s->waited++;
+		else
+			s->wait_expired++;
+		send_udp(s, w->msg, w->len, &w->client);
+		*pw = w->next;
+		free(w);
+		s->n_waiting--;
+	}
+	if (!s->n_waiting)
+		uv_timer_stop(&s->wait_tick);
+}
+
+void km_dns_server_wait_for_demand(struct km_dns_server *s, uint32_t wait_ms,
+				   int (*rows_written)(void *arg), void *arg)
+{
+	s->wait_ms = wait_ms;
+	s->rows_written = rows_written;
+	s->rows_arg = arg;
+}
+
 static void on_upstream_udp(uv_udp_t *h, ssize_t n, const uv_buf_t *buf, const struct sockaddr *from,
 			    unsigned flags)
 {
 	struct km_dns_server *s = h->data;
 	struct dns_pending *p;
 	uint8_t *m = (uint8_t *)buf->base;
+	char name[KM_DNS_MAX_NAME];
 	uint16_t id;
-	uv_buf_t b;
 
 	(void)flags;
 	if (n < 12 || !from || !same_endpoint(from, &s->upstream))
@@ -215,9 +294,9 @@ static void on_upstream_udp(uv_udp_t *h, ssize_t n, const uv_buf_t *buf, const s
 		return; /* late (expired), or not ours */
 	m[0] = (uint8_t)(p->id >> 8);
 	m[1] = (uint8_t)p->id;
-	km_dns_upstream_answered(s->resolver, m, (size_t)n);
-	b = uv_buf_init((char *)m, (unsigned)n);
-	uv_udp_try_send(&s->udp, &b, 1, (const struct sockaddr *)&p->client);
+	if (!km_dns_upstream_answered(s->resolver, m, (size_t)n, name) || !s->wait_ms ||
+	    wait_for_service(s, m, (size_t)n, &p->client, name) != 0)
+		send_udp(s, m, (size_t)n, &p->client);
 	HASH_DEL(s->pending, p);
 	s->n_pending--;
 	free(p);
@@ -327,7 +406,7 @@ static void up_done(struct dns_tcp_client *c, const uint8_t *answer, size_t len)
 	if (c->closing)
 		return;
 	if (answer) {
-		km_dns_upstream_answered(c->s->resolver, answer, len);
+		km_dns_upstream_answered(c->s->resolver, answer, len, NULL); /* TCP: no wait */
 		write_framed((uv_stream_t *)&c->h, answer, len);
 	} else
 		c->s->upstream_errors++;
@@ -535,7 +614,8 @@ int km_dns_server_start(struct km_dns_server *s, uv_loop_t *loop, struct km_dns_
 	uv_udp_init(loop, &s->up_udp);
 	uv_tcp_init(loop, &s->tcp);
 	uv_timer_init(loop, &s->sweep);
-	s->udp.data = s->up_udp.data = s->tcp.data = s->sweep.data = s;
+	uv_timer_init(loop, &s->wait_tick);
+	s->udp.data = s->up_udp.data = s->tcp.data = s->sweep.data = s->wait_tick.data = s;
 	s->started = 1;
 	if ((rc = uv_udp_bind(&s->udp, (const struct sockaddr *)&listen_at, 0)) != 0 ||
 	    (rc = uv_tcp_bind(&s->tcp, (const struct sockaddr *)&listen_at, 0)) != 0 ||
@@ -562,6 +642,14 @@ void km_dns_server_stop(struct km_dns_server *s)
 	uv_close((uv_handle_t *)&s->up_udp, NULL);
 	uv_close((uv_handle_t *)&s->tcp, NULL);
 	uv_close((uv_handle_t *)&s->sweep, NULL);
+	uv_close((uv_handle_t *)&s->wait_tick, NULL);
+	while (s->waiting) {
+		struct dns_waiting *w = s->waiting;
+
+		s->waiting = w->next;
+		free(w);
+	}
+	s->n_waiting = 0;
 	HASH_ITER(hh, s->pending, p, tmp) {
 		HASH_DEL(s->pending, p);
 		free(p);

@@ -56,6 +56,12 @@ static void dns_metrics(const struct km_dns_server *d, struct km_prom *p)
 		       "TCP connections refused: 256 already open", d->tcp_refused);
 	km_prom_metric(p, "kmesh_dns_tcp_slow_closed_total", "counter",
 		       "TCP clients closed for leaving 256 KiB of answers unread", d->tcp_slow_closed);
+	km_prom_family(p, "kmesh_dns_demand_waits_total", "counter",
+		       "on demand: answers that waited for the service they made the agent demand, "
+		       "by how the wait ended");
+	km_prom_sample(p, "kmesh_dns_demand_waits_total", "result=\"written\"", d->waited);
+	km_prom_sample(p, "kmesh_dns_demand_waits_total", "result=\"expired\"", d->wait_expired);
+	km_prom_sample(p, "kmesh_dns_demand_waits_total", "result=\"full\"", d->wait_full);
 }
 
 static void own(struct km_prom *p, const struct km_agent_state *st)
