@@ -1,5 +1,6 @@
 /* test_demand.c — the keys an agent on demand asks istiod for (ads/demand.c): which keys are
- * well formed, each held once, the bound, and what is sent on a stream and again on the next. */
+ * well formed, each held once, the bound, what is sent on a stream and again on the next, the
+ * file they are kept in; and the requests the ADS client makes of them (ads_client.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "services/xds-agent/ads/ads_client.h"
 #include "services/xds-agent/ads/demand.h"
 
 static void keys_valid(void **state)
@@ -160,6 +162,125 @@ static void kept_in_a_file(void **state)
 	rmdir(dir);
 }
 
+/* ---- the ADS client's requests on demand ---------------------------------------------------- */
+
+static struct km_ads_client *client(void)
+{
+	static struct km_ads_client c;
+	struct km_ads_node node = { .instance_ip = "10.1.2.3", .pod_name = "kmesh-x",
+				    .pod_namespace = "kmesh-system", .cluster_id = "Kubernetes" };
+
+	memset(&c, 0, sizeof(c));
+	c.node = node;
+	km_ads_node_id(&node, c.node_id, sizeof(c.node_id));
+	c.address.type_url = KM_TYPE_ADDRESS;
+	c.authz.type_url = KM_TYPE_AUTHORIZATION;
+	return &c;
+}
+
+/* On demand the Address stream's first request subscribes and unsubscribes "*" (nothing yet),
+ * Authorization's stays a wildcard, a wildcard Address stream sends neither; a subscription is a
+ * request of its own: the names, no nonce, no node. */
+static void test_on_demand_requests(void **state)
+{
+	struct km_ads_client *c = client();
+	Kmesh__Xds__DeltaDiscoveryRequest *r;
+	char *names[] = { "t/web.t.svc.cluster.local", "/10.0.0.5" };
+	size_t len;
+	uint8_t *buf;
+
+	(void)state;
+	buf = km_ads_build_request(c, &c->address, 1, NULL, NULL, &len);
+	r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
+	assert_int_equal(r->n_resource_names_subscribe + r->n_resource_names_unsubscribe, 0);
+	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
+	free(buf);
+	c->on_demand = 1;
+	buf = km_ads_build_request(c, &c->address, 1, NULL, NULL, &len);
+	r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
+	assert_int_equal(r->n_resource_names_subscribe, 1);
+	assert_int_equal(r->n_resource_names_unsubscribe, 1);
+	assert_string_equal(r->resource_names_subscribe[0], "*");
+	assert_string_equal(r->resource_names_unsubscribe[0], "*");
+	assert_non_null(r->node);
+	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
+	free(buf);
+	buf = km_ads_build_request(c, &c->authz, 1, NULL, NULL, &len);
+	r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
+	assert_int_equal(r->n_resource_names_subscribe + r->n_resource_names_unsubscribe, 0);
+	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
+	free(buf);
+	/* an ACK on demand names nothing */
+	buf = km_ads_build_request(c, &c->address, 0, "n1", NULL, &len);
+	r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
+	assert_int_equal(r->n_resource_names_subscribe + r->n_resource_names_unsubscribe, 0);
+	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
+	free(buf);
+	buf = km_ads_build_subscription(c, &c->address, names, 2, NULL, 0, &len);
+	r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
+	assert_string_equal(r->type_url, KM_TYPE_ADDRESS);
+	assert_int_equal(r->n_resource_names_subscribe, 2);
+	assert_string_equal(r->resource_names_subscribe[0], names[0]);
+	assert_string_equal(r->resource_names_subscribe[1], names[1]);
+	assert_int_equal(r->n_resource_names_unsubscribe, 0);
+	assert_string_equal(r->response_nonce, "");
+	assert_null(r->node);
+	assert_null(r->error_detail);
+	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
+	free(buf);
+	/* a refresh's first half: the names unsubscribed, nothing subscribed */
+	buf = km_ads_build_subscription(c, &c->address, NULL, 0, names, 2, &len);
+	r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
+	assert_int_equal(r->n_resource_names_subscribe, 0);
+	assert_int_equal(r->n_resource_names_unsubscribe, 2);
+	assert_string_equal(r->resource_names_unsubscribe[1], names[1]);
+	assert_string_equal(r->response_nonce, "");
+	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
+	free(buf);
+}
+
+/* On a new stream the demanded keys ride in the first request, as many as fit under
+ * max_initial (the rest go after it, each in a subscription of its own). */
+static void test_on_demand_keys_in_the_first_request(void **state)
+{
+	struct km_ads_client *c = client();
+	Kmesh__Xds__DeltaDiscoveryRequest *r;
+	size_t base, len;
+	uint8_t *buf;
+
+	(void)state;
+	c->on_demand = 1;
+	km_demand_init(&c->demand, 0);
+	c->max_initial = 1u << 20;
+	buf = km_ads_initial_request(c, &c->address, &base); /* no keys yet */
+	free(buf);
+	assert_int_equal(c->demand_initial, 0);
+	km_demand_add(&c->demand, "t/a.t.svc");
+	km_demand_add(&c->demand, "t/b.t.svc");
+	km_demand_add(&c->demand, "t/c.t.svc");
+	c->max_initial = base + 2 * (9 + 3) + 1; /* room for two */
+	buf = km_ads_initial_request(c, &c->address, &len);
+	assert_int_equal(c->demand_initial, 2);
+	assert_true(len <= c->max_initial);
+	r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
+	assert_int_equal(r->n_resource_names_subscribe, 3);
+	assert_string_equal(r->resource_names_subscribe[0], "*");
+	assert_string_equal(r->resource_names_subscribe[1], "t/a.t.svc");
+	assert_string_equal(r->resource_names_subscribe[2], "t/b.t.svc");
+	assert_int_equal(r->n_resource_names_unsubscribe, 1);
+	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
+	free(buf);
+	/* the Authorization request in between leaves the count alone */
+	buf = km_ads_initial_request(c, &c->authz, &len);
+	free(buf);
+	assert_int_equal(c->demand_initial, 2);
+	c->max_initial = 1u << 20;
+	buf = km_ads_initial_request(c, &c->address, &len);
+	free(buf);
+	assert_int_equal(c->demand_initial, 3);
+	km_demand_free(&c->demand);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -167,6 +288,8 @@ int main(void)
 		cmocka_unit_test(held_once_and_bounded),
 		cmocka_unit_test(sent_in_bounded_requests),
 		cmocka_unit_test(kept_in_a_file),
+		cmocka_unit_test(test_on_demand_requests),
+		cmocka_unit_test(test_on_demand_keys_in_the_first_request),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

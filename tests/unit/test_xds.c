@@ -91,109 +91,6 @@ static void test_node_id_and_initial_request(void **state)
 	free(buf);
 }
 
-/* On demand the Address stream's first request subscribes and unsubscribes "*" (nothing yet),
- * Authorization's stays a wildcard, a wildcard Address stream sends neither; a subscription is a
- * request of its own: the names, no nonce, no node. */
-static void test_on_demand_requests(void **state)
-{
-	struct km_ads_client *c = client();
-	Kmesh__Xds__DeltaDiscoveryRequest *r;
-	char *names[] = { "t/web.t.svc.cluster.local", "/10.0.0.5" };
-	size_t len;
-	uint8_t *buf;
-
-	(void)state;
-	buf = km_ads_build_request(c, &c->address, 1, NULL, NULL, &len);
-	r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
-	assert_int_equal(r->n_resource_names_subscribe + r->n_resource_names_unsubscribe, 0);
-	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
-	free(buf);
-	c->on_demand = 1;
-	buf = km_ads_build_request(c, &c->address, 1, NULL, NULL, &len);
-	r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
-	assert_int_equal(r->n_resource_names_subscribe, 1);
-	assert_int_equal(r->n_resource_names_unsubscribe, 1);
-	assert_string_equal(r->resource_names_subscribe[0], "*");
-	assert_string_equal(r->resource_names_unsubscribe[0], "*");
-	assert_non_null(r->node);
-	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
-	free(buf);
-	buf = km_ads_build_request(c, &c->authz, 1, NULL, NULL, &len);
-	r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
-	assert_int_equal(r->n_resource_names_subscribe + r->n_resource_names_unsubscribe, 0);
-	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
-	free(buf);
-	/* an ACK on demand names nothing */
-	buf = km_ads_build_request(c, &c->address, 0, "n1", NULL, &len);
-	r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
-	assert_int_equal(r->n_resource_names_subscribe + r->n_resource_names_unsubscribe, 0);
-	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
-	free(buf);
-	buf = km_ads_build_subscription(c, &c->address, names, 2, NULL, 0, &len);
-	r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
-	assert_string_equal(r->type_url, KM_TYPE_ADDRESS);
-	assert_int_equal(r->n_resource_names_subscribe, 2);
-	assert_string_equal(r->resource_names_subscribe[0], names[0]);
-	assert_string_equal(r->resource_names_subscribe[1], names[1]);
-	assert_int_equal(r->n_resource_names_unsubscribe, 0);
-	assert_string_equal(r->response_nonce, "");
-	assert_null(r->node);
-	assert_null(r->error_detail);
-	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
-	free(buf);
-	/* a refresh's first half: the names unsubscribed, nothing subscribed */
-	buf = km_ads_build_subscription(c, &c->address, NULL, 0, names, 2, &len);
-	r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
-	assert_int_equal(r->n_resource_names_subscribe, 0);
-	assert_int_equal(r->n_resource_names_unsubscribe, 2);
-	assert_string_equal(r->resource_names_unsubscribe[1], names[1]);
-	assert_string_equal(r->response_nonce, "");
-	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
-	free(buf);
-}
-
-/* On a new stream the demanded keys ride in the first request, as many as fit under
- * max_initial (the rest go after it, each in a subscription of its own). */
-static void test_on_demand_keys_in_the_first_request(void **state)
-{
-	struct km_ads_client *c = client();
-	Kmesh__Xds__DeltaDiscoveryRequest *r;
-	size_t base, len;
-	uint8_t *buf;
-
-	(void)state;
-	c->on_demand = 1;
-	km_demand_init(&c->demand, 0);
-	c->max_initial = 1u << 20;
-	buf = km_ads_initial_request(c, &c->address, &base); /* no keys yet */
-	free(buf);
-	assert_int_equal(c->demand_initial, 0);
-	km_demand_add(&c->demand, "t/a.t.svc");
-	km_demand_add(&c->demand, "t/b.t.svc");
-	km_demand_add(&c->demand, "t/c.t.svc");
-	c->max_initial = base + 2 * (9 + 3) + 1; /* room for two */
-	buf = km_ads_initial_request(c, &c->address, &len);
-	assert_int_equal(c->demand_initial, 2);
-	assert_true(len <= c->max_initial);
-	r = kmesh__xds__delta_discovery_request__unpack(NULL, len, buf);
-	assert_int_equal(r->n_resource_names_subscribe, 3);
-	assert_string_equal(r->resource_names_subscribe[0], "*");
-	assert_string_equal(r->resource_names_subscribe[1], "t/a.t.svc");
-	assert_string_equal(r->resource_names_subscribe[2], "t/b.t.svc");
-	assert_int_equal(r->n_resource_names_unsubscribe, 1);
-	kmesh__xds__delta_discovery_request__free_unpacked(r, NULL);
-	free(buf);
-	/* the Authorization request in between leaves the count alone */
-	buf = km_ads_initial_request(c, &c->authz, &len);
-	free(buf);
-	assert_int_equal(c->demand_initial, 2);
-	c->max_initial = 1u << 20;
-	buf = km_ads_initial_request(c, &c->address, &len);
-	free(buf);
-	assert_int_equal(c->demand_initial, 3);
-	km_demand_free(&c->demand);
-}
-
 /* ---- applying responses -------------------------------------------------------------------- */
 
 struct resp {
@@ -948,8 +845,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ack_and_nack_bytes),
 		cmocka_unit_test(test_node_id_and_initial_request),
-		cmocka_unit_test(test_on_demand_requests),
-		cmocka_unit_test(test_on_demand_keys_in_the_first_request),
 		cmocka_unit_test(test_apply_address_partial),
 		cmocka_unit_test(test_apply_authorization),
 		cmocka_unit_test(test_view_rejects_malformed_bytes),
