@@ -698,7 +698,7 @@ int main(int argc, char **argv)
 	km_telemetry_free(&a.telemetry);
 	km_authz_metrics_free(&a.azm);
 	km_model_watch_services(&a.model, NULL, NULL);
-	km_dns_names_free(&a.dns_resolver.names);
+	km_dns_resolver_free(&a.dns_resolver);
 	km_model_free(&a.model);
 	km_policy_store_free(&a.policies);
 	km_authz_free(&a.authz);

@@ -10,7 +10,10 @@
 # rebuild); a workload istiod names by hostname only (ServiceEntry resolution DNS) resolved by
 # the agent on its loop, every address kept (and a backend each: a service's connections reach
 # every address), its answer followed within the TTL when it changes and kept when the name
-# stops resolving; the counters on the metrics page.
+# stops resolving; the counters on the metrics page. Last, headless services of 200 and 5,000
+# pods (issue 47: the proxy answered 64 of them): every pod over TCP and through getent, UDP
+# answers truncated as they should be, and past one message's 65,535 bytes every pod in one of
+# two answers.
 set -uo pipefail
 source "$(dirname "$0")/../lib/mesh-env.sh"
 source "$(dirname "$0")/../lib/check.sh"
@@ -164,5 +167,35 @@ slow_closed() { # on a failure, what the flood client saw and what the proxy cou
 check "a TCP client that asks and never reads is closed (its answers do not pile up in the agent)" slow_closed
 check "the proxy's counters on the metrics page" \
 	eval 'km_metrics_has "^kmesh_dns_queries_total{result=\"answered\"} [1-9]" && km_metrics_has "^kmesh_dns_queries_total{result=\"forwarded\"} [1-9]" && km_metrics_has "^kmesh_dns_truncated_total 0" && km_metrics_has "^kmesh_dns_names 6"'
+
+# headless services of many pods (addresses in the model only; nothing is sent to them):
+# "big", 200 pods, 10.250.0.1-200; "huge", 5,000 pods, 10.251.0.0-10.251.19.135
+many=$(for i in $(seq 1 200); do
+	printf '{"workload": {"uid": "Kubernetes//Pod/t/big-%d", "name": "big-%d", "namespace": "t", "addresses": ["10.250.0.%d"], "services": {"t/big.t.svc.cluster.local": {}}}},\n' $i $i $i
+done; for i in $(seq 0 4999); do
+	printf '{"workload": {"uid": "Kubernetes//Pod/t/huge-%d", "name": "huge-%d", "namespace": "t", "addresses": ["10.251.%d.%d"], "services": {"t/huge.t.svc.cluster.local": {}}}},\n' $i $i $((i / 256)) $((i % 256))
+done)
+mesh "$many"'{"service": {"name": "big", "namespace": "t", "hostname": "big.t.svc.cluster.local", "ports": [{"servicePort": 9042}]}},
+ {"service": {"name": "huge", "namespace": "t", "hostname": "huge.t.svc.cluster.local", "ports": [{"servicePort": 9042}]}}'
+for _ in $(seq 1 50); do [ "$(q +tcp +short @10.96.0.10 huge.t.svc.cluster.local | wc -l)" -gt 4000 ] && break; sleep 0.2; done
+check "a headless service of 200 pods over TCP: every pod, each once" \
+	eval '[ "$(q +tcp +short @10.96.0.10 big.t.svc.cluster.local | sort -u | grep -c "^10\.250\.0\.")" = 200 ]'
+udp_big=$(km_in_pod client dig +notcp +ignore +time=2 +tries=1 @10.96.0.10 big.t.svc.cluster.local)
+check "... over UDP (dig's EDNS size, 1232 bytes): as many as fit (73), TC set" \
+	eval 'grep -q "flags: qr aa.* tc" <<<"$udp_big" && [ "$(grep -c "IN.A.10\.250\.0\." <<<"$udp_big")" = 73 ]'
+check "... glibc (getent ahostsv4, no EDNS: 512 bytes over UDP) retries over TCP and gets all 200" \
+	eval '[ "$(pod_getent ahostsv4 big.t.svc.cluster.local | awk "{print \$1}" | sort -u | grep -c "^10\.250\.0\.")" = 200 ]'
+h1=$(q +tcp +short @10.96.0.10 huge.t.svc.cluster.local)
+h2=$(q +tcp +short @10.96.0.10 huge.t.svc.cluster.local)
+check "5,000 pods, past one message: each TCP answer as full as 65,535 bytes allows (4,092 with dig's OPT record)" \
+	eval '[ "$(wc -l <<<"$h1")" = 4092 ] && [ "$(wc -l <<<"$h2")" = 4092 ]'
+check "... and the second starts where the first stopped: every pod in one of the two" \
+	eval '[ "$(printf "%s\n%s\n" "$h1" "$h2" | sort -u | grep -c "^10\.251\.")" = 5000 ]'
+# (glibc asks the search list's first form, huge.t.svc.cluster.local.t.svc.cluster.local, whose
+# longer question leaves room for 4,092)
+check "... glibc takes the whole 64 KiB answer (getent ahostsv4: 4,092 pods)" \
+	eval '[ "$(pod_getent ahostsv4 huge.t.svc.cluster.local | awk "{print \$1}" | sort -u | grep -c "^10\.251\.")" = 4092 ]'
+check "the counters: UDP answers truncated, TCP answers clipped at one message" \
+	eval 'km_metrics_has "^kmesh_dns_truncated_total [1-9]" && [ "$(km_metrics | awk "\$1 == \"kmesh_dns_clipped_total\" {print \$2}")" -ge 3 ]'
 
 km_check_summary dns

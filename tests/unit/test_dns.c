@@ -5,6 +5,7 @@
  * or garbage dropped; the name table following services as they come and go. The proxy's wire
  * code (dns_wire.c) is checked against ldns, an independent reader and writer: answers ldns
  * reads as they were meant, and messages malformed in each way a reader must catch dropped. */
+#include <arpa/inet.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -40,10 +41,11 @@ static void apply(struct fx *f, const char *doc)
 	km_oplist_clear(&f->ops);
 }
 
-/* web (both families), a ServiceEntry host (IPv4 only), a headless service of n pods. */
-static void load(struct fx *f, int n)
+/* web (both families), a ServiceEntry host (IPv4 only), a headless service of n pods, and extra
+ * resources (JSON, each after a comma). */
+static void load_with(struct fx *f, int n, const char *extra)
 {
-	char *doc = malloc(100000);
+	char *doc = malloc(2000 + (size_t)n * 200 + strlen(extra));
 	size_t off;
 
 	km_log_set_level(KM_LOG_ERROR);
@@ -65,15 +67,20 @@ static void load(struct fx *f, int n)
 		off += (size_t)sprintf(doc + off, ", {\"workload\": {\"uid\": \"p%d\", \"name\": \"p%d\", "
 				       "\"namespace\": \"t\", \"addresses\": [\"10.1.%d.%d\"], \"services\": "
 				       "{\"t/hl.t.svc.cluster.local\": {}}}}", i, i, i / 256, i % 256);
-	strcpy(doc + off, "]}");
+	sprintf(doc + off, "%s]}", extra);
 	apply(f, doc);
 	free(doc);
+}
+
+static void load(struct fx *f, int n)
+{
+	load_with(f, n, "");
 }
 
 static void unload(struct fx *f)
 {
 	km_model_watch_services(&f->m, NULL, NULL);
-	km_dns_names_free(&f->r.names);
+	km_dns_resolver_free(&f->r);
 	km_model_free(&f->m);
 	km_oplist_free(&f->ops);
 }
@@ -289,27 +296,131 @@ static void names_and_forms(void **state)
 	unload(&f);
 }
 
+/* Ask over transport udp (0: TCP); the answer's IPv4 addresses (host order) into out (at most
+ * max), their count returned; tc and the reply's length too. */
+static size_t ask_v4(struct fx *f, const char *name, uint16_t edns, size_t udp, uint32_t *out,
+		     size_t max, int *tc, size_t *reply_len)
+{
+	size_t len, n = 0;
+	uint8_t *q = query(name, LDNS_RR_TYPE_A, edns, &len), *reply;
+	ldns_pkt *p = NULL;
+	ldns_rr_list *an;
+
+	assert_int_equal(km_dns_answer(&f->r, q, len, udp, &reply, reply_len), KM_DNS_ANSWERED);
+	assert_int_equal(ldns_wire2pkt(&p, reply, *reply_len), LDNS_STATUS_OK);
+	*tc = ldns_pkt_tc(p);
+	an = ldns_pkt_answer(p);
+	assert_int_equal(ldns_rr_list_rr_count(an), ldns_pkt_ancount(p));
+	for (size_t i = 0; i < ldns_rr_list_rr_count(an); i++) {
+		ldns_rdf *rd = ldns_rr_rdf(ldns_rr_list_rr(an, i), 0);
+		uint32_t a;
+
+		assert_int_equal(ldns_rr_get_type(ldns_rr_list_rr(an, i)), LDNS_RR_TYPE_A);
+		assert_int_equal(ldns_rdf_size(rd), 4);
+		memcpy(&a, ldns_rdf_data(rd), 4);
+		assert_true(n < max);
+		out[n++] = ntohl(a);
+	}
+	ldns_pkt_free(p);
+	free(reply);
+	free(q);
+	return n;
+}
+
+/* The pod index an answered address names (load's 10.1.i/256.i%256), checked to be one */
+static size_t pod_of(uint32_t a, int pods)
+{
+	size_t i = ((a >> 8) & 0xff) * 256 + (a & 0xff);
+
+	assert_int_equal(a >> 16, 0x0a01);
+	assert_true(i < (size_t)pods);
+	return i;
+}
+
+/* Over UDP, as many as fit with TC set (the client asks over TCP); over TCP, all of them. */
 static void truncation(void **state)
 {
+	uint32_t got[64];
 	struct fx f;
-	size_t n, len;
+	size_t len, n;
 	int tc;
 
 	(void)state;
 	load(&f, 60); /* 60 A records: ~1 KiB */
-	assert_int_equal(ask(&f, "hl.t.svc.cluster.local", LDNS_RR_TYPE_A, 0, 4096, &n, &tc, &len),
-			 KM_DNS_ANSWERED);
-	assert_true(tc && n == 0 && len <= 512); /* no EDNS: 512 bytes */
-	assert_int_equal(ask(&f, "hl.t.svc.cluster.local", LDNS_RR_TYPE_A, 4096, 4096, &n, &tc, &len),
-			 KM_DNS_ANSWERED);
+	/* no EDNS: 512 bytes, 12 + 24 (the name) + 4 of question, 16 per record: 29 */
+	n = ask_v4(&f, "hl.t.svc.cluster.local", 0, 4096, got, 64, &tc, &len);
+	assert_true(tc && n == 29 && len <= 512 && len > 512 - 16);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(pod_of(got[i], 60), i); /* valid ones, the model's order */
+	n = ask_v4(&f, "hl.t.svc.cluster.local", 4096, 4096, got, 64, &tc, &len);
 	assert_true(!tc && n == 60); /* the client takes 4096 */
-	assert_int_equal(ask(&f, "hl.t.svc.cluster.local", LDNS_RR_TYPE_A, 1232, 512, &n, &tc, &len),
-			 KM_DNS_ANSWERED);
-	assert_true(tc && n == 0); /* our own bound wins */
-	assert_int_equal(ask(&f, "hl.t.svc.cluster.local", LDNS_RR_TYPE_A, 0, 0, &n, &tc, &len),
-			 KM_DNS_ANSWERED);
+	n = ask_v4(&f, "hl.t.svc.cluster.local", 1232, 512, got, 64, &tc, &len);
+	assert_true(tc && n == 28 && len <= 512); /* our own bound wins; the OPT record takes 11 */
+	n = ask_v4(&f, "hl.t.svc.cluster.local", 0, 0, got, 64, &tc, &len);
 	assert_true(!tc && n == 60); /* TCP */
 	assert_int_equal(f.r.truncated, 2);
+	assert_int_equal(f.r.clipped, 0);
+	unload(&f);
+}
+
+/* A StatefulSet's 200 pods (issue 47: the proxy answered 64 of them): every one over TCP, each
+ * once (a pod of the host's network repeating another's address counts once); over UDP as many
+ * as the client takes, TC set when some do not fit. */
+static void headless_every_pod(void **state)
+{
+	static uint32_t got[4096];
+	uint8_t seen[200];
+	struct fx f;
+	size_t len, n;
+	int tc;
+
+	(void)state;
+	load_with(&f, 200, ", {\"workload\": {\"uid\": \"hostnet\", \"name\": \"hostnet\", "
+		  "\"namespace\": \"t\", \"addresses\": [\"10.1.0.7\"], \"services\": "
+		  "{\"t/hl.t.svc.cluster.local\": {}}}}");
+	n = ask_v4(&f, "hl.t.svc.cluster.local", 0, 0, got, 4096, &tc, &len);
+	assert_true(!tc && n == 200);
+	memset(seen, 0, sizeof(seen));
+	for (size_t i = 0; i < n; i++)
+		seen[pod_of(got[i], 200)]++;
+	for (size_t i = 0; i < 200; i++)
+		assert_int_equal(seen[i], 1);
+	n = ask_v4(&f, "hl.t.svc.cluster.local", 4096, 4096, got, 4096, &tc, &len);
+	assert_true(!tc && n == 200); /* 3,251 bytes: one UDP answer */
+	n = ask_v4(&f, "hl.t.svc.cluster.local", 1232, 4096, got, 4096, &tc, &len);
+	assert_true(tc && n == (1232 - 51) / 16 && len <= 1232);
+	for (size_t i = 0; i < n; i++)
+		pod_of(got[i], 200);
+	assert_int_equal(f.r.clipped, 0);
+	unload(&f);
+}
+
+/* 5,000 pods: more than one message holds (65,535 bytes: 4,093 A records for this name without
+ * EDNS). Each TCP answer is full, TC clear, and the next starts where it stopped: two answers
+ * name every pod. Over UDP the client's size, TC set. */
+static void headless_past_one_message(void **state)
+{
+	static uint32_t got[8192];
+	static uint8_t seen[5000];
+	struct fx f;
+	size_t len, n, fit = (65535 - 40) / 16, total = 0;
+	int tc;
+
+	(void)state;
+	load(&f, 5000);
+	memset(seen, 0, sizeof(seen));
+	for (int round = 0; round < 2; round++) {
+		n = ask_v4(&f, "hl.t.svc.cluster.local", 0, 0, got, 8192, &tc, &len);
+		assert_true(!tc && n == fit && len <= 65535 && len > 65535 - 16);
+		for (size_t i = 0; i < n; i++)
+			if (!seen[pod_of(got[i], 5000)]++)
+				total++;
+	}
+	assert_int_equal(total, 5000); /* every pod in one of the two */
+	assert_int_equal(f.r.clipped, 2);
+	n = ask_v4(&f, "hl.t.svc.cluster.local", 4096, 4096, got, 8192, &tc, &len);
+	assert_true(tc && n == (4096 - 51) / 16 && len <= 4096);
+	assert_int_equal(f.r.truncated, 1);
 	unload(&f);
 }
 
@@ -451,6 +562,8 @@ int main(void)
 		cmocka_unit_test(names_and_forms),
 		cmocka_unit_test(unknown_service_demanded),
 		cmocka_unit_test(truncation),
+		cmocka_unit_test(headless_every_pod),
+		cmocka_unit_test(headless_past_one_message),
 		cmocka_unit_test(not_queries),
 		cmocka_unit_test(answer_as_ldns_reads_it),
 		cmocka_unit_test(malformed_dropped),

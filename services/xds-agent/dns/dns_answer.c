@@ -76,15 +76,49 @@ static int unknown_service(const struct km_dns_resolver *r, const char *q)
 	return km_demand_key_valid(key) && r->on_unknown_service(r->unknown_arg, key);
 }
 
+/* The addresses of svc of one family into r->scratch, grown to hold them all. Returns how many,
+ * or -1 when the service is gone or memory is short. */
+static int service_addresses(struct km_dns_resolver *r, const char *svc, int v4)
+{
+	size_t bound = km_model_service_address_bound(r->model, svc);
+
+	if (bound > r->scratch_cap) {
+		struct km_addr *p = realloc(r->scratch, bound * sizeof(*p));
+
+		if (!p)
+			return -1;
+		r->scratch = p;
+		r->scratch_cap = bound;
+	}
+	return km_model_service_addresses(r->model, svc, v4, r->scratch, r->scratch_cap);
+}
+
+static void reverse(struct km_addr *a, size_t lo, size_t hi) /* [lo, hi) */
+{
+	for (; hi > lo + 1; lo++, hi--) {
+		struct km_addr t = a[lo];
+
+		a[lo] = a[hi - 1];
+		a[hi - 1] = t;
+	}
+}
+
+/* a[0..n) turned so that a[k] comes first (the order kept round the ring) */
+static void rotate(struct km_addr *a, size_t n, size_t k)
+{
+	reverse(a, 0, k);
+	reverse(a, k, n);
+	reverse(a, 0, n);
+}
+
 enum km_dns_verdict km_dns_answer(struct km_dns_resolver *r, const uint8_t *query, size_t len,
 				  size_t max_udp, uint8_t **reply, size_t *reply_len)
 {
-	struct km_addr addrs[KM_DNS_MAX_ANSWERS];
 	struct km_dns_query q;
 	char name[KM_DNS_MAX_NAME];
 	const char *svc;
-	size_t limit, size;
-	int n, v4, tc;
+	size_t limit, fixed, fit;
+	int n, v4, tc = 0;
 
 	*reply = NULL;
 	*reply_len = 0;
@@ -98,24 +132,31 @@ enum km_dns_verdict km_dns_answer(struct km_dns_resolver *r, const uint8_t *quer
 	if (km_dns_qname_text(&q, name) != 0 || !(svc = lookup(r, name)))
 		goto forward;
 	v4 = q.qtype == KM_DNS_TYPE_A;
-	n = km_model_service_addresses(r->model, svc, v4, addrs, KM_DNS_MAX_ANSWERS);
+	n = service_addresses(r, svc, v4);
 	if (n < 0)
-		goto forward; /* gone meanwhile */
-	limit = max_udp;
+		goto forward; /* gone meanwhile, or no memory: upstream may still answer */
+	limit = KM_DNS_MAX_MESSAGE;
 	if (max_udp && q.edns)
 		limit = q.edns_udp < 512 ? 512 : q.edns_udp < max_udp ? q.edns_udp : max_udp;
 	else if (max_udp)
 		limit = 512;
-	size = km_dns_answer_size(&q, n, v4);
-	/* over UDP: truncated, the client asks over TCP */
-	if ((tc = limit && size > limit))
-		size = km_dns_answer_size(&q, 0, v4);
-	if (!(*reply = malloc(size)))
+	fixed = km_dns_answer_size(&q, 0, v4);
+	fit = limit > fixed ? (limit - fixed) / (km_dns_answer_size(&q, 1, v4) - fixed) : 0;
+	if ((size_t)n > fit) {
+		/* over UDP: as many as fit, TC set, and the client asks over TCP; over TCP (or a
+		 * UDP size past a TCP message's): a window that moves at each answer */
+		rotate(r->scratch, (size_t)n, (size_t)(r->window % (size_t)n));
+		r->window += fit;
+		if ((tc = max_udp && limit < KM_DNS_MAX_MESSAGE))
+			r->truncated++;
+		else
+			r->clipped++;
+		n = (int)fit;
+	}
+	if (!(*reply = malloc(km_dns_answer_size(&q, n, v4))))
 		goto forward; /* out of memory: upstream may still answer */
-	*reply_len = km_dns_answer_write(&q, addrs, n, v4, r->ttl, tc, *reply);
-	if (tc)
-		r->truncated++;
-	if (n == 0)
+	*reply_len = km_dns_answer_write(&q, r->scratch, n, v4, r->ttl, tc, *reply);
+	if (n == 0 && !tc)
 		r->nodata++; /* the name is the mesh's; it has no address of this family */
 	else
 		r->answered++;
@@ -123,6 +164,14 @@ enum km_dns_verdict km_dns_answer(struct km_dns_resolver *r, const uint8_t *quer
 forward:
 	r->forwarded++;
 	return KM_DNS_FORWARD;
+}
+
+void km_dns_resolver_free(struct km_dns_resolver *r)
+{
+	km_dns_names_free(&r->names);
+	free(r->scratch);
+	r->scratch = NULL;
+	r->scratch_cap = 0;
 }
 
 int km_dns_upstream_answered(const struct km_dns_resolver *r, const uint8_t *answer, size_t len,

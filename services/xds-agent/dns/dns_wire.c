@@ -153,8 +153,6 @@ size_t km_dns_answer_write(const struct km_dns_query *q, const struct km_addr *a
 			 (tc ? KM_DNS_F_TC : 0); /* opcode QUERY, rcode NOERROR */
 	uint8_t *p = out;
 
-	if (tc)
-		n = 0;
 	p = put16(p, q->id);
 	p = put16(p, flags);
 	p = put16(p, 1);

@@ -56,8 +56,8 @@ int km_dns_query_read(const uint8_t *msg, size_t len, struct km_dns_query *q);
 int km_dns_qname_text(const struct km_dns_query *q, char *text);
 
 /* The answer to q's first question: n addresses (4 bytes each when v4, else 16; IPv4 is the last 4
- * bytes of a km_addr) with ttl, or with tc set none and TC set; an OPT record offering
- * KM_DNS_EDNS_UDP when q carried one. The length it takes: */
+ * bytes of a km_addr) with ttl, with TC set when tc (the client asks again over TCP); an OPT
+ * record offering KM_DNS_EDNS_UDP when q carried one. The length it takes: */
 size_t km_dns_answer_size(const struct km_dns_query *q, int n, int v4);
 /* Writes it into out (km_dns_answer_size bytes). Returns the bytes written. */
 size_t km_dns_answer_write(const struct km_dns_query *q, const struct km_addr *addrs, int n, int v4,

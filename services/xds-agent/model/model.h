@@ -99,10 +99,14 @@ void km_model_replay(struct km_model *m);
 const struct km_service_res *km_model_find_service(const struct km_model *m, const char *name);
 const struct km_workload_res *km_model_find_workload(const struct km_model *m, const char *uid);
 /* The addresses a name for service `name` resolves to, of one family (v4 1: IPv4, else IPv6):
- * its VIPs, or for a headless service (none) its healthy members' addresses, at most max into
- * out. Returns how many, or -1 when the model holds no such service. */
+ * its VIPs, or for a headless service (none) its healthy members' addresses, each once, in the
+ * model's order, at most max into out (km_model_service_address_bound's count takes all).
+ * Returns how many, or -1 when the model holds no such service. */
 int km_model_service_addresses(const struct km_model *m, const char *name, int v4,
 			       struct km_addr *out, size_t max);
+/* How many addresses km_model_service_addresses may give for `name`, of both families and before
+ * duplicates are dropped: a buffer this large holds all of them (0 for an unknown service). */
+size_t km_model_service_address_bound(const struct km_model *m, const char *name);
 /* Route workloads named by hostname through put and gone (NULL: stop). */
 void km_model_watch_hostnames(struct km_model *m,
 			      struct km_workload_res *(*put)(void *arg, struct km_workload_res *r),

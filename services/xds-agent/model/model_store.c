@@ -201,6 +201,70 @@ void km_model_each_workload(const struct km_model *m, km_model_name_cb cb, void 
 }
 
 
+size_t km_model_service_address_bound(const struct km_model *m, const char *name)
+{
+	const struct km_model_svc *s = mdl_svc_find(m, name);
+	size_t n = 0;
+
+	if (!s || !s->res)
+		return 0;
+	if (s->res->n_vips)
+		return s->res->n_vips;
+	for (size_t i = 0; i < s->n_members; i++)
+		if (s->members[i]->res)
+			n += s->members[i]->res->n_addrs;
+	return n;
+}
+
+static int addr_at_cmp(const void *x, const void *y, void *arg)
+{
+	const struct km_addr *a = arg;
+	uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+	int c = memcmp(&a[i], &a[j], sizeof(*a));
+
+	return c ? c : (i > j) - (i < j);
+}
+
+/* Each address of a[0..n) once, the first of equal ones kept where it was: O(n log n) (a
+ * headless service may have thousands of pods). Returns the new count; n unchanged when out of
+ * memory (duplicates then stay: an answer with a repeated address is still a valid one). */
+static size_t addrs_dedupe(struct km_addr *a, size_t n)
+{
+	uint32_t *idx;
+	uint8_t *dup;
+	size_t k = 0;
+
+	if (n <= 32) { /* the common case: no allocation */
+		for (size_t i = 0; i < n; i++) {
+			size_t j = 0;
+
+			while (j < k && memcmp(&a[j], &a[i], sizeof(*a)))
+				j++;
+			if (j == k)
+				a[k++] = a[i];
+		}
+		return k;
+	}
+	if (n > UINT32_MAX || !(idx = malloc(n * sizeof(*idx))))
+		return n;
+	if (!(dup = calloc(n, 1))) {
+		free(idx);
+		return n;
+	}
+	for (size_t i = 0; i < n; i++)
+		idx[i] = (uint32_t)i;
+	qsort_r(idx, n, sizeof(*idx), addr_at_cmp, a);
+	for (size_t i = 1; i < n; i++)
+		if (!memcmp(&a[idx[i]], &a[idx[i - 1]], sizeof(*a)))
+			dup[idx[i]] = 1; /* sorted by index among equals: idx[i - 1] came first */
+	for (size_t i = 0; i < n; i++)
+		if (!dup[i])
+			a[k++] = a[i];
+	free(dup);
+	free(idx);
+	return k;
+}
+
 int km_model_service_addresses(const struct km_model *m, const char *name, int v4,
 			       struct km_addr *out, size_t max)
 {
@@ -215,24 +279,19 @@ int km_model_service_addresses(const struct km_model *m, const char *name, int v
 	if (s->res->n_vips)
 		return (int)n;
 	/* headless: the pods themselves, each address once (a workload reached by name repeats
-	 * its shorter family's addresses in its derived entries: model_resolved.c) */
+	 * its shorter family's addresses in its derived entries: model_resolved.c; two pods of
+	 * the host's network share the node's) */
 	for (size_t i = 0; i < s->n_members && n < max; i++) {
 		const struct km_workload_res *w = s->members[i]->res;
 
 		if (!w || w->status != KM_WORKLOAD_HEALTHY)
 			continue;
-		for (size_t a = 0; a < w->n_addrs && n < max; a++) {
-			size_t j = 0;
-
-			if (km_addr_is_v4(&w->addrs[a]) != v4)
-				continue;
-			while (j < n && memcmp(&out[j], &w->addrs[a], sizeof(*out)) != 0)
-				j++;
-			if (j == n)
+		for (size_t a = 0; a < w->n_addrs && n < max; a++)
+			if (km_addr_is_v4(&w->addrs[a]) == v4)
 				out[n++] = w->addrs[a];
-		}
 	}
-	return (int)n;
+	n = addrs_dedupe(out, n);
+	return n > INT32_MAX ? INT32_MAX : (int)n;
 }
 
 static int tell_service(void *arg, const char *name)

@@ -44,6 +44,10 @@ static void dns_metrics(const struct km_dns_server *d, struct km_prom *p)
 	km_prom_metric(p, "kmesh_dns_truncated_total", "counter",
 		       "answers too large for UDP, sent truncated (the client asks over TCP)",
 		       r->truncated);
+	km_prom_metric(p, "kmesh_dns_clipped_total", "counter",
+		       "answers with more addresses than one DNS message holds (65,535 bytes): as many "
+		       "as fit, each answer starting where the last stopped",
+		       r->clipped);
 	km_prom_metric(p, "kmesh_dns_names", "gauge", "service hostnames the proxy answers for",
 		       r->names.n);
 	km_prom_metric(p, "kmesh_dns_upstream_timeouts_total", "counter",
