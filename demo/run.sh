@@ -74,9 +74,11 @@ print("    decoded: type 0x%02x, length %d, original destination %s:%d, end mark
       % (b[0], n, addr, port, b[5 + n]))
 PY
 
-step "3. An authorization policy, decided on the SYN"
+step "3. An authorization policy, decided before the connection exists"
 say "kmeshctl injects a DENY policy (as istiod would send it): namespace catalog-canary takes"
-say "nothing from namespace shop. cgroup_skb drops the SYN; the server never sees it:"
+say "nothing from namespace shop. The server pod's sk_lookup program gives a denied SYN no"
+say "socket, so the kernel answers it with a reset: connect() fails at once with ECONNREFUSED,"
+say "and the server never sees the connection:"
 ctl inject xds-agent - <<'JSON' | sed 's/^/    /'
 {"resources": [{"authorization": {"name": "deny-shop", "namespace": "catalog-canary",
   "scope": "NAMESPACE", "action": "DENY",

@@ -330,9 +330,14 @@ km_env_cleanup() {
 		for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
 	done
 	# only PIDs that are still this shell's children: a process killed and reaped earlier may have
-	# had its PID reused by now, after a long run
+	# had its PID reused by now, after a long run. Each is taken off the job table first: a
+	# non-interactive bash reports a background job that a signal killed ("line N: PID Killed
+	# ...") at its next command, noise at the end of every run (issue 47)
 	for pid in "${KM_PIDS[@]}"; do
-		[ "$(ps -o ppid= -p "$pid" 2>/dev/null | tr -d ' ')" = "$$" ] && kill -KILL "$pid" 2>/dev/null
+		[ "$(ps -o ppid= -p "$pid" 2>/dev/null | tr -d ' ')" = "$$" ] || continue
+		disown "$pid" 2>/dev/null
+		kill -KILL "$pid" 2>/dev/null
+		for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
 	done
 	# a steady client a failed check left running would keep the wait below from returning
 	[ -n "${KM_STEADY_OUT:-}" ] && pkill -KILL -f "steady_client.py .*--out $KM_STEADY_OUT" 2>/dev/null
