@@ -41,14 +41,18 @@ static int deliver(void *arg, const uint8_t *payload, size_t len)
 	c->on_frame(c, payload, len);
 	if (c->closing)
 		return 1; /* stop delivering once the owner closed the connection */
-	if (c->pause_above && km_conn_write_queue(c) > c->pause_above)
+	if (c->pause_above && km_conn_write_queue(c) > c->pause_above) {
+		c->paused = 1;
+		c->paused_ms = uv_now(c->pipe.loop);
 		return KM_FRAME_CB_PAUSE;
-	return 0;
+	}
+	return c->hold ? KM_FRAME_CB_PAUSE : 0;
 }
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 
-/* Hand bytes to the decoder; a pause keeps what was not used (a copy) and stops reading. */
+/* Hand bytes to the decoder; a pause or a hold keeps what was not used (a copy) and stops
+ * reading. */
 static void feed(struct km_conn *c, const uint8_t *data, size_t n)
 {
 	size_t used;
@@ -58,8 +62,6 @@ static void feed(struct km_conn *c, const uint8_t *data, size_t n)
 		if (c->reading)
 			uv_read_stop((uv_stream_t *)&c->pipe);
 		c->reading = 0;
-		c->paused = 1;
-		c->paused_ms = uv_now(c->pipe.loop);
 		if (used < n && (c->held = malloc(n - used))) {
 			memcpy(c->held, data + used, n - used);
 			c->held_len = n - used;
@@ -74,22 +76,33 @@ static void feed(struct km_conn *c, const uint8_t *data, size_t n)
 	}
 }
 
-/* The peer read its replies down: handle what was held, then read again (unless it paused
- * again or was closed meanwhile). */
+/* Neither paused nor held any more: handle what was kept, then read again (unless it paused
+ * or was held again, or was closed meanwhile). */
 static void resume(struct km_conn *c)
 {
 	uint8_t *held = c->held;
 	size_t len = c->held_len;
 
-	c->paused = 0;
 	c->held = NULL;
 	c->held_len = 0;
 	if (held)
 		feed(c, held, len);
 	free(held);
-	if (!c->paused && !c->closing && !c->reading && !c->decoder.failed &&
+	if (!c->paused && !c->hold && !c->closing && !c->reading && !c->decoder.failed &&
 	    uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) == 0)
 		c->reading = 1;
+}
+
+void km_conn_hold(struct km_conn *c)
+{
+	c->hold = 1;
+}
+
+void km_conn_release(struct km_conn *c)
+{
+	c->hold = 0;
+	if (!c->paused && !c->closing)
+		resume(c);
 }
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
@@ -128,8 +141,11 @@ static void on_written(uv_write_t *req, int status)
 	free(w);
 	if (status < 0 && status != UV_ECANCELED && !c->closing && c->on_error)
 		c->on_error(c, status, uv_strerror(status));
-	else if (c->paused && !c->closing && km_conn_write_queue(c) <= c->pause_above / 2)
-		resume(c);
+	else if (c->paused && !c->closing && km_conn_write_queue(c) <= c->pause_above / 2) {
+		c->paused = 0;
+		if (!c->hold)
+			resume(c);
+	}
 }
 
 int km_conn_send(struct km_conn *c, const void *payload, size_t len)

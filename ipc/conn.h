@@ -10,7 +10,12 @@
  * reading (keeping what it had read but not handled) until the queue is down to half of it. Its
  * owner sees `paused` and `paused_ms` and decides how long to wait. With a send budget, every
  * connection sharing it together queues at most its max bytes; a send over it is refused and
- * `send_refused` stays set. */
+ * `send_refused` stays set.
+ *
+ * Holding: an owner that answers a frame later (work off the loop) may km_conn_hold the
+ * connection from its frame callback; no further frame is delivered (the bytes are kept, the
+ * peer is not read) until km_conn_release, so replies keep the order of the requests. A held
+ * connection is not `paused`: it waits for its owner, not for its peer. */
 #ifndef KM_IPC_CONN_H
 #define KM_IPC_CONN_H
 
@@ -39,6 +44,7 @@ struct km_conn {
 	int reading;
 	size_t pause_above;                  /* 0: never pause */
 	int paused;                          /* not read: its replies wait for it */
+	int hold;                            /* not read: its owner answers a request later */
 	uint64_t paused_ms;                  /* uv_now when it paused */
 	uint8_t *held;                       /* read but not handled when it paused */
 	size_t held_len;
@@ -55,6 +61,11 @@ int km_conn_init(uv_loop_t *loop, struct km_conn *c, size_t max_frame);
 int km_conn_start(struct km_conn *c, km_conn_frame_cb on_frame, km_conn_error_cb on_error);
 /* Queue one frame. Returns 0 or a negative uv error. */
 int km_conn_send(struct km_conn *c, const void *payload, size_t len);
+/* Deliver no frame after the current one until km_conn_release (see "Holding" above). */
+void km_conn_hold(struct km_conn *c);
+/* Deliver again: the frames kept meanwhile first (from the loop, not from inside this call's
+ * caller's frame callback), then read the peer again unless it is paused. */
+void km_conn_release(struct km_conn *c);
 /* Bytes queued for writing and not yet written. */
 size_t km_conn_write_queue(const struct km_conn *c);
 /* Stop reading, let queued writes finish (e.g. a final error reply), then close. */

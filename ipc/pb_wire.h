@@ -177,6 +177,21 @@ int km_pbw_varints(ProtobufCAllocator *a, const struct km_pbw *f, void *arrayp, 
 		if (km_pbw_varints(a, &f, &(array), &(n_array), sizeof(*(array))))                 \
 			return NULL;                                                               \
 	} while (0)
+/* Writing, for the hand-packed messages (the xDS agent's full-sync rows, the map writer's dump
+ * pages): a varint at p (at most 10 bytes), and the tag of a length-delimited field. */
+static inline size_t km_pbw_put_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+#define KM_PBW_TAG_LEN(field) ((uint64_t)(field) << 3 | KM_PBW_LEN)
+
 #define PBW_OTHER(desc)                                                                            \
 	do {                                                                                       \
 		if (km_pbw_check(&(desc), &f, a))                                                  \

@@ -57,7 +57,7 @@ san = $(patsubst %.c,$(B)/san/%.o,$(patsubst $(B)/%,%,$(1)))
 
 BINS := $(B)/bin/kmesh-map-writer $(B)/bin/kmesh-xds-agent $(B)/bin/kmesh-cni $(B)/bin/kmesh-cni-agent \
         $(B)/bin/kmesh-ipsec-agent $(B)/bin/kmeshctl
-TEST_TOOLS := $(B)/tests/kmesh-testctl
+TEST_TOOLS := $(B)/tests/kmesh-testctl $(B)/tests/kmesh-dumpload
 SAN_BINS := $(addprefix $(B)/san-bin/,kmesh-map-writer kmesh-xds-agent kmesh-cni kmesh-cni-agent \
 	kmesh-ipsec-agent)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
@@ -161,6 +161,10 @@ $(B)/bin/kmeshctl: $(call obj,tools/kmeshctl/main.c $(CTL_SRCS) $(KUBE_SRCS) $(C
 	$(CC) $(CFLAGS) -o $@ $^ $(CTL_LIBS)
 
 $(B)/tests/kmesh-testctl: $(call obj,tests/tools/kmesh-testctl.c $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(COMMON_LIBS)
+
+$(B)/tests/kmesh-dumpload: $(call obj,tests/tools/kmesh-dumpload.c $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(COMMON_LIBS)
 

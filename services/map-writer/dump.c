@@ -9,6 +9,7 @@
 
 #include <bpf/bpf.h>
 
+#include "ipc/pb_wire.h"
 #include "kmesh_maps.h"
 #include "services/map-writer/tables.h"
 #include "shared/addr.h"
@@ -218,21 +219,51 @@ nomem:
 	return KMESH__IPC__CODE__INTERNAL;
 }
 
-Kmesh__Ipc__Code km_tables_dump(struct km_tables *t, Kmesh__Ipc__Table table, uint32_t max_rows,
-				Kmesh__Ipc__DumpReply *reply, char *err, size_t errlen)
+/* ---- a table walked a page at a time ----------------------------------------------------------
+ * The rows from `after` on, in the kernel's order, each handed to a visitor that keeps it (0),
+ * stops before it (1: the page is full) or fails (-1: out of memory). The visitors fill rows
+ * with fill_row / fill_manage: one collects structs (km_tables_dump_page), one packs the reply's
+ * bytes as it goes (km_tables_dump_pack), so a page of 100,000 rows costs its bytes, not 100,000
+ * allocations of a few hundred bytes each. */
+typedef int (*visit_fn)(void *arg, Kmesh__Ipc__Table table, const void *key, const void *value);
+
+struct walk {
+	int truncated;
+	uint8_t next[KM_TABLES_ROW_BUF]; /* when truncated: the last row kept */
+	size_t next_len;
+};
+
+static void fill_manage(struct km_tables *t, struct dump_manage *m, const void *key,
+			const void *value)
+{
+	struct km_manage_value mv;
+
+	memset(m, 0, sizeof(*m));
+	kmesh__ipc__manage_row__init(&m->row);
+	m->row.netns_cookie = ((const struct km_manage_key *)key)->netns_cookie;
+	bpf_map_lookup_elem(t->fd_pod_netns, key, &m->where); /* absent: stays "" */
+	m->where.path[sizeof(m->where.path) - 1] = '\0';
+	m->row.netns_path = m->where.path;
+	memcpy(&mv, value, sizeof(mv));
+	m->row.host_ifindex = mv.host_ifindex;
+}
+
+static Kmesh__Ipc__Code walk(struct km_tables *t, Kmesh__Ipc__Table table, uint32_t max_rows,
+			     const uint8_t *after, size_t after_len, const int *cancel,
+			     visit_fn visit, void *arg, struct walk *w, char *err, size_t errlen)
 {
 	uint8_t key[KM_TABLES_ROW_BUF], next[KM_TABLES_ROW_BUF], value[KM_TABLES_ROW_BUF];
-	int fd;
+	struct bpf_map_info info;
+	__u32 info_len = sizeof(info);
+	uint32_t n = 0;
 	void *prev = NULL;
-	size_t cap = 0;
+	int fd;
 
-	kmesh__ipc__dump_reply__init(reply);
+	memset(w, 0, sizeof(*w));
 	err[0] = '\0';
 	if (max_rows == 0 || max_rows > DUMP_DEFAULT_ROWS)
 		max_rows = DUMP_DEFAULT_ROWS;
 	switch (table) {
-	case KMESH__IPC__TABLE__TABLE_AUTHZ_STATS:
-		return dump_authz_stats(t, max_rows, reply, err, errlen);
 	case KMESH__IPC__TABLE__TABLE_MANAGE: fd = t->fd_manage; break;
 	case KMESH__IPC__TABLE__TABLE_FRONTEND: fd = t->fd_frontend; break;
 	case KMESH__IPC__TABLE__TABLE_SERVICE: fd = t->fd_service; break;
@@ -241,63 +272,236 @@ Kmesh__Ipc__Code km_tables_dump(struct km_tables *t, Kmesh__Ipc__Table table, ui
 	case KMESH__IPC__TABLE__TABLE_PORT_OVERRIDE: fd = t->fd_port_override; break;
 	case KMESH__IPC__TABLE__TABLE_IPSEC_PEER: fd = t->fd_ipsec_peer; break;
 	case KMESH__IPC__TABLE__TABLE_IPSEC_CIDR: fd = t->fd_ipsec_cidr; break;
+	case KMESH__IPC__TABLE__TABLE_AUTHZ_STATS:
+		snprintf(err, errlen, "the authz_stats table is read whole, not in pages");
+		return KMESH__IPC__CODE__BAD_REQUEST;
 	default:
 		snprintf(err, errlen, "unknown table %d", table);
 		return KMESH__IPC__CODE__BAD_REQUEST;
 	}
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &info_len) != 0 || info.key_size > sizeof(key)) {
+		snprintf(err, errlen, "cannot read the table's key size: %s", strerror(errno));
+		return KMESH__IPC__CODE__INTERNAL;
+	}
+	if (after_len) {
+		if (after_len != info.key_size) {
+			snprintf(err, errlen, "'after' is %zu bytes; this table's keys are %u (a page's 'next')",
+				 after_len, info.key_size);
+			return KMESH__IPC__CODE__BAD_REQUEST;
+		}
+		memcpy(key, after, after_len);
+		prev = key;
+	}
 	while (bpf_map_get_next_key(fd, prev, next) == 0) {
-		size_t n = table == KMESH__IPC__TABLE__TABLE_MANAGE ? reply->n_manage : reply->n_rows;
+		int v;
 
+		if (cancel && n % 1024 == 0 && __atomic_load_n(cancel, __ATOMIC_RELAXED)) {
+			snprintf(err, errlen, "the map writer is stopping");
+			return KMESH__IPC__CODE__INTERNAL;
+		}
 		memcpy(key, next, sizeof(key));
 		prev = key;
 		if (bpf_map_lookup_elem(fd, key, value) != 0)
 			continue; /* deleted meanwhile */
-		if (n == max_rows) {
-			reply->truncated = 1;
+		if (n == max_rows || (v = visit(arg, table, key, value)) == 1) {
+			w->truncated = 1; /* next holds the last row kept */
+			w->next_len = n ? info.key_size : 0;
 			break;
 		}
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			void *p = table == KMESH__IPC__TABLE__TABLE_MANAGE
-					  ? realloc(reply->manage, ncap * sizeof(*reply->manage))
-					  : realloc(reply->rows, ncap * sizeof(*reply->rows));
-
-			if (!p)
-				goto nomem;
-			if (table == KMESH__IPC__TABLE__TABLE_MANAGE)
-				reply->manage = p;
-			else
-				reply->rows = p;
-			cap = ncap;
+		if (v < 0) {
+			snprintf(err, errlen, "out of memory");
+			return KMESH__IPC__CODE__INTERNAL;
 		}
-		if (table == KMESH__IPC__TABLE__TABLE_MANAGE) {
-			struct dump_manage *m = calloc(1, sizeof(*m));
-			struct km_manage_value mv;
-
-			if (!m)
-				goto nomem;
-			kmesh__ipc__manage_row__init(&m->row);
-			m->row.netns_cookie = ((struct km_manage_key *)key)->netns_cookie;
-			bpf_map_lookup_elem(t->fd_pod_netns, key, &m->where); /* absent: stays "" */
-			m->where.path[sizeof(m->where.path) - 1] = '\0';
-			m->row.netns_path = m->where.path;
-			memcpy(&mv, value, sizeof(mv));
-			m->row.host_ifindex = mv.host_ifindex;
-			reply->manage[reply->n_manage++] = &m->row;
-		} else {
-			struct dump_row *d = calloc(1, sizeof(*d));
-
-			if (!d)
-				goto nomem;
-			fill_row(d, table, key, value);
-			reply->rows[reply->n_rows++] = &d->op;
-		}
+		memcpy(w->next, key, info.key_size);
+		n++;
 	}
 	return KMESH__IPC__CODE__OK;
-nomem:
-	km_tables_dump_free(reply);
-	snprintf(err, errlen, "out of memory");
-	return KMESH__IPC__CODE__INTERNAL;
+}
+
+/* Collecting: each row a struct of its own in the reply. */
+struct collect {
+	struct km_tables *t;
+	Kmesh__Ipc__DumpReply *reply;
+	size_t cap;
+};
+
+static int collect_row(void *arg, Kmesh__Ipc__Table table, const void *key, const void *value)
+{
+	struct collect *c = arg;
+	Kmesh__Ipc__DumpReply *r = c->reply;
+	int manage = table == KMESH__IPC__TABLE__TABLE_MANAGE;
+	size_t n = manage ? r->n_manage : r->n_rows;
+
+	if (n == c->cap) {
+		size_t ncap = c->cap ? c->cap * 2 : 64;
+		void *p = manage ? realloc(r->manage, ncap * sizeof(*r->manage))
+				 : realloc(r->rows, ncap * sizeof(*r->rows));
+
+		if (!p)
+			return -1;
+		if (manage)
+			r->manage = p;
+		else
+			r->rows = p;
+		c->cap = ncap;
+	}
+	if (manage) {
+		struct dump_manage *m = malloc(sizeof(*m));
+
+		if (!m)
+			return -1;
+		fill_manage(c->t, m, key, value);
+		r->manage[r->n_manage++] = &m->row;
+	} else {
+		struct dump_row *d = calloc(1, sizeof(*d));
+
+		if (!d)
+			return -1;
+		fill_row(d, table, key, value);
+		r->rows[r->n_rows++] = &d->op;
+	}
+	return 0;
+}
+
+Kmesh__Ipc__Code km_tables_dump(struct km_tables *t, Kmesh__Ipc__Table table, uint32_t max_rows,
+				Kmesh__Ipc__DumpReply *reply, char *err, size_t errlen)
+{
+	return km_tables_dump_page(t, table, max_rows, NULL, 0, NULL, reply, err, errlen);
+}
+
+Kmesh__Ipc__Code km_tables_dump_page(struct km_tables *t, Kmesh__Ipc__Table table,
+				     uint32_t max_rows, const uint8_t *after, size_t after_len,
+				     const int *cancel, Kmesh__Ipc__DumpReply *reply,
+				     char *err, size_t errlen)
+{
+	struct collect c = { t, reply, 0 };
+	struct walk w;
+	Kmesh__Ipc__Code code;
+
+	kmesh__ipc__dump_reply__init(reply);
+	if (table == KMESH__IPC__TABLE__TABLE_AUTHZ_STATS && !after_len) {
+		err[0] = '\0';
+		if (max_rows == 0 || max_rows > DUMP_DEFAULT_ROWS)
+			max_rows = DUMP_DEFAULT_ROWS;
+		return dump_authz_stats(t, max_rows, reply, err, errlen);
+	}
+	code = walk(t, table, max_rows, after, after_len, cancel, collect_row, &c, &w, err, errlen);
+	if (code == KMESH__IPC__CODE__OK && w.truncated) {
+		reply->truncated = 1;
+		if (w.next_len && !(reply->next.data = malloc(w.next_len))) {
+			snprintf(err, errlen, "out of memory");
+			code = KMESH__IPC__CODE__INTERNAL;
+		} else if (w.next_len) {
+			memcpy(reply->next.data, w.next, w.next_len);
+			reply->next.len = w.next_len;
+		}
+	}
+	if (code != KMESH__IPC__CODE__OK)
+		km_tables_dump_free(reply);
+	return code;
+}
+
+/* Packing: each row appended to the DumpReply's bytes as it is read (field 1 rows, 2 manage),
+ * the rest (truncated, next, stats) packed by protobuf-c after them: repeated fields and then
+ * the others, as one message (protobuf concatenation merges). */
+struct pack {
+	struct km_tables *t;
+	uint8_t *buf;
+	size_t len, cap, max_len;
+	size_t rows;
+};
+
+static int pack_reserve(struct pack *p, size_t more)
+{
+	size_t cap = p->cap ? p->cap : 65536;
+	uint8_t *b;
+
+	if (p->len + more <= p->cap)
+		return 0;
+	while (cap < p->len + more)
+		cap *= 2;
+	if (!(b = realloc(p->buf, cap)))
+		return -1;
+	p->buf = b;
+	p->cap = cap;
+	return 0;
+}
+
+static int pack_row(void *arg, Kmesh__Ipc__Table table, const void *key, const void *value)
+{
+	struct pack *p = arg;
+	union {
+		struct dump_row row;
+		struct dump_manage manage;
+	} u;
+	const ProtobufCMessage *m;
+	unsigned field;
+	size_t size;
+
+	if (table == KMESH__IPC__TABLE__TABLE_MANAGE) {
+		fill_manage(p->t, &u.manage, key, value);
+		m = &u.manage.row.base;
+		field = 2;
+	} else {
+		memset(&u.row, 0, sizeof(u.row));
+		fill_row(&u.row, table, key, value);
+		m = &u.row.op.base;
+		field = 1;
+	}
+	size = protobuf_c_message_get_packed_size(m);
+	if (p->rows && p->len + 11 + size > p->max_len)
+		return 1; /* the page is as large as the asker takes */
+	if (pack_reserve(p, 11 + size) != 0)
+		return -1;
+	p->len += km_pbw_put_varint(p->buf + p->len, KM_PBW_TAG_LEN(field));
+	p->len += km_pbw_put_varint(p->buf + p->len, size);
+	p->len += protobuf_c_message_pack(m, p->buf + p->len);
+	p->rows++;
+	return 0;
+}
+
+Kmesh__Ipc__Code km_tables_dump_pack(struct km_tables *t, Kmesh__Ipc__Table table,
+				     uint32_t max_rows, size_t max_bytes, const uint8_t *after,
+				     size_t after_len, const int *cancel,
+				     const Kmesh__Ipc__TableStats *stats, size_t headroom,
+				     uint8_t **buf, size_t *len, size_t *rows, char *err,
+				     size_t errlen)
+{
+	struct pack p = { .t = t, .len = headroom, .max_len = headroom + max_bytes };
+	Kmesh__Ipc__DumpReply tail = KMESH__IPC__DUMP_REPLY__INIT;
+	struct walk w;
+	Kmesh__Ipc__Code code;
+
+	*buf = NULL;
+	*len = *rows = 0;
+	if (pack_reserve(&p, headroom) != 0) {
+		snprintf(err, errlen, "out of memory");
+		return KMESH__IPC__CODE__INTERNAL;
+	}
+	/* the stats, truncated and next are at most a few hundred bytes: the rows leave them room */
+	p.max_len = p.max_len > headroom + 1024 ? p.max_len - 1024 : headroom;
+	code = walk(t, table, max_rows, after, after_len, cancel, pack_row, &p, &w, err, errlen);
+	if (code == KMESH__IPC__CODE__OK) {
+		tail.stats = (Kmesh__Ipc__TableStats *)stats;
+		tail.truncated = w.truncated;
+		tail.next.data = w.next;
+		tail.next.len = w.next_len;
+		if (pack_reserve(&p, kmesh__ipc__dump_reply__get_packed_size(&tail)) != 0) {
+			snprintf(err, errlen, "out of memory");
+			code = KMESH__IPC__CODE__INTERNAL;
+		} else {
+			p.len += kmesh__ipc__dump_reply__pack(&tail, p.buf + p.len);
+		}
+	}
+	if (code != KMESH__IPC__CODE__OK) {
+		free(p.buf);
+		return code;
+	}
+	*buf = p.buf;
+	*len = p.len - headroom;
+	*rows = p.rows;
+	return KMESH__IPC__CODE__OK;
 }
 
 void km_tables_dump_free(Kmesh__Ipc__DumpReply *reply)
@@ -316,5 +520,6 @@ void km_tables_dump_free(Kmesh__Ipc__DumpReply *reply)
 	free(reply->manage);
 	free(reply->authz_stats);
 	free(reply->authz_denials);
+	free(reply->next.data);
 	kmesh__ipc__dump_reply__init(reply);
 }

@@ -39,6 +39,7 @@ struct writer {
 	struct km_ipc_server server;
 	struct km_cni_pending pending;
 	struct km_mw_requests requests;
+	struct km_dump_queue dumps;
 	struct km_authz_recheck recheck;
 	struct km_authz_lookup lookup;
 	struct km_ipsec_tc ipsec_tc;
@@ -156,6 +157,7 @@ static void on_shutdown(void *arg, int signum)
 	km_mw_events_stop(&w->events);
 	km_mw_metrics_stop(&w->metrics);
 	km_cni_pending_stop(&w->pending);
+	km_dump_queue_stop(&w->dumps, NULL); /* a page being read stops; the loop waits for it */
 	km_ipc_server_stop(&w->server, on_server_stopped);
 }
 
@@ -363,6 +365,8 @@ int main(int argc, char **argv)
 	w.requests.dp = &w.dp;
 	w.requests.events = &w.events;
 	w.requests.progress = &w.progress;
+	km_dump_queue_init(&w.dumps, w.loop, &w.tables, &w.server);
+	w.requests.dumps = &w.dumps;
 	km_ipsec_tc_init(&w.ipsec_tc, w.dp.fd_ipsec_encrypt, w.dp.fd_ipsec_decrypt, w.dp.fd_manage);
 	km_authz_recheck_init(&w.recheck, w.loop,
 			      w.dp.recheck_link ? bpf_link__fd(w.dp.recheck_link) : -1, w.dp.fd_manage,

@@ -197,6 +197,17 @@ static void render(struct km_mw_metrics *m, struct km_prom *p)
 	counter(p, "kmesh_table_rows_refused_total", "table operations refused", t->ops_failed);
 	counter(p, "kmesh_table_full_total", "rows refused because their table was full",
 		t->table_full);
+	if (rq->dumps) {
+		counter(p, "kmesh_table_dump_pages_total",
+			"pages of table dumps read (off the loop, one at a time)", rq->dumps->pages);
+		counter(p, "kmesh_table_dump_rows_total", "rows those pages held", rq->dumps->rows);
+		km_prom_printf(p, "# HELP kmesh_table_dump_seconds_total time spent reading and "
+				  "packing them\n# TYPE kmesh_table_dump_seconds_total counter\n"
+				  "kmesh_table_dump_seconds_total %.6f\n",
+			       (double)rq->dumps->busy_us / 1e6);
+		gauge(p, "kmesh_table_dumps_waiting", "dumps waiting for the one being read",
+		      rq->dumps->waiting);
+	}
 	refused(p, rq->dp->fd_refused);
 	counter(p, "kmesh_table_rows_swept_total", "stale rows removed after an agent's resync",
 		t->rows_swept);

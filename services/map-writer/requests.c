@@ -42,13 +42,41 @@ size_t km_mw_frame_limit(void *arg, Kmesh__Ipc__Role role)
 	}
 }
 
+/* The map writer's counters, sent with every dump. */
+static void table_stats(struct km_mw_requests *w, Kmesh__Ipc__TableStats *stats)
+{
+	size_t uncovered;
+
+	kmesh__ipc__table_stats__init(stats);
+	stats->ops_applied = w->tables->ops_applied;
+	stats->ops_refused = w->tables->ops_failed;
+	stats->table_full = w->tables->table_full;
+	stats->rows_swept = w->tables->rows_swept;
+	stats->migrated_entries = w->tables->migrated_entries;
+	stats->authz_rechecks = w->recheck->passes;
+	stats->authz_closed = w->recheck->closed;
+	stats->ipsec_on = w->ipsec_tc->enabled;
+	stats->ipsec_interfaces = (uint32_t)w->ipsec_tc->n_nics;
+	stats->ipsec_pods = (uint32_t)km_ipsec_tc_pods(w->ipsec_tc, &uncovered);
+	stats->ipsec_pods_uncovered = (uint32_t)uncovered;
+	stats->ipsec_tc_failures = w->ipsec_tc->failures;
+	km_slots_usage(&w->tables->slots, &stats->slots, &stats->slots_free,
+		       &stats->slots_quarantined);
+	stats->slot_ranges_grown = w->tables->slots.ranges_grown;
+	stats->slot_ranges_refused = w->tables->slots.ranges_refused;
+	stats->frontend_pick_rewrites = w->tables->fe_pick.rows_rewritten;
+	stats->frontend_pick_rewrites_failed = w->tables->fe_pick.rewrite_failed;
+	stats->frontend_picks_off = w->tables->fe_pick.lost;
+}
+
+/* A page of a table: read off the loop (dump_queue.h), except the authorization counters, which
+ * join rows the loop keeps and are small. */
 static void handle_dump(struct km_mw_requests *w, struct km_ipc_session *s, const km_envelope *env)
 {
 	km_envelope out = KMESH__IPC__ENVELOPE__INIT;
 	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
 	Kmesh__Ipc__DumpReply dump;
-	Kmesh__Ipc__TableStats stats = KMESH__IPC__TABLE_STATS__INIT;
-	size_t uncovered;
+	Kmesh__Ipc__TableStats stats;
 	char err[256];
 
 	if (s->role == KMESH__IPC__ROLE__ROLE_IPSEC &&
@@ -58,27 +86,15 @@ static void handle_dump(struct km_mw_requests *w, struct km_ipc_session *s, cons
 			     "role 'ipsec' may dump only the IPsec tables", 0);
 		return;
 	}
-	reply.code = km_tables_dump(w->tables, env->dump->table, env->dump->max_rows, &dump,
-				    err, sizeof(err));
+	table_stats(w, &stats);
+	if (w->dumps && env->dump->table != KMESH__IPC__TABLE__TABLE_AUTHZ_STATS) {
+		km_dump_queue_submit(w->dumps, s, env, &stats);
+		return;
+	}
+	reply.code = km_tables_dump_page(w->tables, env->dump->table, env->dump->max_rows,
+					 env->dump->after.data, env->dump->after.len, NULL, &dump,
+					 err, sizeof(err));
 	reply.message = err;
-	stats.ops_applied = w->tables->ops_applied;
-	stats.ops_refused = w->tables->ops_failed;
-	stats.table_full = w->tables->table_full;
-	stats.rows_swept = w->tables->rows_swept;
-	stats.migrated_entries = w->tables->migrated_entries;
-	stats.authz_rechecks = w->recheck->passes;
-	stats.authz_closed = w->recheck->closed;
-	stats.ipsec_on = w->ipsec_tc->enabled;
-	stats.ipsec_interfaces = (uint32_t)w->ipsec_tc->n_nics;
-	stats.ipsec_pods = (uint32_t)km_ipsec_tc_pods(w->ipsec_tc, &uncovered);
-	stats.ipsec_pods_uncovered = (uint32_t)uncovered;
-	stats.ipsec_tc_failures = w->ipsec_tc->failures;
-	km_slots_usage(&w->tables->slots, &stats.slots, &stats.slots_free, &stats.slots_quarantined);
-	stats.slot_ranges_grown = w->tables->slots.ranges_grown;
-	stats.slot_ranges_refused = w->tables->slots.ranges_refused;
-	stats.frontend_pick_rewrites = w->tables->fe_pick.rows_rewritten;
-	stats.frontend_pick_rewrites_failed = w->tables->fe_pick.rewrite_failed;
-	stats.frontend_picks_off = w->tables->fe_pick.lost;
 	if (reply.code == KMESH__IPC__CODE__OK) {
 		dump.stats = &stats;
 		reply.body_case = KMESH__IPC__REPLY__BODY_DUMP;

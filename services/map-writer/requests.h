@@ -8,6 +8,7 @@
 #include "services/map-writer/access.h"
 #include "services/map-writer/authz_recheck.h"
 #include "services/map-writer/dataplane.h"
+#include "services/map-writer/dump_queue.h"
 #include "services/map-writer/events.h"
 #include "services/map-writer/ipsec_tc.h"
 #include "services/map-writer/tables.h"
@@ -29,6 +30,7 @@ struct km_mw_requests {
 	struct km_dataplane *dp;          /* km_config's switches (SetConfig) */
 	struct km_mw_events *events;      /* connection reports (Subscribe) */
 	const struct km_conn_progress *progress; /* open connections' reports (metrics) */
+	struct km_dump_queue *dumps; /* table dumps off the loop; NULL: read on the loop (tests) */
 	uint64_t counts[KM_MW_ROLES][KM_MW_KINDS][KM_MW_CODES];
 };
 

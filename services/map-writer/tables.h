@@ -99,6 +99,23 @@ size_t km_tables_ipsec_clear(struct km_tables *t);
 /* Fill reply with up to max_rows rows of one table (allocated; free with km_tables_dump_free). */
 Kmesh__Ipc__Code km_tables_dump(struct km_tables *t, Kmesh__Ipc__Table table, uint32_t max_rows,
 				Kmesh__Ipc__DumpReply *reply, char *err, size_t errlen);
+/* The same, one page: after the key `after` (after_len 0: from the start); a truncated reply's
+ * `next` is its last row's key. Safe on another thread while the loop writes the tables for
+ * every table but TABLE_AUTHZ_STATS (the loop's denial rows; read on the loop): it reads the
+ * maps and nothing of t but their descriptors. A non-NULL cancel seen set stops it (INTERNAL). */
+Kmesh__Ipc__Code km_tables_dump_page(struct km_tables *t, Kmesh__Ipc__Table table,
+				     uint32_t max_rows, const uint8_t *after, size_t after_len,
+				     const int *cancel, Kmesh__Ipc__DumpReply *reply,
+				     char *err, size_t errlen);
+/* The same page as a packed DumpReply (stats included), at most max_bytes of rows (a page ends
+ * early rather than outgrow the asker's frame): its bytes start headroom bytes into *buf (room
+ * for the envelope around them; free *buf). *rows: how many. */
+Kmesh__Ipc__Code km_tables_dump_pack(struct km_tables *t, Kmesh__Ipc__Table table,
+				     uint32_t max_rows, size_t max_bytes, const uint8_t *after,
+				     size_t after_len, const int *cancel,
+				     const Kmesh__Ipc__TableStats *stats, size_t headroom,
+				     uint8_t **buf, size_t *len, size_t *rows, char *err,
+				     size_t errlen);
 void km_tables_dump_free(Kmesh__Ipc__DumpReply *reply);
 /* Add the km_authz_denials rows to reply (authz_denials.c; a TABLE_AUTHZ_STATS dump), first
  * removing, at most once a minute and only when the table is three-quarters full, the rows of

@@ -430,6 +430,94 @@ static void test_unread_replies_pause_reading(void **state)
 	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* A server (b) that answers each request later (a timer standing for work off the loop) holds
+ * its connection: the requests that came in the same read wait, none is handled before the
+ * previous one's answer, and every one is answered, in order; a held connection is not paused. */
+struct hd {
+	struct km_conn a, b;
+	uv_timer_t later;
+	int handled, answered, replies, closed, in_flight;
+	uint8_t order[8];
+};
+
+static void hd_closed(struct km_conn *c)
+{
+	((struct hd *)c->data)->closed++;
+}
+
+static void hd_answer(uv_timer_t *tm)
+{
+	struct hd *t = tm->data;
+	uint8_t reply = (uint8_t)t->answered++;
+
+	t->in_flight = 0;
+	assert_int_equal(km_conn_send(&t->b, &reply, 1), 0);
+	km_conn_release(&t->b); /* may deliver the next request at once: it holds again */
+}
+
+static void hd_request(struct km_conn *c, const uint8_t *p, size_t len)
+{
+	struct hd *t = c->data;
+
+	(void)len;
+	assert_false(t->in_flight); /* nothing delivered while held */
+	t->in_flight = 1;
+	t->order[t->handled++] = p[0];
+	km_conn_hold(c);
+	assert_false(c->paused);
+	uv_timer_start(&t->later, hd_answer, 5, 0);
+}
+
+static void hd_reply(struct km_conn *c, const uint8_t *p, size_t len)
+{
+	struct hd *t = c->data;
+
+	assert_int_equal(len, 1);
+	assert_int_equal(p[0], t->replies); /* in the requests' order */
+	if (++t->replies == 8) {
+		km_conn_close(&t->a, hd_closed);
+		km_conn_close(&t->b, hd_closed);
+		uv_close((uv_handle_t *)&t->later, NULL);
+	}
+}
+
+static void test_held_connection_waits_for_its_owner(void **state)
+{
+	uv_loop_t loop;
+	struct hd t = { 0 };
+	uint8_t req[8 * 8];
+	size_t n = 0;
+	int fds[2];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+	uv_loop_init(&loop);
+	uv_timer_init(&loop, &t.later);
+	t.later.data = &t;
+	t.a.data = t.b.data = &t;
+	assert_int_equal(km_conn_init(&loop, &t.a, 1 << 20), 0);
+	assert_int_equal(km_conn_init(&loop, &t.b, 1 << 20), 0);
+	assert_int_equal(uv_pipe_open(&t.a.pipe, fds[0]), 0);
+	assert_int_equal(uv_pipe_open(&t.b.pipe, fds[1]), 0);
+	t.b.pause_above = 256 << 10;
+	assert_int_equal(km_conn_start(&t.b, hd_request, bp_error), 0);
+	assert_int_equal(km_conn_start(&t.a, hd_reply, bp_error), 0);
+	for (int i = 0; i < 8; i++) /* 8 requests in one write: one read on b's side */
+		n += put_frame(req + n, (uint8_t)i, 4);
+	assert_int_equal(write(fds[0], req, n), (ssize_t)n);
+	for (int i = 0; i < 20; i++)
+		uv_run(&loop, UV_RUN_NOWAIT);
+	assert_int_equal(t.handled, 1); /* the other seven wait, kept */
+	assert_true(t.b.hold && !t.b.paused && !t.b.reading);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(t.handled, 8);
+	assert_int_equal(t.replies, 8);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(t.order[i], i);
+	assert_int_equal(t.closed, 2);
+	assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 /* Connections sharing a send budget queue at most its max bytes together. */
 static void test_send_budget(void **state)
 {
@@ -473,6 +561,7 @@ int main(void)
 		cmocka_unit_test(test_libuv_round_trip),
 		cmocka_unit_test(test_receiver_can_pause),
 		cmocka_unit_test(test_unread_replies_pause_reading),
+		cmocka_unit_test(test_held_connection_waits_for_its_owner),
 		cmocka_unit_test(test_send_budget),
 	};
 

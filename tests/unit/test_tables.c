@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -390,6 +391,96 @@ static void test_enroll_and_dump(void **state)
 	assert_true(d.truncated);
 	km_tables_dump_free(&d);
 	assert_int_equal(km_tables_dump(t, (Kmesh__Ipc__Table)42, 0, &d, err, sizeof(err)), BAD);
+
+	/* in pages of 2 (issue 47: a table larger than one reply is read in pages): 2, 2, 1, each
+	 * row once, the last page not truncated */
+	{
+		uint32_t seen[8], n = 0;
+		uint8_t after[KM_TABLES_ROW_BUF];
+		size_t after_len = 0;
+		int pages = 0, more = 1;
+
+		while (more) {
+			assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_BACKEND, 2,
+							     after, after_len, NULL, &d, err,
+							     sizeof(err)), OK);
+			pages++;
+			for (size_t i = 0; i < d.n_rows; i++) {
+				for (uint32_t j = 0; j < n; j++)
+					assert_int_not_equal(seen[j], d.rows[i]->backend->id);
+				seen[n++] = d.rows[i]->backend->id;
+			}
+			more = d.truncated;
+			assert_int_equal(d.next.len, more ? sizeof(struct km_backend_key) : 0);
+			if (d.next.len)
+				memcpy(after, d.next.data, d.next.len);
+			after_len = d.next.len;
+			km_tables_dump_free(&d);
+			assert_true(pages <= 3);
+		}
+		assert_int_equal(pages, 3);
+		assert_int_equal(n, 5);
+		/* an 'after' of another size than the table's keys, and a page of authz_stats */
+		assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_BACKEND, 2, after, 3,
+						     NULL, &d, err, sizeof(err)), BAD);
+		assert_non_null(strstr(err, "this table's keys are"));
+		assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_AUTHZ_STATS, 2, after,
+						     4, NULL, &d, err, sizeof(err)), BAD);
+		/* packed as it is read (the map writer's dumps off the loop): the same rows, stats and
+		 * next as the collected page, byte for byte once protobuf-c has read them; a byte
+		 * budget ends a page early, never before its first row */
+		{
+			Kmesh__Ipc__TableStats st = KMESH__IPC__TABLE_STATS__INIT;
+			Kmesh__Ipc__DumpReply *u;
+			uint8_t *buf;
+			size_t len, rows;
+
+			st.ops_applied = 4242;
+			assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_BACKEND, 3, NULL,
+							     0, NULL, &d, err, sizeof(err)), OK);
+			assert_int_equal(km_tables_dump_pack(t, KMESH__IPC__TABLE__TABLE_BACKEND, 3,
+							     1 << 20, NULL, 0, NULL, &st, 16, &buf,
+							     &len, &rows, err, sizeof(err)), OK);
+			u = kmesh__ipc__dump_reply__unpack(NULL, len, buf + 16);
+			assert_non_null(u);
+			assert_int_equal(rows, 3);
+			assert_int_equal(u->n_rows, 3);
+			assert_true(u->truncated);
+			assert_int_equal(u->stats->ops_applied, 4242);
+			assert_int_equal(u->next.len, d.next.len);
+			assert_memory_equal(u->next.data, d.next.data, d.next.len);
+			for (size_t i = 0; i < 3; i++) {
+				uint8_t a[256], b[256];
+				size_t la = kmesh__ipc__table_op__pack(u->rows[i], a);
+
+				assert_int_equal(kmesh__ipc__table_op__pack(d.rows[i], b), la);
+				assert_memory_equal(a, b, la);
+			}
+			kmesh__ipc__dump_reply__free_unpacked(u, NULL);
+			free(buf);
+			km_tables_dump_free(&d);
+			/* 1 byte of budget (past the 1 KiB the tail keeps): one row a page */
+			assert_int_equal(km_tables_dump_pack(t, KMESH__IPC__TABLE__TABLE_BACKEND, 0, 1025,
+							     NULL, 0, NULL, &st, 0, &buf, &len, &rows,
+							     err, sizeof(err)), OK);
+			u = kmesh__ipc__dump_reply__unpack(NULL, len, buf);
+			assert_true(u && u->n_rows == 1 && rows == 1 && u->truncated && u->next.len);
+			kmesh__ipc__dump_reply__free_unpacked(u, NULL);
+			free(buf);
+			assert_int_equal(km_tables_dump_pack(t, KMESH__IPC__TABLE__TABLE_AUTHZ_STATS, 0,
+							     1 << 20, NULL, 0, NULL, &st, 0, &buf,
+							     &len, &rows, err, sizeof(err)), BAD);
+		}
+		/* cancelled: it stops (the map writer is stopping) */
+		{
+			int cancel = 1;
+
+			assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_BACKEND, 0, NULL,
+							     0, &cancel, &d, err, sizeof(err)),
+					 KMESH__IPC__CODE__INTERNAL);
+			assert_int_equal(d.n_rows, 0);
+		}
+	}
 }
 
 /* A batch that references rows written earlier in the same batch, across several runs of one

@@ -10,7 +10,7 @@
 #include "tools/kmeshctl/pb_json.h"
 
 static const char usage[] =
-	"usage: kmeshctl dump tables [--table NAME] [--max-rows N]\n"
+	"usage: kmeshctl dump tables [--table NAME] [--max-rows N (default 100000)]\n"
 	"       kmeshctl dump xds | policies | ipsec\n"
 	"  tables:   the map writer's BPF tables, a section each (NAME: manage, frontend, service,\n"
 	"            endpoint, backend, port_override, authz_stats, ipsec_peer, ipsec_cidr)\n"
@@ -36,41 +36,76 @@ static json_t *row_of(const Kmesh__Ipc__TableOp *op)
 	return row ? row : json_object();
 }
 
+/* A table's rows, at most max_rows (0: DUMP_ROWS), read a page at a time (the map writer sends
+ * at most 100,000 rows a reply and reads each page off its loop). */
+#define DUMP_ROWS 100000u
+#define DUMP_PAGE 100000u
+
 static json_t *dump_table(const struct km_ctl *ctl, int t, uint32_t max_rows, json_t **stats,
 			  int *truncated, char *err, size_t errlen)
 {
-	km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep;
-	Kmesh__Ipc__DumpRequest d = KMESH__IPC__DUMP_REQUEST__INIT;
-	const Kmesh__Ipc__DumpReply *r;
-	json_t *rows;
+	json_t *rows = json_array();
+	uint8_t *after = NULL;
+	size_t after_len = 0, got = 0;
+	int more = 1;
 
-	d.table = (Kmesh__Ipc__Table)t;
-	d.max_rows = max_rows;
-	req.body_case = KMESH__IPC__ENVELOPE__BODY_DUMP;
-	req.dump = &d;
-	if (km_proc_call(ctl, KM_PROC_MAP_WRITER, &req, &rep, err, errlen) != 0)
-		return NULL;
-	if (rep->reply->body_case != KMESH__IPC__REPLY__BODY_DUMP) {
-		snprintf(err, errlen, "kmesh-map-writer answered the dump of %s without rows", tables[t]);
+	if (!max_rows)
+		max_rows = DUMP_ROWS;
+	while (more && got < max_rows) {
+		km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep;
+		Kmesh__Ipc__DumpRequest d = KMESH__IPC__DUMP_REQUEST__INIT;
+		const Kmesh__Ipc__DumpReply *r;
+
+		d.table = (Kmesh__Ipc__Table)t;
+		d.max_rows = max_rows - got < DUMP_PAGE ? (uint32_t)(max_rows - got) : DUMP_PAGE;
+		d.after.data = after;
+		d.after.len = after_len;
+		req.body_case = KMESH__IPC__ENVELOPE__BODY_DUMP;
+		req.dump = &d;
+		if (km_proc_call(ctl, KM_PROC_MAP_WRITER, &req, &rep, err, errlen) != 0)
+			goto fail;
+		if (rep->reply->body_case != KMESH__IPC__REPLY__BODY_DUMP) {
+			snprintf(err, errlen, "kmesh-map-writer answered the dump of %s without rows",
+				 tables[t]);
+			km_msg_free(rep);
+			goto fail;
+		}
+		r = rep->reply->dump;
+		for (size_t i = 0; i < r->n_manage; i++)
+			json_array_append_new(rows, km_pb_json(&r->manage[i]->base));
+		for (size_t i = 0; i < r->n_authz_stats; i++)
+			json_array_append_new(rows, km_pb_json(&r->authz_stats[i]->base));
+		for (size_t i = 0; i < r->n_rows; i++)
+			json_array_append_new(rows, row_of(r->rows[i]));
+		got += r->n_manage + r->n_rows + r->n_authz_stats;
+		if (r->stats && stats) {
+			json_decref(*stats);
+			*stats = km_pb_json(&r->stats->base);
+		}
+		/* the next page starts after this one's last key (none: the table is read whole) */
+		more = r->truncated && r->next.len;
+		if (r->truncated && (!more || got >= max_rows))
+			*truncated = 1;
+		free(after);
+		after = NULL;
+		after_len = 0;
+		if (more && !(after = malloc(r->next.len))) {
+			snprintf(err, errlen, "out of memory");
+			km_msg_free(rep);
+			goto fail;
+		}
+		if (more) {
+			memcpy(after, r->next.data, r->next.len);
+			after_len = r->next.len;
+		}
 		km_msg_free(rep);
-		return NULL;
 	}
-	r = rep->reply->dump;
-	rows = json_array();
-	for (size_t i = 0; r && i < r->n_manage; i++)
-		json_array_append_new(rows, km_pb_json(&r->manage[i]->base));
-	for (size_t i = 0; r && i < r->n_authz_stats; i++)
-		json_array_append_new(rows, km_pb_json(&r->authz_stats[i]->base));
-	for (size_t i = 0; r && i < r->n_rows; i++)
-		json_array_append_new(rows, row_of(r->rows[i]));
-	if (r && r->stats && stats) {
-		json_decref(*stats);
-		*stats = km_pb_json(&r->stats->base);
-	}
-	if (r && r->truncated)
-		*truncated = 1;
-	km_msg_free(rep);
+	free(after);
 	return rows;
+fail:
+	free(after);
+	json_decref(rows);
+	return NULL;
 }
 
 static int dump_tables(const struct km_ctl *ctl, int argc, char **argv)

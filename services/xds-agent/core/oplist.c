@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ipc/message.h"
+#include "ipc/pb_wire.h"
 #include "shared/addr.h"
 
 #define KM_IPPROTO_TCP 6
@@ -321,18 +322,6 @@ static int out_reserve(struct out_buf *o, size_t more)
 	return 0;
 }
 
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
-
 #define TAG_LEN_DELIMITED(field) ((uint8_t)((field) << 3 | 2))
 #define TAG_VARINT(field) ((uint8_t)((field) << 3))
 #define OP_PREFIX_MAX 6     /* an op's tag and a length of at most 5 bytes */
@@ -352,7 +341,7 @@ static size_t put_uint(uint8_t *p, unsigned field, uint64_t v)
 	if (!v)
 		return 0;
 	p[0] = TAG_VARINT(field);
-	return 1 + put_varint(p + 1, v);
+	return 1 + km_pbw_put_varint(p + 1, v);
 }
 
 static size_t put_fixed32(uint8_t *p, unsigned field, uint32_t v)
@@ -473,17 +462,17 @@ static uint8_t *encode(const struct km_op *ops, size_t n, uint64_t request_id, s
 		to_pb(&ops[i], &p);
 		op_len = protobuf_c_message_pack(&p.op.base, o.data + start + OP_PREFIX_MAX);
 		o.data[start] = TAG_LEN_DELIMITED(1); /* TableBatch.ops */
-		k = put_varint(o.data + start + 1, op_len);
+		k = km_pbw_put_varint(o.data + start + 1, op_len);
 		memmove(o.data + start + 1 + k, o.data + start + OP_PREFIX_MAX, op_len);
 		o.len += 1 + k + op_len;
 	}
 	batch_len = o.len - FRAME_HEADER_MAX;
 	if (request_id) {
 		head[hl++] = TAG_VARINT(1); /* Envelope.request_id */
-		hl += put_varint(head + hl, request_id);
+		hl += km_pbw_put_varint(head + hl, request_id);
 	}
 	head[hl++] = TAG_LEN_DELIMITED(KMESH__IPC__ENVELOPE__BODY_BATCH);
-	hl += put_varint(head + hl, batch_len);
+	hl += km_pbw_put_varint(head + hl, batch_len);
 	memmove(o.data + hl, o.data + FRAME_HEADER_MAX, batch_len);
 	memcpy(o.data, head, hl);
 	*len = hl + batch_len;
