@@ -10,7 +10,8 @@ struct km_write {
 	uv_write_t req;
 	struct km_frame_budget *budget; /* charged len bytes, given back once written */
 	size_t len;
-	uint8_t bytes[]; /* header + payload */
+	void *owned; /* km_conn_send_owned: the caller's buffer, freed once written */
+	uint8_t bytes[]; /* header + payload (km_conn_send) */
 };
 
 int km_conn_init(uv_loop_t *loop, struct km_conn *c, size_t max_frame)
@@ -138,6 +139,7 @@ static void on_written(uv_write_t *req, int status)
 
 	if (w->budget)
 		w->budget->used -= w->len;
+	free(w->owned);
 	free(w);
 	if (status < 0 && status != UV_ECANCELED && !c->closing && c->on_error)
 		c->on_error(c, status, uv_strerror(status));
@@ -148,12 +150,9 @@ static void on_written(uv_write_t *req, int status)
 	}
 }
 
-int km_conn_send(struct km_conn *c, const void *payload, size_t len)
+/* May c take a frame of len payload bytes? 0, or the uv error km_conn_send returns. */
+static int send_check(struct km_conn *c, size_t len)
 {
-	struct km_write *w;
-	uv_buf_t buf;
-	int err;
-
 	if (c->closing)
 		return UV_ECANCELED;
 	if (len == 0 || len > c->max_send)
@@ -162,19 +161,60 @@ int km_conn_send(struct km_conn *c, const void *payload, size_t len)
 		c->send_refused = 1;
 		return UV_ENOBUFS;
 	}
-	w = malloc(sizeof(*w) + KM_FRAME_HEADER + len);
-	if (!w)
+	return 0;
+}
+
+/* Queue w (its budget, len and owned set) writing frame (header included). */
+static int send_write(struct km_conn *c, struct km_write *w, uint8_t *frame)
+{
+	uv_buf_t buf = uv_buf_init((char *)frame, (unsigned int)w->len);
+	int err = uv_write(&w->req, (uv_stream_t *)&c->pipe, &buf, 1, on_written);
+
+	if (!err && w->budget)
+		w->budget->used += w->len;
+	return err;
+}
+
+int km_conn_send(struct km_conn *c, const void *payload, size_t len)
+{
+	struct km_write *w;
+	int err = send_check(c, len);
+
+	if (err)
+		return err;
+	if (!(w = malloc(sizeof(*w) + KM_FRAME_HEADER + len)))
 		return UV_ENOMEM;
 	w->budget = c->send_budget;
 	w->len = KM_FRAME_HEADER + len;
+	w->owned = NULL;
 	km_frame_header(w->bytes, (uint32_t)len);
 	memcpy(w->bytes + KM_FRAME_HEADER, payload, len);
-	buf = uv_buf_init((char *)w->bytes, (unsigned int)(KM_FRAME_HEADER + len));
-	err = uv_write(&w->req, (uv_stream_t *)&c->pipe, &buf, 1, on_written);
-	if (err)
+	if ((err = send_write(c, w, w->bytes)))
 		free(w);
-	else if (w->budget)
-		w->budget->used += w->len;
+	return err;
+}
+
+int km_conn_send_owned(struct km_conn *c, void *buf, uint8_t *payload, size_t len)
+{
+	struct km_write *w;
+	int err = send_check(c, len);
+
+	if (!err && (size_t)(payload - (uint8_t *)buf) < KM_FRAME_HEADER)
+		err = UV_EINVAL;
+	if (!err && !(w = malloc(sizeof(*w))))
+		err = UV_ENOMEM;
+	if (err) {
+		free(buf);
+		return err;
+	}
+	w->budget = c->send_budget;
+	w->len = KM_FRAME_HEADER + len;
+	w->owned = buf;
+	km_frame_header(payload - KM_FRAME_HEADER, (uint32_t)len);
+	if ((err = send_write(c, w, payload - KM_FRAME_HEADER))) {
+		free(buf);
+		free(w);
+	}
 	return err;
 }
 

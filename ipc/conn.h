@@ -61,6 +61,10 @@ int km_conn_init(uv_loop_t *loop, struct km_conn *c, size_t max_frame);
 int km_conn_start(struct km_conn *c, km_conn_frame_cb on_frame, km_conn_error_cb on_error);
 /* Queue one frame. Returns 0 or a negative uv error. */
 int km_conn_send(struct km_conn *c, const void *payload, size_t len);
+/* The same without a copy: payload lies in buf, at least KM_FRAME_HEADER bytes in (the header
+ * is written there); buf is the connection's from now on, freed once written or refused. For a
+ * large reply built off the loop: the loop neither copies it nor faults in a second copy. */
+int km_conn_send_owned(struct km_conn *c, void *buf, uint8_t *payload, size_t len);
 /* Deliver no frame after the current one until km_conn_release (see "Holding" above). */
 void km_conn_hold(struct km_conn *c);
 /* Deliver again: the frames kept meanwhile first (from the loop, not from inside this call's

@@ -153,10 +153,20 @@ static void after_work(uv_work_t *req, int status)
 	if (j->code != KMESH__IPC__CODE__OK)
 		q->failed++;
 	if (s && !q->stopping) {
+		int err;
+
 		if (!j->packed) {
-			km_msg_reply(&s->conn, j->request_id, KMESH__IPC__CODE__INTERNAL,
-				     "out of memory packing the dump", 0);
-		} else if (km_conn_send(&s->conn, j->payload, j->payload_len) != 0) {
+			err = km_msg_reply(&s->conn, j->request_id, KMESH__IPC__CODE__INTERNAL,
+					   "out of memory packing the dump", 0);
+		} else if (j->code != KMESH__IPC__CODE__OK) {
+			err = km_conn_send(&s->conn, j->payload, j->payload_len); /* a short error */
+		} else {
+			/* the page as the worker packed it, no copy on the loop: the connection's
+			 * buffer from now on */
+			err = km_conn_send_owned(&s->conn, j->packed, j->payload, j->payload_len);
+			j->packed = NULL;
+		}
+		if (err) {
 			/* every request gets one reply, or the asker waits forever */
 			km_warn("dump reply to pid %d (%zu bytes) not sent", (int)j->pid, j->payload_len);
 			km_msg_reply(&s->conn, j->request_id, KMESH__IPC__CODE__INTERNAL,

@@ -391,96 +391,159 @@ static void test_enroll_and_dump(void **state)
 	assert_true(d.truncated);
 	km_tables_dump_free(&d);
 	assert_int_equal(km_tables_dump(t, (Kmesh__Ipc__Table)42, 0, &d, err, sizeof(err)), BAD);
+}
 
-	/* in pages of 2 (issue 47: a table larger than one reply is read in pages): 2, 2, 1, each
-	 * row once, the last page not truncated */
-	{
-		uint32_t seen[8], n = 0;
-		uint8_t after[KM_TABLES_ROW_BUF];
-		size_t after_len = 0;
-		int pages = 0, more = 1;
+/* A table larger than one reply is read in pages (issue 47): a small page a key at a time,
+ * exactly max_rows rows, named by its last key ('K'); a page of 64 rows or more of a hash table
+ * by buckets, at most max_rows rows, named by the bucket the next one starts at ('B'). The table
+ * here hashes with a zero seed (the same buckets every run) over 4,096 buckets: its 300 rows
+ * share few. */
+static void test_dump_pages(void **state)
+{
+	struct km_tables *t = *state;
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_NO_PREALLOC | BPF_F_ZERO_SEED);
+	int fd = bpf_map_create(BPF_MAP_TYPE_HASH, NULL, sizeof(struct km_backend_key),
+				sizeof(struct km_backend_value), 4096, &o), saved = t->fd_backend;
+	Kmesh__Ipc__DumpReply d;
+	uint8_t after[KM_TABLES_ROW_BUF], seen[301] = { 0 };
+	size_t after_len = 0, n = 0;
+	int pages = 0, more = 1;
+	char err[256];
 
-		while (more) {
-			assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_BACKEND, 2,
-							     after, after_len, NULL, &d, err,
-							     sizeof(err)), OK);
-			pages++;
-			for (size_t i = 0; i < d.n_rows; i++) {
-				for (uint32_t j = 0; j < n; j++)
-					assert_int_not_equal(seen[j], d.rows[i]->backend->id);
-				seen[n++] = d.rows[i]->backend->id;
-			}
-			more = d.truncated;
-			assert_int_equal(d.next.len, more ? sizeof(struct km_backend_key) : 0);
-			if (d.next.len)
-				memcpy(after, d.next.data, d.next.len);
-			after_len = d.next.len;
-			km_tables_dump_free(&d);
-			assert_true(pages <= 3);
-		}
-		assert_int_equal(pages, 3);
-		assert_int_equal(n, 5);
-		/* an 'after' of another size than the table's keys, and a page of authz_stats */
-		assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_BACKEND, 2, after, 3,
-						     NULL, &d, err, sizeof(err)), BAD);
-		assert_non_null(strstr(err, "this table's keys are"));
-		assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_AUTHZ_STATS, 2, after,
-						     4, NULL, &d, err, sizeof(err)), BAD);
-		/* packed as it is read (the map writer's dumps off the loop): the same rows, stats and
-		 * next as the collected page, byte for byte once protobuf-c has read them; a byte
-		 * budget ends a page early, never before its first row */
-		{
-			Kmesh__Ipc__TableStats st = KMESH__IPC__TABLE_STATS__INIT;
-			Kmesh__Ipc__DumpReply *u;
-			uint8_t *buf;
-			size_t len, rows;
+	assert_true(fd >= 0);
+	for (uint32_t id = 1; id <= 300; id++) {
+		struct km_backend_key k = { .backend_id = id };
+		struct km_backend_value v;
 
-			st.ops_applied = 4242;
-			assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_BACKEND, 3, NULL,
-							     0, NULL, &d, err, sizeof(err)), OK);
-			assert_int_equal(km_tables_dump_pack(t, KMESH__IPC__TABLE__TABLE_BACKEND, 3,
-							     1 << 20, NULL, 0, NULL, &st, 16, &buf,
-							     &len, &rows, err, sizeof(err)), OK);
-			u = kmesh__ipc__dump_reply__unpack(NULL, len, buf + 16);
-			assert_non_null(u);
-			assert_int_equal(rows, 3);
-			assert_int_equal(u->n_rows, 3);
-			assert_true(u->truncated);
-			assert_int_equal(u->stats->ops_applied, 4242);
-			assert_int_equal(u->next.len, d.next.len);
-			assert_memory_equal(u->next.data, d.next.data, d.next.len);
-			for (size_t i = 0; i < 3; i++) {
-				uint8_t a[256], b[256];
-				size_t la = kmesh__ipc__table_op__pack(u->rows[i], a);
-
-				assert_int_equal(kmesh__ipc__table_op__pack(d.rows[i], b), la);
-				assert_memory_equal(a, b, la);
-			}
-			kmesh__ipc__dump_reply__free_unpacked(u, NULL);
-			free(buf);
-			km_tables_dump_free(&d);
-			/* 1 byte of budget (past the 1 KiB the tail keeps): one row a page */
-			assert_int_equal(km_tables_dump_pack(t, KMESH__IPC__TABLE__TABLE_BACKEND, 0, 1025,
-							     NULL, 0, NULL, &st, 0, &buf, &len, &rows,
-							     err, sizeof(err)), OK);
-			u = kmesh__ipc__dump_reply__unpack(NULL, len, buf);
-			assert_true(u && u->n_rows == 1 && rows == 1 && u->truncated && u->next.len);
-			kmesh__ipc__dump_reply__free_unpacked(u, NULL);
-			free(buf);
-			assert_int_equal(km_tables_dump_pack(t, KMESH__IPC__TABLE__TABLE_AUTHZ_STATS, 0,
-							     1 << 20, NULL, 0, NULL, &st, 0, &buf,
-							     &len, &rows, err, sizeof(err)), BAD);
-		}
-		/* cancelled: it stops (the map writer is stopping) */
-		{
-			int cancel = 1;
-
-			assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_BACKEND, 0, NULL,
-							     0, &cancel, &d, err, sizeof(err)),
-					 KMESH__IPC__CODE__INTERNAL);
-			assert_int_equal(d.n_rows, 0);
-		}
+		memset(&v, 0, sizeof(v));
+		assert_int_equal(km_addr_parse("10.9.0.1", &v.addr4), 0);
+		v.addr4.bytes[14] = (uint8_t)(id >> 8);
+		v.addr4.bytes[15] = (uint8_t)id;
+		assert_int_equal(bpf_map_update_elem(fd, &k, &v, BPF_ANY), 0);
 	}
+	t->fd_backend = fd;
+	/* pages of 7 (by keys): 42 pages of 7 and one of 6, each row once, the last not
+	 * truncated */
+	while (more) {
+		assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_BACKEND, 7, after,
+						     after_len, NULL, &d, err, sizeof(err)), OK);
+		pages++;
+		assert_int_equal(d.n_rows, pages <= 42 ? 7 : 6);
+		for (size_t i = 0; i < d.n_rows; i++) {
+			assert_true(d.rows[i]->backend->id >= 1 && d.rows[i]->backend->id <= 300);
+			assert_int_equal(seen[d.rows[i]->backend->id]++, 0);
+			n++;
+		}
+		more = d.truncated;
+		assert_int_equal(d.next.len, more ? 5 : 0);
+		if (more)
+			assert_int_equal(d.next.data[0], 'K');
+		if (d.next.len)
+			memcpy(after, d.next.data, d.next.len);
+		after_len = d.next.len;
+		km_tables_dump_free(&d);
+		assert_true(pages <= 43);
+	}
+	assert_int_equal(n, 300);
+	assert_int_equal(pages, 43);
+	/* pages of 64 (by buckets): at most 64 rows each, each row once */
+	memset(seen, 0, sizeof(seen));
+	n = 0;
+	pages = 0;
+	after_len = 0;
+	more = 1;
+	while (more) {
+		assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_BACKEND, 64, after,
+						     after_len, NULL, &d, err, sizeof(err)), OK);
+		pages++;
+		assert_true(d.n_rows <= 64);
+		for (size_t i = 0; i < d.n_rows; i++) {
+			assert_int_equal(seen[d.rows[i]->backend->id]++, 0);
+			n++;
+		}
+		more = d.truncated;
+		if (more)
+			assert_true(d.next.len == 5 && d.next.data[0] == 'B');
+		if (d.next.len)
+			memcpy(after, d.next.data, d.next.len);
+		after_len = d.next.len;
+		km_tables_dump_free(&d);
+		assert_true(pages <= 10);
+	}
+	assert_int_equal(n, 300);
+	assert_true(pages >= 5);
+	/* an 'after' that is no page's 'next', and a page of authz_stats */
+	assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_BACKEND, 2, after, 3, NULL,
+					     &d, err, sizeof(err)), BAD);
+	assert_non_null(strstr(err, "not a page's 'next'"));
+	after[0] = 'K';
+	assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_BACKEND, 2, after, 4, NULL,
+					     &d, err, sizeof(err)), BAD);
+	assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_AUTHZ_STATS, 2, after, 4,
+					     NULL, &d, err, sizeof(err)), BAD);
+	/* packed as it is read (the map writer's dumps off the loop): the same rows, stats and next
+	 * as the collected page, byte for byte once protobuf-c has read them; a byte budget ends a
+	 * page early, never before its first row */
+	{
+		Kmesh__Ipc__TableStats st = KMESH__IPC__TABLE_STATS__INIT;
+		Kmesh__Ipc__DumpReply *u;
+		uint8_t *buf;
+		size_t len, rows;
+
+		st.ops_applied = 4242;
+		assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_BACKEND, 3, NULL, 0,
+						     NULL, &d, err, sizeof(err)), OK);
+		assert_int_equal(km_tables_dump_pack(t, KMESH__IPC__TABLE__TABLE_BACKEND, 3, 1 << 20,
+						     NULL, 0, NULL, &st, 16, &buf, &len, &rows, err,
+						     sizeof(err)), OK);
+		u = kmesh__ipc__dump_reply__unpack(NULL, len, buf + 16);
+		assert_non_null(u);
+		assert_int_equal(rows, 3);
+		assert_int_equal(u->n_rows, 3);
+		assert_true(u->truncated);
+		assert_int_equal(u->stats->ops_applied, 4242);
+		assert_int_equal(u->next.len, d.next.len);
+		assert_memory_equal(u->next.data, d.next.data, d.next.len);
+		for (size_t i = 0; i < 3; i++) {
+			uint8_t a[256], b[256];
+			size_t la = kmesh__ipc__table_op__pack(u->rows[i], a);
+
+			assert_int_equal(kmesh__ipc__table_op__pack(d.rows[i], b), la);
+			assert_memory_equal(a, b, la);
+		}
+		kmesh__ipc__dump_reply__free_unpacked(u, NULL);
+		free(buf);
+		km_tables_dump_free(&d);
+		/* 1 byte of budget (past the 1 KiB the tail keeps): one row a page, and the next
+		 * page goes on after it */
+		assert_int_equal(km_tables_dump_pack(t, KMESH__IPC__TABLE__TABLE_BACKEND, 0, 1025, NULL,
+						     0, NULL, &st, 0, &buf, &len, &rows, err,
+						     sizeof(err)), OK);
+		u = kmesh__ipc__dump_reply__unpack(NULL, len, buf);
+		assert_true(u && u->n_rows == 1 && rows == 1 && u->truncated && u->next.len == 5);
+		memcpy(after, u->next.data, 5);
+		kmesh__ipc__dump_reply__free_unpacked(u, NULL);
+		free(buf);
+		assert_int_equal(km_tables_dump_pack(t, KMESH__IPC__TABLE__TABLE_BACKEND, 0, 1025, after,
+						     5, NULL, &st, 0, &buf, &len, &rows, err,
+						     sizeof(err)), OK);
+		assert_int_equal(rows, 1);
+		free(buf);
+		assert_int_equal(km_tables_dump_pack(t, KMESH__IPC__TABLE__TABLE_AUTHZ_STATS, 0, 1 << 20,
+						     NULL, 0, NULL, &st, 0, &buf, &len, &rows, err,
+						     sizeof(err)), BAD);
+	}
+	/* cancelled: it stops (the map writer is stopping) */
+	{
+		int cancel = 1;
+
+		assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_BACKEND, 0, NULL, 0,
+						     &cancel, &d, err, sizeof(err)),
+				 KMESH__IPC__CODE__INTERNAL);
+		assert_int_equal(d.n_rows, 0);
+	}
+	t->fd_backend = saved;
+	close(fd);
 }
 
 /* A batch that references rows written earlier in the same batch, across several runs of one
@@ -778,6 +841,28 @@ static void test_ipsec_rows(void **state)
 	for (size_t i = 0; i < d.n_rows; i++)
 		assert_int_equal(d.rows[i]->ipsec_cidr->length, d.rows[i]->ipsec_cidr->address.len == 4 ? 24 : 64);
 	km_tables_dump_free(&d);
+	/* an LPM trie is read a key at a time, its pages named by the last row's key: 1, then 1 */
+	{
+		uint8_t after[KM_TABLES_ROW_BUF];
+		size_t after_len;
+		uint32_t first_len;
+
+		assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_IPSEC_CIDR, 1, NULL, 0,
+						     NULL, &d, err, sizeof(err)), OK);
+		assert_true(d.n_rows == 1 && d.truncated &&
+			    d.next.len == 1 + sizeof(struct km_ipsec_cidr_key) && d.next.data[0] == 'K');
+		first_len = d.rows[0]->ipsec_cidr->length;
+		memcpy(after, d.next.data, d.next.len);
+		after_len = d.next.len;
+		km_tables_dump_free(&d);
+		assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_IPSEC_CIDR, 1, after,
+						     after_len, NULL, &d, err, sizeof(err)), OK);
+		assert_true(d.n_rows == 1 && !d.truncated);
+		assert_int_not_equal(d.rows[0]->ipsec_cidr->length, first_len); /* the other one */
+		km_tables_dump_free(&d);
+		assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_IPSEC_CIDR, 1, after, 4,
+						     NULL, &d, err, sizeof(err)), BAD);
+	}
 	assert_int_equal(km_tables_dump(t, KMESH__IPC__TABLE__TABLE_IPSEC_PEER, 0, &d, err, sizeof(err)), OK);
 	assert_int_equal(d.n_rows, 1);
 	assert_int_equal(d.rows[0]->ipsec_peer->peer_id, 3);
@@ -861,6 +946,7 @@ int main(void)
 		cmocka_unit_test(test_full_table_and_deletes),
 		cmocka_unit_test(test_present_rows_adopted_and_deleted),
 		cmocka_unit_test(test_enroll_and_dump),
+		cmocka_unit_test(test_dump_pages),
 		cmocka_unit_test(test_weights_flags_waypoints),
 		cmocka_unit_test(test_counts_expose_whole_slots),
 		cmocka_unit_test(test_sync_sweeps_unwritten_rows),

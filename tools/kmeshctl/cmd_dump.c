@@ -55,6 +55,7 @@ static json_t *dump_table(const struct km_ctl *ctl, int t, uint32_t max_rows, js
 		km_envelope req = KMESH__IPC__ENVELOPE__INIT, *rep;
 		Kmesh__Ipc__DumpRequest d = KMESH__IPC__DUMP_REQUEST__INIT;
 		const Kmesh__Ipc__DumpReply *r;
+		size_t page, before;
 
 		d.table = (Kmesh__Ipc__Table)t;
 		d.max_rows = max_rows - got < DUMP_PAGE ? (uint32_t)(max_rows - got) : DUMP_PAGE;
@@ -71,19 +72,24 @@ static json_t *dump_table(const struct km_ctl *ctl, int t, uint32_t max_rows, js
 			goto fail;
 		}
 		r = rep->reply->dump;
-		for (size_t i = 0; i < r->n_manage; i++)
+		page = r->n_manage + r->n_authz_stats + r->n_rows;
+		before = got;
+		/* at most max_rows in all (a page of a hash table may end a bucket past it) */
+		for (size_t i = 0; i < r->n_manage && got < max_rows; i++, got++)
 			json_array_append_new(rows, km_pb_json(&r->manage[i]->base));
-		for (size_t i = 0; i < r->n_authz_stats; i++)
+		for (size_t i = 0; i < r->n_authz_stats && got < max_rows; i++, got++)
 			json_array_append_new(rows, km_pb_json(&r->authz_stats[i]->base));
-		for (size_t i = 0; i < r->n_rows; i++)
+		for (size_t i = 0; i < r->n_rows && got < max_rows; i++, got++)
 			json_array_append_new(rows, row_of(r->rows[i]));
-		got += r->n_manage + r->n_rows + r->n_authz_stats;
+		if (got - before < page)
+			*truncated = 1; /* rows left out */
 		if (r->stats && stats) {
 			json_decref(*stats);
 			*stats = km_pb_json(&r->stats->base);
 		}
-		/* the next page starts after this one's last key (none: the table is read whole) */
-		more = r->truncated && r->next.len;
+		/* the next page starts where this one's `next` says (none: the table is read
+		 * whole; an empty page: nothing more will come) */
+		more = r->truncated && r->next.len && page;
 		if (r->truncated && (!more || got >= max_rows))
 			*truncated = 1;
 		free(after);
