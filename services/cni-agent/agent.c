@@ -671,6 +671,15 @@ next:
 		free(names);
 }
 
+/* How often to look for containers whose pod is gone: every half of --gc-age-seconds (a gone
+ * pod is unenrolled within 1.5 times its age), at least every GC_EVERY_MS, at most every second. */
+static uint64_t gc_every_ms(const struct km_cni_agent *a)
+{
+	uint64_t half = (uint64_t)a->cfg->gc_age_s * 500;
+
+	return half < 1000 ? 1000 : half > GC_EVERY_MS ? GC_EVERY_MS : half;
+}
+
 static void on_tick(uv_timer_t *t)
 {
 	struct km_cni_agent *a = t->data;
@@ -687,7 +696,7 @@ static void on_tick(uv_timer_t *t)
 		a->last_reconcile_ms = now;
 		reconcile_records(a);
 	}
-	if (now - a->last_gc_ms >= GC_EVERY_MS) {
+	if (now - a->last_gc_ms >= gc_every_ms(a)) {
 		a->last_gc_ms = now;
 		collect(a);
 	}
