@@ -354,6 +354,19 @@ static void test_receiver_can_pause(void **state)
 	km_frame_decoder_free(&d);
 }
 
+/* A client (a) and a server (b) on a socket pair (fds), frames up to 1 MiB, b pausing when
+ * 256 KiB of replies wait; data is both connections' owner pointer. */
+static void conn_pair(uv_loop_t *loop, struct km_conn *a, struct km_conn *b, void *data, int *fds)
+{
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+	a->data = b->data = data;
+	assert_int_equal(km_conn_init(loop, a, 1 << 20), 0);
+	assert_int_equal(km_conn_init(loop, b, 1 << 20), 0);
+	assert_int_equal(uv_pipe_open(&a->pipe, fds[0]), 0);
+	assert_int_equal(uv_pipe_open(&b->pipe, fds[1]), 0);
+	b->pause_above = 256 << 10;
+}
+
 /* A server (b) answering every request with 64 KiB, a client (a) that does not read: b stops
  * reading once its queue passes pause_above, and resumes, losing nothing, when a reads. */
 struct bp {
@@ -404,14 +417,8 @@ static void test_unread_replies_pause_reading(void **state)
 	int fds[2];
 
 	(void)state;
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
 	uv_loop_init(&loop);
-	t.a.data = t.b.data = &t;
-	assert_int_equal(km_conn_init(&loop, &t.a, 1 << 20), 0);
-	assert_int_equal(km_conn_init(&loop, &t.b, 1 << 20), 0);
-	assert_int_equal(uv_pipe_open(&t.a.pipe, fds[0]), 0);
-	assert_int_equal(uv_pipe_open(&t.b.pipe, fds[1]), 0);
-	t.b.pause_above = 256 << 10;
+	conn_pair(&loop, &t.a, &t.b, &t, fds);
 	assert_int_equal(km_conn_start(&t.b, bp_request, bp_error), 0);
 	for (int i = 0; i < 20; i++) /* 20 requests in one write: one read on b's side */
 		n += put_frame(req + n, (uint8_t)i, 4);
@@ -490,16 +497,10 @@ static void test_held_connection_waits_for_its_owner(void **state)
 	int fds[2];
 
 	(void)state;
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
 	uv_loop_init(&loop);
 	uv_timer_init(&loop, &t.later);
 	t.later.data = &t;
-	t.a.data = t.b.data = &t;
-	assert_int_equal(km_conn_init(&loop, &t.a, 1 << 20), 0);
-	assert_int_equal(km_conn_init(&loop, &t.b, 1 << 20), 0);
-	assert_int_equal(uv_pipe_open(&t.a.pipe, fds[0]), 0);
-	assert_int_equal(uv_pipe_open(&t.b.pipe, fds[1]), 0);
-	t.b.pause_above = 256 << 10;
+	conn_pair(&loop, &t.a, &t.b, &t, fds);
 	assert_int_equal(km_conn_start(&t.b, hd_request, bp_error), 0);
 	assert_int_equal(km_conn_start(&t.a, hd_reply, bp_error), 0);
 	for (int i = 0; i < 8; i++) /* 8 requests in one write: one read on b's side */

@@ -393,6 +393,46 @@ static void test_enroll_and_dump(void **state)
 	assert_int_equal(km_tables_dump(t, (Kmesh__Ipc__Table)42, 0, &d, err, sizeof(err)), BAD);
 }
 
+/* Every row of the backend table (ids 1..300), a page of max_rows at a time, each page checked:
+ * full but the last one when the cursor is a key, at most max_rows when a bucket; each row once;
+ * the cursor of the kind given. Returns the rows read; *pages their pages. after: a buffer for
+ * the cursor (its last value left there). */
+static size_t read_pages(struct km_tables *t, uint32_t max_rows, char kind, uint8_t *after,
+			 int *pages)
+{
+	Kmesh__Ipc__DumpReply d;
+	uint8_t seen[301] = { 0 };
+	size_t after_len = 0, n = 0;
+	int more = 1;
+	char err[256];
+
+	*pages = 0;
+	while (more) {
+		assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_BACKEND, max_rows,
+						     after, after_len, NULL, &d, err, sizeof(err)),
+				 KMESH__IPC__CODE__OK);
+		++*pages;
+		more = d.truncated;
+		assert_true(d.n_rows <= max_rows);
+		if (kind == 'K' && more)
+			assert_int_equal(d.n_rows, max_rows);
+		for (size_t i = 0; i < d.n_rows; i++) {
+			assert_true(d.rows[i]->backend->id >= 1 && d.rows[i]->backend->id <= 300);
+			assert_int_equal(seen[d.rows[i]->backend->id]++, 0);
+			n++;
+		}
+		assert_int_equal(d.next.len, more ? 5 : 0); /* 'K' and a 4-byte key, or 'B' and a bucket */
+		if (more)
+			assert_int_equal(d.next.data[0], kind);
+		if (d.next.len)
+			memcpy(after, d.next.data, d.next.len);
+		after_len = d.next.len;
+		km_tables_dump_free(&d);
+		assert_true(*pages <= 100);
+	}
+	return n;
+}
+
 /* A table larger than one reply is read in pages (issue 47): a small page a key at a time,
  * exactly max_rows rows, named by its last key ('K'); a page of 64 rows or more of a hash table
  * by buckets, at most max_rows rows, named by the bucket the next one starts at ('B'). The table
@@ -405,9 +445,8 @@ static void test_dump_pages(void **state)
 	int fd = bpf_map_create(BPF_MAP_TYPE_HASH, NULL, sizeof(struct km_backend_key),
 				sizeof(struct km_backend_value), 4096, &o), saved = t->fd_backend;
 	Kmesh__Ipc__DumpReply d;
-	uint8_t after[KM_TABLES_ROW_BUF], seen[301] = { 0 };
-	size_t after_len = 0, n = 0;
-	int pages = 0, more = 1;
+	uint8_t after[KM_TABLES_ROW_BUF];
+	int pages;
 	char err[256];
 
 	assert_true(fd >= 0);
@@ -422,56 +461,12 @@ static void test_dump_pages(void **state)
 		assert_int_equal(bpf_map_update_elem(fd, &k, &v, BPF_ANY), 0);
 	}
 	t->fd_backend = fd;
-	/* pages of 7 (by keys): 42 pages of 7 and one of 6, each row once, the last not
-	 * truncated */
-	while (more) {
-		assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_BACKEND, 7, after,
-						     after_len, NULL, &d, err, sizeof(err)), OK);
-		pages++;
-		assert_int_equal(d.n_rows, pages <= 42 ? 7 : 6);
-		for (size_t i = 0; i < d.n_rows; i++) {
-			assert_true(d.rows[i]->backend->id >= 1 && d.rows[i]->backend->id <= 300);
-			assert_int_equal(seen[d.rows[i]->backend->id]++, 0);
-			n++;
-		}
-		more = d.truncated;
-		assert_int_equal(d.next.len, more ? 5 : 0);
-		if (more)
-			assert_int_equal(d.next.data[0], 'K');
-		if (d.next.len)
-			memcpy(after, d.next.data, d.next.len);
-		after_len = d.next.len;
-		km_tables_dump_free(&d);
-		assert_true(pages <= 43);
-	}
-	assert_int_equal(n, 300);
+	/* pages of 7 (by keys): 42 pages of 7 and one of 6; pages of 64 (by buckets): at most 64
+	 * rows each; each row once, the last page not truncated */
+	assert_int_equal(read_pages(t, 7, 'K', after, &pages), 300);
 	assert_int_equal(pages, 43);
-	/* pages of 64 (by buckets): at most 64 rows each, each row once */
-	memset(seen, 0, sizeof(seen));
-	n = 0;
-	pages = 0;
-	after_len = 0;
-	more = 1;
-	while (more) {
-		assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_BACKEND, 64, after,
-						     after_len, NULL, &d, err, sizeof(err)), OK);
-		pages++;
-		assert_true(d.n_rows <= 64);
-		for (size_t i = 0; i < d.n_rows; i++) {
-			assert_int_equal(seen[d.rows[i]->backend->id]++, 0);
-			n++;
-		}
-		more = d.truncated;
-		if (more)
-			assert_true(d.next.len == 5 && d.next.data[0] == 'B');
-		if (d.next.len)
-			memcpy(after, d.next.data, d.next.len);
-		after_len = d.next.len;
-		km_tables_dump_free(&d);
-		assert_true(pages <= 10);
-	}
-	assert_int_equal(n, 300);
-	assert_true(pages >= 5);
+	assert_int_equal(read_pages(t, 64, 'B', after, &pages), 300);
+	assert_true(pages >= 5 && pages <= 10);
 	/* an 'after' that is no page's 'next', and a page of authz_stats */
 	assert_int_equal(km_tables_dump_page(t, KMESH__IPC__TABLE__TABLE_BACKEND, 2, after, 3, NULL,
 					     &d, err, sizeof(err)), BAD);
