@@ -1,5 +1,5 @@
 /* tls_cipher_bench.c — decryption throughput of the AEAD ciphers the xDS agent offers istiod
- * (transport/tls_conn.h's KM_TLS_CIPHERS), with the wolfSSL this machine has, in 16 KiB TLS
+ * (shared/tls/tls_conn.h's KM_TLS_CIPHERS), with the wolfSSL this machine has, in 16 KiB TLS
  * records, beside memcpy of the same bytes in the same run: why the agent lists
  * ChaCha20-Poly1305 first (Debian's wolfSSL is built without AES-NI). Prints a markdown section.
  * Usage: tls_cipher_bench [MIB] (default 256 MiB per cipher). */

@@ -34,7 +34,10 @@ SHARED_SRCS := $(wildcard shared/*.c)
 MW_SRCS     := $(filter-out %/main.c,$(wildcard services/map-writer/*.c))
 WIRE_PROTOS := $(wildcard proto/*.proto)
 WIRE_SRCS   := $(patsubst proto/%.proto,$(GEN)/%.pb-c.c,$(WIRE_PROTOS))
-XDS_SRCS    := $(filter-out %/main.c,$(wildcard services/xds-agent/*.c services/xds-agent/*/*.c)) $(WIRE_SRCS)
+# TLS, HTTP/2 and gRPC to istiod (the xDS agent's, and issue 48's tunnel's), workload keys
+TLS_SRCS    := $(wildcard shared/tls/*.c)
+XDS_SRCS    := $(filter-out %/main.c,$(wildcard services/xds-agent/*.c services/xds-agent/*/*.c)) $(WIRE_SRCS) \
+               $(TLS_SRCS)
 KUBE_SRCS   := $(filter-out %/kube_watch.c,$(wildcard shared/kube/*.c)) # the watch: daemons only
 PLUGIN_SRCS := $(filter-out %/main.c,$(wildcard services/cni-plugin/*.c))
 # ... and of the rest only what it uses: no libuv, no libcurl
@@ -49,7 +52,6 @@ IPSEC_SRCS  := $(filter-out %/main.c,$(wildcard services/ipsec-agent/*.c)) $(KUB
                shared/kube/kube_watch.c
 COMMON_SRCS := $(IPC_SRCS) $(SHARED_SRCS)
 DAEMON_SRCS := $(wildcard shared/daemon/*.c) # the daemons only: systemd notification (its protocol, spoken here)
-TLS_SRCS    := $(wildcard shared/tls/*.c) # workload keys and certificates (wolfSSL): issue 48's tunnel
 
 GEN_HDRS := $(GEN)/kmesh_ipc.pb-c.h $(GEN)/kmesh.skel.h $(GEN)/map_count.skel.h $(WIRE_SRCS:.c=.h) $(GEN)/km_version.h
 
@@ -197,7 +199,7 @@ $(B)/san-bin/kmesh-cni-agent: $(call san,services/cni-agent/main.c $(CNI_SRCS) $
 
 # ---- unit tests (cmocka, always under ASan+UBSan) ------------------------------------------------
 $(B)/tests/test_%: $(call san,tests/unit/test_%.c $(XDS_SRCS) $(MW_SRCS) $(CNI_SRCS) $(IPSEC_SRCS) $(DAEMON_SRCS) \
-		   $(CTL_SRCS) $(TLS_SRCS) $(COMMON_SRCS))
+		   $(CTL_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 

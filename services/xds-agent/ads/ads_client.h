@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "services/xds-agent/transport/grpc_stream.h"
+#include "shared/tls/grpc_stream.h"
 #include "services/xds-agent/model/model.h"
 #include "services/xds-agent/authz/policy_store.h"
 #include "services/xds-agent/ads/xds_apply.h"

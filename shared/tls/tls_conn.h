@@ -1,11 +1,11 @@
-/* tls_conn.h — a client byte stream for the xDS agent: resolves and connects over TCP on the libuv
- * loop and, unless insecure, runs TLS (wolfSSL) with the given CA file, SNI and hostname check,
- * offering ALPN "h2" and requiring it. wolfSSL does no I/O itself: ciphertext moves through
+/* tls_conn.h — a client byte stream (the xDS agent's to istiod; the tunnel's to istiod's CA,
+ * issue 48): resolves and connects over TCP on the libuv loop and, unless insecure, runs TLS
+ * (wolfSSL) with the given CA file, SNI and hostname check, offering ALPN "h2" and requiring it. wolfSSL does no I/O itself: ciphertext moves through
  * memory callbacks fed from libuv reads and drained into libuv writes, so nothing blocks.
  *
  * Ownership follows libuv: the caller owns the struct until on_closed has run. */
-#ifndef KM_XDS_TLS_CONN_H
-#define KM_XDS_TLS_CONN_H
+#ifndef KM_SHARED_TLS_TLS_CONN_H
+#define KM_SHARED_TLS_TLS_CONN_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* tls_conn.c — TCP + optional wolfSSL client stream on libuv (see tls_conn.h). */
-#include "services/xds-agent/transport/tls_conn.h"
+#include "shared/tls/tls_conn.h"
 
 #include <stdio.h>
 #include <stdlib.h>

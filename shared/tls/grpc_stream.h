@@ -5,14 +5,14 @@
  * a bound on the whole setup (TCP, TLS, until the server's HTTP/2 SETTINGS), and the call's end
  * reported once with its grpc-status (from trailers, RST_STREAM, GOAWAY or the
  * connection failing). */
-#ifndef KM_XDS_GRPC_STREAM_H
-#define KM_XDS_GRPC_STREAM_H
+#ifndef KM_SHARED_TLS_GRPC_STREAM_H
+#define KM_SHARED_TLS_GRPC_STREAM_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
 
-#include "services/xds-agent/transport/tls_conn.h"
+#include "shared/tls/tls_conn.h"
 
 /* gRPC status codes used here */
 #define KM_GRPC_OK 0

@@ -1,5 +1,5 @@
 /* grpc_stream.c — a bidirectional gRPC call over nghttp2 (see grpc_stream.h). */
-#include "services/xds-agent/transport/grpc_stream.h"
+#include "shared/tls/grpc_stream.h"
 
 #include <ctype.h>
 #include <errno.h>
