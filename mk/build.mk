@@ -34,10 +34,12 @@ SHARED_SRCS := $(wildcard shared/*.c)
 MW_SRCS     := $(filter-out %/main.c,$(wildcard services/map-writer/*.c))
 WIRE_PROTOS := $(wildcard proto/*.proto)
 WIRE_SRCS   := $(patsubst proto/%.proto,$(GEN)/%.pb-c.c,$(WIRE_PROTOS))
-# TLS, HTTP/2 and gRPC to istiod (the xDS agent's, and issue 48's tunnel's), workload keys
+# TLS, HTTP/2 and gRPC to istiod (the xDS agent's, and issue 48's tunnel's); with workload keys
+# and istiod's CA (the tunnel's alone)
+ISTIOD_SRCS := shared/tls/tls_conn.c shared/tls/grpc_stream.c
 TLS_SRCS    := $(wildcard shared/tls/*.c)
 XDS_SRCS    := $(filter-out %/main.c,$(wildcard services/xds-agent/*.c services/xds-agent/*/*.c)) $(WIRE_SRCS) \
-               $(TLS_SRCS)
+               $(ISTIOD_SRCS)
 KUBE_SRCS   := $(filter-out %/kube_watch.c,$(wildcard shared/kube/*.c)) # the watch: daemons only
 PLUGIN_SRCS := $(filter-out %/main.c,$(wildcard services/cni-plugin/*.c))
 # ... and of the rest only what it uses: no libuv, no libcurl
@@ -60,7 +62,7 @@ san = $(patsubst %.c,$(B)/san/%.o,$(patsubst $(B)/%,%,$(1)))
 
 BINS := $(B)/bin/kmesh-map-writer $(B)/bin/kmesh-xds-agent $(B)/bin/kmesh-cni $(B)/bin/kmesh-cni-agent \
         $(B)/bin/kmesh-ipsec-agent $(B)/bin/kmeshctl
-TEST_TOOLS := $(B)/tests/kmesh-testctl $(B)/tests/kmesh-dumpload
+TEST_TOOLS := $(B)/tests/kmesh-testctl $(B)/tests/kmesh-dumpload $(B)/tests/kmesh-certfetch
 SAN_BINS := $(addprefix $(B)/san-bin/,kmesh-map-writer kmesh-xds-agent kmesh-cni kmesh-cni-agent \
 	kmesh-ipsec-agent)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
@@ -171,6 +173,10 @@ $(B)/tests/kmesh-dumpload: $(call obj,tests/tools/kmesh-dumpload.c $(COMMON_SRCS
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(COMMON_LIBS)
 
+$(B)/tests/kmesh-certfetch: $(call obj,tests/tools/kmesh-certfetch.c $(TLS_SRCS) $(WIRE_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(XDS_LIBS)
+
 # ---- the daemons under ASan+UBSan, for the integration tests (make integration-san) ---------
 $(B)/san-bin/kmesh-map-writer: $(call san,services/map-writer/main.c $(MW_SRCS) $(COMMON_SRCS) $(DAEMON_SRCS))
 	@mkdir -p $(@D)
@@ -199,7 +205,7 @@ $(B)/san-bin/kmesh-cni-agent: $(call san,services/cni-agent/main.c $(CNI_SRCS) $
 
 # ---- unit tests (cmocka, always under ASan+UBSan) ------------------------------------------------
 $(B)/tests/test_%: $(call san,tests/unit/test_%.c $(XDS_SRCS) $(MW_SRCS) $(CNI_SRCS) $(IPSEC_SRCS) $(DAEMON_SRCS) \
-		   $(CTL_SRCS) $(COMMON_SRCS))
+		   $(CTL_SRCS) $(TLS_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 

@@ -21,6 +21,7 @@ packages=(
 	dnsmasq-base # the upstream resolver of the DNS tests and bench
 	dnsperf # the DNS proxy's bench (bench/dns.sh)
 	zsh fish # kmeshctl completion, loaded into the real shells (tests/deploy/completion_test.sh)
+	python3-cryptography # the fake istiod's CA signs workload certificates (tests/lib/fake_ca.py)
 )
 
 missing=()

@@ -115,6 +115,12 @@ int km_csr_make(struct km_csr *c, const char *spiffe_id, char *err, size_t errle
 		goto fail;
 	}
 	c->key_der_len = (size_t)rc;
+	rc = wc_EccPublicKeyToDer(&key, c->spki, sizeof(c->spki), 1);
+	if (rc <= 0) {
+		snprintf(err, errlen, "the public key as DER: wolfSSL error %d", rc);
+		goto fail;
+	}
+	c->spki_len = (size_t)rc;
 	wc_ecc_free(&key);
 	wc_FreeRng(&rng);
 	return 0;

@@ -15,10 +15,14 @@
 #define KM_CSR_MAX_ID 1024 /* a SPIFFE id's length, at most (trust domain, namespace, account) */
 #define KM_CSR_KEY_DER_MAX 256
 #define KM_CSR_PEM_MAX 4096
+#define KM_CSR_SPKI_MAX 128
 
 struct km_csr {
 	uint8_t key_der[KM_CSR_KEY_DER_MAX]; /* the private key, SEC 1 DER (ECPrivateKey) */
 	size_t key_der_len;
+	uint8_t spki[KM_CSR_SPKI_MAX]; /* its public key, SubjectPublicKeyInfo DER (what a
+					* certificate for it carries) */
+	size_t spki_len;
 	char pem[KM_CSR_PEM_MAX]; /* the request, PEM ("-----BEGIN CERTIFICATE REQUEST-----") */
 	size_t pem_len;
 };

@@ -56,15 +56,31 @@ static ssize_t read_out(nghttp2_session *s, int32_t stream_id, uint8_t *buf, siz
 	(void)stream_id;
 	(void)src;
 	(void)flags;
+	if (n == 0 && g->out_last) {
+		*flags |= NGHTTP2_DATA_FLAG_EOF; /* the request side ends (a unary call's) */
+		return 0;
+	}
 	if (n == 0)
 		return NGHTTP2_ERR_DEFERRED; /* a bidi call never half-closes on its own */
 	if (n > length)
 		n = length;
 	memcpy(buf, g->out + g->out_off, n);
 	g->out_off += n;
-	if (g->out_off == g->out_len)
+	if (g->out_off == g->out_len) {
 		g->out_off = g->out_len = 0;
+		if (g->out_last)
+			*flags |= NGHTTP2_DATA_FLAG_EOF;
+	}
 	return (ssize_t)n;
+}
+
+void km_grpc_stream_finish(struct km_grpc_stream *g)
+{
+	if (g->ended || g->closing || g->stream_id <= 0 || g->out_last)
+		return;
+	g->out_last = 1;
+	nghttp2_session_resume_data(g->session, g->stream_id);
+	flush(g);
 }
 
 int km_grpc_stream_send(struct km_grpc_stream *g, const uint8_t *msg, size_t len)
@@ -72,7 +88,7 @@ int km_grpc_stream_send(struct km_grpc_stream *g, const uint8_t *msg, size_t len
 	size_t need = g->out_len + GRPC_HDR + len;
 	uint8_t *p;
 
-	if (g->ended || g->closing || g->stream_id <= 0)
+	if (g->ended || g->closing || g->stream_id <= 0 || g->out_last)
 		return -1;
 	if (need > g->out_cap) {
 		size_t cap = g->out_cap ? g->out_cap : 65536;
@@ -292,7 +308,7 @@ static void on_conn_ready(struct km_tls_conn *c)
 		NV(":authority", g->cfg.authority),
 		NV("content-type", "application/grpc"),
 		NV("te", "trailers"),
-		NV("user-agent", "kmesh-xds-agent"),
+		NV("user-agent", g->cfg.user_agent ? g->cfg.user_agent : "kmesh-xds-agent"),
 	};
 	size_t n = 7;
 	nghttp2_data_provider dp = { .read_callback = read_out };

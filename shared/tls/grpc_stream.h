@@ -1,4 +1,5 @@
-/* grpc_stream.h — one long-lived bidirectional gRPC call over HTTP/2 (nghttp2) on a tls_conn:
+/* grpc_stream.h — one gRPC call over HTTP/2 (nghttp2) on a tls_conn, long-lived and bidirectional
+ * (the xDS agent's ADS) or unary (km_grpc_stream_finish after its request: the tunnel's CA calls):
  * request headers (with `authorization: Bearer` read from a token file at every call, and
  * `clusterid`), 5-byte length-prefixed messages both ways reassembled across DATA frames, large
  * flow-control windows for multi-megabyte pushes, client keepalive pings within istiod's policy,
@@ -54,6 +55,7 @@ struct km_grpc_stream_config {
 	/* from the start until the server's SETTINGS arrive (0: no bound): a server that accepts
 	 * TCP and never answers ends the call rather than holding it forever */
 	unsigned setup_timeout_ms;
+	const char *user_agent; /* NULL: kmesh-xds-agent */
 };
 
 struct km_grpc_stream {
@@ -69,6 +71,7 @@ struct km_grpc_stream {
 	/* outgoing gRPC bytes not yet taken by nghttp2 */
 	uint8_t *out;
 	size_t out_len, out_off, out_cap;
+	int out_last; /* km_grpc_stream_finish: END_STREAM once out is sent */
 	/* incoming message reassembly */
 	uint8_t hdr[5];
 	size_t hdr_have;
@@ -91,6 +94,9 @@ int km_grpc_stream_start(struct km_grpc_stream *g, uv_loop_t *loop,
 			 const struct km_grpc_stream_config *cfg, const struct km_grpc_stream_cbs *cbs);
 /* Queue one message (copied). Returns 0 or -1 (the call is ending). */
 int km_grpc_stream_send(struct km_grpc_stream *g, const uint8_t *msg, size_t len);
+/* No more messages: the request side ends (END_STREAM) once what is queued is sent, as a unary
+ * call's does after its one request; the response still comes, then on_end. */
+void km_grpc_stream_finish(struct km_grpc_stream *g);
 /* Tear down: on_end (if not yet) then on_closed. */
 void km_grpc_stream_close(struct km_grpc_stream *g);
 

@@ -23,6 +23,9 @@ A test drives it over a Unix socket, one JSON command per line, one JSON answer 
                                                        anyone (as if gone while no stream was
                                                        open: only a new stream learns it)
   {"cmd": "end-stream", "code": 0, "message": ""}     end every open stream with that status
+  {"cmd": "ca", "tokens": {TOKEN: ID}, "cluster": C, "trusted": [ID], "allowed": [ID],
+   "max_ttl": S, "wrong_san": ID|null, "wrong_key": B}  the CA's rules (fake_ca.py; --ca-cert)
+  {"cmd": "ca-state"}                                  the CreateCertificate calls seen
   {"cmd": "state"}                                     streams, headers and requests seen
                                                        (a request's initial_resource_versions
                                                        listed only up to 10000; its size and
@@ -447,7 +450,17 @@ def parse_addresses(resources):
     return new
 
 
+CA = None  # fake_ca.CA, with --ca-cert and --ca-key
+
+
 def handle(cmd):
+    if cmd["cmd"] in ("ca", "ca-state"):  # the CA keeps its own lock
+        if CA is None:
+            return {"error": "no CA: start with --ca-cert and --ca-key"}
+        if cmd["cmd"] == "ca":
+            CA.configure(cmd)
+            return {"ok": True}
+        return CA.state()
     if cmd["cmd"] == "flap":  # runs without the lock held between changes
         threading.Thread(target=flap, args=(cmd["count"], cmd.get("interval_ms", 5)), daemon=True).start()
         return {"started": True}
@@ -567,6 +580,8 @@ def main():
                     help="largest request accepted (istiod's default: 4 MiB)")
     ap.add_argument("--port", type=int, default=0, help="listen on this port (0: a free one)")
     ap.add_argument("--state", help="JSON file with the initial resources and policies")
+    ap.add_argument("--ca-cert", help="serve CreateCertificate, signing with this CA (fake_ca.py)")
+    ap.add_argument("--ca-key")
     args = ap.parse_args()
     if args.state:  # a restarted istiod serves its whole state from its first stream
         try:
@@ -591,6 +606,11 @@ def main():
             delta_ads, request_deserializer=xds_pb2.DeltaDiscoveryRequest.FromString,
             response_serializer=serialize)})
     server.add_generic_rpc_handlers((handler,))
+    if args.ca_cert:
+        import fake_ca
+        global CA
+        CA = fake_ca.CA(args.ca_cert, args.ca_key)
+        server.add_generic_rpc_handlers((fake_ca.handler(CA),))
     if args.cert:
         creds = grpc.ssl_server_credentials([(open(args.key, "rb").read(), open(args.cert, "rb").read())])
         port = server.add_secure_port("127.0.0.1:%d" % args.port, creds)

@@ -62,6 +62,10 @@ static void request_as_openssl_reads_it(void **state)
 	assert_int_equal(run("openssl pkey -inform DER -pubout", c.key_der, c.key_der_len, pub_key,
 			     sizeof(pub_key)), 0);
 	assert_string_equal(pub_req, pub_key);
+	/* ... and the public key kept beside it is the request's too */
+	assert_int_equal(run("openssl pkey -pubin -inform DER -pubout", c.spki, c.spki_len, pub_key,
+			     sizeof(pub_key)), 0);
+	assert_string_equal(pub_req, pub_key);
 	/* two requests, two keys */
 	{
 		struct km_csr c2;
