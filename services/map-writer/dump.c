@@ -1,5 +1,6 @@
-/* dump.c — reading a table back as rows (admin dumps, and later the xDS agent's recovery), and
- * the authorization counters BPF keeps.
+/* dump.c — reading a table back as rows (admin dumps, and later the xDS agent's recovery), a
+ * page at a time (by buckets or by keys, collected as structs or packed as they are read: the
+ * dumps off the loop, dump_queue.h), and the authorization counters BPF keeps.
  * Part of the tables module (declared in tables.h); kept apart because it only reads. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -535,6 +536,7 @@ Kmesh__Ipc__Code km_tables_dump_page(struct km_tables *t, Kmesh__Ipc__Table tabl
 				     const int *cancel, Kmesh__Ipc__DumpReply *reply,
 				     char *err, size_t errlen)
 {
+	static const struct visitor collector = { collect_row, NULL, NULL };
 	struct collect c = { t, reply, 0 };
 	struct walk w;
 	Kmesh__Ipc__Code code;
@@ -546,8 +548,6 @@ Kmesh__Ipc__Code km_tables_dump_page(struct km_tables *t, Kmesh__Ipc__Table tabl
 			max_rows = DUMP_DEFAULT_ROWS;
 		return dump_authz_stats(t, max_rows, reply, err, errlen);
 	}
-	static const struct visitor collector = { collect_row, NULL, NULL };
-
 	code = walk(t, table, max_rows, after, after_len, cancel, &collector, &c, &w, err, errlen);
 	if (code == KMESH__IPC__CODE__OK && w.truncated) {
 		reply->truncated = 1;
@@ -646,6 +646,7 @@ Kmesh__Ipc__Code km_tables_dump_pack(struct km_tables *t, Kmesh__Ipc__Table tabl
 				     uint8_t **buf, size_t *len, size_t *rows, char *err,
 				     size_t errlen)
 {
+	static const struct visitor packer = { pack_row, pack_mark, pack_undo_to };
 	struct pack p = { .t = t, .len = headroom, .max_len = headroom + max_bytes };
 	Kmesh__Ipc__DumpReply tail = KMESH__IPC__DUMP_REPLY__INIT;
 	struct walk w;
@@ -659,8 +660,6 @@ Kmesh__Ipc__Code km_tables_dump_pack(struct km_tables *t, Kmesh__Ipc__Table tabl
 	}
 	/* the stats, truncated and next are at most a few hundred bytes: the rows leave them room */
 	p.max_len = p.max_len > headroom + 1024 ? p.max_len - 1024 : headroom;
-	static const struct visitor packer = { pack_row, pack_mark, pack_undo_to };
-
 	code = walk(t, table, max_rows, after, after_len, cancel, &packer, &p, &w, err, errlen);
 	if (code == KMESH__IPC__CODE__OK) {
 		tail.stats = (Kmesh__Ipc__TableStats *)stats;

@@ -207,6 +207,9 @@ static void render(struct km_mw_metrics *m, struct km_prom *p)
 			       (double)rq->dumps->busy_us / 1e6);
 		gauge(p, "kmesh_table_dumps_waiting", "dumps waiting for the one being read",
 		      rq->dumps->waiting);
+		counter(p, "kmesh_table_dump_failures_total",
+			"pages that could not be read (a bad cursor, out of memory, stopping)",
+			rq->dumps->failed);
 	}
 	refused(p, rq->dp->fd_refused);
 	counter(p, "kmesh_table_rows_swept_total", "stale rows removed after an agent's resync",
