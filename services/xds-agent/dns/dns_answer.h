@@ -10,10 +10,10 @@
  * Every address is answered (a headless service's every healthy pod, as CoreDNS and ztunnel do).
  * Over UDP a reply larger than the client takes (512 bytes, or its EDNS size up to the proxy's)
  * carries as many addresses as fit with TC set, and the client asks again over TCP. Over TCP a
- * reply carries them all up to DNS's own limit of 65,535 bytes (about 4,090 A or 2,340 AAAA records
- * for a short name, OPT included); past it, as many as fit, TC clear (TCP has nothing larger to
- * retry on), and the window moves along the list at each such answer so that every address is
- * in some answer: a client asking again finds the pods the last answer left out
+ * reply carries them all up to DNS's own limit of 65,535 bytes (about 4,090 A or 2,340 AAAA
+ * records for a short name, OPT included); past it, as many as fit, TC clear (TCP has nothing
+ * larger to retry on), and the window moves along the list at each such answer so that every
+ * address is in some answer: a client asking again finds the pods the last answer left out
  * (`clipped` counts these answers). Pure: no I/O, so the fuzz target drives it. */
 #ifndef KM_XDS_DNS_ANSWER_H
 #define KM_XDS_DNS_ANSWER_H
