@@ -204,8 +204,15 @@ $(B)/san-bin/kmesh-cni-agent: $(call san,services/cni-agent/main.c $(CNI_SRCS) $
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(CNI_LIBS)
 
 # ---- unit tests (cmocka, always under ASan+UBSan) ------------------------------------------------
-$(B)/tests/test_%: $(call san,tests/unit/test_%.c $(XDS_SRCS) $(MW_SRCS) $(CNI_SRCS) $(IPSEC_SRCS) $(DAEMON_SRCS) \
-		   $(CTL_SRCS) $(TLS_SRCS) $(COMMON_SRCS))
+# every module a unit test may use, sanitized, in one archive: each test links only the objects it
+# needs (linking all of them into each of ~45 tests took ~2.5 s apiece, half of make test's build)
+UNIT_LIB_SRCS := $(sort $(XDS_SRCS) $(MW_SRCS) $(CNI_SRCS) $(IPSEC_SRCS) $(DAEMON_SRCS) $(CTL_SRCS) \
+		   $(TLS_SRCS) $(COMMON_SRCS))
+$(B)/san/libunit.a: $(call san,$(UNIT_LIB_SRCS))
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/tests/test_%: $(call san,tests/unit/test_%.c) $(B)/san/libunit.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
