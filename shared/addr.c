@@ -2,6 +2,7 @@
 #include "shared/addr.h"
 
 #include <arpa/inet.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const uint8_t v4mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
@@ -63,4 +64,29 @@ const char *km_addr_format(const struct km_addr *a, char *buf)
 	else
 		inet_ntop(AF_INET6, a->bytes, buf, KM_ADDR_STRLEN);
 	return buf;
+}
+
+int km_split_host_port(const char *addr, char *host, size_t hlen, uint16_t *port)
+{
+	const char *colon = strrchr(addr, ':');
+	unsigned long p;
+	char *end;
+	size_t n;
+
+	if (!colon || colon == addr)
+		return -1;
+	n = (size_t)(colon - addr);
+	if (addr[0] == '[' && n > 2 && addr[n - 1] == ']') {
+		addr++;
+		n -= 2;
+	}
+	if (n >= hlen)
+		return -1;
+	memcpy(host, addr, n);
+	host[n] = '\0';
+	p = strtoul(colon + 1, &end, 10);
+	if (*end || p == 0 || p > 65535)
+		return -1;
+	*port = (uint16_t)p;
+	return 0;
 }

@@ -20,5 +20,7 @@ int km_addr_is_v4(const struct km_addr *a);
 int km_addr_is_unspecified(const struct km_addr *a);
 /* Formats into buf (KM_ADDR_STRLEN bytes); IPv4 in dotted form. Returns buf. */
 const char *km_addr_format(const struct km_addr *a, char *buf);
+/* "host:port" (or "[v6]:port") into its parts; the port 1-65535. Returns 0, or -1. */
+int km_split_host_port(const char *addr, char *host, size_t hlen, uint16_t *port);
 
 #endif

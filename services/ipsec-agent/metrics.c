@@ -1,14 +1,6 @@
 /* metrics.c — the IPsec agent's metrics file (see metrics.h). */
 #include "services/ipsec-agent/metrics.h"
 
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include "shared/atomic_file.h"
-#include "shared/log.h"
 #include "shared/process_metrics.h"
 #include "shared/prom.h"
 #include "shared/version.h"
@@ -52,47 +44,22 @@ static void render(const struct km_ipsec_agent *a, struct km_prom *p)
 
 void km_ipsec_metrics_init(struct km_ipsec_metrics *m, const char *dir)
 {
-	memset(m, 0, sizeof(*m));
-	if (!dir || !*dir)
-		return;
-	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-		km_warn("cannot make the metrics directory %s: %s; no metrics file", dir,
-			strerror(errno));
-		return;
-	}
-	snprintf(m->path, sizeof(m->path), "%s/ipsec-agent.prom", dir);
+	km_prom_file_init(&m->file, dir, "ipsec-agent");
 }
 
 void km_ipsec_metrics_write(struct km_ipsec_metrics *m, const struct km_ipsec_agent *a)
 {
 	struct km_prom p;
-	char err[256];
 
-	if (!m->path[0])
+	if (!m->file.path[0])
 		return;
 	km_prom_init(&p);
 	render(a, &p);
 	km_process_metrics(&p, "ipsec-agent");
-	/* when it changed, and at least every KM_IPSEC_METRICS_REFRESH_S (the page skips old files) */
-	if (!p.oom && p.buf &&
-	    (!m->last || strcmp(m->last, p.buf) || ++m->unchanged >= KM_IPSEC_METRICS_REFRESH_S)) {
-		m->unchanged = 0;
-		if (km_atomic_write(m->path, p.buf, p.len, 0644, (uid_t)-1, (gid_t)-1, KM_ATOMIC_NOSYNC,
-				    err, sizeof(err)) == 0) {
-			free(m->last);
-			m->last = p.buf;
-			p.buf = NULL;
-		} else if (!m->failures++) {
-			km_warn("cannot write the metrics file %s: %s", m->path, err);
-		}
-	}
-	km_prom_free(&p);
+	km_prom_file_write(&m->file, &p);
 }
 
 void km_ipsec_metrics_free(struct km_ipsec_metrics *m)
 {
-	free(m->last);
-	m->last = NULL;
-	if (m->path[0])
-		unlink(m->path); /* a stopped process has no metrics to serve */
+	km_prom_file_free(&m->file);
 }

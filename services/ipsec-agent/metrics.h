@@ -1,6 +1,7 @@
 /* metrics.h — the IPsec agent's metrics, for the node's metrics endpoint (the xDS agent serves
  * every *.prom file of the metrics directory): written as <dir>/ipsec-agent.prom (mode 0644) at
- * each tick when they changed, and every KM_IPSEC_METRICS_REFRESH_S in any case; removed at exit. Keys held and the current SPI, peers, ingress and egress states,
+ * each tick when they changed, and every KM_PROM_FILE_REFRESH s in any case (prom_file.h);
+ * removed at exit. Keys held and the current SPI, peers, ingress and egress states,
  * XFRM requests and refusals, key files refused, peers waiting for a try again and the tries,
  * leftovers removed, errors. */
 #ifndef KM_IPSEC_METRICS_H
@@ -9,14 +10,10 @@
 #include <stddef.h>
 
 #include "services/ipsec-agent/agent.h"
-
-#define KM_IPSEC_METRICS_REFRESH_S 15 /* unchanged metrics are written again this often */
+#include "shared/prom_file.h"
 
 struct km_ipsec_metrics {
-	char path[4096]; /* "" : none */
-	char *last;      /* the text last written */
-	unsigned unchanged; /* writes skipped since (one per second) */
-	uint64_t failures;
+	struct km_prom_file file;
 };
 
 void km_ipsec_metrics_init(struct km_ipsec_metrics *m, const char *dir);

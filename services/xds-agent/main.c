@@ -23,6 +23,7 @@
 #include "services/xds-agent/core/oplist.h"
 #include "services/xds-agent/transport/resync.h"
 #include "services/xds-agent/transport/writer_link.h"
+#include "shared/addr.h"
 #include "shared/fd_limit.h"
 #include "shared/log.h"
 #include "services/xds-agent/authz/authz_compile.h"
@@ -283,31 +284,6 @@ static void on_xds_applied(void *arg)
 	a->ops_seen = a->link.ops_queued;
 }
 
-/* "host:port" (or "[v6]:port") into its parts. */
-static int split_address(const char *addr, char *host, size_t hlen, uint16_t *port)
-{
-	const char *colon = strrchr(addr, ':');
-	unsigned long p;
-	char *end;
-	size_t n;
-
-	if (!colon || colon == addr)
-		return -1;
-	n = (size_t)(colon - addr);
-	if (addr[0] == '[' && n > 2 && addr[n - 1] == ']') {
-		addr++;
-		n -= 2;
-	}
-	if (n >= hlen)
-		return -1;
-	memcpy(host, addr, n);
-	host[n] = '\0';
-	p = strtoul(colon + 1, &end, 10);
-	if (*end || p == 0 || p > 65535)
-		return -1;
-	*port = (uint16_t)p;
-	return 0;
-}
 
 static void on_shutdown(void *arg, int signum)
 {
@@ -555,7 +531,7 @@ int main(int argc, char **argv)
 	}
 	a.metrics_dir = metrics_dir;
 	a.use_xds = config == NULL;
-	if (a.use_xds && split_address(xds_address, host, sizeof(host), &port) != 0) {
+	if (a.use_xds && km_split_host_port(xds_address, host, sizeof(host), &port) != 0) {
 		fprintf(stderr, "%s: --xds-address '%s' is not HOST:PORT\n", argv[0], xds_address);
 		return 2;
 	}
