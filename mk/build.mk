@@ -23,6 +23,7 @@ PLUGIN_LIBS := -static -Wl,--gc-sections -l:libjansson.a -l:libprotobuf-c.a
 CNI_LIBS    := $(shell pkg-config --libs jansson libcurl yaml-0.1) $(COMMON_LIBS)
 CTL_LIBS    := $(shell pkg-config --libs jansson libcurl yaml-0.1) $(COMMON_LIBS)
 IPSEC_LIBS  := $(shell pkg-config --libs jansson wolfssl libnl-xfrm-3.0 libcurl yaml-0.1) $(COMMON_LIBS)
+TUNNEL_LIBS := $(shell pkg-config --libs jansson libnghttp2 wolfssl) $(COMMON_LIBS)
 # ldns: the tests' own reader and writer of DNS messages, against the proxy's (dns_wire.c)
 TEST_LIBS   := $(shell pkg-config --libs ldns)
 LDLIBS      := $(MW_LIBS) $(XDS_LIBS) $(CNI_LIBS) $(IPSEC_LIBS) $(TEST_LIBS)
@@ -52,6 +53,7 @@ CNI_SRCS    := $(filter-out %/main.c,$(wildcard services/cni-agent/*.c)) $(PLUGI
 CTL_SRCS    := $(filter-out %/main.c,$(wildcard tools/kmeshctl/*.c))
 IPSEC_SRCS  := $(filter-out %/main.c,$(wildcard services/ipsec-agent/*.c)) $(KUBE_SRCS) \
                shared/kube/kube_watch.c
+TUNNEL_SRCS := $(filter-out %/main.c,$(wildcard services/tunnel/*.c)) $(TLS_SRCS) $(WIRE_SRCS)
 COMMON_SRCS := $(IPC_SRCS) $(SHARED_SRCS)
 DAEMON_SRCS := $(wildcard shared/daemon/*.c) # the daemons only: systemd notification (its protocol, spoken here)
 
@@ -61,10 +63,10 @@ obj = $(patsubst %.c,$(B)/obj/%.o,$(patsubst $(B)/%,%,$(1)))
 san = $(patsubst %.c,$(B)/san/%.o,$(patsubst $(B)/%,%,$(1)))
 
 BINS := $(B)/bin/kmesh-map-writer $(B)/bin/kmesh-xds-agent $(B)/bin/kmesh-cni $(B)/bin/kmesh-cni-agent \
-        $(B)/bin/kmesh-ipsec-agent $(B)/bin/kmeshctl
+        $(B)/bin/kmesh-ipsec-agent $(B)/bin/kmesh-tunnel $(B)/bin/kmeshctl
 TEST_TOOLS := $(B)/tests/kmesh-testctl $(B)/tests/kmesh-dumpload $(B)/tests/kmesh-certfetch
 SAN_BINS := $(addprefix $(B)/san-bin/,kmesh-map-writer kmesh-xds-agent kmesh-cni kmesh-cni-agent \
-	kmesh-ipsec-agent)
+	kmesh-ipsec-agent kmesh-tunnel)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 
@@ -190,6 +192,14 @@ $(B)/san-bin/kmesh-ipsec-agent: $(call san,services/ipsec-agent/main.c $(IPSEC_S
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(IPSEC_LIBS)
 
+$(B)/bin/kmesh-tunnel: $(call obj,services/tunnel/main.c $(TUNNEL_SRCS) $(COMMON_SRCS) $(DAEMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(TUNNEL_LIBS)
+
+$(B)/san-bin/kmesh-tunnel: $(call san,services/tunnel/main.c $(TUNNEL_SRCS) $(COMMON_SRCS) $(DAEMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(TUNNEL_LIBS)
+
 $(B)/san-bin/kmesh-xds-agent: $(call san,services/xds-agent/main.c $(XDS_SRCS) $(COMMON_SRCS) $(DAEMON_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(XDS_LIBS)
@@ -207,7 +217,7 @@ $(B)/san-bin/kmesh-cni-agent: $(call san,services/cni-agent/main.c $(CNI_SRCS) $
 # every module a unit test may use, sanitized, in one archive: each test links only the objects it
 # needs (linking all of them into each of ~45 tests took ~2.5 s apiece, half of make test's build)
 UNIT_LIB_SRCS := $(sort $(XDS_SRCS) $(MW_SRCS) $(CNI_SRCS) $(IPSEC_SRCS) $(DAEMON_SRCS) $(CTL_SRCS) \
-		   $(TLS_SRCS) $(COMMON_SRCS))
+		   $(TUNNEL_SRCS) $(COMMON_SRCS))
 $(B)/san/libunit.a: $(call san,$(UNIT_LIB_SRCS))
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^

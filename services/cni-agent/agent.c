@@ -20,6 +20,7 @@
 
 #define R(x) KMESH__IPC__CNI_OUTCOME__RESULT__##x
 #define ANNOTATION "kmesh.net/redirection"
+#define HBONE_ANNOTATION "ambient.istio.io/redirection" /* istiod: the pod takes HBONE */
 #define TICK_MS 50
 #define GC_EVERY_MS 30000
 #define ANNOTATE_BACKOFF_MAX_MS 30000
@@ -151,12 +152,18 @@ static void annotate_later(struct km_cni_agent *a, const char *ns, const char *n
 	a->annotations = n;
 }
 
-static int annotated(const json_t *pod)
+static int annotated_with(const json_t *pod, const char *key)
 {
 	const char *v = json_string_value(json_object_get(
-		json_object_get(json_object_get(pod, "metadata"), "annotations"), ANNOTATION));
+		json_object_get(json_object_get(pod, "metadata"), "annotations"), key));
 
 	return v && !strcmp(v, "enabled");
+}
+
+static int annotated(const struct km_cni_agent *a, const json_t *pod)
+{
+	return annotated_with(pod, ANNOTATION) && (!a->cfg->hbone ||
+						   annotated_with(pod, HBONE_ANNOTATION));
 }
 
 static void annotate_pass(struct km_cni_agent *a);
@@ -200,7 +207,7 @@ static void annotate_pass(struct km_cni_agent *a)
 		struct km_cni_annotation *n = *p;
 		const json_t *pod = km_pod_cache_pod(&a->cache, n->ns, n->name);
 
-		if (n->next_ms == UINT64_MAX || (pod && annotated(pod)) ||
+		if (n->next_ms == UINT64_MAX || (pod && annotated(a, pod)) ||
 		    (!pod && a->cache.pods_listed && n->backoff_ms > 500)) {
 			*p = n->next; /* annotated, or the pod is gone */
 			free(n);
@@ -212,8 +219,11 @@ static void annotate_pass(struct km_cni_agent *a)
 
 			snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", n->ns, n->name);
 			call = km_kube_call(&a->patches, "PATCH", path,
-					    "{\"metadata\":{\"annotations\":{\"" ANNOTATION
-					    "\":\"enabled\"}}}",
+					    a->cfg->hbone
+					    ? "{\"metadata\":{\"annotations\":{\"" ANNOTATION
+					      "\":\"enabled\",\"" HBONE_ANNOTATION "\":\"enabled\"}}}"
+					    : "{\"metadata\":{\"annotations\":{\"" ANNOTATION
+					      "\":\"enabled\"}}}",
 					    on_patched, a);
 			if (call) {
 				snprintf(call->key, sizeof(call->key), "%s/%s", n->ns, n->name);
@@ -236,6 +246,9 @@ static void on_enrolled(struct km_mw_call *call)
 
 	if (call->code == KMESH__IPC__CODE__OK) {
 		annotate_later(r->a, cc->pod_namespace, cc->pod_name);
+		km_tunnel_feed_add(&r->a->tunnel, cc->container_id, cc->enroll->netns_cookie,
+				   cc->pod_namespace, cc->pod_name, cc->enroll->addresses,
+				   cc->enroll->n_addresses);
 		answer(r, R(ENROLLED), 0, r->d.why);
 	} else if (call->code == KMESH__IPC__CODE__ENCRYPTION_UNAVAILABLE) {
 		answer(r, R(ENCRYPTION_UNAVAILABLE), 0, call->why);
@@ -391,6 +404,7 @@ static void on_unenrolled(struct km_mw_call *call)
 	struct km_cni_req *r = call->arg;
 
 	if (call->code == KMESH__IPC__CODE__OK || call->code == KMESH__IPC__CODE__NOT_FOUND) {
+		km_tunnel_feed_remove(&r->a->tunnel, call_of(r)->container_id);
 		if (!r->serial) { /* a collected container */
 			km_cni_state_remove(r->a->cfg->state_dir, call_of(r)->container_id);
 			metric(r->a, "kmesh_cni_agent_reconciled_total{action=\"unenrolled\"}");
@@ -692,6 +706,7 @@ static void on_tick(uv_timer_t *t)
 			try_decide(r);
 	}
 	annotate_pass(a);
+	km_tunnel_feed_tick(&a->tunnel, now);
 	if (now - a->last_reconcile_ms >= a->cfg->reconcile_ms) {
 		a->last_reconcile_ms = now;
 		reconcile_records(a);
@@ -736,6 +751,9 @@ int km_cni_agent_start(struct km_cni_agent *a, uv_loop_t *loop,
 		return -1;
 	}
 	km_mw_calls_init(&a->mw, loop, cfg->map_writer_socket, (int)cfg->timeout_ms);
+	km_tunnel_feed_init(&a->tunnel, loop, cfg->tunnel_socket, (int)cfg->timeout_ms,
+			    cfg->reconcile_ms, &a->cache);
+	km_tunnel_feed_seed(&a->tunnel, cfg->state_dir);
 	km_kube_calls_init(&a->gets, loop, cfg->kubeconfig, cfg->timeout_ms);
 	km_kube_calls_init(&a->patches, loop, cfg->kubeconfig, cfg->timeout_ms);
 	if (km_pod_cache_start(&a->cache, loop, cfg->kubeconfig, cfg->node_name, cfg->resync_ms,
@@ -776,6 +794,7 @@ void km_cni_agent_stop(struct km_cni_agent *a)
 	}
 	km_ipc_server_stop(&a->srv, NULL);
 	km_mw_calls_stop(&a->mw);
+	km_tunnel_feed_stop(&a->tunnel);
 	km_kube_calls_stop(&a->gets);
 	km_kube_calls_stop(&a->patches);
 	km_pod_cache_stop(&a->cache);

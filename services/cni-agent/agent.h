@@ -4,8 +4,10 @@
  * writer (mw_calls.h).
  *   - ADD of a pod the cache does not hold yet waits up to cache_wait_ms for its watch event,
  *     then GETs it once (counted: kmesh_cni_agent_cache_misses_total, ..._api_fallbacks_total).
- *   - The pod is annotated kmesh.net/redirection=enabled off the ADD path, retried with a
- *     backoff while the pod exists.
+ *   - The pod is annotated kmesh.net/redirection=enabled (with hbone, also
+ *     ambient.istio.io/redirection=enabled) off the ADD path, retried with a backoff while the
+ *     pod exists.
+ *   - With a tunnel, the enrolled pods are told to it (tunnel_feed.h), for their certificates.
  *   - An ADD it cannot finish (the API or the map writer unavailable), or that the plugin could
  *     not deliver (the agent was down: the plugin leaves it in undecided/), is decided again by
  *     the reconcile every reconcile_ms once the cache holds the pod; a DEL withdraws it.
@@ -23,6 +25,7 @@
 #include "services/cni-agent/kube_calls.h"
 #include "services/cni-agent/mw_calls.h"
 #include "services/cni-agent/pod_cache.h"
+#include "services/cni-agent/tunnel_feed.h"
 
 struct km_cni_agent_config {
 	const char *socket_path;       /* where the plugin calls */
@@ -36,6 +39,10 @@ struct km_cni_agent_config {
 	unsigned gc_age_s;             /* default 60 */
 	long resync_ms;                /* a new list of pods and namespaces; default 300000 */
 	int annotate;                  /* default 1 */
+	const char *tunnel_socket;     /* the tunnel's (tunnel_feed.h); NULL or "": none */
+	/* annotate ambient.istio.io/redirection=enabled too: istiod then advertises the pods as
+	 * HBONE (Workload.tunnel_protocol), so ztunnels and waypoints send to podIP:15008 */
+	int hbone;
 };
 
 struct km_cni_req;
@@ -48,6 +55,7 @@ struct km_cni_agent {
 	struct km_pod_cache cache;
 	struct km_mw_calls mw;
 	struct km_kube_calls gets, patches;
+	struct km_tunnel_feed tunnel;
 	struct km_cni_req *waiting;   /* calls waiting for the cache or a GET */
 	struct km_cni_annotation *annotations;
 	int patching;                 /* an annotation PATCH is in flight */

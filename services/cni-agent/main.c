@@ -103,6 +103,14 @@ static int run(int argc, char **argv, int uninstall)
 		{ "no-annotate", KM_OPT_BOOL, &no_annotate, NULL,
 		  "do not annotate enrolled pods kmesh.net/redirection=enabled",
 		  "KMESH_CNI_NO_ANNOTATE" },
+		{ "tunnel-socket", KM_OPT_STRING, &acfg.tunnel_socket, "PATH",
+		  "the tunnel's socket: the enrolled pods are told to it, for their workload "
+		  "certificates (empty: no tunnel)", "KMESH_TUNNEL_SOCKET" },
+		{ "hbone", KM_OPT_FUNC, &acfg.hbone, "on|off",
+		  "annotate enrolled pods ambient.istio.io/redirection=enabled too, so istiod "
+		  "advertises them as HBONE and ztunnels and waypoints send to their port 15008 "
+		  "(default off: only once the tunnel serves HBONE both ways)", "KMESH_CNI_HBONE", 0, 0,
+		  km_option_on_off },
 		{ "fail-policy", KM_OPT_FUNC, &cfg.fail_policy, "open|closed",
 		  "when the mesh is unavailable: start pods without it (open, default) or fail "
 		  "their setup (closed)", "KMESH_CNI_FAIL_POLICY", 0, 0, parse_fail_policy },

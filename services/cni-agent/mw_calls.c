@@ -27,8 +27,8 @@ static void work(struct km_lane_job *j)
 					     "kmesh-cni-agent", mw->timeout_ms, &code, msg, sizeof(msg));
 			if (rc) {
 				call->code = MW_UNREACHED;
-				snprintf(call->why, sizeof(call->why), "map writer at %s: %s%s%s",
-					 mw->socket, strerror(-rc), *msg ? ": " : "", msg);
+				snprintf(call->why, sizeof(call->why), "%s at %s: %s%s%s",
+					 mw->peer, mw->socket, strerror(-rc), *msg ? ": " : "", msg);
 				break;
 			}
 			mw->connected = 1;
@@ -36,7 +36,8 @@ static void work(struct km_lane_job *j)
 		rc = km_sync_call(&mw->cl, req, &rep);
 		if (rc == 0) {
 			call->code = rep->reply->code;
-			snprintf(call->why, sizeof(call->why), "map writer: %s%s%s",
+			call->applied = rep->reply->applied;
+			snprintf(call->why, sizeof(call->why), "%s: %s%s%s", mw->peer,
 				 km_msg_code_name(rep->reply->code),
 				 rep->reply->message && *rep->reply->message ? ": " : "",
 				 rep->reply->message ? rep->reply->message : "");
@@ -50,12 +51,12 @@ static void work(struct km_lane_job *j)
 		 * applied: say so. */
 		if (rc != -EPIPE && rc != -ECONNRESET) {
 			call->code = MW_NO_ANSWER;
-			snprintf(call->why, sizeof(call->why), "map writer at %s: %s (the request may "
-				 "have been applied)", mw->socket, strerror(-rc));
+			snprintf(call->why, sizeof(call->why), "%s at %s: %s (the request may "
+				 "have been applied)", mw->peer, mw->socket, strerror(-rc));
 			break;
 		}
 		call->code = MW_UNREACHED;
-		snprintf(call->why, sizeof(call->why), "map writer at %s: %s", mw->socket,
+		snprintf(call->why, sizeof(call->why), "%s at %s: %s", mw->peer, mw->socket,
 			 strerror(-rc));
 	}
 	km_msg_free(req);
@@ -80,7 +81,15 @@ void km_mw_calls_init(struct km_mw_calls *mw, uv_loop_t *loop, const char *socke
 	memset(mw, 0, sizeof(*mw));
 	km_lane_init(&mw->lane, loop);
 	mw->socket = socket;
+	mw->peer = "map writer";
 	mw->timeout_ms = timeout_ms;
+}
+
+void km_peer_calls_init(struct km_mw_calls *mw, uv_loop_t *loop, const char *socket,
+			int timeout_ms, const char *peer)
+{
+	km_mw_calls_init(mw, loop, socket, timeout_ms);
+	mw->peer = peer;
 }
 
 int km_mw_call(struct km_mw_calls *mw, const km_envelope *env, void (*cb)(struct km_mw_call *),

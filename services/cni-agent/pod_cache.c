@@ -7,14 +7,18 @@
 #include "shared/log.h"
 
 /* The annotations the rules and the annotator read; the others are not kept. */
-static const char *const kept_annotations[] = { "sidecar.istio.io/status", "kmesh.net/redirection" };
+static const char *const kept_annotations[] = { "sidecar.istio.io/status", "kmesh.net/redirection",
+						"ambient.istio.io/redirection" };
 
 json_t *km_pod_cache_trim(const json_t *obj)
 {
 	const json_t *meta = json_object_get(obj, "metadata");
 	const json_t *ann = json_object_get(meta, "annotations");
 	const json_t *labels = json_object_get(meta, "labels");
-	const json_t *host = json_object_get(json_object_get(obj, "spec"), "hostNetwork");
+	const json_t *spec = json_object_get(obj, "spec");
+	const json_t *host = json_object_get(spec, "hostNetwork");
+	const json_t *sa = json_object_get(spec, "serviceAccountName");
+	const json_t *ips = json_object_get(json_object_get(obj, "status"), "podIPs");
 	json_t *out = json_object(), *m = json_object(), *a = json_object();
 
 	if (!out || !m || !a) {
@@ -36,8 +40,17 @@ json_t *km_pod_cache_trim(const json_t *obj)
 		json_object_set_new(m, "labels", json_deep_copy(labels));
 	json_object_set_new(m, "annotations", a);
 	json_object_set_new(out, "metadata", m);
-	if (json_is_true(host))
-		json_object_set_new(out, "spec", json_pack("{s:b}", "hostNetwork", 1));
+	if (json_is_true(host) || json_is_string(sa)) {
+		json_t *s = json_object();
+
+		if (json_is_true(host))
+			json_object_set_new(s, "hostNetwork", json_true());
+		if (json_is_string(sa)) /* the tunnel's identity of the pod */
+			json_object_set(s, "serviceAccountName", (json_t *)sa);
+		json_object_set_new(out, "spec", s);
+	}
+	if (json_is_array(ips) && json_array_size(ips) <= 8) /* the tunnel's addresses of it */
+		json_object_set_new(out, "status", json_pack("{s:O}", "podIPs", ips));
 	return out;
 }
 

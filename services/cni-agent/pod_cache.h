@@ -1,6 +1,7 @@
 /* pod_cache.h — what the CNI agent knows before the kubelet asks: this node's pods (a list and
  * watch with fieldSelector spec.nodeName=NODE) and every namespace, kept trimmed to the fields
- * the enrollment rules and the annotation read (enroll_rule.h). Fed by two km_kube_watch threads;
+ * the enrollment rules and the annotation read (enroll_rule.h), and the service account and
+ * addresses the tunnel is told (tunnel_feed.h). Fed by two km_kube_watch threads;
  * read in the loop. A pod fetched on a cache miss (one GET) is put in too, and replaced by the
  * watch's version when that arrives. */
 #ifndef KM_CNI_POD_CACHE_H

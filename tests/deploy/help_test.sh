@@ -12,7 +12,7 @@ cd "$ROOT"
 
 helps=()
 for b in build/bin/kmesh-map-writer build/bin/kmesh-xds-agent build/bin/kmesh-ipsec-agent \
-	build/bin/kmesh-cni build/bin/kmesh-cni-agent "build/bin/kmesh-cni-agent install" \
+	build/bin/kmesh-tunnel build/bin/kmesh-cni build/bin/kmesh-cni-agent "build/bin/kmesh-cni-agent install" \
 	"build/bin/kmesh-cni-agent uninstall" build/bin/kmeshctl; do
 	helps+=("$b --help")
 done
@@ -28,7 +28,7 @@ for h in "${helps[@]}"; do
 	check "$h: no line gives its default twice" eval '! grep -q "(default.*(default" <<<"$out"'
 done
 for b in build/bin/kmesh-map-writer build/bin/kmesh-xds-agent build/bin/kmesh-ipsec-agent \
-	"build/bin/kmesh-cni-agent install"; do
+	build/bin/kmesh-tunnel "build/bin/kmesh-cni-agent install"; do
 	check "$b: --log-format text|json in its --help" eval '$b --help 2>&1 | grep -q -- "--log-format FORMAT"'
 done
 # a daemon's lines with --log-format json: objects with Istio's fields, nothing else on stderr

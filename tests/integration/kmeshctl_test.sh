@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kmeshctl_test.sh — kmeshctl against the live processes of a private mesh (map writer, xDS
-# agent from a config file, IPsec agent): version, log (read and set) and dump (tables, xds,
-# policies, ipsec) in each output format, every one parsed back (JSON with json, YAML with
+# agent from a config file, IPsec agent, tunnel): version, log (read and set) and dump (tables,
+# xds, policies, ipsec, certs) in each output format, every one parsed back (JSON with json, YAML with
 # python3-yaml, tables by their columns); KmeshNodeInfo events injected into the IPsec agent
 # (the xDS agent's: inject_test); --help on every command; clear errors for a process that is
 # not running, an unknown command, table or process.
@@ -12,7 +12,7 @@ source "$(dirname "$0")/../lib/ipsec-env.sh"
 
 CTL=$KM_ROOT/build/bin/kmeshctl # a client: the plain build in both runs
 ctl() { "$CTL" --map-writer-socket "$KM_SOCKET" --xds-socket "$KM_AGENT_SOCKET" \
-	--ipsec-socket "$KM_DIR/ipsec.sock" "$@"; }
+	--ipsec-socket "$KM_DIR/ipsec.sock" --tunnel-socket "$KM_DIR/tunnel.sock" "$@"; }
 # py_is FORMAT PYTHON-EXPR: the output on stdin, parsed (json or yaml) into d, makes EXPR true
 py_is() {
 	"$KM_PY" -c 'import json, sys
@@ -48,6 +48,12 @@ km_map_writer_start || exit 1
 km_agent_start
 key_file 1 17
 start_agent --map-writer-socket ""
+# the tunnel: no pod is enrolled through a CNI agent here, so it never calls its (absent) CA
+"$KM_BIN/kmesh-tunnel" --socket "$KM_DIR/tunnel.sock" --ca-address 127.0.0.1:1 \
+	--metrics-dir "" >>"$KM_DIR/tunnel.log" 2>&1 &
+TUNNEL=$!
+KM_PIDS+=($TUNNEL)
+for _ in $(seq 1 50); do [ -S "$KM_DIR/tunnel.sock" ] && break; sleep 0.1; done
 km_wait_rows endpoint "^endpoint" 1 || true
 VERSION=$("$CTL" --version | awk '{print $2}')
 
@@ -74,19 +80,19 @@ check "kmeshctl --help names every command" \
 check "... and each command has its own --help" \
 	eval '"$CTL" version --help | grep -q "usage: kmeshctl version" && "$CTL" log --help | grep -q "usage: kmeshctl log" &&
 	      "$CTL" dump --help | grep -q "usage: kmeshctl dump tables"'
-check "version -o json: kmeshctl and the three processes, all of this build ($VERSION)" \
-	ctl_is json '[r["process"] for r in d] == ["kmeshctl", "map-writer", "xds-agent", "ipsec-agent"] and all(r["version"] == "'"$VERSION"'" for r in d) and all(r["pid"] > 0 for r in d)' version
+check "version -o json: kmeshctl and the four processes, all of this build ($VERSION)" \
+	ctl_is json '[r["process"] for r in d] == ["kmeshctl", "map-writer", "xds-agent", "ipsec-agent", "tunnel"] and all(r["version"] == "'"$VERSION"'" for r in d) and all(r["pid"] > 0 for r in d)' version
 check "global options go after the command too, as in kubectl (version -o json, --output=yaml)" \
-	eval 'ctl version -o json | py_is json "len(d) == 4" && ctl version --output=yaml | py_is yaml "len(d) == 4"'
+	eval 'ctl version -o json | py_is json "len(d) == 5" && ctl version --output=yaml | py_is yaml "len(d) == 5"'
 check "... and after a command's own flags (waypoint generate -n ns -o json)" \
 	eval '"$CTL" waypoint generate -n ns1 -o json | py_is json "d[\"kind\"] == \"Gateway\" and d[\"metadata\"][\"namespace\"] == \"ns1\""'
 check "version -o yaml parses back the same" \
-	ctl_is yaml 'len(d) == 4 and d[2]["process"] == "xds-agent" and d[2]["version"] == "'"$VERSION"'"' version
+	ctl_is yaml 'len(d) == 5 and d[2]["process"] == "xds-agent" and d[2]["version"] == "'"$VERSION"'"' version
 check "version as a table: a header and a row per process" \
-	eval 'out=$(ctl version) && head -1 <<<"$out" | grep -q "^PROCESS *VERSION *PID *SOCKET" && [ "$(wc -l <<<"$out")" = 5 ]'
+	eval 'out=$(ctl version) && head -1 <<<"$out" | grep -q "^PROCESS *VERSION *PID *SOCKET" && [ "$(wc -l <<<"$out")" = 6 ]'
 
 check "log: each process's level, and the programs' (bpf)" \
-	ctl_is json '{r["process"]: r["level"] for r in d} == {"map-writer": "info", "bpf": "error", "xds-agent": "info", "ipsec-agent": "debug"}' log
+	ctl_is json '{r["process"]: r["level"] for r in d} == {"map-writer": "info", "bpf": "error", "xds-agent": "info", "ipsec-agent": "debug", "tunnel": "info"}' log
 check "log --set bpf:debug sets the programs' level (the map writer keeps it)" \
 	ctl_is json '[r["level"] for r in d if r["process"] == "bpf"] == ["debug"]' log --set bpf:debug
 check "log --set xds-agent:debug changes it, and shows it" \
@@ -97,7 +103,7 @@ check "log --set all:warn sets every process (not bpf)" \
 out=$(ctl log --set nobody:debug 2>&1)
 rc=$?
 check "log --set of an unknown process: usage error (2), naming the known ones" \
-	eval '[ $rc = 2 ] && grep -q "no process .nobody. (map-writer, xds-agent, ipsec-agent, all, bpf)" <<<"$out"'
+	eval '[ $rc = 2 ] && grep -q "no process .nobody. (map-writer, xds-agent, ipsec-agent, tunnel, all, bpf)" <<<"$out"'
 out=$(ctl log --set map-writer:loud 2>&1)
 rc=$?
 check "log --set of an unknown level: the process's refusal, exit 1" \
@@ -126,12 +132,16 @@ check "the node's metrics page holds the IPsec agent's metrics too" \
 	      km_metrics_has "^kmesh_ipsec_current_spi 1"'
 check "dump ipsec -o json: the IPsec agent's key" \
 	ctl_is json 'd["current_spi"] == 1 and d["node"] == "node-a"' dump ipsec
+check "dump certs -o json: the tunnel's certificates and pods (none enrolled here), its trust domain" \
+	ctl_is json 'd["certs"] == [] and d["pods"] == [] and d["trust_domain"] == "cluster.local"' dump certs
+check "dump certs as a table: a section each for certificates and pods" \
+	eval 'ctl dump certs | grep -q "^certificates" && ctl dump certs | grep -q "^pods"'
 
 # every command that prints data, in both formats a script reads (the ones that need the
 # Kubernetes API are in kmeshctl_kube_test.sh): parsed, and not empty
 bad=
 for cmd in "version" "ready" "log" "dump tables" "dump xds" "dump policies" "dump ipsec" \
-	"monitoring status" "accesslog status" "authz status"; do
+	"dump certs" "monitoring status" "accesslog status" "authz status"; do
 	for fmt in json yaml; do
 		# shellcheck disable=SC2086 # the command's words
 		ctl_is "$fmt" 'd is not None and len(d) > 0' $cmd || bad="$bad [$cmd -o $fmt]"
@@ -180,7 +190,7 @@ check "an unknown command: usage error (2)" eval '[ $rc = 2 ] && grep -q "unknow
 out=$(ctl -o xml version 2>&1)
 rc=$?
 check "an unknown output format: usage error (2)" eval '[ $rc = 2 ] && grep -q -- "--output: .xml. is not table, json or yaml" <<<"$out"'
-check "--output=yaml works as --output yaml" ctl_is yaml 'len(d) == 4' --output=yaml version
+check "--output=yaml works as --output yaml" ctl_is yaml 'len(d) == 5' --output=yaml version
 
 out=$(ctl ready ipsec-agent xds-agent 2>&1)
 rc=$?

@@ -12,7 +12,8 @@ what istiod's CA does that a client can see (../reference/hbone.md §3):
   - the answer: the leaf and the root, PEM each.
 
 Misbehaviours a test can ask for: a leaf naming another identity (`wrong_san`), a leaf carrying
-another key than the request's (`wrong_key`). Every call is recorded (headers, the CSR's names)."""
+another key than the request's (`wrong_key`), every call failing with a status (`fail`: e.g.
+"UNAVAILABLE", null to stop). Every call is recorded (headers, the CSR's names)."""
 import datetime
 import threading
 
@@ -41,11 +42,13 @@ class CA:
         self.default_ttl = 86400
         self.wrong_san = None
         self.wrong_key = False
+        self.fail = None
         self.calls = []
 
     def configure(self, cmd):
         with self.lock:
-            for k in ("tokens", "cluster", "max_ttl", "default_ttl", "wrong_san", "wrong_key"):
+            for k in ("tokens", "cluster", "max_ttl", "default_ttl", "wrong_san", "wrong_key",
+                      "fail"):
                 if k in cmd:
                     setattr(self, k, cmd[k])
             if "trusted" in cmd:
@@ -78,7 +81,9 @@ class CA:
             caller = self.tokens.get(auth[7:]) if auth.startswith("Bearer ") else None
             cluster, trusted, allowed = self.cluster, set(self.trusted), set(self.allowed)
             max_ttl, default_ttl = self.max_ttl, self.default_ttl
-            wrong_san, wrong_key = self.wrong_san, self.wrong_key
+            wrong_san, wrong_key, fail = self.wrong_san, self.wrong_key, self.fail
+        if fail:
+            self._abort(context, record, grpc.StatusCode[fail], "the test's CA fails: %s" % fail)
         if caller is None:
             self._abort(context, record, grpc.StatusCode.UNAUTHENTICATED, "authenticate failure")
         if md.get("clusterid") != cluster:

@@ -11,6 +11,8 @@ come from a JSON state file, re-read on every request so a test changes them by 
    "pods": {"NS/NAME": {"labels": {...}, "annotations": {...}, "hostNetwork": false,
                         "node": "node-1",      # default node-1
                         "phase": "Pending",    # default Running
+                        "serviceAccount": "sa", # spec.serviceAccountName (default: none)
+                        "ips": ["10.0.0.5"],   # status.podIPs (default: none)
                         "unwatched": true}},   # GET finds it; lists and watches do not (yet)
    "fail": {"PATCH": 500, "GET": 503}}          # optional: answer these methods with an error
 Patched annotations are kept in memory and show in later GETs. Every request is appended to the
@@ -197,8 +199,10 @@ def pod_object(st, key):
             "metadata": {"name": name, "namespace": ns, "labels": p.get("labels", {}),
                          "annotations": annotations, "uid": "uid-" + key,
                          "resourceVersion": str(time.time_ns())},
-            "spec": {"hostNetwork": p.get("hostNetwork", False), "nodeName": p.get("node", "node-1")},
-            "status": {"phase": p.get("phase", "Running")}}
+            "spec": dict({"hostNetwork": p.get("hostNetwork", False), "nodeName": p.get("node", "node-1")},
+                         **({"serviceAccountName": p["serviceAccount"]} if "serviceAccount" in p else {})),
+            "status": dict({"phase": p.get("phase", "Running")},
+                           **({"podIPs": [{"ip": ip} for ip in p["ips"]]} if "ips" in p else {}))}
 
 
 def pod_objects(st, node):

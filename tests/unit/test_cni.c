@@ -498,7 +498,8 @@ static void test_state_and_metrics(void **state)
 }
 
 /* The agent keeps of each pod only what the rules and the annotation read (a node's pods are
- * few, but a pod object is kilobytes): labels, two annotations, hostNetwork; and the rules
+ * few, but a pod object is kilobytes): labels, two annotations, hostNetwork, and for the
+ * tunnel the service account and the pod's IPs; and the rules
  * decide the same on the trimmed copy. */
 static void test_pod_cache_trim(void **state)
 {
@@ -506,15 +507,21 @@ static void test_pod_cache_trim(void **state)
 			  " \"labels\": {\"istio.io/dataplane-mode\": \"Kmesh\"},"
 			  " \"annotations\": {\"sidecar.istio.io/status\": \"{}\", \"big\": \"x\","
 			  " \"kmesh.net/redirection\": \"enabled\"}, \"managedFields\": [1, 2]},"
-			  " \"spec\": {\"hostNetwork\": true, \"containers\": [{}]},"
-			  " \"status\": {\"phase\": \"Running\"}}");
+			  " \"spec\": {\"hostNetwork\": true, \"containers\": [{}],"
+			  " \"serviceAccountName\": \"sa1\"},"
+			  " \"status\": {\"phase\": \"Running\", \"podIPs\": [{\"ip\": \"10.1.0.7\"}]}}");
 	json_t *t = km_pod_cache_trim(pod);
 	struct km_enroll_decision a, b;
 	int needs;
 
 	(void)state;
 	assert_non_null(t);
-	assert_null(json_object_get(t, "status"));
+	assert_null(json_object_get(json_object_get(t, "status"), "phase"));
+	/* the tunnel's: the pod's identity and addresses */
+	assert_string_equal(json_string_value(json_object_get(json_object_get(t, "spec"),
+							      "serviceAccountName")), "sa1");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(
+		json_object_get(t, "status"), "podIPs"), 0), "ip")), "10.1.0.7");
 	assert_null(json_object_get(json_object_get(t, "metadata"), "managedFields"));
 	assert_null(json_object_get(json_object_get(json_object_get(t, "metadata"), "annotations"),
 				    "big"));

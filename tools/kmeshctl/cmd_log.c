@@ -9,8 +9,8 @@
 static const char usage[] =
 	"usage: kmeshctl log [--set PROCESS:LEVEL]...\n"
 	"  show each process's log level; --set changes it first (repeatable)\n"
-	"  PROCESS: map-writer, xds-agent, ipsec-agent, all (the three), or bpf (the programs' lines,\n"
-	"  which the map writer logs as bpf: ...); LEVEL: error, warn, info, debug\n";
+	"  PROCESS: map-writer, xds-agent, ipsec-agent, tunnel, all (each of them), or bpf (the\n"
+	"  programs' lines, which the map writer logs as bpf: ...); LEVEL: error, warn, info, debug\n";
 
 static int set_level(const struct km_ctl *ctl, enum km_proc p, const char *level)
 {
@@ -48,8 +48,8 @@ int km_cmd_log(const struct km_ctl *ctl, int argc, char **argv)
 		}
 		snprintf(name, sizeof(name), "%.*s", (int)(colon - argv[i + 1]), argv[i + 1]);
 		if (strcmp(name, "all") && strcmp(name, "bpf") && km_proc_parse(name, &p) != 0) {
-			fprintf(stderr, "kmeshctl: no process '%s' (map-writer, xds-agent, ipsec-agent, all, "
-				"bpf)\n", name);
+			fprintf(stderr, "kmeshctl: no process '%s' (map-writer, xds-agent, ipsec-agent, "
+				"tunnel, all, bpf)\n", name);
 			return 2;
 		}
 		i++;

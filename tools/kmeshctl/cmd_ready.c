@@ -1,5 +1,5 @@
 /* cmd_ready.c — `kmeshctl ready`: whether processes are ready, for probes and systemd's
- * ExecStartPost. The map writer and the IPsec agent are ready once they answer on their sockets
+ * ExecStartPost. The map writer, the IPsec agent and the tunnel are ready once they answer on their sockets
  * (the map writer listens only after its programs are attached); the xDS agent once it is linked
  * to the map writer and its first whole configuration is in the tables. */
 #include "tools/kmeshctl/commands.h"
@@ -15,6 +15,7 @@ static const char usage[] =
 	"    map-writer   answers on its socket: its programs are attached and its tables open\n"
 	"    xds-agent    linked to the map writer, and its first whole configuration written\n"
 	"    ipsec-agent  answers on its socket\n"
+	"    tunnel       answers on its socket\n"
 	"  --wait SECONDS  ask again every half second until all are ready or the time is up\n"
 	"  --live          only whether each answers on its socket (a liveness probe: the xDS\n"
 	"                  agent is live while istiod is away)\n";

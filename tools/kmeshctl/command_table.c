@@ -15,6 +15,7 @@ static const struct km_flag_spec global_flags[] = {
 	{ "map-writer-socket", 0, FILE_VALUE },
 	{ "xds-socket", 0, FILE_VALUE },
 	{ "ipsec-socket", 0, FILE_VALUE },
+	{ "tunnel-socket", 0, FILE_VALUE },
 	{ "timeout-ms", 0, VALUE },
 	{ "kubeconfig", 0, FILE_VALUE },
 	{ "node", 0, VALUE },
@@ -25,19 +26,21 @@ static const struct km_flag_spec global_flags[] = {
 	{ NULL },
 };
 
-static const char *const processes[] = { "map-writer", "xds-agent", "ipsec-agent", NULL };
+static const char *const processes[] = { "map-writer", "xds-agent", "ipsec-agent", "tunnel",
+					  NULL };
 static const struct km_flag_spec ready_flags[] = {
 	{ "wait", 0, VALUE }, { "live", 0, NULL }, { NULL },
 };
 static const struct km_flag_spec enroll_flags[] = { { "name", 0, VALUE }, { NULL } };
 static const struct km_flag_spec log_flags[] = {
-	{ "set", 0, "map-writer:debug xds-agent:debug ipsec-agent:debug all:debug bpf:debug "
-		    "map-writer:info xds-agent:info ipsec-agent:info all:info bpf:info "
-		    "map-writer:warn xds-agent:warn ipsec-agent:warn all:warn bpf:warn "
-		    "map-writer:error xds-agent:error ipsec-agent:error all:error bpf:error" },
+	{ "set", 0, "map-writer:debug xds-agent:debug ipsec-agent:debug tunnel:debug all:debug bpf:debug "
+		    "map-writer:info xds-agent:info ipsec-agent:info tunnel:info all:info bpf:info "
+		    "map-writer:warn xds-agent:warn ipsec-agent:warn tunnel:warn all:warn bpf:warn "
+		    "map-writer:error xds-agent:error ipsec-agent:error tunnel:error all:error "
+		    "bpf:error" },
 	{ NULL },
 };
-static const char *const dump_words[] = { "tables", "xds", "policies", "ipsec", NULL };
+static const char *const dump_words[] = { "tables", "xds", "policies", "ipsec", "certs", NULL };
 static const struct km_flag_spec dump_flags[] = {
 	{ "table", 0, "manage frontend service endpoint backend port_override authz_stats "
 		      "ipsec_peer ipsec_cidr" },
@@ -88,7 +91,7 @@ const struct km_command km_commands[] = {
 	  run_unenroll },
 	{ "log", "log levels of the processes; --set PROCESS:LEVEL changes one", NULL, log_flags,
 	  km_cmd_log },
-	{ "dump", "tables | xds | policies | ipsec: the state of a process", dump_words, dump_flags,
+	{ "dump", "tables | xds | policies | ipsec | certs: the state of a process", dump_words, dump_flags,
 	  km_cmd_dump },
 	{ "inject", "PROCESS FILE|-: an event applied by an agent as from its source", inject_words,
 	  NULL, km_cmd_inject },

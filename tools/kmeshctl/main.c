@@ -99,7 +99,7 @@ int main(int argc, char **argv)
 {
 	struct km_ctl ctl = {
 		.socket = { "/run/kmesh/map-writer.sock", "/run/kmesh/xds-agent/admin.sock",
-			    "/run/kmesh/ipsec-agent.sock" },
+			    "/run/kmesh/ipsec-agent.sock", "/run/kmesh/tunnel/tunnel.sock" },
 		.format = KM_OUT_TABLE,
 	};
 	uint64_t timeout_ms = 5000;
@@ -113,6 +113,8 @@ int main(int argc, char **argv)
 		  "the xDS agent's admin socket", "KMESH_XDS_SOCKET" },
 		{ "ipsec-socket", KM_OPT_STRING, &ctl.socket[KM_PROC_IPSEC_AGENT], "PATH",
 		  "the IPsec agent's admin socket", "KMESH_IPSEC_SOCKET" },
+		{ "tunnel-socket", KM_OPT_STRING, &ctl.socket[KM_PROC_TUNNEL], "PATH",
+		  "the tunnel's socket", "KMESH_TUNNEL_SOCKET" },
 		{ "timeout-ms", KM_OPT_UINT, &timeout_ms, "MS", "for each request", NULL, 1, 600000 },
 		{ "kubeconfig", KM_OPT_STRING, &ctl.kubeconfig, "PATH",
 		  "secret, waypoint, --node: the Kubernetes API's kubeconfig (default ~/.kube/config, "

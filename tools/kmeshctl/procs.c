@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const names[KM_PROC_COUNT] = { "map-writer", "xds-agent", "ipsec-agent" };
+static const char *const names[KM_PROC_COUNT] = { "map-writer", "xds-agent", "ipsec-agent",
+								 "tunnel" };
 
 const char *km_proc_name(enum km_proc p)
 {

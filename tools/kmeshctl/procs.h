@@ -1,5 +1,5 @@
 /* procs.h — the local kmesh processes kmeshctl talks to, each over its Unix socket as the admin
- * role: the map writer, the xDS agent and the IPsec agent. Paths come from the global flags. */
+ * role: the map writer, the xDS agent, the IPsec agent and the tunnel. Paths come from the global flags. */
 #ifndef KM_KMESHCTL_PROCS_H
 #define KM_KMESHCTL_PROCS_H
 
@@ -8,7 +8,8 @@
 #include "ipc/client_sync.h"
 #include "tools/kmeshctl/output.h"
 
-enum km_proc { KM_PROC_MAP_WRITER, KM_PROC_XDS_AGENT, KM_PROC_IPSEC_AGENT, KM_PROC_COUNT };
+enum km_proc { KM_PROC_MAP_WRITER, KM_PROC_XDS_AGENT, KM_PROC_IPSEC_AGENT, KM_PROC_TUNNEL,
+	       KM_PROC_COUNT };
 
 struct km_ctl {
 	const char *socket[KM_PROC_COUNT];
@@ -17,7 +18,7 @@ struct km_ctl {
 	const char *kubeconfig; /* secret, waypoint: --kubeconfig / KUBECONFIG (NULL: look further) */
 };
 
-/* "map-writer", "xds-agent", "ipsec-agent". */
+/* "map-writer", "xds-agent", "ipsec-agent", "tunnel". */
 const char *km_proc_name(enum km_proc p);
 /* By that name; returns 0, or -1. */
 int km_proc_parse(const char *name, enum km_proc *out);
@@ -34,7 +35,8 @@ int km_proc_call(const struct km_ctl *ctl, enum km_proc p, km_envelope *req, km_
  * {process, socket, error} for one that cannot be reached (counted in *unreachable). */
 json_t *km_proc_hellos(const struct km_ctl *ctl, int *unreachable);
 /* Print rows (taking them) for a command over every process; when none answered (unreachable
- * == KM_PROC_COUNT) say so on stderr and return 1, else 0: a node may run no IPsec agent. */
+ * == KM_PROC_COUNT) say so on stderr and return 1, else 0: a node may run no IPsec agent
+ * and no tunnel. */
 int km_proc_print_rows(const struct km_ctl *ctl, json_t *rows, int unreachable);
 /* An agent's state as JSON (AgentDumpRequest, lists cut at max_items; 0: the agent's default), a
  * new reference; NULL with err filled. */

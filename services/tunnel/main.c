@@ -1,0 +1,176 @@
+/* main.c — kmesh-tunnel: the node's workload certificates from istiod's CA, for the pods the CNI
+ * agent enrolls (and, as issue 48 goes on, HBONE on their port 15008). Runs with no capability:
+ * flags and wiring here; pods.c, certs.c, admin.c, metrics.c do the work. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "services/tunnel/tunnel.h"
+#include "shared/addr.h"
+#include "shared/daemon/service_manager.h"
+#include "shared/fd_limit.h"
+#include "shared/log.h"
+#include "shared/options.h"
+#include "shared/signals.h"
+
+#define TICK_MS 1000
+
+struct tunnel_main {
+	struct km_tunnel t;
+	struct km_signals signals;
+	struct km_service_manager sm;
+	uv_timer_t tick;
+};
+
+static void on_identity(void *arg, const char *identity, int delta)
+{
+	struct km_tunnel *t = arg;
+
+	if (delta > 0)
+		km_certs_want(&t->certs, identity);
+	else
+		km_certs_drop(&t->certs, identity);
+}
+
+static void on_tick(uv_timer_t *h)
+{
+	struct tunnel_main *m = h->data;
+
+	km_tunnel_metrics_write(&m->t);
+}
+
+static void on_shutdown(void *arg, int signum)
+{
+	struct tunnel_main *m = arg;
+
+	(void)signum;
+	km_sm_stopping(&m->sm);
+	km_certs_stop(&m->t.certs, NULL); /* every key wiped now */
+	uv_close((uv_handle_t *)&m->tick, NULL);
+	km_ipc_server_stop(&m->t.srv, NULL);
+	km_signals_close(&m->signals);
+}
+
+int main(int argc, char **argv)
+{
+	static struct tunnel_main m;
+	const char *socket_path = "/run/kmesh/tunnel/tunnel.sock", *level = NULL;
+	const char *ca_address = "istiod.istio-system.svc:15012";
+	const char *ca_root = "/var/run/secrets/istio/root-cert.pem";
+	const char *server_name = "istiod.istio-system.svc";
+	const char *token_file = "/var/run/secrets/tokens/istio-token";
+	const char *cluster_id = "Kubernetes", *trust_domain = "cluster.local";
+	const char *metrics_dir = "/run/kmesh/metrics";
+	uint64_t ttl_s = 86400, timeout_s = 30, inflight = 8;
+	int impersonate = 1;
+	const struct km_option opts[] = {
+		{ "socket", KM_OPT_STRING, &socket_path, "PATH",
+		  "this process's socket: the CNI agent names the node's enrolled pods here (root "
+		  "only), kmeshctl reads the state (root or this uid)", "KMESH_TUNNEL_SOCKET" },
+		{ "ca-address", KM_OPT_STRING, &ca_address, "HOST:PORT",
+		  "istiod's CA (gRPC IstioCertificateService over TLS)", "CA_ADDRESS" },
+		{ "ca-root-file", KM_OPT_STRING, &ca_root, "PATH",
+		  "Istio root CA (PEM) that signs istiod's serving certificate", "KMESH_CA_ROOT_FILE" },
+		{ "ca-server-name", KM_OPT_STRING, &server_name, "NAME",
+		  "TLS server name (SNI, and the name istiod's certificate must carry)",
+		  "KMESH_CA_SERVER_NAME" },
+		{ "ca-token-file", KM_OPT_STRING, &token_file, "PATH",
+		  "service-account token of audience istio-ca, sent as 'authorization: Bearer', read "
+		  "for every call", "KMESH_CA_TOKEN_FILE" },
+		{ "cluster-id", KM_OPT_STRING, &cluster_id, "ID", "cluster id (clusterid header)",
+		  "CLUSTER_ID" },
+		{ "trust-domain", KM_OPT_STRING, &trust_domain, "DOMAIN",
+		  "the mesh's trust domain: identities are spiffe://DOMAIN/ns/NS/sa/ACCOUNT",
+		  "TRUST_DOMAIN" },
+		{ "cert-ttl", KM_OPT_UINT, &ttl_s, "SECONDS",
+		  "validity asked for each workload certificate (default 86400, ztunnel's; istiod "
+		  "refuses more than its maximum); renewed at about half of it",
+		  "KMESH_CERT_TTL", 10, 90u * 86400 },
+		{ "ca-timeout", KM_OPT_UINT, &timeout_s, "SECONDS",
+		  "one CreateCertificate call, at most (then tried again after a backoff)",
+		  "KMESH_CA_TIMEOUT", 1, 600 },
+		{ "ca-max-inflight", KM_OPT_UINT, &inflight, "N",
+		  "CreateCertificate calls at once; others wait their turn", "KMESH_CA_MAX_INFLIGHT",
+		  1, 256 },
+		{ "impersonate", KM_OPT_FUNC, &impersonate, "on|off",
+		  "ask for each pod's identity as a node proxy (ImpersonatedIdentity; istiod must list "
+		  "this process's service account in CA_TRUSTED_NODE_ACCOUNTS); off: the token's own "
+		  "identity only (default on)", "KMESH_CA_IMPERSONATE", 0, 0, km_option_on_off },
+		{ "metrics-dir", KM_OPT_STRING, &metrics_dir, "DIR",
+		  "write this process's metrics to DIR/tunnel.prom, which the xDS agent serves "
+		  "(empty: none)", "KMESH_METRICS_DIR" },
+		{ "log-level", KM_OPT_FUNC, &level, "LEVEL", "error, warn, info (default) or debug",
+		  "KMESH_LOG_LEVEL", 0, 0, km_option_log_level },
+		{ "log-format", KM_OPT_FUNC, &level, "FORMAT",
+		  "text (default) or json: one JSON object per line (time, level, scope, msg)",
+		  "KMESH_LOG_FORMAT", 0, 0, km_option_log_format },
+		{ 0 },
+	};
+	char host[256];
+	uint16_t port = 0;
+	int rc;
+
+	km_log_init("kmesh-tunnel");
+	rc = km_options_parse(opts, argc, argv, "[OPTIONS]",
+			      "Holds the workload certificates of the pods enrolled on this node, from "
+			      "istiod's CA (keys in\nmemory only). Needs no capability.",
+			      NULL);
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	if (km_split_host_port(ca_address, host, sizeof(host), &port) != 0) {
+		fprintf(stderr, "%s: --ca-address '%s' is not HOST:PORT\n", argv[0], ca_address);
+		return 2;
+	}
+	m.t.loop = uv_default_loop();
+	m.t.ca_address = ca_address;
+	if (km_tunnel_pods_init(&m.t.pods, trust_domain, on_identity, &m.t) != 0) {
+		fprintf(stderr, "%s: --trust-domain '%s' is not a DNS name\n", argv[0], trust_domain);
+		return 2;
+	}
+	{
+		const struct km_certs_config cc = {
+			.grpc = { .conn = { .host = host, .port = port, .ca_file = ca_root,
+					    .server_name = server_name, .connect_timeout_ms = 5000 },
+				  .authority = ca_address,
+				  .token_file = token_file && *token_file ? token_file : NULL,
+				  .cluster_id = cluster_id,
+				  .setup_timeout_ms = (unsigned)timeout_s * 1000 },
+			.ttl_seconds = (int64_t)ttl_s,
+			.timeout_ms = (unsigned)timeout_s * 1000,
+			.max_inflight = (unsigned)inflight,
+			.impersonate = impersonate,
+		};
+
+		km_certs_init(&m.t.certs, m.t.loop, &cc);
+	}
+	{
+		/* 0660 in the tunnel's group: the CNI agent (root without CAP_DAC_OVERRIDE in the
+		 * chart) is given that group; the peer check still admits role cni from root only */
+		const struct km_ipc_server_config scfg = { .path = socket_path, .mode = 0660,
+							   .gid = (gid_t)-1, .max_frame = 16u << 20,
+							   .name = "kmesh-tunnel" };
+		const struct km_ipc_server_ops ops = { km_tunnel_allowed, km_tunnel_request };
+
+		km_fd_limit_raise(2048); /* peers (capped by the server), CA connections */
+		if (km_signals_init(m.t.loop, &m.signals, on_shutdown, &m) != 0 ||
+		    km_ipc_server_start(&m.t.srv, m.t.loop, &scfg, &ops, &m.t) != 0 ||
+		    uv_timer_init(m.t.loop, &m.tick) != 0)
+			return 1;
+	}
+	km_prom_file_init(&m.t.metrics, metrics_dir, "tunnel");
+	m.tick.data = &m;
+	uv_timer_start(&m.tick, on_tick, 0, TICK_MS);
+	km_info("trust domain %s, istiod's CA at %s (%s), certificates of %llu s%s", trust_domain,
+		ca_address, server_name, (unsigned long long)ttl_s,
+		impersonate ? ", asked by impersonation" : "");
+	km_sm_ready(&m.sm, m.t.loop, "started: waiting for the CNI agent's pods");
+	uv_run(m.t.loop, UV_RUN_DEFAULT);
+	km_tunnel_pods_free(&m.t.pods);
+	km_prom_file_free(&m.t.metrics);
+	uv_loop_close(m.t.loop);
+	km_info("stopped");
+	return 0;
+}

@@ -1,0 +1,68 @@
+/* metrics.c — the tunnel's metrics file, <dir>/tunnel.prom (prom_file.h): pods and identities
+ * held, certificates by state, CA calls by result, the soonest expiry, feeds refused; then the
+ * process_* samples. */
+#include "services/tunnel/tunnel.h"
+
+#include <time.h>
+
+#include "shared/process_metrics.h"
+#include "shared/prom.h"
+#include "shared/version.h"
+
+static void render(const struct km_tunnel *t, struct km_prom *p)
+{
+	uint64_t by_state[KM_CERT_EXPIRED + 1] = { 0 };
+	int64_t now = (int64_t)time(NULL), soonest = -1;
+	char labels[64];
+
+	for (size_t i = 0; i < t->certs.n; i++) {
+		const struct km_cert *e = t->certs.by_id[i];
+
+		by_state[km_cert_state(e, now)]++;
+		if (e->has_cert && (soonest < 0 || e->cert.not_after - now < soonest))
+			soonest = e->cert.not_after - now;
+	}
+	km_prom_family(p, "kmesh_tunnel_build_info", "gauge", "the tunnel's build");
+	km_prom_printf(p, "kmesh_tunnel_build_info{version=\"%s\"} 1\n", km_version());
+	km_prom_metric(p, "kmesh_tunnel_pods", "gauge", "enrolled pods the CNI agent named",
+		       t->pods.n);
+	km_prom_metric(p, "kmesh_tunnel_identities", "gauge",
+		       "identities (service accounts) with an enrolled pod on this node",
+		       t->pods.n_ids);
+	km_prom_metric(p, "kmesh_tunnel_pods_refused_total", "counter",
+		       "pods the CNI agent named that were refused (a malformed name or address, or "
+		       "past 65536)", t->pods.refused);
+	km_prom_family(p, "kmesh_tunnel_certificates", "gauge",
+		       "workload certificates by state: pending, failed, valid, renewing, expired");
+	for (int s = 0; s <= KM_CERT_EXPIRED; s++) {
+		snprintf(labels, sizeof(labels), "state=\"%s\"", km_cert_state_name(s));
+		km_prom_sample(p, "kmesh_tunnel_certificates", labels, by_state[s]);
+	}
+	km_prom_family(p, "kmesh_tunnel_ca_requests_total", "counter",
+		       "CreateCertificate calls to istiod's CA by result: issued (a first "
+		       "certificate), renewed, failed");
+	km_prom_sample(p, "kmesh_tunnel_ca_requests_total", "result=\"issued\"", t->certs.stats.fetched);
+	km_prom_sample(p, "kmesh_tunnel_ca_requests_total", "result=\"renewed\"", t->certs.stats.renewed);
+	km_prom_sample(p, "kmesh_tunnel_ca_requests_total", "result=\"failed\"", t->certs.stats.failed);
+	km_prom_metric(p, "kmesh_tunnel_certificates_dropped_total", "counter",
+		       "certificates dropped (keys wiped) when their identity's last pod left",
+		       t->certs.stats.dropped);
+	km_prom_family(p, "kmesh_tunnel_certificate_expiry_seconds", "gauge",
+		       "seconds until the soonest held certificate expires (-1: none held)");
+	km_prom_printf(p, "kmesh_tunnel_certificate_expiry_seconds %lld\n", (long long)soonest);
+	km_prom_metric(p, "kmesh_tunnel_feeds_refused_total", "counter",
+		       "TunnelPods messages from a peer other than the CNI agent, refused",
+		       t->feeds_refused);
+}
+
+void km_tunnel_metrics_write(struct km_tunnel *t)
+{
+	struct km_prom p;
+
+	if (!t->metrics.path[0])
+		return;
+	km_prom_init(&p);
+	render(t, &p);
+	km_process_metrics(&p, "tunnel");
+	km_prom_file_write(&t->metrics, &p);
+}

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# tunnel_test.sh — kmesh-tunnel's workload certificates, end to end (issue 48, items 1 and 2):
+# pods set up by the real CNI chain (Debian's bridge + host-local, then kmesh-cni) are enrolled
+# by the real CNI agent (a fake Kubernetes API says which, and their service accounts), which
+# tells the tunnel; the tunnel asks the fake istiod's CA (tests/lib/fake_ca.py) for each
+# identity by impersonation. Checked:
+#   - a certificate per service account with an enrolled pod, asked before the ADD returned,
+#     impersonated, with the token and clusterid; a second pod of that account asks nothing;
+#     none for a pod outside the mesh;
+#   - renewed before expiry (10 s TTL), the old one served while istiod's CA fails, then renewed
+#     once it is back; dropped (key wiped) when the identity's last pod is deleted;
+#   - a restarted tunnel gets the pods again from the CNI agent, and their certificates;
+#   - never a key in the dump, the logs or the metrics; the pods' word only from root (role cni);
+#   - with --hbone on, enrolled pods are annotated ambient.istio.io/redirection=enabled too.
+set -uo pipefail
+source "$(dirname "$0")/../lib/mesh-env.sh"
+source "$(dirname "$0")/../lib/check.sh"
+
+trap 'km_env_cleanup' EXIT
+km_env_setup kmt$$ >/dev/null
+km_make_pki
+CNI=$KM_DIR/cni
+CONFLIST=$CNI/net.d/10-kmtest.conflist
+mkdir -p "$CNI/bin" "$CNI/net.d" "$CNI/sa" "$CNI/cache" "$KM_DIR/metrics"
+cp "$KM_DIR/pki/ca.pem" "$CNI/sa/ca.crt"
+echo "token-1" >"$CNI/sa/token"
+TD=cluster.local
+NODE_ID=spiffe://$TD/ns/kmesh-system/sa/kmesh
+CLIENT_ID=spiffe://$TD/ns/mesh/sa/client
+SERVER_ID=spiffe://$TD/ns/mesh/sa/server
+echo "node-token" >"$KM_DIR/token"
+
+cat >"$KM_DIR/kube.json" <<'JSON'
+{"namespaces": {"mesh": {"labels": {"istio.io/dataplane-mode": "Kmesh"}}, "plain": {}},
+ "pods": {"mesh/c1": {"serviceAccount": "client"}, "mesh/c2": {"serviceAccount": "client"},
+          "mesh/s1": {"serviceAccount": "server"}, "plain/b1": {"serviceAccount": "client"}}}
+JSON
+km_kube_api_start "$KM_DIR/kube.json" token-1
+cat >"$CONFLIST" <<JSON
+{"cniVersion": "1.0.0", "name": "kmtest",
+ "plugins": [{"type": "bridge", "bridge": "cni0", "isGateway": true,
+              "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.125.0.0/24"}]],
+                       "dataDir": "$CNI/ipam"}}]}
+JSON
+km_istiod_start --ca-cert "$KM_DIR/pki/ca.pem" --ca-key "$KM_DIR/pki/ca.key"
+km_istiod send '{"cmd": "ca", "tokens": {"node-token": "'$NODE_ID'"}, "cluster": "test-cluster",
+	"trusted": ["'$NODE_ID'"], "allowed": ["'$CLIENT_ID'", "'$SERVER_ID'"]}' >/dev/null
+km_map_writer_start || exit 1
+
+TSOCK=$KM_DIR/tunnel/tunnel.sock
+mkdir -p "$KM_DIR/tunnel"
+tunnel_start() {
+	"$KM_BIN/kmesh-tunnel" --socket "$TSOCK" --ca-address "127.0.0.1:$KM_ISTIOD_PORT" \
+		--ca-root-file "$KM_DIR/pki/ca.pem" --ca-server-name istiod.istio-system.svc \
+		--ca-token-file "$KM_DIR/token" --cluster-id test-cluster --cert-ttl 10 \
+		--metrics-dir "$KM_DIR/metrics" --log-level debug >>"$KM_DIR/tunnel.log" 2>&1 &
+	TUNNEL=$!
+	KM_PIDS+=($TUNNEL)
+	for _ in $(seq 1 50); do [ -S "$TSOCK" ] && return 0; sleep 0.1; done
+	return 1
+}
+tunnel_start || { echo "the tunnel did not start"; cat "$KM_DIR/tunnel.log"; exit 1; }
+
+AGENT_SOCK=$CNI/state/agent.sock
+ip netns exec "$KM_NODE" env KUBERNETES_SERVICE_HOST=127.0.0.1 \
+	KUBERNETES_SERVICE_PORT="$KM_KUBE_PORT" KMESH_SERVICE_ACCOUNT_DIR="$CNI/sa" \
+	"$KM_BIN/kmesh-cni-agent" install --cni-bin-dir "$CNI/bin" --cni-conf-dir "$CNI/net.d" \
+	--plugin-binary "$KM_BIN/kmesh-cni" --node-name node-1 --map-writer-socket "$KM_SOCKET" \
+	--state-dir "$CNI/state" --reconcile-ms 200 --tunnel-socket "$TSOCK" --hbone on \
+	--log-level debug >>"$KM_DIR/installer.log" 2>&1 &
+KM_PIDS+=($!)
+for _ in $(seq 1 50); do
+	[ -S "$AGENT_SOCK" ] && grep -q "cache: .* pods listed" "$KM_DIR/installer.log" &&
+		grep -q kmesh-cni "$CONFLIST" 2>/dev/null && break
+	sleep 0.1
+done
+
+chain() { # chain ADD|DEL POD NAMESPACE
+	ip netns exec "$KM_NODE" "$KM_PY" "$KM_ROOT/tests/lib/cni_chain.py" "$1" --conflist "$CONFLIST" \
+		--cni-path "$CNI/bin:/usr/lib/cni" --cache "$CNI/cache" --container-id "ctr-$2" \
+		--netns "/run/netns/$KM_PREFIX-$2" --pod-namespace "$3" --pod-name "$2"
+}
+pod_add() { # pod_add POD NAMESPACE
+	ip netns add "$KM_PREFIX-$1"
+	KM_PODS+=("$KM_PREFIX-$1")
+	ip -n "$KM_PREFIX-$1" link set lo up
+	chain ADD "$1" "$2" >"$CNI/$1.result" 2>"$CNI/$1.err" || cat "$CNI/$1.err"
+}
+CTL() { "$KM_ROOT/build/bin/kmeshctl" --tunnel-socket "$TSOCK" "$@"; }
+certs() { CTL -o json dump certs; }
+# cert_is ID PYTHON-EXPR: the dump's certificate for ID (c; None when absent) makes EXPR true
+cert_is() {
+	certs | "$KM_PY" -c 'import json, sys
+d = json.load(sys.stdin); c = ([x for x in d["certs"] if x["identity"] == sys.argv[1]] or [None])[0]
+sys.exit(not eval(sys.argv[2]))' "$1" "$2"
+}
+wait_cert() { # wait_cert ID EXPR [TENTHS]
+	for _ in $(seq 1 "${3:-50}"); do cert_is "$1" "$2" && return 0; sleep 0.1; done
+	cert_is "$1" "$2"
+}
+ca_calls() { # ca_calls ID: CreateCertificate calls the CA saw for ID
+	km_istiod send '{"cmd": "ca-state"}' | "$KM_PY" -c 'import json, sys
+print(sum(1 for c in json.load(sys.stdin)["calls"] if c["impersonate"] == sys.argv[1]))' "$1"
+}
+metric() { awk -v m="$1" '$1 == m {print $2}' "$KM_DIR/metrics/tunnel.prom"; }
+
+pod_add c1 mesh
+check "the first pod of mesh/client enrolled: its certificate is issued (valid) within 5 s, before any connection" \
+	wait_cert "$CLIENT_ID" 'c and c["state"] == "valid" and c["serial"] and c["fetches"] == 1'
+check "... asked by impersonation, with the node's token and clusterid, a CSR for exactly it" \
+	eval 'km_istiod send "{\"cmd\": \"ca-state\"}" | "$KM_PY" -c "import json, sys
+c = [c for c in json.load(sys.stdin)[\"calls\"] if c[\"impersonate\"] == \"$CLIENT_ID\"][0]
+sys.exit(not (c[\"authorization\"] == \"Bearer node-token\" and c[\"clusterid\"] == \"test-cluster\" and
+              c[\"csr_uris\"] == [\"$CLIENT_ID\"] and c[\"csr_cn\"] is None and c[\"ttl\"] == 10 and
+              c[\"result\"] == \"OK $CLIENT_ID\"))"'
+pod_add c2 mesh
+pod_add s1 mesh
+pod_add b1 plain
+check "mesh/server's pod: its own certificate" wait_cert "$SERVER_ID" 'c and c["state"] == "valid"'
+check "a second pod of mesh/client asks the CA nothing more (one certificate per identity)" \
+	eval 'cert_is "$CLIENT_ID" "c[\"fetches\"] == 1" && [ "$(ca_calls "$CLIENT_ID")" = 1 ]'
+check "the pod outside the mesh (plain/b1) has none: 2 certificates, 3 pods" \
+	cert_is "$CLIENT_ID" 'len(d["certs"]) == 2 and sorted(p["name"] for p in d["pods"]) == ["c1", "c2", "s1"]'
+check "the pods' identities and addresses, as the CNI agent named them" \
+	cert_is "$SERVER_ID" '[(p["identity"], p["addresses"][0].startswith("10.125.0.")) for p in d["pods"] if p["name"] == "s1"] == [(sys.argv[1], True)]'
+check "kmeshctl dump certs: a table of identity, state, serial, validity" \
+	eval 'CTL dump certs | grep -q "$SERVER_ID.*valid"'
+
+serial_of() { certs | "$KM_PY" -c 'import json, sys; print([c["serial"] for c in json.load(sys.stdin)["certs"] if c["identity"] == sys.argv[1]][0])' "$1"; }
+SERIAL=$(serial_of "$CLIENT_ID")
+check "renewed before it expires (10 s TTL: at about half), a new serial, with no gap" \
+	wait_cert "$CLIENT_ID" 'c["serial"] != "'"$SERIAL"'" and c["state"] == "valid" and c["fetches"] == 2' 70
+# mesh/server's renewal comes a second or two later: istiod's CA fails it
+km_istiod send '{"cmd": "ca", "fail": "UNAVAILABLE"}' >/dev/null
+SERIAL=$(serial_of "$SERVER_ID")
+check "istiod's CA failing: the renewal fails and is tried again, the current certificate still served" \
+	wait_cert "$SERVER_ID" 'c["failures"] >= 2 and "grpc-status 14" in c["last_error"] and c["serial"] == "'"$SERIAL"'" and c["state"] in ("valid", "renewing")' 90
+km_istiod send '{"cmd": "ca", "fail": null}' >/dev/null
+check "... and renewed once the CA is back (backoff of seconds), before the old one expired" \
+	wait_cert "$SERVER_ID" 'c["serial"] != "'"$SERIAL"'" and c["state"] == "valid" and c["last_error"] == ""' 50
+
+chain DEL c1 mesh >/dev/null 2>&1
+check "a pod of mesh/client deleted: the other still has it, the certificate stays" \
+	eval 'sleep 0.5; cert_is "$CLIENT_ID" "c is not None and sorted(p[\"name\"] for p in d[\"pods\"]) == [\"c2\", \"s1\"]"'
+chain DEL c2 mesh >/dev/null 2>&1
+check "its last pod deleted: the certificate is dropped" wait_cert "$CLIENT_ID" 'c is None'
+sleep 1.1 # the metrics file is written every second
+check "metrics: 1 identity, 1 valid certificate, 1 dropped, CA calls issued/renewed/failed counted" \
+	eval '[ "$(metric kmesh_tunnel_identities)" = 1 ] && [ "$(metric kmesh_tunnel_certificates_dropped_total)" = 1 ] &&
+	      grep -q "^kmesh_tunnel_certificates{state=\"valid\"} 1" "$KM_DIR/metrics/tunnel.prom" &&
+	      grep -q "^kmesh_tunnel_ca_requests_total{result=\"issued\"} 2" "$KM_DIR/metrics/tunnel.prom" &&
+	      grep -Eq "^kmesh_tunnel_ca_requests_total\{result=\"failed\"\} [1-9]" "$KM_DIR/metrics/tunnel.prom"'
+
+kill -TERM "$TUNNEL"
+wait "$TUNNEL" 2>/dev/null
+tunnel_start
+check "a restarted tunnel: the CNI agent names the pods again, the certificate comes back" \
+	wait_cert "$SERVER_ID" 'c and c["state"] == "valid" and [p["name"] for p in d["pods"]] == ["s1"]' 50
+
+check "no private key in the dump, the tunnel's log or its metrics" \
+	eval '! certs | grep -qi "key" && ! grep -q "PRIVATE KEY" "$KM_DIR/tunnel.log" "$KM_DIR/metrics/tunnel.prom"'
+chmod 0666 "$TSOCK"
+check "the pods' word from a non-root peer (role cni) is refused, as is admin from another uid" \
+	eval '! setpriv --reuid=65534 --regid=65534 --clear-groups "$KM_TESTCTL" hello --socket "$TSOCK" --role cni &&
+	      ! setpriv --reuid=65534 --regid=65534 --clear-groups "$KM_TESTCTL" hello --socket "$TSOCK" --role admin &&
+	      "$KM_TESTCTL" hello --socket "$TSOCK" --role cni'
+check "--hbone on: enrolled pods are annotated ambient.istio.io/redirection=enabled beside kmesh's" \
+	"$KM_PY" -c 'import json, sys
+reqs = [json.loads(l) for l in open(sys.argv[1])]
+a = [json.loads(r["body"])["metadata"]["annotations"] for r in reqs if r["method"] == "PATCH"]
+assert a and all(x == {"kmesh.net/redirection": "enabled", "ambient.istio.io/redirection": "enabled"} for x in a), a' \
+	"$KM_DIR/kube-api.requests"
+[ $KM_FAIL -eq 0 ] || { tail -n 40 "$KM_DIR/tunnel.log"; grep -i tunnel "$KM_DIR/installer.log" | tail -n 20; }
+km_check_summary tunnel
