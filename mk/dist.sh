@@ -20,7 +20,7 @@ version=$(build/bin/kmeshctl --version | awk '{print $2}' | tr -d ,)
 arch=$(uname -m)
 name=kmesh-$version-linux-$arch
 dir=$out/$name
-programs=(kmesh-map-writer kmesh-xds-agent kmesh-ipsec-agent kmesh-cni-agent kmeshctl)
+programs=(kmesh-map-writer kmesh-xds-agent kmesh-ipsec-agent kmesh-tunnel kmesh-cni-agent kmeshctl)
 for p in "${programs[@]}" kmesh-cni; do
 	[ -x "build/bin/$p" ] || { echo "dist.sh: build/bin/$p is missing: run make first" >&2; exit 1; }
 done

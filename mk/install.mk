@@ -27,8 +27,9 @@ endif
 # The units name /etc/kmesh/kmesh.env, so this directory is fixed.
 CONF_DIR := /etc/kmesh
 
-BINS  := kmesh-map-writer kmesh-xds-agent kmesh-ipsec-agent kmesh-cni kmeshctl
-UNITS := kmesh-map-writer.service kmesh-xds-agent.service kmesh-ipsec-agent.service kmesh.target
+BINS  := kmesh-map-writer kmesh-xds-agent kmesh-ipsec-agent kmesh-tunnel kmesh-cni kmeshctl
+UNITS := kmesh-map-writer.service kmesh-xds-agent.service kmesh-ipsec-agent.service \
+         kmesh-tunnel.service kmesh.target
 SRC   := deploy/systemd
 
 # systemd is PID 1 (sd_booted()'s test) and this installs into the running system
@@ -65,7 +66,8 @@ uninstall:
 	@if $(LIVE); then \
 		echo "systemctl disable --now kmesh.target"; \
 		systemctl disable --now kmesh.target || true; \
-		systemctl stop kmesh-ipsec-agent.service kmesh-xds-agent.service kmesh-map-writer.service || true; \
+		systemctl stop kmesh-tunnel.service kmesh-ipsec-agent.service kmesh-xds-agent.service \
+			kmesh-map-writer.service || true; \
 	fi
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(BINS))
 	rm -f $(addprefix $(DESTDIR)$(SYSTEMD_DIR)/,$(UNITS))

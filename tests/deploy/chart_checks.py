@@ -37,7 +37,7 @@ def mounts_of(name):
 caps = {n: c.get("securityContext", {}).get("capabilities", {}) for n, c in by_name.items()}
 ipsec = mode == "all"
 
-expect = ["map-writer", "xds-agent"] + (["ipsec-agent"] if ipsec else []) + ["cni-installer"]
+expect = ["map-writer", "xds-agent"] + (["ipsec-agent", "tunnel"] if ipsec else []) + ["cni-installer"]
 check(f"{mode}: one container per process: {expect}", [c["name"] for c in inits + mains] == expect)
 check("only the map writer has CAP_BPF",
       [n for n, c in caps.items() if "BPF" in c.get("add", [])] == ["map-writer"])
@@ -57,7 +57,32 @@ if ipsec:
     check("the IPsec agent adds NET_ADMIN only, and runs the in-cluster kubeconfig",
           caps["ipsec-agent"].get("add") == ["NET_ADMIN"]
           and "--kubeconfig=in-cluster" in by_name["ipsec-agent"]["args"])
-daemons = [n for n in ("map-writer", "xds-agent", "ipsec-agent", "cni-installer") if n in by_name]
+if ipsec:
+    ts = by_name["tunnel"]["securityContext"]
+    targs = dict(a[2:].split("=", 1) for a in by_name["tunnel"]["args"] if "=" in a)
+    cargs = dict(a[2:].split("=", 1) for a in by_name["cni-installer"]["args"] if "=" in a)
+    check("the tunnel: non-root, a uid and gid of its own (not the xDS agent's), no capabilities",
+          ts.get("runAsNonRoot") is True and ts.get("runAsUser", 0) > 0 and not caps["tunnel"].get("add")
+          and ts["runAsUser"] != xs["runAsUser"] and ts["runAsGroup"] != xs["runAsGroup"])
+    check("the tunnel asks istiod's CA (the xDS address, its root, the istio-ca token) for the trust domain",
+          targs["ca-address"] == "istiod.istio-system.svc:15012"
+          and targs["ca-root-file"] == "/var/run/secrets/istio/root-cert.pem"
+          and targs["ca-token-file"] == "/var/run/secrets/tokens/istio-token"
+          and targs["trust-domain"] == "td.example" and targs["cert-ttl"] == "3600"
+          and {"/var/run/secrets/istio", "/var/run/secrets/tokens"} <= set(mounts_of("tunnel")))
+    check("the CNI agent tells the tunnel's socket the pods (their shared run dir), and advertises HBONE",
+          cargs["tunnel-socket"] == targs["socket"] == "/run/kmesh-tunnel/tunnel.sock"
+          and cargs["hbone"] == "on"
+          and mounts_of("cni-installer")["/run/kmesh-tunnel"]["name"] == "tunnel-run"
+          and ts["runAsGroup"] in pod["securityContext"]["supplementalGroups"])
+    check("the tunnel's liveness: kmeshctl ready tunnel on its socket",
+          by_name["tunnel"]["livenessProbe"]["exec"]["command"]
+          == ["kmeshctl", "--tunnel-socket=/run/kmesh-tunnel/tunnel.sock", "ready", "tunnel"])
+else:
+    check("no tunnel by default, and the CNI agent neither feeds one nor advertises HBONE",
+          "tunnel" not in by_name and not any(a.startswith(("--tunnel-socket", "--hbone"))
+                                              for a in by_name["cni-installer"]["args"]))
+daemons = [n for n in ("map-writer", "xds-agent", "ipsec-agent", "tunnel", "cni-installer") if n in by_name]
 check(f"logAsJson: --log-format=json on every daemon ({mode} values: {'on' if mode == 'all' else 'off'})",
       all(("--log-format=json" in by_name[n]["args"]) == (mode == "all") for n in daemons)
       and len(daemons) >= 3)
@@ -143,7 +168,7 @@ check("the xDS agent gets the istio-ca token and Istio's root CA, and the run di
 vols = {v["name"]: v for v in pod["volumes"]}
 token = vols["istio-token"]["projected"]["sources"][0]["serviceAccountToken"]
 check("the istio token is projected with audience istio-ca", token["audience"] == "istio-ca")
-check("one metrics directory shared by the map writer, the xDS agent (and the IPsec agent)",
+check("one metrics directory shared by the map writer, the xDS agent (and the IPsec agent, the tunnel)",
       all("/run/kmesh-metrics" in mounts[n] for n in expect if n != "cni-installer")
       and "emptyDir" in vols["metrics"])
 check("the map writer sees the host's cgroup root, bpffs, run dir and pod netns mounts",

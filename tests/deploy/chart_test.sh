@@ -102,6 +102,14 @@ check "... absent where the API server has no ValidatingAdmissionPolicy v1 (befo
 	eval '! render | grep -q "kind: ValidatingAdmissionPolicy"'
 check "... and when turned off (nodeScopedWrites=false)" \
 	eval '! render --api-versions "$VAP" --set nodeScopedWrites=false | grep -q "kind: ValidatingAdmissionPolicy"'
+check "... which lets only kmesh.net/redirection change, and with features.hbone.advertise ambient.istio.io/redirection too" \
+	eval '! grep -q "ambient.istio.io/redirection" "$TMP/vap.yaml" &&
+	      render --api-versions "$VAP" --set tunnel.enabled=true,features.hbone.advertise=true |
+	      grep -q "k in \[.kmesh.net/redirection., .ambient.istio.io/redirection.\]"'
+check "features.hbone.advertise without the tunnel is refused (pods would be sent to a 15008 nobody serves)" \
+	refused features.hbone.advertise=true -- "features.hbone.advertise needs tunnel.enabled"
+check "the tunnel as the xDS agent's uid is refused (it holds workload keys)" \
+	refused tunnel.enabled=true,tunnel.uid=10901 -- "tunnel.uid must differ from xdsAgent.uid"
 
 # The image's packages: each library a binary links (its NEEDED entries) must come from a package
 # the Dockerfile installs (libc6 is in the base image).

@@ -18,7 +18,7 @@ mkdir -p "$TMP/x" && tar -xzf "$tarball" -C "$TMP/x"
 D=$(ls -d "$TMP"/x/kmesh-*/ | head -1)
 D=${D%/}
 app=$(sed -n 's/^appVersion: *"*\([^"]*\)"*$/\1/p' charts/kmesh/Chart.yaml)
-for p in kmesh-map-writer kmesh-xds-agent kmesh-ipsec-agent kmesh-cni-agent kmeshctl kubectl-kmesh; do
+for p in kmesh-map-writer kmesh-xds-agent kmesh-ipsec-agent kmesh-tunnel kmesh-cni-agent kmeshctl kubectl-kmesh; do
 	v=$("$D/bin/$p" --version 2>&1 | awk '{print $2}' | tr -d ,)
 	check "bin/$p --version runs from the tarball: the chart's $app ($v)" eval '[ "${v%%+*}" = "$app" ]'
 done

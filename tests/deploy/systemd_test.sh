@@ -14,9 +14,9 @@ trap 'rm -rf "$TMP"' EXIT
 D=$TMP/destdir # DESTDIR
 BINDIR=/usr/local/bin
 UNITDIR=$D/usr/local/lib/systemd/system
-SERVICES=(kmesh-map-writer kmesh-xds-agent kmesh-ipsec-agent)
+SERVICES=(kmesh-map-writer kmesh-xds-agent kmesh-ipsec-agent kmesh-tunnel)
 # the exposure each unit reaches now (systemd 252); a change that loosens one fails here
-declare -A CEILING=([kmesh-map-writer]=2.2 [kmesh-xds-agent]=1.2 [kmesh-ipsec-agent]=1.8)
+declare -A CEILING=([kmesh-map-writer]=2.2 [kmesh-xds-agent]=1.2 [kmesh-ipsec-agent]=1.8 [kmesh-tunnel]=1.2)
 
 install_into() { # install_into DESTDIR [VAR=VALUE...]: mk/install.mk from the repository root
 	make -C "$ROOT" --no-print-directory -f mk/install.mk install DESTDIR="$1" "${@:2}" >"$TMP/install.log" 2>&1 ||
@@ -36,7 +36,7 @@ check "make -f mk/install.mk install DESTDIR=... (binaries from build/bin, no bu
 
 installed_all() {
 	local f
-	for f in kmesh-map-writer kmesh-xds-agent kmesh-ipsec-agent kmesh-cni kmeshctl; do
+	for f in kmesh-map-writer kmesh-xds-agent kmesh-ipsec-agent kmesh-tunnel kmesh-cni kmeshctl; do
 		[ -x "$D$BINDIR/$f" ] || { echo "# missing $D$BINDIR/$f"; return 1; }
 	done
 	for f in "${SERVICES[@]/%/.service}" kmesh.target; do
@@ -45,7 +45,7 @@ installed_all() {
 	[ -f "$D/usr/local/lib/sysusers.d/kmesh.conf" ] && [ -f "$D/etc/kmesh/kmesh.env" ] &&
 		cmp -s "$ROOT/demo/mesh.json" "$D/etc/kmesh/mesh.json"
 }
-check "installed: 5 binaries in $BINDIR, 3 services and kmesh.target, sysusers, kmesh.env, mesh.json" installed_all
+check "installed: 6 binaries in $BINDIR, 4 services and kmesh.target, sysusers, kmesh.env, mesh.json" installed_all
 check "no @BINDIR@ is left in the installed units" eval '! grep -l "@BINDIR@" "$UNITDIR"/kmesh*'
 
 # ExecStart= and ExecStartPost= name the installed binaries: BINDIR as installed, executable
@@ -80,21 +80,28 @@ verify_clean() {
 	# exit status 0 (no error), and no line about ours: every path and unit of ours has kmesh in it
 	[ $rc -eq 0 ] && ! grep -q kmesh "$TMP/verify.out"
 }
-check "systemd-analyze verify: no warning or error about the three units and kmesh.target" verify_clean
+check "systemd-analyze verify: no warning or error about the four units and kmesh.target" verify_clean
 
 # The privileges the design demands (docs/install-vm.md), read from the installed files.
 MW=$UNITDIR/kmesh-map-writer.service XDS=$UNITDIR/kmesh-xds-agent.service
-IPS=$UNITDIR/kmesh-ipsec-agent.service
+IPS=$UNITDIR/kmesh-ipsec-agent.service TUN=$UNITDIR/kmesh-tunnel.service
 check "xDS agent: User=kmesh" value_is "$XDS" User kmesh
 check "xDS agent: empty CapabilityBoundingSet= and AmbientCapabilities=" eval \
 	'has_line "$XDS" CapabilityBoundingSet= && value_is "$XDS" CapabilityBoundingSet "" &&
 	 has_line "$XDS" AmbientCapabilities= && value_is "$XDS" AmbientCapabilities ""'
+check "tunnel: User=kmesh-tunnel (not the xDS agent's user: it holds workload keys), no capabilities, no core dumps" eval \
+	'value_is "$TUN" User kmesh-tunnel && has_line "$TUN" CapabilityBoundingSet= && value_is "$TUN" CapabilityBoundingSet "" &&
+	 has_line "$TUN" AmbientCapabilities= && value_is "$TUN" LimitCORE 0'
+check "tunnel: its socket's and its metrics' directories of its own, the metrics one below the node's" eval \
+	'value_is "$TUN" RuntimeDirectory "kmesh/tunnel kmesh/metrics/tunnel" &&
+	 grep -q "^ExecStart=.*kmesh-tunnel --metrics-dir /run/kmesh/metrics/tunnel " "$TUN"'
 check "map writer: bounding set exactly CAP_BPF CAP_PERFMON CAP_NET_ADMIN CAP_SYS_ADMIN" \
 	value_is "$MW" CapabilityBoundingSet "CAP_BPF CAP_PERFMON CAP_NET_ADMIN CAP_SYS_ADMIN"
 check "IPsec agent: bounding set exactly CAP_NET_ADMIN" value_is "$IPS" CapabilityBoundingSet CAP_NET_ADMIN
 check "only the map writer's bounding set has CAP_BPF" eval \
 	'values "$MW" CapabilityBoundingSet | grep -qx CAP_BPF &&
-	 ! values "$XDS" CapabilityBoundingSet | grep -qx CAP_BPF && ! values "$IPS" CapabilityBoundingSet | grep -qx CAP_BPF'
+	 ! values "$XDS" CapabilityBoundingSet | grep -qx CAP_BPF && ! values "$IPS" CapabilityBoundingSet | grep -qx CAP_BPF &&
+	 ! values "$TUN" CapabilityBoundingSet | grep -qx CAP_BPF'
 every_unit() { # every_unit LINE: each service has LINE
 	local s
 	for s in "${SERVICES[@]}"; do has_line "$UNITDIR/$s.service" "$1" || { echo "# $s lacks $1"; return 1; }; done
@@ -128,9 +135,10 @@ sysusers_ok() {
 	mkdir -p "$TMP/sysroot/etc"
 	systemd-sysusers --root="$TMP/sysroot" "$D/usr/local/lib/sysusers.d/kmesh.conf" >/dev/null 2>&1 &&
 		grep -q "^kmesh:x:[0-9]*:[0-9]*:.*:/usr/sbin/nologin$" "$TMP/sysroot/etc/passwd" &&
-		grep -q "^kmesh:x:" "$TMP/sysroot/etc/group"
+		grep -q "^kmesh:x:" "$TMP/sysroot/etc/group" &&
+		grep -q "^kmesh-tunnel:x:[0-9]*:[0-9]*:.*:/usr/sbin/nologin$" "$TMP/sysroot/etc/passwd"
 }
-check "sysusers: creates the system user and group kmesh (nologin)" sysusers_ok
+check "sysusers: creates the system users and groups kmesh and kmesh-tunnel (nologin)" sysusers_ok
 
 # The configuration is the administrator's: a second install keeps it.
 config_kept() {

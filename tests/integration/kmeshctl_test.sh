@@ -48,9 +48,11 @@ km_map_writer_start || exit 1
 km_agent_start
 key_file 1 17
 start_agent --map-writer-socket ""
-# the tunnel: no pod is enrolled through a CNI agent here, so it never calls its (absent) CA
+# the tunnel: no pod is enrolled through a CNI agent here, so it never calls its (absent) CA;
+# its metrics in a subdirectory of the metrics directory, as its systemd unit has them
+mkdir -p "$KM_DIR/metrics"
 "$KM_BIN/kmesh-tunnel" --socket "$KM_DIR/tunnel.sock" --ca-address 127.0.0.1:1 \
-	--metrics-dir "" >>"$KM_DIR/tunnel.log" 2>&1 &
+	--metrics-dir "$KM_DIR/metrics/tunnel" >>"$KM_DIR/tunnel.log" 2>&1 &
 TUNNEL=$!
 KM_PIDS+=($TUNNEL)
 for _ in $(seq 1 50); do [ -S "$KM_DIR/tunnel.sock" ] && break; sleep 0.1; done
@@ -132,6 +134,9 @@ check "the node's metrics page holds the IPsec agent's metrics too" \
 	      km_metrics_has "^kmesh_ipsec_current_spi 1"'
 check "dump ipsec -o json: the IPsec agent's key" \
 	ctl_is json 'd["current_spi"] == 1 and d["node"] == "node-a"' dump ipsec
+check "the node's metrics page holds the tunnel's too, from its own subdirectory" \
+	eval 'for _ in $(seq 1 30); do km_metrics_has "^kmesh_tunnel_identities 0" && break; sleep 0.1; done
+	      km_metrics_has "^kmesh_tunnel_identities 0"'
 check "dump certs -o json: the tunnel's certificates and pods (none enrolled here), its trust domain" \
 	ctl_is json 'd["certs"] == [] and d["pods"] == [] and d["trust_domain"] == "cluster.local"' dump certs
 check "dump certs as a table: a section each for certificates and pods" \

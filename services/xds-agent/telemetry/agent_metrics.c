@@ -160,21 +160,41 @@ static int by_name(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The other processes' files, in name order. */
+/* The *.prom files of dir (sub: as "sub/name"), added to names up to KM_METRICS_FILES; with
+ * depth 1 the files of its subdirectories too. */
+static void collect(const char *dir, const char *sub, int depth, char **names, size_t *n)
+{
+	char path[4096];
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s%s%s", dir, sub ? "/" : "", sub ? sub : "");
+	if (!(d = opendir(path)))
+		return; /* none written yet */
+	while ((e = readdir(d)) && *n < KM_METRICS_FILES) {
+		if (e->d_name[0] == '.')
+			continue;
+		if ((e->d_type == DT_REG || e->d_type == DT_UNKNOWN) && is_prom_file(e->d_name)) {
+			char name[600];
+
+			snprintf(name, sizeof(name), "%s%s%s", sub ? sub : "", sub ? "/" : "", e->d_name);
+			if ((names[*n] = strdup(name)))
+				(*n)++;
+		} else if (e->d_type == DT_DIR && depth > 0 && strlen(e->d_name) < 256) {
+			collect(dir, e->d_name, depth - 1, names, n);
+		}
+	}
+	closedir(d);
+}
+
+/* The other processes' files, in name order: DIR/NAME.prom, and DIR/SUB/NAME.prom of a process
+ * that may not write DIR itself (the unprivileged tunnel's, under systemd). */
 static void files(struct km_prom *p, const char *dir)
 {
 	char *names[KM_METRICS_FILES];
 	size_t n = 0;
-	struct dirent *e;
-	DIR *d = opendir(dir);
 
-	if (!d)
-		return; /* none written yet */
-	while ((e = readdir(d)) && n < KM_METRICS_FILES)
-		if ((e->d_type == DT_REG || e->d_type == DT_UNKNOWN) && is_prom_file(e->d_name) &&
-		    (names[n] = strdup(e->d_name)))
-			n++;
-	closedir(d);
+	collect(dir, NULL, 1, names, &n);
 	qsort(names, n, sizeof(*names), by_name);
 	for (size_t i = 0; i < n; i++) {
 		char path[4096], err[256];

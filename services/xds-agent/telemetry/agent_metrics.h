@@ -2,9 +2,9 @@
  * own metrics (istiod connection, responses, ACKs and NACKs by type, the apply-latency
  * histogram, the map-writer link, the model's size), Istio's TCP metrics (telemetry.h), then
  * the other processes' metrics as they write them into the metrics directory (every regular
- * file *.prom there, at most KM_METRICS_FILES files of KM_METRICS_FILE_MAX bytes each: the map
- * writer, the IPsec agent, the CNI plugin's counters; one not rewritten for KM_METRICS_FILE_STALE_S
- * is left out, its writer gone). */
+ * file *.prom there or in a subdirectory of it, at most KM_METRICS_FILES files of
+ * KM_METRICS_FILE_MAX bytes each: the map writer, the IPsec agent, the tunnel, the CNI plugin's
+ * counters; one not rewritten for KM_METRICS_FILE_STALE_S is left out, its writer gone). */
 #ifndef KM_XDS_AGENT_METRICS_H
 #define KM_XDS_AGENT_METRICS_H
 
