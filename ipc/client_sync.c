@@ -46,15 +46,47 @@ static int write_all(int fd, const uint8_t *p, size_t len, int timeout_ms)
 	return 0;
 }
 
-static int read_all(int fd, uint8_t *p, size_t len, int timeout_ms)
+/* The descriptors a message carried: kept for the caller (cl->fds) or closed. */
+static void take_fds(struct km_sync_client *cl, struct msghdr *mh)
 {
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		size_t n;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (cl->fds && cl->n_fds < cl->fds_max)
+				cl->fds[cl->n_fds++] = fd;
+			else
+				close(fd);
+		}
+	}
+}
+
+static int read_all(struct km_sync_client *cl, uint8_t *p, size_t len)
+{
+	int fd = cl->fd;
+
 	while (len > 0) {
-		int err = wait_fd(fd, POLLIN, timeout_ms);
+		union {
+			char buf[CMSG_SPACE(sizeof(int) * 64)];
+			struct cmsghdr align;
+		} ctl;
+		struct iovec iov = { p, len };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+				     .msg_controllen = sizeof(ctl.buf) };
+		int err = wait_fd(fd, POLLIN, cl->timeout_ms);
 		ssize_t n;
 
 		if (err)
 			return err;
-		n = recv(fd, p, len, 0);
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+		if (n >= 0)
+			take_fds(cl, &mh);
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
@@ -101,7 +133,7 @@ int km_sync_recv(struct km_sync_client *cl, uint64_t request_id, km_envelope **r
 	int err;
 
 	*reply = NULL;
-	err = read_all(cl->fd, hdr, sizeof(hdr), cl->timeout_ms);
+	err = read_all(cl, hdr, sizeof(hdr));
 	if (err)
 		return err;
 	len = ((size_t)hdr[0] << 24) | ((size_t)hdr[1] << 16) | ((size_t)hdr[2] << 8) | hdr[3];
@@ -110,7 +142,7 @@ int km_sync_recv(struct km_sync_client *cl, uint64_t request_id, km_envelope **r
 	buf = malloc(len);
 	if (!buf)
 		return -ENOMEM;
-	err = read_all(cl->fd, buf, len, cl->timeout_ms);
+	err = read_all(cl, buf, len);
 	if (!err) {
 		*reply = km_msg_unpack(buf, len);
 		/* request id 0: the server refused the connection itself (server.h), whatever

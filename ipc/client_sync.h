@@ -14,6 +14,10 @@ struct km_sync_client {
 	/* from the server's hello reply ("" from a server that does not say) */
 	char server[64], version[64], log_level[16];
 	uint32_t pid;
+	/* sockets the server attaches to a reply (SCM_RIGHTS), kept here up to fds_max when fds is
+	 * set (the caller owns them then), else closed at once */
+	int *fds;
+	size_t fds_max, n_fds;
 };
 
 /* Connect to a Unix socket path and say hello as role. On failure returns -errno, or

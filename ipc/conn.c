@@ -14,7 +14,7 @@ struct km_write {
 	uint8_t bytes[]; /* header + payload (km_conn_send) */
 };
 
-int km_conn_init(uv_loop_t *loop, struct km_conn *c, size_t max_frame)
+static int init(uv_loop_t *loop, struct km_conn *c, size_t max_frame, int ipc)
 {
 	void *owner = c->data;
 
@@ -23,7 +23,17 @@ int km_conn_init(uv_loop_t *loop, struct km_conn *c, size_t max_frame)
 	km_frame_decoder_init(&c->decoder, max_frame);
 	c->max_send = c->decoder.max_frame;
 	c->pipe.data = c;
-	return uv_pipe_init(loop, &c->pipe, 0);
+	return uv_pipe_init(loop, &c->pipe, ipc);
+}
+
+int km_conn_init(uv_loop_t *loop, struct km_conn *c, size_t max_frame)
+{
+	return init(loop, c, max_frame, 0);
+}
+
+int km_conn_init_receiving(uv_loop_t *loop, struct km_conn *c, size_t max_frame)
+{
+	return init(loop, c, max_frame, 1);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -216,6 +226,70 @@ int km_conn_send_owned(struct km_conn *c, void *buf, uint8_t *payload, size_t le
 		free(w);
 	}
 	return err;
+}
+
+int km_conn_send_fds(struct km_conn *c, const void *payload, size_t len, const int *fds, size_t n)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * KM_CONN_MAX_FDS)];
+		struct cmsghdr align;
+	} ctl;
+	uint8_t hdr[KM_FRAME_HEADER];
+	struct iovec iov[2] = { { hdr, sizeof(hdr) }, { (void *)payload, len } };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = ctl.buf,
+			     .msg_controllen = CMSG_SPACE(sizeof(int) * n) };
+	struct cmsghdr *cm;
+	uv_os_fd_t fd;
+	ssize_t sent;
+	int err = send_check(c, len);
+
+	if (err)
+		return err;
+	if (n == 0 || n > KM_CONN_MAX_FDS)
+		return UV_EINVAL;
+	if (km_conn_write_queue(c))
+		return UV_EAGAIN; /* the frame must not overtake what is queued */
+	if ((err = uv_fileno((const uv_handle_t *)&c->pipe, &fd)))
+		return err;
+	km_frame_header(hdr, (uint32_t)len);
+	memset(ctl.buf, 0, sizeof(ctl.buf));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+	do
+		sent = sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (sent < 0 && errno == EINTR);
+	if (sent < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? UV_EAGAIN : -errno;
+	if ((size_t)sent < sizeof(hdr) + len) { /* the rest after it, through libuv */
+		size_t left = sizeof(hdr) + len - (size_t)sent;
+		struct km_write *w = malloc(sizeof(*w) + left);
+		uint8_t *frame = w ? w->bytes : NULL;
+
+		if (!w)
+			return UV_ENOMEM; /* the peer has half a frame: the owner closes */
+		for (size_t i = (size_t)sent; i < sizeof(hdr) + len; i++)
+			frame[i - (size_t)sent] = i < sizeof(hdr) ? hdr[i]
+								  : ((const uint8_t *)payload)[i - sizeof(hdr)];
+		w->budget = c->send_budget;
+		w->len = left;
+		w->owned = NULL;
+		if ((err = send_write(c, w, frame)))
+			free(w);
+		return err;
+	}
+	return 0;
+}
+
+int km_conn_take_socket(struct km_conn *c, uv_tcp_t *tcp)
+{
+	if (!c->pipe.ipc || uv_pipe_pending_count(&c->pipe) <= 0)
+		return UV_EAGAIN;
+	if (uv_pipe_pending_type(&c->pipe) != UV_TCP)
+		return UV_EINVAL;
+	return uv_accept((uv_stream_t *)&c->pipe, (uv_stream_t *)tcp);
 }
 
 size_t km_conn_write_queue(const struct km_conn *c)

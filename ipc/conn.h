@@ -57,6 +57,22 @@ struct km_conn {
 /* Initialise the pipe handle on loop (before uv_accept / uv_pipe_connect on &c->pipe). max_frame
  * bounds the frames both ways; the decoder's (incoming) limit may be changed later on its own. */
 int km_conn_init(uv_loop_t *loop, struct km_conn *c, size_t max_frame);
+/* The same for a connection that receives sockets from its peer (SCM_RIGHTS, km_conn_send_fds):
+ * libuv keeps each one received until km_conn_take_socket. Only for a peer trusted with this
+ * process's descriptor table: a server never takes descriptors from its clients. */
+int km_conn_init_receiving(uv_loop_t *loop, struct km_conn *c, size_t max_frame);
+
+#define KM_CONN_MAX_FDS 64
+/* Send one frame with n sockets (at most KM_CONN_MAX_FDS) attached, over SCM_RIGHTS, written
+ * now (sendmsg on the socket: libuv writes fds only on its IPC pipes, and a server's pipes must
+ * not read them). Only when nothing else waits to be written: returns UV_EAGAIN then, or when
+ * the peer's socket buffer is full, and nothing is sent; the caller answers without sockets.
+ * A partial write queues the rest (the sockets went with its first byte). The fds stay the
+ * caller's to close. Returns 0 or a negative uv error. */
+int km_conn_send_fds(struct km_conn *c, const void *payload, size_t len, const int *fds, size_t n);
+/* The next socket received (km_conn_init_receiving), into tcp (uv_tcp_init'ed, not yet used).
+ * Returns 0, UV_EAGAIN when none is waiting, or another uv error (tcp is then unused). */
+int km_conn_take_socket(struct km_conn *c, uv_tcp_t *tcp);
 /* Start reading frames. */
 int km_conn_start(struct km_conn *c, km_conn_frame_cb on_frame, km_conn_error_cb on_error);
 /* Queue one frame. Returns 0 or a negative uv error. */

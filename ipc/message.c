@@ -178,6 +178,8 @@ const char *km_msg_role_name(Kmesh__Ipc__Role role)
 		return "admin";
 	case KMESH__IPC__ROLE__ROLE_IPSEC:
 		return "ipsec";
+	case KMESH__IPC__ROLE__ROLE_TUNNEL:
+		return "tunnel";
 	default:
 		return "unspecified";
 	}

@@ -32,6 +32,10 @@ void km_msg_free(km_envelope *env);
 int km_msg_reply(struct km_conn *c, uint64_t request_id, Kmesh__Ipc__Code code,
 		 const char *message, uint32_t applied);
 
+/* Reply OK with n sockets attached (km_conn_send_fds; applied = n). Returns what it returned:
+ * UV_EAGAIN when they could not go now (nothing sent). */
+int km_msg_reply_fds(struct km_conn *c, uint64_t request_id, const int *fds, size_t n);
+
 /* Reply with a JSON text (NULL: out of memory). A text too large for a frame gets an error reply
  * instead, so the asker is never left waiting. Returns what the send returned. */
 int km_msg_reply_json(struct km_conn *c, uint64_t request_id, const char *json);

@@ -28,6 +28,27 @@ static int send_reply(struct km_conn *c, uint64_t request_id, Kmesh__Ipc__Reply 
 	return km_msg_send(c, &env);
 }
 
+int km_msg_reply_fds(struct km_conn *c, uint64_t request_id, const int *fds, size_t n)
+{
+	Kmesh__Ipc__Envelope env = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
+	size_t len;
+	uint8_t *buf;
+	int err;
+
+	reply.code = KMESH__IPC__CODE__OK;
+	reply.message = "";
+	reply.applied = (uint32_t)n;
+	env.request_id = request_id;
+	env.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
+	env.reply = &reply;
+	if (!(buf = km_msg_pack(&env, &len)))
+		return UV_ENOMEM;
+	err = km_conn_send_fds(c, buf, len, fds, n);
+	free(buf);
+	return err;
+}
+
 int km_msg_reply(struct km_conn *c, uint64_t request_id, Kmesh__Ipc__Code code,
 		 const char *message, uint32_t applied)
 {

@@ -213,7 +213,8 @@ static enum km_ipc_peer_class classify(struct km_ipc_server *srv, uid_t uid, gid
 	static const Kmesh__Ipc__Role keepers[] = { KMESH__IPC__ROLE__ROLE_CNI,
 						    KMESH__IPC__ROLE__ROLE_ADMIN };
 	static const Kmesh__Ipc__Role others[] = { KMESH__IPC__ROLE__ROLE_XDS,
-						   KMESH__IPC__ROLE__ROLE_IPSEC };
+						   KMESH__IPC__ROLE__ROLE_IPSEC,
+						   KMESH__IPC__ROLE__ROLE_TUNNEL };
 
 	for (size_t i = 0; i < sizeof(keepers) / sizeof(keepers[0]); i++)
 		if (srv->ops.allowed(srv->arg, keepers[i], uid, gid))

@@ -64,7 +64,8 @@ san = $(patsubst %.c,$(B)/san/%.o,$(patsubst $(B)/%,%,$(1)))
 
 BINS := $(B)/bin/kmesh-map-writer $(B)/bin/kmesh-xds-agent $(B)/bin/kmesh-cni $(B)/bin/kmesh-cni-agent \
         $(B)/bin/kmesh-ipsec-agent $(B)/bin/kmesh-tunnel $(B)/bin/kmeshctl
-TEST_TOOLS := $(B)/tests/kmesh-testctl $(B)/tests/kmesh-dumpload $(B)/tests/kmesh-certfetch
+TEST_TOOLS := $(B)/tests/kmesh-testctl $(B)/tests/kmesh-dumpload $(B)/tests/kmesh-certfetch \
+	      $(B)/tests/kmesh-podsock
 SAN_BINS := $(addprefix $(B)/san-bin/,kmesh-map-writer kmesh-xds-agent kmesh-cni kmesh-cni-agent \
 	kmesh-ipsec-agent kmesh-tunnel)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
@@ -172,6 +173,10 @@ $(B)/tests/kmesh-testctl: $(call obj,tests/tools/kmesh-testctl.c $(COMMON_SRCS))
 	$(CC) $(CFLAGS) -o $@ $^ $(COMMON_LIBS)
 
 $(B)/tests/kmesh-dumpload: $(call obj,tests/tools/kmesh-dumpload.c $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(COMMON_LIBS)
+
+$(B)/tests/kmesh-podsock: $(call obj,tests/tools/kmesh-podsock.c $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(COMMON_LIBS)
 

@@ -18,6 +18,8 @@ Kmesh__Ipc__Role km_access_role_parse(const char *name, size_t len)
 		return KMESH__IPC__ROLE__ROLE_ADMIN;
 	if (len == 5 && strncmp(name, "ipsec", 5) == 0)
 		return KMESH__IPC__ROLE__ROLE_IPSEC;
+	if (len == 6 && strncmp(name, "tunnel", 6) == 0)
+		return KMESH__IPC__ROLE__ROLE_TUNNEL;
 	return KMESH__IPC__ROLE__ROLE_UNSPECIFIED;
 }
 
@@ -35,7 +37,7 @@ int km_access_add(struct km_access *a, const char *spec, char *err, size_t errle
 	}
 	r.role = km_access_role_parse(spec, (size_t)(colon - spec));
 	if (r.role == KMESH__IPC__ROLE__ROLE_UNSPECIFIED) {
-		snprintf(err, errlen, "'%s': role must be xds, cni, admin or ipsec", spec);
+		snprintf(err, errlen, "'%s': role must be xds, cni, admin, ipsec or tunnel", spec);
 		return -1;
 	}
 	if (strncmp(colon + 1, "uid=", 4) == 0)

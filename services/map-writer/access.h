@@ -25,7 +25,7 @@ struct km_access {
 /* Parse and add one rule. Returns 0, or -1 with err filled. */
 int km_access_add(struct km_access *a, const char *spec, char *err, size_t errlen);
 int km_access_allowed(const struct km_access *a, Kmesh__Ipc__Role role, uid_t uid, gid_t gid);
-/* Role name ("xds", "cni", "admin") to enum; ROLE_UNSPECIFIED if unknown. */
+/* Role name ("xds", "cni", "admin", "ipsec", "tunnel") to enum; ROLE_UNSPECIFIED if unknown. */
 Kmesh__Ipc__Role km_access_role_parse(const char *name, size_t len);
 
 #endif

@@ -197,8 +197,8 @@ int main(int argc, char **argv)
 		  "group (name or gid) owning the socket file (default: unchanged)", NULL, 0, 0,
 		  parse_group },
 		{ "allow", KM_OPT_FUNC, &w.access, "ROLE:uid=N|ROLE:gid=N",
-		  "let a peer uid or gid (a number or a name) take a role (xds, cni, admin, ipsec); "
-		  "repeatable; uid 0 may take any",
+		  "let a peer uid or gid (a number or a name) take a role (xds, cni, admin, ipsec, "
+		  "tunnel); repeatable; uid 0 may take any",
 		  NULL, 0, 0, parse_allow },
 		{ "max-pods", KM_OPT_UINT, &max_manage, "N", "size of km_manage (enrolled pods)",
 		  "KMESH_MAX_PODS", table_min, table_max },

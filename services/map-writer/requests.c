@@ -2,7 +2,9 @@
  * kind, then table batches, enroll/unenroll, the IPsec switch, dumps and log levels
  * (see requests.h). */
 #include "services/map-writer/requests.h"
+
 #include "services/map-writer/authz_lookup.h"
+#include "services/map-writer/pod_sockets.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -153,6 +155,8 @@ static int role_may(const struct km_ipc_session *s, Kmesh__Ipc__Envelope__BodyCa
 		return s->role == KMESH__IPC__ROLE__ROLE_ADMIN;
 	case KMESH__IPC__ENVELOPE__BODY_SUBSCRIBE:
 		return s->role == KMESH__IPC__ROLE__ROLE_ADMIN || s->role == KMESH__IPC__ROLE__ROLE_XDS;
+	case KMESH__IPC__ENVELOPE__BODY_POD_SOCKETS:
+		return s->role == KMESH__IPC__ROLE__ROLE_TUNNEL;
 	default:
 		return 1;
 	}
@@ -231,12 +235,13 @@ static Kmesh__Ipc__Code ipsec_dataplane(struct km_mw_requests *w, const Kmesh__I
 
 static const char *const kind_labels[KM_MW_KINDS] = {
 	"other", "batch", "sync", "enroll", "unenroll", "enroll_query", "dump", "set_log_level",
-	"ipsec_dataplane", "set_config", "subscribe",
+	"ipsec_dataplane", "set_config", "subscribe", "pod_sockets",
 };
 
 const char *km_mw_role_label(size_t role)
 {
-	static const char *const roles[KM_MW_ROLES] = { "none", "xds", "cni", "admin", "ipsec" };
+	static const char *const roles[KM_MW_ROLES] = { "none", "xds", "cni", "admin", "ipsec",
+							"tunnel" };
 
 	return role < KM_MW_ROLES ? roles[role] : "?";
 }
@@ -269,6 +274,7 @@ static size_t kind_of(Kmesh__Ipc__Envelope__BodyCase body)
 	case KMESH__IPC__ENVELOPE__BODY_IPSEC_DATAPLANE: return 8;
 	case KMESH__IPC__ENVELOPE__BODY_SET_CONFIG: return 9;
 	case KMESH__IPC__ENVELOPE__BODY_SUBSCRIBE: return 10;
+	case KMESH__IPC__ENVELOPE__BODY_POD_SOCKETS: return 11;
 	default: return 0;
 	}
 }
@@ -431,6 +437,9 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 		return;
 	case KMESH__IPC__ENVELOPE__BODY_SET_CONFIG:
 		count(w, s, env, set_config(w, s, env));
+		return;
+	case KMESH__IPC__ENVELOPE__BODY_POD_SOCKETS: /* answered with the sockets attached */
+		count(w, s, env, km_mw_pod_sockets(t, s, env));
 		return;
 	case KMESH__IPC__ENVELOPE__BODY_SUBSCRIBE:
 		if (env->subscribe->conn_events &&

@@ -47,7 +47,7 @@ check "a real kubectl finds the plugin on PATH (kubectl plugin list)" \
 	eval 'PATH="$D/bin:$PATH" "$KUBECTL" plugin list 2>/dev/null | grep -q "$D/bin/kubectl-kmesh"'
 out=$(PATH="$D/bin:$PATH" "$KUBECTL" kmesh --help 2>&1)
 check "kubectl kmesh --help: kmeshctl's usage" grep -q "Operates kmesh" <<<"$out"
-out=$(PATH="$D/bin:$PATH" "$KUBECTL" kmesh version -o json --map-writer-socket "$TMP/none.sock" --xds-socket "$TMP/none2.sock" --ipsec-socket "$TMP/none3.sock" 2>/dev/null)
+out=$(PATH="$D/bin:$PATH" "$KUBECTL" kmesh version -o json --map-writer-socket "$TMP/none.sock" --xds-socket "$TMP/none2.sock" --ipsec-socket "$TMP/none3.sock" --tunnel-socket "$TMP/none4.sock" 2>/dev/null)
 check "kubectl kmesh version -o json: JSON with kmeshctl's own version" \
 	/usr/bin/python3 -c 'import json, sys; d = json.loads(sys.argv[1]); assert "kmeshctl" in json.dumps(d), d' "$out"
 km_check_summary dist

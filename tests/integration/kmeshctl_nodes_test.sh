@@ -47,9 +47,9 @@ km_map_writer_start || exit 1
 km_agent_start
 km_wait_agent True 10 || exit 1
 echo "KMESH_MAP_WRITER_SOCKET=$KM_SOCKET KMESH_XDS_SOCKET=$KM_AGENT_SOCKET KMESH_IPSEC_SOCKET=$KM_DIR/none.sock" \
-	>"$KM_DIR/kubectl/kmesh-a.env"
+	"KMESH_TUNNEL_SOCKET=$KM_DIR/none.sock" >"$KM_DIR/kubectl/kmesh-a.env"
 echo "KMESH_MAP_WRITER_SOCKET=$KM_SOCKET KMESH_XDS_SOCKET=$KM_DIR/none.sock KMESH_IPSEC_SOCKET=$KM_DIR/none.sock" \
-	>"$KM_DIR/kubectl/kmesh-b.env"
+	"KMESH_TUNNEL_SOCKET=$KM_DIR/none.sock" >"$KM_DIR/kubectl/kmesh-b.env"
 pods '"kmesh-system/kmesh-b": {'"$KMESH"', "node": "node-b"},
       "kmesh-system/kmesh-a": {'"$KMESH"', "node": "node-a"},
       "kmesh-system/app-on-a": {"labels": {"app": "web"}, "node": "node-a"},
@@ -59,7 +59,7 @@ km_kubeconfig_write tok-n
 
 # ---- one node ---------------------------------------------------------------------------------
 local_out=$("$CTL" --map-writer-socket "$KM_SOCKET" --xds-socket "$KM_AGENT_SOCKET" \
-	--ipsec-socket "$KM_DIR/none.sock" -o json version | "$KM_PY" -c 'import json, sys
+	--ipsec-socket "$KM_DIR/none.sock" --tunnel-socket "$KM_DIR/none.sock" -o json version | "$KM_PY" -c 'import json, sys
 print(sorted((r["process"], "error" in r) for r in json.load(sys.stdin)))')
 check "--node node-a version: node-a's own answer, as it prints it (JSON given: JSON)" \
 	eval 'kctl --node node-a -o json version | "$KM_PY" -c "import json, sys
@@ -82,14 +82,14 @@ check "a node with no kmesh pod: exit 1, saying where it looked" \
 
 # ---- several nodes ----------------------------------------------------------------------------
 check "--all-nodes -o json version: one list, every row led by its node, both nodes' processes" \
-	eval 'kctl --all-nodes -o json version | py_is "list(d[0])[0] == \"node\" and sorted({(r[\"node\"], r[\"process\"]) for r in d}) == [(n, p) for n in (\"node-a\", \"node-b\") for p in (\"ipsec-agent\", \"kmeshctl\", \"map-writer\", \"xds-agent\")] and [r for r in d if r[\"node\"] == \"node-b\" and r[\"process\"] == \"xds-agent\"][0][\"error\"] and \"error\" not in [r for r in d if r[\"node\"] == \"node-a\" and r[\"process\"] == \"xds-agent\"][0]"'
+	eval 'kctl --all-nodes -o json version | py_is "list(d[0])[0] == \"node\" and sorted({(r[\"node\"], r[\"process\"]) for r in d}) == [(n, p) for n in (\"node-a\", \"node-b\") for p in (\"ipsec-agent\", \"kmeshctl\", \"map-writer\", \"tunnel\", \"xds-agent\")] and [r for r in d if r[\"node\"] == \"node-b\" and r[\"process\"] == \"xds-agent\"][0][\"error\"] and \"error\" not in [r for r in d if r[\"node\"] == \"node-a\" and r[\"process\"] == \"xds-agent\"][0]"'
 check "... each node asked in JSON" eval '[ "$(grep -c "kmeshctl	-o	json	--timeout-ms	5000	version" "$KM_DIR/kubectl/calls")" -ge 3 ]'
 check "flags anywhere: version --all-nodes -o yaml, the same rows as YAML" \
-	eval 'kctl version --all-nodes -o yaml | py_is "len(d) == 8 and d[0][\"node\"] == \"node-a\""'
+	eval 'kctl version --all-nodes -o yaml | py_is "len(d) == 10 and d[0][\"node\"] == \"node-a\""'
 check "a table with NODE as its first column, nodes in order" \
 	eval 'out=$(kctl --all-nodes version); head -n 1 <<<"$out" | grep -q "^NODE  *PROCESS" && [ "$(awk "NR > 1 {print \$1}" <<<"$out" | uniq | tr "\n" " ")" = "node-a node-b " ]'
 check "--node node-b,node-a and --node twice: two nodes named, merged the same way" \
-	eval 'kctl --node node-b,node-a -o json version | py_is "sorted({r[\"node\"] for r in d}) == [\"node-a\", \"node-b\"]" && kctl --node node-b --node node-a -o json version | py_is "len(d) == 8"'
+	eval 'kctl --node node-b,node-a -o json version | py_is "sorted({r[\"node\"] for r in d}) == [\"node-a\", \"node-b\"]" && kctl --node node-b --node node-a -o json version | py_is "len(d) == 10"'
 pods '"kmesh-system/kmesh-b": {'"$KMESH"', "node": "node-b"},
       "kmesh-system/kmesh-a": {'"$KMESH"', "node": "node-a"},
       "kmesh-system/kmesh-c": {'"$KMESH"', "node": "node-c", "phase": "Pending"},

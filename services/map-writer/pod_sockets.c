@@ -1,0 +1,150 @@
+/* pod_sockets.c — see pod_sockets.h. */
+#include "services/map-writer/pod_sockets.h"
+
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "kmesh_maps.h"
+#include "shared/log.h"
+#include "shared/netns.h"
+
+#define LISTEN_BACKLOG 4096
+
+struct made {
+	uint64_t cookie;
+	const Kmesh__Ipc__PodSockets *want;
+	int fds[KM_POD_SOCKETS_MAX];
+	size_t n;
+};
+
+static int tcp_socket(int family)
+{
+	return socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+}
+
+/* A listener on every address of the namespace: [::]:port taking IPv4 too, or 0.0.0.0:port where
+ * the namespace has no IPv6. */
+static int listener(uint16_t port, char *err, size_t errlen)
+{
+	int fd = tcp_socket(AF_INET6), one = 1, zero = 0, rc;
+
+	if (fd >= 0) {
+		struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_port = htons(port),
+					  .sin6_addr = IN6ADDR_ANY_INIT };
+
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		rc = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	} else if (errno == EAFNOSUPPORT) {
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+					 .sin_addr.s_addr = htonl(INADDR_ANY) };
+
+		if ((fd = tcp_socket(AF_INET)) < 0)
+			goto fail;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		rc = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	} else {
+		goto fail;
+	}
+	if (rc == 0 && listen(fd, LISTEN_BACKLOG) == 0)
+		return fd;
+fail:
+	rc = -errno;
+	snprintf(err, errlen, "port %u in the pod: %s%s", port, strerror(errno),
+		 errno == EADDRINUSE ? " (an application of the pod listens there)" : "");
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* Inside the pod's namespace: check it is the one enrolled, then make the sockets. */
+static int make_here(void *arg, char *err, size_t errlen)
+{
+	struct made *m = arg;
+	uint64_t here = 0;
+	int fd;
+
+	if (km_netns_cookie_here(&here, err, errlen) != 0)
+		return -EIO;
+	if (here != m->cookie) {
+		snprintf(err, errlen, "the namespace there is not the one enrolled (cookie %llu, "
+			 "enrolled %llu)", (unsigned long long)here, (unsigned long long)m->cookie);
+		return -ESTALE;
+	}
+	if (m->want->listen_port) {
+		if ((fd = listener((uint16_t)m->want->listen_port, err, errlen)) < 0)
+			return fd;
+		m->fds[m->n++] = fd;
+	}
+	for (uint32_t i = 0; i < m->want->connect; i++) {
+		if ((fd = tcp_socket(m->want->family == 6 ? AF_INET6 : AF_INET)) < 0) {
+			snprintf(err, errlen, "a socket in the pod: %s", strerror(errno));
+			return -errno;
+		}
+		m->fds[m->n++] = fd;
+	}
+	return 0;
+}
+
+static void close_all(struct made *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		close(m->fds[i]);
+	m->n = 0;
+}
+
+Kmesh__Ipc__Code km_mw_pod_sockets(struct km_tables *t, struct km_ipc_session *s,
+				   const km_envelope *env)
+{
+	const Kmesh__Ipc__PodSockets *want = env->pod_sockets;
+	struct km_manage_key k = { .netns_cookie = want->netns_cookie };
+	struct km_pod_netns_value where;
+	struct made m = { .cookie = want->netns_cookie, .want = want };
+	Kmesh__Ipc__Code code = KMESH__IPC__CODE__BAD_REQUEST;
+	char err[400] = "";
+	int rc;
+
+	if (want->listen_port > 65535 || (want->connect && want->family != 4 && want->family != 6) ||
+	    want->connect + (want->listen_port != 0) > KM_POD_SOCKETS_MAX ||
+	    (!want->connect && !want->listen_port)) {
+		snprintf(err, sizeof(err), "ask for a listener (port 1-65535) and at most %d sockets "
+			 "in all, of family 4 or 6", KM_POD_SOCKETS_MAX);
+		goto refuse;
+	}
+	if ((code = km_tables_enrolled(t, want->netns_cookie, err, sizeof(err))) != KMESH__IPC__CODE__OK)
+		goto refuse;
+	if (bpf_map_lookup_elem(t->fd_pod_netns, &k, &where) != 0 || !where.path[0]) {
+		code = KMESH__IPC__CODE__NOT_FOUND;
+		snprintf(err, sizeof(err), "netns cookie %llu was enrolled without its path",
+			 (unsigned long long)want->netns_cookie);
+		goto refuse;
+	}
+	where.path[sizeof(where.path) - 1] = '\0';
+	rc = km_netns_call(where.path, make_here, &m, err, sizeof(err));
+	if (rc != 0) {
+		close_all(&m);
+		code = rc == -ENOENT || rc == -ESTALE ? KMESH__IPC__CODE__NOT_FOUND
+						       : KMESH__IPC__CODE__INTERNAL;
+		goto refuse;
+	}
+	rc = km_msg_reply_fds(&s->conn, env->request_id, m.fds, m.n);
+	close_all(&m); /* the tunnel has its own copies now */
+	if (rc == 0) {
+		km_debug("pod sockets for netns cookie %llu: %s%u to connect", (unsigned long long)
+			 want->netns_cookie, want->listen_port ? "a listener and " : "", want->connect);
+		return KMESH__IPC__CODE__OK;
+	}
+	code = KMESH__IPC__CODE__RESOURCE_EXHAUSTED;
+	snprintf(err, sizeof(err), "the sockets could not be sent now (%s): ask again",
+		 uv_strerror(rc));
+refuse:
+	km_log(code == KMESH__IPC__CODE__NOT_FOUND ? KM_LOG_DEBUG : KM_LOG_WARN,
+	       "pod sockets from pid %d refused: %s", (int)s->pid, err);
+	km_msg_reply(&s->conn, env->request_id, code, err, 0);
+	return code;
+}
