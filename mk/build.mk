@@ -30,6 +30,7 @@ LDLIBS      := $(MW_LIBS) $(XDS_LIBS) $(CNI_LIBS) $(IPSEC_LIBS) $(TEST_LIBS)
 SANFLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 IPC_SRCS    := ipc/frame.c ipc/conn.c ipc/message.c ipc/message_send.c ipc/client_sync.c ipc/server.c \
+               ipc/peer_link.c \
                ipc/pb_wire.c ipc/batch_wire.c $(GEN)/kmesh_ipc.pb-c.c
 SHARED_SRCS := $(wildcard shared/*.c)
 MW_SRCS     := $(filter-out %/main.c,$(wildcard services/map-writer/*.c))
@@ -37,7 +38,7 @@ WIRE_PROTOS := $(wildcard proto/*.proto)
 WIRE_SRCS   := $(patsubst proto/%.proto,$(GEN)/%.pb-c.c,$(WIRE_PROTOS))
 # TLS, HTTP/2 and gRPC to istiod (the xDS agent's, and issue 48's tunnel's); with workload keys
 # and istiod's CA (the tunnel's alone)
-ISTIOD_SRCS := shared/tls/tls_conn.c shared/tls/grpc_stream.c
+ISTIOD_SRCS := shared/tls/tls_stream.c shared/tls/tls_conn.c shared/tls/grpc_stream.c
 TLS_SRCS    := $(wildcard shared/tls/*.c)
 XDS_SRCS    := $(filter-out %/main.c,$(wildcard services/xds-agent/*.c services/xds-agent/*/*.c)) $(WIRE_SRCS) \
                $(ISTIOD_SRCS)

@@ -22,6 +22,7 @@ packages=(
 	dnsperf # the DNS proxy's bench (bench/dns.sh)
 	zsh fish # kmeshctl completion, loaded into the real shells (tests/deploy/completion_test.sh)
 	python3-cryptography # the fake istiod's CA signs workload certificates (tests/lib/fake_ca.py)
+	python3-h2 # an independent HBONE client (tests/lib/hbone_client.py)
 )
 
 missing=()

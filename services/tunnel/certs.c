@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "services/tunnel/server_tls.h"
 #include "shared/backoff.h"
 #include "shared/log.h"
 
@@ -187,6 +188,8 @@ static void on_call_done(struct km_ca_call *call, int ok, const char *why)
 		int64_t at;
 
 		km_workload_cert_free(&e->cert);
+		km_server_tls_ctx_free(e->server_ctx); /* new sessions take the new certificate */
+		e->server_ctx = NULL;
 		km_ca_call_take(call, &e->cert);
 		e->has_cert = 1;
 		e->fetches++;
@@ -305,6 +308,8 @@ static void drop_at(struct km_certs *c, size_t i)
 	e->dropped = 1;
 	unqueue(c, e);
 	km_workload_cert_free(&e->cert); /* the key is wiped now, whatever is still closing */
+	km_server_tls_ctx_free(e->server_ctx);
+	e->server_ctx = NULL;
 	e->has_cert = 0;
 	c->stats.dropped++;
 	if (e->call)
@@ -321,6 +326,22 @@ void km_certs_drop(struct km_certs *c, const char *identity)
 		return;
 	km_info("certificate for %s dropped: its last pod left the node", identity);
 	drop_at(c, i);
+}
+
+void *km_certs_server_ctx(struct km_certs *c, const char *identity, char *why, size_t whylen)
+{
+	int hit;
+	size_t i = find(c, identity, &hit);
+	struct km_cert *e = hit ? c->by_id[i] : NULL;
+
+	if (!e || !e->has_cert || e->cert.not_after <= (int64_t)time(NULL)) {
+		snprintf(why, whylen, "no certificate in date for %.300s (%s)", identity,
+			 e ? km_cert_state_name(km_cert_state(e, (int64_t)time(NULL))) : "no pod");
+		return NULL;
+	}
+	if (!e->server_ctx)
+		e->server_ctx = km_server_tls_ctx(&e->cert, why, whylen);
+	return e->server_ctx;
 }
 
 const struct km_workload_cert *km_certs_get(const struct km_certs *c, const char *identity)

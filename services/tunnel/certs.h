@@ -53,6 +53,7 @@ struct km_cert {
 	uint64_t backoff_ms;
 	uint64_t fetches, failures;   /* calls that brought a certificate, and that did not */
 	char last_error[256];
+	void *server_ctx;             /* WOLFSSL_CTX serving HBONE with cert (km_certs_server_ctx) */
 	int dropped;                  /* the last pod left: closing */
 	int handles;                  /* open: the timer, and the call while in flight */
 	struct km_certs *owner;
@@ -80,6 +81,11 @@ void km_certs_init(struct km_certs *c, uv_loop_t *loop, const struct km_certs_co
 int km_certs_want(struct km_certs *c, const char *identity);
 /* Its last pod left: cancel, wipe, forget. */
 void km_certs_drop(struct km_certs *c, const char *identity);
+/* A TLS 1.3 server context with the identity's certificate and key, requiring a client
+ * certificate chained to the mesh root (the chain's last certificate), made once per
+ * certificate (a renewal makes a new one; sessions keep the one they began with). NULL when no
+ * certificate in date is held. The context is the entry's: a session takes its own reference. */
+void *km_certs_server_ctx(struct km_certs *c, const char *identity, char *why, size_t whylen);
 /* The identity's certificate if one is held and in date, else NULL. */
 const struct km_workload_cert *km_certs_get(const struct km_certs *c, const char *identity);
 enum km_cert_state km_cert_state(const struct km_cert *e, int64_t now);

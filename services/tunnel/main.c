@@ -35,6 +35,14 @@ static void on_identity(void *arg, const char *identity, int delta)
 		km_certs_drop(&t->certs, identity);
 }
 
+static void on_pod(void *arg, const struct km_tunnel_pod *pod, int added)
+{
+	struct km_tunnel *t = arg;
+
+	if (t->inbound_on)
+		km_inbound_pod(&t->inbound, pod, added);
+}
+
 static void on_tick(uv_timer_t *h)
 {
 	struct tunnel_main *m = h->data;
@@ -48,6 +56,8 @@ static void on_shutdown(void *arg, int signum)
 
 	(void)signum;
 	km_sm_stopping(&m->sm);
+	if (m->t.inbound_on)
+		km_inbound_stop(&m->t.inbound);
 	km_certs_stop(&m->t.certs, NULL); /* every key wiped now */
 	uv_close((uv_handle_t *)&m->tick, NULL);
 	km_ipc_server_stop(&m->t.srv, NULL);
@@ -64,6 +74,8 @@ int main(int argc, char **argv)
 	const char *token_file = "/var/run/secrets/tokens/istio-token";
 	const char *cluster_id = "Kubernetes", *trust_domain = "cluster.local";
 	const char *metrics_dir = "/run/kmesh/metrics";
+	const char *mw_socket = "/run/kmesh/map-writer.sock";
+	int inbound = 0;
 	uint64_t ttl_s = 86400, timeout_s = 30, inflight = 8;
 	int impersonate = 1;
 	const struct km_option opts[] = {
@@ -99,6 +111,13 @@ int main(int argc, char **argv)
 		  "ask for each pod's identity as a node proxy (ImpersonatedIdentity; istiod must list "
 		  "this process's service account in CA_TRUSTED_NODE_ACCOUNTS); off: the token's own "
 		  "identity only (default on)", "KMESH_CA_IMPERSONATE", 0, 0, km_option_on_off },
+		{ "hbone-inbound", KM_OPT_FUNC, &inbound, "on|off",
+		  "serve HBONE (mutual TLS, HTTP/2 CONNECT) on each enrolled pod's port 15008, with "
+		  "sockets the map writer makes inside the pods (default off)", "KMESH_HBONE_INBOUND",
+		  0, 0, km_option_on_off },
+		{ "map-writer-socket", KM_OPT_STRING, &mw_socket, "PATH",
+		  "the map writer's socket (role tunnel: sockets inside pods)",
+		  "KMESH_MAP_WRITER_SOCKET" },
 		{ "metrics-dir", KM_OPT_STRING, &metrics_dir, "DIR",
 		  "write this process's metrics to DIR/tunnel.prom, which the xDS agent serves "
 		  "(empty: none)", "KMESH_METRICS_DIR" },
@@ -159,6 +178,13 @@ int main(int argc, char **argv)
 		    km_ipc_server_start(&m.t.srv, m.t.loop, &scfg, &ops, &m.t) != 0 ||
 		    uv_timer_init(m.t.loop, &m.tick) != 0)
 			return 1;
+	}
+	if (inbound) {
+		if (km_inbound_start(&m.t.inbound, m.t.loop, &m.t.certs, m.t.pods.trust_domain,
+				     mw_socket) != 0)
+			return 1;
+		m.t.inbound_on = 1;
+		m.t.pods.on_pod = on_pod;
 	}
 	km_prom_file_init(&m.t.metrics, metrics_dir, "tunnel");
 	m.tick.data = &m;

@@ -9,6 +9,40 @@
 #include "shared/prom.h"
 #include "shared/version.h"
 
+/* HBONE inbound: listeners, connections, handshakes and streams by outcome. */
+static void inbound(const struct km_inbound *ib, struct km_prom *p)
+{
+	const struct km_inbound_stats *s = &ib->stats;
+	uint64_t streams = s->streams, r400 = s->refused_400, r503 = s->refused_503;
+
+	km_inbound_open_streams(ib, &streams, &r400, &r503);
+	km_prom_metric(p, "kmesh_tunnel_hbone_listeners", "gauge",
+		       "enrolled pods whose port 15008 the tunnel serves", ib->listeners);
+	km_prom_metric(p, "kmesh_tunnel_hbone_connections", "gauge",
+		       "HBONE connections open (handshaking or carrying streams)", ib->n_conns);
+	km_prom_family(p, "kmesh_tunnel_hbone_connections_total", "counter",
+		       "HBONE connections accepted, and those refused by reason: full (past 16384 "
+		       "open), no_certificate (the pod's identity has none yet), handshake (TLS "
+		       "failed: no client certificate, another CA), timeout (no handshake in 10 s), "
+		       "client (no h2, or not one SPIFFE id of this trust domain)");
+	km_prom_sample(p, "kmesh_tunnel_hbone_connections_total", "result=\"accepted\"", s->accepted);
+	km_prom_sample(p, "kmesh_tunnel_hbone_connections_total", "result=\"full\"", s->refused_full);
+	km_prom_sample(p, "kmesh_tunnel_hbone_connections_total", "result=\"no_certificate\"",
+		       s->no_certificate);
+	km_prom_sample(p, "kmesh_tunnel_hbone_connections_total", "result=\"handshake\"",
+		       s->handshake_failed);
+	km_prom_sample(p, "kmesh_tunnel_hbone_connections_total", "result=\"timeout\"",
+		       s->handshake_timeouts);
+	km_prom_sample(p, "kmesh_tunnel_hbone_connections_total", "result=\"client\"",
+		       s->client_refused);
+	km_prom_family(p, "kmesh_tunnel_hbone_streams_total", "counter",
+		       "CONNECT streams, and those answered 400 (not a CONNECT to the pod's own "
+		       "address) or 503 (the application refused, or a port of the tunnel's)");
+	km_prom_sample(p, "kmesh_tunnel_hbone_streams_total", "result=\"all\"", streams);
+	km_prom_sample(p, "kmesh_tunnel_hbone_streams_total", "result=\"400\"", r400);
+	km_prom_sample(p, "kmesh_tunnel_hbone_streams_total", "result=\"503\"", r503);
+}
+
 static void render(const struct km_tunnel *t, struct km_prom *p)
 {
 	uint64_t by_state[KM_CERT_EXPIRED + 1] = { 0 };
@@ -53,6 +87,8 @@ static void render(const struct km_tunnel *t, struct km_prom *p)
 	km_prom_metric(p, "kmesh_tunnel_feeds_refused_total", "counter",
 		       "TunnelPods messages from a peer other than the CNI agent, refused",
 		       t->feeds_refused);
+	if (t->inbound_on)
+		inbound(&t->inbound, p);
 }
 
 void km_tunnel_metrics_write(struct km_tunnel *t)

@@ -203,6 +203,8 @@ static void remove_at(struct km_tunnel_pods *p, size_t i)
 
 	snprintf(identity, sizeof(identity), "%s", p->pods[i].identity);
 	km_debug("pod %s/%s (%s) left", p->pods[i].ns, p->pods[i].name, p->pods[i].uid);
+	if (p->on_pod)
+		p->on_pod(p->arg, &p->pods[i], 0);
 	memmove(&p->pods[i], &p->pods[i + 1], (p->n - i - 1) * sizeof(p->pods[0]));
 	p->n--;
 	id_unref(p, identity);
@@ -227,6 +229,8 @@ static int upsert(struct km_tunnel_pods *p, const struct km_tunnel_pod *pod, cha
 		} else {
 			p->pods[i] = *pod;
 		}
+		if (p->on_pod)
+			p->on_pod(p->arg, &p->pods[i], 1);
 		return 0;
 	}
 	if (p->n >= KM_TUNNEL_MAX_PODS) {
@@ -249,6 +253,8 @@ static int upsert(struct km_tunnel_pods *p, const struct km_tunnel_pod *pod, cha
 	p->pods[i] = *pod;
 	p->n++;
 	km_debug("pod %s/%s (%s) enrolled, identity %s", pod->ns, pod->name, pod->uid, pod->identity);
+	if (p->on_pod)
+		p->on_pod(p->arg, &p->pods[i], 1);
 	return 0;
 oom:
 	snprintf(why, whylen, "pod %.63s/%.100s: out of memory", pod->ns, pod->name);

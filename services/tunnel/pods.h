@@ -32,6 +32,8 @@ struct km_tunnel_pod {
 
 /* An identity gained its first pod (delta 1) or lost its last (delta -1). */
 typedef void (*km_tunnel_identity_cb)(void *arg, const char *identity, int delta);
+/* A pod came or changed (added 1), or is about to leave (0). */
+typedef void (*km_tunnel_pod_cb)(void *arg, const struct km_tunnel_pod *pod, int added);
 
 struct km_tunnel_pods {
 	struct km_tunnel_pod *pods; /* sorted by uid */
@@ -40,6 +42,7 @@ struct km_tunnel_pods {
 	size_t n_ids, cap_ids;
 	char trust_domain[KM_TUNNEL_TD_MAX + 1];
 	km_tunnel_identity_cb on_identity;
+	km_tunnel_pod_cb on_pod; /* may be NULL; set after init */
 	void *arg;
 	uint64_t refused; /* pods refused since start (kmesh_tunnel_pods_refused_total) */
 };

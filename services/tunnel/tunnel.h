@@ -10,6 +10,7 @@
 
 #include "ipc/server.h"
 #include "services/tunnel/certs.h"
+#include "services/tunnel/inbound.h"
 #include "services/tunnel/pods.h"
 #include "shared/prom_file.h"
 
@@ -17,6 +18,8 @@ struct km_tunnel {
 	uv_loop_t *loop;
 	struct km_tunnel_pods pods;
 	struct km_certs certs;
+	struct km_inbound inbound; /* HBONE on the pods' 15008 (--hbone-inbound) */
+	int inbound_on;
 	struct km_ipc_server srv;
 	struct km_prom_file metrics;
 	uint64_t feeds;        /* TunnelPods messages taken */

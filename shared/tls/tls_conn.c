@@ -1,6 +1,7 @@
 /* tls_conn.c — TCP + optional wolfSSL client stream on libuv (see tls_conn.h). */
 #include "shared/tls/tls_conn.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,37 +64,32 @@ static int tcp_write(struct km_tls_conn *c, const uint8_t *data, size_t len)
 	return 0;
 }
 
-/* ---- wolfSSL memory I/O -------------------------------------------------------------------- */
+/* ---- TLS: tls_stream.h, with istiod's checks ------------------------------------------------ */
 
-static int io_recv(WOLFSSL *ssl, char *buf, int sz, void *ctx)
+static void ts_error(struct km_tls_stream *ts, const char *what, int eof)
 {
-	struct km_tls_conn *c = ctx;
-	size_t n = c->in_len < (size_t)sz ? c->in_len : (size_t)sz;
+	struct km_tls_conn *c = ts->data;
 
-	(void)ssl;
-	if (n == 0)
-		return WOLFSSL_CBIO_ERR_WANT_READ;
-	memcpy(buf, c->in, n);
-	memmove(c->in, c->in + n, c->in_len - n);
-	c->in_len -= n;
-	return (int)n;
+	if (c->state == TC_HANDSHAKE)
+		fail(c, "TLS handshake with %s failed: %s", c->cfg.server_name, what);
+	else
+		fail(c, "%s", eof ? "server closed the connection" : what);
 }
 
-static int io_send(WOLFSSL *ssl, char *buf, int sz, void *ctx)
+static void ts_data(struct km_tls_stream *ts, const uint8_t *data, size_t len)
 {
-	struct km_tls_conn *c = ctx;
+	struct km_tls_conn *c = ts->data;
 
-	(void)ssl;
-	if (tcp_write(c, (const uint8_t *)buf, (size_t)sz) != 0)
-		return WOLFSSL_CBIO_ERR_GENERAL;
-	return sz;
+	if (!c->closing)
+		c->cbs.on_data(c, data, len);
 }
+
+static void ts_ready(struct km_tls_stream *ts);
 
 static int tls_setup(struct km_tls_conn *c)
 {
+	static const struct km_tls_stream_cbs cbs = { ts_ready, ts_data, ts_error, NULL };
 	WOLFSSL_CTX *ctx;
-	WOLFSSL *ssl;
-	char alpn[] = "h2";
 
 	wolfSSL_Init();
 	ctx = wolfSSL_CTX_new(wolfSSLv23_client_method());
@@ -117,24 +113,14 @@ static int tls_setup(struct km_tls_conn *c)
 		return -1;
 	}
 	wolfSSL_CTX_set_verify(ctx, WOLFSSL_VERIFY_PEER, NULL);
-	wolfSSL_CTX_SetIORecv(ctx, io_recv);
-	wolfSSL_CTX_SetIOSend(ctx, io_send);
-	ssl = wolfSSL_new(ctx);
-	if (!ssl) {
-		fail(c, "TLS: cannot create a session");
+	c->ts.data = c;
+	c->ssl = NULL;
+	if (km_tls_stream_start(&c->ts, (uv_stream_t *)&c->tcp, ctx, 0, c->cfg.server_name, "h2",
+				&cbs) != 0) {
+		fail(c, "%s", c->ts.error);
 		return -1;
 	}
-	c->ssl = ssl;
-	wolfSSL_SetIOReadCtx(ssl, c);
-	wolfSSL_SetIOWriteCtx(ssl, c);
-	if (wolfSSL_UseSNI(ssl, WOLFSSL_SNI_HOST_NAME, c->cfg.server_name,
-			   (unsigned short)strlen(c->cfg.server_name)) != WOLFSSL_SUCCESS ||
-	    wolfSSL_check_domain_name(ssl, c->cfg.server_name) != WOLFSSL_SUCCESS ||
-	    wolfSSL_UseALPN(ssl, alpn, (unsigned)strlen(alpn), WOLFSSL_ALPN_FAILED_ON_MISMATCH) !=
-		    WOLFSSL_SUCCESS) {
-		fail(c, "TLS: cannot set SNI, hostname check or ALPN");
-		return -1;
-	}
+	c->ssl = c->ts.ssl;
 	return 0;
 }
 
@@ -158,24 +144,13 @@ static int has_dns_san(WOLFSSL *ssl)
 	return any;
 }
 
-static void handshake(struct km_tls_conn *c)
+static void ts_ready(struct km_tls_stream *ts)
 {
-	WOLFSSL *ssl = c->ssl;
-	int rc = wolfSSL_connect(ssl);
+	struct km_tls_conn *c = ts->data;
+	WOLFSSL *ssl = ts->ssl;
 	char *proto = NULL;
 	unsigned short plen = 0;
 
-	if (rc != WOLFSSL_SUCCESS) {
-		int err = wolfSSL_get_error(ssl, rc);
-		char msg[WOLFSSL_MAX_ERROR_SZ];
-
-		if (err == WOLFSSL_ERROR_WANT_READ || err == WOLFSSL_ERROR_WANT_WRITE)
-			return;
-		wolfSSL_ERR_error_string_n((unsigned long)err, msg, sizeof(msg));
-		fail(c, "TLS handshake with %s failed: %s%s", c->cfg.server_name, msg,
-		     err == DOMAIN_NAME_MISMATCH ? " (certificate is not for this name)" : "");
-		return;
-	}
 	/* the name was checked against the certificate's DNS names, or, when it has none, its
 	 * common name: a fallback RFC 6125 deprecates (any CA-signed certificate with that CN
 	 * would pass). An istiod certificate names itself in its SAN. */
@@ -194,31 +169,6 @@ static void handshake(struct km_tls_conn *c)
 	c->cbs.on_ready(c);
 }
 
-static void tls_read(struct km_tls_conn *c)
-{
-	uint8_t buf[16384];
-
-	while (c->state == TC_READY && !c->closing) {
-		int n = wolfSSL_read(c->ssl, buf, sizeof(buf));
-
-		if (n > 0) {
-			c->cbs.on_data(c, buf, (size_t)n);
-			continue;
-		}
-		{
-			int err = wolfSSL_get_error(c->ssl, n);
-
-			if (err == WOLFSSL_ERROR_WANT_READ)
-				return;
-			if (err == WOLFSSL_ERROR_ZERO_RETURN)
-				fail(c, "server closed the TLS session");
-			else
-				fail(c, "TLS read error %d", err);
-		}
-		return;
-	}
-}
-
 /* ---- libuv plumbing ------------------------------------------------------------------------ */
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -228,44 +178,15 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	buf->len = buf->base ? (suggested < 65536 ? 65536 : suggested) : 0;
 }
 
-static int append_in(struct km_tls_conn *c, const uint8_t *p, size_t n)
-{
-	if (c->in_len + n > c->in_cap) {
-		size_t cap = c->in_cap ? c->in_cap : 65536;
-		uint8_t *q;
-
-		while (cap < c->in_len + n)
-			cap *= 2;
-		q = realloc(c->in, cap);
-		if (!q)
-			return -1;
-		c->in = q;
-		c->in_cap = cap;
-	}
-	memcpy(c->in + c->in_len, p, n);
-	c->in_len += n;
-	return 0;
-}
-
+/* Plaintext TCP (h2c): the bytes as they come. */
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
 	struct km_tls_conn *c = s->data;
 
-	if (n < 0) {
+	if (n < 0)
 		fail(c, "%s", n == UV_EOF ? "server closed the connection" : uv_strerror((int)n));
-	} else if (n > 0 && !c->closing) {
-		if (c->cfg.insecure) {
-			c->cbs.on_data(c, (const uint8_t *)buf->base, (size_t)n);
-		} else if (append_in(c, (const uint8_t *)buf->base, (size_t)n) != 0) {
-			fail(c, "out of memory");
-		} else if (c->state == TC_HANDSHAKE) {
-			handshake(c);
-			if (c->state == TC_READY)
-				tls_read(c); /* application data may have come with the last flight */
-		} else {
-			tls_read(c);
-		}
-	}
+	else if (n > 0 && !c->closing)
+		c->cbs.on_data(c, (const uint8_t *)buf->base, (size_t)n);
 	free(buf->base);
 }
 
@@ -282,15 +203,14 @@ static void on_connected(uv_connect_t *req, int status)
 	uv_timer_stop(&c->timer);
 	uv_tcp_nodelay(&c->tcp, 1);
 	uv_tcp_keepalive(&c->tcp, 1, 300);
-	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 	if (c->cfg.insecure) {
+		uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 		c->state = TC_READY;
 		c->cbs.on_ready(c);
 		return;
 	}
 	c->state = TC_HANDSHAKE;
-	if (tls_setup(c) == 0)
-		handshake(c);
+	tls_setup(c); /* the stream reads and shakes hands; a failure is said there */
 }
 
 static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
@@ -359,34 +279,28 @@ int km_tls_conn_write(struct km_tls_conn *c, const uint8_t *data, size_t len)
 		return -1;
 	if (c->cfg.insecure)
 		return tcp_write(c, data, len);
-	while (len > 0) {
-		int n = wolfSSL_write(c->ssl, data, (int)(len > 16384 ? 16384 : len));
+	return km_tls_stream_write(&c->ts, data, len);
+}
 
-		if (n <= 0) {
-			fail(c, "TLS write error %d", wolfSSL_get_error(c->ssl, n));
-			return -1;
-		}
-		data += n;
-		len -= (size_t)n;
-	}
-	return 0;
+/* The timer's data is the conn; the TCP handle's, once TLS started, its stream's. */
+static struct km_tls_conn *conn_of(uv_handle_t *h)
+{
+	if (h->type == UV_TIMER)
+		return h->data;
+	return (struct km_tls_conn *)((char *)h - offsetof(struct km_tls_conn, tcp));
 }
 
 static void handle_closed(uv_handle_t *h)
 {
-	struct km_tls_conn *c = h->data;
+	struct km_tls_conn *c = conn_of(h);
 
 	if (--c->handles > 0)
 		return;
-	if (c->ssl)
-		wolfSSL_free(c->ssl);
+	km_tls_stream_free(&c->ts);
 	if (c->ssl_ctx)
 		wolfSSL_CTX_free(c->ssl_ctx);
 	c->ssl = c->ssl_ctx = NULL;
 	release_ecc_cache(); /* a failed or cut-short handshake may have filled it too */
-	free(c->in);
-	c->in = NULL;
-	c->in_len = c->in_cap = 0;
 	if (c->cbs.on_closed)
 		c->cbs.on_closed(c);
 }

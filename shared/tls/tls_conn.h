@@ -1,7 +1,7 @@
 /* tls_conn.h — a client byte stream (the xDS agent's to istiod; the tunnel's to istiod's CA,
  * issue 48): resolves and connects over TCP on the libuv loop and, unless insecure, runs TLS
- * (wolfSSL) with the given CA file, SNI and hostname check, offering ALPN "h2" and requiring it. wolfSSL does no I/O itself: ciphertext moves through
- * memory callbacks fed from libuv reads and drained into libuv writes, so nothing blocks.
+ * (wolfSSL, tls_stream.h) with the given CA file, SNI and hostname check, offering ALPN "h2"
+ * and requiring it; a certificate must name the server in a DNS subjectAltName.
  *
  * Ownership follows libuv: the caller owns the struct until on_closed has run. */
 #ifndef KM_SHARED_TLS_TLS_CONN_H
@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
+
+#include "shared/tls/tls_stream.h"
 
 /* The cipher suites offered, in order of preference (wolfSSL's names). */
 #define KM_TLS_CIPHERS                                                                        \
@@ -45,9 +47,8 @@ struct km_tls_conn {
 	struct km_tls_conn_config cfg;
 	struct km_tls_conn_cbs cbs;
 	void *ssl_ctx; /* WOLFSSL_CTX */
-	void *ssl;     /* WOLFSSL */
-	uint8_t *in;   /* ciphertext received, not yet consumed by wolfSSL */
-	size_t in_len, in_cap;
+	void *ssl;     /* WOLFSSL: the stream's */
+	struct km_tls_stream ts;
 	int state;
 	int handles; /* open libuv handles */
 	int closing;

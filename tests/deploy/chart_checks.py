@@ -75,13 +75,19 @@ if ipsec:
           and cargs["hbone"] == "on"
           and mounts_of("cni-installer")["/run/kmesh-tunnel"]["name"] == "tunnel-run"
           and ts["runAsGroup"] in pod["securityContext"]["supplementalGroups"])
+    check("HBONE inbound with the advertisement, through the map writer, which lets the tunnel's uid "
+          "take the role tunnel",
+          targs["hbone-inbound"] == "on" and targs["map-writer-socket"] == "/run/kmesh/map-writer.sock"
+          and f"--allow=tunnel:uid={ts['runAsUser']}" in by_name["map-writer"]["args"]
+          and mounts_of("tunnel")["/run/kmesh"].get("readOnly") is True)
     check("the tunnel's liveness: kmeshctl ready tunnel on its socket",
           by_name["tunnel"]["livenessProbe"]["exec"]["command"]
           == ["kmeshctl", "--tunnel-socket=/run/kmesh-tunnel/tunnel.sock", "ready", "tunnel"])
 else:
     check("no tunnel by default, and the CNI agent neither feeds one nor advertises HBONE",
           "tunnel" not in by_name and not any(a.startswith(("--tunnel-socket", "--hbone"))
-                                              for a in by_name["cni-installer"]["args"]))
+                                              for a in by_name["cni-installer"]["args"])
+          and not any(a.startswith("--allow=tunnel") for a in by_name["map-writer"]["args"]))
 daemons = [n for n in ("map-writer", "xds-agent", "ipsec-agent", "tunnel", "cni-installer") if n in by_name]
 check(f"logAsJson: --log-format=json on every daemon ({mode} values: {'on' if mode == 'all' else 'off'})",
       all(("--log-format=json" in by_name[n]["args"]) == (mode == "all") for n in daemons)
@@ -117,8 +123,10 @@ check("the map writer is a native sidecar (init, restartPolicy Always) gated by 
       mw in inits and mw.get("restartPolicy") == "Always"
       and mw["startupProbe"]["exec"]["command"] == ["kmeshctl", "ready", "map-writer"])
 mwargs = dict(a[2:].split("=", 1) for a in mw["args"] if "=" in a)
+allows = [a.split("=", 1)[1] for a in mw["args"] if a.startswith("--allow=")]
 check("the map writer lets exactly the xDS agent's uid take the xds role, its gid own the socket",
-      mwargs["allow"] == f"xds:uid={xs['runAsUser']}" and mwargs["socket-group"] == str(xs["runAsGroup"]))
+      [a for a in allows if a.startswith("xds:")] == [f"xds:uid={xs['runAsUser']}"]
+      and mwargs["socket-group"] == str(xs["runAsGroup"]))
 check("the pod's supplemental groups hold that gid (root without CAP_CHOWN gives a file only to its own groups)",
       int(mwargs["socket-group"]) in pod.get("securityContext", {}).get("supplementalGroups", []))
 cni_args = dict(a[2:].split("=", 1) for a in by_name["cni-installer"]["args"] if "=" in a)

@@ -1,0 +1,581 @@
+/* hbone_server.c — see hbone_server.h. */
+#include "services/tunnel/hbone_server.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nghttp2/nghttp2.h>
+
+#include "shared/log.h"
+
+struct hb_stream {
+	struct km_hbone_conn *h;
+	struct hb_stream *next;
+	int32_t id;
+	char method[16];
+	char authority[80];
+	struct sockaddr_storage to;
+	uv_tcp_t *up;         /* the application's side (heap; NULL until given) */
+	uv_connect_t connect;
+	int asking;           /* a socket is being asked for */
+	int connected;        /* 200 sent, bytes flow */
+	int h2_closed;        /* nghttp2 closed the stream */
+	int up_eof;           /* the application half-closed: END_STREAM once buf is sent */
+	int up_reading;
+	int down_eof;         /* the client's END_STREAM: shut the application's side down */
+	int shutdown_sent;
+	size_t buf_len;       /* the application's bytes not yet framed */
+	uint8_t *buf;
+	size_t writing;       /* the client's bytes being written to the application */
+	uv_shutdown_t shutdown_req;
+};
+
+struct hb_write {
+	uv_write_t req;
+	struct hb_stream *st;
+	size_t len;
+	uint8_t bytes[];
+};
+
+static void flush(struct km_hbone_conn *h);
+static void maybe_done(struct km_hbone_conn *h);
+
+/* ---- streams ----------------------------------------------------------------------------- */
+
+static struct hb_stream *stream_of(struct km_hbone_conn *h, int32_t id)
+{
+	for (struct hb_stream *s = h->streams; s; s = s->next)
+		if (s->id == id)
+			return s;
+	return NULL;
+}
+
+static void stream_free_if_done(struct hb_stream *st)
+{
+	struct km_hbone_conn *h = st->h;
+
+	if (!st->h2_closed || st->up || st->asking || st->writing)
+		return;
+	for (struct hb_stream **pp = &h->streams; *pp; pp = &(*pp)->next)
+		if (*pp == st) {
+			*pp = st->next;
+			break;
+		}
+	h->n_streams--;
+	free(st->buf);
+	free(st);
+	maybe_done(h);
+}
+
+static void up_closed(uv_handle_t *handle)
+{
+	struct hb_stream *st = handle->data;
+
+	free(handle);
+	if (st) {
+		st->up = NULL;
+		stream_free_if_done(st);
+	}
+}
+
+/* Close the application's side (reset: RST instead of FIN). */
+static void up_close(struct hb_stream *st, int reset)
+{
+	if (!st->up || uv_is_closing((uv_handle_t *)st->up))
+		return;
+	if (reset)
+		uv_tcp_close_reset(st->up, up_closed);
+	else
+		uv_close((uv_handle_t *)st->up, up_closed);
+}
+
+static int respond(struct km_hbone_conn *h, int32_t id, const char *status, int end,
+		   nghttp2_data_provider *dp)
+{
+	nghttp2_nv nv[] = { { (uint8_t *)":status", (uint8_t *)status, 7, strlen(status),
+			      NGHTTP2_NV_FLAG_NONE } };
+
+	(void)end;
+	return nghttp2_submit_response(h->session, id, nv, 1, dp);
+}
+
+/* An error answer: the status, END_STREAM. */
+static void refuse(struct hb_stream *st, const char *status, const char *why)
+{
+	struct km_hbone_conn *h = st->h;
+
+	if (status[0] == '4')
+		h->refused_400++;
+	else
+		h->refused_503++;
+	km_debug("HBONE from %s: stream %d to %s refused %s: %s", h->principal, st->id,
+		 st->authority, status, why);
+	respond(h, st->id, status, 1, NULL);
+	up_close(st, 1);
+}
+
+/* ---- the application's side -------------------------------------------------------------- */
+
+static void up_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *b)
+{
+	struct hb_stream *st = handle->data;
+	size_t room = KM_HBONE_STREAM_BUF - st->buf_len;
+
+	(void)suggested;
+	if (!st->buf)
+		st->buf = malloc(KM_HBONE_STREAM_BUF);
+	b->base = st->buf ? (char *)st->buf + st->buf_len : NULL;
+	b->len = st->buf ? room : 0;
+}
+
+static void up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+	struct hb_stream *st = s->data;
+
+	(void)b;
+	if (n > 0) {
+		st->buf_len += (size_t)n;
+		if (st->buf_len >= KM_HBONE_STREAM_BUF) { /* full: until it is framed */
+			uv_read_stop(s);
+			st->up_reading = 0;
+		}
+		nghttp2_session_resume_data(st->h->session, st->id);
+	} else if (n == UV_EOF) {
+		st->up_eof = 1;
+		uv_read_stop(s);
+		st->up_reading = 0;
+		nghttp2_session_resume_data(st->h->session, st->id);
+	} else if (n < 0) { /* reset, or failed: the client's stream is reset */
+		nghttp2_submit_rst_stream(st->h->session, NGHTTP2_FLAG_NONE, st->id,
+					  n == UV_ECONNRESET ? NGHTTP2_CONNECT_ERROR
+							     : NGHTTP2_INTERNAL_ERROR);
+		up_close(st, 1);
+	}
+	flush(st->h);
+}
+
+/* What the application sent, framed as DATA (END_STREAM after its FIN). */
+static ssize_t provide(nghttp2_session *session, int32_t id, uint8_t *out, size_t len,
+		       uint32_t *flags, nghttp2_data_source *src, void *user)
+{
+	struct hb_stream *st = src->ptr;
+	size_t n = st->buf_len < len ? st->buf_len : len;
+
+	(void)session;
+	(void)id;
+	(void)user;
+	if (n) {
+		memcpy(out, st->buf, n);
+		memmove(st->buf, st->buf + n, st->buf_len - n);
+		st->buf_len -= n;
+		if (st->up && !st->up_reading && !st->up_eof &&
+		    !uv_is_closing((uv_handle_t *)st->up) && st->buf_len < KM_HBONE_STREAM_BUF / 2 &&
+		    uv_read_start((uv_stream_t *)st->up, up_alloc, up_read) == 0)
+			st->up_reading = 1;
+	}
+	if (st->up_eof && !st->buf_len)
+		*flags |= NGHTTP2_DATA_FLAG_EOF;
+	else if (!n)
+		return NGHTTP2_ERR_DEFERRED;
+	return (ssize_t)n;
+}
+
+static void on_up_connected(uv_connect_t *req, int status)
+{
+	struct hb_stream *st = req->data;
+	nghttp2_data_provider dp = { .source.ptr = st, .read_callback = provide };
+
+	if (st->h2_closed || st->h->closing) {
+		up_close(st, 1);
+		return;
+	}
+	if (status < 0) {
+		refuse(st, "503", uv_strerror(status));
+		flush(st->h);
+		return;
+	}
+	st->connected = 1;
+	uv_tcp_nodelay(st->up, 1);
+	respond(st->h, st->id, "200", 0, &dp);
+	if (uv_read_start((uv_stream_t *)st->up, up_alloc, up_read) == 0)
+		st->up_reading = 1;
+	flush(st->h);
+}
+
+static void got_socket(void *arg, uv_tcp_t *tcp, const char *why)
+{
+	struct hb_stream *st = arg;
+
+	st->asking = 0;
+	if (!tcp) {
+		if (!st->h2_closed && !st->h->closing) {
+			refuse(st, "503", why);
+			flush(st->h);
+		}
+		stream_free_if_done(st);
+		return;
+	}
+	st->up = tcp;
+	tcp->data = st;
+	if (st->h2_closed || st->h->closing) {
+		up_close(st, 1);
+		return;
+	}
+	st->connect.data = st;
+	if (uv_tcp_connect(&st->connect, tcp, (struct sockaddr *)&st->to, on_up_connected) != 0) {
+		refuse(st, "503", "cannot connect");
+		flush(st->h);
+	}
+}
+
+/* ---- requests ---------------------------------------------------------------------------- */
+
+static int same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	const uint8_t *pa, *pb;
+	uint8_t ma[16], mb[16];
+
+	/* compare as IPv6 (an IPv4 address v4-mapped) */
+	for (int k = 0; k < 2; k++) {
+		const struct sockaddr_storage *s = k ? b : a;
+		uint8_t *m = k ? mb : ma;
+
+		if (s->ss_family == AF_INET) {
+			memset(m, 0, 10);
+			m[10] = m[11] = 0xff;
+			memcpy(m + 12, &((const struct sockaddr_in *)s)->sin_addr, 4);
+		} else {
+			memcpy(m, &((const struct sockaddr_in6 *)s)->sin6_addr, 16);
+		}
+	}
+	pa = ma;
+	pb = mb;
+	return !memcmp(pa, pb, 16);
+}
+
+/* :authority "IP:port" or "[IPv6]:port" into to. Returns 0, or -1. */
+static int parse_authority(const char *a, struct sockaddr_storage *to, unsigned *port)
+{
+	char host[64];
+	const char *colon = strrchr(a, ':');
+	size_t n;
+	char *end;
+	unsigned long p;
+
+	if (!colon || colon == a)
+		return -1;
+	n = (size_t)(colon - a);
+	if (a[0] == '[') {
+		if (n < 3 || a[n - 1] != ']')
+			return -1;
+		a++;
+		n -= 2;
+	}
+	if (n >= sizeof(host))
+		return -1;
+	memcpy(host, a, n);
+	host[n] = '\0';
+	p = strtoul(colon + 1, &end, 10);
+	if (*end || !colon[1] || p == 0 || p > 65535)
+		return -1;
+	memset(to, 0, sizeof(*to));
+	if (inet_pton(AF_INET, host, &((struct sockaddr_in *)to)->sin_addr) == 1) {
+		to->ss_family = AF_INET;
+		((struct sockaddr_in *)to)->sin_port = htons((uint16_t)p);
+	} else if (inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)to)->sin6_addr) == 1) {
+		to->ss_family = AF_INET6;
+		((struct sockaddr_in6 *)to)->sin6_port = htons((uint16_t)p);
+	} else {
+		return -1;
+	}
+	*port = (unsigned)p;
+	return 0;
+}
+
+/* The request's headers are in: decide, then ask for a socket inside the pod. */
+static void request(struct hb_stream *st)
+{
+	struct km_hbone_conn *h = st->h;
+	unsigned port = 0;
+
+	if (strcmp(st->method, "CONNECT")) {
+		refuse(st, "400", "not a CONNECT");
+		return;
+	}
+	if (parse_authority(st->authority, &st->to, &port) != 0) {
+		refuse(st, "400", "the :authority is not IP:port");
+		return;
+	}
+	if (!same_addr(&st->to, &h->local)) {
+		refuse(st, "400", "the :authority is not the address the connection came to");
+		return;
+	}
+	if (port == 15001 || port == 15006 || port == 15008) {
+		refuse(st, "503", "a port of the tunnel's own");
+		return;
+	}
+	if (st->to.ss_family == AF_INET6 &&
+	    IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&st->to)->sin6_addr)) {
+		/* an IPv4 pod reached on a dual-stack listener: an IPv4 socket */
+		struct sockaddr_in v4 = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+
+		memcpy(&v4.sin_addr, &((struct sockaddr_in6 *)&st->to)->sin6_addr.s6_addr[12], 4);
+		memset(&st->to, 0, sizeof(st->to));
+		memcpy(&st->to, &v4, sizeof(v4));
+	}
+	st->asking = 1;
+	if (h->ops.get_socket(h, st->to.ss_family == AF_INET6 ? 6 : 4, got_socket, st) != 0) {
+		st->asking = 0;
+		refuse(st, "503", "no socket inside the pod");
+	}
+}
+
+/* ---- nghttp2 callbacks ------------------------------------------------------------------- */
+
+static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame, void *user)
+{
+	struct km_hbone_conn *h = user;
+	struct hb_stream *st;
+
+	(void)session;
+	if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+		return 0;
+	if (!(st = calloc(1, sizeof(*st))))
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	st->h = h;
+	st->id = frame->hd.stream_id;
+	st->next = h->streams;
+	h->streams = st;
+	h->n_streams++;
+	h->streams_total++;
+	return 0;
+}
+
+static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name,
+		     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags, void *user)
+{
+	struct hb_stream *st = stream_of(user, frame->hd.stream_id);
+
+	(void)session;
+	(void)flags;
+	if (!st || frame->hd.type != NGHTTP2_HEADERS)
+		return 0;
+	if (namelen == 7 && !memcmp(name, ":method", 7))
+		snprintf(st->method, sizeof(st->method), "%.*s", (int)valuelen, value);
+	else if (namelen == 10 && !memcmp(name, ":authority", 10))
+		snprintf(st->authority, sizeof(st->authority), "%.*s", (int)valuelen, value);
+	return 0;
+}
+
+static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user)
+{
+	struct hb_stream *st = stream_of(user, frame->hd.stream_id);
+
+	(void)session;
+	if (!st)
+		return 0;
+	if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
+		request(st);
+	if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) && st->connected) {
+		st->down_eof = 1;
+		if (st->up && !st->writing && !st->shutdown_sent &&
+		    uv_shutdown(&st->shutdown_req, (uv_stream_t *)st->up, NULL) == 0)
+			st->shutdown_sent = 1;
+	}
+	return 0;
+}
+
+static void up_written(uv_write_t *req, int status)
+{
+	struct hb_write *w = (struct hb_write *)req;
+	struct hb_stream *st = w->st;
+	struct km_hbone_conn *h = st->h;
+
+	st->writing -= w->len;
+	if (status == 0 && !st->h2_closed) /* the window given back once the bytes are out */
+		nghttp2_session_consume(h->session, st->id, w->len);
+	free(w);
+	if (st->down_eof && !st->writing && st->up && !st->shutdown_sent &&
+	    !uv_is_closing((uv_handle_t *)st->up) &&
+	    uv_shutdown(&st->shutdown_req, (uv_stream_t *)st->up, NULL) == 0)
+		st->shutdown_sent = 1;
+	flush(h);
+	stream_free_if_done(st);
+}
+
+static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t id, const uint8_t *data,
+			 size_t len, void *user)
+{
+	struct km_hbone_conn *h = user;
+	struct hb_stream *st = stream_of(h, id);
+	struct hb_write *w;
+	uv_buf_t b;
+
+	(void)flags;
+	if (!st || !st->connected || !st->up || uv_is_closing((uv_handle_t *)st->up)) {
+		nghttp2_session_consume(session, id, len); /* nobody to give it to */
+		return 0;
+	}
+	if (!(w = malloc(sizeof(*w) + len)))
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	memcpy(w->bytes, data, len);
+	w->st = st;
+	w->len = len;
+	b = uv_buf_init((char *)w->bytes, (unsigned)len);
+	if (uv_write(&w->req, (uv_stream_t *)st->up, &b, 1, up_written) != 0) {
+		free(w);
+		nghttp2_session_consume(session, id, len);
+		return 0;
+	}
+	st->writing += len;
+	return 0;
+}
+
+static int on_stream_close(nghttp2_session *session, int32_t id, uint32_t code, void *user)
+{
+	struct hb_stream *st = stream_of(user, id);
+
+	(void)session;
+	if (!st)
+		return 0;
+	st->h2_closed = 1;
+	/* a reset by the client (or ours) resets the application's side; a clean end has closed
+	 * both ways already */
+	up_close(st, code != NGHTTP2_NO_ERROR || !st->up_eof || !st->down_eof);
+	stream_free_if_done(st);
+	return 0;
+}
+
+/* ---- the connection ---------------------------------------------------------------------- */
+
+static void flush(struct km_hbone_conn *h)
+{
+	if (!h->session || h->closing || h->flushing)
+		return;
+	h->flushing = 1;
+	while (h->tls.unwritten < KM_HBONE_CONN_UNSENT) {
+		const uint8_t *p;
+		ssize_t n = nghttp2_session_mem_send(h->session, &p);
+
+		if (n <= 0) {
+			if (n < 0)
+				km_hbone_conn_close(h);
+			break;
+		}
+		if (km_tls_stream_write(&h->tls, p, (size_t)n) != 0)
+			break; /* the TLS stream said why; its owner closes */
+	}
+	h->flushing = 0;
+	if (!h->closing && !nghttp2_session_want_read(h->session) &&
+	    !nghttp2_session_want_write(h->session))
+		km_hbone_conn_close(h);
+}
+
+void km_hbone_conn_init(struct km_hbone_conn *h, uv_loop_t *loop, const struct km_hbone_ops *ops)
+{
+	void *data = h->data;
+
+	memset(h, 0, sizeof(*h));
+	h->data = data;
+	h->loop = loop;
+	h->ops = *ops;
+}
+
+int km_hbone_conn_start(struct km_hbone_conn *h)
+{
+	nghttp2_session_callbacks *cbs;
+	nghttp2_option *opt;
+	nghttp2_session *s = NULL;
+	nghttp2_settings_entry iv[] = {
+		{ NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, KM_HBONE_MAX_STREAMS },
+		{ NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 4u << 20 },
+		{ NGHTTP2_SETTINGS_MAX_FRAME_SIZE, 1u << 20 },
+		{ NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, 64u << 10 },
+	};
+	int rc;
+
+	if (nghttp2_session_callbacks_new(&cbs) != 0)
+		return -1;
+	nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
+	nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+	nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
+	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
+	nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+	if (nghttp2_option_new(&opt) != 0) {
+		nghttp2_session_callbacks_del(cbs);
+		return -1;
+	}
+	nghttp2_option_set_no_auto_window_update(opt, 1);
+	nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
+	rc = nghttp2_session_server_new2(&s, cbs, h, opt);
+	nghttp2_option_del(opt);
+	nghttp2_session_callbacks_del(cbs);
+	if (rc != 0)
+		return -1;
+	h->session = s;
+	if (nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0])) != 0 ||
+	    nghttp2_session_set_local_window_size(s, NGHTTP2_FLAG_NONE, 0, 16u << 20) != 0)
+		return -1;
+	flush(h);
+	return 0;
+}
+
+void km_hbone_conn_data(struct km_hbone_conn *h, const uint8_t *data, size_t len)
+{
+	ssize_t n;
+
+	if (!h->session || h->closing)
+		return;
+	n = nghttp2_session_mem_recv(h->session, data, len);
+	if (n < 0) {
+		km_debug("HBONE from %s: %s", h->principal, nghttp2_strerror((int)n));
+		flush(h); /* a GOAWAY, when nghttp2 made one */
+		km_hbone_conn_close(h);
+		return;
+	}
+	flush(h);
+}
+
+void km_hbone_conn_drained(struct km_hbone_conn *h)
+{
+	flush(h);
+}
+
+static void maybe_done(struct km_hbone_conn *h)
+{
+	if (h->closing && h->tcp_closed && !h->streams && h->ops.on_closed)
+		h->ops.on_closed(h);
+}
+
+static void tcp_closed(uv_handle_t *handle)
+{
+	struct km_hbone_conn *h = (struct km_hbone_conn *)((char *)handle -
+							    offsetof(struct km_hbone_conn, tcp));
+
+	h->tcp_closed = 1;
+	km_tls_stream_free(&h->tls);
+	maybe_done(h);
+}
+
+void km_hbone_conn_close(struct km_hbone_conn *h)
+{
+	if (h->closing)
+		return;
+	h->closing = 1;
+	for (struct hb_stream *st = h->streams, *next; st; st = next) {
+		next = st->next;
+		st->h2_closed = 1;
+		up_close(st, 1);
+	}
+	if (h->session) {
+		nghttp2_session_del(h->session);
+		h->session = NULL;
+	}
+	uv_close((uv_handle_t *)&h->tcp, tcp_closed);
+	for (struct hb_stream *st = h->streams, *next; st; st = next) {
+		next = st->next;
+		stream_free_if_done(st);
+	}
+}

@@ -1,0 +1,71 @@
+/* hbone_server.h — one inbound HBONE connection after its TLS handshake: an HTTP/2 server session
+ * (nghttp2) whose CONNECT streams are relayed to the pod's applications, as ztunnel's inbound
+ * does (../reference/hbone.md §4):
+ *   - settings: 200 streams at once, a 4 MiB stream window and 16 MiB for the connection, frames
+ *     of up to 1 MiB, header lists of up to 64 KiB;
+ *   - a request that is not CONNECT, or whose :authority is not IP:port of the address the
+ *     connection came in on: 400; a port of the tunnel's own (15001, 15006, 15008): 503;
+ *   - then a TCP connection from inside the pod to that address (a socket the map writer made
+ *     there): 503 when refused, else 200 and the bytes both ways; END_STREAM is a half-close
+ *     each way, RST_STREAM or a reset connection resets the other side.
+ *   - Flow control never buffers without bound: the client's DATA is acknowledged (its window
+ *     given back) only once written to the application; at most KM_HBONE_STREAM_BUF bytes of
+ *     the application's are held per stream (reading it stops until they are sent), and nothing
+ *     more is framed while more than KM_HBONE_CONN_UNSENT bytes wait for the client's TCP. */
+#ifndef KM_TUNNEL_HBONE_SERVER_H
+#define KM_TUNNEL_HBONE_SERVER_H
+
+#include <netinet/in.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+#include "shared/tls/tls_stream.h"
+
+#define KM_HBONE_MAX_STREAMS 200
+#define KM_HBONE_STREAM_BUF (256u << 10)
+#define KM_HBONE_CONN_UNSENT (1u << 20)
+
+struct km_hbone_conn;
+
+/* A socket inside the destination pod, asked for a stream: given later to cb (tcp NULL with why
+ * when none can be had); tcp is then the stream's, uv_tcp_init'ed on the loop and heap-allocated
+ * (closed with free as its close callback). */
+typedef void (*km_hbone_socket_cb)(void *arg, uv_tcp_t *tcp, const char *why);
+
+struct km_hbone_ops {
+	int (*get_socket)(struct km_hbone_conn *h, int family, km_hbone_socket_cb cb, void *arg);
+	void (*on_closed)(struct km_hbone_conn *h); /* every stream and handle closed: free h */
+};
+
+struct hb_stream;
+
+struct km_hbone_conn {
+	uv_loop_t *loop;
+	uv_tcp_t tcp;                 /* the client's connection (the owner accepted it) */
+	struct km_tls_stream tls;
+	void *session;                /* nghttp2_session */
+	struct km_hbone_ops ops;
+	struct sockaddr_storage local; /* the address the connection came in on */
+	char principal[300];          /* the client's, from its certificate */
+	struct hb_stream *streams;
+	unsigned n_streams;
+	uint64_t streams_total, refused_400, refused_503;
+	int closing, tcp_closed, flushing;
+	void *data; /* owner's */
+};
+
+/* Before accepting into h->tcp: zero h and keep ops (data is kept). */
+void km_hbone_conn_init(struct km_hbone_conn *h, uv_loop_t *loop, const struct km_hbone_ops *ops);
+/* After the TLS handshake (tls ready, principal set): start the HTTP/2 session. Returns 0, or -1
+ * (the owner closes). */
+int km_hbone_conn_start(struct km_hbone_conn *h);
+/* Plaintext from the client (the TLS stream's on_data). */
+void km_hbone_conn_data(struct km_hbone_conn *h, const uint8_t *data, size_t len);
+/* The TLS stream drained (more may be framed). */
+void km_hbone_conn_drained(struct km_hbone_conn *h);
+/* Close everything: streams reset, upstreams closed, the client's connection closed; then
+ * ops.on_closed. Any time after init (before the handshake too). */
+void km_hbone_conn_close(struct km_hbone_conn *h);
+
+#endif

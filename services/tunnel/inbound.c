@@ -1,0 +1,377 @@
+/* inbound.c — see inbound.h. */
+#include "services/tunnel/inbound.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "services/tunnel/hbone_server.h"
+#include "services/tunnel/server_tls.h"
+#include "shared/log.h"
+
+struct ib_pod {
+	struct km_inbound *ib;
+	struct ib_pod *next;
+	char uid[KM_TUNNEL_UID_MAX + 1];
+	char name[320];
+	char identity[KM_TUNNEL_ID_MAX];
+	uint64_t cookie;
+	uv_tcp_t *listener; /* heap: closed with free */
+	int asking, gone;
+};
+
+struct ib_conn {
+	struct km_hbone_conn h; /* first: the hbone connection's pointer is the conn's */
+	struct km_inbound *ib;
+	struct ib_conn *next;
+	uint64_t cookie;
+	uint64_t accepted_ms;
+	int handshaking;
+};
+
+struct ib_ask { /* a socket asked for a stream */
+	struct km_inbound *ib;
+	km_hbone_socket_cb cb;
+	void *arg;
+};
+
+static void free_handle(uv_handle_t *h)
+{
+	free(h);
+}
+
+/* ---- listeners --------------------------------------------------------------------------- */
+
+static void on_connection(uv_stream_t *server, int status);
+static void pod_free_if_done(struct ib_pod *p);
+
+static void got_listener(struct km_peer_link *l, void *arg, const Kmesh__Ipc__Reply *reply)
+{
+	struct ib_pod *p = arg;
+	uv_tcp_t *tcp = malloc(sizeof(*tcp));
+
+	(void)l;
+	p->asking = 0;
+	if (p->gone || p->ib->stopping || !tcp) { /* its sockets, if any, are closed by the link */
+		free(tcp);
+		pod_free_if_done(p);
+		return;
+	}
+	uv_tcp_init(p->ib->loop, tcp);
+	if (!reply || reply->code != KMESH__IPC__CODE__OK ||
+	    km_peer_link_take_socket(&p->ib->mw, tcp) != 0) {
+		km_warn("no HBONE listener for pod %s: %s", p->name,
+			reply ? reply->message : "the map writer did not answer");
+		uv_close((uv_handle_t *)tcp, free_handle);
+		return;
+	}
+	tcp->data = p;
+	if (uv_listen((uv_stream_t *)tcp, 1024, on_connection) != 0) {
+		km_warn("cannot listen on pod %s's port %d", p->name, KM_HBONE_PORT);
+		uv_close((uv_handle_t *)tcp, free_handle);
+		return;
+	}
+	p->listener = tcp;
+	p->ib->listeners++;
+	km_info("HBONE: listening on pod %s's port %d (identity %s)", p->name, KM_HBONE_PORT,
+		p->identity);
+}
+
+static void ask_listener(struct ib_pod *p)
+{
+	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__PodSockets ps = KMESH__IPC__POD_SOCKETS__INIT;
+
+	if (!p->ib->mw_on || p->asking || p->listener || p->gone || !p->ib->mw.up)
+		return;
+	ps.netns_cookie = p->cookie;
+	ps.listen_port = KM_HBONE_PORT;
+	env.body_case = KMESH__IPC__ENVELOPE__BODY_POD_SOCKETS;
+	env.pod_sockets = &ps;
+	if (km_peer_link_send(&p->ib->mw, &env, got_listener, p) == 0)
+		p->asking = 1;
+}
+
+static void mw_up(struct km_peer_link *l)
+{
+	struct km_inbound *ib = l->data;
+
+	for (struct ib_pod *p = ib->pods; p; p = p->next)
+		ask_listener(p);
+}
+
+static void pod_free_if_done(struct ib_pod *p)
+{
+	if (!p->gone || p->asking)
+		return;
+	for (struct ib_pod **pp = &p->ib->pods; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	free(p);
+}
+
+void km_inbound_pod(struct km_inbound *ib, const struct km_tunnel_pod *pod, int added)
+{
+	struct ib_pod *p;
+
+	for (p = ib->pods; p && (p->gone || strcmp(p->uid, pod->uid)); p = p->next)
+		;
+	if (!added) {
+		if (!p)
+			return;
+		p->gone = 1;
+		if (p->listener) {
+			uv_close((uv_handle_t *)p->listener, free_handle);
+			p->listener = NULL;
+			ib->listeners--;
+		}
+		pod_free_if_done(p); /* else when its listener's answer comes */
+		return;
+	}
+	if (p) { /* a change: the identity follows the account */
+		snprintf(p->identity, sizeof(p->identity), "%s", pod->identity);
+		return;
+	}
+	if (!(p = calloc(1, sizeof(*p))))
+		return;
+	p->ib = ib;
+	snprintf(p->uid, sizeof(p->uid), "%s", pod->uid);
+	snprintf(p->name, sizeof(p->name), "%s/%s", pod->ns, pod->name);
+	snprintf(p->identity, sizeof(p->identity), "%s", pod->identity);
+	p->cookie = pod->netns_cookie;
+	p->next = ib->pods;
+	ib->pods = p;
+	ask_listener(p);
+}
+
+/* ---- sockets for streams ----------------------------------------------------------------- */
+
+static void got_socket(struct km_peer_link *l, void *arg, const Kmesh__Ipc__Reply *reply)
+{
+	struct ib_ask *a = arg;
+	uv_tcp_t *tcp = malloc(sizeof(*tcp));
+
+	(void)l;
+	if (tcp)
+		uv_tcp_init(a->ib->loop, tcp);
+	if (!tcp || !reply || reply->code != KMESH__IPC__CODE__OK ||
+	    km_peer_link_take_socket(&a->ib->mw, tcp) != 0) {
+		a->ib->stats.sockets_failed++;
+		if (tcp)
+			uv_close((uv_handle_t *)tcp, free_handle);
+		a->cb(a->arg, NULL, reply ? reply->message : "the map writer did not answer");
+	} else {
+		a->cb(a->arg, tcp, NULL);
+	}
+	free(a);
+}
+
+static int get_socket(struct km_hbone_conn *h, int family, km_hbone_socket_cb cb, void *arg)
+{
+	struct ib_conn *c = (struct ib_conn *)h;
+	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__PodSockets ps = KMESH__IPC__POD_SOCKETS__INIT;
+	struct ib_ask *a = malloc(sizeof(*a));
+
+	if (!a)
+		return -1;
+	*a = (struct ib_ask){ c->ib, cb, arg };
+	ps.netns_cookie = c->cookie;
+	ps.connect = 1;
+	ps.family = (uint32_t)family;
+	env.body_case = KMESH__IPC__ENVELOPE__BODY_POD_SOCKETS;
+	env.pod_sockets = &ps;
+	c->ib->stats.sockets_asked++;
+	if (km_peer_link_send(&c->ib->mw, &env, got_socket, a) != 0) {
+		free(a);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- connections ------------------------------------------------------------------------- */
+
+static void conn_closed(struct km_hbone_conn *h)
+{
+	struct ib_conn *c = (struct ib_conn *)h;
+	struct km_inbound *ib = c->ib;
+
+	ib->stats.streams += h->streams_total;
+	ib->stats.refused_400 += h->refused_400;
+	ib->stats.refused_503 += h->refused_503;
+	for (struct ib_conn **pp = &ib->conns; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	ib->n_conns--;
+	free(c);
+}
+
+static void tls_ready(struct km_tls_stream *s)
+{
+	struct ib_conn *c = s->data;
+	char why[300], desc[96];
+
+	c->handshaking = 0;
+	if (km_server_tls_peer(s->ssl, c->ib->trust_domain, c->h.principal, sizeof(c->h.principal),
+			       why, sizeof(why)) != 0) {
+		c->ib->stats.client_refused++;
+		km_info("HBONE: a client refused: %s", why);
+		km_hbone_conn_close(&c->h);
+		return;
+	}
+	km_debug("HBONE: %s connected (%s)", c->h.principal, km_tls_stream_describe(s, desc,
+										     sizeof(desc)));
+	if (km_hbone_conn_start(&c->h) != 0)
+		km_hbone_conn_close(&c->h);
+}
+
+static void tls_data(struct km_tls_stream *s, const uint8_t *data, size_t len)
+{
+	struct ib_conn *c = s->data;
+
+	km_hbone_conn_data(&c->h, data, len);
+}
+
+static void tls_error(struct km_tls_stream *s, const char *what, int eof)
+{
+	struct ib_conn *c = s->data;
+
+	if (c->handshaking) {
+		c->ib->stats.handshake_failed++;
+		km_info("HBONE: a TLS handshake failed: %s", what);
+	} else if (!eof) {
+		km_debug("HBONE from %s: %s", c->h.principal, what);
+	}
+	km_hbone_conn_close(&c->h);
+}
+
+static void tls_drained(struct km_tls_stream *s)
+{
+	struct ib_conn *c = s->data;
+
+	km_hbone_conn_drained(&c->h);
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+	static const struct km_hbone_ops ops = { get_socket, conn_closed };
+	static const struct km_tls_stream_cbs cbs = { tls_ready, tls_data, tls_error, tls_drained };
+	struct ib_pod *p = server->data;
+	struct km_inbound *ib = p->ib;
+	struct ib_conn *c;
+	int len = sizeof(struct sockaddr_storage);
+	void *ctx;
+	char why[300];
+
+	if (status < 0 || !(c = calloc(1, sizeof(*c))))
+		return;
+	c->ib = ib;
+	c->cookie = p->cookie;
+	c->accepted_ms = uv_now(ib->loop);
+	c->handshaking = 1;
+	km_hbone_conn_init(&c->h, ib->loop, &ops);
+	uv_tcp_init(ib->loop, &c->h.tcp);
+	c->next = ib->conns;
+	ib->conns = c;
+	ib->n_conns++;
+	if (uv_accept(server, (uv_stream_t *)&c->h.tcp) != 0) {
+		km_hbone_conn_close(&c->h);
+		return;
+	}
+	ib->stats.accepted++;
+	if (ib->n_conns > KM_INBOUND_MAX_CONNS) {
+		ib->stats.refused_full++;
+		km_hbone_conn_close(&c->h);
+		return;
+	}
+	uv_tcp_getsockname(&c->h.tcp, (struct sockaddr *)&c->h.local, &len);
+	uv_tcp_nodelay(&c->h.tcp, 1);
+	if (!(ctx = km_certs_server_ctx(ib->certs, p->identity, why, sizeof(why)))) {
+		ib->stats.no_certificate++;
+		km_info("HBONE to pod %s refused: %s", p->name, why);
+		km_hbone_conn_close(&c->h);
+		return;
+	}
+	c->h.tls.data = c;
+	if (km_tls_stream_start(&c->h.tls, (uv_stream_t *)&c->h.tcp, ctx, 1, NULL, "h2", &cbs) != 0) {
+		km_hbone_conn_close(&c->h);
+		return;
+	}
+}
+
+/* Connections still shaking hands after KM_INBOUND_HANDSHAKE_MS are closed. */
+static void on_sweep(uv_timer_t *t)
+{
+	struct km_inbound *ib = t->data;
+	uint64_t now = uv_now(ib->loop);
+
+	for (struct ib_conn *c = ib->conns, *next; c; c = next) {
+		next = c->next;
+		if (c->handshaking && !c->h.closing && now - c->accepted_ms >= KM_INBOUND_HANDSHAKE_MS) {
+			ib->stats.handshake_timeouts++;
+			km_hbone_conn_close(&c->h);
+		}
+	}
+}
+
+void km_inbound_open_streams(const struct km_inbound *ib, uint64_t *streams, uint64_t *r400,
+			     uint64_t *r503)
+{
+	for (const struct ib_conn *c = ib->conns; c; c = c->next) {
+		*streams += c->h.streams_total;
+		*r400 += c->h.refused_400;
+		*r503 += c->h.refused_503;
+	}
+}
+
+int km_inbound_start(struct km_inbound *ib, uv_loop_t *loop, struct km_certs *certs,
+		     const char *trust_domain, const char *mw_socket)
+{
+	memset(ib, 0, sizeof(*ib));
+	ib->loop = loop;
+	ib->certs = certs;
+	ib->trust_domain = trust_domain;
+	uv_timer_init(loop, &ib->sweep);
+	ib->sweep.data = ib;
+	uv_timer_start(&ib->sweep, on_sweep, 1000, 1000);
+	if (mw_socket && *mw_socket) {
+		const struct km_peer_link_config cfg = {
+			.path = mw_socket, .role = KMESH__IPC__ROLE__ROLE_TUNNEL,
+			.process = "kmesh-tunnel", .peer = "the map writer", .receiving = 1,
+			.on_up = mw_up,
+		};
+
+		ib->mw.data = ib;
+		if (km_peer_link_start(&ib->mw, loop, &cfg) != 0)
+			return -1;
+		ib->mw_on = 1;
+	}
+	return 0;
+}
+
+void km_inbound_stop(struct km_inbound *ib)
+{
+	ib->stopping = 1;
+	uv_close((uv_handle_t *)&ib->sweep, NULL);
+	for (struct ib_conn *c = ib->conns, *next; c; c = next) {
+		next = c->next;
+		km_hbone_conn_close(&c->h);
+	}
+	if (ib->mw_on) /* every request answered now, with none */
+		km_peer_link_stop(&ib->mw, NULL);
+	for (struct ib_pod *p = ib->pods; p; p = p->next)
+		if (p->listener) {
+			uv_close((uv_handle_t *)p->listener, free_handle);
+			p->listener = NULL;
+		}
+	while (ib->pods) {
+		struct ib_pod *p = ib->pods;
+
+		ib->pods = p->next;
+		free(p);
+	}
+}

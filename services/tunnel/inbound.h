@@ -1,0 +1,56 @@
+/* inbound.h — HBONE inbound on each enrolled pod's port 15008: a listener per pod, made inside
+ * the pod by the map writer (PodSockets over ipc/peer_link.h, role tunnel; asked again whenever
+ * the link comes back for pods still without one), closed when the pod leaves. Each connection:
+ * TLS 1.3 with the certificate of the pod's identity (server_tls.h; no certificate yet: closed),
+ * the client checked (ALPN h2, one SPIFFE id of our trust domain), then HTTP/2 CONNECT
+ * (hbone_server.h), each stream reaching the application through a socket the map writer made
+ * inside the pod. Bounded: at most KM_INBOUND_MAX_CONNS connections at once (more are closed at
+ * accept), a handshake must finish within KM_INBOUND_HANDSHAKE_MS. */
+#ifndef KM_TUNNEL_INBOUND_H
+#define KM_TUNNEL_INBOUND_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "ipc/peer_link.h"
+#include "services/tunnel/certs.h"
+#include "services/tunnel/pods.h"
+
+#define KM_HBONE_PORT 15008
+#define KM_INBOUND_MAX_CONNS 16384
+#define KM_INBOUND_HANDSHAKE_MS 10000
+
+struct ib_pod;
+struct ib_conn;
+
+struct km_inbound_stats {
+	uint64_t accepted, refused_full, no_certificate, handshake_failed, handshake_timeouts,
+		 client_refused, streams, refused_400, refused_503, sockets_asked, sockets_failed;
+};
+
+struct km_inbound {
+	uv_loop_t *loop;
+	struct km_certs *certs;
+	const char *trust_domain;
+	struct km_peer_link mw;
+	int mw_on;
+	struct ib_pod *pods;
+	struct ib_conn *conns;
+	unsigned n_conns, listeners;
+	uv_timer_t sweep;
+	struct km_inbound_stats stats;
+	int stopping;
+};
+
+/* Start; mw_socket NULL or "": no map writer (no listener is ever made). Returns 0 or -1. */
+int km_inbound_start(struct km_inbound *ib, uv_loop_t *loop, struct km_certs *certs,
+		     const char *trust_domain, const char *mw_socket);
+/* A pod enrolled (its listener asked for) or gone (its listener closed; open connections end
+ * on their own). */
+void km_inbound_pod(struct km_inbound *ib, const struct km_tunnel_pod *pod, int added);
+void km_inbound_stop(struct km_inbound *ib);
+/* Add the open connections' stream counts (closed ones are in stats already). */
+void km_inbound_open_streams(const struct km_inbound *ib, uint64_t *streams, uint64_t *r400,
+			     uint64_t *r503);
+
+#endif

@@ -1,0 +1,110 @@
+#!/usr/bin/python3
+"""An HBONE client for the tests, written apart from the tunnel (python3-h2 and ssl), sending as a
+ztunnel does (../reference/hbone.md §4): TCP to ADDR:15008, TLS 1.3 with a client certificate,
+ALPN h2, no SNI; one HTTP/2 connection carrying STREAMS CONNECT streams to AUTHORITY, each with
+`baggage`, `forwarded` and `traceparent` headers. Each stream sends SEND (then END_STREAM unless
+--no-half-close) and reads until the server's END_STREAM, a reset or TIMEOUT.
+
+Prints one line per stream: "stream N status S read R" (R: the bytes read, repr'd), "stream N
+reset CODE", or "stream N timeout"; a connection that fails prints "error: WHY". Exit 0 when every
+stream got a status."""
+import argparse
+import socket
+import ssl
+import sys
+import time
+
+import h2.config
+import h2.connection
+import h2.events
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("addr")
+    ap.add_argument("--port", type=int, default=15008)
+    ap.add_argument("--authority", required=True)
+    ap.add_argument("--cert")
+    ap.add_argument("--key")
+    ap.add_argument("--ca", required=True)
+    ap.add_argument("--method", default="CONNECT")
+    ap.add_argument("--send", default="")
+    ap.add_argument("--streams", type=int, default=1)
+    ap.add_argument("--no-half-close", action="store_true")
+    ap.add_argument("--timeout", type=float, default=5.0)
+    a = ap.parse_args()
+
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    ctx.check_hostname = False  # ztunnel checks the server's SPIFFE id, not a host name
+    ctx.load_verify_locations(a.ca)
+    if a.cert:
+        ctx.load_cert_chain(a.cert, a.key)
+    ctx.set_alpn_protocols(["h2"])
+    try:
+        raw = socket.create_connection((a.addr, a.port), timeout=a.timeout)
+        tls = ctx.wrap_socket(raw)
+        tls.settimeout(a.timeout)
+        # TLS 1.3: a refused client certificate shows at the first read
+        if tls.selected_alpn_protocol() != "h2":
+            print("error: no ALPN h2")
+            return 1
+    except (OSError, ssl.SSLError) as e:
+        print("error: %s" % e)
+        return 1
+    # CONNECT carries no :path nor :scheme (RFC 9113 8.5), which h2 would refuse to send
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(
+        client_side=True, validate_outbound_headers=False))
+    conn.initiate_connection()
+    ids = []
+    for i in range(a.streams):
+        sid = conn.get_next_available_stream_id()
+        ids.append(sid)
+        extra = [] if a.method == "CONNECT" else [(":scheme", "https"), (":path", "/")]
+        conn.send_headers(sid, [(":method", a.method), (":authority", a.authority)] + extra + [
+                                ("baggage", "k8s.namespace.name=mesh,k8s.pod.name=client"),
+                                ("forwarded", 'for="10.0.0.1:40000"'),
+                                ("traceparent", "00-%032x-%016x-00" % (i + 1, i + 1))])
+        if a.send:
+            conn.send_data(sid, a.send.encode(), end_stream=not a.no_half_close)
+        elif not a.no_half_close:
+            conn.end_stream(sid)
+    tls.sendall(conn.data_to_send())
+    status, data, done = {}, {s: b"" for s in ids}, {}
+    deadline = time.time() + a.timeout
+    try:
+        while len(done) < len(ids) and time.time() < deadline:
+            chunk = tls.recv(65536)
+            if not chunk:
+                break
+            for ev in conn.receive_data(chunk):
+                if isinstance(ev, h2.events.ResponseReceived):
+                    status[ev.stream_id] = dict(ev.headers)[b":status"].decode()
+                elif isinstance(ev, h2.events.DataReceived):
+                    data[ev.stream_id] += ev.data
+                    conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                elif isinstance(ev, h2.events.StreamEnded):
+                    done[ev.stream_id] = "end"
+                elif isinstance(ev, h2.events.StreamReset):
+                    done[ev.stream_id] = "reset %d" % ev.error_code
+                elif isinstance(ev, h2.events.ConnectionTerminated):
+                    deadline = 0
+            out = conn.data_to_send()
+            if out:
+                tls.sendall(out)
+    except (OSError, ssl.SSLError) as e:
+        print("error: %s" % e)
+    ok = True
+    for s in ids:
+        if s in status and done.get(s, "end") == "end":
+            print("stream %d status %s read %r" % (s, status[s], data[s].decode(errors="replace")))
+        elif s in done:
+            print("stream %d %s" % (s, done[s]))
+        else:
+            print("stream %d timeout" % s)
+        ok = ok and s in status
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
