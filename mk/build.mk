@@ -276,12 +276,22 @@ security: all
 # Everything the test phases run, built first: the top Makefile builds it in parallel (-j, one
 # job per core), then the phases run one at a time, each timed (their checks measure CPU time
 # against same-run baselines and must not share the machine with a compiler or each other).
+# Phases joined by "+" run together, each output kept apart and shown after: fuzzing (bounded
+# in time, not in work) and the deploy checks measure nothing, so they may share the machine.
 test-build: all $(INTEGRATION_TOOLS) $(SAN_BINS) $(UNIT_TESTS) $(FUZZERS)
 
-TEST_PHASES := unit fuzz-smoke deploy-check integration security chaos-quick integration-san
+TEST_PHASES := unit fuzz-smoke+deploy-check integration security chaos-quick integration-san
 test:
 	@set -e; t0=$$(date +%s); for p in $(TEST_PHASES); do s=$$(date +%s); \
-		$(MAKE) --no-print-directory -f mk/build.mk $$p; \
+		if [ "$${p#*+}" = "$$p" ]; then \
+			$(MAKE) --no-print-directory -f mk/build.mk $$p; \
+		else \
+			pids=; for q in $${p//+/ }; do \
+				$(MAKE) --no-print-directory -f mk/build.mk $$q >$(B)/phase-$$q.log 2>&1 & \
+				pids="$$pids $$!"; \
+			done; rc=0; for pid in $$pids; do wait $$pid || rc=1; done; \
+			for q in $${p//+/ }; do cat $(B)/phase-$$q.log; done; [ $$rc = 0 ]; \
+		fi; \
 		echo "== make $$p took $$(( $$(date +%s) - s )) s"; \
 	done; echo "== make test's phases took $$(( $$(date +%s) - t0 )) s"
 
@@ -364,7 +374,13 @@ $(B)/fuzz-obj/gen/%.o: $(GEN)/%.c | $(GEN_HDRS)
 	$(CLANG) -fsanitize=fuzzer-no-link,address,undefined $(FUZZ_COMMON) -c $< -o $@
 -include $(shell find $(B)/fuzz-obj -name '*.d' 2>/dev/null)
 
-$(B)/fuzz/fuzz_%: $(call fuzzo,tests/fuzz/fuzz_%.c $(XDS_SRCS) $(CNI_SRCS) $(IPSEC_SRCS) $(COMMON_SRCS))
+# ... from one archive: each target takes only the objects it needs (its link ~3x faster)
+FUZZ_LIB_SRCS := $(sort $(XDS_SRCS) $(CNI_SRCS) $(IPSEC_SRCS) $(COMMON_SRCS))
+$(B)/fuzz-obj/libfuzz.a: $(call fuzzo,$(FUZZ_LIB_SRCS))
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/fuzz/fuzz_%: $(call fuzzo,tests/fuzz/fuzz_%.c) $(B)/fuzz-obj/libfuzz.a
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) -o $@ $^ $(LDLIBS)
 
