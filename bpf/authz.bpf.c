@@ -9,8 +9,11 @@
  *     program (KM_MANAGE_F_AUTHZ_LOOKUP unset: enrolled without its namespace's path, or the
  *     attach failed): a denied SYN is dropped and the client times out, as behind a dropping
  *     firewall.
- * The decision is bpf/lib/authz.h. Traffic on the loopback device (a pod talking to itself) is
- * not checked, as ztunnel never sees it; nothing is checked while authorization is switched off
+ * The decision is bpf/lib/authz.h. A pod talking to itself is not checked, as ztunnel never sees
+ * it: traffic on the loopback device, and from a loopback source (127/8, ::1) to the pod's own
+ * address, such as the tunnel's connection to the application from 127.0.0.6 (its HBONE stream
+ * was decided by the tunnel). A SYN to the HBONE port of a pod whose port the tunnel serves
+ * (km_hbone) is the tunnel's to decide. Nothing is checked while authorization is switched off
  * (km_config). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -147,6 +150,9 @@ int km_authz_ingress(struct __sk_buff *skb)
 		return KM_SKB_PASS; /* not enrolled, or decided at the socket lookup */
 	if (syn == SYN_UNPARSED)
 		return KM_SKB_DROP; /* cannot be decided: never let it reach an enrolled pod */
+	if (km_addr_is_loopback(&c.src) ||
+	    (c.dport == KM_HBONE_PORT && bpf_map_lookup_elem(&km_hbone, &c.dst)))
+		return KM_SKB_PASS; /* the pod itself; HBONE: the tunnel decides each stream */
 	return km_authz_denies(&c) ? KM_SKB_DROP : KM_SKB_PASS;
 }
 
@@ -174,6 +180,9 @@ int km_authz_lookup(struct bpf_sk_lookup *ctx)
 		c.dst.words[3] = ctx->local_ip6[3];
 	}
 	c.dport = ctx->local_port;
+	if (km_addr_is_loopback(&c.src) ||
+	    (c.dport == KM_HBONE_PORT && bpf_map_lookup_elem(&km_hbone, &c.dst)))
+		return SK_PASS; /* the pod itself; HBONE: the tunnel decides each stream */
 	return km_authz_denies(&c) ? SK_DROP : SK_PASS;
 }
 

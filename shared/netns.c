@@ -112,32 +112,39 @@ struct identity {
 	size_t max, *n;
 };
 
-static int identity_fn(void *arg, char *err, size_t errlen)
+int km_netns_identity_here(uint64_t *cookie, struct km_addr *addrs, size_t max, size_t *n,
+			   char *err, size_t errlen)
 {
-	struct identity *id = arg;
 	struct ifaddrs *ifa, *i;
-	int rc = km_netns_cookie_here(id->cookie, err, errlen);
+	int rc = km_netns_cookie_here(cookie, err, errlen);
 
-	*id->n = 0;
+	*n = 0;
 	if (rc)
 		return rc;
 	if (getifaddrs(&ifa) != 0)
 		return 0; /* no addresses known: the cookie alone enrolls */
-	for (i = ifa; i && *id->n < id->max; i = i->ifa_next) {
+	for (i = ifa; i && *n < max; i = i->ifa_next) {
 		const struct sockaddr *sa = i->ifa_addr;
 
 		if (!sa || !strcmp(i->ifa_name, "lo"))
 			continue;
 		if (sa->sa_family == AF_INET)
 			km_addr_from_bytes((const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr, 4,
-					   &id->addrs[(*id->n)++]);
+					   &addrs[(*n)++]);
 		else if (sa->sa_family == AF_INET6 &&
 			 !IN6_IS_ADDR_LINKLOCAL(&((const struct sockaddr_in6 *)sa)->sin6_addr))
 			km_addr_from_bytes((const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr,
-					   16, &id->addrs[(*id->n)++]);
+					   16, &addrs[(*n)++]);
 	}
 	freeifaddrs(ifa);
 	return 0;
+}
+
+static int identity_fn(void *arg, char *err, size_t errlen)
+{
+	struct identity *id = arg;
+
+	return km_netns_identity_here(id->cookie, id->addrs, id->max, id->n, err, errlen);
 }
 
 int km_netns_identity(const char *path, uint64_t *cookie, struct km_addr *addrs, size_t max,

@@ -24,6 +24,9 @@ int km_netns_cookie_here(uint64_t *cookie, char *err, size_t errlen);
 /* The cookie of the namespace at path. Returns as km_netns_call. */
 int km_netns_cookie(const char *path, uint64_t *cookie, char *err, size_t errlen);
 
+/* The same of the current thread's namespace. Returns 0 or -errno with err filled. */
+int km_netns_identity_here(uint64_t *cookie, struct km_addr *addrs, size_t max, size_t *n,
+			   char *err, size_t errlen);
 /* The cookie and the addresses (not loopback, not IPv6 link-local; at most max) of the namespace
  * at path, as an enrollment names a pod. Returns as km_netns_call. */
 int km_netns_identity(const char *path, uint64_t *cookie, struct km_addr *addrs, size_t max,

@@ -72,6 +72,16 @@ struct km_manage_value {
 			     * 0: none. Padding, always 0, in earlier builds: same layout. */
 };
 
+/* km_hbone: the addresses of enrolled pods whose port KM_HBONE_PORT the tunnel serves (the map
+ * writer made the listener there for it: PodSockets) -> the pod's netns cookie. The kernel's
+ * authorization leaves a SYN to that port of such an address to the tunnel, which decides each
+ * HBONE stream with the client's principal and the port inside it (docs/tunnel.md): a policy
+ * allowing 8080 must not deny 15008, which carries 8080. Looked up only for that port. */
+#define KM_HBONE_PORT 15008
+struct km_hbone_value {
+	__u64 netns_cookie;
+};
+
 /* km_pod_netns: where each enrolled pod's network namespace is mounted (CNI_NETNS), by the same
  * key as km_manage; read only by the map writer, which enters the namespace to re-check the open
  * connections there when policies change. Pinned so a restarted map writer still knows. */

@@ -21,6 +21,16 @@ static __always_inline int km_addr_is_v4mapped(const struct km_addr *a)
 	return a->words[0] == 0 && a->words[1] == 0 && a->words[2] == KM_V4MAPPED_WORD;
 }
 
+/* 127.0.0.0/8 or ::1: a source only the namespace itself can have (the kernel drops such
+ * sources arriving from outside as martians). */
+static __always_inline int km_addr_is_loopback(const struct km_addr *a)
+{
+	if (km_addr_is_v4mapped(a))
+		return (a->words[3] & bpf_htonl(0xff000000)) == bpf_htonl(0x7f000000);
+	return a->words[0] == 0 && a->words[1] == 0 && a->words[2] == 0 &&
+	       a->words[3] == bpf_htonl(1);
+}
+
 static __always_inline int km_addr_is_zero(const struct km_addr *a)
 {
 	return (a->words[0] | a->words[1] | a->words[2] | a->words[3]) == 0;

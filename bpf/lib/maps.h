@@ -38,6 +38,7 @@
 
 KM_DECLARE_HASH(km_manage, struct km_manage_key, struct km_manage_value);
 KM_DECLARE_HASH(km_pod_netns, struct km_manage_key, struct km_pod_netns_value);
+KM_DECLARE_HASH(km_hbone, struct km_addr, struct km_hbone_value);
 KM_DECLARE_HASH(km_frontend, struct km_frontend_key, struct km_frontend_value);
 KM_DECLARE_HASH(km_service, struct km_service_key, struct km_service_value);
 KM_DECLARE_HASH(km_endpoint, struct km_endpoint_key, struct km_endpoint_value);

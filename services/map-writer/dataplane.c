@@ -289,6 +289,8 @@ static int setup_maps(struct km_dataplane *dp, const struct km_dataplane_config 
 	} sized[] = {
 		{ dp->skel->maps.km_manage, dp->sizes.manage },
 		{ dp->skel->maps.km_pod_netns, dp->sizes.manage },
+		/* an IPv4 and an IPv6 address per pod, as a pod has (more are logged, not served) */
+		{ dp->skel->maps.km_hbone, dp->sizes.manage * 2 },
 		{ dp->skel->maps.km_frontend, dp->sizes.frontend },
 		/* a Bloom filter of the frontends' addresses (at most one per row) */
 		{ dp->skel->maps.km_fe_filter, dp->sizes.frontend },
@@ -609,6 +611,7 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	}
 	dp->fd_manage = bpf_map__fd(dp->skel->maps.km_manage);
 	dp->fd_pod_netns = bpf_map__fd(dp->skel->maps.km_pod_netns);
+	dp->fd_hbone = bpf_map__fd(dp->skel->maps.km_hbone);
 	dp->fd_ipsec_peer = bpf_map__fd(dp->skel->maps.km_ipsec_peer);
 	dp->fd_ipsec_cidr = bpf_map__fd(dp->skel->maps.km_ipsec_cidr);
 	dp->fd_ipsec_encrypt = bpf_program__fd(dp->skel->progs.km_ipsec_encrypt);

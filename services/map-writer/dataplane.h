@@ -69,6 +69,7 @@ struct km_dataplane {
 	int lock_fd; /* flock on the pin directory: one map writer per directory */
 	int cgroup_fd;
 	/* map fds, owned by skel */
+	int fd_hbone; /* km_hbone: pods whose 15008 the tunnel serves */
 	int fd_manage, fd_pod_netns, fd_ipsec_peer, fd_ipsec_cidr, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
 	int fd_fe_filter; /* km_fe_filter: the frontends' addresses */
 	int fd_slot;      /* km_slot: the endpoint slots BPF picks from (slots.h) */

@@ -20,6 +20,8 @@ struct made {
 	const Kmesh__Ipc__PodSockets *want;
 	int fds[KM_POD_SOCKETS_MAX];
 	size_t n;
+	struct km_addr addrs[8]; /* the pod's, where it was made */
+	size_t n_addrs;
 };
 
 static int tcp_socket(int family)
@@ -69,7 +71,7 @@ static int make_here(void *arg, char *err, size_t errlen)
 	uint64_t here = 0;
 	int fd;
 
-	if (km_netns_cookie_here(&here, err, errlen) != 0)
+	if (km_netns_identity_here(&here, m->addrs, 8, &m->n_addrs, err, errlen) != 0)
 		return -EIO;
 	if (here != m->cookie) {
 		snprintf(err, errlen, "the namespace there is not the one enrolled (cookie %llu, "
@@ -89,6 +91,35 @@ static int make_here(void *arg, char *err, size_t errlen)
 		m->fds[m->n++] = fd;
 	}
 	return 0;
+}
+
+/* The pod's 15008 is the tunnel's now: the kernel's authorization leaves its SYNs to it
+ * (kmesh_maps.h, km_hbone). */
+static void hbone_served(struct km_tables *t, const struct made *m)
+{
+	struct km_hbone_value v = { .netns_cookie = m->cookie };
+
+	for (size_t i = 0; i < m->n_addrs; i++)
+		if (bpf_map_update_elem(t->fd_hbone, &m->addrs[i], &v, BPF_ANY) != 0)
+			km_warn("km_hbone: cannot record an address of netns cookie %llu: %s",
+				(unsigned long long)m->cookie, strerror(errno));
+}
+
+void km_mw_pod_sockets_forget(struct km_tables *t, uint64_t netns_cookie)
+{
+	struct km_addr key, next, *prev = NULL;
+	struct km_hbone_value v;
+
+	/* a few rows per pod whose 15008 the tunnel serves: a walk is cheap */
+	while (bpf_map_get_next_key(t->fd_hbone, prev, &next) == 0) {
+		key = next;
+		if (bpf_map_lookup_elem(t->fd_hbone, &key, &v) == 0 && v.netns_cookie == netns_cookie &&
+		    bpf_map_delete_elem(t->fd_hbone, &key) == 0) {
+			prev = NULL; /* deleted under the walk: start over */
+			continue;
+		}
+		prev = &key;
+	}
 }
 
 static void close_all(struct made *m)
@@ -132,6 +163,8 @@ Kmesh__Ipc__Code km_mw_pod_sockets(struct km_tables *t, struct km_ipc_session *s
 						       : KMESH__IPC__CODE__INTERNAL;
 		goto refuse;
 	}
+	if (want->listen_port == KM_HBONE_PORT)
+		hbone_served(t, &m);
 	rc = km_msg_reply_fds(&s->conn, env->request_id, m.fds, m.n);
 	close_all(&m); /* the tunnel has its own copies now */
 	if (rc == 0) {

@@ -12,8 +12,12 @@
 
 #define KM_POD_SOCKETS_MAX 64 /* sockets in one reply (ipc/conn.h: KM_CONN_MAX_FDS) */
 
-/* Answer env (a PodSockets request) on s, with the sockets attached; returns the reply's code. */
+/* Answer env (a PodSockets request) on s, with the sockets attached; returns the reply's code.
+ * A listener on KM_HBONE_PORT also records the pod's addresses in km_hbone: the kernel's
+ * authorization leaves SYNs to that port to the tunnel. */
 Kmesh__Ipc__Code km_mw_pod_sockets(struct km_tables *t, struct km_ipc_session *s,
 				   const km_envelope *env);
+/* The pod is unenrolled: its km_hbone rows go. */
+void km_mw_pod_sockets_forget(struct km_tables *t, uint64_t netns_cookie);
 
 #endif

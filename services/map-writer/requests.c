@@ -387,8 +387,10 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 		uint32_t ifindex;
 
 		code = km_tables_unenroll(t, env->unenroll, &ifindex, err, sizeof(err));
-		if (code == KMESH__IPC__CODE__OK)
+		if (code == KMESH__IPC__CODE__OK) {
 			km_authz_lookup_detach(w->lookup, env->unenroll->netns_cookie);
+			km_mw_pod_sockets_forget(t, env->unenroll->netns_cookie);
+		}
 		if (code == KMESH__IPC__CODE__OK && w->ipsec_tc->enabled)
 			km_ipsec_tc_pod_gone(w->ipsec_tc, ifindex);
 		km_log_safe(pod, sizeof(pod),

@@ -85,6 +85,7 @@ int km_tables_init(struct km_tables *t, const struct km_dataplane *dp)
 	memset(t, 0, sizeof(*t));
 	t->fd_manage = dp->fd_manage;
 	t->fd_pod_netns = dp->fd_pod_netns;
+	t->fd_hbone = dp->fd_hbone;
 	t->fd_ipsec_peer = dp->fd_ipsec_peer;
 	t->fd_ipsec_cidr = dp->fd_ipsec_cidr;
 	t->fd_frontend = dp->fd_frontend;

@@ -26,6 +26,7 @@ struct km_tables {
 	struct km_fe_pick fe_pick; /* services' uniform picks in their frontend rows (fe_pick.h) */
 	int loading; /* km_tables_load_present is reading the rows in the maps */
 	int fd_pod_netns; /* where each enrolled pod's netns is mounted (beside km_manage) */
+	int fd_hbone;     /* pods' addresses whose 15008 the tunnel serves (pod_sockets.h) */
 	int fd_fe_filter; /* km_fe_filter: every frontend's address is added before its row; -1 none */
 	uint64_t fe_filter_adds; /* since start: past the filter's size it errs more often */
 	int fd_ipsec_peer, fd_ipsec_cidr; /* the IPsec agent's (ipsec_rows.c) */

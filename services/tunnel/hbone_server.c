@@ -106,8 +106,10 @@ static void refuse(struct hb_stream *st, const char *status, const char *why)
 {
 	struct km_hbone_conn *h = st->h;
 
-	if (status[0] == '4')
+	if (!strcmp(status, "400"))
 		h->refused_400++;
+	else if (!strcmp(status, "401"))
+		h->refused_401++;
 	else
 		h->refused_503++;
 	km_debug("HBONE from %s: stream %d to %s refused %s: %s", h->principal, st->id,
@@ -224,6 +226,14 @@ static void got_socket(void *arg, uv_tcp_t *tcp, const char *why)
 		return;
 	}
 	st->connect.data = st;
+	if (st->to.ss_family == AF_INET) {
+		/* from 127.0.0.6, as Istio's sidecars reach their application: a source only the pod
+		 * itself has, so the kernel's authorization knows the stream was decided here */
+		struct sockaddr_in from = { .sin_family = AF_INET,
+					    .sin_addr.s_addr = htonl(0x7f000006) };
+
+		uv_tcp_bind(tcp, (struct sockaddr *)&from, 0);
+	}
 	if (uv_tcp_connect(&st->connect, tcp, (struct sockaddr *)&st->to, on_up_connected) != 0) {
 		refuse(st, "503", "cannot connect");
 		flush(st->h);
@@ -294,6 +304,30 @@ static int parse_authority(const char *a, struct sockaddr_storage *to, unsigned 
 	return 0;
 }
 
+/* The policies' answer: a socket inside the pod, or 401. */
+static void authorized(void *arg, int allowed, const char *why)
+{
+	struct hb_stream *st = arg;
+	struct km_hbone_conn *h = st->h;
+
+	st->asking = 0;
+	if (st->h2_closed || h->closing) {
+		stream_free_if_done(st);
+		return;
+	}
+	if (!allowed) {
+		refuse(st, "401", why);
+		flush(h);
+		return;
+	}
+	st->asking = 1;
+	if (h->ops.get_socket(h, st->to.ss_family == AF_INET6 ? 6 : 4, got_socket, st) != 0) {
+		st->asking = 0;
+		refuse(st, "503", "no socket inside the pod");
+		flush(h);
+	}
+}
+
 /* The request's headers are in: decide, then ask for a socket inside the pod. */
 static void request(struct hb_stream *st)
 {
@@ -326,9 +360,9 @@ static void request(struct hb_stream *st)
 		memcpy(&st->to, &v4, sizeof(v4));
 	}
 	st->asking = 1;
-	if (h->ops.get_socket(h, st->to.ss_family == AF_INET6 ? 6 : 4, got_socket, st) != 0) {
+	if (h->ops.authorize(h, &st->to, authorized, st) != 0) {
 		st->asking = 0;
-		refuse(st, "503", "no socket inside the pod");
+		refuse(st, "401", "authorization could not be asked");
 	}
 }
 

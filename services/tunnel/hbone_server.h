@@ -5,6 +5,8 @@
  *     of up to 1 MiB, header lists of up to 64 KiB;
  *   - a request that is not CONNECT, or whose :authority is not IP:port of the address the
  *     connection came in on: 400; a port of the tunnel's own (15001, 15006, 15008): 503;
+ *   - the destination's authorization policies, with the client's principal (ops.authorize):
+ *     401 when they deny;
  *   - then a TCP connection from inside the pod to that address (a socket the map writer made
  *     there): 503 when refused, else 200 and the bytes both ways; END_STREAM is a half-close
  *     each way, RST_STREAM or a reset connection resets the other side.
@@ -32,8 +34,13 @@ struct km_hbone_conn;
  * when none can be had); tcp is then the stream's, uv_tcp_init'ed on the loop and heap-allocated
  * (closed with free as its close callback). */
 typedef void (*km_hbone_socket_cb)(void *arg, uv_tcp_t *tcp, const char *why);
+/* The decision on a stream: allowed 1, or 0 with why. */
+typedef void (*km_hbone_authz_cb)(void *arg, int allowed, const char *why);
 
 struct km_hbone_ops {
+	/* May the client (h->principal, from h->peer) reach to? Answered later through cb. */
+	int (*authorize)(struct km_hbone_conn *h, const struct sockaddr_storage *to,
+			 km_hbone_authz_cb cb, void *arg);
 	int (*get_socket)(struct km_hbone_conn *h, int family, km_hbone_socket_cb cb, void *arg);
 	void (*on_closed)(struct km_hbone_conn *h); /* every stream and handle closed: free h */
 };
@@ -47,10 +54,11 @@ struct km_hbone_conn {
 	void *session;                /* nghttp2_session */
 	struct km_hbone_ops ops;
 	struct sockaddr_storage local; /* the address the connection came in on */
+	struct sockaddr_storage peer;  /* the client's */
 	char principal[300];          /* the client's, from its certificate */
 	struct hb_stream *streams;
 	unsigned n_streams;
-	uint64_t streams_total, refused_400, refused_503;
+	uint64_t streams_total, refused_400, refused_401, refused_503;
 	int closing, tcp_closed, flushing;
 	void *data; /* owner's */
 };

@@ -1,6 +1,7 @@
 /* inbound.c — see inbound.h. */
 #include "services/tunnel/inbound.h"
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,6 +192,78 @@ static int get_socket(struct km_hbone_conn *h, int family, km_hbone_socket_cb cb
 	return 0;
 }
 
+/* ---- authorization ----------------------------------------------------------------------- */
+
+struct ib_authz {
+	km_hbone_authz_cb cb;
+	void *arg;
+};
+
+static void got_decision(struct km_peer_link *l, void *arg, const Kmesh__Ipc__Reply *reply)
+{
+	struct ib_authz *a = arg;
+
+	(void)l;
+	if (!reply) {
+		a->cb(a->arg, 0, "the xDS agent did not answer");
+	} else {
+		km_debug("HBONE: the xDS agent says %s", reply->message);
+		a->cb(a->arg, reply->code == KMESH__IPC__CODE__OK, reply->message);
+	}
+	free(a);
+}
+
+static size_t addr_bytes(const struct sockaddr_storage *ss, uint8_t out[16])
+{
+	if (ss->ss_family == AF_INET) {
+		memcpy(out, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+		return 4;
+	}
+	memcpy(out, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+	if (!memcmp(out, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12)) { /* v4-mapped */
+		memmove(out, out + 12, 4);
+		return 4;
+	}
+	return 16;
+}
+
+static int authorize(struct km_hbone_conn *h, const struct sockaddr_storage *to,
+		     km_hbone_authz_cb cb, void *arg)
+{
+	struct ib_conn *c = (struct ib_conn *)h;
+	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__Authorize q = KMESH__IPC__AUTHORIZE__INIT;
+	uint8_t src[16], dst[16];
+	struct ib_authz *a;
+
+	if (!c->ib->xds_on) {
+		cb(arg, 1, "");
+		return 0;
+	}
+	if (!c->ib->xds.up) { /* fail closed */
+		cb(arg, 0, "the xDS agent is not connected: no policy can be evaluated");
+		return 0;
+	}
+	if (!(a = malloc(sizeof(*a))))
+		return -1;
+	a->cb = cb;
+	a->arg = arg;
+	q.src.len = addr_bytes(&h->peer, src);
+	q.src.data = src;
+	q.dst.len = addr_bytes(to, dst);
+	q.dst.data = dst;
+	q.dst_port = ntohs(to->ss_family == AF_INET ? ((const struct sockaddr_in *)to)->sin_port
+						    : ((const struct sockaddr_in6 *)to)->sin6_port);
+	q.principal = h->principal;
+	env.body_case = KMESH__IPC__ENVELOPE__BODY_AUTHORIZE;
+	env.authorize = &q;
+	if (km_peer_link_send(&c->ib->xds, &env, got_decision, a) != 0) {
+		free(a);
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- connections ------------------------------------------------------------------------- */
 
 static void conn_closed(struct km_hbone_conn *h)
@@ -200,6 +273,7 @@ static void conn_closed(struct km_hbone_conn *h)
 
 	ib->stats.streams += h->streams_total;
 	ib->stats.refused_400 += h->refused_400;
+	ib->stats.refused_401 += h->refused_401;
 	ib->stats.refused_503 += h->refused_503;
 	for (struct ib_conn **pp = &ib->conns; *pp; pp = &(*pp)->next)
 		if (*pp == c) {
@@ -258,12 +332,12 @@ static void tls_drained(struct km_tls_stream *s)
 
 static void on_connection(uv_stream_t *server, int status)
 {
-	static const struct km_hbone_ops ops = { get_socket, conn_closed };
+	static const struct km_hbone_ops ops = { authorize, get_socket, conn_closed };
 	static const struct km_tls_stream_cbs cbs = { tls_ready, tls_data, tls_error, tls_drained };
 	struct ib_pod *p = server->data;
 	struct km_inbound *ib = p->ib;
 	struct ib_conn *c;
-	int len = sizeof(struct sockaddr_storage);
+	int len = sizeof(struct sockaddr_storage), plen = sizeof(struct sockaddr_storage);
 	void *ctx;
 	char why[300];
 
@@ -289,6 +363,7 @@ static void on_connection(uv_stream_t *server, int status)
 		return;
 	}
 	uv_tcp_getsockname(&c->h.tcp, (struct sockaddr *)&c->h.local, &len);
+	uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&c->h.peer, &plen);
 	uv_tcp_nodelay(&c->h.tcp, 1);
 	if (!(ctx = km_certs_server_ctx(ib->certs, p->identity, why, sizeof(why)))) {
 		ib->stats.no_certificate++;
@@ -319,17 +394,18 @@ static void on_sweep(uv_timer_t *t)
 }
 
 void km_inbound_open_streams(const struct km_inbound *ib, uint64_t *streams, uint64_t *r400,
-			     uint64_t *r503)
+			     uint64_t *r401, uint64_t *r503)
 {
 	for (const struct ib_conn *c = ib->conns; c; c = c->next) {
 		*streams += c->h.streams_total;
 		*r400 += c->h.refused_400;
+		*r401 += c->h.refused_401;
 		*r503 += c->h.refused_503;
 	}
 }
 
 int km_inbound_start(struct km_inbound *ib, uv_loop_t *loop, struct km_certs *certs,
-		     const char *trust_domain, const char *mw_socket)
+		     const char *trust_domain, const char *mw_socket, const char *xds_socket)
 {
 	memset(ib, 0, sizeof(*ib));
 	ib->loop = loop;
@@ -350,6 +426,20 @@ int km_inbound_start(struct km_inbound *ib, uv_loop_t *loop, struct km_certs *ce
 			return -1;
 		ib->mw_on = 1;
 	}
+	if (xds_socket && *xds_socket) {
+		const struct km_peer_link_config cfg = {
+			.path = xds_socket, .role = KMESH__IPC__ROLE__ROLE_TUNNEL,
+			.process = "kmesh-tunnel", .peer = "the xDS agent",
+		};
+
+		ib->xds.data = ib;
+		if (km_peer_link_start(&ib->xds, loop, &cfg) != 0)
+			return -1;
+		ib->xds_on = 1;
+	} else {
+		km_warn("no --xds-socket: HBONE streams are let through without their principal's "
+			"authorization");
+	}
 	return 0;
 }
 
@@ -363,6 +453,8 @@ void km_inbound_stop(struct km_inbound *ib)
 	}
 	if (ib->mw_on) /* every request answered now, with none */
 		km_peer_link_stop(&ib->mw, NULL);
+	if (ib->xds_on)
+		km_peer_link_stop(&ib->xds, NULL);
 	for (struct ib_pod *p = ib->pods; p; p = p->next)
 		if (p->listener) {
 			uv_close((uv_handle_t *)p->listener, free_handle);

@@ -3,8 +3,9 @@
  * the link comes back for pods still without one), closed when the pod leaves. Each connection:
  * TLS 1.3 with the certificate of the pod's identity (server_tls.h; no certificate yet: closed),
  * the client checked (ALPN h2, one SPIFFE id of our trust domain), then HTTP/2 CONNECT
- * (hbone_server.h), each stream reaching the application through a socket the map writer made
- * inside the pod. Bounded: at most KM_INBOUND_MAX_CONNS connections at once (more are closed at
+ * (hbone_server.h), each stream authorized by the xDS agent with the client's principal
+ * (Authorize, role tunnel on its admin socket; the agent away: 401, never let through) and
+ * reaching the application through a socket the map writer made inside the pod. Bounded: at most KM_INBOUND_MAX_CONNS connections at once (more are closed at
  * accept), a handshake must finish within KM_INBOUND_HANDSHAKE_MS. */
 #ifndef KM_TUNNEL_INBOUND_H
 #define KM_TUNNEL_INBOUND_H
@@ -25,15 +26,16 @@ struct ib_conn;
 
 struct km_inbound_stats {
 	uint64_t accepted, refused_full, no_certificate, handshake_failed, handshake_timeouts,
-		 client_refused, streams, refused_400, refused_503, sockets_asked, sockets_failed;
+		 client_refused, streams, refused_400, refused_401, refused_503, sockets_asked,
+		 sockets_failed;
 };
 
 struct km_inbound {
 	uv_loop_t *loop;
 	struct km_certs *certs;
 	const char *trust_domain;
-	struct km_peer_link mw;
-	int mw_on;
+	struct km_peer_link mw, xds;
+	int mw_on, xds_on;
 	struct ib_pod *pods;
 	struct ib_conn *conns;
 	unsigned n_conns, listeners;
@@ -42,15 +44,16 @@ struct km_inbound {
 	int stopping;
 };
 
-/* Start; mw_socket NULL or "": no map writer (no listener is ever made). Returns 0 or -1. */
+/* Start; mw_socket NULL or "": no map writer (no listener is ever made); xds_socket NULL or "":
+ * streams are not authorized by principal (every one allowed). Returns 0 or -1. */
 int km_inbound_start(struct km_inbound *ib, uv_loop_t *loop, struct km_certs *certs,
-		     const char *trust_domain, const char *mw_socket);
+		     const char *trust_domain, const char *mw_socket, const char *xds_socket);
 /* A pod enrolled (its listener asked for) or gone (its listener closed; open connections end
  * on their own). */
 void km_inbound_pod(struct km_inbound *ib, const struct km_tunnel_pod *pod, int added);
 void km_inbound_stop(struct km_inbound *ib);
 /* Add the open connections' stream counts (closed ones are in stats already). */
 void km_inbound_open_streams(const struct km_inbound *ib, uint64_t *streams, uint64_t *r400,
-			     uint64_t *r503);
+			     uint64_t *r401, uint64_t *r503);
 
 #endif

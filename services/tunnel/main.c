@@ -75,6 +75,7 @@ int main(int argc, char **argv)
 	const char *cluster_id = "Kubernetes", *trust_domain = "cluster.local";
 	const char *metrics_dir = "/run/kmesh/metrics";
 	const char *mw_socket = "/run/kmesh/map-writer.sock";
+	const char *xds_socket = "/run/kmesh/xds-agent/admin.sock";
 	int inbound = 0;
 	uint64_t ttl_s = 86400, timeout_s = 30, inflight = 8;
 	int impersonate = 1;
@@ -118,6 +119,10 @@ int main(int argc, char **argv)
 		{ "map-writer-socket", KM_OPT_STRING, &mw_socket, "PATH",
 		  "the map writer's socket (role tunnel: sockets inside pods)",
 		  "KMESH_MAP_WRITER_SOCKET" },
+		{ "xds-socket", KM_OPT_STRING, &xds_socket, "PATH",
+		  "the xDS agent's admin socket (role tunnel): each HBONE stream's authorization by "
+		  "the client's principal (empty: none, every stream let through)",
+		  "KMESH_XDS_SOCKET" },
 		{ "metrics-dir", KM_OPT_STRING, &metrics_dir, "DIR",
 		  "write this process's metrics to DIR/tunnel.prom, which the xDS agent serves "
 		  "(empty: none)", "KMESH_METRICS_DIR" },
@@ -181,7 +186,7 @@ int main(int argc, char **argv)
 	}
 	if (inbound) {
 		if (km_inbound_start(&m.t.inbound, m.t.loop, &m.t.certs, m.t.pods.trust_domain,
-				     mw_socket) != 0)
+				     mw_socket, xds_socket) != 0)
 			return 1;
 		m.t.inbound_on = 1;
 		m.t.pods.on_pod = on_pod;

@@ -13,9 +13,10 @@
 static void inbound(const struct km_inbound *ib, struct km_prom *p)
 {
 	const struct km_inbound_stats *s = &ib->stats;
-	uint64_t streams = s->streams, r400 = s->refused_400, r503 = s->refused_503;
+	uint64_t streams = s->streams, r400 = s->refused_400, r401 = s->refused_401,
+		 r503 = s->refused_503;
 
-	km_inbound_open_streams(ib, &streams, &r400, &r503);
+	km_inbound_open_streams(ib, &streams, &r400, &r401, &r503);
 	km_prom_metric(p, "kmesh_tunnel_hbone_listeners", "gauge",
 		       "enrolled pods whose port 15008 the tunnel serves", ib->listeners);
 	km_prom_metric(p, "kmesh_tunnel_hbone_connections", "gauge",
@@ -37,9 +38,11 @@ static void inbound(const struct km_inbound *ib, struct km_prom *p)
 		       s->client_refused);
 	km_prom_family(p, "kmesh_tunnel_hbone_streams_total", "counter",
 		       "CONNECT streams, and those answered 400 (not a CONNECT to the pod's own "
-		       "address) or 503 (the application refused, or a port of the tunnel's)");
+		       "address), 401 (the destination's policies deny the client's principal) or "
+		       "503 (the application refused, or a port of the tunnel's)");
 	km_prom_sample(p, "kmesh_tunnel_hbone_streams_total", "result=\"all\"", streams);
 	km_prom_sample(p, "kmesh_tunnel_hbone_streams_total", "result=\"400\"", r400);
+	km_prom_sample(p, "kmesh_tunnel_hbone_streams_total", "result=\"401\"", r401);
 	km_prom_sample(p, "kmesh_tunnel_hbone_streams_total", "result=\"503\"", r503);
 }
 

@@ -10,6 +10,7 @@
 
 #include "kmesh_maps.h"
 #include "shared/addr.h"
+#include "services/xds-agent/authz/authz_query.h"
 #include "services/xds-agent/sources/inject.h"
 #include "shared/log.h"
 
@@ -245,9 +246,36 @@ char *km_agent_dump_json(const struct km_agent_state *st, size_t max_items,
 /* max_items: 0 = 1000 */
 int km_agent_admin_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gid)
 {
-	(void)arg;
+	const struct km_agent_state *st = arg;
+
 	(void)gid;
+	if (role == KMESH__IPC__ROLE__ROLE_TUNNEL)
+		return uid == 0 || (st->tunnel_uid != (uid_t)-1 && uid == st->tunnel_uid);
 	return role == KMESH__IPC__ROLE__ROLE_ADMIN && (uid == 0 || uid == getuid());
+}
+
+/* An HBONE stream's decision, for the tunnel (authz_query.h). */
+static void authorize(struct km_agent_state *st, struct km_ipc_session *s, const km_envelope *env)
+{
+	const Kmesh__Ipc__Authorize *a = env->authorize;
+	struct km_addr src, dst;
+	char why[400];
+	int allow;
+
+	if (km_addr_from_bytes(a->src.data, a->src.len, &src) != 0 ||
+	    km_addr_from_bytes(a->dst.data, a->dst.len, &dst) != 0 || a->dst_port > 65535) {
+		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__BAD_REQUEST,
+			     "src and dst must be 4 or 16 bytes, dst_port at most 65535", 0);
+		return;
+	}
+	allow = km_authz_query(st->model, st->policies, &src, &dst, (uint16_t)a->dst_port,
+			       a->principal, why, sizeof(why));
+	if (allow)
+		st->authorized++;
+	else
+		st->denied++;
+	km_msg_reply(&s->conn, env->request_id,
+		     allow ? KMESH__IPC__CODE__OK : KMESH__IPC__CODE__PERMISSION_DENIED, why, 0);
 }
 
 static void send_dump(const struct km_agent_state *st, struct km_ipc_session *s, uint64_t id,
@@ -428,6 +456,15 @@ void km_agent_admin_request(void *arg, struct km_ipc_session *s, const km_envelo
 {
 	struct km_agent_state *st = arg;
 
+	if (env->body_case == KMESH__IPC__ENVELOPE__BODY_AUTHORIZE) {
+		authorize(st, s, env);
+		return;
+	}
+	if (s->role != KMESH__IPC__ROLE__ROLE_ADMIN) {
+		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__PERMISSION_DENIED,
+			     "the role tunnel may only ask Authorize", 0);
+		return;
+	}
 	if (env->body_case == KMESH__IPC__ENVELOPE__BODY_AGENT_DUMP) {
 		km_envelope q = KMESH__IPC__ENVELOPE__INIT;
 		Kmesh__Ipc__DumpRequest d = KMESH__IPC__DUMP_REQUEST__INIT;

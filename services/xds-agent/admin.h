@@ -37,6 +37,8 @@ struct km_agent_state {
 	const struct km_authz_metrics *authz_metrics; /* decision counters for /metrics (may be NULL) */
 	const struct km_dns_server *dns; /* the DNS proxy, for /metrics (NULL: off) */
 	const struct km_hostname_resolver *hostnames; /* workloads named by hostname (may be NULL) */
+	uid_t tunnel_uid; /* may take the role tunnel (Authorize only); (uid_t)-1: root alone */
+	uint64_t authorized, denied; /* Authorize answers */
 };
 
 /* The map writer's per-policy decision counters, for the dump (rows sorted by stat id), or why
@@ -52,7 +54,8 @@ struct km_authz_counters {
 char *km_agent_dump_json(const struct km_agent_state *st, size_t max_items,
 			 const struct km_authz_counters *counters);
 
-/* km_ipc_server_ops for the admin socket; arg is a struct km_agent_state. */
+/* km_ipc_server_ops for the admin socket; arg is a struct km_agent_state. Role admin: root or
+ * this uid; role tunnel (Authorize alone): root or tunnel_uid. */
 int km_agent_admin_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gid);
 void km_agent_admin_request(void *arg, struct km_ipc_session *s, const km_envelope *env);
 

@@ -358,7 +358,7 @@ int main(int argc, char **argv)
 	const char *metrics_address = "0.0.0.0:15020", *metrics_dir = "/run/kmesh/metrics";
 	const char *dns_address = "", *dns_upstream = NULL, *dns_domain = "cluster.local";
 	const char *hostname_server = NULL;
-	uint64_t dns_ttl = 30;
+	uint64_t dns_ttl = 30, tunnel_uid = (uint64_t)(uid_t)-1;
 	const char *access_log_format = "text";
 	int access_log = 0;
 	const struct km_option opts[] = {
@@ -436,6 +436,9 @@ int main(int argc, char **argv)
 		{ "admin-socket", KM_OPT_STRING, &admin_socket, "PATH",
 		  "this agent's admin socket (state dump, log level; root or this agent's uid)",
 		  "KMESH_XDS_ADMIN_SOCKET" },
+		{ "tunnel-uid", KM_OPT_UINT, &tunnel_uid, "UID",
+		  "the tunnel's uid: it may ask the admin socket for HBONE streams' authorization "
+		  "(role tunnel; default: root alone)", "KMESH_TUNNEL_UID", 0, 0xfffffffe },
 		{ "max-config-bytes", KM_OPT_UINT, &max_config, "BYTES",
 		  "largest configuration file accepted", "KMESH_MAX_CONFIG_BYTES", 1024, 1u << 30 },
 		{ "batch-ops", KM_OPT_UINT, &batch_ops, "N",
@@ -569,6 +572,7 @@ int main(int argc, char **argv)
 	a.state.on_injected = on_injected;
 	a.state.arg = &a;
 	a.state.telemetry = &a.telemetry;
+	a.state.tunnel_uid = (uid_t)tunnel_uid;
 	km_authz_metrics_init(&a.azm, &a.link, &a.authz, &a.model);
 	a.state.authz_metrics = &a.azm;
 	{

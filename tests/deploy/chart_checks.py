@@ -79,6 +79,8 @@ if ipsec:
           "take the role tunnel",
           targs["hbone-inbound"] == "on" and targs["map-writer-socket"] == "/run/kmesh/map-writer.sock"
           and f"--allow=tunnel:uid={ts['runAsUser']}" in by_name["map-writer"]["args"]
+          and f"--tunnel-uid={ts['runAsUser']}" in by_name["xds-agent"]["args"]
+          and targs["xds-socket"] == "/run/kmesh-xds/admin.sock"
           and mounts_of("tunnel")["/run/kmesh"].get("readOnly") is True)
     check("the tunnel's liveness: kmeshctl ready tunnel on its socket",
           by_name["tunnel"]["livenessProbe"]["exec"]["command"]

@@ -2,14 +2,22 @@
 # run.sh — runs every integration test (tests/integration/*_test.sh). Needs root: the tests make
 # network namespaces, a sub-cgroup and a bpffs mount of their own, and remove them afterwards.
 # With --sanitized the daemons are the ASan+UBSan builds (build/san-bin) and any sanitizer
-# report, including leaks found at exit, fails the run.
+# report, including leaks found at exit, fails the run. --cost runs only the tests that hold
+# cost ceilings (*_cost_test.sh: CPU measured against same-run baselines, so they run alone),
+# --no-cost all the others.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if [ "$(id -u)" -ne 0 ]; then
 	echo "integration tests need root (network namespaces, cgroups, BPF)" >&2
 	exit 1
 fi
-reports=
+reports= only=
+for a in "$@"; do
+	case $a in
+	--cost) only=cost ;;
+	--no-cost) only=no-cost ;;
+	esac
+done
 if [ "${1:-}" = --sanitized ]; then
 	reports=$(mktemp -d /tmp/kmesh-san.XXXXXX)
 	chmod 777 "$reports" # the agent runs as uid 65534
@@ -21,6 +29,9 @@ fi
 failed=0
 start=$(date +%s)
 for t in tests/integration/*_test.sh; do
+	case $t in *_cost_test.sh) cost=1 ;; *) cost=0 ;; esac
+	[ "$only" = cost ] && [ $cost = 0 ] && continue
+	[ "$only" = no-cost ] && [ $cost = 1 ] && continue
 	echo "== $t"
 	t0=$(date +%s)
 	bash "$t" || failed=1

@@ -16,7 +16,11 @@
 #     and ssl, as a ztunnel sends) reaches a pod's application through its 15008 with a
 #     certificate of the mesh, many streams on one connection; 400 for a request that is not a
 #     CONNECT to the pod's own address, 503 for a refused port or one of the tunnel's; no client
-#     certificate, one of another trust domain or another CA: the handshake fails.
+#     certificate, one of another trust domain or another CA: the handshake fails; the
+#     destination's AuthorizationPolicies (the xDS agent's, from its config file) decided with
+#     the client certificate's principal and the port inside the CONNECT: 401 when they deny,
+#     while the kernel leaves the SYN to 15008 alone (a policy allowing 8080 does not deny the
+#     15008 that carries it).
 set -uo pipefail
 source "$(dirname "$0")/../lib/mesh-env.sh"
 source "$(dirname "$0")/../lib/check.sh"
@@ -51,6 +55,8 @@ km_istiod_start --ca-cert "$KM_DIR/pki/ca.pem" --ca-key "$KM_DIR/pki/ca.key"
 km_istiod send '{"cmd": "ca", "tokens": {"node-token": "'$NODE_ID'"}, "cluster": "test-cluster",
 	"trusted": ["'$NODE_ID'"], "allowed": ["'$CLIENT_ID'", "'$SERVER_ID'"]}' >/dev/null
 km_map_writer_start || exit 1
+echo '{"resources": []}' | km_write_config
+km_agent_start # the policies the tunnel asks about (role tunnel on its admin socket)
 
 TSOCK=$KM_DIR/tunnel/tunnel.sock
 mkdir -p "$KM_DIR/tunnel"
@@ -58,7 +64,7 @@ tunnel_start() {
 	"$KM_BIN/kmesh-tunnel" --socket "$TSOCK" --ca-address "127.0.0.1:$KM_ISTIOD_PORT" \
 		--ca-root-file "$KM_DIR/pki/ca.pem" --ca-server-name istiod.istio-system.svc \
 		--ca-token-file "$KM_DIR/token" --cluster-id test-cluster --cert-ttl 10 \
-		--hbone-inbound on --map-writer-socket "$KM_SOCKET" \
+		--hbone-inbound on --map-writer-socket "$KM_SOCKET" --xds-socket "$KM_DIR/run/xds-agent.sock" \
 		--metrics-dir "$KM_DIR/metrics" --log-level debug >>"$KM_DIR/tunnel.log" 2>&1 &
 	TUNNEL=$!
 	KM_PIDS+=($TUNNEL)
@@ -186,6 +192,36 @@ check "... counted: streams by outcome, handshakes failed, a client of another t
 	      [ "$(m "kmesh_tunnel_hbone_connections_total{result=\"client\"}")" = 1 ] &&
 	      [ "$(m kmesh_tunnel_hbone_listeners)" = 3 ]'
 
+# the destination's policies, decided with the client's principal
+client_cert meshclient "$CLIENT_ID"
+cat <<JSON | km_write_config
+{"resources": [
+ {"workload": {"uid": "Kubernetes//Pod/mesh/c1", "name": "c1", "namespace": "mesh", "serviceAccount": "client",
+   "addresses": ["$C1"]}},
+ {"workload": {"uid": "Kubernetes//Pod/mesh/s1", "name": "s1", "namespace": "mesh", "serviceAccount": "server",
+   "addresses": ["$S1"]}}]}
+JSON
+# a policy as istiod would send it (kmeshctl inject: the file holds workloads and services)
+"$KM_ROOT/build/bin/kmeshctl" --xds-socket "$KM_DIR/run/xds-agent.sock" inject xds-agent - >/dev/null <<'JSON'
+{"resources": [{"authorization": {"name": "clients-to-8080", "namespace": "mesh", "scope": "NAMESPACE",
+  "action": "ALLOW", "rules": [{"clauses": [{"matches": [{"principals": [{"exact": "cluster.local/ns/mesh/sa/client"}],
+  "destinationPorts": [8080]}]}]}]}}]}
+JSON
+check "the xDS agent holds the policy" km_wait_agent 'd["authz"]["policies"] == 1' 10
+out=$(hbone meshclient "$S1:8080")
+check "authorization: the principal the policy allows, to its port: 200 (the kernel left the SYN to 15008 alone) ($out)" \
+	grep -q "status 200 read 's1" <<<"$out"
+out=$(hbone ztunnel "$S1:8080")
+check "... another principal: 401 ($out)" grep -q "status 401 read" <<<"$out"
+out=$(hbone meshclient "$S1:9090")
+check "... the allowed principal to another port: 401 ($out)" grep -q "status 401 read" <<<"$out"
+plain() { # plain POD PORT: a plaintext connection to s1, reading its answer
+	km_in_pod "$1" "$KM_PY" -c 'import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2); print(s.recv(64).decode().strip())' "$S1" "$2" 2>&1 | tail -1
+}
+check "... the kernel still decides plaintext by address: c1 (mesh/client) to s1:8080 allowed, b1 (no identity) refused" \
+	eval '[ "$(plain c1 8080)" = s1 ] && [ "$(plain b1 8080)" != s1 ]'
+
 SERIAL=$(serial_of "$CLIENT_ID")
 check "renewed before it expires (10 s TTL: at about half), a new serial, with no gap" \
 	wait_cert "$CLIENT_ID" 'c["serial"] != "'"$SERIAL"'" and c["state"] == "valid" and c["fetches"] >= 2' 70
@@ -229,5 +265,5 @@ reqs = [json.loads(l) for l in open(sys.argv[1])]
 a = [json.loads(r["body"])["metadata"]["annotations"] for r in reqs if r["method"] == "PATCH"]
 assert a and all(x == {"kmesh.net/redirection": "enabled", "ambient.istio.io/redirection": "enabled"} for x in a), a' \
 	"$KM_DIR/kube-api.requests"
-[ $KM_FAIL -eq 0 ] || { tail -n 40 "$KM_DIR/tunnel.log"; grep -i tunnel "$KM_DIR/installer.log" | tail -n 20; }
+[ $KM_FAIL -eq 0 ] || { grep "xDS agent says\|refused 503" "$KM_DIR/tunnel.log" | tail -5; tail -n 20 "$KM_DIR/xds-agent.log"; }
 km_check_summary tunnel
