@@ -9,6 +9,7 @@
 #include "services/tunnel/server_tls.h"
 #include "shared/backoff.h"
 #include "shared/log.h"
+#include "shared/sorted.h"
 
 #define MAX_INFLIGHT_DEFAULT 8u
 
@@ -58,25 +59,14 @@ void km_certs_init(struct km_certs *c, uv_loop_t *loop, const struct km_certs_co
 		c->cfg.max_inflight = MAX_INFLIGHT_DEFAULT;
 }
 
+static const char *cert_identity(const void *e)
+{
+	return (*(struct km_cert *const *)e)->identity;
+}
+
 static size_t find(const struct km_certs *c, const char *identity, int *hit)
 {
-	size_t lo = 0, hi = c->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int d = strcmp(c->by_id[mid]->identity, identity);
-
-		if (!d) {
-			*hit = 1;
-			return mid;
-		}
-		if (d < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*hit = 0;
-	return lo;
+	return km_sorted_find(c->by_id, c->n, sizeof(*c->by_id), identity, cert_identity, hit);
 }
 
 static void maybe_free(struct km_cert *e)

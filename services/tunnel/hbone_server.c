@@ -29,6 +29,9 @@ struct hb_stream {
 	size_t buf_len;       /* the application's bytes not yet framed */
 	uint8_t *buf;
 	size_t writing;       /* the client's bytes being written to the application */
+	uint8_t *early;       /* the client's bytes before the application answered (kept, their
+			       * window not given back, up to KM_HBONE_STREAM_BUF) */
+	size_t early_len;
 	uv_shutdown_t shutdown_req;
 };
 
@@ -41,6 +44,8 @@ struct hb_write {
 
 static void flush(struct km_hbone_conn *h);
 static void maybe_done(struct km_hbone_conn *h);
+static int write_up(struct hb_stream *st, const uint8_t *data, size_t len);
+static void shut_up_if_done(struct hb_stream *st);
 
 /* ---- streams ----------------------------------------------------------------------------- */
 
@@ -65,6 +70,7 @@ static void stream_free_if_done(struct hb_stream *st)
 		}
 	h->n_streams--;
 	free(st->buf);
+	free(st->early);
 	free(st);
 	maybe_done(h);
 }
@@ -201,6 +207,14 @@ static void on_up_connected(uv_connect_t *req, int status)
 	st->connected = 1;
 	uv_tcp_nodelay(st->up, 1);
 	respond(st->h, st->id, "200", 0, &dp);
+	if (st->early_len) { /* what the client sent before the 200, in order, first */
+		if (write_up(st, st->early, st->early_len) != 0)
+			nghttp2_session_consume(st->h->session, st->id, st->early_len);
+		free(st->early);
+		st->early = NULL;
+		st->early_len = 0;
+	}
+	shut_up_if_done(st);
 	if (uv_read_start((uv_stream_t *)st->up, up_alloc, up_read) == 0)
 		st->up_reading = 1;
 	flush(st->h);
@@ -412,11 +426,9 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
 		return 0;
 	if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
 		request(st);
-	if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) && st->connected) {
+	if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) {
 		st->down_eof = 1;
-		if (st->up && !st->writing && !st->shutdown_sent &&
-		    uv_shutdown(&st->shutdown_req, (uv_stream_t *)st->up, NULL) == 0)
-			st->shutdown_sent = 1;
+		shut_up_if_done(st);
 	}
 	return 0;
 }
@@ -428,15 +440,42 @@ static void up_written(uv_write_t *req, int status)
 	struct km_hbone_conn *h = st->h;
 
 	st->writing -= w->len;
-	if (status == 0 && !st->h2_closed) /* the window given back once the bytes are out */
+	if (status == 0 && !st->h2_closed && h->session) /* the window back once the bytes are out */
 		nghttp2_session_consume(h->session, st->id, w->len);
 	free(w);
-	if (st->down_eof && !st->writing && st->up && !st->shutdown_sent &&
+	shut_up_if_done(st);
+	flush(h);
+	stream_free_if_done(st);
+}
+
+/* The client's END_STREAM, once everything before it is written: the application's side is
+ * shut down for writing (a half-close). */
+static void shut_up_if_done(struct hb_stream *st)
+{
+	if (st->down_eof && st->connected && !st->writing && st->up && !st->shutdown_sent &&
 	    !uv_is_closing((uv_handle_t *)st->up) &&
 	    uv_shutdown(&st->shutdown_req, (uv_stream_t *)st->up, NULL) == 0)
 		st->shutdown_sent = 1;
-	flush(h);
-	stream_free_if_done(st);
+}
+
+/* Write the client's bytes to the application; their window is given back once written. */
+static int write_up(struct hb_stream *st, const uint8_t *data, size_t len)
+{
+	struct hb_write *w = malloc(sizeof(*w) + len);
+	uv_buf_t b;
+
+	if (!w)
+		return -1;
+	memcpy(w->bytes, data, len);
+	w->st = st;
+	w->len = len;
+	b = uv_buf_init((char *)w->bytes, (unsigned)len);
+	if (uv_write(&w->req, (uv_stream_t *)st->up, &b, 1, up_written) != 0) {
+		free(w);
+		return -1;
+	}
+	st->writing += len;
+	return 0;
 }
 
 static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t id, const uint8_t *data,
@@ -444,26 +483,28 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t id, co
 {
 	struct km_hbone_conn *h = user;
 	struct hb_stream *st = stream_of(h, id);
-	struct hb_write *w;
-	uv_buf_t b;
 
 	(void)flags;
-	if (!st || !st->connected || !st->up || uv_is_closing((uv_handle_t *)st->up)) {
+	if (st && !st->connected && !st->h2_closed) { /* before the 200: kept for the application */
+		uint8_t *n = st->early_len + len <= KM_HBONE_STREAM_BUF
+				     ? realloc(st->early, st->early_len + len) : NULL;
+
+		if (!n) {
+			nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, id,
+						  NGHTTP2_FLOW_CONTROL_ERROR);
+			return 0;
+		}
+		memcpy(n + st->early_len, data, len);
+		st->early = n;
+		st->early_len += len;
+		return 0;
+	}
+	if (!st || !st->up || uv_is_closing((uv_handle_t *)st->up)) {
 		nghttp2_session_consume(session, id, len); /* nobody to give it to */
 		return 0;
 	}
-	if (!(w = malloc(sizeof(*w) + len)))
-		return NGHTTP2_ERR_CALLBACK_FAILURE;
-	memcpy(w->bytes, data, len);
-	w->st = st;
-	w->len = len;
-	b = uv_buf_init((char *)w->bytes, (unsigned)len);
-	if (uv_write(&w->req, (uv_stream_t *)st->up, &b, 1, up_written) != 0) {
-		free(w);
+	if (write_up(st, data, len) != 0)
 		nghttp2_session_consume(session, id, len);
-		return 0;
-	}
-	st->writing += len;
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "shared/kube_name.h"
+#include "shared/sorted.h"
 #include "shared/log.h"
 
 int km_tunnel_pods_init(struct km_tunnel_pods *p, const char *trust_domain,
@@ -32,47 +33,24 @@ void km_tunnel_pods_free(struct km_tunnel_pods *p)
 	memset(p, 0, sizeof(*p));
 }
 
-/* The index of key's slot (found: *hit 1), or where it would go. */
+static const char *pod_uid(const void *e)
+{
+	return ((const struct km_tunnel_pod *)e)->uid;
+}
+
+static const char *ident_name(const void *e)
+{
+	return ((const struct km_tunnel_ident *)e)->identity;
+}
+
 static size_t find_pod(const struct km_tunnel_pods *p, const char *uid, int *hit)
 {
-	size_t lo = 0, hi = p->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(p->pods[mid].uid, uid);
-
-		if (c == 0) {
-			*hit = 1;
-			return mid;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*hit = 0;
-	return lo;
+	return km_sorted_find(p->pods, p->n, sizeof(*p->pods), uid, pod_uid, hit);
 }
 
 static size_t find_id(const struct km_tunnel_pods *p, const char *identity, int *hit)
 {
-	size_t lo = 0, hi = p->n_ids;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(p->ids[mid].identity, identity);
-
-		if (c == 0) {
-			*hit = 1;
-			return mid;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*hit = 0;
-	return lo;
+	return km_sorted_find(p->ids, p->n_ids, sizeof(*p->ids), identity, ident_name, hit);
 }
 
 const struct km_tunnel_pod *km_tunnel_pods_find(const struct km_tunnel_pods *p, const char *uid)

@@ -163,9 +163,14 @@ hbone() { # hbone CERT AUTHORITY [client options]: from pod c1 to s1's 15008
 		${1:+--cert "$KM_DIR/pki/$1.pem" --key "$KM_DIR/pki/$1.key"} --ca "$KM_DIR/pki/ca.pem" "${@:3}" 2>&1
 }
 for _ in $(seq 1 50); do grep -q "HBONE: listening on pod mesh/s1" "$KM_DIR/tunnel.log" && break; sleep 0.1; done
-out=$(hbone ztunnel "$S1:8080" --send hi)
+out=$(hbone ztunnel "$S1:8080") # (the application answers and closes without reading)
 check "HBONE: a mesh client (mTLS, h2 CONNECT) reaches the pod's application: 200, its bytes ($out)" \
 	eval '[ "$out" = "stream 1 status 200 read '"'"'s1\\n'"'"'" ]'
+km_server_start s1 halfclose_server.py 7070
+km_wait_listen s1 7070
+out=$(hbone ztunnel "$S1:7070" --send "sent before the 200, then END_STREAM")
+check "... bytes sent before the 200 reach the application, END_STREAM is its FIN, its FIN our END_STREAM ($out)" \
+	eval '[ "$out" = "stream 1 status 200 read '"'"'SENT BEFORE THE 200, THEN END_STREAM'"'"'" ]'
 out=$(hbone ztunnel "$S1:8080" --streams 20)
 check "... 20 streams on one TLS connection, each answered" \
 	eval '[ "$(grep -c "status 200 read '"'"'s1" <<<"$out")" = 20 ]'
@@ -185,7 +190,7 @@ done
 sleep 1.1 # the metrics file is written every second
 check "... counted: streams by outcome, handshakes failed, a client of another trust domain" \
 	eval 'm() { awk -v m="$1" '"'"'$1 == m {print $2}'"'"' "$KM_DIR/metrics/tunnel.prom"; }
-	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"all\"}")" = 25 ] &&
+	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"all\"}")" = 26 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"400\"}")" = 2 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"503\"}")" = 2 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_connections_total{result=\"handshake\"}")" = 2 ] &&
