@@ -378,7 +378,7 @@ static void on_connection(uv_stream_t *server, int status)
 	}
 }
 
-/* Connections still shaking hands after KM_INBOUND_HANDSHAKE_MS are closed. */
+/* Connections still shaking hands after handshake_ms are closed. */
 static void on_sweep(uv_timer_t *t)
 {
 	struct km_inbound *ib = t->data;
@@ -386,7 +386,7 @@ static void on_sweep(uv_timer_t *t)
 
 	for (struct ib_conn *c = ib->conns, *next; c; c = next) {
 		next = c->next;
-		if (c->handshaking && !c->h.closing && now - c->accepted_ms >= KM_INBOUND_HANDSHAKE_MS) {
+		if (c->handshaking && !c->h.closing && now - c->accepted_ms >= ib->handshake_ms) {
 			ib->stats.handshake_timeouts++;
 			km_hbone_conn_close(&c->h);
 		}
@@ -411,9 +411,10 @@ int km_inbound_start(struct km_inbound *ib, uv_loop_t *loop, struct km_certs *ce
 	ib->loop = loop;
 	ib->certs = certs;
 	ib->trust_domain = trust_domain;
+	ib->handshake_ms = KM_INBOUND_HANDSHAKE_MS;
 	uv_timer_init(loop, &ib->sweep);
 	ib->sweep.data = ib;
-	uv_timer_start(&ib->sweep, on_sweep, 1000, 1000);
+	uv_timer_start(&ib->sweep, on_sweep, 250, 250);
 	if (mw_socket && *mw_socket) {
 		const struct km_peer_link_config cfg = {
 			.path = mw_socket, .role = KMESH__IPC__ROLE__ROLE_TUNNEL,

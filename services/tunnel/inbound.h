@@ -6,7 +6,7 @@
  * (hbone_server.h), each stream authorized by the xDS agent with the client's principal
  * (Authorize, role tunnel on its admin socket; the agent away: 401, never let through) and
  * reaching the application through a socket the map writer made inside the pod. Bounded: at most KM_INBOUND_MAX_CONNS connections at once (more are closed at
- * accept), a handshake must finish within KM_INBOUND_HANDSHAKE_MS. */
+ * accept), a handshake must finish within handshake_ms (default KM_INBOUND_HANDSHAKE_MS). */
 #ifndef KM_TUNNEL_INBOUND_H
 #define KM_TUNNEL_INBOUND_H
 
@@ -40,6 +40,7 @@ struct km_inbound {
 	struct ib_conn *conns;
 	unsigned n_conns, listeners;
 	uv_timer_t sweep;
+	unsigned handshake_ms;
 	struct km_inbound_stats stats;
 	int stopping;
 };

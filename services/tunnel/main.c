@@ -77,6 +77,7 @@ int main(int argc, char **argv)
 	const char *mw_socket = "/run/kmesh/map-writer.sock";
 	const char *xds_socket = "/run/kmesh/xds-agent/admin.sock";
 	int inbound = 0;
+	uint64_t handshake_ms = KM_INBOUND_HANDSHAKE_MS;
 	uint64_t ttl_s = 86400, timeout_s = 30, inflight = 8;
 	int impersonate = 1;
 	const struct km_option opts[] = {
@@ -116,6 +117,9 @@ int main(int argc, char **argv)
 		  "serve HBONE (mutual TLS, HTTP/2 CONNECT) on each enrolled pod's port 15008, with "
 		  "sockets the map writer makes inside the pods (default off)", "KMESH_HBONE_INBOUND",
 		  0, 0, km_option_on_off },
+		{ "hbone-handshake-timeout-ms", KM_OPT_UINT, &handshake_ms, "MS",
+		  "an HBONE client that has not finished its TLS handshake this long after connecting "
+		  "is cut off", "KMESH_HBONE_HANDSHAKE_TIMEOUT_MS", 100, 600000 },
 		{ "map-writer-socket", KM_OPT_STRING, &mw_socket, "PATH",
 		  "the map writer's socket (role tunnel: sockets inside pods)",
 		  "KMESH_MAP_WRITER_SOCKET" },
@@ -189,6 +193,7 @@ int main(int argc, char **argv)
 				     mw_socket, xds_socket) != 0)
 			return 1;
 		m.t.inbound_on = 1;
+		m.t.inbound.handshake_ms = (unsigned)handshake_ms;
 		m.t.pods.on_pod = on_pod;
 	}
 	km_prom_file_init(&m.t.metrics, metrics_dir, "tunnel");

@@ -65,6 +65,7 @@ tunnel_start() {
 		--ca-root-file "$KM_DIR/pki/ca.pem" --ca-server-name istiod.istio-system.svc \
 		--ca-token-file "$KM_DIR/token" --cluster-id test-cluster --cert-ttl 10 \
 		--hbone-inbound on --map-writer-socket "$KM_SOCKET" --xds-socket "$KM_DIR/run/xds-agent.sock" \
+		--hbone-handshake-timeout-ms 1000 \
 		--metrics-dir "$KM_DIR/metrics" --log-level debug >>"$KM_DIR/tunnel.log" 2>&1 &
 	TUNNEL=$!
 	KM_PIDS+=($TUNNEL)
@@ -187,14 +188,36 @@ for who in "" otherdomain foreign; do
 	check "... ${who:-no client certificate}: no TLS session, no answer ($out)" \
 		eval '! grep -q "status" <<<"$out"'
 done
+# bounds: a client that never starts its handshake, one that does not read what the pod sends
+out=$(km_in_pod c1 "$KM_PY" -c 'import socket, sys, time
+s = socket.create_connection((sys.argv[1], 15008)); t = time.time(); s.settimeout(5)
+try:
+    d = s.recv(1)
+except OSError:
+    d = b"?"
+print("%.1f %r" % (time.time() - t, d))' "$S1")
+check "... a client that never starts its TLS handshake is cut off after the bound (1 s here): $out" \
+	eval 'read -r secs data <<<"$out"; [ "$data" = "b'"''"'" ] && awk -v s="$secs" "BEGIN {exit !(s >= 0.8 && s <= 3)}"'
+km_server_start s1 flood_server.py 7071
+km_wait_listen s1 7071
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$TUNNEL/status"; }
+RSS0=$(rss_kb)
+hbone ztunnel "$S1:7071" --read-after 3 --timeout 1 >/dev/null &
+FLOOD=$!
+sleep 2.5
+RSS1=$(rss_kb)
+wait "$FLOOD"
+check "... a client that does not read while the application sends without end: the tunnel holds what the windows allow (RSS $RSS0 -> $RSS1 kB)" \
+	test $((RSS1 - RSS0)) -lt 8192
 sleep 1.1 # the metrics file is written every second
 check "... counted: streams by outcome, handshakes failed, a client of another trust domain" \
 	eval 'm() { awk -v m="$1" '"'"'$1 == m {print $2}'"'"' "$KM_DIR/metrics/tunnel.prom"; }
-	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"all\"}")" = 26 ] &&
+	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"all\"}")" = 27 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"400\"}")" = 2 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"503\"}")" = 2 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_connections_total{result=\"handshake\"}")" = 2 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_connections_total{result=\"client\"}")" = 1 ] &&
+	      [ "$(m "kmesh_tunnel_hbone_connections_total{result=\"timeout\"}")" = 1 ] &&
 	      [ "$(m kmesh_tunnel_hbone_listeners)" = 3 ]'
 
 # the destination's policies, decided with the client's principal

@@ -32,6 +32,8 @@ def main():
     ap.add_argument("--streams", type=int, default=1)
     ap.add_argument("--no-half-close", action="store_true")
     ap.add_argument("--timeout", type=float, default=5.0)
+    ap.add_argument("--read-after", type=float, default=0.0,
+                    help="read nothing for this long after sending (a client that does not read)")
     a = ap.parse_args()
 
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -70,6 +72,8 @@ def main():
         elif not a.no_half_close:
             conn.end_stream(sid)
     tls.sendall(conn.data_to_send())
+    if a.read_after:
+        time.sleep(a.read_after)
     status, data, done = {}, {s: b"" for s in ids}, {}
     deadline = time.time() + a.timeout
     try:
