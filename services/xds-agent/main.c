@@ -359,7 +359,7 @@ int main(int argc, char **argv)
 	const char *dns_address = "", *dns_upstream = NULL, *dns_domain = "cluster.local";
 	const char *hostname_server = NULL;
 	uint64_t dns_ttl = 30, tunnel_uid = (uint64_t)(uid_t)-1;
-	const char *access_log_format = "text";
+	const char *access_log_format = "text", *plaintext_identity = "address";
 	int access_log = 0;
 	const struct km_option opts[] = {
 		{ "xds-address", KM_OPT_STRING, &xds_address, "HOST:PORT", "istiod's xDS address",
@@ -436,6 +436,11 @@ int main(int argc, char **argv)
 		{ "admin-socket", KM_OPT_STRING, &admin_socket, "PATH",
 		  "this agent's admin socket (state dump, log level; root or this agent's uid)",
 		  "KMESH_XDS_ADMIN_SOCKET" },
+		{ "plaintext-identity", KM_OPT_STRING, &plaintext_identity, "address|none",
+		  "what a plaintext connection's source is to the policies: the workload holding its "
+		  "address (address: PeerAuthentication STRICT is met by pods of the mesh), or no one "
+		  "(none: as ztunnel, only HBONE carries a principal, so STRICT denies all plaintext) "
+		  "(default address)", "KMESH_PLAINTEXT_IDENTITY" },
 		{ "tunnel-uid", KM_OPT_UINT, &tunnel_uid, "UID",
 		  "the tunnel's uid: it may ask the admin socket for HBONE streams' authorization "
 		  "(role tunnel; default: root alone)", "KMESH_TUNNEL_UID", 0, 0xfffffffe },
@@ -508,6 +513,12 @@ int main(int argc, char **argv)
 	km_model_init(&a.model, &a.ops, NULL);
 	km_policy_store_init(&a.policies);
 	km_authz_init(&a.authz, &a.ops, node.network);
+	if (strcmp(plaintext_identity, "address") && strcmp(plaintext_identity, "none")) {
+		fprintf(stderr, "%s: --plaintext-identity '%s' is not address or none\n", argv[0],
+			plaintext_identity);
+		return 2;
+	}
+	a.authz.plaintext_identity = !strcmp(plaintext_identity, "address");
 	km_model_set_authz(&a.model, &a.authz);
 	a.policies.authz = &a.authz;
 	km_model_set_local_node(&a.model, node.node_name);

@@ -162,6 +162,8 @@ if mode == "all":
 else:
     check("DNS off by default: no redirect, no proxy",
           not any(k.startswith("dns-") for k in list(mwargs) + list(xaargs)))
+check("plaintext keeps its address's identity (STRICT met by pods of the mesh) unless set otherwise",
+      xaargs.get("plaintext-identity") == "address")
 ann = ds["spec"]["template"]["metadata"]["annotations"]
 check("Prometheus scrape annotations name the same port and /metrics",
       ann.get("prometheus.io/scrape") == "true" and ann.get("prometheus.io/port") == str(port)

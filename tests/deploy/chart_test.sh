@@ -108,6 +108,8 @@ check "... which lets only kmesh.net/redirection change, and with features.hbone
 	      grep -q "k in \[.kmesh.net/redirection., .ambient.istio.io/redirection.\]"'
 check "features.hbone.advertise without the tunnel is refused (pods would be sent to a 15008 nobody serves)" \
 	refused features.hbone.advertise=true -- "features.hbone.advertise needs tunnel.enabled"
+check "features.authz.plaintextIdentity other than address or none is refused, naming the key" \
+	refused features.authz.plaintextIdentity=maybe -- "plaintextIdentity"
 check "the tunnel as the xDS agent's uid is refused (it holds workload keys)" \
 	refused tunnel.enabled=true,tunnel.uid=10901 -- "tunnel.uid must differ from xdsAgent.uid"
 

@@ -17,6 +17,7 @@ void km_authz_init(struct km_authz *a, struct km_oplist *out, const char *networ
 	memset(a, 0, sizeof(*a));
 	a->out = out;
 	a->network = strdup(network ? network : "");
+	a->plaintext_identity = 1;
 	km_ids_init(&a->ids, NULL);
 }
 
@@ -48,6 +49,8 @@ static void emit_ident(struct km_authz *a, const struct km_authz_wl *w, uint32_t
 	if (del)
 		return;
 	op->ident.workload_id = id;
+	if (!a->plaintext_identity)
+		return; /* the workload (its policies, its denials), not who sent it */
 	op->ident.ns_id = w->ident->str[AZ_NS] ? w->ident->str[AZ_NS]->id : 0;
 	op->ident.sa_id = w->ident->str[AZ_SA] ? w->ident->str[AZ_SA]->id : 0;
 	op->ident.principal_id = w->ident->str[AZ_PRINCIPAL] ? w->ident->str[AZ_PRINCIPAL]->id : 0;

@@ -50,6 +50,12 @@ struct km_authz_wl {
 struct km_authz {
 	struct km_oplist *out;
 	char *network;  /* this node's network: only its workloads' addresses are identities */
+	/* Plaintext carries the identity of the workload holding its source address (1, the
+	 * default: STRICT is met by an address of the mesh, the pods' network or IPsec trusted to
+	 * say who sent it), or none at all (0: as ztunnel, a principal only from an HBONE client's
+	 * certificate, so STRICT denies all plaintext and principal rules never match it). The
+	 * identity rows then carry the workload alone. Set before the first flush. */
+	int plaintext_identity;
 	struct km_ids ids; /* policy, stat, set and identity-string ids share one space */
 	struct az_str *strs;          /* interned identity strings */
 	struct az_ident *idents;      /* workloads' identities, by who profile */
