@@ -315,6 +315,7 @@ static Kmesh__Workload__Workload *workload_read(alloc_t *a, const uint8_t *p, si
 		case 9: PBW_STR(m->node); break;
 		case 10: PBW_STR(m->canonical_name); break;
 		case 11: PBW_STR(m->canonical_revision); break;
+		case 12: PBW_U32(m->workload_type); break;
 		case 13: PBW_STR(m->workload_name); break;
 		case 16:
 			PBW_STR(policy);

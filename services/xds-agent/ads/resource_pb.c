@@ -235,6 +235,15 @@ static int copy_locality(const struct conv *c, const Kmesh__Workload__Locality *
 			errlen);
 }
 
+/* Istio's WorkloadType (DEPLOYMENT 0, CRONJOB 1, POD 2, JOB 3) as baggage names it; NULL for a
+ * deployment and for a type not known (told as one). */
+static const char *workload_kind(uint32_t type)
+{
+	static const char *const kinds[] = { NULL, "cronjob", "pod", "job" };
+
+	return type < sizeof(kinds) / sizeof(kinds[0]) ? kinds[type] : NULL;
+}
+
 static int to_workload(const struct conv *c, const Kmesh__Workload__Workload *m,
 		       struct km_workload_res **out, char *err, size_t errlen)
 {
@@ -263,6 +272,8 @@ static int to_workload(const struct conv *c, const Kmesh__Workload__Workload *m,
 		     err, errlen) ||
 	    copy_str(c, m->canonical_revision, KM_RES_MAX_NAME, 0, "canonical_revision",
 		     &w->who->canonical_revision, err, errlen) ||
+	    copy_str(c, workload_kind(m->workload_type), KM_RES_MAX_NAME, 0, "workload_type",
+		     &w->who->workload_kind, err, errlen) ||
 	    copy_locality(c, m->locality, w, err, errlen) ||
 	    copy_waypoint(c, m->waypoint, &w->rare->wp, err, errlen))
 		goto fail;

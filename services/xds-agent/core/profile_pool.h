@@ -18,6 +18,7 @@ struct km_wl_who {
 	char *trust_domain;
 	char *service_account;
 	char *workload_name, *canonical_name, *canonical_revision; /* for metrics' labels */
+	char *workload_kind; /* "cronjob", "pod" or "job"; NULL: a deployment (istiod's 0) */
 };
 
 /* Where it runs. */
