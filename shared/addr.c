@@ -2,6 +2,8 @@
 #include "shared/addr.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,4 +91,30 @@ int km_split_host_port(const char *addr, char *host, size_t hlen, uint16_t *port
 		return -1;
 	*port = (uint16_t)p;
 	return 0;
+}
+
+size_t km_sockaddr_to_bytes(const struct sockaddr_storage *ss, uint8_t out[16], uint16_t *port)
+{
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+
+		memcpy(out, &in->sin_addr, 4);
+		if (port)
+			*port = ntohs(in->sin_port);
+		return 4;
+	}
+	if (ss->ss_family != AF_INET6)
+		return 0;
+	{
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+
+		memcpy(out, &in6->sin6_addr, 16);
+		if (port)
+			*port = ntohs(in6->sin6_port);
+	}
+	if (!memcmp(out, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12)) { /* v4-mapped */
+		memmove(out, out + 12, 4);
+		return 4;
+	}
+	return 16;
 }

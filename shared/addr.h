@@ -20,6 +20,11 @@ int km_addr_is_v4(const struct km_addr *a);
 int km_addr_is_unspecified(const struct km_addr *a);
 /* Formats into buf (KM_ADDR_STRLEN bytes); IPv4 in dotted form. Returns buf. */
 const char *km_addr_format(const struct km_addr *a, char *buf);
+/* A socket address (AF_INET or AF_INET6; NULL port: not wanted) to raw bytes, as
+ * km_addr_to_bytes gives them: 4 for IPv4 and v4-mapped IPv6. Returns the length, 0 for another
+ * family. */
+struct sockaddr_storage;
+size_t km_sockaddr_to_bytes(const struct sockaddr_storage *ss, uint8_t out[16], uint16_t *port);
 /* "host:port" (or "[v6]:port") into its parts; the port 1-65535. Returns 0, or -1. */
 int km_split_host_port(const char *addr, char *host, size_t hlen, uint16_t *port);
 

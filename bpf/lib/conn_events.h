@@ -76,12 +76,6 @@ static __always_inline void km_conn_open(struct bpf_sock_ops *skops, const struc
 	struct km_conn_open *o;
 	__u16 lport, rport;
 
-	if (st && st->orig_port && direction == KM_CONN_OUTBOUND)
-		km_conn_dial(skops, &st->orig_addr, st->orig_port);
-	if (!(o = km_conn_reserve(sizeof(*o))))
-		return;
-	o->cookie = bpf_get_socket_cookie(skops);
-	o->ts_ns = bpf_ktime_get_ns();
 	lport = (__u16)KM_CTX32(skops, struct bpf_sock_ops, local_port);
 	rport = (__u16)bpf_ntohl(KM_CTX32(skops, struct bpf_sock_ops, remote_port));
 	if (KM_CTX32(skops, struct bpf_sock_ops, family) == KM_AF_INET) {
@@ -97,6 +91,14 @@ static __always_inline void km_conn_open(struct bpf_sock_ops *skops, const struc
 		remote.words[2] = KM_CTX32(skops, struct bpf_sock_ops, remote_ip6[2]);
 		remote.words[3] = KM_CTX32(skops, struct bpf_sock_ops, remote_ip6[3]);
 	}
+	if (km_addr_is_loopback(&local) || km_addr_is_loopback(&remote))
+		return; /* the pod's own traffic, or the tunnel's: see km_conn_was_open */
+	if (st && st->orig_port && direction == KM_CONN_OUTBOUND)
+		km_conn_dial(skops, &st->orig_addr, st->orig_port);
+	if (!(o = km_conn_reserve(sizeof(*o))))
+		return;
+	o->cookie = bpf_get_socket_cookie(skops);
+	o->ts_ns = bpf_ktime_get_ns();
 	if (direction == KM_CONN_OUTBOUND) {
 		o->src = local;
 		o->sport = lport;
@@ -163,12 +165,15 @@ struct km_tcp_counters {
 
 /* cgroup/sock_release runs when the application lets the socket go, before the kernel queues its
  * FIN. Is this a connection to report? Not a listening socket, nor one that never connected
- * (closed in SYN_SENT, or refused: its SYN was never acked). */
+ * (closed in SYN_SENT, or refused: its SYN was never acked), nor one with a loopback end: a pod's
+ * traffic with itself, which ztunnel never sees either, and the tunnel's connection from
+ * 127.0.0.6 to the application, which the tunnel reports with its HBONE client's principal. */
 static __always_inline int km_conn_was_open(__u32 state, const struct km_tcp_counters *c,
 					    __u8 direction)
 {
 	return state != BPF_TCP_LISTEN && state != BPF_TCP_SYN_SENT &&
-	       (direction == KM_CONN_INBOUND || c->bytes_acked != 0);
+	       (direction == KM_CONN_INBOUND || c->bytes_acked != 0) &&
+	       !km_addr_is_loopback(&c->local) && !km_addr_is_loopback(&c->remote);
 }
 
 /* The counters as a close reports them: what the application wrote is what went out once

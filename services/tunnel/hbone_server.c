@@ -33,6 +33,10 @@ struct hb_stream {
 			       * window not given back, up to KM_HBONE_STREAM_BUF) */
 	size_t early_len;
 	uv_shutdown_t shutdown_req;
+	char *baggage;        /* the request's header (NULL: none, or longer than allowed) */
+	char *dst_baggage;    /* for the 200 */
+	uint64_t cookie;      /* the application's socket, for the reports */
+	uint64_t to_app, from_app;
 };
 
 struct hb_write {
@@ -57,6 +61,15 @@ static struct hb_stream *stream_of(struct km_hbone_conn *h, int32_t id)
 	return NULL;
 }
 
+static void report(struct hb_stream *st, int close)
+{
+	struct km_hbone_report r = { close, &st->to, st->cookie, st->to_app, st->from_app,
+				     st->baggage };
+
+	if (st->h->ops.report)
+		st->h->ops.report(st->h, &r);
+}
+
 static void stream_free_if_done(struct hb_stream *st)
 {
 	struct km_hbone_conn *h = st->h;
@@ -69,8 +82,12 @@ static void stream_free_if_done(struct hb_stream *st)
 			break;
 		}
 	h->n_streams--;
+	if (st->connected)
+		report(st, 1);
 	free(st->buf);
 	free(st->early);
+	free(st->baggage);
+	free(st->dst_baggage);
 	free(st);
 	maybe_done(h);
 }
@@ -97,14 +114,17 @@ static void up_close(struct hb_stream *st, int reset)
 		uv_close((uv_handle_t *)st->up, up_closed);
 }
 
-static int respond(struct km_hbone_conn *h, int32_t id, const char *status, int end,
+/* The response's headers (baggage: NULL or "" for none). */
+static int respond(struct km_hbone_conn *h, int32_t id, const char *status, const char *baggage,
 		   nghttp2_data_provider *dp)
 {
-	nghttp2_nv nv[] = { { (uint8_t *)":status", (uint8_t *)status, 7, strlen(status),
-			      NGHTTP2_NV_FLAG_NONE } };
+	nghttp2_nv nv[] = {
+		{ (uint8_t *)":status", (uint8_t *)status, 7, strlen(status), NGHTTP2_NV_FLAG_NONE },
+		{ (uint8_t *)"baggage", (uint8_t *)baggage, 7, baggage ? strlen(baggage) : 0,
+		  NGHTTP2_NV_FLAG_NONE },
+	};
 
-	(void)end;
-	return nghttp2_submit_response(h->session, id, nv, 1, dp);
+	return nghttp2_submit_response(h->session, id, nv, baggage && *baggage ? 2 : 1, dp);
 }
 
 /* An error answer: the status, END_STREAM. */
@@ -120,7 +140,7 @@ static void refuse(struct hb_stream *st, const char *status, const char *why)
 		h->refused_503++;
 	km_debug("HBONE from %s: stream %d to %s refused %s: %s", h->principal, st->id,
 		 st->authority, status, why);
-	respond(h, st->id, status, 1, NULL);
+	respond(h, st->id, status, NULL, NULL);
 	up_close(st, 1);
 }
 
@@ -145,6 +165,7 @@ static void up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 	(void)b;
 	if (n > 0) {
 		st->buf_len += (size_t)n;
+		st->from_app += (uint64_t)n;
 		if (st->buf_len >= KM_HBONE_STREAM_BUF) { /* full: until it is framed */
 			uv_read_stop(s);
 			st->up_reading = 0;
@@ -194,6 +215,8 @@ static void on_up_connected(uv_connect_t *req, int status)
 {
 	struct hb_stream *st = req->data;
 	nghttp2_data_provider dp = { .source.ptr = st, .read_callback = provide };
+	uv_os_fd_t fd;
+	socklen_t cl = sizeof(st->cookie);
 
 	if (st->h2_closed || st->h->closing) {
 		up_close(st, 1);
@@ -206,7 +229,13 @@ static void on_up_connected(uv_connect_t *req, int status)
 	}
 	st->connected = 1;
 	uv_tcp_nodelay(st->up, 1);
-	respond(st->h, st->id, "200", 0, &dp);
+	if (uv_fileno((uv_handle_t *)st->up, &fd) == 0 &&
+	    getsockopt(fd, SOL_SOCKET, SO_COOKIE, &st->cookie, &cl) != 0)
+		st->cookie = 0;
+	respond(st->h, st->id, "200", st->dst_baggage, &dp);
+	free(st->dst_baggage);
+	st->dst_baggage = NULL;
+	report(st, 0);
 	if (st->early_len) { /* what the client sent before the 200, in order, first */
 		if (write_up(st, st->early, st->early_len) != 0)
 			nghttp2_session_consume(st->h->session, st->id, st->early_len);
@@ -319,7 +348,7 @@ static int parse_authority(const char *a, struct sockaddr_storage *to, unsigned 
 }
 
 /* The policies' answer: a socket inside the pod, or 401. */
-static void authorized(void *arg, int allowed, const char *why)
+static void authorized(void *arg, int allowed, const char *why, const char *dst_baggage)
 {
 	struct hb_stream *st = arg;
 	struct km_hbone_conn *h = st->h;
@@ -334,6 +363,8 @@ static void authorized(void *arg, int allowed, const char *why)
 		flush(h);
 		return;
 	}
+	if (dst_baggage && *dst_baggage && strlen(dst_baggage) <= KM_HBONE_BAGGAGE_MAX)
+		st->dst_baggage = strdup(dst_baggage); /* none, out of memory: a 200 without it */
 	st->asking = 1;
 	if (h->ops.get_socket(h, st->to.ss_family == AF_INET6 ? 6 : 4, got_socket, st) != 0) {
 		st->asking = 0;
@@ -414,6 +445,9 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
 		snprintf(st->method, sizeof(st->method), "%.*s", (int)valuelen, value);
 	else if (namelen == 10 && !memcmp(name, ":authority", 10))
 		snprintf(st->authority, sizeof(st->authority), "%.*s", (int)valuelen, value);
+	else if (namelen == 7 && !memcmp(name, "baggage", 7) && !st->baggage &&
+		 valuelen <= KM_HBONE_BAGGAGE_MAX && !memchr(value, '\0', valuelen))
+		st->baggage = strndup((const char *)value, valuelen); /* the first; for the reports */
 	return 0;
 }
 
@@ -440,6 +474,8 @@ static void up_written(uv_write_t *req, int status)
 	struct km_hbone_conn *h = st->h;
 
 	st->writing -= w->len;
+	if (status == 0)
+		st->to_app += w->len;
 	if (status == 0 && !st->h2_closed && h->session) /* the window back once the bytes are out */
 		nghttp2_session_consume(h->session, st->id, w->len);
 	free(w);

@@ -8,7 +8,8 @@
  *   - the destination's authorization policies, with the client's principal (ops.authorize):
  *     401 when they deny;
  *   - then a TCP connection from inside the pod to that address (a socket the map writer made
- *     there): 503 when refused, else 200 and the bytes both ways; END_STREAM is a half-close
+ *     there): 503 when refused, else 200 (with the destination's `baggage`) and the bytes both
+ *     ways, reported at open and at close (ops.report); END_STREAM is a half-close
  *     each way, RST_STREAM or a reset connection resets the other side.
  *   - Flow control never buffers without bound: the client's DATA is acknowledged (its window
  *     given back) only once written to the application; at most KM_HBONE_STREAM_BUF bytes of
@@ -27,6 +28,7 @@
 #define KM_HBONE_MAX_STREAMS 200
 #define KM_HBONE_STREAM_BUF (256u << 10)
 #define KM_HBONE_CONN_UNSENT (1u << 20)
+#define KM_HBONE_BAGGAGE_MAX 1024 /* a longer request `baggage` header is not kept */
 
 struct km_hbone_conn;
 
@@ -34,8 +36,19 @@ struct km_hbone_conn;
  * when none can be had); tcp is then the stream's, uv_tcp_init'ed on the loop and heap-allocated
  * (closed with free as its close callback). */
 typedef void (*km_hbone_socket_cb)(void *arg, uv_tcp_t *tcp, const char *why);
-/* The decision on a stream: allowed 1, or 0 with why. */
-typedef void (*km_hbone_authz_cb)(void *arg, int allowed, const char *why);
+/* The decision on a stream: allowed 1, or 0 with why; dst_baggage (NULL or "": none) describes
+ * the destination for the 200's `baggage` header, as ztunnel's does. */
+typedef void (*km_hbone_authz_cb)(void *arg, int allowed, const char *why,
+				  const char *dst_baggage);
+
+/* A stream relayed (it got its 200): at open, and at close with its bytes. */
+struct km_hbone_report {
+	int close;
+	const struct sockaddr_storage *to; /* the application's address */
+	uint64_t cookie;                   /* the socket to the application (SO_COOKIE) */
+	uint64_t to_app, from_app;         /* bytes written to it, read from it */
+	const char *baggage;               /* the request's `baggage` header, or NULL */
+};
 
 struct km_hbone_ops {
 	/* May the client (h->principal, from h->peer) reach to? Answered later through cb. */
@@ -43,6 +56,7 @@ struct km_hbone_ops {
 			 km_hbone_authz_cb cb, void *arg);
 	int (*get_socket)(struct km_hbone_conn *h, int family, km_hbone_socket_cb cb, void *arg);
 	void (*on_closed)(struct km_hbone_conn *h); /* every stream and handle closed: free h */
+	void (*report)(struct km_hbone_conn *h, const struct km_hbone_report *r); /* may be NULL */
 };
 
 struct hb_stream;

@@ -8,6 +8,7 @@
 
 #include "services/tunnel/hbone_server.h"
 #include "services/tunnel/server_tls.h"
+#include "shared/addr.h"
 #include "shared/log.h"
 
 struct ib_pod {
@@ -205,26 +206,14 @@ static void got_decision(struct km_peer_link *l, void *arg, const Kmesh__Ipc__Re
 
 	(void)l;
 	if (!reply) {
-		a->cb(a->arg, 0, "the xDS agent did not answer");
+		a->cb(a->arg, 0, "the xDS agent did not answer", NULL);
 	} else {
 		km_debug("HBONE: the xDS agent says %s", reply->message);
-		a->cb(a->arg, reply->code == KMESH__IPC__CODE__OK, reply->message);
+		a->cb(a->arg, reply->code == KMESH__IPC__CODE__OK, reply->message,
+		      reply->body_case == KMESH__IPC__REPLY__BODY_AUTHORIZED
+			      ? reply->authorized->dst_baggage : NULL);
 	}
 	free(a);
-}
-
-static size_t addr_bytes(const struct sockaddr_storage *ss, uint8_t out[16])
-{
-	if (ss->ss_family == AF_INET) {
-		memcpy(out, &((const struct sockaddr_in *)ss)->sin_addr, 4);
-		return 4;
-	}
-	memcpy(out, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
-	if (!memcmp(out, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12)) { /* v4-mapped */
-		memmove(out, out + 12, 4);
-		return 4;
-	}
-	return 16;
 }
 
 static int authorize(struct km_hbone_conn *h, const struct sockaddr_storage *to,
@@ -234,26 +223,26 @@ static int authorize(struct km_hbone_conn *h, const struct sockaddr_storage *to,
 	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
 	Kmesh__Ipc__Authorize q = KMESH__IPC__AUTHORIZE__INIT;
 	uint8_t src[16], dst[16];
+	uint16_t port;
 	struct ib_authz *a;
 
 	if (!c->ib->xds_on) {
-		cb(arg, 1, "");
+		cb(arg, 1, "", NULL);
 		return 0;
 	}
 	if (!c->ib->xds.up) { /* fail closed */
-		cb(arg, 0, "the xDS agent is not connected: no policy can be evaluated");
+		cb(arg, 0, "the xDS agent is not connected: no policy can be evaluated", NULL);
 		return 0;
 	}
 	if (!(a = malloc(sizeof(*a))))
 		return -1;
 	a->cb = cb;
 	a->arg = arg;
-	q.src.len = addr_bytes(&h->peer, src);
+	q.src.len = km_sockaddr_to_bytes(&h->peer, src, NULL);
 	q.src.data = src;
-	q.dst.len = addr_bytes(to, dst);
+	q.dst.len = km_sockaddr_to_bytes(to, dst, &port);
 	q.dst.data = dst;
-	q.dst_port = ntohs(to->ss_family == AF_INET ? ((const struct sockaddr_in *)to)->sin_port
-						    : ((const struct sockaddr_in6 *)to)->sin6_port);
+	q.dst_port = port;
 	q.principal = h->principal;
 	env.body_case = KMESH__IPC__ENVELOPE__BODY_AUTHORIZE;
 	env.authorize = &q;
@@ -265,6 +254,14 @@ static int authorize(struct km_hbone_conn *h, const struct sockaddr_storage *to,
 }
 
 /* ---- connections ------------------------------------------------------------------------- */
+
+static void report(struct km_hbone_conn *h, const struct km_hbone_report *r)
+{
+	struct ib_conn *c = (struct ib_conn *)h;
+
+	km_stream_reports_add(&c->ib->reports, r->close, &h->peer, r->to, r->cookie, r->to_app,
+			      r->from_app, h->principal, r->baggage);
+}
 
 static void conn_closed(struct km_hbone_conn *h)
 {
@@ -332,7 +329,7 @@ static void tls_drained(struct km_tls_stream *s)
 
 static void on_connection(uv_stream_t *server, int status)
 {
-	static const struct km_hbone_ops ops = { authorize, get_socket, conn_closed };
+	static const struct km_hbone_ops ops = { authorize, get_socket, conn_closed, report };
 	static const struct km_tls_stream_cbs cbs = { tls_ready, tls_data, tls_error, tls_drained };
 	struct ib_pod *p = server->data;
 	struct km_inbound *ib = p->ib;
@@ -437,6 +434,8 @@ int km_inbound_start(struct km_inbound *ib, uv_loop_t *loop, struct km_certs *ce
 		if (km_peer_link_start(&ib->xds, loop, &cfg) != 0)
 			return -1;
 		ib->xds_on = 1;
+		km_stream_reports_start(&ib->reports, loop, &ib->xds);
+		ib->reports_on = 1;
 	} else {
 		km_warn("no --xds-socket: HBONE streams are let through without their principal's "
 			"authorization");
@@ -451,6 +450,10 @@ void km_inbound_stop(struct km_inbound *ib)
 	for (struct ib_conn *c = ib->conns, *next; c; c = next) {
 		next = c->next;
 		km_hbone_conn_close(&c->h);
+	}
+	if (ib->reports_on) { /* the closes above, if the agent can take them */
+		km_stream_reports_flush(&ib->reports);
+		km_stream_reports_stop(&ib->reports);
 	}
 	if (ib->mw_on) /* every request answered now, with none */
 		km_peer_link_stop(&ib->mw, NULL);

@@ -5,7 +5,8 @@
  * the client checked (ALPN h2, one SPIFFE id of our trust domain), then HTTP/2 CONNECT
  * (hbone_server.h), each stream authorized by the xDS agent with the client's principal
  * (Authorize, role tunnel on its admin socket; the agent away: 401, never let through) and
- * reaching the application through a socket the map writer made inside the pod. Bounded: at most KM_INBOUND_MAX_CONNS connections at once (more are closed at
+ * reaching the application through a socket the map writer made inside the pod; each stream
+ * relayed is reported to the agent for the metrics and access log (stream_reports.h). Bounded: at most KM_INBOUND_MAX_CONNS connections at once (more are closed at
  * accept), a handshake must finish within handshake_ms (default KM_INBOUND_HANDSHAKE_MS). */
 #ifndef KM_TUNNEL_INBOUND_H
 #define KM_TUNNEL_INBOUND_H
@@ -16,6 +17,7 @@
 #include "ipc/peer_link.h"
 #include "services/tunnel/certs.h"
 #include "services/tunnel/pods.h"
+#include "services/tunnel/stream_reports.h"
 
 #define KM_HBONE_PORT 15008
 #define KM_INBOUND_MAX_CONNS 16384
@@ -36,6 +38,8 @@ struct km_inbound {
 	const char *trust_domain;
 	struct km_peer_link mw, xds;
 	int mw_on, xds_on;
+	struct km_stream_reports reports; /* to the xDS agent, over xds */
+	int reports_on;
 	struct ib_pod *pods;
 	struct ib_conn *conns;
 	unsigned n_conns, listeners;

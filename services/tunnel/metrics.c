@@ -44,6 +44,12 @@ static void inbound(const struct km_inbound *ib, struct km_prom *p)
 	km_prom_sample(p, "kmesh_tunnel_hbone_streams_total", "result=\"400\"", r400);
 	km_prom_sample(p, "kmesh_tunnel_hbone_streams_total", "result=\"401\"", r401);
 	km_prom_sample(p, "kmesh_tunnel_hbone_streams_total", "result=\"503\"", r503);
+	km_prom_metric(p, "kmesh_tunnel_stream_reports_sent_total", "counter",
+		       "streams' open and close reports sent to the xDS agent (istio_tcp_* and the "
+		       "access log)", ib->reports.sent);
+	km_prom_metric(p, "kmesh_tunnel_stream_reports_lost_total", "counter",
+		       "streams' reports lost: more than 8192 waited (the xDS agent away or slow)",
+		       ib->reports.lost);
 }
 
 static void render(const struct km_tunnel *t, struct km_prom *p)

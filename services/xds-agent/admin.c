@@ -12,6 +12,7 @@
 #include "shared/addr.h"
 #include "services/xds-agent/authz/authz_query.h"
 #include "services/xds-agent/sources/inject.h"
+#include "services/xds-agent/telemetry/baggage.h"
 #include "shared/log.h"
 
 struct dump_ctx {
@@ -258,8 +259,12 @@ int km_agent_admin_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gi
 static void authorize(struct km_agent_state *st, struct km_ipc_session *s, const km_envelope *env)
 {
 	const Kmesh__Ipc__Authorize *a = env->authorize;
+	km_envelope out = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
+	Kmesh__Ipc__AuthorizeReply ar = KMESH__IPC__AUTHORIZE_REPLY__INIT;
+	const struct km_workload_res *w;
 	struct km_addr src, dst;
-	char why[400];
+	char why[400], baggage[KM_BAGGAGE_MAX];
 	int allow;
 
 	if (km_addr_from_bytes(a->src.data, a->src.len, &src) != 0 ||
@@ -274,8 +279,37 @@ static void authorize(struct km_agent_state *st, struct km_ipc_session *s, const
 		st->authorized++;
 	else
 		st->denied++;
-	km_msg_reply(&s->conn, env->request_id,
-		     allow ? KMESH__IPC__CODE__OK : KMESH__IPC__CODE__PERMISSION_DENIED, why, 0);
+	/* the destination as ztunnel's response baggage describes it */
+	if (!(w = km_model_workload_at(st->model, &dst)) ||
+	    km_baggage_format(w->who, w->where, baggage, sizeof(baggage)) < 0)
+		baggage[0] = '\0';
+	reply.code = allow ? KMESH__IPC__CODE__OK : KMESH__IPC__CODE__PERMISSION_DENIED;
+	reply.message = why;
+	reply.body_case = KMESH__IPC__REPLY__BODY_AUTHORIZED;
+	reply.authorized = &ar;
+	ar.dst_baggage = baggage;
+	out.request_id = env->request_id;
+	out.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
+	out.reply = &reply;
+	km_msg_send(&s->conn, &out);
+}
+
+/* The tunnel's reports of its HBONE streams: into the metrics and the access log. */
+static void tunnel_events(struct km_agent_state *st, struct km_ipc_session *s,
+			  const km_envelope *env)
+{
+	if (st->telemetry)
+		km_telemetry_events(st->telemetry, env->conn_events, KM_CONN_FROM_TUNNEL);
+	km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__OK, "", 0);
+}
+
+void km_agent_admin_closed(void *arg, struct km_ipc_session *s)
+{
+	struct km_agent_state *st = arg;
+
+	/* the tunnel's open streams: their closes may never come on this session */
+	if (s->role == KMESH__IPC__ROLE__ROLE_TUNNEL && st->telemetry)
+		km_telemetry_forget_open(st->telemetry, KM_CONN_FROM_TUNNEL);
 }
 
 static void send_dump(const struct km_agent_state *st, struct km_ipc_session *s, uint64_t id,
@@ -460,9 +494,14 @@ void km_agent_admin_request(void *arg, struct km_ipc_session *s, const km_envelo
 		authorize(st, s, env);
 		return;
 	}
+	if (env->body_case == KMESH__IPC__ENVELOPE__BODY_CONN_EVENTS &&
+	    s->role == KMESH__IPC__ROLE__ROLE_TUNNEL) {
+		tunnel_events(st, s, env);
+		return;
+	}
 	if (s->role != KMESH__IPC__ROLE__ROLE_ADMIN) {
 		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__PERMISSION_DENIED,
-			     "the role tunnel may only ask Authorize", 0);
+			     "the role tunnel may only ask Authorize and send its streams' reports", 0);
 		return;
 	}
 	if (env->body_case == KMESH__IPC__ENVELOPE__BODY_AGENT_DUMP) {

@@ -55,8 +55,10 @@ char *km_agent_dump_json(const struct km_agent_state *st, size_t max_items,
 			 const struct km_authz_counters *counters);
 
 /* km_ipc_server_ops for the admin socket; arg is a struct km_agent_state. Role admin: root or
- * this uid; role tunnel (Authorize alone): root or tunnel_uid. */
+ * this uid; role tunnel (Authorize, and ConnEvents: its HBONE streams' reports): root or
+ * tunnel_uid. */
 int km_agent_admin_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gid);
 void km_agent_admin_request(void *arg, struct km_ipc_session *s, const km_envelope *env);
+void km_agent_admin_closed(void *arg, struct km_ipc_session *s);
 
 #endif

@@ -147,7 +147,7 @@ static void on_ready(void *arg)
 {
 	struct agent *a = arg;
 
-	km_telemetry_forget_open(&a->telemetry);
+	km_telemetry_forget_open(&a->telemetry, KM_CONN_FROM_KERNEL);
 	/* a map writer with km_authz_index gets the candidate index with the replay's lists */
 	a->authz.index_min =
 		a->link.features & (1u << KMESH__IPC__FEATURE__FEATURE_AUTHZ_INDEX) ? KM_AUTHZ_INDEX_MIN : 0;
@@ -160,7 +160,7 @@ static void on_conn_events(void *arg, const Kmesh__Ipc__ConnEvents *events)
 {
 	struct agent *a = arg;
 
-	km_telemetry_events(&a->telemetry, events);
+	km_telemetry_events(&a->telemetry, events, KM_CONN_FROM_KERNEL);
 }
 
 static char *render_metrics(void *arg, size_t *len)
@@ -638,7 +638,8 @@ int main(int argc, char **argv)
 		const struct km_ipc_server_config acfg = { .path = admin_socket, .mode = 0660,
 							   .gid = (gid_t)-1, .max_frame = 64u << 20,
 							   .name = "kmesh-xds-agent" };
-		const struct km_ipc_server_ops aops = { km_agent_admin_allowed, km_agent_admin_request };
+		const struct km_ipc_server_ops aops = { km_agent_admin_allowed, km_agent_admin_request,
+							NULL, km_agent_admin_closed };
 
 		km_fd_limit_raise(2048); /* admin peers (capped by the server), HTTP clients, files */
 		if (km_ipc_server_start(&a.admin, a.loop, &acfg, &aops, &a.state) != 0)

@@ -23,7 +23,7 @@ static int authorize(struct km_hbone_conn *h, const struct sockaddr_storage *to,
 {
 	(void)h;
 	(void)to;
-	cb(arg, allow, allow ? "allowed" : "denied");
+	cb(arg, allow, allow ? "allowed" : "denied", "k8s.namespace.name=fuzz");
 	return 0;
 }
 

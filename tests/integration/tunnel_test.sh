@@ -229,9 +229,9 @@ client_cert meshclient "$CLIENT_ID"
 cat <<JSON | km_write_config
 {"resources": [
  {"workload": {"uid": "Kubernetes//Pod/mesh/c1", "name": "c1", "namespace": "mesh", "serviceAccount": "client",
-   "addresses": ["$C1"]}},
+   "workloadName": "client-wl", "canonicalName": "client", "canonicalRevision": "v1", "addresses": ["$C1"]}},
  {"workload": {"uid": "Kubernetes//Pod/mesh/s1", "name": "s1", "namespace": "mesh", "serviceAccount": "server",
-   "addresses": ["$S1"]}}]}
+   "workloadName": "server-wl", "canonicalName": "server", "canonicalRevision": "v2", "addresses": ["$S1"]}}]}
 JSON
 # a policy as istiod would send it (kmeshctl inject: the file holds workloads and services)
 ALLOW_8080='{"resources": [{"authorization": {"name": "clients-to-8080", "namespace": "mesh", "scope": "NAMESPACE",
@@ -266,13 +266,51 @@ check "STRICT, --plaintext-identity address (the default): a pod of the mesh's p
 	      grep -q "status 200" <<<"$(hbone ztunnel "$S1:8080")"'
 kill "$KM_AGENT_PID"
 wait "$KM_AGENT_PID" 2>/dev/null
-km_agent_start --plaintext-identity none
+km_agent_start --plaintext-identity none --access-log on
 km_wait_agent 'd["map_writer"]["connected"]' 10
 inject "$STRICT"
 km_wait_agent 'd["authz"]["policies"] == 1' 10
 sleep 0.5 # the rows written
 check "STRICT, --plaintext-identity none (as ztunnel): the same pod's plaintext is refused, HBONE with a certificate's principal passes (200)" \
 	eval '[ "$(plain c1 8080)" != s1 ] && grep -q "status 200" <<<"$(hbone ztunnel "$S1:8080")"'
+
+# ---- telemetry (item 6): the tunnel reports its streams, the agent counts them ------------------
+# series_sum REGEX...: the sum of the agent's istio_tcp_connections_opened_total samples whose line
+# matches every REGEX
+series_sum() {
+	local page
+	page=$(km_metrics) || return 1
+	for r in "$@"; do page=$(grep -- "$r" <<<"$page"); done
+	awk '$1 ~ /^istio_tcp_connections_opened_total\{/ {n += $NF} END {print n + 0}' <<<"$page"
+}
+eventually() { # eventually CMD...: true within 5 s (the tunnel reports every 200 ms)
+	for _ in $(seq 1 25); do "$@" && return 0; sleep 0.2; done
+	"$@"
+}
+PLAIN0=$(series_sum 'reporter="destination"' 'connection_security_policy="unknown"')
+out=$(hbone meshclient "$S1:7070" --send 0123456789 --show-baggage)
+check "telemetry: the 200 carries the destination's baggage, as ztunnel's ($out)" \
+	grep -qx "stream 1 baggage k8s.namespace.name=mesh,k8s.deployment.name=server-wl,service.name=server,service.version=v2" <<<"$out"
+hbone ztunnel "$S1:7070" --send abc --baggage "k8s.namespace.name=istio-system,k8s.deployment.name=gw,service.name=gw,service.version=v7" >/dev/null
+UNPLACED='source_workload="unknown",source_canonical_service="unknown",source_canonical_revision="unknown",source_workload_namespace="istio-system",source_principal="spiffe://cluster.local/ns/istio-system/sa/ztunnel"'
+sleep 0.3 # the reports of the streams before flushed (every 200 ms)
+UNPLACED0=$(series_sum "$UNPLACED")
+hbone ztunnel "$S1:7070" --send abc --baggage "k8s.namespace.name=mesh,k8s.deployment.name=liar" >/dev/null
+SERIES_MESH='istio_tcp_connections_opened_total{reporter="destination",source_workload="client-wl",source_canonical_service="client",source_canonical_revision="v1",source_workload_namespace="mesh",source_principal="spiffe://cluster.local/ns/mesh/sa/client",source_app="client",source_version="v1",source_cluster="unknown",destination_service="unknown",destination_service_namespace="unknown",destination_service_name="unknown",destination_workload="server-wl",destination_canonical_service="server",destination_canonical_revision="v2",destination_workload_namespace="mesh",destination_principal="spiffe://cluster.local/ns/mesh/sa/server",destination_app="server",destination_version="v2",destination_cluster="unknown",request_protocol="tcp",response_flags="-",connection_security_policy="mutual_tls"} 1'
+check "... istio_tcp_* reporter=destination, the source's labels from its workload (its principal matches), mutual_tls" \
+	eventually eval 'grep -qxF -- "$SERIES_MESH" <<<"$(km_metrics)"'
+check "... bytes both ways, exact: 10 to the application, 10 back" \
+	eval 'km_metrics_has "^istio_tcp_received_bytes_total{reporter=\"destination\",source_workload=\"client-wl\".*mutual_tls\"} 10$" &&
+	      km_metrics_has "^istio_tcp_sent_bytes_total{reporter=\"destination\",source_workload=\"client-wl\".*mutual_tls\"} 10$" &&
+	      km_metrics_has "^istio_tcp_connections_closed_total{reporter=\"destination\",source_workload=\"client-wl\".*mutual_tls\"} 1$"'
+check "... a client the model does not place: its labels from its baggage, in its certificate's namespace" \
+	eventually km_metrics_has '^istio_tcp_connections_opened_total{reporter="destination",source_workload="gw",source_canonical_service="gw",source_canonical_revision="v7",source_workload_namespace="istio-system",source_principal="spiffe://cluster.local/ns/istio-system/sa/ztunnel",.*mutual_tls"} 1$'
+check "... baggage claiming another namespace than its certificate's is not believed" \
+	eventually eval '! km_metrics_has liar && [ "$(series_sum "$UNPLACED")" = $((UNPLACED0 + 1)) ]'
+check "... the kernel does not count the tunnel's connection to the application (from 127.0.0.6) again: the pod's plaintext inbound series unchanged ($PLAIN0)" \
+	eval '[ "$(series_sum "reporter=\"destination\"" "connection_security_policy=\"unknown\"")" = "$PLAIN0" ]'
+check "... the access log names both identities" \
+	eventually eval 'grep -E "^accesslog: [0-9T:.-]+Z close inbound src=$C1:[0-9]+ src.workload=c1 src.namespace=mesh dst=$S1:7070 dst.service=unknown dst.workload=s1 dst.namespace=mesh src.identity=\"spiffe://cluster.local/ns/mesh/sa/client\" dst.identity=\"spiffe://cluster.local/ns/mesh/sa/server\" sent_bytes=10 received_bytes=10 " "$KM_DIR/xds-agent.log" | grep -q .'
 
 SERIAL=$(serial_of "$CLIENT_ID")
 check "renewed before it expires (10 s TTL: at about half), a new serial, with no gap" \
@@ -317,5 +355,5 @@ reqs = [json.loads(l) for l in open(sys.argv[1])]
 a = [json.loads(r["body"])["metadata"]["annotations"] for r in reqs if r["method"] == "PATCH"]
 assert a and all(x == {"kmesh.net/redirection": "enabled", "ambient.istio.io/redirection": "enabled"} for x in a), a' \
 	"$KM_DIR/kube-api.requests"
-[ $KM_FAIL -eq 0 ] || { grep "xDS agent says\|refused 503" "$KM_DIR/tunnel.log" | tail -5; tail -n 20 "$KM_DIR/xds-agent.log"; }
+[ $KM_FAIL -eq 0 ] || { grep "xDS agent says\|refused 503" "$KM_DIR/tunnel.log" | tail -5; tail -n 20 "$KM_DIR/xds-agent.log"; km_metrics | grep "^istio_tcp_connections_opened"; }
 km_check_summary tunnel

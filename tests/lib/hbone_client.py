@@ -2,7 +2,8 @@
 """An HBONE client for the tests, written apart from the tunnel (python3-h2 and ssl), sending as a
 ztunnel does (../reference/hbone.md §4): TCP to ADDR:15008, TLS 1.3 with a client certificate,
 ALPN h2, no SNI; one HTTP/2 connection carrying STREAMS CONNECT streams to AUTHORITY, each with
-`baggage`, `forwarded` and `traceparent` headers. Each stream sends SEND (then END_STREAM unless
+`baggage`, `forwarded` and `traceparent` headers (at most CONCURRENT open at once, opening more
+as others end, as a pooling ztunnel does). Each stream sends SEND (then END_STREAM unless
 --no-half-close) and reads until the server's END_STREAM, a reset or TIMEOUT.
 
 Prints one line per stream: "stream N status S read R" (R: the bytes read, repr'd), "stream N
@@ -32,6 +33,11 @@ def main():
     ap.add_argument("--streams", type=int, default=1)
     ap.add_argument("--no-half-close", action="store_true")
     ap.add_argument("--timeout", type=float, default=5.0)
+    ap.add_argument("--concurrent", type=int, default=0,
+                    help="at most this many streams open at once, more as others end (0: all)")
+    ap.add_argument("--baggage", default="k8s.namespace.name=mesh,k8s.pod.name=client")
+    ap.add_argument("--show-baggage", action="store_true",
+                    help="also print each response's baggage header: stream N baggage V")
     ap.add_argument("--read-after", type=float, default=0.0,
                     help="read nothing for this long after sending (a client that does not read)")
     a = ap.parse_args()
@@ -59,31 +65,41 @@ def main():
         client_side=True, validate_outbound_headers=False))
     conn.initiate_connection()
     ids = []
-    for i in range(a.streams):
+
+    def open_stream():
+        i = len(ids)
         sid = conn.get_next_available_stream_id()
         ids.append(sid)
+        data[sid] = b""
         extra = [] if a.method == "CONNECT" else [(":scheme", "https"), (":path", "/")]
         conn.send_headers(sid, [(":method", a.method), (":authority", a.authority)] + extra + [
-                                ("baggage", "k8s.namespace.name=mesh,k8s.pod.name=client"),
+                                ("baggage", a.baggage),
                                 ("forwarded", 'for="10.0.0.1:40000"'),
                                 ("traceparent", "00-%032x-%016x-00" % (i + 1, i + 1))])
         if a.send:
             conn.send_data(sid, a.send.encode(), end_stream=not a.no_half_close)
         elif not a.no_half_close:
             conn.end_stream(sid)
+
+    status, data, done, baggage = {}, {}, {}, {}
+    concurrent = a.concurrent or a.streams
+    while len(ids) < min(a.streams, concurrent):
+        open_stream()
     tls.sendall(conn.data_to_send())
     if a.read_after:
         time.sleep(a.read_after)
-    status, data, done = {}, {s: b"" for s in ids}, {}
     deadline = time.time() + a.timeout
     try:
-        while len(done) < len(ids) and time.time() < deadline:
+        while len(done) < a.streams and time.time() < deadline:
             chunk = tls.recv(65536)
             if not chunk:
                 break
             for ev in conn.receive_data(chunk):
                 if isinstance(ev, h2.events.ResponseReceived):
-                    status[ev.stream_id] = dict(ev.headers)[b":status"].decode()
+                    h = dict(ev.headers)
+                    status[ev.stream_id] = h[b":status"].decode()
+                    if b"baggage" in h:
+                        baggage[ev.stream_id] = h[b"baggage"].decode()
                 elif isinstance(ev, h2.events.DataReceived):
                     data[ev.stream_id] += ev.data
                     conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
@@ -93,6 +109,9 @@ def main():
                     done[ev.stream_id] = "reset %d" % ev.error_code
                 elif isinstance(ev, h2.events.ConnectionTerminated):
                     deadline = 0
+            # as a pooling client: more streams as others end, at most `concurrent` open
+            while len(ids) < a.streams and len(ids) - len(done) < concurrent:
+                open_stream()
             out = conn.data_to_send()
             if out:
                 tls.sendall(out)
@@ -100,6 +119,8 @@ def main():
         print("error: %s" % e)
     ok = True
     for s in ids:
+        if a.show_baggage and s in baggage:
+            print("stream %d baggage %s" % (s, baggage[s]))
         if s in status and done.get(s, "end") == "end":
             print("stream %d status %s read %r" % (s, status[s], data[s].decode(errors="replace")))
         elif s in done:
@@ -107,6 +128,7 @@ def main():
         else:
             print("stream %d timeout" % s)
         ok = ok and s in status
+    ok = ok and len(ids) == a.streams
     return 0 if ok else 1
 
 

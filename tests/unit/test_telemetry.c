@@ -2,7 +2,8 @@
  * named from the workloads and the VIP (or the server's service by target port), unknown ends,
  * both reporters, bytes as request and response, a close without its open, the series bound;
  * the Prometheus writer's escaping and histograms; the address index's holders; denials by
- * destination workload and policy. */
+ * destination workload and policy; the tunnel's HBONE streams (principal, baggage, mutual_tls)
+ * and the baggage header both ways. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include "services/xds-agent/sources/resource_json.h"
 #include "services/xds-agent/sources/snapshot.h"
 #include "services/xds-agent/telemetry/authz_denials.h"
+#include "services/xds-agent/telemetry/baggage.h"
 #include "services/xds-agent/telemetry/telemetry.h"
 #include "shared/log.h"
 #include "shared/prom.h"
@@ -97,7 +99,7 @@ static void ev_init(struct ev *v, uint32_t kind, uint32_t dir, const char *src, 
 	v->e.mono_ns = 1000000000ull * cookie;
 }
 
-static void deliver(struct fixture *f, struct ev *v, size_t n)
+static void deliver_from(struct fixture *f, struct ev *v, size_t n, enum km_conn_origin origin)
 {
 	Kmesh__Ipc__ConnEvents b = KMESH__IPC__CONN_EVENTS__INIT;
 	Kmesh__Ipc__ConnEvent *p[8];
@@ -106,7 +108,13 @@ static void deliver(struct fixture *f, struct ev *v, size_t n)
 		p[i] = &v[i].e;
 	b.events = p;
 	b.n_events = n;
-	km_telemetry_events(&f->t, &b);
+	km_telemetry_events(&f->t, &b, origin);
+}
+
+/* The map writer's reports. */
+static void deliver(struct fixture *f, struct ev *v, size_t n)
+{
+	deliver_from(f, v, n, KM_CONN_FROM_KERNEL);
 }
 
 static char *render(struct fixture *f)
@@ -191,6 +199,143 @@ static void test_labels_and_counts(void **state)
 	assert_non_null(strstr(f.log, "\"sent_bytes\":11"));
 	assert_null(strstr(f.log, "duration_ms")); /* no open: no duration */
 	unload(&f);
+}
+
+/* The tunnel's reports: the principal is the certificate's and the policy mutual_tls; the source
+ * is the address's workload only when it has that principal, else the baggage, taken only when
+ * its namespace is the certificate's; a principal in the kernel's reports is not believed; the
+ * access log names both identities; forgetting one origin's open connections keeps the other's. */
+static void test_hbone_streams(void **state)
+{
+	struct fixture f;
+	struct ev v[6];
+	char *page;
+
+	(void)state;
+	load(&f);
+	f.t.access_log = 1;
+	/* from c's address with c's principal */
+	ev_init(&v[0], KM_CONN_OPEN, KM_CONN_INBOUND, "10.0.0.1", "10.0.0.2", 8080, NULL, 0, 1);
+	v[0].e.principal = "cluster.local/ns/t/sa/csa";
+	v[0].e.baggage = "k8s.namespace.name=t,k8s.deployment.name=ignored";
+	/* from an address nobody holds, with baggage in the certificate's namespace */
+	ev_init(&v[1], KM_CONN_OPEN, KM_CONN_INBOUND, "10.9.9.9", "10.0.0.2", 8080, NULL, 0, 2);
+	v[1].e.principal = "cluster.local/ns/far/sa/x";
+	v[1].e.baggage = "k8s.cluster.name=east, k8s.namespace.name=far;p=1,k8s.deployment.name=far-wl,"
+			 "service.name=farapp,service.version=v9,other=1";
+	/* baggage that claims another namespace than the certificate's: not taken */
+	ev_init(&v[2], KM_CONN_OPEN, KM_CONN_INBOUND, "10.9.9.8", "10.0.0.2", 8080, NULL, 0, 3);
+	v[2].e.principal = "cluster.local/ns/far/sa/y";
+	v[2].e.baggage = "k8s.namespace.name=t,k8s.deployment.name=liar";
+	/* c's address, another principal: not c */
+	ev_init(&v[3], KM_CONN_OPEN, KM_CONN_INBOUND, "10.0.0.1", "10.0.0.2", 9090, NULL, 0, 4);
+	v[3].e.principal = "cluster.local/ns/z/sa/q";
+	deliver_from(&f, v, 4, KM_CONN_FROM_TUNNEL);
+	/* a principal in the map writer's reports is the tunnel's to give: dropped */
+	ev_init(&v[4], KM_CONN_OPEN, KM_CONN_INBOUND, "10.0.0.1", "10.0.0.2", 8080, NULL, 0, 5);
+	v[4].e.principal = "cluster.local/ns/t/sa/csa";
+	deliver_from(&f, &v[4], 1, KM_CONN_FROM_KERNEL);
+	/* a kernel connection, open */
+	ev_init(&v[5], KM_CONN_OPEN, KM_CONN_INBOUND, "10.0.0.1", "10.0.0.2", 7070, NULL, 0, 6);
+	deliver_from(&f, &v[5], 1, KM_CONN_FROM_KERNEL);
+
+	page = render(&f);
+	assert_non_null(strstr(page,
+		"istio_tcp_connections_opened_total{reporter=\"destination\",source_workload=\"c-wl\","
+		"source_canonical_service=\"capp\",source_canonical_revision=\"v2\","
+		"source_workload_namespace=\"t\",source_principal=\"spiffe://cluster.local/ns/t/sa/csa\","
+		"source_app=\"capp\",source_version=\"v2\",source_cluster=\"k\","
+		"destination_service=\"web.t\""));
+	assert_non_null(strstr(page, "source_principal=\"spiffe://cluster.local/ns/t/sa/csa\""));
+	assert_non_null(strstr(page,
+		"{reporter=\"destination\",source_workload=\"far-wl\",source_canonical_service=\"farapp\","
+		"source_canonical_revision=\"v9\",source_workload_namespace=\"far\","
+		"source_principal=\"spiffe://cluster.local/ns/far/sa/x\",source_app=\"farapp\","
+		"source_version=\"v9\",source_cluster=\"east\","));
+	assert_non_null(strstr(page,
+		"{reporter=\"destination\",source_workload=\"unknown\",source_canonical_service=\"unknown\","
+		"source_canonical_revision=\"unknown\",source_workload_namespace=\"far\","
+		"source_principal=\"spiffe://cluster.local/ns/far/sa/y\""));
+	assert_null(strstr(page, "liar"));
+	assert_non_null(strstr(page,
+		"{reporter=\"destination\",source_workload=\"unknown\",source_canonical_service=\"unknown\","
+		"source_canonical_revision=\"unknown\",source_workload_namespace=\"z\","
+		"source_principal=\"spiffe://cluster.local/ns/z/sa/q\""));
+	/* four mutual_tls series, each 1; the kernel's one plain, the kernel's claim nowhere */
+	{
+		int mtls = 0;
+
+		for (const char *q = page; (q = strstr(q, "connection_security_policy=\"mutual_tls\"}")); q++)
+			mtls++;
+		assert_int_equal(mtls, 4 * 4); /* 4 series in each of the 4 families */
+	}
+	assert_non_null(strstr(page, "kmesh_telemetry_open_connections 5\n"));
+	free(page);
+	fflush(f.out);
+	assert_non_null(strstr(f.log, " open inbound src=10.9.9.9:40000 src.workload=far-wl "
+				      "src.namespace=far dst=10.0.0.2:8080 dst.service=web.t "
+				      "dst.workload=s dst.namespace=u "
+				      "src.identity=\"spiffe://cluster.local/ns/far/sa/x\" "
+				      "dst.identity=\"unknown\"\n"));
+	assert_null(strstr(f.log, "src=10.0.0.1:40000 src.workload=c src.namespace=t dst=10.0.0.2:7070 "
+				  "dst.service=web.t dst.workload=s dst.namespace=u src.identity"));
+
+	/* the tunnel gone: its opens forgotten, the kernel's kept */
+	km_telemetry_forget_open(&f.t, KM_CONN_FROM_TUNNEL);
+	assert_int_equal(f.t.n_open, 1);
+	assert_int_equal(f.t.open_dropped, 4);
+	km_telemetry_forget_open(&f.t, KM_CONN_FROM_KERNEL);
+	assert_int_equal(f.t.n_open, 0);
+	unload(&f);
+}
+
+/* Reading a peer's baggage: known keys, properties and whitespace dropped, the first of a repeat,
+ * values limited to names, the whole bounded; writing a workload's. */
+static void test_baggage(void **state)
+{
+	struct km_baggage b;
+	char big[KM_BAGGAGE_MAX + 2], out[512];
+	struct km_wl_who who = { .namespace = "ns", .cluster_id = "c1", .workload_name = "wl",
+				 .canonical_name = "app", .canonical_revision = "v1" };
+	struct km_wl_where where = { .region = "r", .zone = "z" };
+	const char *h = "k8s.cluster.name=c ,  k8s.namespace.name = n;prop=x,k8s.job.name=j,"
+			"k8s.pod.name=p,service.name=s,service.version=v,cloud.region=r,junk";
+	const char *bad = "service.name=a\"b,k8s.namespace.name=,service.version=%41";
+
+	(void)state;
+	assert_int_equal(km_baggage_parse(h, strlen(h), &b), 5);
+	assert_string_equal(b.cluster, "c");
+	assert_string_equal(b.namespace, "n");
+	assert_string_equal(b.workload, "j"); /* the first of the workload keys */
+	assert_string_equal(b.service, "s");
+	assert_string_equal(b.version, "v");
+	/* a value that is not a name, or empty, is not taken */
+	assert_int_equal(km_baggage_parse(bad, strlen(bad), &b), 0);
+	assert_string_equal(b.service, "");
+	/* bounded: a header past KM_BAGGAGE_MAX is not read at all */
+	memset(big, 'a', sizeof(big));
+	memcpy(big, "service.name=", 13);
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(km_baggage_parse(big, strlen(big), &b), -1);
+	/* a value past KM_BAGGAGE_VALUE_MAX */
+	big[13 + KM_BAGGAGE_VALUE_MAX + 1] = '\0';
+	assert_int_equal(km_baggage_parse(big, strlen(big), &b), 0);
+	big[13 + KM_BAGGAGE_VALUE_MAX] = '\0';
+	assert_int_equal(km_baggage_parse(big, strlen(big), &b), 1);
+
+	assert_true(km_baggage_format(&who, &where, out, sizeof(out)) > 0);
+	assert_string_equal(out, "k8s.cluster.name=c1,k8s.namespace.name=ns,k8s.deployment.name=wl,"
+				 "service.name=app,service.version=v1,cloud.region=r,"
+				 "cloud.availability_zone=z");
+	who.workload_kind = "job";
+	who.cluster_id = NULL;
+	assert_true(km_baggage_format(&who, NULL, out, sizeof(out)) > 0);
+	assert_string_equal(out, "k8s.namespace.name=ns,k8s.job.name=wl,service.name=app,"
+				 "service.version=v1");
+	/* what it writes, it reads */
+	assert_int_equal(km_baggage_parse(out, strlen(out), &b), 4);
+	assert_string_equal(b.workload, "wl");
+	assert_int_equal(km_baggage_format(&who, NULL, out, 10), -1);
 }
 
 /* The bytes of the outbound series to web.t, request (received) or response (sent). */
@@ -477,6 +622,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_labels_and_counts),
 		cmocka_unit_test(test_progress),
+		cmocka_unit_test(test_hbone_streams),
+		cmocka_unit_test(test_baggage),
 		cmocka_unit_test(test_denials),
 		cmocka_unit_test(test_series_bound),
 		cmocka_unit_test(test_series_expire),

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "services/xds-agent/telemetry/baggage.h"
 #include "shared/addr.h"
 #include "shared/log.h"
 
@@ -27,9 +28,18 @@ struct tm_series {
 struct tm_open {
 	uint64_t cookie;
 	uint64_t mono_ns;
+	enum km_conn_origin origin;
 	uint64_t req_counted, resp_counted; /* bytes already added to the series */
 	struct tm_series *series; /* NULL when the series table was full */
 	UT_hash_handle hh;
+};
+
+/* The client as a report names it: its workload's fields, or (an HBONE client the model does not
+ * place at its address) what its certificate and baggage say. Any may be NULL. */
+struct source {
+	const char *name, *workload, *canonical, *revision, *namespace, *cluster;
+	char principal[768]; /* "spiffe://..." or "" */
+	char ns[KM_BAGGAGE_VALUE_MAX + 1]; /* the certificate's namespace */
 };
 
 /* The resources a report names (any may be NULL). */
@@ -37,6 +47,9 @@ struct names {
 	const struct km_workload_res *src, *dst;
 	const struct km_service_res *svc;
 	struct km_addr src_addr, dst_addr;
+	struct source from;
+	struct km_baggage baggage; /* the HBONE client's, when its workload is not known */
+	int mtls;                  /* an HBONE stream: the client's principal is verified */
 };
 
 /* The server workload's service for this port: the one whose target port it is, else its first
@@ -60,6 +73,56 @@ static const struct km_service_res *service_of(const struct km_model *m,
 	return first;
 }
 
+static void principal(const struct km_workload_res *w, char *out, size_t len)
+{
+	if (w && w->who->namespace && *w->who->namespace && w->who->service_account && *w->who->service_account)
+		snprintf(out, len, "spiffe://%s/ns/%s/sa/%s",
+			 w->who->trust_domain && *w->who->trust_domain ? w->who->trust_domain : "cluster.local",
+			 w->who->namespace, w->who->service_account);
+	else
+		out[0] = '\0';
+}
+
+static void source_of_workload(const struct km_workload_res *w, struct source *f)
+{
+	f->name = w ? w->name : NULL;
+	f->workload = w ? w->who->workload_name : NULL;
+	f->canonical = w ? w->who->canonical_name : NULL;
+	f->revision = w ? w->who->canonical_revision : NULL;
+	f->namespace = w ? w->who->namespace : NULL;
+	f->cluster = w ? w->who->cluster_id : NULL;
+	principal(w, f->principal, sizeof(f->principal));
+}
+
+/* An HBONE stream's client: the principal is its certificate's. Its labels are the workload's at
+ * its address when that workload has this principal (as ztunnel, which finds the source by
+ * address); else what its baggage says, taken only when the baggage's namespace, if it names
+ * one, is the certificate's (the namespace label is always the certificate's). */
+static void source_of_hbone(const Kmesh__Ipc__ConnEvent *e, struct names *n)
+{
+	struct source *f = &n->from;
+	const char *ns = strstr(e->principal, "/ns/"), *ns_end;
+
+	source_of_workload(n->src, f);
+	if (n->src && !strncmp(f->principal, "spiffe://", 9) && !strcmp(f->principal + 9, e->principal))
+		return;
+	n->src = NULL; /* the address's workload is not this client */
+	source_of_workload(NULL, f);
+	if (ns && (ns_end = strstr(ns + 4, "/sa/")) && ns_end - ns - 4 <= KM_BAGGAGE_VALUE_MAX) {
+		memcpy(f->ns, ns + 4, (size_t)(ns_end - ns - 4));
+		f->ns[ns_end - ns - 4] = '\0';
+	}
+	f->namespace = f->ns[0] ? f->ns : NULL;
+	if (e->baggage && km_baggage_parse(e->baggage, strlen(e->baggage), &n->baggage) > 0 &&
+	    (!n->baggage.namespace[0] || !strcmp(n->baggage.namespace, f->ns))) {
+		f->name = f->workload = n->baggage.workload[0] ? n->baggage.workload : NULL;
+		f->canonical = n->baggage.service[0] ? n->baggage.service : NULL;
+		f->revision = n->baggage.version[0] ? n->baggage.version : NULL;
+		f->cluster = n->baggage.cluster[0] ? n->baggage.cluster : NULL;
+	}
+	snprintf(f->principal, sizeof(f->principal), "spiffe://%s", e->principal);
+}
+
 static void resolve(const struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e, struct names *n)
 {
 	struct km_addr orig;
@@ -73,33 +136,29 @@ static void resolve(const struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e
 		n->svc = km_model_service_at(t->model, &orig);
 	if (!n->svc)
 		n->svc = service_of(t->model, n->dst, e->dport);
-}
-
-static void principal(const struct km_workload_res *w, char *out, size_t len)
-{
-	if (w && w->who->namespace && *w->who->namespace && w->who->service_account && *w->who->service_account)
-		snprintf(out, len, "spiffe://%s/ns/%s/sa/%s",
-			 w->who->trust_domain && *w->who->trust_domain ? w->who->trust_domain : "cluster.local",
-			 w->who->namespace, w->who->service_account);
+	n->mtls = e->principal && *e->principal;
+	if (n->mtls)
+		source_of_hbone(e, n);
 	else
-		out[0] = '\0';
+		source_of_workload(n->src, &n->from);
 }
 
 /* Istio's CommonTrafficLabels for this report. Returns the length, or -1 if too long. */
 static int labels_of(const Kmesh__Ipc__ConnEvent *e, const struct names *n, char *out, size_t len)
 {
-	const struct km_workload_res *s = n->src, *d = n->dst;
-	char sp[768], dp[768];
+	const struct source *s = &n->from;
+	const struct km_workload_res *d = n->dst;
+	char dp[768];
 	const char *pairs[2 * N_LABELS] = {
 		"reporter", e->direction == KM_CONN_INBOUND ? "destination" : "source",
-		"source_workload", s ? s->who->workload_name : NULL,
-		"source_canonical_service", s ? s->who->canonical_name : NULL,
-		"source_canonical_revision", s ? s->who->canonical_revision : NULL,
-		"source_workload_namespace", s ? s->who->namespace : NULL,
-		"source_principal", sp,
-		"source_app", s ? s->who->canonical_name : NULL,
-		"source_version", s ? s->who->canonical_revision : NULL,
-		"source_cluster", s ? s->who->cluster_id : NULL,
+		"source_workload", s->workload,
+		"source_canonical_service", s->canonical,
+		"source_canonical_revision", s->revision,
+		"source_workload_namespace", s->namespace,
+		"source_principal", s->principal,
+		"source_app", s->canonical,
+		"source_version", s->revision,
+		"source_cluster", s->cluster,
 		"destination_service", n->svc ? n->svc->hostname : NULL,
 		"destination_service_namespace", n->svc ? n->svc->namespace : NULL,
 		"destination_service_name", n->svc ? n->svc->svc_name : NULL,
@@ -113,10 +172,9 @@ static int labels_of(const Kmesh__Ipc__ConnEvent *e, const struct names *n, char
 		"destination_cluster", d ? d->who->cluster_id : NULL,
 		"request_protocol", "tcp",
 		"response_flags", "-",
-		"connection_security_policy", UNKNOWN,
+		"connection_security_policy", n->mtls ? "mutual_tls" : UNKNOWN,
 	};
 
-	principal(s, sp, sizeof(sp));
 	principal(d, dp, sizeof(dp));
 	return km_prom_labels(out, len, pairs, N_LABELS, UNKNOWN);
 }
@@ -190,22 +248,28 @@ static void access_log(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e,
 	char when[40], src[KM_ADDR_STRLEN + 8], dst[KM_ADDR_STRLEN + 8];
 	int close = e->kind == KM_CONN_CLOSE;
 	const char *dir = e->direction == KM_CONN_INBOUND ? "inbound" : "outbound";
+	char dst_id[768];
 	/* sent and received as the reporter's pod sees them */
 
+	principal(n->dst, dst_id, sizeof(dst_id));
 	wall_time(e->mono_ns, when, sizeof(when));
 	host_port(&n->src_addr, e->sport, src, sizeof(src));
 	host_port(&n->dst_addr, e->dport, dst, sizeof(dst));
 	if (t->format == KM_ACCESS_LOG_JSON) {
 		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "time", when,
 				      "event", close ? "close" : "open", "direction", dir, "src", src,
-				      "src_workload", or_unknown(n->src ? n->src->name : NULL),
-				      "src_namespace", or_unknown(n->src ? n->src->who->namespace : NULL),
+				      "src_workload", or_unknown(n->from.name),
+				      "src_namespace", or_unknown(n->from.namespace),
 				      "dst", dst, "dst_service",
 				      or_unknown(n->svc ? n->svc->hostname : NULL), "dst_workload",
 				      or_unknown(n->dst ? n->dst->name : NULL), "dst_namespace",
 				      or_unknown(n->dst ? n->dst->who->namespace : NULL));
 		char *text;
 
+		if (o && n->mtls) {
+			json_object_set_new(o, "src_identity", json_string(n->from.principal));
+			json_object_set_new(o, "dst_identity", json_string(or_unknown(dst_id)));
+		}
 		if (o && close) {
 			json_object_set_new(o, "sent_bytes", json_integer((json_int_t)e->sent_bytes));
 			json_object_set_new(o, "received_bytes",
@@ -225,11 +289,13 @@ static void access_log(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e,
 		fprintf(t->out, "accesslog: %s %s %s src=%s src.workload=%s src.namespace=%s dst=%s "
 				"dst.service=%s dst.workload=%s dst.namespace=%s",
 			when, close ? "close" : "open", dir, src,
-			or_unknown(n->src ? n->src->name : NULL),
-			or_unknown(n->src ? n->src->who->namespace : NULL), dst,
+			or_unknown(n->from.name), or_unknown(n->from.namespace), dst,
 			or_unknown(n->svc ? n->svc->hostname : NULL),
 			or_unknown(n->dst ? n->dst->name : NULL),
 			or_unknown(n->dst ? n->dst->who->namespace : NULL));
+		if (n->mtls) /* as ztunnel's access log names them */
+			fprintf(t->out, " src.identity=\"%s\" dst.identity=\"%s\"", n->from.principal,
+				or_unknown(dst_id));
 		if (close) {
 			fprintf(t->out, " sent_bytes=%llu received_bytes=%llu retransmissions=%u srtt=%uus",
 				(unsigned long long)e->sent_bytes,
@@ -243,7 +309,8 @@ static void access_log(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e,
 	t->log_lines++;
 }
 
-static void on_open(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e)
+static void on_open(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e,
+		    enum km_conn_origin origin)
 {
 	char labels[LABELS_MAX];
 	struct names n;
@@ -274,6 +341,7 @@ static void on_open(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e)
 			t->open_dropped++;
 		} else {
 			o->cookie = e->cookie;
+			o->origin = origin;
 			HASH_ADD(hh, t->open, cookie, sizeof(o->cookie), o);
 			t->n_open++;
 		}
@@ -369,19 +437,23 @@ static void on_close(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e)
 		access_log(t, e, &n, duration);
 }
 
-void km_telemetry_events(struct km_telemetry *t, const Kmesh__Ipc__ConnEvents *b)
+void km_telemetry_events(struct km_telemetry *t, const Kmesh__Ipc__ConnEvents *b,
+			 enum km_conn_origin origin)
 {
 	if (b->lost) {
-		km_warn("%llu connection reports were lost before reaching this agent (metrics "
-			"undercount them)", (unsigned long long)b->lost);
+		km_warn("%llu connection reports were lost before reaching this agent from %s "
+			"(metrics undercount them)", (unsigned long long)b->lost,
+			origin == KM_CONN_FROM_TUNNEL ? "the tunnel" : "the map writer");
 		t->lost += b->lost;
 	}
 	for (size_t i = 0; i < b->n_events; i++) {
 		const Kmesh__Ipc__ConnEvent *e = b->events[i];
 
 		t->reports++;
+		if (origin == KM_CONN_FROM_KERNEL && e->principal && *e->principal)
+			continue; /* a principal is the tunnel's to report */
 		if (e->kind == KM_CONN_OPEN)
-			on_open(t, e);
+			on_open(t, e, origin);
 		else if (e->kind == KM_CONN_CLOSE)
 			on_close(t, e);
 		else if (e->kind == KM_CONN_PROGRESS)
@@ -437,18 +509,20 @@ void km_telemetry_render(const struct km_telemetry *t, struct km_prom *p)
 		       t->log_lines);
 }
 
-void km_telemetry_forget_open(struct km_telemetry *t)
+void km_telemetry_forget_open(struct km_telemetry *t, enum km_conn_origin origin)
 {
 	struct tm_open *o, *tmp;
 
 	HASH_ITER(hh, t->open, o, tmp) {
+		if (o->origin != origin)
+			continue;
 		HASH_DEL(t->open, o);
 		if (o->series)
 			o->series->refs--;
 		free(o);
+		t->n_open--;
 		t->open_dropped++;
 	}
-	t->n_open = 0;
 }
 
 int km_access_log_format_parse(const char *name, enum km_access_log_format *out)

@@ -1,10 +1,16 @@
 /* telemetry.h — Istio's TCP metrics and the access log, from the map writer's connection reports
- * (ConnEvents; bpf/lib/conn_events.h). Each report is named through the model's address indexes:
+ * (ConnEvents; bpf/lib/conn_events.h) and the tunnel's reports of the HBONE streams it relays to
+ * the node's pods (the kernel does not report a pod's loopback connections, the tunnel's to the
+ * application among them). Each report is named through the model's address indexes:
  *   - the client and server workloads by address;
  *   - the destination service by the VIP the application asked for (outbound, rewritten), else
  *     the server workload's service whose target port is the port connected to, else its first.
  * Series carry Istio's CommonTrafficLabels in Istio's order, values Istio's (missing: "unknown");
  * reporter is source for a pod's outbound connections and destination for its inbound ones.
+ * An HBONE stream carries its client's principal (its certificate's): source_principal is that,
+ * connection_security_policy is mutual_tls, and the source's labels are the workload's at the
+ * client's address if it has that principal, else the stream's `baggage` (baggage.h) when its
+ * namespace is the certificate's; the access log adds src.identity and dst.identity.
  * opened counts at establishment, closed at close, and the byte counters (sent: the response,
  * server to client; received: the request) as they grow: an open connection's reports
  * (KM_CONN_PROGRESS, every --conn-report-interval of the map writer) add what it moved since the
@@ -26,6 +32,12 @@
 
 #define KM_TELEMETRY_MAX_SERIES 20000
 #define KM_TELEMETRY_MAX_OPEN 262144
+
+/* Who sent a batch: the map writer (the kernel's reports) or the tunnel (HBONE streams). */
+enum km_conn_origin {
+	KM_CONN_FROM_KERNEL = 0,
+	KM_CONN_FROM_TUNNEL = 1,
+};
 
 enum km_access_log_format {
 	KM_ACCESS_LOG_TEXT = 0,
@@ -51,10 +63,12 @@ struct km_telemetry {
 
 /* Returns 0, or -1 when the address indexes could not be built (out of memory). */
 int km_telemetry_init(struct km_telemetry *t, struct km_model *m, FILE *out);
-void km_telemetry_events(struct km_telemetry *t, const Kmesh__Ipc__ConnEvents *batch);
-/* A new connection to the map writer: reports may have been lost meanwhile, so the connections
- * known open are forgotten (their closes then count as unmatched). */
-void km_telemetry_forget_open(struct km_telemetry *t);
+void km_telemetry_events(struct km_telemetry *t, const Kmesh__Ipc__ConnEvents *batch,
+			 enum km_conn_origin origin);
+/* A new connection to the map writer, or the tunnel's gone: reports from it may have been lost
+ * meanwhile, so the connections it reported open are forgotten (their closes then count as
+ * unmatched). */
+void km_telemetry_forget_open(struct km_telemetry *t, enum km_conn_origin origin);
 /* Remove the series that name a workload gone from the model for ttl_s seconds or more (first
  * seen gone by an earlier call), unless a connection counted into it is still open: the last
  * values stay scrapeable for ttl_s, and series of workloads that are gone do not pile up.

@@ -1,0 +1,46 @@
+/* stream_reports.h — the HBONE streams' reports for Istio's metrics and the access log: the
+ * tunnel tells the xDS agent (ConnEvents on its link, role tunnel) when a stream it relays to an
+ * application opens and closes (with its bytes, its client's principal and baggage), and the
+ * agent counts them with the kernel's own reports (services/xds-agent/telemetry/telemetry.h).
+ * Batched: sent every KM_REPORTS_FLUSH_MS, or at once when KM_REPORTS_BATCH wait. Bounded: at
+ * most KM_REPORTS_MAX wait (while the agent is away, or slow); more are counted lost, and the
+ * count goes with the next batch so that the agent says its metrics undercount. */
+#ifndef KM_TUNNEL_STREAM_REPORTS_H
+#define KM_TUNNEL_STREAM_REPORTS_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+#include "ipc/peer_link.h"
+
+#define KM_REPORTS_FLUSH_MS 200
+#define KM_REPORTS_BATCH 512
+#define KM_REPORTS_MAX 8192
+
+struct sr_report;
+
+struct km_stream_reports {
+	struct km_peer_link *link; /* NULL: reports are not kept */
+	uv_timer_t timer;
+	struct sr_report *q;
+	size_t n, cap;
+	uint64_t lost, lost_unsaid; /* all, and not yet told to the agent */
+	uint64_t sent;
+	int stopping;
+};
+
+/* Start (link NULL: every report is dropped, uncounted: there is no agent to count them). */
+void km_stream_reports_start(struct km_stream_reports *r, uv_loop_t *loop,
+			     struct km_peer_link *link);
+/* One stream opened (close 0) or closed; cookie pairs the two. */
+void km_stream_reports_add(struct km_stream_reports *r, int close,
+			   const struct sockaddr_storage *client, const struct sockaddr_storage *app,
+			   uint64_t cookie, uint64_t to_app, uint64_t from_app,
+			   const char *principal, const char *baggage);
+/* Send what waits, if the link is up. */
+void km_stream_reports_flush(struct km_stream_reports *r);
+/* Drop what waits, close the timer. */
+void km_stream_reports_stop(struct km_stream_reports *r);
+
+#endif
