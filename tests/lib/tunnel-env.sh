@@ -1,0 +1,125 @@
+# tunnel-env.sh — a node with kmesh-tunnel for the HBONE tests (sourced after mesh-env.sh and
+# check.sh): the real CNI chain (Debian's bridge + host-local, then kmesh-cni) and CNI agent
+# (--hbone on, its pods from a fake Kubernetes API), the map writer, the xDS agent (from its config
+# file) and the tunnel, whose certificates come from the fake istiod's CA (10 s TTL). The fake
+# API knows the pods mesh/c1 and mesh/c2 (service account client), mesh/s1 (server) and plain/b1
+# (outside the mesh); pod_add makes one. km_tunnel_env_setup PREFIX sets it all up; the helpers
+# below act on it (TUNNEL: the tunnel's pid; S1, C1: the pods' addresses once added).
+
+km_tunnel_env_setup() {
+	km_env_setup "$1" >/dev/null
+	km_make_pki
+	CNI=$KM_DIR/cni
+	CONFLIST=$CNI/net.d/10-kmtest.conflist
+	mkdir -p "$CNI/bin" "$CNI/net.d" "$CNI/sa" "$CNI/cache" "$KM_DIR/metrics"
+	cp "$KM_DIR/pki/ca.pem" "$CNI/sa/ca.crt"
+	echo "token-1" >"$CNI/sa/token"
+	TD=cluster.local
+	NODE_ID=spiffe://$TD/ns/kmesh-system/sa/kmesh
+	CLIENT_ID=spiffe://$TD/ns/mesh/sa/client
+	SERVER_ID=spiffe://$TD/ns/mesh/sa/server
+	echo "node-token" >"$KM_DIR/token"
+
+	cat >"$KM_DIR/kube.json" <<-'JSON'
+	{"namespaces": {"mesh": {"labels": {"istio.io/dataplane-mode": "Kmesh"}}, "plain": {}},
+	 "pods": {"mesh/c1": {"serviceAccount": "client"}, "mesh/c2": {"serviceAccount": "client"},
+	          "mesh/s1": {"serviceAccount": "server"}, "plain/b1": {"serviceAccount": "client"}}}
+	JSON
+	km_kube_api_start "$KM_DIR/kube.json" token-1
+	cat >"$CONFLIST" <<-JSON
+	{"cniVersion": "1.0.0", "name": "kmtest",
+	 "plugins": [{"type": "bridge", "bridge": "cni0", "isGateway": true,
+	              "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.125.0.0/24"}]],
+	                       "dataDir": "$CNI/ipam"}}]}
+	JSON
+	km_istiod_start --ca-cert "$KM_DIR/pki/ca.pem" --ca-key "$KM_DIR/pki/ca.key"
+	km_istiod send '{"cmd": "ca", "tokens": {"node-token": "'$NODE_ID'"}, "cluster": "test-cluster",
+		"trusted": ["'$NODE_ID'"], "allowed": ["'$CLIENT_ID'", "'$SERVER_ID'"]}' >/dev/null
+	km_map_writer_start || exit 1
+	echo '{"resources": []}' | km_write_config
+	km_agent_start # the policies the tunnel asks about (role tunnel on its admin socket)
+
+	TSOCK=$KM_DIR/tunnel/tunnel.sock
+	mkdir -p "$KM_DIR/tunnel"
+	tunnel_start || { echo "the tunnel did not start"; cat "$KM_DIR/tunnel.log"; exit 1; }
+
+	AGENT_SOCK=$CNI/state/agent.sock
+	ip netns exec "$KM_NODE" env KUBERNETES_SERVICE_HOST=127.0.0.1 \
+		KUBERNETES_SERVICE_PORT="$KM_KUBE_PORT" KMESH_SERVICE_ACCOUNT_DIR="$CNI/sa" \
+		"$KM_BIN/kmesh-cni-agent" install --cni-bin-dir "$CNI/bin" --cni-conf-dir "$CNI/net.d" \
+		--plugin-binary "$KM_BIN/kmesh-cni" --node-name node-1 --map-writer-socket "$KM_SOCKET" \
+		--state-dir "$CNI/state" --reconcile-ms 200 --tunnel-socket "$TSOCK" --hbone on \
+		--log-level debug >>"$KM_DIR/installer.log" 2>&1 &
+	KM_PIDS+=($!)
+	for _ in $(seq 1 50); do
+		[ -S "$AGENT_SOCK" ] && grep -q "cache: .* pods listed" "$KM_DIR/installer.log" &&
+			grep -q kmesh-cni "$CONFLIST" 2>/dev/null && break
+		sleep 0.1
+	done
+}
+
+CTL() { "$KM_ROOT/build/bin/kmeshctl" --tunnel-socket "$TSOCK" "$@"; }
+
+tunnel_start() {
+	"$KM_BIN/kmesh-tunnel" --socket "$TSOCK" --ca-address "127.0.0.1:$KM_ISTIOD_PORT" \
+		--ca-root-file "$KM_DIR/pki/ca.pem" --ca-server-name istiod.istio-system.svc \
+		--ca-token-file "$KM_DIR/token" --cluster-id test-cluster --cert-ttl 10 \
+		--hbone-inbound on --map-writer-socket "$KM_SOCKET" --xds-socket "$KM_DIR/run/xds-agent.sock" \
+		--hbone-handshake-timeout-ms 1000 \
+		--metrics-dir "$KM_DIR/metrics" --log-level debug >>"$KM_DIR/tunnel.log" 2>&1 &
+	TUNNEL=$!
+	KM_PIDS+=($TUNNEL)
+	for _ in $(seq 1 50); do [ -S "$TSOCK" ] && return 0; sleep 0.1; done
+	return 1
+}
+
+chain() { # chain ADD|DEL POD NAMESPACE
+	ip netns exec "$KM_NODE" "$KM_PY" "$KM_ROOT/tests/lib/cni_chain.py" "$1" --conflist "$CONFLIST" \
+		--cni-path "$CNI/bin:/usr/lib/cni" --cache "$CNI/cache" --container-id "ctr-$2" \
+		--netns "/run/netns/$KM_PREFIX-$2" --pod-namespace "$3" --pod-name "$2"
+}
+
+pod_add() { # pod_add POD NAMESPACE
+	ip netns add "$KM_PREFIX-$1"
+	KM_PODS+=("$KM_PREFIX-$1")
+	ip -n "$KM_PREFIX-$1" link set lo up
+	chain ADD "$1" "$2" >"$CNI/$1.result" 2>"$CNI/$1.err" || cat "$CNI/$1.err"
+}
+
+certs() { CTL -o json dump certs; }
+# cert_is ID PYTHON-EXPR: the dump's certificate for ID (c; None when absent) makes EXPR true
+cert_is() {
+	certs | "$KM_PY" -c 'import json, sys
+d = json.load(sys.stdin); c = ([x for x in d["certs"] if x["identity"] == sys.argv[1]] or [None])[0]
+sys.exit(not eval(sys.argv[2]))' "$1" "$2"
+}
+
+wait_cert() { # wait_cert ID EXPR [TENTHS]
+	for _ in $(seq 1 "${3:-50}"); do cert_is "$1" "$2" && return 0; sleep 0.1; done
+	cert_is "$1" "$2"
+}
+
+ca_calls() { # ca_calls ID: CreateCertificate calls the CA saw for ID
+	km_istiod send '{"cmd": "ca-state"}' | "$KM_PY" -c 'import json, sys
+print(sum(1 for c in json.load(sys.stdin)["calls"] if c["impersonate"] == sys.argv[1]))' "$1"
+}
+
+metric() { awk -v m="$1" '$1 == m {print $2}' "$KM_DIR/metrics/tunnel.prom"; }
+serial_of() { certs | "$KM_PY" -c 'import json, sys; print([c["serial"] for c in json.load(sys.stdin)["certs"] if c["identity"] == sys.argv[1]][0])' "$1"; }
+ip_of() { "$KM_PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["ips"][0]["address"].split("/")[0])' "$CNI/$1.result"; }
+client_cert() { # client_cert NAME URI [CA]: a client certificate of the test CA (or CA's)
+	local d=$KM_DIR/pki ca=${3:-ca}
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/" -keyout "$d/$1.key" \
+		-out "$d/$1.csr" 2>/dev/null
+	printf 'subjectAltName=critical,URI:%s\nextendedKeyUsage=clientAuth,serverAuth\n' "$2" >"$d/$1.ext"
+	openssl x509 -req -in "$d/$1.csr" -CA "$d/$ca.pem" -CAkey "$d/$ca.key" -CAcreateserial \
+		-days 1 -extfile "$d/$1.ext" -out "$d/$1.pem" 2>/dev/null
+}
+hbone() { # hbone CERT AUTHORITY [client options]: from pod $HBONE_FROM (c1) to s1's 15008
+	km_in_pod "${HBONE_FROM:-c1}" /usr/bin/python3 "$KM_ROOT/tests/lib/hbone_client.py" "$S1" --authority "$2" \
+		${1:+--cert "$KM_DIR/pki/$1.pem" --key "$KM_DIR/pki/$1.key"} --ca "$KM_DIR/pki/ca.pem" "${@:3}" 2>&1
+}
+eventually() { # eventually CMD...: true within 5 s
+	for _ in $(seq 1 25); do "$@" && return 0; sleep 0.2; done
+	"$@"
+}
