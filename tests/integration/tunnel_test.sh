@@ -16,8 +16,9 @@
 #     and ssl, as a ztunnel sends) reaches a pod's application through its 15008 with a
 #     certificate of the mesh, many streams on one connection; 400 for a request that is not a
 #     CONNECT to the pod's own address, 503 for a refused port or one of the tunnel's; no client
-#     certificate, one of another trust domain or another CA: the handshake fails; the
-#     destination's AuthorizationPolicies (the xDS agent's, from its config file) decided with
+#     certificate, one of another trust domain or CA, an expired one, one with two SPIFFE ids or
+#     none: no session; the destination's AuthorizationPolicies (the xDS agent's, from its config
+#     file) decided with
 #     the client certificate's principal and the port inside the CONNECT: 401 when they deny,
 #     while the kernel leaves the SYN to 15008 alone (a policy allowing 8080 does not deny the
 #     15008 that carries it);
@@ -63,6 +64,9 @@ client_cert otherdomain "spiffe://other.example/ns/mesh/sa/client"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=other-ca" -days 1 \
 	-keyout "$KM_DIR/pki/otherca.key" -out "$KM_DIR/pki/otherca.pem" 2>/dev/null
 client_cert foreign "spiffe://$TD/ns/mesh/sa/client" otherca
+client_cert expired "spiffe://$TD/ns/mesh/sa/client" ca 0
+client_cert twoids "spiffe://$TD/ns/mesh/sa/client,URI:spiffe://$TD/ns/mesh/sa/server"
+client_cert notspiffe "https://$TD/ns/mesh/sa/client"
 km_backend_start s1 8080
 km_wait_listen s1 8080
 for _ in $(seq 1 50); do grep -q "HBONE: listening on pod mesh/s1" "$KM_DIR/tunnel.log" && break; sleep 0.1; done
@@ -85,7 +89,8 @@ out=$(hbone ztunnel "$S1:15008")
 check "... the tunnel's own port: 503" grep -q "status 503 read" <<<"$out"
 out=$(hbone ztunnel "$S1:9")
 check "... a port nothing listens on in the pod: 503" grep -q "status 503 read" <<<"$out"
-for who in "" otherdomain foreign; do
+sleep 1 # the expired one's second
+for who in "" otherdomain foreign expired twoids notspiffe; do
 	out=$(hbone "$who" "$S1:8080" --timeout 3)
 	check "... ${who:-no client certificate}: no TLS session, no answer ($out)" \
 		eval '! grep -q "status" <<<"$out"'
@@ -112,13 +117,13 @@ wait "$FLOOD"
 check "... a client that does not read while the application sends without end: the tunnel holds what the windows allow (RSS $RSS0 -> $RSS1 kB)" \
 	test $((RSS1 - RSS0)) -lt 32768 # a flood unbounded would be hundreds of MB; ASan adds its quarantine
 sleep 1.1 # the metrics file is written every second
-check "... counted: streams by outcome, handshakes failed, a client of another trust domain" \
+check "... counted: streams by outcome, handshakes failed (none, another CA, expired), clients refused (another trust domain, two ids, not SPIFFE)" \
 	eval 'm() { awk -v m="$1" '"'"'$1 == m {print $2}'"'"' "$KM_DIR/metrics/tunnel.prom"; }
 	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"all\"}")" = 27 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"400\"}")" = 2 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"503\"}")" = 2 ] &&
-	      [ "$(m "kmesh_tunnel_hbone_connections_total{result=\"handshake\"}")" = 2 ] &&
-	      [ "$(m "kmesh_tunnel_hbone_connections_total{result=\"client\"}")" = 1 ] &&
+	      [ "$(m "kmesh_tunnel_hbone_connections_total{result=\"handshake\"}")" = 3 ] &&
+	      [ "$(m "kmesh_tunnel_hbone_connections_total{result=\"client\"}")" = 3 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_connections_total{result=\"timeout\"}")" = 1 ] &&
 	      [ "$(m kmesh_tunnel_hbone_listeners)" = 3 ]'
 

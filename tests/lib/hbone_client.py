@@ -38,6 +38,12 @@ def main():
     ap.add_argument("--baggage", default="k8s.namespace.name=mesh,k8s.pod.name=client")
     ap.add_argument("--show-baggage", action="store_true",
                     help="also print each response's baggage header: stream N baggage V")
+    ap.add_argument("--hold", type=float, default=0.0,
+                    help="keep each stream open this long, sending 'tick' every 0.5 s, then END_STREAM")
+    ap.add_argument("--show-serial", action="store_true",
+                    help="first print the server certificate's serial: serial HEX")
+    ap.add_argument("--summary", action="store_true",
+                    help="print only how many streams ended each way: N status S / N reset CODE / N timeout")
     ap.add_argument("--read-after", type=float, default=0.0,
                     help="read nothing for this long after sending (a client that does not read)")
     a = ap.parse_args()
@@ -57,6 +63,8 @@ def main():
         if tls.selected_alpn_protocol() != "h2":
             print("error: no ALPN h2")
             return 1
+        if a.show_serial:
+            print("serial %s" % (tls.getpeercert()["serialNumber"].lower().lstrip("0") or "0"))
     except (OSError, ssl.SSLError) as e:
         print("error: %s" % e)
         return 1
@@ -76,9 +84,10 @@ def main():
                                 ("baggage", a.baggage),
                                 ("forwarded", 'for="10.0.0.1:40000"'),
                                 ("traceparent", "00-%032x-%016x-00" % (i + 1, i + 1))])
+        end = not a.no_half_close and not a.hold
         if a.send:
-            conn.send_data(sid, a.send.encode(), end_stream=not a.no_half_close)
-        elif not a.no_half_close:
+            conn.send_data(sid, a.send.encode(), end_stream=end)
+        elif end:
             conn.end_stream(sid)
 
     status, data, done, baggage = {}, {}, {}, {}
@@ -88,10 +97,23 @@ def main():
     tls.sendall(conn.data_to_send())
     if a.read_after:
         time.sleep(a.read_after)
-    deadline = time.time() + a.timeout
+    deadline = time.time() + a.timeout + a.hold
+    hold_until, next_tick = time.time() + a.hold, time.time() + 0.5
+    if a.hold:
+        tls.settimeout(0.1)
     try:
         while len(done) < a.streams and time.time() < deadline:
-            chunk = tls.recv(65536)
+            if a.hold and time.time() >= next_tick:  # the held streams: a tick each, or their end
+                for sid in ids:
+                    if sid not in done and status.get(sid) == "200" and hold_until:
+                        conn.send_data(sid, b"tick\n", end_stream=time.time() >= hold_until)
+                hold_until = 0 if time.time() >= hold_until else hold_until
+                next_tick = time.time() + 0.5
+                tls.sendall(conn.data_to_send())
+            try:
+                chunk = tls.recv(65536)
+            except socket.timeout:
+                continue
             if not chunk:
                 break
             for ev in conn.receive_data(chunk):
@@ -117,6 +139,15 @@ def main():
                 tls.sendall(out)
     except (OSError, ssl.SSLError) as e:
         print("error: %s" % e)
+    if a.summary:
+        counts = {}
+        for s in ids:
+            k = ("status %s" % status[s] if s in status and done.get(s, "end") == "end"
+                 else done.get(s, "timeout"))
+            counts[k] = counts.get(k, 0) + 1
+        for k in sorted(counts):
+            print("%d %s" % (counts[k], k))
+        return 0 if all(s in status for s in ids) and len(ids) == a.streams else 1
     ok = True
     for s in ids:
         if a.show_baggage and s in baggage:

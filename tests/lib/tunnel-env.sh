@@ -107,13 +107,14 @@ print(sum(1 for c in json.load(sys.stdin)["calls"] if c["impersonate"] == sys.ar
 metric() { awk -v m="$1" '$1 == m {print $2}' "$KM_DIR/metrics/tunnel.prom"; }
 serial_of() { certs | "$KM_PY" -c 'import json, sys; print([c["serial"] for c in json.load(sys.stdin)["certs"] if c["identity"] == sys.argv[1]][0])' "$1"; }
 ip_of() { "$KM_PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["ips"][0]["address"].split("/")[0])' "$CNI/$1.result"; }
-client_cert() { # client_cert NAME URI [CA]: a client certificate of the test CA (or CA's)
-	local d=$KM_DIR/pki ca=${3:-ca}
+client_cert() { # client_cert NAME URI [CA [DAYS]]: a client certificate of the test CA (or CA's),
+	# valid for DAYS (1; 0: expired a second after it is made); URI "a,URI:b" gives two
+	local d=$KM_DIR/pki ca=${3:-ca} days=${4:-1}
 	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/" -keyout "$d/$1.key" \
 		-out "$d/$1.csr" 2>/dev/null
 	printf 'subjectAltName=critical,URI:%s\nextendedKeyUsage=clientAuth,serverAuth\n' "$2" >"$d/$1.ext"
 	openssl x509 -req -in "$d/$1.csr" -CA "$d/$ca.pem" -CAkey "$d/$ca.key" -CAcreateserial \
-		-days 1 -extfile "$d/$1.ext" -out "$d/$1.pem" 2>/dev/null
+		-days "$days" -extfile "$d/$1.ext" -out "$d/$1.pem" 2>/dev/null
 }
 hbone() { # hbone CERT AUTHORITY [client options]: from pod $HBONE_FROM (c1) to s1's 15008
 	km_in_pod "${HBONE_FROM:-c1}" /usr/bin/python3 "$KM_ROOT/tests/lib/hbone_client.py" "$S1" --authority "$2" \

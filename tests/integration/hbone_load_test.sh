@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# hbone_load_test.sh — the tunnel under HBONE load (issue 48's tests; the node of
+# tests/lib/tunnel-env.sh, an independent python3-h2 client sending as a ztunnel):
+#   - 1,000 CONNECT streams on one TLS connection, at most 100 open at once (ztunnel's pool per
+#     connection), each answered with the application's bytes;
+#   - the destination's certificate renewed (10 s TTL) while streams are open: they carry on to
+#     their end, and a new connection gets the new certificate;
+#   - the tunnel killed (SIGKILL) while HBONE clients keep connecting and a pod keeps opening
+#     plaintext connections at 300/s: the plaintext (the kernel's path) never notices; a new
+#     HBONE connection fails at once (refused, never hangs) while the tunnel is gone; once it is
+#     restarted (the CNI agent names the pods again, the certificates and listeners come back),
+#     HBONE streams succeed again.
+set -uo pipefail
+source "$(dirname "$0")/../lib/mesh-env.sh"
+source "$(dirname "$0")/../lib/check.sh"
+source "$(dirname "$0")/../lib/tunnel-env.sh"
+
+trap 'km_env_cleanup' EXIT
+km_tunnel_env_setup kmh$$
+pod_add c1 mesh
+pod_add s1 mesh
+pod_add b1 plain
+S1=$(ip_of s1)
+client_cert meshclient "$CLIENT_ID"
+km_backend_start s1 8080
+km_server_start s1 halfclose_server.py 7070
+km_wait_listen s1 8080
+km_wait_listen s1 7070
+wait_cert "$SERVER_ID" 'c and c["state"] == "valid"'
+for _ in $(seq 1 50); do grep -q "HBONE: listening on pod mesh/s1" "$KM_DIR/tunnel.log" && break; sleep 0.1; done
+
+out=$(hbone meshclient "$S1:8080" --streams 1000 --concurrent 100 --timeout 60)
+check "1,000 CONNECT streams on one TLS connection, 100 at once as ztunnel pools: each 200 with the application's bytes ($(grep -c "status 200 read 's1" <<<"$out") of 1000)" \
+	eval '[ "$(grep -c "status 200 read '"'"'s1\\\\n'"'"'" <<<"$out")" = 1000 ] && [ "$(wc -l <<<"$out")" = 1000 ]'
+
+# ---- the certificate renewed under open streams ---------------------------------------------------
+SERIAL=$(serial_of "$SERVER_ID")
+hbone meshclient "$S1:7070" --send held --hold 8 --streams 5 >"$KM_DIR/held.out" &
+HELD=$!
+check "the destination's certificate renewed while 5 streams are open" \
+	wait_cert "$SERVER_ID" 'c["serial"] != "'"$SERIAL"'" and c["state"] == "valid"' 90
+NEW=$(serial_of "$SERVER_ID")
+out=$(hbone meshclient "$S1:8080" --show-serial)
+check "... a new connection is served the renewed certificate ($(head -1 <<<"$out"), dump $NEW)" \
+	eval '[ "$(head -1 <<<"$out")" = "serial $(sed "s/^0*//" <<<"$NEW")" ]'
+wait "$HELD"
+check "... the streams opened before it carried on to their end: 5 answered with all they sent ($(head -c 120 "$KM_DIR/held.out"))" \
+	eval '[ "$(grep -Ec "status 200 read '"'"'HELD(TICK\\\\n){12,}'"'"'" "$KM_DIR/held.out")" = 5 ]'
+
+# ---- the tunnel killed under load -------------------------------------------------------------------
+km_steady_start b1 "$S1" 8080 # plaintext to the same pod: the kernel's path
+( while [ ! -e "$KM_DIR/load.stop" ]; do
+	HBONE_FROM=c1 hbone meshclient "$S1:8080" --streams 20 --concurrent 10 --summary --timeout 3 >>"$KM_DIR/load.out"
+done ) &
+LOAD=$!
+sleep 1
+kill -KILL "$TUNNEL"
+wait "$TUNNEL" 2>/dev/null
+sleep 0.5
+t0=$(date +%s%N)
+out=$(hbone meshclient "$S1:8080" --timeout 5)
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+check "the tunnel gone: a new HBONE connection fails at once, never hangs ($out, ${ms} ms)" \
+	eval 'grep -q "^error: .*refused" <<<"$out" && [ "$ms" -lt 1500 ]'
+sleep 1
+tunnel_start
+check "the tunnel restarted: the CNI agent names the pods again, HBONE streams succeed again" \
+	eval 'for _ in $(seq 1 50); do grep -q "status 200" <<<"$(hbone meshclient "$S1:8080" --timeout 2)" && break; sleep 0.2; done
+	      grep -q "status 200" <<<"$(hbone meshclient "$S1:8080")"'
+sleep 1
+touch "$KM_DIR/load.stop"
+wait "$LOAD"
+km_steady_stop
+check "... and the HBONE load after it: its last round all 200 ($(tail -1 "$KM_DIR/load.out"))" \
+	eval '[ "$(tail -1 "$KM_DIR/load.out")" = "20 status 200" ]'
+check "plaintext on the kernel's path never noticed: $KM_STEADY_OK connections, $KM_STEADY_FAILED failed" \
+	eval '[ "$KM_STEADY_FAILED" = 0 ] && [ "$KM_STEADY_OK" -gt 300 ]'
+km_check_summary hbone-load
