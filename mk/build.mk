@@ -23,10 +23,11 @@ PLUGIN_LIBS := -static -Wl,--gc-sections -l:libjansson.a -l:libprotobuf-c.a
 CNI_LIBS    := $(shell pkg-config --libs jansson libcurl yaml-0.1) $(COMMON_LIBS)
 CTL_LIBS    := $(shell pkg-config --libs jansson libcurl yaml-0.1) $(COMMON_LIBS)
 IPSEC_LIBS  := $(shell pkg-config --libs jansson wolfssl libnl-xfrm-3.0 libcurl yaml-0.1) $(COMMON_LIBS)
-TUNNEL_LIBS := $(shell pkg-config --libs jansson libnghttp2 wolfssl) $(COMMON_LIBS)
+# the tunnel's HBONE server is OpenSSL's (AES-NI; docs/decisions.md), its CA client wolfSSL's
+TUNNEL_LIBS := $(shell pkg-config --libs jansson libnghttp2 wolfssl libssl libcrypto) $(COMMON_LIBS)
 # ldns: the tests' own reader and writer of DNS messages, against the proxy's (dns_wire.c)
 TEST_LIBS   := $(shell pkg-config --libs ldns)
-LDLIBS      := $(MW_LIBS) $(XDS_LIBS) $(CNI_LIBS) $(IPSEC_LIBS) $(TEST_LIBS)
+LDLIBS      := $(MW_LIBS) $(XDS_LIBS) $(CNI_LIBS) $(IPSEC_LIBS) $(TUNNEL_LIBS) $(TEST_LIBS)
 SANFLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 IPC_SRCS    := ipc/frame.c ipc/conn.c ipc/message.c ipc/message_send.c ipc/client_sync.c ipc/server.c \
@@ -38,7 +39,8 @@ WIRE_PROTOS := $(wildcard proto/*.proto)
 WIRE_SRCS   := $(patsubst proto/%.proto,$(GEN)/%.pb-c.c,$(WIRE_PROTOS))
 # TLS, HTTP/2 and gRPC to istiod (the xDS agent's, and issue 48's tunnel's); with workload keys
 # and istiod's CA (the tunnel's alone)
-ISTIOD_SRCS := shared/tls/tls_stream.c shared/tls/tls_conn.c shared/tls/grpc_stream.c
+ISTIOD_SRCS := shared/tls/tls_stream.c shared/tls/tls_wolfssl.c shared/tls/tls_conn.c \
+               shared/tls/grpc_stream.c
 TLS_SRCS    := $(wildcard shared/tls/*.c)
 XDS_SRCS    := $(filter-out %/main.c,$(wildcard services/xds-agent/*.c services/xds-agent/*/*.c)) $(WIRE_SRCS) \
                $(ISTIOD_SRCS)
@@ -327,7 +329,7 @@ $(B)/bench/big_service_bench: $(call obj,bench/big_service_bench.c bench/lib/ben
 
 $(B)/bench/tls_cipher_bench: $(call obj,bench/tls_cipher_bench.c)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $^ -lwolfssl
+	$(CC) $(CFLAGS) -o $@ $^ -lwolfssl -lcrypto
 
 $(B)/bench/map_update_bench: $(call obj,bench/map_update_bench.c shared/latency.c)
 	@mkdir -p $(@D)

@@ -8,6 +8,7 @@ packages=(
 	libbpf-dev bpftool libelf-dev zlib1g-dev
 	libuv1-dev libprotobuf-c-dev protobuf-c-compiler
 	libnghttp2-dev libwolfssl-dev libjansson-dev libcmocka-dev uthash-dev
+	libssl-dev # the tunnel's HBONE TLS (AES-NI: docs/decisions.md)
 	libcurl4-openssl-dev libyaml-dev libnl-xfrm-3-dev libmicrohttpd-dev libmnl-dev
 	containernetworking-plugins
 	libclang-rt-14-dev

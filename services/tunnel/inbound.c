@@ -8,6 +8,7 @@
 
 #include "services/tunnel/hbone_server.h"
 #include "services/tunnel/server_tls.h"
+#include "services/tunnel/tls_openssl.h"
 #include "shared/addr.h"
 #include "shared/log.h"
 
@@ -369,7 +370,8 @@ static void on_connection(uv_stream_t *server, int status)
 		return;
 	}
 	c->h.tls.data = c;
-	if (km_tls_stream_start(&c->h.tls, (uv_stream_t *)&c->h.tcp, ctx, 1, NULL, "h2", &cbs) != 0) {
+	if (km_tls_stream_start(&c->h.tls, &km_tls_openssl, (uv_stream_t *)&c->h.tcp, ctx, 1, NULL,
+				"h2", &cbs) != 0) {
 		km_hbone_conn_close(&c->h);
 		return;
 	}

@@ -182,7 +182,9 @@ int main(int argc, char **argv)
 							   .name = "kmesh-tunnel" };
 		const struct km_ipc_server_ops ops = { km_tunnel_allowed, km_tunnel_request };
 
-		km_fd_limit_raise(2048); /* peers (capped by the server), CA connections */
+		/* peers (capped by the server), CA connections; HBONE: its connections (16,384) and a
+		 * socket to the application per stream */
+		km_fd_limit_raise(inbound ? 65536 : 2048);
 		if (km_signals_init(m.t.loop, &m.signals, on_shutdown, &m) != 0 ||
 		    km_ipc_server_start(&m.t.srv, m.t.loop, &scfg, &ops, &m.t) != 0 ||
 		    uv_timer_init(m.t.loop, &m.tick) != 0)

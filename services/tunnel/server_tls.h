@@ -1,5 +1,6 @@
 /* server_tls.h — the TLS side of HBONE inbound, as ztunnel serves it (../reference/hbone.md §4):
- * a TLS 1.3 server context per workload certificate (its chain and in-memory key), requiring the
+ * a TLS 1.3 server context (OpenSSL) per workload certificate (its chain and in-memory key),
+ * no session resumption, requiring the
  * client's certificate chained to the mesh root (the last certificate istiod's chain carries),
  * AES-GCM or ChaCha20-Poly1305; and, after a handshake, the checks of the client: ALPN h2, one
  * SPIFFE id in its certificate, in our trust domain. */
@@ -11,10 +12,9 @@
 #include "shared/tls/ca_client.h"
 
 /* The suites a server takes, TLS 1.3 only: ztunnel offers the AES-GCM ones. */
-#define KM_HBONE_CIPHERS \
-	"TLS13-AES128-GCM-SHA256:TLS13-AES256-GCM-SHA384:TLS13-CHACHA20-POLY1305-SHA256"
+#define KM_HBONE_CIPHERS "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
 
-/* A WOLFSSL_CTX for w, or NULL with why. Free with km_server_tls_ctx_free (sessions made from it
+/* An OpenSSL SSL_CTX for w (sessions of it: km_tls_openssl), or NULL with why. Free with km_server_tls_ctx_free (sessions made from it
  * keep it alive until they are freed). */
 void *km_server_tls_ctx(const struct km_workload_cert *w, char *why, size_t whylen);
 void km_server_tls_ctx_free(void *ctx);

@@ -115,8 +115,8 @@ static int tls_setup(struct km_tls_conn *c)
 	wolfSSL_CTX_set_verify(ctx, WOLFSSL_VERIFY_PEER, NULL);
 	c->ts.data = c;
 	c->ssl = NULL;
-	if (km_tls_stream_start(&c->ts, (uv_stream_t *)&c->tcp, ctx, 0, c->cfg.server_name, "h2",
-				&cbs) != 0) {
+	if (km_tls_stream_start(&c->ts, &km_tls_wolfssl, (uv_stream_t *)&c->tcp, ctx, 0,
+				c->cfg.server_name, "h2", &cbs) != 0) {
 		fail(c, "%s", c->ts.error);
 		return -1;
 	}
