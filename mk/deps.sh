@@ -24,6 +24,7 @@ packages=(
 	zsh fish # kmeshctl completion, loaded into the real shells (tests/deploy/completion_test.sh)
 	python3-cryptography # the fake istiod's CA signs workload certificates (tests/lib/fake_ca.py)
 	python3-h2 # an independent HBONE client (tests/lib/hbone_client.py)
+	nghttp2-proxy # nghttpx, the HBONE bench's reference server (bench/hbone.sh)
 )
 
 missing=()

@@ -26,7 +26,7 @@ struct hb_stream {
 	int up_reading;
 	int down_eof;         /* the client's END_STREAM: shut the application's side down */
 	int shutdown_sent;
-	size_t buf_len;       /* the application's bytes not yet framed */
+	size_t buf_off, buf_len; /* the application's bytes not yet framed: buf[buf_off..buf_len) */
 	uint8_t *buf;
 	size_t writing;       /* the client's bytes being written to the application */
 	uint8_t *early;       /* the client's bytes before the application answered (kept, their
@@ -149,13 +149,17 @@ static void refuse(struct hb_stream *st, const char *status, const char *why)
 static void up_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *b)
 {
 	struct hb_stream *st = handle->data;
-	size_t room = KM_HBONE_STREAM_BUF - st->buf_len;
 
 	(void)suggested;
 	if (!st->buf)
 		st->buf = malloc(KM_HBONE_STREAM_BUF);
+	if (st->buf_off) { /* what is left to the front: a copy per read, not per frame */
+		memmove(st->buf, st->buf + st->buf_off, st->buf_len - st->buf_off);
+		st->buf_len -= st->buf_off;
+		st->buf_off = 0;
+	}
 	b->base = st->buf ? (char *)st->buf + st->buf_len : NULL;
-	b->len = st->buf ? room : 0;
+	b->len = st->buf ? KM_HBONE_STREAM_BUF - st->buf_len : 0;
 }
 
 static void up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
@@ -185,26 +189,42 @@ static void up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 	flush(st->h);
 }
 
+/* DATA frames as large as the client takes and the windows allow, up to a stream's buffer (ztunnel
+ * takes 1 MiB): fewer frames than nghttp2's 16 KiB default. */
+static ssize_t frame_length(nghttp2_session *session, uint8_t type, int32_t id, int32_t session_window,
+			    int32_t stream_window, uint32_t remote_max_frame, void *user)
+{
+	int32_t w = session_window < stream_window ? session_window : stream_window;
+	uint32_t n = remote_max_frame < KM_HBONE_STREAM_BUF ? remote_max_frame : KM_HBONE_STREAM_BUF;
+
+	(void)session;
+	(void)type;
+	(void)id;
+	(void)user;
+	return w < (int32_t)n ? (w > 0 ? w : 1) : (ssize_t)n;
+}
+
 /* What the application sent, framed as DATA (END_STREAM after its FIN). */
 static ssize_t provide(nghttp2_session *session, int32_t id, uint8_t *out, size_t len,
 		       uint32_t *flags, nghttp2_data_source *src, void *user)
 {
 	struct hb_stream *st = src->ptr;
-	size_t n = st->buf_len < len ? st->buf_len : len;
+	size_t held = st->buf_len - st->buf_off, n = held < len ? held : len;
 
 	(void)session;
 	(void)id;
 	(void)user;
 	if (n) {
-		memcpy(out, st->buf, n);
-		memmove(st->buf, st->buf + n, st->buf_len - n);
-		st->buf_len -= n;
+		memcpy(out, st->buf + st->buf_off, n);
+		st->buf_off += n;
+		if (st->buf_off == st->buf_len)
+			st->buf_off = st->buf_len = 0;
 		if (st->up && !st->up_reading && !st->up_eof &&
-		    !uv_is_closing((uv_handle_t *)st->up) && st->buf_len < KM_HBONE_STREAM_BUF / 2 &&
+		    !uv_is_closing((uv_handle_t *)st->up) && held - n < KM_HBONE_STREAM_BUF / 2 &&
 		    uv_read_start((uv_stream_t *)st->up, up_alloc, up_read) == 0)
 			st->up_reading = 1;
 	}
-	if (st->up_eof && !st->buf_len)
+	if (st->up_eof && st->buf_len == st->buf_off)
 		*flags |= NGHTTP2_DATA_FLAG_EOF;
 	else if (!n)
 		return NGHTTP2_ERR_DEFERRED;
@@ -614,6 +634,7 @@ int km_hbone_conn_start(struct km_hbone_conn *h)
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+	nghttp2_session_callbacks_set_data_source_read_length_callback(cbs, frame_length);
 	if (nghttp2_option_new(&opt) != 0) {
 		nghttp2_session_callbacks_del(cbs);
 		return -1;

@@ -21,6 +21,10 @@ struct ib_pod {
 	uint64_t cookie;
 	uv_tcp_t *listener; /* heap: closed with free */
 	int asking, gone;
+	/* sockets inside the pod made ahead, per family (IPv4, IPv6): a stream takes one at once */
+	uv_tcp_t *pool[2][KM_SOCKET_POOL];
+	unsigned n_pool[2];
+	int refilling[2];
 };
 
 struct ib_conn {
@@ -103,6 +107,13 @@ static void mw_up(struct km_peer_link *l)
 		ask_listener(p);
 }
 
+static void pool_close(struct ib_pod *p)
+{
+	for (int f = 0; f < 2; f++)
+		while (p->n_pool[f])
+			uv_close((uv_handle_t *)p->pool[f][--p->n_pool[f]], free_handle);
+}
+
 static void pod_free_if_done(struct ib_pod *p)
 {
 	if (!p->gone || p->asking)
@@ -125,6 +136,7 @@ void km_inbound_pod(struct km_inbound *ib, const struct km_tunnel_pod *pod, int 
 		if (!p)
 			return;
 		p->gone = 1;
+		pool_close(p);
 		if (p->listener) {
 			uv_close((uv_handle_t *)p->listener, free_handle);
 			p->listener = NULL;
@@ -151,6 +163,68 @@ void km_inbound_pod(struct km_inbound *ib, const struct km_tunnel_pod *pod, int 
 
 /* ---- sockets for streams ----------------------------------------------------------------- */
 
+static struct ib_pod *pod_by_cookie(struct km_inbound *ib, uint64_t cookie)
+{
+	for (struct ib_pod *p = ib->pods; p; p = p->next)
+		if (p->cookie == cookie && !p->gone)
+			return p;
+	return NULL;
+}
+
+struct ib_refill { /* sockets asked for a pod's pool: the pod found again by its cookie */
+	struct km_inbound *ib;
+	uint64_t cookie;
+	int fam;
+};
+
+static void got_refill(struct km_peer_link *l, void *arg, const Kmesh__Ipc__Reply *reply)
+{
+	struct ib_refill *r = arg;
+	struct ib_pod *p = r->ib->stopping ? NULL : pod_by_cookie(r->ib, r->cookie);
+
+	(void)l;
+	if (p)
+		p->refilling[r->fam] = 0;
+	while (p && reply && reply->code == KMESH__IPC__CODE__OK &&
+	       p->n_pool[r->fam] < KM_SOCKET_POOL) {
+		uv_tcp_t *tcp = malloc(sizeof(*tcp));
+
+		if (!tcp)
+			break;
+		uv_tcp_init(r->ib->loop, tcp);
+		if (km_peer_link_take_socket(&r->ib->mw, tcp) != 0) {
+			uv_close((uv_handle_t *)tcp, free_handle);
+			break;
+		}
+		p->pool[r->fam][p->n_pool[r->fam]++] = tcp;
+	}
+	free(r); /* sockets not taken are closed by the link */
+}
+
+/* Ask for the pod's pool to be filled, when it runs low. */
+static void refill(struct km_inbound *ib, struct ib_pod *p, int fam)
+{
+	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__PodSockets ps = KMESH__IPC__POD_SOCKETS__INIT;
+	struct ib_refill *r;
+
+	if (p->refilling[fam] || p->n_pool[fam] > KM_SOCKET_POOL_LOW || !ib->mw.up ||
+	    !(r = malloc(sizeof(*r))))
+		return;
+	*r = (struct ib_refill){ ib, p->cookie, fam };
+	ps.netns_cookie = p->cookie;
+	ps.connect = KM_SOCKET_POOL - p->n_pool[fam];
+	ps.family = fam ? 6 : 4;
+	env.body_case = KMESH__IPC__ENVELOPE__BODY_POD_SOCKETS;
+	env.pod_sockets = &ps;
+	if (km_peer_link_send(&ib->mw, &env, got_refill, r) != 0) {
+		free(r);
+		return;
+	}
+	p->refilling[fam] = 1;
+	ib->stats.sockets_asked++;
+}
+
 static void got_socket(struct km_peer_link *l, void *arg, const Kmesh__Ipc__Reply *reply)
 {
 	struct ib_ask *a = arg;
@@ -171,14 +245,28 @@ static void got_socket(struct km_peer_link *l, void *arg, const Kmesh__Ipc__Repl
 	free(a);
 }
 
+/* A socket inside the stream's pod: from its pool at once, else asked of the map writer (the
+ * pool refilled meanwhile). */
 static int get_socket(struct km_hbone_conn *h, int family, km_hbone_socket_cb cb, void *arg)
 {
 	struct ib_conn *c = (struct ib_conn *)h;
 	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
 	Kmesh__Ipc__PodSockets ps = KMESH__IPC__POD_SOCKETS__INIT;
-	struct ib_ask *a = malloc(sizeof(*a));
+	struct ib_pod *p = pod_by_cookie(c->ib, c->cookie);
+	int fam = family == 6;
+	struct ib_ask *a;
 
-	if (!a)
+	if (p && p->n_pool[fam]) {
+		uv_tcp_t *tcp = p->pool[fam][--p->n_pool[fam]];
+
+		refill(c->ib, p, fam);
+		c->ib->stats.sockets_pooled++;
+		cb(arg, tcp, NULL);
+		return 0;
+	}
+	if (p)
+		refill(c->ib, p, fam);
+	if (!(a = malloc(sizeof(*a))))
 		return -1;
 	*a = (struct ib_ask){ c->ib, cb, arg };
 	ps.netns_cookie = c->cookie;
@@ -461,11 +549,13 @@ void km_inbound_stop(struct km_inbound *ib)
 		km_peer_link_stop(&ib->mw, NULL);
 	if (ib->xds_on)
 		km_peer_link_stop(&ib->xds, NULL);
-	for (struct ib_pod *p = ib->pods; p; p = p->next)
+	for (struct ib_pod *p = ib->pods; p; p = p->next) {
+		pool_close(p);
 		if (p->listener) {
 			uv_close((uv_handle_t *)p->listener, free_handle);
 			p->listener = NULL;
 		}
+	}
 	while (ib->pods) {
 		struct ib_pod *p = ib->pods;
 

@@ -5,7 +5,8 @@
  * the client checked (ALPN h2, one SPIFFE id of our trust domain), then HTTP/2 CONNECT
  * (hbone_server.h), each stream authorized by the xDS agent with the client's principal
  * (Authorize, role tunnel on its admin socket; the agent away: 401, never let through) and
- * reaching the application through a socket the map writer made inside the pod; each stream
+ * reaching the application through a socket the map writer made inside the pod (from a small
+ * pool made ahead); each stream
  * relayed is reported to the agent for the metrics and access log (stream_reports.h). Bounded: at most KM_INBOUND_MAX_CONNS connections at once (more are closed at
  * accept), a handshake must finish within handshake_ms (default KM_INBOUND_HANDSHAKE_MS). */
 #ifndef KM_TUNNEL_INBOUND_H
@@ -22,6 +23,11 @@
 #define KM_HBONE_PORT 15008
 #define KM_INBOUND_MAX_CONNS 16384
 #define KM_INBOUND_HANDSHAKE_MS 10000
+/* Sockets to reach a pod's applications, made inside it ahead of the streams that need them: up
+ * to KM_SOCKET_POOL per pod and family once a stream has reached it, asked again (one request)
+ * when KM_SOCKET_POOL_LOW or fewer are left; a stream finding none asks for its own. */
+#define KM_SOCKET_POOL 16
+#define KM_SOCKET_POOL_LOW 4
 
 struct ib_pod;
 struct ib_conn;
@@ -29,7 +35,7 @@ struct ib_conn;
 struct km_inbound_stats {
 	uint64_t accepted, refused_full, no_certificate, handshake_failed, handshake_timeouts,
 		 client_refused, streams, refused_400, refused_401, refused_503, sockets_asked,
-		 sockets_failed;
+		 sockets_failed, sockets_pooled;
 };
 
 struct km_inbound {

@@ -44,6 +44,13 @@ static void inbound(const struct km_inbound *ib, struct km_prom *p)
 	km_prom_sample(p, "kmesh_tunnel_hbone_streams_total", "result=\"400\"", r400);
 	km_prom_sample(p, "kmesh_tunnel_hbone_streams_total", "result=\"401\"", r401);
 	km_prom_sample(p, "kmesh_tunnel_hbone_streams_total", "result=\"503\"", r503);
+	km_prom_family(p, "kmesh_tunnel_app_sockets_total", "counter",
+		       "sockets to reach applications, made inside pods by the map writer: asked "
+		       "(requests: a pod's pool refilled, or a stream that found it empty), pooled "
+		       "(streams given one from the pool at once), failed (requests refused)");
+	km_prom_sample(p, "kmesh_tunnel_app_sockets_total", "result=\"asked\"", s->sockets_asked);
+	km_prom_sample(p, "kmesh_tunnel_app_sockets_total", "result=\"pooled\"", s->sockets_pooled);
+	km_prom_sample(p, "kmesh_tunnel_app_sockets_total", "result=\"failed\"", s->sockets_failed);
 	km_prom_metric(p, "kmesh_tunnel_stream_reports_sent_total", "counter",
 		       "streams' open and close reports sent to the xDS agent (istio_tcp_* and the "
 		       "access log)", ib->reports.sent);

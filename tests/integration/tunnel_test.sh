@@ -117,7 +117,7 @@ wait "$FLOOD"
 check "... a client that does not read while the application sends without end: the tunnel holds what the windows allow (RSS $RSS0 -> $RSS1 kB)" \
 	test $((RSS1 - RSS0)) -lt 32768 # a flood unbounded would be hundreds of MB; ASan adds its quarantine
 sleep 1.1 # the metrics file is written every second
-check "... counted: streams by outcome, handshakes failed (none, another CA, expired), clients refused (another trust domain, two ids, not SPIFFE)" \
+check "... counted: streams by outcome, handshakes failed (none, another CA, expired), clients refused (another trust domain, two ids, not SPIFFE), streams given a socket made ahead" \
 	eval 'm() { awk -v m="$1" '"'"'$1 == m {print $2}'"'"' "$KM_DIR/metrics/tunnel.prom"; }
 	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"all\"}")" = 27 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"400\"}")" = 2 ] &&
@@ -125,7 +125,8 @@ check "... counted: streams by outcome, handshakes failed (none, another CA, exp
 	      [ "$(m "kmesh_tunnel_hbone_connections_total{result=\"handshake\"}")" = 3 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_connections_total{result=\"client\"}")" = 3 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_connections_total{result=\"timeout\"}")" = 1 ] &&
-	      [ "$(m kmesh_tunnel_hbone_listeners)" = 3 ]'
+	      [ "$(m kmesh_tunnel_hbone_listeners)" = 3 ] &&
+	      [ "$(m "kmesh_tunnel_app_sockets_total{result=\"pooled\"}")" -gt 10 ]'
 
 # the destination's policies, decided with the client's principal
 client_cert meshclient "$CLIENT_ID"
