@@ -474,8 +474,11 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
 static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user)
 {
 	struct hb_stream *st = stream_of(user, frame->hd.stream_id);
+	struct km_hbone_conn *h = user;
 
 	(void)session;
+	if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK))
+		h->ping_sent_ms = 0; /* our PING answered */
 	if (!st)
 		return 0;
 	if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
@@ -647,6 +650,7 @@ int km_hbone_conn_start(struct km_hbone_conn *h)
 	if (rc != 0)
 		return -1;
 	h->session = s;
+	h->last_recv_ms = uv_now(h->loop);
 	if (nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0])) != 0 ||
 	    nghttp2_session_set_local_window_size(s, NGHTTP2_FLAG_NONE, 0, 16u << 20) != 0)
 		return -1;
@@ -660,6 +664,7 @@ void km_hbone_conn_data(struct km_hbone_conn *h, const uint8_t *data, size_t len
 
 	if (!h->session || h->closing)
 		return;
+	h->last_recv_ms = uv_now(h->loop);
 	n = nghttp2_session_mem_recv(h->session, data, len);
 	if (n < 0) {
 		km_debug("HBONE from %s: %s", h->principal, nghttp2_strerror((int)n));
@@ -673,6 +678,20 @@ void km_hbone_conn_data(struct km_hbone_conn *h, const uint8_t *data, size_t len
 void km_hbone_conn_drained(struct km_hbone_conn *h)
 {
 	flush(h);
+}
+
+int km_hbone_conn_tick(struct km_hbone_conn *h, uint64_t now_ms, uint64_t ping_ms)
+{
+	if (!h->session || h->closing)
+		return 0;
+	if (h->ping_sent_ms)
+		return now_ms - h->ping_sent_ms >= 2 * ping_ms;
+	if (now_ms - h->last_recv_ms >= ping_ms &&
+	    nghttp2_submit_ping(h->session, NGHTTP2_FLAG_NONE, NULL) == 0) {
+		h->ping_sent_ms = now_ms ? now_ms : 1;
+		flush(h);
+	}
+	return 0;
 }
 
 static void maybe_done(struct km_hbone_conn *h)

@@ -14,7 +14,9 @@
  *   - Flow control never buffers without bound: the client's DATA is acknowledged (its window
  *     given back) only once written to the application; at most KM_HBONE_STREAM_BUF bytes of
  *     the application's are held per stream (reading it stops until they are sent), and nothing
- *     more is framed while more than KM_HBONE_CONN_UNSENT bytes wait for the client's TCP. */
+ *     more is framed while more than KM_HBONE_CONN_UNSENT bytes wait for the client's TCP.
+ *   - A client silent for a while is sent a PING, and dropped when it does not answer
+ *     (km_hbone_conn_tick). */
 #ifndef KM_TUNNEL_HBONE_SERVER_H
 #define KM_TUNNEL_HBONE_SERVER_H
 
@@ -73,6 +75,7 @@ struct km_hbone_conn {
 	struct hb_stream *streams;
 	unsigned n_streams;
 	uint64_t streams_total, refused_400, refused_401, refused_503;
+	uint64_t last_recv_ms, ping_sent_ms; /* the client's last bytes; an unanswered PING (0: none) */
 	int closing, tcp_closed, flushing;
 	void *data; /* owner's */
 };
@@ -86,6 +89,10 @@ int km_hbone_conn_start(struct km_hbone_conn *h);
 void km_hbone_conn_data(struct km_hbone_conn *h, const uint8_t *data, size_t len);
 /* The TLS stream drained (more may be framed). */
 void km_hbone_conn_drained(struct km_hbone_conn *h);
+/* Keepalive, as ztunnel's: a client silent for ping_ms is sent a PING; one that has not answered
+ * it within 2 x ping_ms is dead (a vanished peer's half-open connection): returns 1, the owner
+ * closes it. Call it periodically with the loop's time. */
+int km_hbone_conn_tick(struct km_hbone_conn *h, uint64_t now_ms, uint64_t ping_ms);
 /* Close everything: streams reset, upstreams closed, the client's connection closed; then
  * ops.on_closed. Any time after init (before the handshake too). */
 void km_hbone_conn_close(struct km_hbone_conn *h);

@@ -465,7 +465,8 @@ static void on_connection(uv_stream_t *server, int status)
 	}
 }
 
-/* Connections still shaking hands after handshake_ms are closed. */
+/* Connections still shaking hands after handshake_ms are closed; the others are pinged when
+ * silent, and closed when they do not answer. */
 static void on_sweep(uv_timer_t *t)
 {
 	struct km_inbound *ib = t->data;
@@ -473,8 +474,15 @@ static void on_sweep(uv_timer_t *t)
 
 	for (struct ib_conn *c = ib->conns, *next; c; c = next) {
 		next = c->next;
-		if (c->handshaking && !c->h.closing && now - c->accepted_ms >= ib->handshake_ms) {
+		if (c->h.closing)
+			continue;
+		if (c->handshaking && now - c->accepted_ms >= ib->handshake_ms) {
 			ib->stats.handshake_timeouts++;
+			km_hbone_conn_close(&c->h);
+		} else if (!c->handshaking && km_hbone_conn_tick(&c->h, now, ib->ping_ms)) {
+			ib->stats.ping_timeouts++;
+			km_info("HBONE: %s did not answer a PING in %u ms: closed", c->h.principal,
+				2 * ib->ping_ms);
 			km_hbone_conn_close(&c->h);
 		}
 	}
@@ -499,6 +507,7 @@ int km_inbound_start(struct km_inbound *ib, uv_loop_t *loop, struct km_certs *ce
 	ib->certs = certs;
 	ib->trust_domain = trust_domain;
 	ib->handshake_ms = KM_INBOUND_HANDSHAKE_MS;
+	ib->ping_ms = KM_INBOUND_PING_MS;
 	uv_timer_init(loop, &ib->sweep);
 	ib->sweep.data = ib;
 	uv_timer_start(&ib->sweep, on_sweep, 250, 250);

@@ -23,6 +23,7 @@
 #define KM_HBONE_PORT 15008
 #define KM_INBOUND_MAX_CONNS 16384
 #define KM_INBOUND_HANDSHAKE_MS 10000
+#define KM_INBOUND_PING_MS 10000 /* ztunnel's: a PING after 10 s of silence, dropped at 20 more */
 /* Sockets to reach a pod's applications, made inside it ahead of the streams that need them: up
  * to KM_SOCKET_POOL per pod and family once a stream has reached it, asked again (one request)
  * when KM_SOCKET_POOL_LOW or fewer are left; a stream finding none asks for its own. */
@@ -35,7 +36,7 @@ struct ib_conn;
 struct km_inbound_stats {
 	uint64_t accepted, refused_full, no_certificate, handshake_failed, handshake_timeouts,
 		 client_refused, streams, refused_400, refused_401, refused_503, sockets_asked,
-		 sockets_failed, sockets_pooled;
+		 sockets_failed, sockets_pooled, ping_timeouts;
 };
 
 struct km_inbound {
@@ -51,6 +52,7 @@ struct km_inbound {
 	unsigned n_conns, listeners;
 	uv_timer_t sweep;
 	unsigned handshake_ms;
+	unsigned ping_ms;
 	struct km_inbound_stats stats;
 	int stopping;
 };

@@ -77,7 +77,7 @@ int main(int argc, char **argv)
 	const char *mw_socket = "/run/kmesh/map-writer.sock";
 	const char *xds_socket = "/run/kmesh/xds-agent/admin.sock";
 	int inbound = 0;
-	uint64_t handshake_ms = KM_INBOUND_HANDSHAKE_MS;
+	uint64_t handshake_ms = KM_INBOUND_HANDSHAKE_MS, ping_ms = KM_INBOUND_PING_MS;
 	uint64_t ttl_s = 86400, timeout_s = 30, inflight = 8;
 	int impersonate = 1;
 	const struct km_option opts[] = {
@@ -120,6 +120,10 @@ int main(int argc, char **argv)
 		{ "hbone-handshake-timeout-ms", KM_OPT_UINT, &handshake_ms, "MS",
 		  "an HBONE client that has not finished its TLS handshake this long after connecting "
 		  "is cut off", "KMESH_HBONE_HANDSHAKE_TIMEOUT_MS", 100, 600000 },
+		{ "hbone-ping-ms", KM_OPT_UINT, &ping_ms, "MS",
+		  "an HBONE client silent this long is sent an HTTP/2 PING, and cut off when it has "
+		  "not answered it in twice as long (ztunnel: 10 s)", "KMESH_HBONE_PING_MS", 100,
+		  600000 },
 		{ "map-writer-socket", KM_OPT_STRING, &mw_socket, "PATH",
 		  "the map writer's socket (role tunnel: sockets inside pods)",
 		  "KMESH_MAP_WRITER_SOCKET" },
@@ -196,6 +200,7 @@ int main(int argc, char **argv)
 			return 1;
 		m.t.inbound_on = 1;
 		m.t.inbound.handshake_ms = (unsigned)handshake_ms;
+		m.t.inbound.ping_ms = (unsigned)ping_ms;
 		m.t.pods.on_pod = on_pod;
 	}
 	km_prom_file_init(&m.t.metrics, metrics_dir, "tunnel");

@@ -25,7 +25,8 @@ static void inbound(const struct km_inbound *ib, struct km_prom *p)
 		       "HBONE connections accepted, and those refused by reason: full (past 16384 "
 		       "open), no_certificate (the pod's identity has none yet), handshake (TLS "
 		       "failed: no client certificate, another CA), timeout (no handshake in 10 s), "
-		       "client (no h2, or not one SPIFFE id of this trust domain)");
+		       "client (no h2, or not one SPIFFE id of this trust domain); and closed: "
+		       "ping (a PING unanswered: a vanished client)");
 	km_prom_sample(p, "kmesh_tunnel_hbone_connections_total", "result=\"accepted\"", s->accepted);
 	km_prom_sample(p, "kmesh_tunnel_hbone_connections_total", "result=\"full\"", s->refused_full);
 	km_prom_sample(p, "kmesh_tunnel_hbone_connections_total", "result=\"no_certificate\"",
@@ -36,6 +37,8 @@ static void inbound(const struct km_inbound *ib, struct km_prom *p)
 		       s->handshake_timeouts);
 	km_prom_sample(p, "kmesh_tunnel_hbone_connections_total", "result=\"client\"",
 		       s->client_refused);
+	km_prom_sample(p, "kmesh_tunnel_hbone_connections_total", "result=\"ping\"",
+		       s->ping_timeouts);
 	km_prom_family(p, "kmesh_tunnel_hbone_streams_total", "counter",
 		       "CONNECT streams, and those answered 400 (not a CONNECT to the pod's own "
 		       "address), 401 (the destination's policies deny the client's principal) or "

@@ -5,6 +5,8 @@
 #     connection), each answered with the application's bytes;
 #   - the destination's certificate renewed (10 s TTL) while streams are open: they carry on to
 #     their end, and a new connection gets the new certificate;
+#   - keepalive: an idle client that answers the tunnel's PINGs stays, one that answers nothing
+#     (gone without a FIN) is closed once its PING goes unanswered;
 #   - the tunnel killed (SIGKILL) while HBONE clients keep connecting and a pod keeps opening
 #     plaintext connections at 300/s: the plaintext (the kernel's path) never notices; a new
 #     HBONE connection fails at once (refused, never hangs) while the tunnel is gone; once it is
@@ -16,7 +18,7 @@ source "$(dirname "$0")/../lib/check.sh"
 source "$(dirname "$0")/../lib/tunnel-env.sh"
 
 trap 'km_env_cleanup' EXIT
-km_tunnel_env_setup kmh$$
+KM_TUNNEL_PING_MS=500 km_tunnel_env_setup kmh$$
 pod_add c1 mesh
 pod_add s1 mesh
 pod_add b1 plain
@@ -46,6 +48,45 @@ check "... a new connection is served the renewed certificate ($(head -1 <<<"$ou
 wait "$HELD"
 check "... the streams opened before it carried on to their end: 5 answered with all they sent ($(head -c 120 "$KM_DIR/held.out"))" \
 	eval '[ "$(grep -Ec "status 200 read '"'"'HELD(TICK\\\\n){12,}'"'"'" "$KM_DIR/held.out")" = 5 ]'
+
+# ---- keepalive: a vanished client is found by an unanswered PING ------------------------------------
+# idle_client SECONDS ANSWER: a mesh client that opens its HTTP/2 session and then stays silent
+# for SECONDS, answering the server's PINGs (ANSWER 1, as h2 does when it reads: prints "open",
+# or "closed after N s") or reading nothing at all (0: a peer gone without a FIN)
+idle_client() {
+	km_in_pod c1 /usr/bin/python3 -c 'import socket, ssl, sys, time
+import h2.config, h2.connection, h2.events
+secs, answer = float(sys.argv[2]), sys.argv[3] == "1"
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT); ctx.check_hostname = False
+ctx.load_verify_locations(sys.argv[6]); ctx.load_cert_chain(sys.argv[4], sys.argv[5])
+ctx.set_alpn_protocols(["h2"])
+tls = ctx.wrap_socket(socket.create_connection((sys.argv[1], 15008)))
+c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+c.initiate_connection(); tls.sendall(c.data_to_send())
+t0 = time.time(); tls.settimeout(0.1)
+if not answer:
+    time.sleep(secs); print("silent"); sys.exit(0)
+while time.time() - t0 < secs:
+    try:
+        d = tls.recv(65536)
+    except socket.timeout:
+        continue
+    except OSError:
+        d = b""
+    if not d:
+        print("closed after %.1f s" % (time.time() - t0)); sys.exit(0)
+    c.receive_data(d); tls.sendall(c.data_to_send())
+print("open")' "$S1" "$1" "$2" "$KM_DIR/pki/meshclient.pem" "$KM_DIR/pki/meshclient.key" "$KM_DIR/pki/ca.pem" 2>&1 | tail -1
+}
+out=$(idle_client 4 1)
+check "keepalive (--hbone-ping-ms 500 here, ztunnel's 10 s by default): an idle client that answers the PINGs stays connected ($out)" \
+	[ "$out" = open ]
+P0=$(metric "kmesh_tunnel_hbone_connections_total{result=\"ping\"}")
+idle_client 4 0 >/dev/null
+sleep 1.1 # the metrics file
+check "... a client that answers nothing (gone without a FIN) is closed after its PING went unanswered ($P0 -> $(metric "kmesh_tunnel_hbone_connections_total{result=\"ping\"}"))" \
+	eval '[ "$(metric "kmesh_tunnel_hbone_connections_total{result=\"ping\"}")" = $((${P0:-0} + 1)) ] &&
+	      grep -q "did not answer a PING in 1000 ms: closed" "$KM_DIR/tunnel.log"'
 
 # ---- the tunnel killed under load -------------------------------------------------------------------
 km_steady_start b1 "$S1" 8080 # plaintext to the same pod: the kernel's path
