@@ -14,7 +14,8 @@
 #   - with --hbone on, enrolled pods are annotated ambient.istio.io/redirection=enabled too;
 #   - HBONE inbound (issue 48, item 4): an independent client (tests/lib/hbone_client.py, python3-h2
 #     and ssl, as a ztunnel sends) reaches a pod's application through its 15008 with a
-#     certificate of the mesh, many streams on one connection; 400 for a request that is not a
+#     certificate of the mesh, many streams on one connection, a reset either way resetting the
+#     other side; 400 for a request that is not a
 #     CONNECT to the pod's own address, 503 for a refused port or one of the tunnel's; no client
 #     certificate, one of another trust domain or CA, an expired one, one with two SPIFFE ids or
 #     none: no session; the destination's AuthorizationPolicies (the xDS agent's, from its config
@@ -78,6 +79,16 @@ km_wait_listen s1 7070
 out=$(hbone ztunnel "$S1:7070" --send "sent before the 200, then END_STREAM")
 check "... bytes sent before the 200 reach the application, END_STREAM is its FIN, its FIN our END_STREAM ($out)" \
 	eval '[ "$out" = "stream 1 status 200 read '"'"'SENT BEFORE THE 200, THEN END_STREAM'"'"'" ]'
+km_server_start s1 reset_server.py 7072 observe "$KM_DIR/reset.out"
+km_server_start s1 reset_server.py 7073 abort
+km_wait_listen s1 7072
+km_wait_listen s1 7073
+out=$(hbone ztunnel "$S1:7072" --no-half-close --send hi --reset-after 0.3)
+check "... the client's RST_STREAM resets the application's connection ($out; it saw: $(cat "$KM_DIR/reset.out" 2>/dev/null))" \
+	eval 'grep -q "stream 1 reset-sent" <<<"$out" && eventually grep -qx reset "$KM_DIR/reset.out"'
+out=$(hbone ztunnel "$S1:7073" --no-half-close)
+check "... the application's reset resets the stream: RST_STREAM CONNECT_ERROR ($out)" \
+	grep -q "stream 1 reset 10" <<<"$out"
 out=$(hbone ztunnel "$S1:8080" --streams 20)
 check "... 20 streams on one TLS connection, each answered" \
 	eval '[ "$(grep -c "status 200 read '"'"'s1" <<<"$out")" = 20 ]'
@@ -119,7 +130,7 @@ check "... a client that does not read while the application sends without end: 
 sleep 1.1 # the metrics file is written every second
 check "... counted: streams by outcome, handshakes failed (none, another CA, expired), clients refused (another trust domain, two ids, not SPIFFE), streams given a socket made ahead" \
 	eval 'm() { awk -v m="$1" '"'"'$1 == m {print $2}'"'"' "$KM_DIR/metrics/tunnel.prom"; }
-	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"all\"}")" = 27 ] &&
+	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"all\"}")" = 29 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"400\"}")" = 2 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"503\"}")" = 2 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_connections_total{result=\"handshake\"}")" = 3 ] &&

@@ -40,6 +40,8 @@ def main():
                     help="also print each response's baggage header: stream N baggage V")
     ap.add_argument("--hold", type=float, default=0.0,
                     help="keep each stream open this long, sending 'tick' every 0.5 s, then END_STREAM")
+    ap.add_argument("--reset-after", type=float, default=0.0,
+                    help="reset each stream (RST_STREAM CANCEL) this long after its 200")
     ap.add_argument("--show-serial", action="store_true",
                     help="first print the server certificate's serial: serial HEX")
     ap.add_argument("--summary", action="store_true",
@@ -99,7 +101,8 @@ def main():
         time.sleep(a.read_after)
     deadline = time.time() + a.timeout + a.hold
     hold_until, next_tick = time.time() + a.hold, time.time() + 0.5
-    if a.hold:
+    reset_at = {}
+    if a.hold or a.reset_after:
         tls.settimeout(0.1)
     try:
         while len(done) < a.streams and time.time() < deadline:
@@ -110,6 +113,11 @@ def main():
                 hold_until = 0 if time.time() >= hold_until else hold_until
                 next_tick = time.time() + 0.5
                 tls.sendall(conn.data_to_send())
+            for sid, t in list(reset_at.items()):  # --reset-after: the client resets
+                if time.time() >= t and sid not in done:
+                    conn.reset_stream(sid, error_code=8)
+                    done[sid] = "reset-sent"
+                    tls.sendall(conn.data_to_send())
             try:
                 chunk = tls.recv(65536)
             except socket.timeout:
@@ -120,6 +128,8 @@ def main():
                 if isinstance(ev, h2.events.ResponseReceived):
                     h = dict(ev.headers)
                     status[ev.stream_id] = h[b":status"].decode()
+                    if a.reset_after:
+                        reset_at[ev.stream_id] = time.time() + a.reset_after
                     if b"baggage" in h:
                         baggage[ev.stream_id] = h[b"baggage"].decode()
                 elif isinstance(ev, h2.events.DataReceived):

@@ -1,0 +1,45 @@
+#!/usr/bin/python3
+"""A test application for resets: on PORT, each connection is either watched (observe: reads until
+the peer's FIN or reset and appends "eof" or "reset" to OUT) or aborted (abort: sends "bye" and
+closes with SO_LINGER 0, so the peer gets a reset).
+usage: reset_server.py PORT observe|abort [OUT]"""
+import socket
+import struct
+import sys
+import threading
+
+
+def serve(conn, mode, out):
+    if mode == "abort":
+        conn.sendall(b"bye")
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn.close()
+        return
+    what = "eof"
+    try:
+        while conn.recv(65536):
+            pass
+    except ConnectionResetError:
+        what = "reset"
+    except OSError as e:
+        what = "error %s" % e
+    with open(out, "a") as f:
+        f.write(what + "\n")
+    conn.close()
+
+
+def main():
+    port, mode = int(sys.argv[1]), sys.argv[2]
+    out = sys.argv[3] if len(sys.argv) > 3 else None
+    srv = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    srv.bind(("::", port))
+    srv.listen(64)
+    while True:
+        conn, _ = srv.accept()
+        threading.Thread(target=serve, args=(conn, mode, out), daemon=True).start()
+
+
+if __name__ == "__main__":
+    main()
