@@ -61,9 +61,9 @@ static struct hb_stream *stream_of(struct km_hbone_conn *h, int32_t id)
 	return NULL;
 }
 
-static void report(struct hb_stream *st, int close)
+static void report(struct hb_stream *st, enum km_hbone_report_kind kind)
 {
-	struct km_hbone_report r = { close, &st->to, st->cookie, st->to_app, st->from_app,
+	struct km_hbone_report r = { kind, &st->to, st->cookie, st->to_app, st->from_app,
 				     st->baggage };
 
 	if (st->h->ops.report)
@@ -83,7 +83,7 @@ static void stream_free_if_done(struct hb_stream *st)
 		}
 	h->n_streams--;
 	if (st->connected)
-		report(st, 1);
+		report(st, KM_HBONE_CLOSED);
 	free(st->buf);
 	free(st->early);
 	free(st->baggage);
@@ -255,7 +255,7 @@ static void on_up_connected(uv_connect_t *req, int status)
 	respond(st->h, st->id, "200", st->dst_baggage, &dp);
 	free(st->dst_baggage);
 	st->dst_baggage = NULL;
-	report(st, 0);
+	report(st, KM_HBONE_OPENED);
 	if (st->early_len) { /* what the client sent before the 200, in order, first */
 		if (write_up(st, st->early, st->early_len) != 0)
 			nghttp2_session_consume(st->h->session, st->id, st->early_len);
@@ -678,6 +678,13 @@ void km_hbone_conn_data(struct km_hbone_conn *h, const uint8_t *data, size_t len
 void km_hbone_conn_drained(struct km_hbone_conn *h)
 {
 	flush(h);
+}
+
+void km_hbone_conn_progress(struct km_hbone_conn *h)
+{
+	for (struct hb_stream *st = h->streams; st; st = st->next)
+		if (st->connected && !st->h2_closed)
+			report(st, KM_HBONE_PROGRESS);
 }
 
 int km_hbone_conn_tick(struct km_hbone_conn *h, uint64_t now_ms, uint64_t ping_ms)

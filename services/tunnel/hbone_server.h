@@ -43,9 +43,12 @@ typedef void (*km_hbone_socket_cb)(void *arg, uv_tcp_t *tcp, const char *why);
 typedef void (*km_hbone_authz_cb)(void *arg, int allowed, const char *why,
 				  const char *dst_baggage);
 
-/* A stream relayed (it got its 200): at open, and at close with its bytes. */
+/* A stream relayed (it got its 200): at open, while open (km_hbone_conn_progress) and at close,
+ * with its bytes so far. */
+enum km_hbone_report_kind { KM_HBONE_OPENED, KM_HBONE_PROGRESS, KM_HBONE_CLOSED };
+
 struct km_hbone_report {
-	int close;
+	enum km_hbone_report_kind kind;
 	const struct sockaddr_storage *to; /* the application's address */
 	uint64_t cookie;                   /* the socket to the application (SO_COOKIE) */
 	uint64_t to_app, from_app;         /* bytes written to it, read from it */
@@ -89,6 +92,8 @@ int km_hbone_conn_start(struct km_hbone_conn *h);
 void km_hbone_conn_data(struct km_hbone_conn *h, const uint8_t *data, size_t len);
 /* The TLS stream drained (more may be framed). */
 void km_hbone_conn_drained(struct km_hbone_conn *h);
+/* Report every relayed stream's bytes so far (ops.report, KM_HBONE_PROGRESS). */
+void km_hbone_conn_progress(struct km_hbone_conn *h);
 /* Keepalive, as ztunnel's: a client silent for ping_ms is sent a PING; one that has not answered
  * it within 2 x ping_ms is dead (a vanished peer's half-open connection): returns 1, the owner
  * closes it. Call it periodically with the loop's time. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kmesh_maps.h"
 #include "services/tunnel/hbone_server.h"
 #include "services/tunnel/server_tls.h"
 #include "services/tunnel/tls_openssl.h"
@@ -348,8 +349,12 @@ static void report(struct km_hbone_conn *h, const struct km_hbone_report *r)
 {
 	struct ib_conn *c = (struct ib_conn *)h;
 
-	km_stream_reports_add(&c->ib->reports, r->close, &h->peer, r->to, r->cookie, r->to_app,
-			      r->from_app, h->principal, r->baggage);
+	static const unsigned kinds[] = { [KM_HBONE_OPENED] = KM_CONN_OPEN,
+					  [KM_HBONE_PROGRESS] = KM_CONN_PROGRESS,
+					  [KM_HBONE_CLOSED] = KM_CONN_CLOSE };
+
+	km_stream_reports_add(&c->ib->reports, kinds[r->kind], &h->peer, r->to, r->cookie,
+			      r->to_app, r->from_app, h->principal, r->baggage);
 }
 
 static void conn_closed(struct km_hbone_conn *h)
@@ -472,10 +477,16 @@ static void on_sweep(uv_timer_t *t)
 	struct km_inbound *ib = t->data;
 	uint64_t now = uv_now(ib->loop);
 
+	int progress = ib->reports_on && ib->report_ms && now - ib->last_progress_ms >= ib->report_ms;
+
+	if (progress)
+		ib->last_progress_ms = now;
 	for (struct ib_conn *c = ib->conns, *next; c; c = next) {
 		next = c->next;
 		if (c->h.closing)
 			continue;
+		if (progress && !c->handshaking)
+			km_hbone_conn_progress(&c->h);
 		if (c->handshaking && now - c->accepted_ms >= ib->handshake_ms) {
 			ib->stats.handshake_timeouts++;
 			km_hbone_conn_close(&c->h);
@@ -508,6 +519,7 @@ int km_inbound_start(struct km_inbound *ib, uv_loop_t *loop, struct km_certs *ce
 	ib->trust_domain = trust_domain;
 	ib->handshake_ms = KM_INBOUND_HANDSHAKE_MS;
 	ib->ping_ms = KM_INBOUND_PING_MS;
+	ib->report_ms = KM_INBOUND_REPORT_MS;
 	uv_timer_init(loop, &ib->sweep);
 	ib->sweep.data = ib;
 	uv_timer_start(&ib->sweep, on_sweep, 250, 250);

@@ -23,7 +23,8 @@
 #define KM_HBONE_PORT 15008
 #define KM_INBOUND_MAX_CONNS 16384
 #define KM_INBOUND_HANDSHAKE_MS 10000
-#define KM_INBOUND_PING_MS 10000 /* ztunnel's: a PING after 10 s of silence, dropped at 20 more */
+#define KM_INBOUND_PING_MS 10000
+#define KM_INBOUND_REPORT_MS 5000 /* as the map writer's --conn-report-interval */ /* ztunnel's: a PING after 10 s of silence, dropped at 20 more */
 /* Sockets to reach a pod's applications, made inside it ahead of the streams that need them: up
  * to KM_SOCKET_POOL per pod and family once a stream has reached it, asked again (one request)
  * when KM_SOCKET_POOL_LOW or fewer are left; a stream finding none asks for its own. */
@@ -53,6 +54,8 @@ struct km_inbound {
 	uv_timer_t sweep;
 	unsigned handshake_ms;
 	unsigned ping_ms;
+	unsigned report_ms;        /* open streams' bytes reported this often (0: at their end) */
+	uint64_t last_progress_ms;
 	struct km_inbound_stats stats;
 	int stopping;
 };

@@ -78,6 +78,7 @@ int main(int argc, char **argv)
 	const char *xds_socket = "/run/kmesh/xds-agent/admin.sock";
 	int inbound = 0;
 	uint64_t handshake_ms = KM_INBOUND_HANDSHAKE_MS, ping_ms = KM_INBOUND_PING_MS;
+	uint64_t report_s = KM_INBOUND_REPORT_MS / 1000;
 	uint64_t ttl_s = 86400, timeout_s = 30, inflight = 8;
 	int impersonate = 1;
 	const struct km_option opts[] = {
@@ -120,6 +121,10 @@ int main(int argc, char **argv)
 		{ "hbone-handshake-timeout-ms", KM_OPT_UINT, &handshake_ms, "MS",
 		  "an HBONE client that has not finished its TLS handshake this long after connecting "
 		  "is cut off", "KMESH_HBONE_HANDSHAKE_TIMEOUT_MS", 100, 600000 },
+		{ "conn-report-interval", KM_OPT_UINT, &report_s, "SECONDS",
+		  "report the bytes of open HBONE streams to the xDS agent this often, so metrics "
+		  "move while long streams live (0: at their end only; as the map writer's flag)",
+		  "KMESH_CONN_REPORT_INTERVAL", 0, 3600 },
 		{ "hbone-ping-ms", KM_OPT_UINT, &ping_ms, "MS",
 		  "an HBONE client silent this long is sent an HTTP/2 PING, and cut off when it has "
 		  "not answered it in twice as long (ztunnel: 10 s)", "KMESH_HBONE_PING_MS", 100,
@@ -201,6 +206,7 @@ int main(int argc, char **argv)
 		m.t.inbound_on = 1;
 		m.t.inbound.handshake_ms = (unsigned)handshake_ms;
 		m.t.inbound.ping_ms = (unsigned)ping_ms;
+		m.t.inbound.report_ms = (unsigned)report_s * 1000;
 		m.t.pods.on_pod = on_pod;
 	}
 	km_prom_file_init(&m.t.metrics, metrics_dir, "tunnel");

@@ -49,7 +49,7 @@ static char *dup_or_null(const char *s)
 	return s && *s ? strdup(s) : NULL;
 }
 
-void km_stream_reports_add(struct km_stream_reports *r, int close,
+void km_stream_reports_add(struct km_stream_reports *r, unsigned kind,
 			   const struct sockaddr_storage *client, const struct sockaddr_storage *app,
 			   uint64_t cookie, uint64_t to_app, uint64_t from_app,
 			   const char *principal, const char *baggage)
@@ -79,7 +79,7 @@ void km_stream_reports_add(struct km_stream_reports *r, int close,
 	p = &r->q[r->n];
 	memset(p, 0, sizeof(*p));
 	kmesh__ipc__conn_event__init(&p->e);
-	p->e.kind = close ? KM_CONN_CLOSE : KM_CONN_OPEN;
+	p->e.kind = kind;
 	p->e.direction = KM_CONN_INBOUND;
 	p->e.src.len = km_sockaddr_to_bytes(client, p->src, &sport);
 	p->e.dst.len = km_sockaddr_to_bytes(app, p->dst, &dport);

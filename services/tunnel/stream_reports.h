@@ -33,8 +33,9 @@ struct km_stream_reports {
 /* Start (link NULL: every report is dropped, uncounted: there is no agent to count them). */
 void km_stream_reports_start(struct km_stream_reports *r, uv_loop_t *loop,
 			     struct km_peer_link *link);
-/* One stream opened (close 0) or closed; cookie pairs the two. */
-void km_stream_reports_add(struct km_stream_reports *r, int close,
+/* One stream opened, still open (its bytes so far) or closed (KM_CONN_OPEN, KM_CONN_PROGRESS,
+ * KM_CONN_CLOSE); the cookie pairs them. */
+void km_stream_reports_add(struct km_stream_reports *r, unsigned kind,
 			   const struct sockaddr_storage *client, const struct sockaddr_storage *app,
 			   uint64_t cookie, uint64_t to_app, uint64_t from_app,
 			   const char *principal, const char *baggage);

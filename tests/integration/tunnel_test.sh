@@ -223,6 +223,19 @@ check "... the kernel does not count the tunnel's connection to the application 
 check "... the access log names both identities" \
 	eventually eval 'grep -E "^accesslog: [0-9T:.-]+Z close inbound src=$C1:[0-9]+ src.workload=c1 src.namespace=mesh dst=$S1:7070 dst.service=unknown dst.workload=s1 dst.namespace=mesh src.identity=\"spiffe://cluster.local/ns/mesh/sa/client\" dst.identity=\"spiffe://cluster.local/ns/mesh/sa/server\" sent_bytes=10 received_bytes=10 " "$KM_DIR/xds-agent.log" | grep -q .'
 
+# an open stream's bytes move the metrics while it lives (every --conn-report-interval: 1 s here),
+# and its end adds only the rest
+mesh_rx() { km_metrics | awk '/^istio_tcp_received_bytes_total\{reporter="destination",source_workload="client-wl"/ {print $NF}'; }
+RX0=$(mesh_rx)
+hbone meshclient "$S1:7070" --send held --hold 3 >"$KM_DIR/held.out" &
+HELD=$!
+sleep 2.3
+RX1=$(mesh_rx)
+wait "$HELD"
+SENT=$("$KM_PY" -c 'import ast, sys; print(len(ast.literal_eval(open(sys.argv[1]).read().split(" read ", 1)[1])))' "$KM_DIR/held.out")
+check "... an open stream's bytes reach istio_tcp_* while it lives ($RX0 -> $RX1 after 2.3 s of a 3 s stream), and its end adds only the rest ($SENT sent in all)" \
+	eval '[ "$RX1" -gt "$RX0" ] && eventually eval "[ \"\$(mesh_rx)\" = \$((RX0 + SENT)) ]"'
+
 SERIAL=$(serial_of "$CLIENT_ID")
 check "renewed before it expires (10 s TTL: at about half), a new serial, with no gap" \
 	wait_cert "$CLIENT_ID" 'c["serial"] != "'"$SERIAL"'" and c["state"] == "valid" and c["fetches"] >= 2' 70

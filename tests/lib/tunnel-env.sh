@@ -5,8 +5,8 @@
 # API knows the pods mesh/c1 and mesh/c2 (service account client), mesh/s1 (server) and plain/b1
 # (outside the mesh); pod_add makes one. km_tunnel_env_setup PREFIX sets it all up; the helpers
 # below act on it (TUNNEL: the tunnel's pid; S1, C1: the pods' addresses once added).
-# KM_TUNNEL_CERT_TTL (10 s), KM_TUNNEL_LOG_LEVEL (debug) and KM_TUNNEL_PING_MS (the tunnel's 10 s)
-# change how the tunnel runs.
+# KM_TUNNEL_CERT_TTL (10 s), KM_TUNNEL_LOG_LEVEL (debug), KM_TUNNEL_PING_MS (the tunnel's 10 s) and
+# KM_TUNNEL_REPORT_S (1 s: open streams' bytes) change how the tunnel runs.
 
 km_tunnel_env_setup() {
 	km_env_setup "$1" >/dev/null
@@ -68,6 +68,7 @@ tunnel_start() {
 		--ca-token-file "$KM_DIR/token" --cluster-id test-cluster --cert-ttl "${KM_TUNNEL_CERT_TTL:-10}" \
 		--hbone-inbound on --map-writer-socket "$KM_SOCKET" --xds-socket "$KM_DIR/run/xds-agent.sock" \
 		--hbone-handshake-timeout-ms 1000 ${KM_TUNNEL_PING_MS:+--hbone-ping-ms "$KM_TUNNEL_PING_MS"} \
+		--conn-report-interval "${KM_TUNNEL_REPORT_S:-1}" \
 		--metrics-dir "$KM_DIR/metrics" --log-level "${KM_TUNNEL_LOG_LEVEL:-debug}" >>"$KM_DIR/tunnel.log" 2>&1 &
 	TUNNEL=$!
 	KM_PIDS+=($TUNNEL)
