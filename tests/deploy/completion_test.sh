@@ -53,8 +53,9 @@ check "zsh: the script loads through bashcompinit and completes the same (dump -
 	eval 'zsh -fc "autoload -U compinit && compinit -u -D && source <($CTL completion zsh) &&
 		setopt ksharrays && COMP_WORDS=(kmeshctl dump \"\") && COMP_CWORD=2 && _kmeshctl &&
 		print -l \"\${COMPREPLY[@]}\"" | has tables xds policies ipsec'
+# (the output read whole first: grep -q stopping early would fail the pipe under pipefail)
 check "fish: commands, with their summaries" \
-	eval 'fish -c "$CTL completion fish | source; complete -C \"kmeshctl \"" | grep -q "^dump	tables | xds"'
+	eval 'grep -q "^dump	tables | xds" <<<"$(fish -c "$CTL completion fish | source; complete -C \"kmeshctl \"")"'
 check "fish: dump tables --table offers the tables" \
 	eval 'fish -c "$CTL completion fish | source; complete -C \"kmeshctl dump tables --table \"" | has service endpoint'
 check "fish: -o offers the formats" \
