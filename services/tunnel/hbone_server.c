@@ -162,6 +162,21 @@ static void up_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *b)
 	b->len = st->buf ? KM_HBONE_STREAM_BUF - st->buf_len : 0;
 }
 
+/* libuv reports the end when the socket hung up during a read that returned bytes, also when the
+ * hang-up was a reset that arrived behind them (the reset's error is still on the socket then):
+ * the error if there is one, else the end. */
+static ssize_t pending_error(uv_stream_t *s)
+{
+	uv_os_fd_t fd;
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (uv_fileno((uv_handle_t *)s, &fd) != 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || !err)
+		return UV_EOF;
+	return -err;
+}
+
 static void up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 {
 	struct hb_stream *st = s->data;
@@ -175,7 +190,7 @@ static void up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 			st->up_reading = 0;
 		}
 		nghttp2_session_resume_data(st->h->session, st->id);
-	} else if (n == UV_EOF) {
+	} else if (n == UV_EOF && (n = pending_error(s)) == UV_EOF) {
 		st->up_eof = 1;
 		uv_read_stop(s);
 		st->up_reading = 0;

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """A test application for resets: on PORT, each connection is either watched (observe: reads until
 the peer's FIN or reset and appends "eof" or "reset" to OUT) or aborted (abort: sends "bye" and
-closes with SO_LINGER 0, so the peer gets a reset).
-usage: reset_server.py PORT observe|abort [OUT]"""
+closes with SO_LINGER 0, so the peer gets a reset; abort-bulk: sends 2 MiB first, so the reset
+arrives while the peer still has bytes of ours to read).
+usage: reset_server.py PORT observe|abort|abort-bulk [OUT]"""
 import socket
 import struct
 import sys
@@ -10,8 +11,8 @@ import threading
 
 
 def serve(conn, mode, out):
-    if mode == "abort":
-        conn.sendall(b"bye")
+    if mode in ("abort", "abort-bulk"):
+        conn.sendall(b"bye" if mode == "abort" else b"x" * (2 << 20))
         conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         conn.close()
         return
