@@ -90,7 +90,9 @@ time.sleep(10)
 PY
 HOLDER=$!
 sleep 0.5
-HELD=$(fds_of_mw)
+# the fewest of three looks: a descriptor the map writer holds for a moment of its own (a pod
+# pass entering a namespace) is not one a peer attached
+HELD=$( (fds_of_mw; sleep 0.2; fds_of_mw; sleep 0.2; fds_of_mw) | sort -n | head -1)
 kill "$HOLDER" 2>/dev/null
 wait "$HOLDER" 2>/dev/null
 check "descriptors peers attach to their frames are never taken: 10 peers x 60, the map writer holds $HELD (10 more sockets)" \
