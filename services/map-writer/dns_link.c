@@ -7,23 +7,17 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include <libmnl/libmnl.h>
 #include <linux/if_addr.h>
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
 
+#include "services/map-writer/rtnl.h"
 #include "shared/errbuf.h"
 #include "shared/log.h"
 
 #define DNS_LINK_MAX_ADDRS 64 /* addresses read back from the interface; more are left alone */
-
-struct nl {
-	struct mnl_socket *sock;
-	unsigned int seq;
-	char buf[32768]; /* MNL_SOCKET_DUMP_SIZE: a page-sized buffer may cut a dump's part */
-};
 
 /* What the kernel's answers to one request fill in (callbacks below). */
 struct found {
@@ -34,94 +28,6 @@ struct found {
 	uint8_t prefix[DNS_LINK_MAX_ADDRS];
 	size_t n;
 };
-
-static struct nlmsghdr *start(struct nl *nl, uint16_t type, uint16_t flags)
-{
-	struct nlmsghdr *h = mnl_nlmsg_put_header(nl->buf);
-
-	h->nlmsg_type = type;
-	h->nlmsg_flags = NLM_F_REQUEST | flags;
-	h->nlmsg_seq = ++nl->seq;
-	return h;
-}
-
-/* Whether buf (n bytes read) holds the end of the answer to seq: a dump's NLMSG_DONE or an
- * NLMSG_ERROR (an ack is one). */
-static int holds_end(const char *buf, ssize_t n, unsigned int seq)
-{
-	int len = (int)n;
-
-	for (const struct nlmsghdr *m = (const struct nlmsghdr *)buf; mnl_nlmsg_ok(m, len);
-	     m = mnl_nlmsg_next(m, &len))
-		if (m->nlmsg_seq == seq && (m->nlmsg_type == NLMSG_DONE || m->nlmsg_type == NLMSG_ERROR))
-			return 1;
-	return 0;
-}
-
-/* Read and drop the rest of an answer that was given up before its end (a dump the kernel marks
- * interrupted stops libmnl at its first flagged part), so the next request does not read those
- * parts as its own (their old sequence number would fail it). */
-static void drain(struct nl *nl, unsigned int seq)
-{
-	ssize_t n;
-
-	do
-		n = mnl_socket_recvfrom(nl->sock, nl->buf, sizeof(nl->buf));
-	while (n > 0 && !holds_end(nl->buf, n, seq));
-}
-
-/* Send h and read the answers to the end (the ack, or a dump's last part), cb for each. 0, or
- * -errno (the kernel's refusal, or the socket's). */
-static int talk(struct nl *nl, struct nlmsghdr *h, mnl_cb_t cb, void *arg)
-{
-	unsigned int portid = mnl_socket_get_portid(nl->sock), seq = h->nlmsg_seq;
-	int rc = MNL_CB_OK;
-	ssize_t n = 0;
-
-	/* a dump ends with NLMSG_DONE; anything else is asked for its ack (not tested on the
-	 * flags: NLM_F_DUMP's bits are NLM_F_EXCL's and NLM_F_REPLACE's in a new-request) */
-	if (h->nlmsg_type != RTM_GETADDR)
-		h->nlmsg_flags |= NLM_F_ACK;
-	if (mnl_socket_sendto(nl->sock, h, h->nlmsg_len) < 0)
-		return -errno;
-	while (rc > MNL_CB_STOP) {
-		if ((n = mnl_socket_recvfrom(nl->sock, nl->buf, sizeof(nl->buf))) < 0)
-			return -errno;
-		errno = 0;
-		rc = mnl_cb_run(nl->buf, (size_t)n, seq, portid, cb, arg);
-	}
-	if (rc == MNL_CB_ERROR) {
-		int e = errno ? errno : EIO;
-
-		if (!holds_end(nl->buf, n, seq))
-			drain(nl, seq);
-		return -e;
-	}
-	return 0;
-}
-
-static int open_nl(struct nl *nl, char *err, size_t errlen)
-{
-	memset(nl, 0, sizeof(*nl));
-	nl->seq = (unsigned int)time(NULL);
-	if (!(nl->sock = mnl_socket_open(NETLINK_ROUTE)) ||
-	    mnl_socket_bind(nl->sock, 0, MNL_SOCKET_AUTOPID) < 0) {
-		int e = errno;
-
-		if (nl->sock)
-			mnl_socket_close(nl->sock);
-		return km_errf(err, errlen, "cannot open a netlink socket: %s", strerror(e));
-	}
-	/* strict checking: an address dump can then be asked for one interface, not the whole
-	 * namespace (kernel >= 5.0; without it the dump is whole and on_addr filters) */
-	{
-		int one = 1;
-
-		(void)setsockopt(mnl_socket_get_fd(nl->sock), SOL_NETLINK, NETLINK_GET_STRICT_CHK,
-				 &one, sizeof(one));
-	}
-	return 0;
-}
 
 /* ---- the link ------------------------------------------------------------------------------ */
 
@@ -155,20 +61,20 @@ static int on_link(const struct nlmsghdr *h, void *arg)
 }
 
 /* The link's index and kind into f; -ENODEV when there is none. */
-static int get_link(struct nl *nl, const char *ifname, struct found *f)
+static int get_link(struct km_rtnl *nl, const char *ifname, struct found *f)
 {
-	struct nlmsghdr *h = start(nl, RTM_GETLINK, 0);
+	struct nlmsghdr *h = km_rtnl_start(nl, RTM_GETLINK, 0);
 	struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(h, sizeof(*ifm));
 
 	ifm->ifi_family = AF_UNSPEC;
 	mnl_attr_put_strz(h, IFLA_IFNAME, ifname);
 	memset(f, 0, sizeof(*f));
-	return talk(nl, h, on_link, f);
+	return km_rtnl_talk(nl, h, on_link, f);
 }
 
-static int create_link(struct nl *nl, const char *ifname, const char *kind)
+static int create_link(struct km_rtnl *nl, const char *ifname, const char *kind)
 {
-	struct nlmsghdr *h = start(nl, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL);
+	struct nlmsghdr *h = km_rtnl_start(nl, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL);
 	struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(h, sizeof(*ifm));
 	struct nlattr *info;
 
@@ -177,12 +83,12 @@ static int create_link(struct nl *nl, const char *ifname, const char *kind)
 	info = mnl_attr_nest_start(h, IFLA_LINKINFO);
 	mnl_attr_put_strz(h, IFLA_INFO_KIND, kind);
 	mnl_attr_nest_end(h, info);
-	return talk(nl, h, NULL, NULL);
+	return km_rtnl_talk(nl, h, NULL, NULL);
 }
 
-static int set_up(struct nl *nl, int ifindex)
+static int set_up(struct km_rtnl *nl, int ifindex)
 {
-	struct nlmsghdr *h = start(nl, RTM_NEWLINK, 0);
+	struct nlmsghdr *h = km_rtnl_start(nl, RTM_NEWLINK, 0);
 	struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(h, sizeof(*ifm));
 
 	ifm->ifi_family = AF_UNSPEC;
@@ -190,7 +96,7 @@ static int set_up(struct nl *nl, int ifindex)
 	ifm->ifi_flags = IFF_UP;
 	ifm->ifi_change = IFF_UP;
 	mnl_attr_put_strz(h, IFLA_IFALIAS, KM_DNS_LINK_ALIAS); /* taken only by an existing link */
-	return talk(nl, h, NULL, NULL);
+	return km_rtnl_talk(nl, h, NULL, NULL);
 }
 
 /* ---- its addresses ------------------------------------------------------------------------- */
@@ -221,25 +127,25 @@ static int on_addr(const struct nlmsghdr *h, void *arg)
  * of a few addresses is one part, which a change elsewhere on the node cannot interrupt (a
  * dump of the whole namespace, thousands of addresses on a busy node, was split into parts and
  * marked interrupted whenever an address came or went meanwhile). */
-static int list_addrs(struct nl *nl, struct found *f)
+static int list_addrs(struct km_rtnl *nl, struct found *f)
 {
 	static const uint8_t families[] = { AF_INET, AF_INET6 };
 	int rc = 0;
 
 	f->n = 0;
 	for (size_t i = 0; i < sizeof(families) && rc == 0; i++) {
-		struct nlmsghdr *h = start(nl, RTM_GETADDR, NLM_F_DUMP);
+		struct nlmsghdr *h = km_rtnl_start(nl, RTM_GETADDR, NLM_F_DUMP);
 		struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(h, sizeof(*ifa));
 
 		ifa->ifa_family = families[i];
 		ifa->ifa_index = (uint32_t)f->ifindex;
-		rc = talk(nl, h, on_addr, f);
+		rc = km_rtnl_talk(nl, h, on_addr, f);
 	}
 	return rc;
 }
 
 /* A dump the kernel interrupted (addresses changed meanwhile: EINTR) is asked again. */
-static int list_addrs_retry(struct nl *nl, struct found *f)
+static int list_addrs_retry(struct km_rtnl *nl, struct found *f)
 {
 	int rc = -EINTR;
 
@@ -253,10 +159,10 @@ static int list_addrs_retry(struct nl *nl, struct found *f)
 
 /* Add (or, del, remove) a as a host address (/32, /128) of the interface; an IPv6 one without
  * duplicate address detection, which would leave it unusable (tentative) for a second. */
-static int change_addr(struct nl *nl, int ifindex, const struct km_addr *a, uint8_t prefix,
+static int change_addr(struct km_rtnl *nl, int ifindex, const struct km_addr *a, uint8_t prefix,
 		       int del)
 {
-	struct nlmsghdr *h = start(nl, del ? RTM_DELADDR : RTM_NEWADDR,
+	struct nlmsghdr *h = km_rtnl_start(nl, del ? RTM_DELADDR : RTM_NEWADDR,
 				   del ? 0 : NLM_F_CREATE | NLM_F_REPLACE);
 	struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(h, sizeof(*ifa));
 	uint8_t bytes[16];
@@ -272,7 +178,7 @@ static int change_addr(struct nl *nl, int ifindex, const struct km_addr *a, uint
 		ifa->ifa_flags = IFA_F_NODAD;
 		mnl_attr_put_u32(h, IFA_FLAGS, IFA_F_NODAD);
 	}
-	return talk(nl, h, NULL, NULL);
+	return km_rtnl_talk(nl, h, NULL, NULL);
 }
 
 static int is_v6_link_local(const struct km_addr *a)
@@ -295,12 +201,12 @@ int km_dns_link_up(const char *ifname, const struct km_addr *addrs, size_t n, ch
 {
 	struct found f;
 	char text[KM_ADDR_STRLEN];
-	struct nl nl;
+	struct km_rtnl nl;
 	int rc, created = 0;
 
 	if (!*ifname || strlen(ifname) >= IFNAMSIZ || strchr(ifname, '/') || strchr(ifname, ' '))
 		return km_errf(err, errlen, "--dns-interface '%s' is not an interface name", ifname);
-	if (open_nl(&nl, err, errlen) != 0)
+	if (km_rtnl_open(&nl, err, errlen) != 0)
 		return -1;
 	rc = get_link(&nl, ifname, &f);
 	if (rc == -ENODEV) {
@@ -349,30 +255,30 @@ int km_dns_link_up(const char *ifname, const struct km_addr *addrs, size_t n, ch
 		}
 	rc = 0;
 out:
-	mnl_socket_close(nl.sock);
+	km_rtnl_close(&nl);
 	return rc ? -1 : 0;
 }
 
 int km_dns_link_remove(const char *ifname, char *err, size_t errlen)
 {
 	struct found f;
-	struct nl nl;
+	struct km_rtnl nl;
 	int rc;
 
-	if (open_nl(&nl, err, errlen) != 0)
+	if (km_rtnl_open(&nl, err, errlen) != 0)
 		return -1;
 	rc = get_link(&nl, ifname, &f);
 	if (rc == 0 && strcmp(f.alias, KM_DNS_LINK_ALIAS) == 0) {
-		struct nlmsghdr *h = start(&nl, RTM_DELLINK, 0);
+		struct nlmsghdr *h = km_rtnl_start(&nl, RTM_DELLINK, 0);
 		struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(h, sizeof(*ifm));
 
 		ifm->ifi_family = AF_UNSPEC;
 		ifm->ifi_index = f.ifindex;
-		rc = talk(&nl, h, NULL, NULL);
+		rc = km_rtnl_talk(&nl, h, NULL, NULL);
 	} else if (rc == -ENODEV) {
 		rc = 0;
 	}
-	mnl_socket_close(nl.sock);
+	km_rtnl_close(&nl);
 	if (rc)
 		return km_errf(err, errlen, "cannot remove the interface %s: %s", ifname,
 			       strerror(-rc));
