@@ -11,7 +11,8 @@
 
 #include "shared/tls/ca_client.h"
 
-/* The suites a server takes, TLS 1.3 only: ztunnel offers the AES-GCM ones. */
+/* The suites a server takes, TLS 1.3 only, in the order it prefers them: ztunnel offers the
+ * AES-GCM ones. */
 #define KM_HBONE_CIPHERS "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
 
 /* An OpenSSL SSL_CTX for w (sessions of it: km_tls_openssl), or NULL with why. Free with km_server_tls_ctx_free (sessions made from it

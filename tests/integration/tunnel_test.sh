@@ -74,6 +74,9 @@ for _ in $(seq 1 50); do grep -q "HBONE: listening on pod mesh/s1" "$KM_DIR/tunn
 out=$(hbone ztunnel "$S1:8080") # (the application answers and closes without reading)
 check "HBONE: a mesh client (mTLS, h2 CONNECT) reaches the pod's application: 200, its bytes ($out)" \
 	eval '[ "$out" = "stream 1 status 200 read '"'"'s1\\n'"'"'" ]'
+out=$(hbone ztunnel "$S1:8080" --show-cipher)
+check "... the tunnel's order of the suites, not the client's: AES-128-GCM for a client listing AES-256 first ($(head -1 <<<"$out"))" \
+	grep -qx "cipher TLS_AES_128_GCM_SHA256" <<<"$out"
 km_server_start s1 halfclose_server.py 7070
 km_wait_listen s1 7070
 out=$(hbone ztunnel "$S1:7070" --send "sent before the 200, then END_STREAM")
@@ -137,7 +140,7 @@ check "... a client that does not read while the application sends without end: 
 sleep 1.1 # the metrics file is written every second
 check "... counted: streams by outcome, handshakes failed (none, another CA, expired), clients refused (another trust domain, two ids, not SPIFFE), streams given a socket made ahead" \
 	eval 'm() { awk -v m="$1" '"'"'$1 == m {print $2}'"'"' "$KM_DIR/metrics/tunnel.prom"; }
-	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"all\"}")" = 30 ] &&
+	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"all\"}")" = 31 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"400\"}")" = 2 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"503\"}")" = 2 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_connections_total{result=\"handshake\"}")" = 3 ] &&

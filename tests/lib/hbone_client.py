@@ -44,6 +44,8 @@ def main():
                     help="reset each stream (RST_STREAM CANCEL) this long after its 200")
     ap.add_argument("--show-serial", action="store_true",
                     help="first print the server certificate's serial: serial HEX")
+    ap.add_argument("--show-cipher", action="store_true",
+                    help="first print the suite negotiated: cipher NAME (this client lists AES-256 first, as a ztunnel does)")
     ap.add_argument("--summary", action="store_true",
                     help="print only how many streams ended each way: N status S / N reset CODE / N timeout")
     ap.add_argument("--read-after", type=float, default=0.0,
@@ -53,7 +55,7 @@ def main():
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_3
     ctx.check_hostname = False  # ztunnel checks the server's SPIFFE id, not a host name
-    ctx.load_verify_locations(a.ca)
+    ctx.load_verify_locations(a.ca)  # TLS 1.3 suites: OpenSSL's order, AES-256 first, as rustls
     if a.cert:
         ctx.load_cert_chain(a.cert, a.key)
     ctx.set_alpn_protocols(["h2"])
@@ -67,6 +69,8 @@ def main():
             return 1
         if a.show_serial:
             print("serial %s" % (tls.getpeercert()["serialNumber"].lower().lstrip("0") or "0"))
+        if a.show_cipher:
+            print("cipher %s" % tls.cipher()[0])
     except (OSError, ssl.SSLError) as e:
         print("error: %s" % e)
         return 1
