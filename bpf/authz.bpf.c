@@ -11,10 +11,12 @@
  *     firewall.
  * The decision is bpf/lib/authz.h. A pod talking to itself is not checked, as ztunnel never sees
  * it: traffic on the loopback device, and from a loopback source (127/8, ::1) to the pod's own
- * address, such as the tunnel's connection to the application from 127.0.0.6 (its HBONE stream
- * was decided by the tunnel). A SYN to the HBONE port of a pod whose port the tunnel serves
- * (km_hbone) is the tunnel's to decide. Nothing is checked while authorization is switched off
- * (km_config). */
+ * address. The tunnel's connection to the application is left to the tunnel, which decided its
+ * stream: it comes from the HBONE caller's address with the mark KM_TUNNEL_APP_MARK, which the
+ * pod's rule routes through the loopback device (kmesh_maps.h; the socket lookup sees that
+ * device, cgroup_skb the mark), or from 127.0.0.6. A SYN to the HBONE port of a pod whose port
+ * the tunnel serves (km_hbone) is the tunnel's to decide. Nothing is checked while authorization
+ * is switched off (km_config). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
@@ -150,9 +152,10 @@ int km_authz_ingress(struct __sk_buff *skb)
 		return KM_SKB_PASS; /* not enrolled, or decided at the socket lookup */
 	if (syn == SYN_UNPARSED)
 		return KM_SKB_DROP; /* cannot be decided: never let it reach an enrolled pod */
-	if (km_addr_is_loopback(&c.src) ||
+	if (skb->mark == KM_TUNNEL_APP_MARK || km_addr_is_loopback(&c.src) ||
 	    (c.dport == KM_HBONE_PORT && bpf_map_lookup_elem(&km_hbone, &c.dst)))
-		return KM_SKB_PASS; /* the pod itself; HBONE: the tunnel decides each stream */
+		return KM_SKB_PASS; /* the pod itself, and the tunnel's connections to it; HBONE: the
+				     * tunnel decides each stream */
 	return km_authz_denies(&c) ? KM_SKB_DROP : KM_SKB_PASS;
 }
 

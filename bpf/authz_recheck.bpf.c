@@ -64,6 +64,8 @@ int km_authz_recheck(struct bpf_iter__tcp *ctx)
 		return 0; /* the pod talking to itself: its SYN was not decided either */
 	if (conn_of(skc, &c) != 0)
 		return 0;
+	if (c.dport == KM_HBONE_PORT && bpf_map_lookup_elem(&km_hbone, &c.dst))
+		return 0; /* HBONE: the tunnel decides each stream, as at the SYN (authz.bpf.c) */
 	km_authz_identify(&c);
 	km_authz_decide(&c, &r);
 	if (!r.deny)

@@ -154,3 +154,53 @@ int km_netns_identity(const char *path, uint64_t *cookie, struct km_addr *addrs,
 
 	return km_netns_call(path, identity_fn, &id, err, errlen);
 }
+
+static const char *const mark_sysctls[] = {
+	"/proc/sys/net/ipv4/tcp_fwmark_accept",
+	"/proc/sys/net/ipv4/fwmark_reflect",
+	"/proc/sys/net/ipv6/fwmark_reflect", /* last: absent without IPv6 */
+};
+#define N_MARK_SYSCTLS (sizeof(mark_sysctls) / sizeof(mark_sysctls[0]))
+
+int km_netns_mark_sysctls_get(char *err, size_t errlen)
+{
+	for (size_t i = 0; i < N_MARK_SYSCTLS; i++) {
+		char v = 0;
+		int fd = open(mark_sysctls[i], O_RDONLY | O_CLOEXEC), ok;
+
+		if (fd < 0 && errno == ENOENT && i == N_MARK_SYSCTLS - 1)
+			continue;
+		if (fd < 0) {
+			int e = errno;
+
+			snprintf(err, errlen, "%s: %s", mark_sysctls[i], strerror(e));
+			return -e;
+		}
+		ok = read(fd, &v, 1) == 1 && v == '1';
+		close(fd);
+		if (!ok) {
+			snprintf(err, errlen, "%s is not 1", mark_sysctls[i]);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+int km_netns_mark_sysctls_set(char *err, size_t errlen)
+{
+	for (size_t i = 0; i < N_MARK_SYSCTLS; i++) {
+		int fd = open(mark_sysctls[i], O_WRONLY | O_CLOEXEC), e = 0;
+
+		if (fd < 0 && errno == ENOENT && i == N_MARK_SYSCTLS - 1)
+			continue;
+		if (fd < 0 || write(fd, "1\n", 2) != 2)
+			e = errno ? errno : EIO;
+		if (fd >= 0)
+			close(fd);
+		if (e) {
+			snprintf(err, errlen, "%s: %s", mark_sysctls[i], strerror(e));
+			return -e;
+		}
+	}
+	return 0;
+}

@@ -32,4 +32,14 @@ int km_netns_identity_here(uint64_t *cookie, struct km_addr *addrs, size_t max, 
 int km_netns_identity(const char *path, uint64_t *cookie, struct km_addr *addrs, size_t max,
 		      size_t *n, char *err, size_t errlen);
 
+/* The sysctls of the current thread's namespace (/proc/sys/net is the opener's namespace's) that
+ * the tunnel's connections from the HBONE caller's address need in a pod (kmesh_maps.h,
+ * KM_TUNNEL_APP_MARK): net.ipv4.tcp_fwmark_accept (an accepted socket takes its SYN's mark, so
+ * the application's replies are marked) and net.ipv4/ipv6.fwmark_reflect (so are the kernel's
+ * own replies: the reset to a port nothing listens on). The CNI plugin sets them when it enrolls a
+ * pod, since a container's /proc/sys is read-only. The IPv6 one is skipped where the namespace
+ * has no IPv6. get: 1 (all set) or 0, or -errno with err; set: 0 or -errno with err. */
+int km_netns_mark_sysctls_get(char *err, size_t errlen);
+int km_netns_mark_sysctls_set(char *err, size_t errlen);
+
 #endif

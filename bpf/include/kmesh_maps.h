@@ -82,6 +82,17 @@ struct km_hbone_value {
 	__u64 netns_cookie;
 };
 
+/* The tunnel's connections to a pod's application come from the HBONE caller's address, as
+ * ztunnel's do: the map writer makes those sockets inside the pod with IP_TRANSPARENT and this
+ * mark (the tunnel, holding no capability, can change neither), and gives the pod a rule sending
+ * marked packets to a table whose one route makes every address local (so they never leave the
+ * pod: replies come back over loopback to the tunnel's socket); with tcp_fwmark_accept the
+ * application's accepted socket carries the mark too. The kernel's authorization leaves a marked
+ * SYN to the tunnel's decision and the connection reports skip marked sockets (the tunnel reports
+ * the stream with its client's principal). docs/tunnel.md. */
+#define KM_TUNNEL_APP_MARK 0x3aa0u   /* 15008 */
+#define KM_TUNNEL_APP_TABLE 15008u
+
 /* km_pod_netns: where each enrolled pod's network namespace is mounted (CNI_NETNS), by the same
  * key as km_manage; read only by the map writer, which enters the namespace to re-check the open
  * connections there when policies change. Pinned so a restarted map writer still knows. */

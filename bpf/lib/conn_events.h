@@ -29,6 +29,18 @@
 		___v;                                                                              \
 	})
 
+/* The mark of a sockops program's socket, 0 without one: its sk read once (a second read of the
+ * field would be a new maybe-NULL pointer to the verifier). */
+static __always_inline __u32 km_sockops_mark(struct bpf_sock_ops *skops)
+{
+	struct bpf_sock *sk;
+
+	asm volatile("%0 = *(u64 *)(%1 + %2)"
+		     : "=r"(sk)
+		     : "r"(skops), "i"(__builtin_offsetof(struct bpf_sock_ops, sk)));
+	return sk ? sk->mark : 0;
+}
+
 static __always_inline int km_monitoring(void)
 {
 	return km_config_flags() & KM_CFG_F_MONITORING;
@@ -91,7 +103,8 @@ static __always_inline void km_conn_open(struct bpf_sock_ops *skops, const struc
 		remote.words[2] = KM_CTX32(skops, struct bpf_sock_ops, remote_ip6[2]);
 		remote.words[3] = KM_CTX32(skops, struct bpf_sock_ops, remote_ip6[3]);
 	}
-	if (km_addr_is_loopback(&local) || km_addr_is_loopback(&remote))
+	if (km_addr_is_loopback(&local) || km_addr_is_loopback(&remote) ||
+	    km_sockops_mark(skops) == KM_TUNNEL_APP_MARK)
 		return; /* the pod's own traffic, or the tunnel's: see km_conn_was_open */
 	if (st && st->orig_port && direction == KM_CONN_OUTBOUND)
 		km_conn_dial(skops, &st->orig_addr, st->orig_port);
@@ -127,6 +140,7 @@ struct km_tcp_counters {
 	unsigned long skc_flags;
 	struct km_addr local, remote;
 	__u16 family, lport, rport; /* ports in host byte order */
+	__u32 mark;
 };
 
 /* READ and READ_INTO for a socket pointer the program may load from directly (a BTF pointer). */
@@ -148,6 +162,7 @@ struct km_tcp_counters {
 		(c)->srtt_us = READ(tp, srtt_us);                                                  \
 		(c)->skc_flags = READ(tp, inet_conn.icsk_inet.sk.__sk_common.skc_flags);           \
 		(c)->family = READ(tp, inet_conn.icsk_inet.sk.__sk_common.skc_family);             \
+		(c)->mark = READ(tp, inet_conn.icsk_inet.sk.sk_mark);                              \
 		if ((c)->family == KM_AF_INET) {                                                   \
 			km_addr_from_v4(&(c)->local,                                               \
 					READ(tp, inet_conn.icsk_inet.sk.__sk_common.skc_rcv_saddr)); \
@@ -166,14 +181,16 @@ struct km_tcp_counters {
 /* cgroup/sock_release runs when the application lets the socket go, before the kernel queues its
  * FIN. Is this a connection to report? Not a listening socket, nor one that never connected
  * (closed in SYN_SENT, or refused: its SYN was never acked), nor one with a loopback end: a pod's
- * traffic with itself, which ztunnel never sees either, and the tunnel's connection from
- * 127.0.0.6 to the application, which the tunnel reports with its HBONE client's principal. */
+ * traffic with itself, which ztunnel never sees either; nor the tunnel's connection to the
+ * application (from the HBONE caller's address, marked KM_TUNNEL_APP_MARK, which the accepted
+ * socket inherits; or from 127.0.0.6), which the tunnel reports with its client's principal. */
 static __always_inline int km_conn_was_open(__u32 state, const struct km_tcp_counters *c,
 					    __u8 direction)
 {
 	return state != BPF_TCP_LISTEN && state != BPF_TCP_SYN_SENT &&
 	       (direction == KM_CONN_INBOUND || c->bytes_acked != 0) &&
-	       !km_addr_is_loopback(&c->local) && !km_addr_is_loopback(&c->remote);
+	       !km_addr_is_loopback(&c->local) && !km_addr_is_loopback(&c->remote) &&
+	       c->mark != KM_TUNNEL_APP_MARK;
 }
 
 /* The counters as a close reports them: what the application wrote is what went out once

@@ -135,6 +135,17 @@ static int peer_of_ifname(void *arg, char *err, size_t errlen)
 	return km_host_link_peer(c->inv->ifname, &c->host_ifindex, err, errlen);
 }
 
+/* In an enrolled pod: an accepted socket takes its SYN's mark, and the kernel's own replies their
+ * packet's, so the tunnel's connections to the pod's applications can come from the HBONE
+ * caller's address (shared/netns.h). The plugin sets
+ * it because it can: it runs as the node's root, the map writer in a container whose /proc/sys
+ * is read-only. */
+static int mark_sysctls_in_pod(void *arg, char *err, size_t errlen)
+{
+	(void)arg;
+	return km_netns_mark_sysctls_set(err, errlen);
+}
+
 static void init_call(struct call *c, Kmesh__Ipc__CniCall *cc, Kmesh__Ipc__Enroll *en,
 		      Kmesh__Ipc__CniCall__Command command, uint64_t cookie)
 {
@@ -217,6 +228,9 @@ static int cmd_add(struct call *c)
 	case R(ENROLLED):
 		km_info("ADD %s: enrolled, netns cookie %" PRIu64 ", %zu address(es): %s", c->pod,
 			cookie, c->nc->n_pod_ips, why);
+		if (km_netns_call(c->inv->netns, mark_sysctls_in_pod, NULL, err, sizeof(err)) != 0)
+			km_warn("ADD %s: HBONE streams to it will reach its applications from "
+				"127.0.0.6, not the caller's address: %s", c->pod, err);
 		count(c, "enrolled");
 		return pass_through(c);
 	case R(NOT_ENROLLED):

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "kmesh_maps.h"
+#include "services/map-writer/pod_route.h"
 #include "shared/log.h"
 #include "shared/netns.h"
 
@@ -22,11 +23,27 @@ struct made {
 	size_t n;
 	struct km_addr addrs[8]; /* the pod's, where it was made */
 	size_t n_addrs;
+	char route_err[200];     /* why the sockets to connect could not be made transparent */
 };
 
 static int tcp_socket(int family)
 {
 	return socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+}
+
+/* A socket to reach the pod's application on which the tunnel may bind the HBONE caller's address
+ * (pod_route.h): marked first, so that a transparent socket is always one whose packets stay in
+ * the pod. The tunnel can change neither (it holds no capability). Left plain if either fails:
+ * the tunnel's bind of a foreign address then fails and it connects from the pod's side. */
+static void make_transparent(int fd, int family)
+{
+	unsigned mark = KM_TUNNEL_APP_MARK;
+	int one = 1;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)) == 0)
+		(void)(family == AF_INET6
+			       ? setsockopt(fd, SOL_IPV6, IPV6_TRANSPARENT, &one, sizeof(one))
+			       : setsockopt(fd, SOL_IP, IP_TRANSPARENT, &one, sizeof(one)));
 }
 
 /* A listener on every address of the namespace: [::]:port taking IPv4 too, or 0.0.0.0:port where
@@ -83,12 +100,20 @@ static int make_here(void *arg, char *err, size_t errlen)
 			return fd;
 		m->fds[m->n++] = fd;
 	}
-	for (uint32_t i = 0; i < m->want->connect; i++) {
-		if ((fd = tcp_socket(m->want->family == 6 ? AF_INET6 : AF_INET)) < 0) {
-			snprintf(err, errlen, "a socket in the pod: %s", strerror(errno));
-			return -errno;
+	if (m->want->connect) {
+		int family = m->want->family == 6 ? AF_INET6 : AF_INET;
+		int ready = km_pod_route_ensure(m->route_err, sizeof(m->route_err)) &
+			    (family == AF_INET6 ? KM_POD_ROUTE_V6 : KM_POD_ROUTE_V4);
+
+		for (uint32_t i = 0; i < m->want->connect; i++) {
+			if ((fd = tcp_socket(family)) < 0) {
+				snprintf(err, errlen, "a socket in the pod: %s", strerror(errno));
+				return -errno;
+			}
+			if (ready)
+				make_transparent(fd, family);
+			m->fds[m->n++] = fd;
 		}
-		m->fds[m->n++] = fd;
 	}
 	return 0;
 }
@@ -165,6 +190,17 @@ Kmesh__Ipc__Code km_mw_pod_sockets(struct km_tables *t, struct km_ipc_session *s
 	}
 	if (want->listen_port == KM_HBONE_PORT)
 		hbone_served(t, &m);
+	if (m.route_err[0]) { /* each pool refill would say it again: a warning a minute at most */
+		static uint64_t warned_ns;
+		uint64_t now = uv_hrtime();
+		int warn = !warned_ns || now - warned_ns > 60000000000ull;
+
+		if (warn)
+			warned_ns = now;
+		km_log(warn ? KM_LOG_WARN : KM_LOG_DEBUG, "netns cookie %llu: the tunnel's "
+		       "connections to applications come from the pod's side, not the HBONE caller's "
+		       "address: %s", (unsigned long long)want->netns_cookie, m.route_err);
+	}
 	rc = km_msg_reply_fds(&s->conn, env->request_id, m.fds, m.n);
 	close_all(&m); /* the tunnel has its own copies now */
 	if (rc == 0) {

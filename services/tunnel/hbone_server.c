@@ -284,6 +284,60 @@ static void on_up_connected(uv_connect_t *req, int status)
 	flush(st->h);
 }
 
+/* The client's address in the family of the application's, port 0, into *out: 0, or -1 when the
+ * families differ (an IPv4 client of an IPv6 address, or the other way). */
+static int caller_as(const struct sockaddr_storage *peer, int family, struct sockaddr_storage *out)
+{
+	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	const struct sockaddr_in6 *p6 = (const struct sockaddr_in6 *)peer;
+	int mapped = peer->ss_family == AF_INET6 && !memcmp(p6->sin6_addr.s6_addr, v4mapped, 12);
+
+	memset(out, 0, sizeof(*out));
+	if (family == AF_INET && (peer->ss_family == AF_INET || mapped)) {
+		struct sockaddr_in *o = (struct sockaddr_in *)out;
+
+		o->sin_family = AF_INET;
+		if (mapped)
+			memcpy(&o->sin_addr, p6->sin6_addr.s6_addr + 12, 4);
+		else
+			o->sin_addr = ((const struct sockaddr_in *)peer)->sin_addr;
+		return 0;
+	}
+	if (family == AF_INET6 && peer->ss_family == AF_INET6 && !mapped) {
+		struct sockaddr_in6 *o = (struct sockaddr_in6 *)out;
+
+		o->sin6_family = AF_INET6;
+		o->sin6_addr = p6->sin6_addr;
+		return 0;
+	}
+	return -1;
+}
+
+/* Where the connection to the application comes from. As ztunnel: the HBONE client's address,
+ * bound on the socket the map writer made transparent and marked (kmesh_maps.h,
+ * KM_TUNNEL_APP_MARK: its packets never leave the pod, the application's replies come back over
+ * loopback); the kernel's authorization and reports leave it to this process, which decided the
+ * stream and reports it. When that cannot be (the families differ, or the pod was not set up:
+ * bind refuses a foreign address): IPv4 from 127.0.0.6, as Istio's sidecars reach their
+ * application, a source only the pod itself has; IPv6 from the pod's own address. */
+static void bind_source(struct hb_stream *st, uv_tcp_t *tcp)
+{
+	struct sockaddr_storage from;
+	int caller = st->h->app_from_caller && caller_as(&st->h->peer, st->to.ss_family, &from) == 0 &&
+		     uv_tcp_bind(tcp, (struct sockaddr *)&from, 0) == 0;
+
+	if (st->h->app_sources)
+		st->h->app_sources[caller ? 0 : 1]++;
+	if (!caller && st->to.ss_family == AF_INET) {
+		struct sockaddr_in *lo = (struct sockaddr_in *)&from;
+
+		memset(&from, 0, sizeof(from));
+		lo->sin_family = AF_INET;
+		lo->sin_addr.s_addr = htonl(0x7f000006);
+		uv_tcp_bind(tcp, (struct sockaddr *)&from, 0);
+	}
+}
+
 static void got_socket(void *arg, uv_tcp_t *tcp, const char *why)
 {
 	struct hb_stream *st = arg;
@@ -304,14 +358,7 @@ static void got_socket(void *arg, uv_tcp_t *tcp, const char *why)
 		return;
 	}
 	st->connect.data = st;
-	if (st->to.ss_family == AF_INET) {
-		/* from 127.0.0.6, as Istio's sidecars reach their application: a source only the pod
-		 * itself has, so the kernel's authorization knows the stream was decided here */
-		struct sockaddr_in from = { .sin_family = AF_INET,
-					    .sin_addr.s_addr = htonl(0x7f000006) };
-
-		uv_tcp_bind(tcp, (struct sockaddr *)&from, 0);
-	}
+	bind_source(st, tcp);
 	if (uv_tcp_connect(&st->connect, tcp, (struct sockaddr *)&st->to, on_up_connected) != 0) {
 		refuse(st, "503", "cannot connect");
 		flush(st->h);

@@ -80,6 +80,11 @@ struct km_hbone_conn {
 	uint64_t streams_total, refused_400, refused_401, refused_503;
 	uint64_t last_recv_ms, ping_sent_ms; /* the client's last bytes; an unanswered PING (0: none) */
 	int closing, tcp_closed, flushing;
+	/* Set by the owner after init: connect to the application from the client's address (bound
+	 * on the transparent socket the map writer made, docs/tunnel.md), else from the pod's side
+	 * (127.0.0.6 for IPv4); and where to count which was done ([0] the caller's, [1] not). */
+	int app_from_caller;
+	uint64_t *app_sources;
 	void *data; /* owner's */
 };
 

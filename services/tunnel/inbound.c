@@ -439,6 +439,8 @@ static void on_connection(uv_stream_t *server, int status)
 	c->accepted_ms = uv_now(ib->loop);
 	c->handshaking = 1;
 	km_hbone_conn_init(&c->h, ib->loop, &ops);
+	c->h.app_from_caller = ib->app_from_caller;
+	c->h.app_sources = ib->stats.app_sources;
 	uv_tcp_init(ib->loop, &c->h.tcp);
 	c->next = ib->conns;
 	ib->conns = c;
@@ -520,6 +522,7 @@ int km_inbound_start(struct km_inbound *ib, uv_loop_t *loop, struct km_certs *ce
 	ib->handshake_ms = KM_INBOUND_HANDSHAKE_MS;
 	ib->ping_ms = KM_INBOUND_PING_MS;
 	ib->report_ms = KM_INBOUND_REPORT_MS;
+	ib->app_from_caller = 1;
 	uv_timer_init(loop, &ib->sweep);
 	ib->sweep.data = ib;
 	uv_timer_start(&ib->sweep, on_sweep, 250, 250);

@@ -38,6 +38,7 @@ struct km_inbound_stats {
 	uint64_t accepted, refused_full, no_certificate, handshake_failed, handshake_timeouts,
 		 client_refused, streams, refused_400, refused_401, refused_503, sockets_asked,
 		 sockets_failed, sockets_pooled, ping_timeouts;
+	uint64_t app_sources[2]; /* connections to applications: from the caller's address, not */
 };
 
 struct km_inbound {
@@ -55,6 +56,7 @@ struct km_inbound {
 	unsigned handshake_ms;
 	unsigned ping_ms;
 	unsigned report_ms;        /* open streams' bytes reported this often (0: at their end) */
+	int app_from_caller;       /* applications see the HBONE caller's address (else the pod's) */
 	uint64_t last_progress_ms;
 	struct km_inbound_stats stats;
 	int stopping;

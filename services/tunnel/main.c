@@ -64,6 +64,17 @@ static void on_shutdown(void *arg, int signum)
 	km_signals_close(&m->signals);
 }
 
+/* --hbone-app-source: caller (1) or pod (0). */
+static int app_source(const char *arg, void *target, char *err, size_t errlen)
+{
+	if (strcmp(arg, "caller") && strcmp(arg, "pod")) {
+		snprintf(err, errlen, "'%s' is not caller or pod", arg);
+		return -1;
+	}
+	*(int *)target = !strcmp(arg, "caller");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct tunnel_main m;
@@ -81,6 +92,7 @@ int main(int argc, char **argv)
 	uint64_t report_s = KM_INBOUND_REPORT_MS / 1000;
 	uint64_t ttl_s = 86400, timeout_s = 30, inflight = 8;
 	int impersonate = 1;
+	int app_from_caller = 1;
 	const struct km_option opts[] = {
 		{ "socket", KM_OPT_STRING, &socket_path, "PATH",
 		  "this process's socket: the CNI agent names the node's enrolled pods here (root "
@@ -129,6 +141,12 @@ int main(int argc, char **argv)
 		  "an HBONE client silent this long is sent an HTTP/2 PING, and cut off when it has "
 		  "not answered it in twice as long (ztunnel: 10 s)", "KMESH_HBONE_PING_MS", 100,
 		  600000 },
+		{ "hbone-app-source", KM_OPT_FUNC, &app_from_caller, "caller|pod",
+		  "the source address an application sees on an HBONE stream's connection: caller "
+		  "(the HBONE client's, as with ztunnel; the map writer makes the sockets transparent "
+		  "and marked, and routes them inside the pod) or pod (127.0.0.6, as behind a "
+		  "sidecar; IPv6: the pod's own address) (default caller)",
+		  "KMESH_HBONE_APP_SOURCE", 0, 0, app_source },
 		{ "map-writer-socket", KM_OPT_STRING, &mw_socket, "PATH",
 		  "the map writer's socket (role tunnel: sockets inside pods)",
 		  "KMESH_MAP_WRITER_SOCKET" },
@@ -207,6 +225,7 @@ int main(int argc, char **argv)
 		m.t.inbound.handshake_ms = (unsigned)handshake_ms;
 		m.t.inbound.ping_ms = (unsigned)ping_ms;
 		m.t.inbound.report_ms = (unsigned)report_s * 1000;
+		m.t.inbound.app_from_caller = app_from_caller;
 		m.t.pods.on_pod = on_pod;
 	}
 	km_prom_file_init(&m.t.metrics, metrics_dir, "tunnel");

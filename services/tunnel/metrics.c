@@ -54,6 +54,14 @@ static void inbound(const struct km_inbound *ib, struct km_prom *p)
 	km_prom_sample(p, "kmesh_tunnel_app_sockets_total", "result=\"asked\"", s->sockets_asked);
 	km_prom_sample(p, "kmesh_tunnel_app_sockets_total", "result=\"pooled\"", s->sockets_pooled);
 	km_prom_sample(p, "kmesh_tunnel_app_sockets_total", "result=\"failed\"", s->sockets_failed);
+	km_prom_family(p, "kmesh_tunnel_app_connections_total", "counter",
+		       "connections to applications for HBONE streams, by the source the application "
+		       "sees: caller (the HBONE client's address, as with ztunnel) or pod (127.0.0.6 "
+		       "or the pod's IPv6 address: --hbone-app-source pod, the families differ, or "
+		       "the pod could not be set up)");
+	km_prom_sample(p, "kmesh_tunnel_app_connections_total", "source=\"caller\"",
+		       s->app_sources[0]);
+	km_prom_sample(p, "kmesh_tunnel_app_connections_total", "source=\"pod\"", s->app_sources[1]);
 	km_prom_metric(p, "kmesh_tunnel_stream_reports_sent_total", "counter",
 		       "streams' open and close reports sent to the xDS agent (istio_tcp_* and the "
 		       "access log)", ib->reports.sent);

@@ -149,6 +149,10 @@ check "enrolled: c1 (namespace label) and opt-in (pod label) only, not none/side
 	test "$(manage_rows)" -eq 2
 check "the map writer knows where each enrolled pod's netns is (CNI_NETNS, for closing connections)" \
 	eval 'grep -q "netns $(km_netns_path c1)\$" <<<"$("$KM_TESTCTL" dump --socket "$KM_SOCKET" --table manage)"'
+mark_sysctls() { ip netns exec "$KM_PREFIX-$1" cat /proc/sys/net/ipv4/tcp_fwmark_accept \
+	/proc/sys/net/ipv4/fwmark_reflect /proc/sys/net/ipv6/fwmark_reflect | tr -d '\n'; }
+check "an enrolled pod's sockets and replies take their packets' marks (tcp_fwmark_accept, fwmark_reflect: the tunnel's connections come from the HBONE caller's address); a pod not enrolled is untouched (c1 $(mark_sysctls c1), opt-in $(mark_sysctls opt-in), c2 $(mark_sysctls c2), b1 $(mark_sysctls b1))" \
+	eval '[ "$(mark_sysctls c1) $(mark_sysctls opt-in) $(mark_sysctls c2) $(mark_sysctls b1)" = "111 111 000 000" ]'
 host_veth_of() { "$KM_PY" -c 'import json, sys
 r = json.load(open(sys.argv[1]))
 print([i["name"] for i in r["interfaces"] if i["name"] != "cni0" and not i.get("sandbox")][0])' "$CNI/$1.result"; }

@@ -74,6 +74,20 @@ for _ in $(seq 1 50); do grep -q "HBONE: listening on pod mesh/s1" "$KM_DIR/tunn
 out=$(hbone ztunnel "$S1:8080") # (the application answers and closes without reading)
 check "HBONE: a mesh client (mTLS, h2 CONNECT) reaches the pod's application: 200, its bytes ($out)" \
 	eval '[ "$out" = "stream 1 status 200 read '"'"'s1\\n'"'"'" ]'
+km_backend_start s1 7075 peer
+km_wait_listen s1 7075
+out=$(hbone ztunnel "$S1:7075")
+check "... the application sees the HBONE caller's address as its peer, as with ztunnel ($out)" \
+	grep -qF "status 200 read '$C1\n'" <<<"$out"
+RULES=$(km_in_pod s1 ip rule show)
+check "... the pod routes the tunnel's marked packets to its loopback, before its local table (rule, table, tcp_fwmark_accept, fwmark_reflect; no iptables): $(tr '\n\t' '; ' <<<"$RULES") $(km_in_pod s1 ip route show table 15008)" \
+	eval 'grep -qx "10:[[:space:]]*from all fwmark 0x3aa0 lookup 15008" <<<"$RULES" &&
+	      grep -qx "100:[[:space:]]*from all lookup local" <<<"$RULES" && ! grep -q "^0:" <<<"$RULES" &&
+	      km_in_pod s1 ip route show table 15008 | grep -c "^local default dev lo " >/dev/null &&
+	      [ "$(km_in_pod s1 cat /proc/sys/net/ipv4/tcp_fwmark_accept /proc/sys/net/ipv4/fwmark_reflect | tr -d "\n")" = 11 ]'
+RULES=$(km_in_pod b1 ip rule show)
+check "... a pod the tunnel serves no stream to has none of it (plain/b1: $(tr '\n\t' '; ' <<<"$RULES"))" \
+	eval '! grep -q 0x3aa0 <<<"$RULES" && grep -qx "0:[[:space:]]*from all lookup local" <<<"$RULES"'
 out=$(hbone ztunnel "$S1:8080" --show-cipher)
 check "... the tunnel's order of the suites, not the client's: AES-128-GCM for a client listing AES-256 first ($(head -1 <<<"$out"))" \
 	grep -qx "cipher TLS_AES_128_GCM_SHA256" <<<"$out"
@@ -138,16 +152,18 @@ wait "$FLOOD"
 check "... a client that does not read while the application sends without end: the tunnel holds what the windows allow (RSS $RSS0 -> $RSS1 kB)" \
 	test $((RSS1 - RSS0)) -lt 32768 # a flood unbounded would be hundreds of MB; ASan adds its quarantine
 sleep 1.1 # the metrics file is written every second
-check "... counted: streams by outcome, handshakes failed (none, another CA, expired), clients refused (another trust domain, two ids, not SPIFFE), streams given a socket made ahead" \
+check "... counted: streams by outcome, handshakes failed (none, another CA, expired), clients refused (another trust domain, two ids, not SPIFFE), streams given a socket made ahead, every connection to an application from the caller's address" \
 	eval 'm() { awk -v m="$1" '"'"'$1 == m {print $2}'"'"' "$KM_DIR/metrics/tunnel.prom"; }
-	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"all\"}")" = 31 ] &&
+	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"all\"}")" = 32 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"400\"}")" = 2 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_streams_total{result=\"503\"}")" = 2 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_connections_total{result=\"handshake\"}")" = 3 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_connections_total{result=\"client\"}")" = 3 ] &&
 	      [ "$(m "kmesh_tunnel_hbone_connections_total{result=\"timeout\"}")" = 1 ] &&
 	      [ "$(m kmesh_tunnel_hbone_listeners)" = 3 ] &&
-	      [ "$(m "kmesh_tunnel_app_sockets_total{result=\"pooled\"}")" -gt 10 ]'
+	      [ "$(m "kmesh_tunnel_app_sockets_total{result=\"pooled\"}")" -gt 10 ] &&
+	      [ "$(m "kmesh_tunnel_app_connections_total{source=\"caller\"}")" -ge 20 ] &&
+	      [ "$(m "kmesh_tunnel_app_connections_total{source=\"pod\"}")" = 0 ]'
 
 # the destination's policies, decided with the client's principal
 client_cert meshclient "$CLIENT_ID"
@@ -228,7 +244,7 @@ check "... a client the model does not place: its labels from its baggage, in it
 	eventually km_metrics_has '^istio_tcp_connections_opened_total{reporter="destination",source_workload="gw",source_canonical_service="gw",source_canonical_revision="v7",source_workload_namespace="istio-system",source_principal="spiffe://cluster.local/ns/istio-system/sa/ztunnel",.*mutual_tls"} 1$'
 check "... baggage claiming another namespace than its certificate's is not believed" \
 	eventually eval '! km_metrics_has liar && [ "$(series_sum "$UNPLACED")" = $((UNPLACED0 + 1)) ]'
-check "... the kernel does not count the tunnel's connection to the application (from 127.0.0.6) again: the pod's plaintext inbound series unchanged ($PLAIN0)" \
+check "... the kernel does not count the tunnel's connection to the application (from the caller's address, marked) again: the pod's plaintext inbound series unchanged ($PLAIN0)" \
 	eval '[ "$(series_sum "reporter=\"destination\"" "connection_security_policy=\"unknown\"")" = "$PLAIN0" ]'
 check "... the access log names both identities" \
 	eventually eval 'grep -E "^accesslog: [0-9T:.-]+Z close inbound src=$C1:[0-9]+ src.workload=c1 src.namespace=mesh dst=$S1:7070 dst.service=unknown dst.workload=s1 dst.namespace=mesh src.identity=\"spiffe://cluster.local/ns/mesh/sa/client\" dst.identity=\"spiffe://cluster.local/ns/mesh/sa/server\" sent_bytes=10 received_bytes=10 " "$KM_DIR/xds-agent.log" | grep -q .'

@@ -360,11 +360,13 @@ static void apply_ops(void)
 
 /* ---- one connection, both ways --------------------------------------------------------------- */
 
-static int bpf_verdict(const struct km_addr *src, const struct km_addr *dst, uint16_t dport)
+/* mark: the SYN's (KM_TUNNEL_APP_MARK: the tunnel's connection to the application, left to it) */
+static int bpf_verdict(const struct km_addr *src, const struct km_addr *dst, uint16_t dport,
+		       uint32_t mark)
 {
 	uint8_t pkt[14 + 40 + 20] = { 0 };
 	size_t l3, len;
-	struct __sk_buff ctx = { .ifindex = (uint32_t)E.ifindex };
+	struct __sk_buff ctx = { .ifindex = (uint32_t)E.ifindex, .mark = mark };
 	int v4 = km_addr_is_v4(dst);
 	uint8_t *tcp;
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = pkt, .ctx_in = &ctx, .ctx_size_in = sizeof(ctx));
@@ -608,7 +610,7 @@ static void differential(void **state)
 	const char *seed_env = getenv("KM_AUTHZ_SEED"), *cases_env = getenv("KM_AUTHZ_CASES");
 	uint64_t seed = seed_env ? strtoull(seed_env, NULL, 0) : (uint64_t)time(NULL) ^ (uint64_t)getpid();
 	long cases = cases_env ? strtol(cases_env, NULL, 0) : 100000;
-	long done = 0, denied = 0, by_policy = 0;
+	long done = 0, denied = 0, by_policy = 0, tunnel_marked = 0;
 	int round = 0;
 
 	(void)state;
@@ -644,7 +646,7 @@ static void differential(void **state)
 
 			random_conn(&src, &dst, &port);
 			want = reference_verdict(&src, &dst, port, &c);
-			got = bpf_verdict(&src, &dst, port);
+			got = bpf_verdict(&src, &dst, port, 0);
 			if (want != got) {
 				char s[KM_ADDR_STRLEN], d[KM_ADDR_STRLEN];
 
@@ -664,6 +666,13 @@ static void differential(void **state)
 			}
 			denied += want == KM_AUTHZ_DENY;
 			by_policy += c.n > 0;
+			/* the same SYN from the tunnel (its mark): the tunnel decided its stream by
+			 * principal, the kernel must not decide it again by address */
+			if (want == KM_AUTHZ_DENY && k % 16 == 0) {
+				if (bpf_verdict(&src, &dst, port, KM_TUNNEL_APP_MARK) != KM_AUTHZ_ALLOW)
+					fail_msg("a SYN with the tunnel's mark was decided by address");
+				tunnel_marked++;
+			}
 		}
 	}
 	print_message("authz differential: %ld connections in %d rounds, 0 mismatches (%ld denied, "
@@ -671,6 +680,7 @@ static void differential(void **state)
 	/* the generator must reach both verdicts often, or the comparison says little */
 	assert_true(denied > done / 20);
 	assert_true(done - denied > done / 20);
+	assert_true(tunnel_marked > 0);
 	/* every denial counted once by destination workload and policy (km_authz_denials), and a
 	 * known destination's row under its workload id */
 	{
