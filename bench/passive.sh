@@ -3,13 +3,16 @@
 # (bench/passive_bench.c): connect() and bulk throughput from a client pod to a server in an
 # enrolled pod, against a server in a pod that is not enrolled, measured in the same run, and
 # each program's time per connection and cgroup_skb's per packet. One ALLOW policy applies to
-# the enrolled server and matches. ROUNDS, PER_ROUND, BULK_MB override. Prints markdown. Needs root.
+# the enrolled server and matches. ROUNDS, PER_ROUND, BULK_MB override. HBONE=on: the server's
+# address is in km_hbone, as when the tunnel serves its 15008 (the only thing the tunnel changes
+# in the kernel; bench/tunnel_kernel.sh compares). Prints markdown. Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tests/lib/mesh-env.sh
 ROUNDS=${ROUNDS:-20}
 PER_ROUND=${PER_ROUND:-500}
 BULK_MB=${BULK_MB:-256}
+HBONE=${HBONE:-off}
 cleanup() {
 	[ -n "${plain:-}" ] && rmdir "$plain" 2>/dev/null
 	km_env_cleanup
@@ -39,6 +42,7 @@ for _ in $(seq 1 100); do # the policy is in the tables
 		[ "$(km_agent_json 'd["authz"]["policies"]' 2>/dev/null)" = 1 ] && break
 	sleep 0.1
 done
+[ "$HBONE" = off ] || km_hbone_row "$KM_SUBNET.20"
 build/bench/passive_bench --client-netns "$(km_netns_path client)" \
 	--mesh-netns "$(km_netns_path srv)" --mesh-cgroup "$KM_CGROUP" --mesh-ip "$KM_SUBNET.20" \
 	--plain-netns "$(km_netns_path plain)" --plain-cgroup "$plain" --plain-ip "$KM_SUBNET.30" \

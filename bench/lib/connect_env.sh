@@ -8,7 +8,8 @@
 # listening on its data port: the pick sends every connection there, with the socket record and
 # sockhash insert the TLV needs). SERVICES=S (default 1) splits the endpoints evenly over S
 # services, VIPs 10.96.0.1 onwards: connect_run then draws services by Zipf popularity and sends
-# OUTSIDE_PERCENT (default 0) of its connects to addresses outside the mesh. Needs root.
+# OUTSIDE_PERCENT (default 0) of its connects to addresses outside the mesh. HBONE=on: the client
+# pod's address is in km_hbone, as when the tunnel serves its 15008. Needs root.
 source tests/lib/mesh-env.sh
 ENDPOINTS=${ENDPOINTS:-100000}
 SERVICE_KIND=${SERVICE_KIND:-plain}
@@ -87,6 +88,7 @@ for _ in $(seq 1 3000); do # 1M endpoints take a while: a 100 MB JSON file
 done
 has_all ||
 	{ echo "the service never had $ENDPOINTS endpoints" >&2; km_dump_logs map-writer xds-agent >&2; exit 1; }
+[ "${HBONE:-off}" = off ] || km_hbone_row "$KM_SUBNET.10"
 
 
 connect_run() {

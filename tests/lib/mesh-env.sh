@@ -144,6 +144,17 @@ km_map_writer_start() {
 	return 1
 }
 
+# km_hbone_row IPV4: the row the map writer writes when the tunnel takes a pod's 15008 (kmesh_maps.h,
+# km_hbone: v4-mapped address -> netns cookie), written directly: for benches that show what the
+# tunnel changes in the kernel without running one.
+km_hbone_row() {
+	local a b c d
+	IFS=. read -r a b c d <<<"$1"
+	bpftool map update pinned "$KM_DIR/bpffs/kmesh/maps/km_hbone" \
+		key hex 00 00 00 00 00 00 00 00 00 00 ff ff $(printf '%02x %02x %02x %02x' "$a" "$b" "$c" "$d") \
+		value hex 01 00 00 00 00 00 00 00
+}
+
 # The agent runs as uid/gid 65534 with empty capability sets (see km_agent_caps).
 km_agent_run() { # km_agent_run LOG ARGS...: an unprivileged agent in the background; its admin
 	local log=$1 # socket is LOG with .sock for .log, in a directory uid 65534 may write
