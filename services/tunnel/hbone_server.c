@@ -323,8 +323,15 @@ static int caller_as(const struct sockaddr_storage *peer, int family, struct soc
 static void bind_source(struct hb_stream *st, uv_tcp_t *tcp)
 {
 	struct sockaddr_storage from;
-	int caller = st->h->app_from_caller && caller_as(&st->h->peer, st->to.ss_family, &from) == 0 &&
-		     uv_tcp_bind(tcp, (struct sockaddr *)&from, 0) == 0;
+	uv_os_fd_t fd;
+	int one = 1, caller;
+
+	/* the port chosen at connect(), unique per 4-tuple: a busy caller (a waypoint) is not held
+	 * to one port per connection across every application port of the pod */
+	if (uv_fileno((uv_handle_t *)tcp, &fd) == 0)
+		(void)setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+	caller = st->h->app_from_caller && caller_as(&st->h->peer, st->to.ss_family, &from) == 0 &&
+		 uv_tcp_bind(tcp, (struct sockaddr *)&from, 0) == 0;
 
 	if (st->h->app_sources)
 		st->h->app_sources[caller ? 0 : 1]++;
