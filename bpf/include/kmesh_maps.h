@@ -66,6 +66,11 @@ struct km_manage_key {
 };
 #define KM_MANAGE_F_AUTHZ_LOOKUP 0x1 /* the pod's network namespace has the sk_lookup
 					* authorization program: cgroup_skb leaves its SYNs alone */
+#define KM_MANAGE_F_TUNNEL_ROUTED_V4 0x2 /* the pod has the rule and route that keep the tunnel's
+					  * marked packets in it (KM_TUNNEL_APP_MARK), IPv4 ... */
+#define KM_MANAGE_F_TUNNEL_ROUTED_V6 0x4 /* ... and IPv6: set by the map writer once made, so
+					  * each refill of the tunnel's sockets need not ask the
+					  * kernel again; read by no program */
 struct km_manage_value {
 	__u32 flags;        /* KM_MANAGE_F_*; 0 in layouts <= 3 before it was used: same layout */
 	__u32 host_ifindex; /* the pod's node-side interface (IPsec's encrypt mark goes there);

@@ -24,6 +24,7 @@ struct made {
 	struct km_addr addrs[8]; /* the pod's, where it was made */
 	size_t n_addrs;
 	char route_err[200];     /* why the sockets to connect could not be made transparent */
+	int routed;              /* KM_POD_ROUTE_V4/V6: set up before (km_manage flags), or now */
 };
 
 static int tcp_socket(int family)
@@ -102,8 +103,11 @@ static int make_here(void *arg, char *err, size_t errlen)
 	}
 	if (m->want->connect) {
 		int family = m->want->family == 6 ? AF_INET6 : AF_INET;
-		int ready = km_pod_route_ensure(m->route_err, sizeof(m->route_err)) &
-			    (family == AF_INET6 ? KM_POD_ROUTE_V6 : KM_POD_ROUTE_V4);
+		int want = family == AF_INET6 ? KM_POD_ROUTE_V6 : KM_POD_ROUTE_V4, ready;
+
+		if (!(m->routed & want))
+			m->routed |= km_pod_route_ensure(m->route_err, sizeof(m->route_err));
+		ready = m->routed & want;
 
 		for (uint32_t i = 0; i < m->want->connect; i++) {
 			if ((fd = tcp_socket(family)) < 0) {
@@ -147,6 +151,26 @@ void km_mw_pod_sockets_forget(struct km_tables *t, uint64_t netns_cookie)
 	}
 }
 
+/* Which families of the pod's tunnel routes are known made (km_manage flags), and recording more. */
+static int routed_flags(uint32_t flags)
+{
+	return (flags & KM_MANAGE_F_TUNNEL_ROUTED_V4 ? KM_POD_ROUTE_V4 : 0) |
+	       (flags & KM_MANAGE_F_TUNNEL_ROUTED_V6 ? KM_POD_ROUTE_V6 : 0);
+}
+
+static void record_routed(struct km_tables *t, uint64_t cookie, int routed)
+{
+	struct km_manage_key k = { .netns_cookie = cookie };
+	struct km_manage_value v;
+	uint32_t add = (routed & KM_POD_ROUTE_V4 ? KM_MANAGE_F_TUNNEL_ROUTED_V4 : 0) |
+		       (routed & KM_POD_ROUTE_V6 ? KM_MANAGE_F_TUNNEL_ROUTED_V6 : 0);
+
+	if (bpf_map_lookup_elem(t->fd_manage, &k, &v) == 0 && (v.flags & add) != add) {
+		v.flags |= add;
+		(void)bpf_map_update_elem(t->fd_manage, &k, &v, BPF_EXIST);
+	}
+}
+
 static void close_all(struct made *m)
 {
 	for (size_t i = 0; i < m->n; i++)
@@ -181,6 +205,12 @@ Kmesh__Ipc__Code km_mw_pod_sockets(struct km_tables *t, struct km_ipc_session *s
 		goto refuse;
 	}
 	where.path[sizeof(where.path) - 1] = '\0';
+	{
+		struct km_manage_value mv;
+
+		if (bpf_map_lookup_elem(t->fd_manage, &k, &mv) == 0)
+			m.routed = routed_flags(mv.flags);
+	}
 	rc = km_netns_call(where.path, make_here, &m, err, sizeof(err));
 	if (rc != 0) {
 		close_all(&m);
@@ -190,6 +220,8 @@ Kmesh__Ipc__Code km_mw_pod_sockets(struct km_tables *t, struct km_ipc_session *s
 	}
 	if (want->listen_port == KM_HBONE_PORT)
 		hbone_served(t, &m);
+	if (m.routed)
+		record_routed(t, want->netns_cookie, m.routed);
 	if (m.route_err[0]) { /* each pool refill would say it again: a warning a minute at most */
 		static uint64_t warned_ns;
 		uint64_t now = uv_hrtime();
