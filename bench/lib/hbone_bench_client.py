@@ -45,6 +45,10 @@ def connect(a):
     # frames up to FRAME from the first one (h2 would wait for our SETTINGS' ACK to take them)
     conn.max_inbound_frame_size = FRAME
     conn.incoming_buffer.max_frame_size = FRAME
+    # h2 appends each read to an immutable bytes buffer: a frame of many TLS records (1 MiB frames
+    # are 64) would be copied once per record. A bytearray appends in place, so the client's cost
+    # does not depend on the server's frame size (it measures the servers, not h2's buffer).
+    conn.incoming_buffer.data = bytearray()
     conn.initiate_connection()
     conn.increment_flow_control_window(CONN_WINDOW - 65535)
     tls.sendall(conn.data_to_send())
