@@ -20,6 +20,7 @@ struct hb_stream {
 	uv_tcp_t *up;         /* the application's side (heap; NULL until given) */
 	uv_connect_t connect;
 	int asking;           /* a socket is being asked for */
+	int authorized;       /* the policies allowed it (then a socket, the 200, bytes) */
 	int connected;        /* 200 sent, bytes flow */
 	int h2_closed;        /* nghttp2 closed the stream */
 	int up_eof;           /* the application half-closed: END_STREAM once buf is sent */
@@ -253,7 +254,7 @@ static void on_up_connected(uv_connect_t *req, int status)
 	uv_os_fd_t fd;
 	socklen_t cl = sizeof(st->cookie);
 
-	if (st->h2_closed || st->h->closing) {
+	if (st->h2_closed || st->h->closing || !st->authorized) {
 		up_close(st, 1);
 		return;
 	}
@@ -360,7 +361,7 @@ static void got_socket(void *arg, uv_tcp_t *tcp, const char *why)
 	}
 	st->up = tcp;
 	tcp->data = st;
-	if (st->h2_closed || st->h->closing) {
+	if (st->h2_closed || st->h->closing || !st->authorized) {
 		up_close(st, 1);
 		return;
 	}
@@ -452,6 +453,7 @@ static void authorized(void *arg, int allowed, const char *why, const char *dst_
 		flush(h);
 		return;
 	}
+	st->authorized = 1;
 	if (dst_baggage && *dst_baggage && strlen(dst_baggage) <= KM_HBONE_BAGGAGE_MAX)
 		st->dst_baggage = strdup(dst_baggage); /* none, out of memory: a 200 without it */
 	st->asking = 1;
@@ -754,6 +756,30 @@ void km_hbone_conn_progress(struct km_hbone_conn *h)
 	for (struct hb_stream *st = h->streams; st; st = st->next)
 		if (st->connected && !st->h2_closed)
 			report(st, KM_HBONE_PROGRESS);
+}
+
+void km_hbone_conn_each_authorized(struct km_hbone_conn *h, km_hbone_stream_cb cb, void *arg)
+{
+	for (struct hb_stream *st = h->streams; st; st = st->next)
+		if (st->authorized && !st->h2_closed)
+			cb(arg, st->id, &st->to);
+}
+
+int km_hbone_conn_deny(struct km_hbone_conn *h, int32_t id, const char *why)
+{
+	struct hb_stream *st = h->streams;
+
+	while (st && st->id != id)
+		st = st->next;
+	if (!st || !st->authorized || st->h2_closed || h->closing)
+		return 0;
+	km_info("HBONE from %s: stream %d to %s closed: the policies deny it now (%s)", h->principal,
+		id, st->authority, why);
+	st->authorized = 0; /* a socket or a connection still on its way is closed on arrival */
+	nghttp2_submit_rst_stream(h->session, NGHTTP2_FLAG_NONE, id, NGHTTP2_CONNECT_ERROR);
+	up_close(st, 1); /* the application sees a reset, as the kernel's re-check gives it */
+	flush(h);
+	return 1;
 }
 
 int km_hbone_conn_tick(struct km_hbone_conn *h, uint64_t now_ms, uint64_t ping_ms)

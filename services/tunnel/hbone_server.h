@@ -99,6 +99,13 @@ void km_hbone_conn_data(struct km_hbone_conn *h, const uint8_t *data, size_t len
 void km_hbone_conn_drained(struct km_hbone_conn *h);
 /* Report every relayed stream's bytes so far (ops.report, KM_HBONE_PROGRESS). */
 void km_hbone_conn_progress(struct km_hbone_conn *h);
+/* Every stream the policies allowed and still open (asking for its socket, connecting or
+ * relaying): for asking again when the policies change. */
+typedef void (*km_hbone_stream_cb)(void *arg, int32_t id, const struct sockaddr_storage *to);
+void km_hbone_conn_each_authorized(struct km_hbone_conn *h, km_hbone_stream_cb cb, void *arg);
+/* The policies deny stream id now: reset it (RST_STREAM CONNECT_ERROR) and the application's
+ * connection. Returns 1 if it was still open. */
+int km_hbone_conn_deny(struct km_hbone_conn *h, int32_t id, const char *why);
 /* Keepalive, as ztunnel's: a client silent for ping_ms is sent a PING; one that has not answered
  * it within 2 x ping_ms is dead (a vanished peer's half-open connection): returns 1, the owner
  * closes it. Call it periodically with the loop's time. */

@@ -34,7 +34,10 @@ struct ib_conn {
 	struct ib_conn *next;
 	uint64_t cookie;
 	uint64_t accepted_ms;
+	uint64_t policy_gen; /* the agent's policy generation its open streams were decided at */
+	unsigned rechecks;   /* its streams' re-checks waiting for answers: freed after the last */
 	int handshaking;
+	int gone;            /* closed, kept for those answers */
 };
 
 struct ib_ask { /* a socket asked for a stream */
@@ -343,6 +346,112 @@ static int authorize(struct km_hbone_conn *h, const struct sockaddr_storage *to,
 	return 0;
 }
 
+/* ---- open streams asked again when the policies change ------------------------------------
+ * While connections are open, the agent's policy generation is polled every sweep (250 ms); when
+ * it moves, every stream the policies allowed is asked again, at most KM_INBOUND_RECHECK_INFLIGHT
+ * at once, connection by connection, and one now denied (PERMISSION_DENIED, nothing else: an
+ * agent away closes nothing) is reset, as the map writer's re-check resets the kernel's. */
+
+struct ib_recheck {
+	struct ib_conn *c;
+	int32_t id;
+};
+
+static void got_recheck(struct km_peer_link *l, void *arg, const Kmesh__Ipc__Reply *reply)
+{
+	struct ib_recheck *r = arg;
+	struct ib_conn *c = r->c;
+	struct km_inbound *ib = c->ib;
+
+	(void)l;
+	ib->recheck_inflight--;
+	ib->stats.streams_rechecked++;
+	c->rechecks--;
+	if (!c->gone && reply && reply->code == KMESH__IPC__CODE__PERMISSION_DENIED &&
+	    km_hbone_conn_deny(&c->h, r->id, reply->message))
+		ib->stats.streams_policy_closed++;
+	if (c->gone && !c->rechecks)
+		free(c);
+	free(r);
+}
+
+struct ask_again {
+	struct ib_conn *c;
+};
+
+static void ask_again(void *arg, int32_t id, const struct sockaddr_storage *to)
+{
+	struct ib_conn *c = ((struct ask_again *)arg)->c;
+	struct km_inbound *ib = c->ib;
+	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__Authorize q = KMESH__IPC__AUTHORIZE__INIT;
+	uint8_t src[16], dst[16];
+	uint16_t port;
+	struct ib_recheck *r = malloc(sizeof(*r));
+
+	if (!r)
+		return;
+	*r = (struct ib_recheck){ .c = c, .id = id };
+	q.src.len = km_sockaddr_to_bytes(&c->h.peer, src, NULL);
+	q.src.data = src;
+	q.dst.len = km_sockaddr_to_bytes(to, dst, &port);
+	q.dst.data = dst;
+	q.dst_port = port;
+	q.principal = c->h.principal;
+	env.body_case = KMESH__IPC__ENVELOPE__BODY_AUTHORIZE;
+	env.authorize = &q;
+	if (km_peer_link_send(&ib->xds, &env, got_recheck, r) != 0) {
+		free(r);
+		return;
+	}
+	ib->recheck_inflight++;
+	c->rechecks++;
+}
+
+/* Ask again for the streams of connections decided at another generation, while room is left. */
+static void recheck_some(struct km_inbound *ib)
+{
+	for (struct ib_conn *c = ib->conns; c; c = c->next) {
+		struct ask_again a = { c };
+
+		if (c->policy_gen == ib->policy_gen || c->handshaking || c->h.closing)
+			continue;
+		if (ib->recheck_inflight + c->h.n_streams > KM_INBOUND_RECHECK_INFLIGHT)
+			return; /* the rest at the next sweep, or as answers come */
+		c->policy_gen = ib->policy_gen;
+		km_hbone_conn_each_authorized(&c->h, ask_again, &a);
+	}
+}
+
+static void got_generation(struct km_peer_link *l, void *arg, const Kmesh__Ipc__Reply *reply)
+{
+	struct km_inbound *ib = arg;
+
+	(void)l;
+	ib->gen_asking = 0;
+	if (!reply || reply->code != KMESH__IPC__CODE__OK ||
+	    reply->body_case != KMESH__IPC__REPLY__BODY_AUTHORIZED)
+		return;
+	if (reply->authorized->policy_generation != ib->policy_gen)
+		km_debug("HBONE: the policies changed (generation %llu): open streams asked again",
+			 (unsigned long long)reply->authorized->policy_generation);
+	ib->policy_gen = reply->authorized->policy_generation;
+	recheck_some(ib);
+}
+
+static void poll_generation(struct km_inbound *ib)
+{
+	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__PolicyGeneration q = KMESH__IPC__POLICY_GENERATION__INIT;
+
+	if (!ib->xds_on || !ib->xds.up || ib->gen_asking || !ib->n_conns)
+		return;
+	env.body_case = KMESH__IPC__ENVELOPE__BODY_POLICY_GENERATION;
+	env.policy_generation = &q;
+	if (km_peer_link_send(&ib->xds, &env, got_generation, ib) == 0)
+		ib->gen_asking = 1;
+}
+
 /* ---- connections ------------------------------------------------------------------------- */
 
 static void report(struct km_hbone_conn *h, const struct km_hbone_report *r)
@@ -372,7 +481,10 @@ static void conn_closed(struct km_hbone_conn *h)
 			break;
 		}
 	ib->n_conns--;
-	free(c);
+	if (c->rechecks)
+		c->gone = 1; /* freed with the last answer */
+	else
+		free(c);
 }
 
 static void tls_ready(struct km_tls_stream *s)
@@ -437,6 +549,7 @@ static void on_connection(uv_stream_t *server, int status)
 	c->ib = ib;
 	c->cookie = p->cookie;
 	c->accepted_ms = uv_now(ib->loop);
+	c->policy_gen = ib->policy_gen; /* its streams are decided from now on */
 	c->handshaking = 1;
 	km_hbone_conn_init(&c->h, ib->loop, &ops);
 	c->h.app_from_caller = ib->app_from_caller;
@@ -499,6 +612,8 @@ static void on_sweep(uv_timer_t *t)
 			km_hbone_conn_close(&c->h);
 		}
 	}
+	poll_generation(ib);
+	recheck_some(ib);
 }
 
 void km_inbound_open_streams(const struct km_inbound *ib, uint64_t *streams, uint64_t *r400,

@@ -30,6 +30,8 @@
  * when KM_SOCKET_POOL_LOW or fewer are left; a stream finding none asks for its own. */
 #define KM_SOCKET_POOL 16
 #define KM_SOCKET_POOL_LOW 4
+/* Open streams asked again at once after a policy change (the agent link queues 4096). */
+#define KM_INBOUND_RECHECK_INFLIGHT 1024
 
 struct ib_pod;
 struct ib_conn;
@@ -39,6 +41,7 @@ struct km_inbound_stats {
 		 client_refused, streams, refused_400, refused_401, refused_503, sockets_asked,
 		 sockets_failed, sockets_pooled, ping_timeouts;
 	uint64_t app_sources[2]; /* connections to applications: from the caller's address, not */
+	uint64_t streams_rechecked, streams_policy_closed; /* asked again after a policy change */
 };
 
 struct km_inbound {
@@ -57,6 +60,9 @@ struct km_inbound {
 	unsigned ping_ms;
 	unsigned report_ms;        /* open streams' bytes reported this often (0: at their end) */
 	int app_from_caller;       /* applications see the HBONE caller's address (else the pod's) */
+	uint64_t policy_gen;       /* the xDS agent's policy generation, last polled */
+	int gen_asking;
+	unsigned recheck_inflight; /* streams being asked again */
 	uint64_t last_progress_ms;
 	struct km_inbound_stats stats;
 	int stopping;

@@ -54,6 +54,13 @@ static void inbound(const struct km_inbound *ib, struct km_prom *p)
 	km_prom_sample(p, "kmesh_tunnel_app_sockets_total", "result=\"asked\"", s->sockets_asked);
 	km_prom_sample(p, "kmesh_tunnel_app_sockets_total", "result=\"pooled\"", s->sockets_pooled);
 	km_prom_sample(p, "kmesh_tunnel_app_sockets_total", "result=\"failed\"", s->sockets_failed);
+	km_prom_family(p, "kmesh_tunnel_hbone_rechecks_total", "counter",
+		       "open HBONE streams asked again after the xDS agent's policies changed, and "
+		       "those closed (reset) because the policies deny them now");
+	km_prom_sample(p, "kmesh_tunnel_hbone_rechecks_total", "result=\"asked\"",
+		       s->streams_rechecked);
+	km_prom_sample(p, "kmesh_tunnel_hbone_rechecks_total", "result=\"closed\"",
+		       s->streams_policy_closed);
 	km_prom_family(p, "kmesh_tunnel_app_connections_total", "counter",
 		       "connections to applications for HBONE streams, by the source the application "
 		       "sees: caller (the HBONE client's address, as with ztunnel) or pod (127.0.0.6 "

@@ -288,6 +288,25 @@ static void authorize(struct km_agent_state *st, struct km_ipc_session *s, const
 	reply.body_case = KMESH__IPC__REPLY__BODY_AUTHORIZED;
 	reply.authorized = &ar;
 	ar.dst_baggage = baggage;
+	ar.policy_generation = st->policies->generation;
+	out.request_id = env->request_id;
+	out.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
+	out.reply = &reply;
+	km_msg_send(&s->conn, &out);
+}
+
+/* The policies' generation only: the tunnel polls it while it has open streams. */
+static void policy_generation(struct km_agent_state *st, struct km_ipc_session *s,
+			      const km_envelope *env)
+{
+	km_envelope out = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
+	Kmesh__Ipc__AuthorizeReply ar = KMESH__IPC__AUTHORIZE_REPLY__INIT;
+
+	reply.code = KMESH__IPC__CODE__OK;
+	reply.body_case = KMESH__IPC__REPLY__BODY_AUTHORIZED;
+	reply.authorized = &ar;
+	ar.policy_generation = st->policies->generation;
 	out.request_id = env->request_id;
 	out.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
 	out.reply = &reply;
@@ -492,6 +511,10 @@ void km_agent_admin_request(void *arg, struct km_ipc_session *s, const km_envelo
 
 	if (env->body_case == KMESH__IPC__ENVELOPE__BODY_AUTHORIZE) {
 		authorize(st, s, env);
+		return;
+	}
+	if (env->body_case == KMESH__IPC__ENVELOPE__BODY_POLICY_GENERATION) {
+		policy_generation(st, s, env);
 		return;
 	}
 	if (env->body_case == KMESH__IPC__ENVELOPE__BODY_CONN_EVENTS &&

@@ -182,6 +182,19 @@ ALLOW_8080='{"resources": [{"authorization": {"name": "clients-to-8080", "namesp
 STRICT='{"resources": [{"authorization": {"name": "istio_converted_static_strict", "namespace": "istio-system",
   "scope": "GLOBAL", "action": "DENY", "rules": [{"clauses": [{"matches": [{"notPrincipals": [{"presence": {}}]}]}]}]}}]}'
 inject() { "$KM_ROOT/build/bin/kmeshctl" --xds-socket "$KM_DIR/run/xds-agent.sock" inject xds-agent - >/dev/null <<<"$1"; }
+# a stream open when a policy that denies it arrives is closed, as the map writer closes the
+# kernel's: no policy yet, so the ztunnel principal's stream to 7070 is allowed; ALLOW_8080 then
+# allows only mesh/client to 8080
+T0=$(date +%s%N)
+hbone ztunnel "$S1:7070" --no-half-close --hold 8 >"$KM_DIR/held.out" &
+HELD=$!
+sleep 1.5
+inject "$ALLOW_8080"
+wait "$HELD"
+HELD_MS=$((($(date +%s%N) - T0) / 1000000))
+closed_by_policy() { [ "$(metric 'kmesh_tunnel_hbone_rechecks_total{result="closed"}')" = 1 ]; }
+check "... a stream open when a policy that denies it arrives is reset (RST_STREAM CONNECT_ERROR) within a second or two of it, not at its end ($(cat "$KM_DIR/held.out"), after $HELD_MS ms of an 8 s stream; counted)" \
+	eval 'grep -qx "stream 1 reset 10" "$KM_DIR/held.out" && [ "$HELD_MS" -lt 4000 ] && eventually closed_by_policy'
 inject "$ALLOW_8080"
 check "the xDS agent holds the policy" km_wait_agent 'd["authz"]["policies"] == 1' 10
 out=$(hbone meshclient "$S1:8080")

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include <uthash.h>
 
 #define MAX_ITEMS 4096 /* rules, clauses, matches and list entries, each */
@@ -105,7 +107,13 @@ static int validate(const Kmesh__Security__Authorization *a, char *err, size_t e
 
 void km_policy_store_init(struct km_policy_store *ps)
 {
+	struct timespec t;
+
 	memset(ps, 0, sizeof(*ps));
+	/* from a value of this process's own: a restarted agent's generation never equals its
+	 * predecessor's by chance, so the tunnel asks again for its open streams */
+	clock_gettime(CLOCK_REALTIME, &t);
+	ps->generation = ((uint64_t)t.tv_sec << 30) ^ (uint64_t)t.tv_nsec ^ ((uint64_t)getpid() << 48);
 }
 
 static void policy_free(struct km_policy *p)
@@ -163,6 +171,7 @@ int km_policy_store_put(struct km_policy_store *ps, const uint8_t *data, size_t 
 	}
 	HASH_ADD_KEYPTR(hh, ps->by_name, p->name, strlen(p->name), p);
 	ps->count++;
+	ps->generation++;
 	if (ps->authz)
 		km_authz_put_policy(ps->authz, p->name, p->msg);
 	return 0;
@@ -180,6 +189,7 @@ int km_policy_store_remove(struct km_policy_store *ps, const char *name)
 	HASH_DEL(ps->by_name, p);
 	policy_free(p);
 	ps->count--;
+	ps->generation++;
 	return 1;
 }
 
@@ -252,6 +262,7 @@ size_t km_policy_store_sweep_unconfirmed(struct km_policy_store *ps)
 		ps->count--;
 		n++;
 	}
+	ps->generation += n;
 	return n;
 }
 

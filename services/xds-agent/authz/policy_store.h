@@ -17,6 +17,8 @@ struct km_policy_store {
 	struct km_policy *by_name;
 	size_t count;
 	struct km_authz *authz; /* optional: every change is compiled (the caller flushes it) */
+	uint64_t generation;    /* moves with every policy put, removed or swept (from a start of
+				 * the process's own) */
 };
 
 void km_policy_store_init(struct km_policy_store *ps);
