@@ -255,13 +255,30 @@ int km_agent_admin_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gi
 	return role == KMESH__IPC__ROLE__ROLE_ADMIN && (uid == 0 || uid == getuid());
 }
 
+/* An AuthorizeReply: the decision (code, why), the destination's baggage, the generation. */
+static void authz_reply(const struct km_agent_state *st, struct km_ipc_session *s,
+			uint64_t request_id, Kmesh__Ipc__Code code, char *why, char *baggage)
+{
+	km_envelope out = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
+	Kmesh__Ipc__AuthorizeReply ar = KMESH__IPC__AUTHORIZE_REPLY__INIT;
+
+	reply.code = code;
+	reply.message = why;
+	reply.body_case = KMESH__IPC__REPLY__BODY_AUTHORIZED;
+	reply.authorized = &ar;
+	ar.dst_baggage = baggage;
+	ar.policy_generation = st->policies->generation;
+	out.request_id = request_id;
+	out.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
+	out.reply = &reply;
+	km_msg_send(&s->conn, &out);
+}
+
 /* An HBONE stream's decision, for the tunnel (authz_query.h). */
 static void authorize(struct km_agent_state *st, struct km_ipc_session *s, const km_envelope *env)
 {
 	const Kmesh__Ipc__Authorize *a = env->authorize;
-	km_envelope out = KMESH__IPC__ENVELOPE__INIT;
-	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
-	Kmesh__Ipc__AuthorizeReply ar = KMESH__IPC__AUTHORIZE_REPLY__INIT;
 	const struct km_workload_res *w;
 	struct km_addr src, dst;
 	char why[400], baggage[KM_BAGGAGE_MAX];
@@ -283,34 +300,15 @@ static void authorize(struct km_agent_state *st, struct km_ipc_session *s, const
 	if (!(w = km_model_workload_at(st->model, &dst)) ||
 	    km_baggage_format(w->who, w->where, baggage, sizeof(baggage)) < 0)
 		baggage[0] = '\0';
-	reply.code = allow ? KMESH__IPC__CODE__OK : KMESH__IPC__CODE__PERMISSION_DENIED;
-	reply.message = why;
-	reply.body_case = KMESH__IPC__REPLY__BODY_AUTHORIZED;
-	reply.authorized = &ar;
-	ar.dst_baggage = baggage;
-	ar.policy_generation = st->policies->generation;
-	out.request_id = env->request_id;
-	out.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
-	out.reply = &reply;
-	km_msg_send(&s->conn, &out);
+	authz_reply(st, s, env->request_id,
+		    allow ? KMESH__IPC__CODE__OK : KMESH__IPC__CODE__PERMISSION_DENIED, why, baggage);
 }
 
 /* The policies' generation only: the tunnel polls it while it has open streams. */
 static void policy_generation(struct km_agent_state *st, struct km_ipc_session *s,
 			      const km_envelope *env)
 {
-	km_envelope out = KMESH__IPC__ENVELOPE__INIT;
-	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
-	Kmesh__Ipc__AuthorizeReply ar = KMESH__IPC__AUTHORIZE_REPLY__INIT;
-
-	reply.code = KMESH__IPC__CODE__OK;
-	reply.body_case = KMESH__IPC__REPLY__BODY_AUTHORIZED;
-	reply.authorized = &ar;
-	ar.policy_generation = st->policies->generation;
-	out.request_id = env->request_id;
-	out.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
-	out.reply = &reply;
-	km_msg_send(&s->conn, &out);
+	authz_reply(st, s, env->request_id, KMESH__IPC__CODE__OK, "", "");
 }
 
 /* The tunnel's reports of its HBONE streams: into the metrics and the access log. */
