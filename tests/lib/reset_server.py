@@ -7,7 +7,8 @@ usage: reset_server.py PORT observe|abort|abort-bulk [OUT]"""
 import socket
 import struct
 import sys
-import threading
+
+from tcp_server import serve_forever
 
 
 def serve(conn, mode, out):
@@ -32,14 +33,7 @@ def serve(conn, mode, out):
 def main():
     port, mode = int(sys.argv[1]), sys.argv[2]
     out = sys.argv[3] if len(sys.argv) > 3 else None
-    srv = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-    srv.bind(("::", port))
-    srv.listen(64)
-    while True:
-        conn, _ = srv.accept()
-        threading.Thread(target=serve, args=(conn, mode, out), daemon=True).start()
+    serve_forever(port, serve, mode, out, backlog=64)
 
 
 if __name__ == "__main__":
