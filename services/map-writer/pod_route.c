@@ -95,7 +95,7 @@ int km_pod_route_ensure(char *err, size_t errlen)
 		if ((rc = add_route(&nl, families[i])) == 0 && (rc = add_rule(&nl, families[i])) == 0)
 			rc = move_local_rule(&nl, families[i]);
 		if (rc == 0)
-			ready |= i ? KM_POD_ROUTE_V6 : KM_POD_ROUTE_V4;
+			ready |= i ? KM_MANAGE_F_TUNNEL_ROUTED_V6 : KM_MANAGE_F_TUNNEL_ROUTED_V4;
 		else if (i == 0 || (rc != -EAFNOSUPPORT && rc != -EACCES && rc != -EOPNOTSUPP))
 			/* IPv6 switched off in the pod refuses its route: not an error */
 			km_errf(err, errlen, "cannot route the tunnel's marked packets to the pod's "

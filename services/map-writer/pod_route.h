@@ -17,14 +17,13 @@
 
 #include <stddef.h>
 
-#define KM_POD_ROUTE_V4 1
-#define KM_POD_ROUTE_V6 2
 #define KM_POD_ROUTE_RULE_PRIORITY 10    /* the mark's rule ... */
 #define KM_POD_ROUTE_LOCAL_PRIORITY 100  /* ... before the local table's, moved from 0 */
 
 /* In the calling thread's network namespace: the rule and route of each family, if the sysctl is
  * set.
- * Returns the families ready (KM_POD_ROUTE_V4 | KM_POD_ROUTE_V6); err says why one that is not
+ * Returns the families ready as km_manage flags (kmesh_maps.h: KM_MANAGE_F_TUNNEL_ROUTED_V4 |
+ * KM_MANAGE_F_TUNNEL_ROUTED_V6), which the caller records; err says why one that is not
  * failed (a pod without IPv6 has only IPv4 ready, err empty). Needs CAP_NET_ADMIN there. */
 int km_pod_route_ensure(char *err, size_t errlen);
 

@@ -24,7 +24,7 @@ struct made {
 	struct km_addr addrs[8]; /* the pod's, where it was made */
 	size_t n_addrs;
 	char route_err[200];     /* why the sockets to connect could not be made transparent */
-	int routed;              /* KM_POD_ROUTE_V4/V6: set up before (km_manage flags), or now */
+	uint32_t routed;         /* KM_MANAGE_F_TUNNEL_ROUTED_*: set up before (km_manage), or now */
 };
 
 static int tcp_socket(int family)
@@ -103,10 +103,12 @@ static int make_here(void *arg, char *err, size_t errlen)
 	}
 	if (m->want->connect) {
 		int family = m->want->family == 6 ? AF_INET6 : AF_INET;
-		int want = family == AF_INET6 ? KM_POD_ROUTE_V6 : KM_POD_ROUTE_V4, ready;
+		uint32_t want = family == AF_INET6 ? KM_MANAGE_F_TUNNEL_ROUTED_V6
+						   : KM_MANAGE_F_TUNNEL_ROUTED_V4, ready;
 
 		if (!(m->routed & want))
-			m->routed |= km_pod_route_ensure(m->route_err, sizeof(m->route_err));
+			m->routed |= (uint32_t)km_pod_route_ensure(m->route_err,
+								   sizeof(m->route_err));
 		ready = m->routed & want;
 
 		for (uint32_t i = 0; i < m->want->connect; i++) {
@@ -151,22 +153,14 @@ void km_mw_pod_sockets_forget(struct km_tables *t, uint64_t netns_cookie)
 	}
 }
 
-/* Which families of the pod's tunnel routes are known made (km_manage flags), and recording more. */
-static int routed_flags(uint32_t flags)
-{
-	return (flags & KM_MANAGE_F_TUNNEL_ROUTED_V4 ? KM_POD_ROUTE_V4 : 0) |
-	       (flags & KM_MANAGE_F_TUNNEL_ROUTED_V6 ? KM_POD_ROUTE_V6 : 0);
-}
-
-static void record_routed(struct km_tables *t, uint64_t cookie, int routed)
+/* The pod's tunnel routes made now: recorded, so the next requests need not ask the kernel. */
+static void record_routed(struct km_tables *t, uint64_t cookie, uint32_t routed)
 {
 	struct km_manage_key k = { .netns_cookie = cookie };
 	struct km_manage_value v;
-	uint32_t add = (routed & KM_POD_ROUTE_V4 ? KM_MANAGE_F_TUNNEL_ROUTED_V4 : 0) |
-		       (routed & KM_POD_ROUTE_V6 ? KM_MANAGE_F_TUNNEL_ROUTED_V6 : 0);
 
-	if (bpf_map_lookup_elem(t->fd_manage, &k, &v) == 0 && (v.flags & add) != add) {
-		v.flags |= add;
+	if (bpf_map_lookup_elem(t->fd_manage, &k, &v) == 0 && (v.flags & routed) != routed) {
+		v.flags |= routed;
 		(void)bpf_map_update_elem(t->fd_manage, &k, &v, BPF_EXIST);
 	}
 }
@@ -209,7 +203,8 @@ Kmesh__Ipc__Code km_mw_pod_sockets(struct km_tables *t, struct km_ipc_session *s
 		struct km_manage_value mv;
 
 		if (bpf_map_lookup_elem(t->fd_manage, &k, &mv) == 0)
-			m.routed = routed_flags(mv.flags);
+			m.routed = mv.flags & (KM_MANAGE_F_TUNNEL_ROUTED_V4 |
+					       KM_MANAGE_F_TUNNEL_ROUTED_V6);
 	}
 	rc = km_netns_call(where.path, make_here, &m, err, sizeof(err));
 	if (rc != 0) {
