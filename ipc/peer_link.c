@@ -158,6 +158,8 @@ static void on_frame(struct km_conn *c, const uint8_t *payload, size_t len)
 				l->cfg.on_up(l);
 			flush(l);
 		}
+	} else if (env->request_id == 0 && l->cfg.on_notice) {
+		l->cfg.on_notice(l, env->reply);
 	} else if (!l->head || l->head == l->sent_end || env->request_id != l->head->id) {
 		disconnect(l, "a reply nobody waited for");
 	} else {

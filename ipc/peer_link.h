@@ -31,6 +31,10 @@ struct km_peer_link_config {
 	/* the link is up (hello accepted) or down (may be NULL) */
 	void (*on_up)(struct km_peer_link *l);
 	void (*on_down)(struct km_peer_link *l, const char *why);
+	/* a reply with request id 0 and code OK once up: a notice the peer was asked to send
+	 * (e.g. the xDS agent's generations, tunnel_notices.h); NULL: such a message ends the link
+	 * as a reply nobody waited for */
+	void (*on_notice)(struct km_peer_link *l, const Kmesh__Ipc__Reply *reply);
 };
 
 struct km_peer_request;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kmesh_maps.h"
+#include "services/tunnel/authz_cache.h"
 #include "services/tunnel/hbone_server.h"
 #include "services/tunnel/server_tls.h"
 #include "services/tunnel/tls_openssl.h"
@@ -289,8 +290,11 @@ static int get_socket(struct km_hbone_conn *h, int family, km_hbone_socket_cb cb
 /* ---- authorization ----------------------------------------------------------------------- */
 
 struct ib_authz {
+	struct km_inbound *ib;
 	km_hbone_authz_cb cb;
 	void *arg;
+	struct km_authz_key key; /* its principal: */
+	char principal[sizeof(((struct km_hbone_conn *)0)->principal)];
 };
 
 static void got_decision(struct km_peer_link *l, void *arg, const Kmesh__Ipc__Reply *reply)
@@ -301,10 +305,21 @@ static void got_decision(struct km_peer_link *l, void *arg, const Kmesh__Ipc__Re
 	if (!reply) {
 		a->cb(a->arg, 0, "the xDS agent did not answer", NULL);
 	} else {
+		const Kmesh__Ipc__AuthorizeReply *ar =
+			reply->body_case == KMESH__IPC__REPLY__BODY_AUTHORIZED ? reply->authorized
+									       : NULL;
+
 		km_debug("HBONE: the xDS agent says %s", reply->message);
+		if (ar && (reply->code == KMESH__IPC__CODE__OK ||
+			   reply->code == KMESH__IPC__CODE__PERMISSION_DENIED)) {
+			const struct km_authz_verdict v = { reply->code == KMESH__IPC__CODE__OK,
+							    reply->message, ar->dst_baggage };
+
+			km_authz_cache_put(&a->ib->authz_cache, &a->key, &v, ar->policy_generation,
+					   ar->workload_generation);
+		}
 		a->cb(a->arg, reply->code == KMESH__IPC__CODE__OK, reply->message,
-		      reply->body_case == KMESH__IPC__REPLY__BODY_AUTHORIZED
-			      ? reply->authorized->dst_baggage : NULL);
+		      ar ? ar->dst_baggage : NULL);
 	}
 	free(a);
 }
@@ -313,30 +328,42 @@ static int authorize(struct km_hbone_conn *h, const struct sockaddr_storage *to,
 		     km_hbone_authz_cb cb, void *arg)
 {
 	struct ib_conn *c = (struct ib_conn *)h;
+	struct km_inbound *ib = c->ib;
 	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
 	Kmesh__Ipc__Authorize q = KMESH__IPC__AUTHORIZE__INIT;
-	uint8_t src[16], dst[16];
-	uint16_t port;
+	const struct km_authz_verdict *v;
 	struct ib_authz *a;
 
-	if (!c->ib->xds_on) {
+	if (!ib->xds_on) {
 		cb(arg, 1, "", NULL);
 		return 0;
 	}
-	if (!c->ib->xds.up) { /* fail closed */
+	if (!ib->xds.up) { /* fail closed */
 		cb(arg, 0, "the xDS agent is not connected: no policy can be evaluated", NULL);
 		return 0;
 	}
 	if (!(a = malloc(sizeof(*a))))
 		return -1;
+	a->ib = ib;
 	a->cb = cb;
 	a->arg = arg;
-	q.src.len = km_sockaddr_to_bytes(&h->peer, src, NULL);
-	q.src.data = src;
-	q.dst.len = km_sockaddr_to_bytes(to, dst, &port);
-	q.dst.data = dst;
-	q.dst_port = port;
-	q.principal = h->principal;
+	memcpy(a->principal, h->principal, sizeof(a->principal));
+	a->key.principal = a->principal;
+	a->key.src_len = (uint8_t)km_sockaddr_to_bytes(&h->peer, a->key.src, NULL);
+	a->key.dst_len = (uint8_t)km_sockaddr_to_bytes(to, a->key.dst, &a->key.port);
+	if ((v = km_authz_cache_get(&ib->authz_cache, &a->key))) {
+		km_debug("HBONE: decided before at these generations: %s", v->why);
+		cb(arg, v->allowed, v->why, v->baggage);
+		free(a);
+		return 0;
+	}
+	ib->stats.decisions_asked++;
+	q.src.len = a->key.src_len;
+	q.src.data = a->key.src;
+	q.dst.len = a->key.dst_len;
+	q.dst.data = a->key.dst;
+	q.dst_port = a->key.port;
+	q.principal = a->principal;
 	env.body_case = KMESH__IPC__ENVELOPE__BODY_AUTHORIZE;
 	env.authorize = &q;
 	if (km_peer_link_send(&c->ib->xds, &env, got_decision, a) != 0) {
@@ -347,10 +374,13 @@ static int authorize(struct km_hbone_conn *h, const struct sockaddr_storage *to,
 }
 
 /* ---- open streams asked again when the policies change ------------------------------------
- * While connections are open, the agent's policy generation is polled every sweep (250 ms); when
- * it moves, every stream the policies allowed is asked again, at most KM_INBOUND_RECHECK_INFLIGHT
- * at once, connection by connection, and one now denied (PERMISSION_DENIED, nothing else: an
- * agent away closes nothing) is reset, as the map writer's re-check resets the kernel's. */
+ * The agent tells the tunnel of each change of its policies or workloads (a notice; asked for
+ * when the link comes up), or, an agent that cannot, is polled every sweep (250 ms) while
+ * connections are open. When the policy generation moves, every stream the policies allowed is
+ * asked again, at most KM_INBOUND_RECHECK_INFLIGHT at once, connection by connection, and one
+ * now denied (PERMISSION_DENIED, nothing else: an agent away closes nothing) is reset, as the
+ * map writer's re-check resets the kernel's. While notices come, decisions are kept for reuse
+ * until the next one (authz_cache.h). */
 
 struct ib_recheck {
 	struct ib_conn *c;
@@ -423,6 +453,19 @@ static void recheck_some(struct km_inbound *ib)
 	}
 }
 
+/* The agent's generations now (a poll's answer or a notice). */
+static void generations(struct km_inbound *ib, const Kmesh__Ipc__AuthorizeReply *ar)
+{
+	if (ib->notified)
+		km_authz_cache_generations(&ib->authz_cache, ar->policy_generation,
+					   ar->workload_generation);
+	if (ar->policy_generation != ib->policy_gen)
+		km_debug("HBONE: the policies changed (generation %llu): open streams asked again",
+			 (unsigned long long)ar->policy_generation);
+	ib->policy_gen = ar->policy_generation;
+	recheck_some(ib);
+}
+
 static void got_generation(struct km_peer_link *l, void *arg, const Kmesh__Ipc__Reply *reply)
 {
 	struct km_inbound *ib = arg;
@@ -432,24 +475,52 @@ static void got_generation(struct km_peer_link *l, void *arg, const Kmesh__Ipc__
 	if (!reply || reply->code != KMESH__IPC__CODE__OK ||
 	    reply->body_case != KMESH__IPC__REPLY__BODY_AUTHORIZED)
 		return;
-	if (reply->authorized->policy_generation != ib->policy_gen)
-		km_debug("HBONE: the policies changed (generation %llu): open streams asked again",
-			 (unsigned long long)reply->authorized->policy_generation);
-	ib->policy_gen = reply->authorized->policy_generation;
-	recheck_some(ib);
+	if (reply->authorized->workload_generation && !ib->notified) { /* notices from now on */
+		ib->notified = 1;
+		km_authz_cache_on(&ib->authz_cache, reply->authorized->policy_generation,
+				  reply->authorized->workload_generation);
+		km_debug("HBONE: the xDS agent tells its changes: decisions kept until the next");
+	}
+	generations(ib, reply->authorized);
 }
 
-static void poll_generation(struct km_inbound *ib)
+/* Ask for the generations and for notices; force: even with no connection open (the link just
+ * came up). Once notices come, never again on this link. */
+static void ask_generation(struct km_inbound *ib, int force)
 {
 	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
 	Kmesh__Ipc__PolicyGeneration q = KMESH__IPC__POLICY_GENERATION__INIT;
 
-	if (!ib->xds_on || !ib->xds.up || ib->gen_asking || !ib->n_conns)
+	if (!ib->xds_on || !ib->xds.up || ib->gen_asking || ib->notified ||
+	    (!ib->n_conns && !force))
 		return;
+	q.notify = 1;
 	env.body_case = KMESH__IPC__ENVELOPE__BODY_POLICY_GENERATION;
 	env.policy_generation = &q;
 	if (km_peer_link_send(&ib->xds, &env, got_generation, ib) == 0)
 		ib->gen_asking = 1;
+}
+
+static void xds_up(struct km_peer_link *l)
+{
+	ask_generation(l->data, 1);
+}
+
+static void xds_down(struct km_peer_link *l, const char *why)
+{
+	struct km_inbound *ib = l->data;
+
+	(void)why;
+	ib->notified = 0;
+	km_authz_cache_off(&ib->authz_cache);
+}
+
+static void xds_notice(struct km_peer_link *l, const Kmesh__Ipc__Reply *reply)
+{
+	struct km_inbound *ib = l->data;
+
+	if (ib->notified && reply->body_case == KMESH__IPC__REPLY__BODY_AUTHORIZED)
+		generations(ib, reply->authorized);
 }
 
 /* ---- connections ------------------------------------------------------------------------- */
@@ -612,7 +683,7 @@ static void on_sweep(uv_timer_t *t)
 			km_hbone_conn_close(&c->h);
 		}
 	}
-	poll_generation(ib);
+	ask_generation(ib, 0);
 	recheck_some(ib);
 }
 
@@ -638,6 +709,7 @@ int km_inbound_start(struct km_inbound *ib, uv_loop_t *loop, struct km_certs *ce
 	ib->ping_ms = KM_INBOUND_PING_MS;
 	ib->report_ms = KM_INBOUND_REPORT_MS;
 	ib->app_from_caller = 1;
+	ib->authz_cache.max = KM_AUTHZ_CACHE_MAX;
 	uv_timer_init(loop, &ib->sweep);
 	ib->sweep.data = ib;
 	uv_timer_start(&ib->sweep, on_sweep, 250, 250);
@@ -657,6 +729,7 @@ int km_inbound_start(struct km_inbound *ib, uv_loop_t *loop, struct km_certs *ce
 		const struct km_peer_link_config cfg = {
 			.path = xds_socket, .role = KMESH__IPC__ROLE__ROLE_TUNNEL,
 			.process = "kmesh-tunnel", .peer = "the xDS agent",
+			.on_up = xds_up, .on_down = xds_down, .on_notice = xds_notice,
 		};
 
 		ib->xds.data = ib;
@@ -688,6 +761,7 @@ void km_inbound_stop(struct km_inbound *ib)
 		km_peer_link_stop(&ib->mw, NULL);
 	if (ib->xds_on)
 		km_peer_link_stop(&ib->xds, NULL);
+	km_authz_cache_off(&ib->authz_cache);
 	for (struct ib_pod *p = ib->pods; p; p = p->next) {
 		pool_close(p);
 		if (p->listener) {

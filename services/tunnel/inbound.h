@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "ipc/peer_link.h"
+#include "services/tunnel/authz_cache.h"
 #include "services/tunnel/certs.h"
 #include "services/tunnel/pods.h"
 #include "services/tunnel/stream_reports.h"
@@ -42,6 +43,7 @@ struct km_inbound_stats {
 		 sockets_failed, sockets_pooled, ping_timeouts;
 	uint64_t app_sources[2]; /* connections to applications: from the caller's address, not */
 	uint64_t streams_rechecked, streams_policy_closed; /* asked again after a policy change */
+	uint64_t decisions_asked; /* streams the agent was asked for (the others: authz_cache) */
 };
 
 struct km_inbound {
@@ -60,8 +62,10 @@ struct km_inbound {
 	unsigned ping_ms;
 	unsigned report_ms;        /* open streams' bytes reported this often (0: at their end) */
 	int app_from_caller;       /* applications see the HBONE caller's address (else the pod's) */
-	uint64_t policy_gen;       /* the xDS agent's policy generation, last polled */
+	uint64_t policy_gen;       /* the xDS agent's policy generation, last told or polled */
 	int gen_asking;
+	int notified;              /* the agent tells its changes (then decisions are cached) */
+	struct km_authz_cache authz_cache;
 	unsigned recheck_inflight; /* streams being asked again */
 	uint64_t last_progress_ms;
 	struct km_inbound_stats stats;

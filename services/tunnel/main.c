@@ -93,6 +93,7 @@ int main(int argc, char **argv)
 	uint64_t ttl_s = 86400, timeout_s = 30, inflight = 8;
 	int impersonate = 1;
 	int app_from_caller = 1;
+	uint64_t decision_cache = KM_AUTHZ_CACHE_MAX;
 	const struct km_option opts[] = {
 		{ "socket", KM_OPT_STRING, &socket_path, "PATH",
 		  "this process's socket: the CNI agent names the node's enrolled pods here (root "
@@ -147,6 +148,11 @@ int main(int argc, char **argv)
 		  "and marked, and routes them inside the pod) or pod (127.0.0.6, as behind a "
 		  "sidecar; IPv6: the pod's own address) (default caller)",
 		  "KMESH_HBONE_APP_SOURCE", 0, 0, app_source },
+		{ "hbone-decision-cache", KM_OPT_UINT, &decision_cache, "N",
+		  "the xDS agent's decisions kept for reuse, per (principal, client address, "
+		  "destination address and port), until it tells of a change of its policies or "
+		  "workloads (0: the agent asked for every stream; default 4096)",
+		  "KMESH_HBONE_DECISION_CACHE", 0, KM_AUTHZ_CACHE_LIMIT },
 		{ "map-writer-socket", KM_OPT_STRING, &mw_socket, "PATH",
 		  "the map writer's socket (role tunnel: sockets inside pods)",
 		  "KMESH_MAP_WRITER_SOCKET" },
@@ -226,6 +232,7 @@ int main(int argc, char **argv)
 		m.t.inbound.ping_ms = (unsigned)ping_ms;
 		m.t.inbound.report_ms = (unsigned)report_s * 1000;
 		m.t.inbound.app_from_caller = app_from_caller;
+		m.t.inbound.authz_cache.max = (size_t)decision_cache;
 		m.t.pods.on_pod = on_pod;
 	}
 	km_prom_file_init(&m.t.metrics, metrics_dir, "tunnel");

@@ -61,6 +61,17 @@ static void inbound(const struct km_inbound *ib, struct km_prom *p)
 		       s->streams_rechecked);
 	km_prom_sample(p, "kmesh_tunnel_hbone_rechecks_total", "result=\"closed\"",
 		       s->streams_policy_closed);
+	km_prom_family(p, "kmesh_tunnel_hbone_decisions_total", "counter",
+		       "HBONE streams' authorization decisions by where they came from: agent (the "
+		       "xDS agent asked) or cache (one the agent gave for the same principal, "
+		       "addresses and port, kept until it tells of a change of its policies or "
+		       "workloads)");
+	km_prom_sample(p, "kmesh_tunnel_hbone_decisions_total", "by=\"agent\"", s->decisions_asked);
+	km_prom_sample(p, "kmesh_tunnel_hbone_decisions_total", "by=\"cache\"",
+		       ib->authz_cache.hits);
+	km_prom_metric(p, "kmesh_tunnel_hbone_decisions_cached", "gauge",
+		       "decisions kept (at most 4096; all dropped at each change the agent tells)",
+		       ib->authz_cache.n);
 	km_prom_family(p, "kmesh_tunnel_app_connections_total", "counter",
 		       "connections to applications for HBONE streams, by the source the application "
 		       "sees: caller (the HBONE client's address, as with ztunnel) or pod (127.0.0.6 "

@@ -257,7 +257,8 @@ int km_agent_admin_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gi
 
 /* An AuthorizeReply: the decision (code, why), the destination's baggage, the generation. */
 static void authz_reply(const struct km_agent_state *st, struct km_ipc_session *s,
-			uint64_t request_id, Kmesh__Ipc__Code code, char *why, char *baggage)
+			uint64_t request_id, Kmesh__Ipc__Code code, char *why, char *baggage,
+			int workload_gen)
 {
 	km_envelope out = KMESH__IPC__ENVELOPE__INIT;
 	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
@@ -269,6 +270,8 @@ static void authz_reply(const struct km_agent_state *st, struct km_ipc_session *
 	reply.authorized = &ar;
 	ar.dst_baggage = baggage;
 	ar.policy_generation = st->policies->generation;
+	if (workload_gen)
+		ar.workload_generation = km_tunnel_notices_workload_gen(st->model);
 	out.request_id = request_id;
 	out.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
 	out.reply = &reply;
@@ -301,14 +304,19 @@ static void authorize(struct km_agent_state *st, struct km_ipc_session *s, const
 	    km_baggage_format(w->who, w->where, baggage, sizeof(baggage)) < 0)
 		baggage[0] = '\0';
 	authz_reply(st, s, env->request_id,
-		    allow ? KMESH__IPC__CODE__OK : KMESH__IPC__CODE__PERMISSION_DENIED, why, baggage);
+		    allow ? KMESH__IPC__CODE__OK : KMESH__IPC__CODE__PERMISSION_DENIED, why, baggage,
+		    1);
 }
 
-/* The policies' generation only: the tunnel polls it while it has open streams. */
+/* The generations only, and with notify the session told of each change from now on
+ * (tunnel_notices.h); its workload generation is 0 when it will not be told (then it polls). */
 static void policy_generation(struct km_agent_state *st, struct km_ipc_session *s,
 			      const km_envelope *env)
 {
-	authz_reply(st, s, env->request_id, KMESH__IPC__CODE__OK, "", "");
+	int told = env->policy_generation->notify && st->notices &&
+		   km_tunnel_notices_add(st->notices, s) == 0;
+
+	authz_reply(st, s, env->request_id, KMESH__IPC__CODE__OK, "", "", told);
 }
 
 /* The tunnel's reports of its HBONE streams: into the metrics and the access log. */
@@ -324,6 +332,8 @@ void km_agent_admin_closed(void *arg, struct km_ipc_session *s)
 {
 	struct km_agent_state *st = arg;
 
+	if (st->notices)
+		km_tunnel_notices_forget(st->notices, s);
 	/* the tunnel's open streams: their closes may never come on this session */
 	if (s->role == KMESH__IPC__ROLE__ROLE_TUNNEL && st->telemetry)
 		km_telemetry_forget_open(st->telemetry, KM_CONN_FROM_TUNNEL);

@@ -16,6 +16,7 @@
 #include "services/xds-agent/transport/resync.h"
 #include "services/xds-agent/telemetry/telemetry.h"
 #include "services/xds-agent/transport/writer_link.h"
+#include "services/xds-agent/tunnel_notices.h"
 
 struct km_dns_server;
 struct km_hostname_resolver;
@@ -39,6 +40,7 @@ struct km_agent_state {
 	const struct km_hostname_resolver *hostnames; /* workloads named by hostname (may be NULL) */
 	uid_t tunnel_uid; /* may take the role tunnel (Authorize only); (uid_t)-1: root alone */
 	uint64_t authorized, denied; /* Authorize answers */
+	struct km_tunnel_notices *notices; /* sessions told of the generations' changes (may be NULL) */
 };
 
 /* The map writer's per-policy decision counters, for the dump (rows sorted by stat id), or why

@@ -46,6 +46,7 @@ struct agent {
 	int use_xds;
 	struct km_writer_link link;
 	struct km_ipc_server admin;
+	struct km_tunnel_notices notices; /* the tunnel told of the policies' and workloads' changes */
 	struct km_agent_state state;
 	struct km_latency update_latency; /* xDS response received -> its ops applied */
 	struct {
@@ -302,6 +303,7 @@ static void on_shutdown(void *arg, int signum)
 		km_metrics_http_stop(&a->http);
 	km_resync_close(&a->resync);
 	uv_close((uv_handle_t *)&a->expire_timer, NULL);
+	km_tunnel_notices_stop(&a->notices);
 	km_ipc_server_stop(&a->admin, NULL);
 	km_signals_close(&a->signals);
 }
@@ -644,6 +646,10 @@ int main(int argc, char **argv)
 		km_fd_limit_raise(2048); /* admin peers (capped by the server), HTTP clients, files */
 		if (km_ipc_server_start(&a.admin, a.loop, &acfg, &aops, &a.state) != 0)
 			return 1;
+		if (km_tunnel_notices_start(&a.notices, a.loop, &a.admin, &a.model, &a.policies) == 0)
+			a.state.notices = &a.notices;
+		else /* the tunnel polls then */
+			km_warn("the tunnel cannot be told of policy changes: it will poll for them");
 	}
 	a.expire_timer.data = &a;
 	if (uv_timer_init(a.loop, &a.expire_timer) != 0 ||

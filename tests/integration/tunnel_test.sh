@@ -204,6 +204,25 @@ out=$(hbone ztunnel "$S1:8080")
 check "... another principal: 401 ($out)" grep -q "status 401 read" <<<"$out"
 out=$(hbone meshclient "$S1:9090")
 check "... the allowed principal to another port: 401 ($out)" grep -q "status 401 read" <<<"$out"
+# The tunnel keeps the agent's decisions (same principal, addresses and port) until the agent
+# tells it of a change of its policies or of its workloads (a decision reads the destination
+# workload): s1 moved to another namespace, where ALLOW_8080 does not apply, must turn ztunnel's
+# 401 into 200 at once, and moved back into 401 again, with no policy change in between.
+decisions() { metric "kmesh_tunnel_hbone_decisions_total{by=\"$1\"}"; }
+CACHED0=$(decisions cache)
+out=$(hbone ztunnel "$S1:8080")
+check "... asked again: the same 401, given by the tunnel's cache of the agent's decisions ($out)" \
+	eval 'grep -q "status 401 read" <<<"$out" && eventually eval "[ \"\$(decisions cache)\" -gt $CACHED0 ]"'
+s1_in() { inject '{"resources": [{"workload": {"uid": "Kubernetes//Pod/mesh/s1", "name": "s1", "namespace": "'"$1"'",
+  "serviceAccount": "server", "workloadName": "server-wl", "canonicalName": "server", "canonicalRevision": "v2",
+  "addresses": ["'"$S1"'"]}}]}'; }
+s1_in other
+out=$(hbone ztunnel "$S1:8080")
+check "... the destination workload changed (now in a namespace no policy applies to): 200 at once, the kept 401 dropped ($out)" \
+	grep -q "status 200 read" <<<"$out"
+s1_in mesh
+out=$(hbone ztunnel "$S1:8080")
+check "... and moved back: 401 again ($out)" grep -q "status 401 read" <<<"$out"
 plain() { # plain POD PORT: a plaintext connection to s1, reading its answer
 	km_in_pod "$1" "$KM_PY" -c 'import socket, sys
 s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2); print(s.recv(64).decode().strip())' "$S1" "$2" 2>&1 | tail -1

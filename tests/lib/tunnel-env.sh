@@ -69,7 +69,8 @@ tunnel_start() {
 		--hbone-inbound on --map-writer-socket "$KM_SOCKET" --xds-socket "$KM_DIR/run/xds-agent.sock" \
 		--hbone-handshake-timeout-ms 1000 ${KM_TUNNEL_PING_MS:+--hbone-ping-ms "$KM_TUNNEL_PING_MS"} \
 		--conn-report-interval "${KM_TUNNEL_REPORT_S:-1}" \
-		--metrics-dir "$KM_DIR/metrics" --log-level "${KM_TUNNEL_LOG_LEVEL:-debug}" >>"$KM_DIR/tunnel.log" 2>&1 &
+		--metrics-dir "$KM_DIR/metrics" --log-level "${KM_TUNNEL_LOG_LEVEL:-debug}" ${KM_TUNNEL_ARGS:-} \
+		>>"$KM_DIR/tunnel.log" 2>&1 &
 	TUNNEL=$!
 	KM_PIDS+=($TUNNEL)
 	for _ in $(seq 1 50); do [ -S "$TSOCK" ] && return 0; sleep 0.1; done

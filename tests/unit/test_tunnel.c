@@ -2,7 +2,7 @@
  * (services/tunnel/pods.c: snapshots, changes, removals, an identity's first and last pod,
  * refusals), when a certificate is renewed and how its state reads (certs.c), and the snapshot
  * the CNI agent sends (services/cni-agent/tunnel_feed.c: service accounts and addresses from
- * the cache, pods it lacks left out). */
+ * the cache, pods it lacks left out); the xDS agent's decisions it keeps (authz_cache.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "services/cni-agent/tunnel_feed.h"
+#include "services/tunnel/authz_cache.h"
 #include "services/tunnel/certs.h"
 #include "services/tunnel/pods.h"
 
@@ -217,6 +218,88 @@ static void test_feed_snapshot(void **state)
 	json_decref(cache.pod_by_key);
 }
 
+static struct km_authz_key key4(uint8_t src_last, uint16_t port, const char *principal)
+{
+	struct km_authz_key k = { .src = { 10, 0, 0, src_last }, .dst = { 10, 0, 1, 9 },
+				  .src_len = 4, .dst_len = 4, .port = port, .principal = principal };
+	return k;
+}
+
+/* Kept per (principal, source, destination, port) at one pair of generations; an answer of
+ * another pair is not kept; a new pair, off, or a full cache drops everything. */
+static void test_authz_cache(void **state)
+{
+	struct km_authz_cache c = { .max = KM_AUTHZ_CACHE_MAX };
+	struct km_authz_key k = key4(1, 8080, "td/ns/a/sa/x"), other;
+	const struct km_authz_verdict allow = { 1, "allowed by mesh/p", "k8s.namespace.name=b" },
+				      deny = { 0, "denied by mesh/q", "" };
+	const struct km_authz_verdict *v;
+	char principal[64];
+
+	(void)state;
+	km_authz_cache_put(&c, &k, &allow, 5, 7); /* off: not kept */
+	assert_null(km_authz_cache_get(&c, &k));
+	km_authz_cache_on(&c, 5, 7);
+	assert_null(km_authz_cache_get(&c, &k));
+	km_authz_cache_put(&c, &k, &allow, 5, 8); /* decided at another pair */
+	assert_null(km_authz_cache_get(&c, &k));
+	km_authz_cache_put(&c, &k, &allow, 5, 7);
+	snprintf(principal, sizeof(principal), "%s", k.principal); /* compared by value */
+	k.principal = principal;
+	assert_non_null(v = km_authz_cache_get(&c, &k));
+	assert_int_equal(v->allowed, 1);
+	assert_string_equal(v->why, "allowed by mesh/p");
+	assert_string_equal(v->baggage, "k8s.namespace.name=b");
+	/* every part of the key counts */
+	other = key4(2, 8080, "td/ns/a/sa/x");
+	assert_null(km_authz_cache_get(&c, &other));
+	other = key4(1, 8081, "td/ns/a/sa/x");
+	assert_null(km_authz_cache_get(&c, &other));
+	other = key4(1, 8080, "td/ns/a/sa/y");
+	assert_null(km_authz_cache_get(&c, &other));
+	other = key4(1, 8080, "td/ns/a/sa/x");
+	other.dst[3] = 10;
+	assert_null(km_authz_cache_get(&c, &other));
+	km_authz_cache_put(&c, &other, &deny, 5, 7);
+	assert_int_equal(km_authz_cache_get(&c, &other)->allowed, 0);
+	assert_int_equal(c.n, 2);
+	/* the same pair told again keeps them; a workload or a policy change drops them */
+	km_authz_cache_generations(&c, 5, 7);
+	assert_non_null(km_authz_cache_get(&c, &k));
+	km_authz_cache_generations(&c, 5, 9);
+	assert_null(km_authz_cache_get(&c, &k));
+	assert_null(km_authz_cache_get(&c, &other));
+	km_authz_cache_put(&c, &k, &allow, 5, 9);
+	km_authz_cache_generations(&c, 6, 9);
+	assert_null(km_authz_cache_get(&c, &k));
+	assert_int_equal(c.n, 0);
+	/* bounded: full, emptied */
+	km_authz_cache_put(&c, &k, &allow, 6, 9);
+	for (unsigned i = 1; i < KM_AUTHZ_CACHE_MAX - 1; i++) { /* ports below 8080 */
+		other = key4(1, (uint16_t)i, "td/ns/a/sa/x");
+		km_authz_cache_put(&c, &other, &allow, 6, 9);
+	}
+	assert_int_equal(c.n, KM_AUTHZ_CACHE_MAX - 1);
+	other = key4(1, 9000, "td/ns/a/sa/x");
+	km_authz_cache_put(&c, &other, &allow, 6, 9);
+	assert_int_equal(c.n, KM_AUTHZ_CACHE_MAX);
+	other = key4(1, 9001, "td/ns/a/sa/x");
+	km_authz_cache_put(&c, &other, &deny, 6, 9);
+	assert_int_equal(c.n, 1);
+	assert_null(km_authz_cache_get(&c, &k));
+	assert_non_null(km_authz_cache_get(&c, &other));
+	/* off: nothing kept, nothing given */
+	km_authz_cache_off(&c);
+	assert_int_equal(c.n, 0);
+	assert_null(km_authz_cache_get(&c, &other));
+	/* max 0 (--hbone-decision-cache 0): on, but nothing kept */
+	c.max = 0;
+	km_authz_cache_on(&c, 6, 9);
+	km_authz_cache_put(&c, &other, &deny, 6, 9);
+	assert_null(km_authz_cache_get(&c, &other));
+	assert_int_equal(c.n, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -224,6 +307,7 @@ int main(void)
 		cmocka_unit_test(test_pods_refused),
 		cmocka_unit_test(test_cert_schedule_and_state),
 		cmocka_unit_test(test_feed_snapshot),
+		cmocka_unit_test(test_authz_cache),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -304,6 +304,7 @@ struct km_model_wl *mdl_put_entry(struct km_model *m, struct km_workload_res *re
 		km_workload_res_free(res);
 		return w;
 	}
+	m->workload_changes++;
 	res = km_workload_res_pack(res);
 	if (res->scratch) { /* out of memory: a decoded version cannot be kept as it is */
 		m->out->oom = 1; /* a resync follows */
@@ -419,6 +420,7 @@ void mdl_remove_entry(struct km_model *m, struct km_model_wl *w)
 	mdl_wl_drop_version(w);
 	free(w);
 	m->n_workloads--;
+	m->workload_changes++;
 }
 
 /* ---- flush, replay, queries ---------------------------------------------------------------- */

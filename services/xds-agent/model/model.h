@@ -16,6 +16,7 @@
 #define KM_XDS_MODEL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "services/xds-agent/core/ids.h"
 #include "services/xds-agent/core/name_map.h"
@@ -50,6 +51,8 @@ struct km_model {
 	size_t n_dirty, cap_dirty;
 	size_t n_services; /* with a resource */
 	size_t n_workloads;
+	uint64_t workload_changes;   /* workloads put changed or removed (authorization decisions
+				      * read them: authz_query.h) */
 	struct km_oplist *out;
 	struct km_authz *authz;      /* optional: workloads' identities go to the policy compiler */
 	uint16_t waypoint_data_port; /* port dialled on waypoint pods (0 = their HBONE port) */
