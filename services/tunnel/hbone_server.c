@@ -48,6 +48,7 @@ struct hb_write {
 };
 
 static void flush(struct km_hbone_conn *h);
+static void on_flush_turn(uv_idle_t *idle);
 static void maybe_done(struct km_hbone_conn *h);
 static int write_up(struct hb_stream *st, const uint8_t *data, size_t len);
 static void shut_up_if_done(struct hb_stream *st);
@@ -655,27 +656,102 @@ static int on_stream_close(nghttp2_session *session, int32_t id, uint32_t code, 
 
 /* ---- the connection ---------------------------------------------------------------------- */
 
-static void flush(struct km_hbone_conn *h)
+static void unqueue(struct km_hbone_conn *h)
 {
+	if (!h->flush_prev)
+		return;
+	*h->flush_prev = h->flush_next;
+	if (h->flush_next)
+		h->flush_next->flush_prev = h->flush_prev;
+	h->flush_prev = NULL;
+	h->flush_next = NULL;
+}
+
+/* Frame what nghttp2 has and write it, gathered: at most KM_HBONE_CORK_MAX bytes a write. */
+static void flush_now(struct km_hbone_conn *h)
+{
+	size_t held = 0;
+	int broken = 0;
+
+	unqueue(h);
 	if (!h->session || h->closing || h->flushing)
 		return;
 	h->flushing = 1;
-	while (h->tls.unwritten < KM_HBONE_CONN_UNSENT) {
+	km_tls_stream_cork(&h->tls);
+	while (h->tls.unwritten + held < KM_HBONE_CONN_UNSENT) {
 		const uint8_t *p;
 		ssize_t n = nghttp2_session_mem_send(h->session, &p);
 
 		if (n <= 0) {
-			if (n < 0)
-				km_hbone_conn_close(h);
+			broken = n < 0;
 			break;
 		}
 		if (km_tls_stream_write(&h->tls, p, (size_t)n) != 0)
 			break; /* the TLS stream said why; its owner closes */
+		held += (size_t)n;
+		if (held >= KM_HBONE_CORK_MAX) {
+			if (km_tls_stream_uncork(&h->tls) != 0)
+				break;
+			held = 0;
+			km_tls_stream_cork(&h->tls);
+		}
 	}
+	km_tls_stream_uncork(&h->tls);
 	h->flushing = 0;
-	if (!h->closing && !nghttp2_session_want_read(h->session) &&
-	    !nghttp2_session_want_write(h->session))
+	if (broken)
 		km_hbone_conn_close(h);
+	else if (!h->closing && !nghttp2_session_want_read(h->session) &&
+		 !nghttp2_session_want_write(h->session))
+		km_hbone_conn_close(h);
+}
+
+/* Written at the flusher's next turn (at once without one). */
+static void flush(struct km_hbone_conn *h)
+{
+	struct km_hbone_flusher *f = h->flusher;
+
+	if (!f) {
+		flush_now(h);
+		return;
+	}
+	if (!h->session || h->closing || h->flush_prev)
+		return;
+	h->flush_next = f->head;
+	if (f->head)
+		f->head->flush_prev = &h->flush_next;
+	f->head = h;
+	h->flush_prev = &f->head;
+	f->writes_deferred++;
+	if (!f->active && uv_idle_start(&f->idle, on_flush_turn) == 0)
+		f->active = 1;
+}
+
+static void on_flush_turn(uv_idle_t *idle)
+{
+	struct km_hbone_flusher *f = idle->data;
+
+	f->turns++;
+	while (f->head) /* flush_now unqueues it */
+		flush_now(f->head);
+	uv_idle_stop(idle);
+	f->active = 0;
+}
+
+int km_hbone_flusher_init(struct km_hbone_flusher *f, uv_loop_t *loop)
+{
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	rc = uv_idle_init(loop, &f->idle);
+	f->idle.data = f;
+	return rc;
+}
+
+void km_hbone_flusher_close(struct km_hbone_flusher *f)
+{
+	while (f->head)
+		unqueue(f->head);
+	uv_close((uv_handle_t *)&f->idle, NULL);
 }
 
 void km_hbone_conn_init(struct km_hbone_conn *h, uv_loop_t *loop, const struct km_hbone_ops *ops)
@@ -739,7 +815,7 @@ void km_hbone_conn_data(struct km_hbone_conn *h, const uint8_t *data, size_t len
 	n = nghttp2_session_mem_recv(h->session, data, len);
 	if (n < 0) {
 		km_debug("HBONE from %s: %s", h->principal, nghttp2_strerror((int)n));
-		flush(h); /* a GOAWAY, when nghttp2 made one */
+		flush_now(h); /* a GOAWAY, when nghttp2 made one */
 		km_hbone_conn_close(h);
 		return;
 	}
@@ -817,6 +893,7 @@ void km_hbone_conn_close(struct km_hbone_conn *h)
 	if (h->closing)
 		return;
 	h->closing = 1;
+	unqueue(h);
 	for (struct hb_stream *st = h->streams, *next; st; st = next) {
 		next = st->next;
 		st->h2_closed = 1;

@@ -17,6 +17,7 @@
 
 #include "ipc/peer_link.h"
 #include "services/tunnel/authz_cache.h"
+#include "services/tunnel/hbone_server.h"
 #include "services/tunnel/certs.h"
 #include "services/tunnel/pods.h"
 #include "services/tunnel/stream_reports.h"
@@ -58,6 +59,7 @@ struct km_inbound {
 	struct ib_conn *conns;
 	unsigned n_conns, listeners;
 	uv_timer_t sweep;
+	struct km_hbone_flusher flusher; /* the connections' writes, once per loop turn */
 	unsigned handshake_ms;
 	unsigned ping_ms;
 	unsigned report_ms;        /* open streams' bytes reported this often (0: at their end) */

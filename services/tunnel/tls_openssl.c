@@ -131,6 +131,15 @@ static int read_plain(struct km_tls_stream *s, uint8_t *buf, size_t len)
 	return KM_TLS_FAILED;
 }
 
+static int push(struct km_tls_stream *s)
+{
+	if (flush_out(s) != 0) {
+		snprintf(s->error, sizeof(s->error), "TLS: cannot write");
+		return KM_TLS_FAILED;
+	}
+	return 0;
+}
+
 static int write_plain(struct km_tls_stream *s, const uint8_t *data, size_t len)
 {
 	while (len > 0) {
@@ -143,11 +152,7 @@ static int write_plain(struct km_tls_stream *s, const uint8_t *data, size_t len)
 		data += n;
 		len -= (size_t)n;
 	}
-	if (flush_out(s) != 0) {
-		snprintf(s->error, sizeof(s->error), "TLS: cannot write");
-		return KM_TLS_FAILED;
-	}
-	return 0;
+	return s->corked ? 0 : push(s); /* corked: the records wait in the memory BIO */
 }
 
 static void describe(const struct km_tls_stream *s, char *buf, size_t len)
@@ -166,6 +171,7 @@ const struct km_tls_backend km_tls_openssl = {
 	.handshake = handshake,
 	.read = read_plain,
 	.write = write_plain,
+	.push = push,
 	.describe = describe,
 	.free = free_session,
 };

@@ -33,8 +33,12 @@ struct km_tls_backend {
 	int (*handshake)(struct km_tls_stream *s);
 	/* Plaintext into buf: bytes (> 0), KM_TLS_WANT, KM_TLS_CLOSED or KM_TLS_FAILED. */
 	int (*read)(struct km_tls_stream *s, uint8_t *buf, size_t len);
-	/* Plaintext out, all of it (sealed records go to km_tls_stream_send): 0 or KM_TLS_FAILED. */
+	/* Plaintext out, all of it (sealed records go to km_tls_stream_send, or while s->corked
+	 * may be held by the library until push): 0 or KM_TLS_FAILED. */
 	int (*write)(struct km_tls_stream *s, const uint8_t *data, size_t len);
+	/* The sealed records held (corked) to km_tls_stream_send in one piece: 0 or KM_TLS_FAILED.
+	 * NULL: the library holds none. */
+	int (*push)(struct km_tls_stream *s);
 	void (*describe)(const struct km_tls_stream *s, char *buf, size_t len);
 	void (*free)(struct km_tls_stream *s);
 };

@@ -207,6 +207,25 @@ int km_tls_stream_write(struct km_tls_stream *s, const uint8_t *data, size_t len
 	return 0;
 }
 
+void km_tls_stream_cork(struct km_tls_stream *s)
+{
+	s->corked = s->be && s->be->push;
+}
+
+int km_tls_stream_uncork(struct km_tls_stream *s)
+{
+	if (!s->corked)
+		return s->failed ? -1 : 0;
+	s->corked = 0;
+	if (s->failed)
+		return -1;
+	if (s->be->push(s) != 0) {
+		failed(s);
+		return -1;
+	}
+	return 0;
+}
+
 void km_tls_stream_pause(struct km_tls_stream *s, int pause)
 {
 	if (s->failed || s->paused == pause)

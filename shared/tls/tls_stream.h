@@ -41,7 +41,7 @@ struct km_tls_stream {
 	uint8_t *in;       /* ciphertext received, not yet taken by the library: in[in_off..in_len) */
 	size_t in_off, in_len, in_cap;
 	size_t unwritten;  /* ciphertext queued in libuv */
-	int server, ready, failed, reading, paused;
+	int server, ready, failed, reading, paused, corked;
 	char error[256];
 	void *data;        /* owner's pointer */
 };
@@ -56,6 +56,11 @@ int km_tls_stream_start(struct km_tls_stream *s, const struct km_tls_backend *be
 			const struct km_tls_stream_cbs *cbs);
 /* Write plaintext. Returns 0, or -1 (the stream failed: on_error follows or came). */
 int km_tls_stream_write(struct km_tls_stream *s, const uint8_t *data, size_t len);
+/* Cork: the writes that follow are sealed as they come but sent in one piece (one write to
+ * the socket) at uncork, which returns 0 or -1 (the stream failed). A backend that cannot hold
+ * its records sends them as it goes. The owner bounds what it writes while corked. */
+void km_tls_stream_cork(struct km_tls_stream *s);
+int km_tls_stream_uncork(struct km_tls_stream *s);
 /* Stop / resume reading the peer. */
 void km_tls_stream_pause(struct km_tls_stream *s, int pause);
 /* The backend's session (WOLFSSL, SSL), for the owner's checks of the peer. */
