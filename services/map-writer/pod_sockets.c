@@ -89,7 +89,11 @@ static int make_here(void *arg, char *err, size_t errlen)
 	uint64_t here = 0;
 	int fd;
 
-	if (km_netns_identity_here(&here, m->addrs, 8, &m->n_addrs, err, errlen) != 0)
+	/* the pod's addresses only for its HBONE listener (km_hbone); a pool refill needs none (a
+	 * netlink dump of links and addresses was half of its cost) */
+	if ((m->want->listen_port == KM_HBONE_PORT
+		     ? km_netns_identity_here(&here, m->addrs, 8, &m->n_addrs, err, errlen)
+		     : km_netns_cookie_here(&here, err, errlen)) != 0)
 		return -EIO;
 	if (here != m->cookie) {
 		snprintf(err, errlen, "the namespace there is not the one enrolled (cookie %llu, "
