@@ -331,6 +331,10 @@ $(B)/bench/tls_cipher_bench: $(call obj,bench/tls_cipher_bench.c)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ -lwolfssl -lcrypto
 
+$(B)/bench/hbone_client_bench: $(call obj,bench/hbone_client_bench.c)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ -lnghttp2 -lssl -lcrypto
+
 $(B)/bench/map_update_bench: $(call obj,bench/map_update_bench.c shared/latency.c)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS)
@@ -365,7 +369,8 @@ $(B)/bench/authz_bench: $(call obj,bench/authz_bench.c $(XDS_SRCS) $(MW_SRCS) $(
 	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS) $(XDS_LIBS)
 
 BENCHES := $(addprefix $(B)/bench/,decode_bench map_update_bench table_ops_bench connect_bench \
-	cni_add_bench authz_bench passive_bench big_service_bench tls_cipher_bench dns_names_bench)
+	cni_add_bench authz_bench passive_bench big_service_bench tls_cipher_bench dns_names_bench \
+	hbone_client_bench)
 bench: all $(BENCHES)
 	@bash bench/run.sh
 
