@@ -9,7 +9,9 @@
  *                END_STREAM; p50/p90/p99 in microseconds
  *   upload MB    one stream: MB MiB to a sink (after their length), its byte count back
  *   download     one stream from a source until its END_STREAM: bytes, seconds, MB/s
- * usage: hbone_client_bench ADDR PORT AUTHORITY CERT KEY CA MODE [ARG] */
+ * usage: hbone_client_bench ADDR PORT AUTHORITY CERT KEY CA MODE [ARG]
+ * HBONE_BENCH_DUMP=FILE (setup): every stream's time, in order, into FILE (where the tail comes
+ * from: a pattern in the slow streams' positions points at periodic work in a server). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -159,6 +161,21 @@ static ssize_t provide(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
 	return NGHTTP2_ERR_DEFERRED;
 }
 
+/* DATA frames as large as the windows and the server's frame size allow (the Python client's
+ * and a ztunnel's; nghttp2 would send 16 KiB frames). */
+static ssize_t frame_length(nghttp2_session *s, uint8_t type, int32_t id, int32_t session_window,
+			    int32_t stream_window, uint32_t remote_max_frame, void *user)
+{
+	int32_t w = session_window < stream_window ? session_window : stream_window;
+	uint32_t n = remote_max_frame < FRAME ? remote_max_frame : FRAME;
+
+	(void)s;
+	(void)type;
+	(void)id;
+	(void)user;
+	return w < (int32_t)n ? (w > 0 ? w : 1) : (ssize_t)n;
+}
+
 /* Write what the session has, then read and feed one TLS read's worth. */
 static void turn(struct client *c)
 {
@@ -256,6 +273,7 @@ int main(int argc, char **argv)
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data);
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_close);
+	nghttp2_session_callbacks_set_data_source_read_length_callback(cbs, frame_length);
 	if (nghttp2_session_client_new(&c.s, cbs, &c) != 0 ||
 	    nghttp2_submit_settings(c.s, NGHTTP2_FLAG_NONE, iv, 3) != 0 ||
 	    nghttp2_session_set_local_window_size(c.s, NGHTTP2_FLAG_NONE, 0, CONN_WINDOW) != 0)
@@ -273,6 +291,14 @@ int main(int argc, char **argv)
 			while (!c.ended)
 				turn(&c);
 			lat[i] = (now_s() - t) * 1e6;
+		}
+		if (getenv("HBONE_BENCH_DUMP")) { /* every stream's time, in order (for a look) */
+			FILE *f = fopen(getenv("HBONE_BENCH_DUMP"), "w");
+
+			for (int i = 0; f && i < n; i++)
+				fprintf(f, "%d %.0f\n", i, lat[i]);
+			if (f)
+				fclose(f);
 		}
 		qsort(lat, (size_t)n, sizeof(*lat), cmp);
 		printf("cipher=%s streams=%d p50_us=%.0f p90_us=%.0f p99_us=%.0f\n",
