@@ -721,7 +721,6 @@ static void flush(struct km_hbone_conn *h)
 		f->head->flush_prev = &h->flush_next;
 	f->head = h;
 	h->flush_prev = &f->head;
-	f->writes_deferred++;
 	if (!f->active && uv_idle_start(&f->idle, on_flush_turn) == 0)
 		f->active = 1;
 }
@@ -730,7 +729,6 @@ static void on_flush_turn(uv_idle_t *idle)
 {
 	struct km_hbone_flusher *f = idle->data;
 
-	f->turns++;
 	while (f->head) /* flush_now unqueues it */
 		flush_now(f->head);
 	uv_idle_stop(idle);

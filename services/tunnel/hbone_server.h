@@ -44,7 +44,6 @@ struct km_hbone_flusher {
 	uv_idle_t idle;
 	struct km_hbone_conn *head;
 	int active;
-	uint64_t turns, writes_deferred; /* turns that wrote; flushes asked and gathered */
 };
 
 int km_hbone_flusher_init(struct km_hbone_flusher *f, uv_loop_t *loop);
