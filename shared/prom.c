@@ -86,28 +86,37 @@ int km_prom_labels(char *out, size_t len, const char *const *pairs, size_t n, co
 {
 	size_t o = 0;
 
+	/* memcpy, not snprintf: the agent formats 24 labels per connection report (a third of
+	 * its time in a stream's report went to vfprintf) */
 	for (size_t i = 0; i < n; i++) {
 		const char *k = pairs[2 * i], *v = pairs[2 * i + 1];
-		int w;
+		size_t kl = strlen(k);
 
 		if (!v || !*v)
 			v = empty_as;
-		w = snprintf(out + o, len - o, "%s%s=\"", i ? "," : "", k);
-		if (w < 0 || (size_t)w >= len - o)
+		if (o + (i ? 1 : 0) + kl + 2 >= len)
 			return -1;
-		o += (size_t)w;
-		for (; *v; v++) {
-			const char *esc = *v == '\\' ? "\\\\" : *v == '"' ? "\\\"" : *v == '\n' ? "\\n" : NULL;
-			size_t need = esc ? 2 : 1;
+		if (i)
+			out[o++] = ',';
+		memcpy(out + o, k, kl);
+		o += kl;
+		out[o++] = '=';
+		out[o++] = '"';
+		while (*v) {
+			size_t run = strcspn(v, "\\\"\n");
 
-			if (o + need >= len)
+			if (o + run >= len)
 				return -1;
-			if (esc) {
-				memcpy(out + o, esc, 2);
-			} else {
-				out[o] = *v;
+			memcpy(out + o, v, run);
+			o += run;
+			v += run;
+			if (*v) {
+				if (o + 2 >= len)
+					return -1;
+				out[o++] = '\\';
+				out[o++] = *v == '\n' ? 'n' : *v;
+				v++;
 			}
-			o += need;
 		}
 		if (o + 2 > len)
 			return -1;

@@ -480,6 +480,16 @@ static void test_prom_and_index(void **state)
 	assert_int_equal(km_prom_labels(out, sizeof(out), pairs, 2, "-"), 20);
 	assert_string_equal(out, "a=\"x\\\"y\\\\z\\nw\",b=\"-\"");
 	assert_int_equal(km_prom_labels(out, 8, pairs, 2, "-"), -1);
+	for (size_t len = 0; len < 25; len++) { /* 20 bytes and the NUL: never more, never cut */
+		char small[25];
+
+		memset(small, 'X', sizeof(small));
+		assert_int_equal(km_prom_labels(small, len, pairs, 2, "-"), len > 20 ? 20 : -1);
+		if (len > 20)
+			assert_string_equal(small, "a=\"x\\\"y\\\\z\\nw\",b=\"-\"");
+		for (size_t i = len; i < sizeof(small); i++)
+			assert_int_equal(small[i], 'X');
+	}
 	km_prom_init(&p);
 	km_prom_histogram(&p, "h", "k=\"v\"", bounds, counts, 2, 1.5);
 	assert_string_equal(p.buf, "h_bucket{k=\"v\",le=\"0.001\"} 2\nh_bucket{k=\"v\",le=\"0.5\"} 3\n"
