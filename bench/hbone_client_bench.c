@@ -27,6 +27,8 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "shared/h2_frames.h"
+
 #define WINDOW (4 << 20)
 #define CONN_WINDOW (16 << 20)
 #define FRAME (1 << 20)
@@ -166,14 +168,11 @@ static ssize_t provide(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
 static ssize_t frame_length(nghttp2_session *s, uint8_t type, int32_t id, int32_t session_window,
 			    int32_t stream_window, uint32_t remote_max_frame, void *user)
 {
-	int32_t w = session_window < stream_window ? session_window : stream_window;
-	uint32_t n = remote_max_frame < FRAME ? remote_max_frame : FRAME;
-
 	(void)s;
 	(void)type;
 	(void)id;
 	(void)user;
-	return w < (int32_t)n ? (w > 0 ? w : 1) : (ssize_t)n;
+	return km_h2_frame_length(session_window, stream_window, remote_max_frame, FRAME);
 }
 
 /* Write what the session has, then read and feed one TLS read's worth. */

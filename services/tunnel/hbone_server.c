@@ -8,6 +8,7 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include "shared/h2_frames.h"
 #include "shared/log.h"
 
 struct hb_stream {
@@ -211,14 +212,12 @@ static void up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 static ssize_t frame_length(nghttp2_session *session, uint8_t type, int32_t id, int32_t session_window,
 			    int32_t stream_window, uint32_t remote_max_frame, void *user)
 {
-	int32_t w = session_window < stream_window ? session_window : stream_window;
-	uint32_t n = remote_max_frame < KM_HBONE_STREAM_BUF ? remote_max_frame : KM_HBONE_STREAM_BUF;
-
 	(void)session;
 	(void)type;
 	(void)id;
 	(void)user;
-	return w < (int32_t)n ? (w > 0 ? w : 1) : (ssize_t)n;
+	return km_h2_frame_length(session_window, stream_window, remote_max_frame,
+				  KM_HBONE_STREAM_BUF);
 }
 
 /* What the application sent, framed as DATA (END_STREAM after its FIN). */
