@@ -71,11 +71,11 @@ static int dump_workload(void *arg, const char *uid)
 	for (size_t i = 0; i < w->n_services; i++)
 		json_array_append_new(svcs, json_string(w->services[i].service));
 	json_array_append_new(c->list,
-			      json_pack("{s:s, s:I, s:o, s:s, s:s, s:o}", "uid", uid, "id",
+			      json_pack("{s:s, s:I, s:o, s:s, s:s, s:o, s:s}", "uid", uid, "id",
 					(json_int_t)km_model_id_of(c->m, uid), "addresses",
 					addrs_json(w->addrs, w->n_addrs), "status",
 					w->status ? "UNHEALTHY" : "HEALTHY", "node", w->where->node ? w->where->node : "",
-					"services", svcs));
+					"services", svcs, "tunnel", w->tunnel_hbone ? "HBONE" : "NONE"));
 	return 0;
 }
 

@@ -123,8 +123,8 @@ check "dump tables as tables: a section per table" \
 out=$(ctl dump tables --table nosuch 2>&1)
 rc=$?
 check "dump of an unknown table: usage error, naming it" eval '[ $rc = 2 ] && grep -q "no table .nosuch." <<<"$out"'
-check "dump xds -o json: the agent's whole state" \
-	ctl_is json '[s["name"] for s in d["model"]["service_list"]] == ["t/web.t"] and d["source"].startswith("file ")' dump xds
+check "dump xds -o json: the agent's whole state (a workload's tunnel protocol: NONE unless istiod says HBONE)" \
+	ctl_is json '[s["name"] for s in d["model"]["service_list"]] == ["t/web.t"] and d["source"].startswith("file ") and [w["tunnel"] for w in d["model"]["workload_list"]] == ["NONE"]' dump xds
 check "dump xds as tables: services and workloads" \
 	eval 'out=$(ctl dump xds) && grep -q "^services:" <<<"$out" && grep -q "^workloads:" <<<"$out" && grep -q " t/web.t " <<<"$out"'
 check "dump policies -o yaml: the compiled authorization (none here)" \

@@ -128,7 +128,7 @@ static void test_full_workload(void **state)
 	w.n_addresses = 1;
 	w.addresses = addrs;
 	w.status = KMESH__WORKLOAD__WORKLOAD_STATUS__UNHEALTHY;
-	w.tunnel_protocol = KMESH__WORKLOAD__TUNNEL_PROTOCOL__HBONE; /* not read: checked */
+	w.tunnel_protocol = KMESH__WORKLOAD__TUNNEL_PROTOCOL__HBONE;
 	w.n_authorization_policies = 1;
 	w.authorization_policies = pols;
 	wpa.address = (ProtobufCBinaryData){ 4, (uint8_t *)ip9 };
@@ -160,6 +160,7 @@ static void test_full_workload(void **state)
 	assert_string_equal(r.wl->where->zone, "z");
 	assert_int_equal(r.wl->n_addrs, 1);
 	assert_int_equal(r.wl->status, KM_WORKLOAD_UNHEALTHY);
+	assert_int_equal(r.wl->tunnel_hbone, 1);
 	assert_int_equal(km_wl_capacity(r.wl), 3);
 	assert_int_equal(km_wl_waypoint(r.wl)->hbone_port, 15008);
 	assert_int_equal(r.wl->n_services, 1);

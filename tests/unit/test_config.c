@@ -175,6 +175,41 @@ static void test_pack_uid_split(void **state)
 	km_workload_res_free(b);
 }
 
+static void expect_rejected(const char *resource, const char *why);
+
+/* Workload.tunnel_protocol: HBONE read as the workload's bit (issue 49), kept by a pack and a
+ * copy, and a change of it alone is a change; an unknown protocol is refused. */
+static void test_tunnel_protocol(void **state)
+{
+	struct km_resource_set set;
+	char err[256];
+	const char *doc =
+		"[{\"workload\": {\"uid\": \"u1\", \"addresses\": [\"10.0.0.1\"], \"tunnelProtocol\": \"HBONE\"}},"
+		" {\"workload\": {\"uid\": \"u1\", \"addresses\": [\"10.0.0.1\"], \"tunnel_protocol\": \"NONE\"}},"
+		" {\"workload\": {\"uid\": \"u2\", \"addresses\": [\"10.0.0.2\"],"
+		"  \"tunnelProtocol\": \"LEGACY_ISTIO_MTLS\"}}]";
+	struct km_workload_res *hb, *none, *copy;
+
+	(void)state;
+	assert_int_equal(decode(doc, &set, err), 0);
+	assert_int_equal(set.n_errors, 0);
+	assert_int_equal(set.n_workloads, 3);
+	assert_int_equal(set.workloads[0]->tunnel_hbone, 1);
+	assert_int_equal(set.workloads[1]->tunnel_hbone, 0);
+	assert_int_equal(set.workloads[2]->tunnel_hbone, 0); /* sidecars': plaintext to ztunnel */
+	hb = set.workloads[0] = km_workload_res_pack(set.workloads[0]);
+	none = set.workloads[1] = km_workload_res_pack(set.workloads[1]);
+	assert_int_equal(hb->tunnel_hbone, 1);
+	assert_false(km_workload_res_equal(hb, none));
+	copy = km_workload_res_with_addrs(hb, hb->addrs, hb->n_addrs);
+	assert_int_equal(copy->tunnel_hbone, 1);
+	assert_true(km_workload_res_equal(hb, copy));
+	km_workload_res_free(copy);
+	km_resource_set_free(&set);
+	expect_rejected("{\"workload\": {\"uid\": \"u\", \"tunnelProtocol\": \"QUIC\"}}",
+			"tunnelProtocol");
+}
+
 static void expect_rejected(const char *resource, const char *why)
 {
 	struct km_resource_set set;
@@ -322,6 +357,7 @@ int main(void)
 		cmocka_unit_test(test_decode_both_spellings),
 		cmocka_unit_test(test_pack_keeps_every_field),
 		cmocka_unit_test(test_pack_uid_split),
+		cmocka_unit_test(test_tunnel_protocol),
 		cmocka_unit_test(test_bad_resources_rejected),
 		cmocka_unit_test(test_bad_documents),
 		cmocka_unit_test(test_base64),

@@ -309,6 +309,7 @@ static Kmesh__Workload__Workload *workload_read(alloc_t *a, const uint8_t *p, si
 		case 2: PBW_STR(m->namespace_); break;
 		case 3: PBW_BYTES(addr); PBW_APPEND(m->addresses, m->n_addresses, addr); break;
 		case 4: PBW_STR(m->network); break;
+		case 5: PBW_ENUM(m->tunnel_protocol); break;
 		case 6: PBW_STR(m->trust_domain); break;
 		case 7: PBW_STR(m->service_account); break;
 		case 8: MERGED(m->waypoint, gateway_read, gateway_merge(m->waypoint, later_)); break;

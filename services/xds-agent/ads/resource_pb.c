@@ -295,6 +295,9 @@ static int to_workload(const struct conv *c, const Kmesh__Workload__Workload *m,
 	}
 	w->status = (uint32_t)m->status;
 	w->host_network = m->network_mode == KMESH__WORKLOAD__NETWORK_MODE__HOST_NETWORK;
+	/* HBONE: reached on podIP:15008 with a CONNECT to podIP:port; NONE and LEGACY_ISTIO_MTLS
+	 * (sidecars') in plaintext (hbone.md §2) */
+	w->tunnel_hbone = m->tunnel_protocol == KMESH__WORKLOAD__TUNNEL_PROTOCOL__HBONE;
 	w->rare->capacity = m->capacity ? m->capacity->value : 1; /* an unpacked workload has rare */
 	if (m->n_services > KM_RES_MAX_SERVICES_PER_WORKLOAD) {
 		km_errf(err, errlen, "%zu services, at most %d", m->n_services,

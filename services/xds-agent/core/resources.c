@@ -454,7 +454,8 @@ int km_workload_res_equal(const struct km_workload_res *a, const struct km_workl
 	if (!km_workload_uid_is(a, km_workload_uid(b, buf)) || !str_eq(a->name, b->name) ||
 	    !str_eq(km_wl_hostname(a), km_wl_hostname(b)) || a->status != b->status ||
 	    a->n_addrs != b->n_addrs || a->n_services != b->n_services || a->n_policies != b->n_policies ||
-	    a->host_network != b->host_network || km_wl_capacity(a) != km_wl_capacity(b) ||
+	    a->host_network != b->host_network || a->tunnel_hbone != b->tunnel_hbone ||
+	    km_wl_capacity(a) != km_wl_capacity(b) ||
 	    !strs_eq((char *const *)a->who, (char *const *)b->who,
 		     sizeof(*a->who) / sizeof(char *)) ||
 	    !strs_eq((char *const *)a->where, (char *const *)b->where,
@@ -549,6 +550,7 @@ struct km_workload_res *km_workload_res_with_addrs(const struct km_workload_res 
 	c->rare->capacity = km_wl_capacity(w);
 	c->status = w->status;
 	c->host_network = w->host_network;
+	c->tunnel_hbone = w->tunnel_hbone;
 	if (n && !(c->addrs = malloc(n * sizeof(*addrs))))
 		bad = 1;
 	else if (n)

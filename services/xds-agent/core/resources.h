@@ -109,6 +109,7 @@ struct km_workload_res {
 	uint16_t n_addrs, n_services, n_policies; /* bounded by KM_RES_MAX_* (below 65536) */
 	uint8_t status : 1;       /* enum km_workload_status (checked when converted) */
 	uint8_t host_network : 1; /* NetworkMode HOST_NETWORK: not looked up by IP */
+	uint8_t tunnel_hbone : 1; /* TunnelProtocol HBONE: reached over HBONE (issue 49) */
 	uint8_t packed : 1; /* one allocation, shared strings interned (km_workload_res_pack) */
 	uint8_t uid_split : 1; /* uid_text is the uid's prefix: the uid is uid_text "/" name */
 	/* It and all its parts live in a decode's scratch block (pb_scratch.h), gone at the next

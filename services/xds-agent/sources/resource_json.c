@@ -188,6 +188,7 @@ static int j_service(const json_t *o, pb_service *m, const char *path, char *err
 
 static const char *const statuses[] = { "HEALTHY", "UNHEALTHY" };
 static const char *const net_modes[] = { "STANDARD", "HOST_NETWORK" };
+static const char *const tunnel_protocols[] = { "NONE", "HBONE", "LEGACY_ISTIO_MTLS" };
 
 static int j_workload_services(const json_t *o, pb_workload *m, const char *path, char *err)
 {
@@ -284,6 +285,11 @@ static int j_workload(const json_t *o, pb_workload *m, const char *path, char *e
 		if (km_jenum(v, net_modes, 2, &e, path, "networkMode", err))
 			return -1;
 		m->network_mode = e;
+	}
+	if ((v = km_jfield(o, "tunnelProtocol", "tunnel_protocol"))) {
+		if (km_jenum(v, tunnel_protocols, 3, &e, path, "tunnelProtocol", err))
+			return -1;
+		m->tunnel_protocol = e;
 	}
 	if ((v = km_jfield(o, "capacity", NULL))) {
 		if (!(m->capacity = malloc(sizeof(*m->capacity))))
