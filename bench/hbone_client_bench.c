@@ -10,6 +10,7 @@
  *   upload MB    one stream: MB MiB to a sink (after their length), its byte count back
  *   download     one stream from a source until its END_STREAM: bytes, seconds, MB/s
  * usage: hbone_client_bench ADDR PORT AUTHORITY CERT KEY CA MODE [ARG]
+ * HBONE_BENCH_FRAME=BYTES: send DATA frames of at most BYTES (16384: nghttp2's default sender).
  * HBONE_BENCH_DUMP=FILE (setup): every stream's time, in order, into FILE (where the tail comes
  * from: a pattern in the slow streams' positions points at periodic work in a server). */
 #include <arpa/inet.h>
@@ -164,7 +165,9 @@ static ssize_t provide(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
 }
 
 /* DATA frames as large as the windows and the server's frame size allow (the Python client's
- * and a ztunnel's; nghttp2 would send 16 KiB frames). */
+ * and a ztunnel's; nghttp2 would send 16 KiB frames), or HBONE_BENCH_FRAME bytes at most. */
+static uint32_t frame_cap = FRAME;
+
 static ssize_t frame_length(nghttp2_session *s, uint8_t type, int32_t id, int32_t session_window,
 			    int32_t stream_window, uint32_t remote_max_frame, void *user)
 {
@@ -172,7 +175,7 @@ static ssize_t frame_length(nghttp2_session *s, uint8_t type, int32_t id, int32_
 	(void)type;
 	(void)id;
 	(void)user;
-	return km_h2_frame_length(session_window, stream_window, remote_max_frame, FRAME);
+	return km_h2_frame_length(session_window, stream_window, remote_max_frame, frame_cap);
 }
 
 /* Write what the session has, then read and feed one TLS read's worth. */
@@ -241,6 +244,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	mode = argv[7];
+	if (getenv("HBONE_BENCH_FRAME") && atoi(getenv("HBONE_BENCH_FRAME")) >= 16384)
+		frame_cap = (uint32_t)atoi(getenv("HBONE_BENCH_FRAME"));
 	if (inet_pton(AF_INET, argv[1], &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
 		ss.ss_family = AF_INET;
 		((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)atoi(argv[2]));

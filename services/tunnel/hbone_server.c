@@ -30,7 +30,10 @@ struct hb_stream {
 	int shutdown_sent;
 	size_t buf_off, buf_len; /* the application's bytes not yet framed: buf[buf_off..buf_len) */
 	uint8_t *buf;
-	size_t writing;       /* the client's bytes being written to the application */
+	size_t writing;       /* the client's bytes being written to the application (gathered
+			       * in pend, then in libuv's queue) */
+	struct hb_write *pend; /* gathered this loop turn, written at its end (one write, not one
+				* per DATA frame) */
 	uint8_t *early;       /* the client's bytes before the application answered (kept, their
 			       * window not given back, up to KM_HBONE_STREAM_BUF) */
 	size_t early_len;
@@ -44,7 +47,7 @@ struct hb_stream {
 struct hb_write {
 	uv_write_t req;
 	struct hb_stream *st;
-	size_t len;
+	size_t len, cap;
 	uint8_t bytes[];
 };
 
@@ -52,6 +55,7 @@ static void flush(struct km_hbone_conn *h);
 static void on_flush_turn(uv_idle_t *idle);
 static void maybe_done(struct km_hbone_conn *h);
 static int write_up(struct hb_stream *st, const uint8_t *data, size_t len);
+static void write_pending(struct hb_stream *st);
 static void shut_up_if_done(struct hb_stream *st);
 
 /* ---- streams ----------------------------------------------------------------------------- */
@@ -87,6 +91,7 @@ static void stream_free_if_done(struct hb_stream *st)
 	h->n_streams--;
 	if (st->connected)
 		report(st, KM_HBONE_CLOSED);
+	free(st->pend);
 	free(st->buf);
 	free(st->early);
 	free(st->baggage);
@@ -588,24 +593,56 @@ static void shut_up_if_done(struct hb_stream *st)
 		st->shutdown_sent = 1;
 }
 
-/* Write the client's bytes to the application; their window is given back once written. */
+/* Write the client's bytes to the application; their window is given back once written. The
+ * bytes of one loop turn's DATA frames are gathered and written at its end (write_pending): a
+ * client's 16 KiB frames cost one write a turn, not one each. At most the stream's window is
+ * ever held (nothing is given back before it is written). */
 static int write_up(struct hb_stream *st, const uint8_t *data, size_t len)
 {
-	struct hb_write *w = malloc(sizeof(*w) + len);
+	struct hb_write *w = st->pend;
+
+	if (!w || w->len + len > w->cap) {
+		size_t have = w ? w->len : 0, cap = have + len < (64u << 10) ? (64u << 10)
+								 : 2 * (have + len);
+		struct hb_write *n = realloc(w, sizeof(*n) + cap);
+
+		if (!n)
+			return -1;
+		if (!w)
+			n->len = 0;
+		n->st = st;
+		n->cap = cap;
+		w = st->pend = n;
+	}
+	memcpy(w->bytes + w->len, data, len);
+	w->len += len;
+	st->writing += len;
+	if (st->h->flusher)
+		flush(st->h); /* the turn's end writes it */
+	else
+		write_pending(st); /* no turns (a test's connection): at once */
+	return 0;
+}
+
+/* A stream's gathered bytes to libuv, or dropped (their window given back) when the application's
+ * side is gone. */
+static void write_pending(struct hb_stream *st)
+{
+	struct hb_write *w = st->pend;
 	uv_buf_t b;
 
 	if (!w)
-		return -1;
-	memcpy(w->bytes, data, len);
-	w->st = st;
-	w->len = len;
-	b = uv_buf_init((char *)w->bytes, (unsigned)len);
-	if (uv_write(&w->req, (uv_stream_t *)st->up, &b, 1, up_written) != 0) {
-		free(w);
-		return -1;
-	}
-	st->writing += len;
-	return 0;
+		return;
+	st->pend = NULL;
+	b = uv_buf_init((char *)w->bytes, (unsigned)w->len);
+	if (st->up && !uv_is_closing((uv_handle_t *)st->up) &&
+	    uv_write(&w->req, (uv_stream_t *)st->up, &b, 1, up_written) == 0)
+		return;
+	st->writing -= w->len;
+	if (!st->h2_closed && st->h->session)
+		nghttp2_session_consume(st->h->session, st->id, w->len);
+	free(w);
+	stream_free_if_done(st);
 }
 
 static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t id, const uint8_t *data,
@@ -674,6 +711,12 @@ static void flush_now(struct km_hbone_conn *h)
 
 	unqueue(h);
 	if (!h->session || h->closing || h->flushing)
+		return;
+	for (struct hb_stream *st = h->streams, *next; st; st = next) {
+		next = st->next; /* write_pending may free st (never h: it is not closing) */
+		write_pending(st);
+	}
+	if (h->closing)
 		return;
 	h->flushing = 1;
 	km_tls_stream_cork(&h->tls);
@@ -894,6 +937,11 @@ void km_hbone_conn_close(struct km_hbone_conn *h)
 	for (struct hb_stream *st = h->streams, *next; st; st = next) {
 		next = st->next;
 		st->h2_closed = 1;
+		if (st->pend) { /* gathered, never to be written */
+			st->writing -= st->pend->len;
+			free(st->pend);
+			st->pend = NULL;
+		}
 		up_close(st, 1);
 	}
 	if (h->session) {
