@@ -52,7 +52,6 @@ struct hb_write {
 };
 
 static void flush(struct km_hbone_conn *h);
-static void on_flush_turn(uv_idle_t *idle);
 static void maybe_done(struct km_hbone_conn *h);
 static int write_up(struct hb_stream *st, const uint8_t *data, size_t len);
 static void write_pending(struct hb_stream *st);
@@ -617,7 +616,7 @@ static int write_up(struct hb_stream *st, const uint8_t *data, size_t len)
 	memcpy(w->bytes + w->len, data, len);
 	w->len += len;
 	st->writing += len;
-	if (st->h->flusher)
+	if (st->h->turns)
 		flush(st->h); /* the turn's end writes it */
 	else
 		write_pending(st); /* no turns (a test's connection): at once */
@@ -692,24 +691,13 @@ static int on_stream_close(nghttp2_session *session, int32_t id, uint32_t code, 
 
 /* ---- the connection ---------------------------------------------------------------------- */
 
-static void unqueue(struct km_hbone_conn *h)
-{
-	if (!h->flush_prev)
-		return;
-	*h->flush_prev = h->flush_next;
-	if (h->flush_next)
-		h->flush_next->flush_prev = h->flush_prev;
-	h->flush_prev = NULL;
-	h->flush_next = NULL;
-}
-
 /* Frame what nghttp2 has and write it, gathered: at most KM_HBONE_CORK_MAX bytes a write. */
 static void flush_now(struct km_hbone_conn *h)
 {
 	size_t held = 0;
 	int broken = 0;
 
-	unqueue(h);
+	km_turn_queue_remove(&h->flush_turn);
 	if (!h->session || h->closing || h->flushing)
 		return;
 	for (struct hb_stream *st = h->streams, *next; st; st = next) {
@@ -747,51 +735,18 @@ static void flush_now(struct km_hbone_conn *h)
 		km_hbone_conn_close(h);
 }
 
-/* Written at the flusher's next turn (at once without one). */
+static void flush_turn(struct km_turn_item *item)
+{
+	flush_now((struct km_hbone_conn *)((char *)item - offsetof(struct km_hbone_conn, flush_turn)));
+}
+
+/* Written at the end of the loop's turn (at once without a turn queue). */
 static void flush(struct km_hbone_conn *h)
 {
-	struct km_hbone_flusher *f = h->flusher;
-
-	if (!f) {
+	if (!h->turns)
 		flush_now(h);
-		return;
-	}
-	if (!h->session || h->closing || h->flush_prev)
-		return;
-	h->flush_next = f->head;
-	if (f->head)
-		f->head->flush_prev = &h->flush_next;
-	f->head = h;
-	h->flush_prev = &f->head;
-	if (!f->active && uv_idle_start(&f->idle, on_flush_turn) == 0)
-		f->active = 1;
-}
-
-static void on_flush_turn(uv_idle_t *idle)
-{
-	struct km_hbone_flusher *f = idle->data;
-
-	while (f->head) /* flush_now unqueues it */
-		flush_now(f->head);
-	uv_idle_stop(idle);
-	f->active = 0;
-}
-
-int km_hbone_flusher_init(struct km_hbone_flusher *f, uv_loop_t *loop)
-{
-	int rc;
-
-	memset(f, 0, sizeof(*f));
-	rc = uv_idle_init(loop, &f->idle);
-	f->idle.data = f;
-	return rc;
-}
-
-void km_hbone_flusher_close(struct km_hbone_flusher *f)
-{
-	while (f->head)
-		unqueue(f->head);
-	uv_close((uv_handle_t *)&f->idle, NULL);
+	else if (h->session && !h->closing)
+		km_turn_queue_add(h->turns, &h->flush_turn, flush_turn);
 }
 
 void km_hbone_conn_init(struct km_hbone_conn *h, uv_loop_t *loop, const struct km_hbone_ops *ops)
@@ -933,7 +888,7 @@ void km_hbone_conn_close(struct km_hbone_conn *h)
 	if (h->closing)
 		return;
 	h->closing = 1;
-	unqueue(h);
+	km_turn_queue_remove(&h->flush_turn);
 	for (struct hb_stream *st = h->streams, *next; st; st = next) {
 		next = st->next;
 		st->h2_closed = 1;

@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <uv.h>
 
+#include "services/tunnel/turn_queue.h"
 #include "shared/tls/tls_stream.h"
 
 #define KM_HBONE_MAX_STREAMS 200
@@ -35,20 +36,6 @@
 
 struct km_hbone_conn;
 
-/* The frames a loop turn's events produced, written once: a connection with frames to send is
- * queued here and written at the next turn's start (uv_idle: before the loop waits again, after
- * only its timers), every frame then in one write to the client (km_tls_stream_cork), as
- * nghttpx writes once per turn. An application's bytes and its end, the window updates of many
- * writes, several streams' answers: one write, not one each. Shared by an owner's connections. */
-struct km_hbone_flusher {
-	uv_idle_t idle;
-	struct km_hbone_conn *head;
-	int active;
-};
-
-int km_hbone_flusher_init(struct km_hbone_flusher *f, uv_loop_t *loop);
-/* After every connection closed. */
-void km_hbone_flusher_close(struct km_hbone_flusher *f);
 
 /* A socket inside the destination pod, asked for a stream: given later to cb (tcp NULL with why
  * when none can be had); tcp is then the stream's, uv_tcp_init'ed on the loop and heap-allocated
@@ -101,9 +88,11 @@ struct km_hbone_conn {
 	 * (127.0.0.6 for IPv4); and where to count which was done ([0] the caller's, [1] not). */
 	int app_from_caller;
 	uint64_t *app_sources;
-	/* Set by the owner after init (may stay NULL: each flush written at once). */
-	struct km_hbone_flusher *flusher;
-	struct km_hbone_conn *flush_next, **flush_prev; /* queued on flusher (flush_prev set) */
+	/* Set by the owner after init (may stay NULL: everything written at once): what a loop turn
+	 * produced is written at its end, one write to the client and one per stream to the
+	 * application (turn_queue.h; flush_turn is this connection's place in it). */
+	struct km_turn_queue *turns;
+	struct km_turn_item flush_turn;
 	void *data; /* owner's */
 };
 

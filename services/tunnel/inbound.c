@@ -624,7 +624,7 @@ static void on_connection(uv_stream_t *server, int status)
 	c->handshaking = 1;
 	km_hbone_conn_init(&c->h, ib->loop, &ops);
 	c->h.app_from_caller = ib->app_from_caller;
-	c->h.flusher = &ib->flusher;
+	c->h.turns = &ib->turns;
 	c->h.app_sources = ib->stats.app_sources;
 	uv_tcp_init(ib->loop, &c->h.tcp);
 	c->next = ib->conns;
@@ -713,7 +713,7 @@ int km_inbound_start(struct km_inbound *ib, uv_loop_t *loop, struct km_certs *ce
 	ib->authz_cache.max = KM_AUTHZ_CACHE_MAX;
 	uv_timer_init(loop, &ib->sweep);
 	ib->sweep.data = ib;
-	km_hbone_flusher_init(&ib->flusher, loop);
+	km_turn_queue_init(&ib->turns, loop);
 	uv_timer_start(&ib->sweep, on_sweep, 250, 250);
 	if (mw_socket && *mw_socket) {
 		const struct km_peer_link_config cfg = {
@@ -755,7 +755,7 @@ void km_inbound_stop(struct km_inbound *ib)
 		next = c->next;
 		km_hbone_conn_close(&c->h);
 	}
-	km_hbone_flusher_close(&ib->flusher);
+	km_turn_queue_close(&ib->turns);
 	if (ib->reports_on) { /* the closes above, if the agent can take them */
 		km_stream_reports_flush(&ib->reports);
 		km_stream_reports_stop(&ib->reports);

@@ -59,7 +59,7 @@ struct km_inbound {
 	struct ib_conn *conns;
 	unsigned n_conns, listeners;
 	uv_timer_t sweep;
-	struct km_hbone_flusher flusher; /* the connections' writes, once per loop turn */
+	struct km_turn_queue turns; /* the connections' writes, once per loop turn */
 	unsigned handshake_ms;
 	unsigned ping_ms;
 	unsigned report_ms;        /* open streams' bytes reported this often (0: at their end) */
