@@ -255,29 +255,6 @@ int km_agent_admin_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gi
 	return role == KMESH__IPC__ROLE__ROLE_ADMIN && (uid == 0 || uid == getuid());
 }
 
-/* An AuthorizeReply: the decision (code, why), the destination's baggage, the generation. */
-static void authz_reply(const struct km_agent_state *st, struct km_ipc_session *s,
-			uint64_t request_id, Kmesh__Ipc__Code code, char *why, char *baggage,
-			int workload_gen)
-{
-	km_envelope out = KMESH__IPC__ENVELOPE__INIT;
-	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
-	Kmesh__Ipc__AuthorizeReply ar = KMESH__IPC__AUTHORIZE_REPLY__INIT;
-
-	reply.code = code;
-	reply.message = why;
-	reply.body_case = KMESH__IPC__REPLY__BODY_AUTHORIZED;
-	reply.authorized = &ar;
-	ar.dst_baggage = baggage;
-	ar.policy_generation = st->policies->generation;
-	if (workload_gen)
-		ar.workload_generation = km_tunnel_notices_workload_gen(st->model);
-	out.request_id = request_id;
-	out.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
-	out.reply = &reply;
-	km_msg_send(&s->conn, &out);
-}
-
 /* An HBONE stream's decision, for the tunnel (authz_query.h). */
 static void authorize(struct km_agent_state *st, struct km_ipc_session *s, const km_envelope *env)
 {
@@ -303,9 +280,9 @@ static void authorize(struct km_agent_state *st, struct km_ipc_session *s, const
 	if (!(w = km_model_workload_at(st->model, &dst)) ||
 	    km_baggage_format(w->who, w->where, baggage, sizeof(baggage)) < 0)
 		baggage[0] = '\0';
-	authz_reply(st, s, env->request_id,
-		    allow ? KMESH__IPC__CODE__OK : KMESH__IPC__CODE__PERMISSION_DENIED, why, baggage,
-		    1);
+	km_authorize_reply(s, env->request_id,
+			   allow ? KMESH__IPC__CODE__OK : KMESH__IPC__CODE__PERMISSION_DENIED, why,
+			   baggage, st->policies->generation, km_tunnel_notices_workload_gen(st->model));
 }
 
 /* The generations only, and with notify the session told of each change from now on
@@ -316,7 +293,8 @@ static void policy_generation(struct km_agent_state *st, struct km_ipc_session *
 	int told = env->policy_generation->notify && st->notices &&
 		   km_tunnel_notices_add(st->notices, s) == 0;
 
-	authz_reply(st, s, env->request_id, KMESH__IPC__CODE__OK, "", "", told);
+	km_authorize_reply(s, env->request_id, KMESH__IPC__CODE__OK, "", "", st->policies->generation,
+			   told ? km_tunnel_notices_workload_gen(st->model) : 0);
 }
 
 /* The tunnel's reports of its HBONE streams: into the metrics and the access log. */

@@ -8,20 +8,22 @@ uint64_t km_tunnel_notices_workload_gen(const struct km_model *model)
 	return model->workload_changes + 1;
 }
 
-static void tell(struct km_ipc_session *s, uint64_t policy_gen, uint64_t workload_gen)
+void km_authorize_reply(struct km_ipc_session *s, uint64_t request_id, Kmesh__Ipc__Code code,
+			const char *why, const char *baggage, uint64_t policy_gen,
+			uint64_t workload_gen)
 {
 	km_envelope out = KMESH__IPC__ENVELOPE__INIT;
 	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
 	Kmesh__Ipc__AuthorizeReply ar = KMESH__IPC__AUTHORIZE_REPLY__INIT;
 
-	reply.code = KMESH__IPC__CODE__OK;
-	reply.message = "";
+	reply.code = code;
+	reply.message = (char *)why;
 	reply.body_case = KMESH__IPC__REPLY__BODY_AUTHORIZED;
 	reply.authorized = &ar;
-	ar.dst_baggage = "";
+	ar.dst_baggage = (char *)baggage;
 	ar.policy_generation = policy_gen;
 	ar.workload_generation = workload_gen;
-	out.request_id = 0;
+	out.request_id = request_id;
 	out.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
 	out.reply = &reply;
 	km_msg_send(&s->conn, &out);
@@ -44,7 +46,7 @@ static void on_check(uv_check_t *h)
 			tn->serials[i] = tn->serials[--tn->n];
 			continue;
 		}
-		tell(s, pg, wg);
+		km_authorize_reply(s, 0, KMESH__IPC__CODE__OK, "", "", pg, wg);
 		tn->sent++;
 		i++;
 	}

@@ -35,6 +35,11 @@ struct km_tunnel_notices {
 int km_tunnel_notices_start(struct km_tunnel_notices *tn, uv_loop_t *loop,
 			    struct km_ipc_server *srv, const struct km_model *model,
 			    const struct km_policy_store *policies);
+/* An AuthorizeReply on s: an answer (Authorize, PolicyGeneration) or, request id 0, a notice;
+ * workload_gen 0 says the session is not told of changes. */
+void km_authorize_reply(struct km_ipc_session *s, uint64_t request_id, Kmesh__Ipc__Code code,
+			const char *why, const char *baggage, uint64_t policy_gen,
+			uint64_t workload_gen);
 /* The workloads' generation as the agent reports it: never 0 (0 says "no notices"). */
 uint64_t km_tunnel_notices_workload_gen(const struct km_model *model);
 /* Tell session s from now on. Returns 0, or -1 when KM_TUNNEL_NOTICE_SESSIONS are told already
