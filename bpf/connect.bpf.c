@@ -29,6 +29,21 @@ static __always_inline void km_count_refusal(__u32 reason)
 		(*n)++;
 }
 
+/* A connection for the tunnel: where it was for and where the tunnel must take it, which sockops
+ * hands to the tunnel once it is established (kmesh_maps.h, HBONE outbound). Without storage the
+ * tunnel finds no record and closes the connection at once (and counts it): no refusal here. */
+static __always_inline void km_tunnel_record(struct bpf_sock *sk, const struct km_addr *dst,
+					     __u16 port, const struct km_addr_port *to)
+{
+	struct km_addr_port *via;
+
+	if (km_sock_record(sk, dst, port, KM_SOCK_F_VIA_TUNNEL, 0) != 0)
+		return;
+	via = bpf_sk_storage_get(&km_sock_tunnel, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (via)
+		__builtin_memcpy(via, to, sizeof(*via));
+}
+
 /* What to do with a managed socket's connect(). */
 enum km_verdict { KM_KEEP, KM_REWRITE, KM_REFUSE };
 
@@ -64,9 +79,11 @@ static __always_inline enum km_verdict km_connect_decide(struct bpf_sock_addr *c
 	 * waypoint must get the original destination: without a record it could not, so such a
 	 * connection fails rather than reaching the waypoint without it. Monitoring needs none:
 	 * a ring-buffer record names the original destination, which sockops' open then carries. */
-	if (t->waypoint || t->backend_id) {
-		if (km_sock_record(ctx->sk, dst, port, t->waypoint ? KM_SOCK_F_VIA_WAYPOINT : 0,
-				   t->backend_id) != 0 && t->waypoint) {
+	if (t->via == KM_VIA_TUNNEL) {
+		km_tunnel_record(ctx->sk, dst, port, &t->to);
+	} else if (t->via || t->backend_id) {
+		if (km_sock_record(ctx->sk, dst, port, t->via ? KM_SOCK_F_VIA_WAYPOINT : 0,
+				   t->backend_id) != 0 && t->via) {
 			km_count_refusal(KM_REFUSED_WAYPOINT);
 			return KM_REFUSE;
 		}

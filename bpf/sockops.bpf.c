@@ -14,6 +14,7 @@
 #include "lib/conn_count.h"
 #include "lib/conn_events.h"
 #include "lib/manage.h"
+#include "lib/addr.h"
 
 #define KM_SOCKOPS_OK 1
 
@@ -24,6 +25,38 @@ static __always_inline void km_monitor_open(struct bpf_sock_ops *skops,
 {
 	if (km_monitoring() && km_netns_managed(skops))
 		km_conn_open(skops, st, direction);
+}
+
+/* A connection connect() sent to the tunnel is established: its record, under the address and
+ * port the tunnel sees it come from, for the tunnel's getsockopt (tunnel_origin.bpf.c). */
+static __noinline void km_tunnel_hand_over(struct bpf_sock_ops *skops)
+{
+	struct bpf_sock *sk = skops->sk;
+	struct km_tunnel_origin origin = {};
+	struct km_addr_port key = {};
+	struct km_sock_state *st;
+	struct km_addr_port *via;
+
+	if (!sk)
+		return;
+	st = bpf_sk_storage_get(&km_sock, sk, 0, 0);
+	via = bpf_sk_storage_get(&km_sock_tunnel, sk, 0, 0);
+	if (!st || !via)
+		return;
+	if (KM_CTX32(skops, struct bpf_sock_ops, family) == KM_AF_INET) {
+		km_addr_from_v4(&key.addr, KM_CTX32(skops, struct bpf_sock_ops, local_ip4));
+	} else {
+		key.addr.words[0] = KM_CTX32(skops, struct bpf_sock_ops, local_ip6[0]);
+		key.addr.words[1] = KM_CTX32(skops, struct bpf_sock_ops, local_ip6[1]);
+		key.addr.words[2] = KM_CTX32(skops, struct bpf_sock_ops, local_ip6[2]);
+		key.addr.words[3] = KM_CTX32(skops, struct bpf_sock_ops, local_ip6[3]);
+	}
+	key.port = bpf_htons((__u16)KM_CTX32(skops, struct bpf_sock_ops, local_port));
+	__builtin_memcpy(&origin.orig_addr, &st->orig_addr, sizeof(origin.orig_addr));
+	origin.orig_port = st->orig_port;
+	__builtin_memcpy(&origin.via_addr, &via->addr, sizeof(origin.via_addr));
+	origin.via_port = via->port;
+	bpf_map_update_elem(&km_tunnel_origin, &key, &origin, BPF_ANY);
 }
 
 static __always_inline void km_on_established(struct bpf_sock_ops *skops)
@@ -43,6 +76,8 @@ static __always_inline void km_on_established(struct bpf_sock_ops *skops)
 		km_conn_count_add(st->backend_id, 1);
 		st->flags |= KM_SOCK_F_COUNTED;
 	}
+	if (st->flags & KM_SOCK_F_VIA_TUNNEL)
+		km_tunnel_hand_over(skops);
 	if ((st->flags & KM_SOCK_F_VIA_WAYPOINT) && !(st->flags & KM_SOCK_F_TLV_SENT)) {
 		struct km_sockhash_key key = { .cookie = bpf_get_socket_cookie(skops) };
 

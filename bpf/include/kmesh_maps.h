@@ -231,11 +231,44 @@ struct km_port_override_value {
 #define KM_SOCK_F_DNS 0x8          /* DNS sent to the node-local resolver: replies get orig_addr */
 #define KM_SOCK_F_INBOUND 0x10     /* accepted by an enrolled pod: subject to its authz policies */
 /* 0x20 was KM_SOCK_F_MONITORED (layouts <= 3 kept monitoring state per socket): not reused */
+#define KM_SOCK_F_VIA_TUNNEL 0x40  /* sent to the tunnel's outbound listener: km_sock_tunnel says
+				    * where the tunnel must take it (HBONE) */
 struct km_sock_state {
 	struct km_addr orig_addr; /* the destination the application asked for (v4-mapped for IPv4) */
 	__u16 orig_port;          /* network byte order */
 	__u16 flags;              /* KM_SOCK_F_* */
 	__u32 backend_id;         /* the backend (workload) chosen, 0 = none */
+};
+
+/* HBONE outbound (issue 49; docs/tunnel.md, "HBONE outbound"). A connection that must leave
+ * over HBONE (a workload the xDS agent marks: its tunnel_protocol is HBONE and it is not on this
+ * node) is sent by connect() to the tunnel's outbound listener: the agent gives such a backend a
+ * waypoint reference whose data_port is KM_TUNNEL_OUTBOUND_PORT and whose address is the
+ * listener's (a link-local address of the node, like the DNS proxy's), so the choice costs the
+ * other connections nothing. The tunnel, holding no capability, reads where the connection was
+ * for with getsockopt(SOL_IP, KM_SO_TUNNEL_ORIGIN) on the socket it accepted, which the map
+ * writer's cgroup/getsockopt program answers from km_tunnel_origin:
+ *   - connect() records the original destination (km_sock, KM_SOCK_F_VIA_TUNNEL) and the one the
+ *     tunnel must reach (km_sock_tunnel: the picked backend's address and target port);
+ *   - sockops copies both, once the connection is established, into km_tunnel_origin under the
+ *     client's address and port, which is the peer the tunnel sees;
+ *   - the getsockopt program answers on the tunnel's accepted sockets of that port only, and
+ *     deletes the row it read (an LRU drops rows nobody read). */
+#define KM_TUNNEL_OUTBOUND_PORT 15001
+#define KM_SO_TUNNEL_ORIGIN 0x4b4d /* an option no kernel level SOL_IP knows ("KM") */
+#define KM_TUNNEL_ORIGIN_MAX 65536 /* connections accepted by the tunnel, not yet read */
+struct km_addr_port {
+	struct km_addr addr;
+	__u16 port; /* network byte order */
+	__u16 pad;
+};
+/* What getsockopt(SOL_IP, KM_SO_TUNNEL_ORIGIN) returns: km_tunnel_origin's value. */
+struct km_tunnel_origin {
+	struct km_addr orig_addr; /* what the application asked (VIP or pod IP; v4-mapped for IPv4) */
+	struct km_addr via_addr;  /* the workload the kernel picked (the CONNECT target) */
+	__u16 orig_port;          /* network byte order */
+	__u16 via_port;           /* the target port on it, network byte order */
+	__u32 pad;
 };
 
 /* km_conn_count: live (established, not yet closed) connections per backend, kept by sockops;

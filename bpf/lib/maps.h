@@ -99,6 +99,20 @@ struct {
 } km_sock SEC(".maps") __weak;
 
 struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct km_addr_port);
+} km_sock_tunnel SEC(".maps") __weak;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct km_addr_port);
+	__type(value, struct km_tunnel_origin);
+	__uint(max_entries, KM_TUNNEL_ORIGIN_MAX);
+} km_tunnel_origin SEC(".maps") __weak;
+
+struct {
 	__uint(type, BPF_MAP_TYPE_SOCKHASH);
 	__type(key, struct km_sockhash_key);
 	__type(value, __u64);

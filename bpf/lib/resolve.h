@@ -11,13 +11,18 @@
 
 #define KM_IPPROTO_TCP 6
 
+/* km_target.via: what the connection is sent to, when not the destination itself. */
+#define KM_VIA_WAYPOINT 1 /* a waypoint: the TLV must go first */
+#define KM_VIA_TUNNEL 2   /* the tunnel's outbound listener: `to` is where it takes it (HBONE) */
+
 /* Where a connection is sent. */
 struct km_target {
 	struct km_addr addr;
 	__u16 port;       /* network byte order */
-	__u16 waypoint;   /* 1 = the target is a waypoint: the TLV must go first */
+	__u16 via;        /* KM_VIA_*, 0 = straight to the destination */
 	__u32 backend_id; /* the backend (or waypoint pod) whose live connections this one counts:
 			   * picked by a P2C service; 0 = not counted (other services, addresses) */
+	struct km_addr_port to; /* KM_VIA_TUNNEL only: the workload picked, and its target port */
 };
 
 /* km_resolve's answers. */
@@ -57,8 +62,16 @@ static __noinline int km_to_waypoint(const struct km_waypoint_ref *wp, int want_
 	if (km_addr_is_zero(&wp->addr))
 		return KM_RESOLVE_REFUSE;
 	out->port = wp->data_port;
-	out->waypoint = 1;
+	out->via = KM_VIA_WAYPOINT;
 	out->backend_id = 0;
+	if (wp->data_port == bpf_htons(KM_TUNNEL_OUTBOUND_PORT)) {
+		/* the tunnel's listener (kmesh_maps.h, HBONE outbound): the caller fills `to` */
+		if (!want_v6 && !km_addr_is_v4mapped(&wp->addr))
+			return KM_RESOLVE_REFUSE;
+		out->via = KM_VIA_TUNNEL;
+		__builtin_memcpy(&out->addr, &wp->addr, sizeof(out->addr));
+		return KM_RESOLVE_REWRITE;
+	}
 	__builtin_memcpy(&fk.addr, &wp->addr, sizeof(fk.addr));
 	fv = bpf_map_lookup_elem(&km_frontend, &fk);
 	if (!fv || fv->kind != KM_FRONTEND_SERVICE) {
@@ -87,15 +100,23 @@ static __noinline int km_to_waypoint(const struct km_waypoint_ref *wp, int want_
 	return KM_RESOLVE_REWRITE;
 }
 
-/* A connection to a pod IP: only a workload-level waypoint changes where it goes. */
-static __always_inline int km_resolve_workload(__u32 backend_id, int want_v6, struct km_target *out)
+/* A connection to a pod IP: only a workload-level waypoint (or the tunnel) changes where it
+ * goes; through the tunnel, to the address and port asked. */
+static __always_inline int km_resolve_workload(__u32 backend_id, const struct km_addr *dst,
+					       __u16 port_nbo, int want_v6, struct km_target *out)
 {
 	struct km_backend_key bk = { .backend_id = backend_id };
 	struct km_backend_value *bv = bpf_map_lookup_elem(&km_backend, &bk);
+	int rc;
 
 	if (!bv || !bv->waypoint.port)
 		return KM_RESOLVE_KEEP;
-	return km_to_waypoint(&bv->waypoint, want_v6, out);
+	rc = km_to_waypoint(&bv->waypoint, want_v6, out);
+	if (out->via == KM_VIA_TUNNEL) {
+		__builtin_memcpy(&out->to.addr, dst, sizeof(out->to.addr));
+		out->to.port = port_nbo;
+	}
+	return rc;
 }
 
 /* The rest of a service connection's target once its address is set: the port (the backend's
@@ -105,7 +126,7 @@ static __always_inline int km_service_target(const struct km_frontend_value *fv,
 					     struct km_target *out)
 {
 	out->port = fv->target_port;
-	out->waypoint = 0;
+	out->via = 0;
 	out->backend_id = p2c ? backend_id : 0;
 	if (fv->flags & KM_FE_F_PORT_OVERRIDES) {
 		struct km_port_override_key ok = {
@@ -116,6 +137,29 @@ static __always_inline int km_service_target(const struct km_frontend_value *fv,
 		if (ov)
 			out->port = ov->target_port;
 	}
+	return KM_RESOLVE_REWRITE;
+}
+
+/* A service's backend with a waypoint of its own: through it; or through the tunnel, which
+ * must then reach the backend's address at the service's target port on it. */
+static __always_inline int km_via_backend_waypoint(const struct km_frontend_value *fv,
+						   __u32 backend_id,
+						   const struct km_backend_value *bv,
+						   __u16 port_nbo, int want_v6,
+						   struct km_target *out)
+{
+	const struct km_addr *pick;
+	struct km_target t;
+	int rc = km_to_waypoint(&bv->waypoint, want_v6, out);
+
+	if (rc != KM_RESOLVE_REWRITE || out->via != KM_VIA_TUNNEL)
+		return rc;
+	pick = km_backend_addr(bv, want_v6, 1);
+	if (!pick)
+		return KM_RESOLVE_KEEP;
+	km_service_target(fv, fv->upstream_id, backend_id, port_nbo, 0, &t);
+	__builtin_memcpy(&out->to.addr, pick, sizeof(out->to.addr));
+	out->to.port = t.port;
 	return KM_RESOLVE_REWRITE;
 }
 
@@ -144,7 +188,7 @@ static __noinline int km_resolve(const struct km_addr *dst, __u16 port_nbo, int 
 		fk.port = 0; /* a pod IP: one row for every port */
 		fv = bpf_map_lookup_elem(&km_frontend, &fk);
 		if (fv && fv->kind == KM_FRONTEND_WORKLOAD)
-			return km_resolve_workload(fv->upstream_id, want_v6, out);
+			return km_resolve_workload(fv->upstream_id, dst, port_nbo, want_v6, out);
 		return KM_RESOLVE_KEEP;
 	}
 	if (fv->kind != KM_FRONTEND_SERVICE)
@@ -179,7 +223,8 @@ static __noinline int km_resolve(const struct km_addr *dst, __u16 port_nbo, int 
 		if (!bv)
 			return KM_RESOLVE_KEEP;
 		if (bv->waypoint.port)
-			return km_to_waypoint(&bv->waypoint, want_v6, out);
+			return km_via_backend_waypoint(fv, bk.backend_id, bv, port_nbo, want_v6,
+						       out);
 		pick = km_backend_addr(bv, want_v6, 0);
 		if (!pick)
 			return KM_RESOLVE_KEEP;

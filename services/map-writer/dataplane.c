@@ -303,6 +303,7 @@ static int setup_maps(struct km_dataplane *dp, const struct km_dataplane_config 
 		/* rows stay once made (lib/conn_count.h): one per id, backends' and services' */
 		{ dp->skel->maps.km_conn_count, dp->sizes.backend + dp->sizes.service },
 		{ dp->skel->maps.km_sockhash, dp->sizes.waypoint_sockets },
+		{ dp->skel->maps.km_tunnel_origin, KM_TUNNEL_ORIGIN_MAX },
 		{ dp->skel->maps.km_authz_ident, dp->sizes.authz_idents },
 		{ dp->skel->maps.km_authz_list, dp->sizes.authz_rows },
 		{ dp->skel->maps.km_authz_match, dp->sizes.authz_rows },
@@ -373,8 +374,8 @@ static int setup_maps(struct km_dataplane *dp, const struct km_dataplane_config 
 
 /* Attach prog to the cgroup, or, if a link is already pinned (earlier run), swap its program
  * atomically so there is no moment without a program attached. */
-static int attach_link(struct km_dataplane *dp, struct bpf_program *prog, const char *name,
-		       struct bpf_link **out)
+static int attach_link(struct km_dataplane *dp, struct bpf_program *prog, int cgroup_fd,
+		       const char *name, struct bpf_link **out)
 {
 	char path[640];
 	struct bpf_link *link;
@@ -394,7 +395,7 @@ static int attach_link(struct km_dataplane *dp, struct bpf_program *prog, const 
 		*out = link;
 		return 0;
 	}
-	link = bpf_program__attach_cgroup(prog, dp->cgroup_fd);
+	link = bpf_program__attach_cgroup(prog, cgroup_fd);
 	if (!link) {
 		err = -errno;
 		km_error("cannot attach %s to the cgroup: %s", name, strerror(-err));
@@ -407,6 +408,35 @@ static int attach_link(struct km_dataplane *dp, struct bpf_program *prog, const 
 		return err;
 	}
 	*out = link;
+	return 0;
+}
+
+/* The cgroup the tunnel runs in: its link there is unpinned when it is given no more (a tunnel
+ * cgroup of an earlier start would keep answering otherwise). Returns 0 or -errno (logged). */
+static int open_tunnel_cgroup(struct km_dataplane *dp, const char *path)
+{
+	struct statfs st;
+	char pin[640];
+
+	dp->tunnel_cgroup_fd = -1;
+	if (!path || !*path) {
+		snprintf(pin, sizeof(pin), "%s/tunnel_origin", dp->links_dir);
+		unlink(pin);
+		return 0;
+	}
+	dp->tunnel_cgroup_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dp->tunnel_cgroup_fd < 0) {
+		int err = -errno;
+
+		km_error("cannot open the tunnel's cgroup %s (--tunnel-cgroup): %s", path,
+			 strerror(-err));
+		return err;
+	}
+	if (fstatfs(dp->tunnel_cgroup_fd, &st) != 0 ||
+	    (unsigned long)st.f_type != CGROUP2_SUPER_MAGIC) {
+		km_error("--tunnel-cgroup %s is not a cgroup-v2 directory", path);
+		return -ENOTDIR;
+	}
 	return 0;
 }
 
@@ -430,12 +460,16 @@ static int attach_all(struct km_dataplane *dp)
 		[KM_HOOK_SOCK_RELEASE] = { dp->rdonly_cast ? dp->skel->progs.km_sock_release
 							   : dp->skel->progs.km_sock_release_compat,
 					   "sock_release" },
+		[KM_HOOK_TUNNEL_ORIGIN] = { dp->skel->progs.km_tunnel_origin_get, "tunnel_origin" },
 	};
 	int err;
 
-	for (int i = 0; i < KM_HOOK_COUNT; i++)
-		if ((err = attach_link(dp, hooks[i].prog, hooks[i].name, &dp->links[i])))
+	for (int i = 0; i < KM_HOOK_COUNT; i++) {
+		int fd = i == KM_HOOK_TUNNEL_ORIGIN ? dp->tunnel_cgroup_fd : dp->cgroup_fd;
+
+		if (fd >= 0 && (err = attach_link(dp, hooks[i].prog, fd, hooks[i].name, &dp->links[i])))
 			return err;
+	}
 	if (bpf_prog_attach(bpf_program__fd(dp->skel->progs.km_waypoint_tlv),
 			    bpf_map__fd(dp->skel->maps.km_sockhash), BPF_SK_MSG_VERDICT, 0) != 0) {
 		err = -errno;
@@ -531,7 +565,7 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	int err;
 
 	memset(dp, 0, sizeof(*dp));
-	dp->lock_fd = dp->cgroup_fd = -1;
+	dp->lock_fd = dp->cgroup_fd = dp->tunnel_cgroup_fd = -1;
 	dp->sizes = cfg->sizes;
 	libbpf_set_print(libbpf_print);
 	snprintf(dp->dir, sizeof(dp->dir), "%s", cfg->bpffs_dir);
@@ -568,6 +602,8 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 		}
 	}
 
+	if ((err = open_tunnel_cgroup(dp, cfg->tunnel_cgroup_path)))
+		return err;
 	if ((err = km_probe_kernel()))
 		return err;
 	dp->skel = kmesh__open();
@@ -710,7 +746,9 @@ void km_dataplane_close(struct km_dataplane *dp, int detach)
 	}
 	if (dp->cgroup_fd >= 0)
 		close(dp->cgroup_fd);
+	if (dp->tunnel_cgroup_fd >= 0)
+		close(dp->tunnel_cgroup_fd);
 	if (dp->lock_fd >= 0)
 		close(dp->lock_fd);
-	dp->cgroup_fd = dp->lock_fd = -1;
+	dp->cgroup_fd = dp->lock_fd = dp->tunnel_cgroup_fd = -1;
 }

@@ -38,6 +38,7 @@ struct km_node_config {
 struct km_dataplane_config {
 	const char *bpffs_dir;   /* e.g. /sys/fs/bpf/kmesh; must be on a bpf filesystem */
 	const char *cgroup_path; /* cgroup-v2 directory the programs attach to */
+	const char *tunnel_cgroup_path; /* the tunnel's, for its getsockopt program ("": none) */
 	struct km_table_sizes sizes;
 	int preallocate; /* routing tables without BPF_F_NO_PREALLOC (maps created from now on) */
 	int compat_programs; /* the variants for older kernels even where newer features exist */
@@ -55,6 +56,7 @@ enum km_dp_hook {
 	KM_HOOK_SOCKOPS,
 	KM_HOOK_AUTHZ_INGRESS,
 	KM_HOOK_SOCK_RELEASE,
+	KM_HOOK_TUNNEL_ORIGIN, /* on the tunnel's cgroup (--tunnel-cgroup), when given */
 	KM_HOOK_COUNT
 };
 
@@ -68,6 +70,7 @@ struct km_dataplane {
 	int rdonly_cast;     /* the kernel has bpf_rdonly_cast: km_sock_release, not its compat twin */
 	int lock_fd; /* flock on the pin directory: one map writer per directory */
 	int cgroup_fd;
+	int tunnel_cgroup_fd; /* -1: none */
 	/* map fds, owned by skel */
 	int fd_hbone; /* km_hbone: pods whose 15008 the tunnel serves */
 	int fd_manage, fd_pod_netns, fd_ipsec_peer, fd_ipsec_cidr, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;

@@ -114,28 +114,47 @@ static int parse_resolver(const char *arg, void *target, char *err, size_t errle
 	return 0;
 }
 
-/* --dns-interface: the resolver addresses on a dummy interface of ours (dns_link.h). */
-static int start_dns_link(const char *ifname, const struct km_node_config *node)
+/* --tunnel-address ADDR: where the tunnel's outbound listener is (an IPv4 address). */
+static int parse_tunnel_address(const char *arg, void *target, char *err, size_t errlen)
 {
-	struct km_addr addrs[2];
+	struct km_addr *a = target;
+
+	if (km_addr_parse(arg, a) != 0 || !km_addr_is_v4(a) || km_addr_is_unspecified(a)) {
+		snprintf(err, errlen, "'%s' is not an IPv4 address", arg);
+		return -1;
+	}
+	return 0;
+}
+
+/* --dns-interface: the resolver addresses and the tunnel's outbound address on a dummy interface
+ * of ours (dns_link.h). */
+static int start_dns_link(const char *ifname, const struct km_node_config *node,
+			  const struct km_addr *tunnel)
+{
+	struct km_addr addrs[3];
 	size_t n = 0;
-	char err[256], text[KM_ADDR_STRLEN], text6[KM_ADDR_STRLEN];
+	char err[256], text[3][KM_ADDR_STRLEN];
 
 	if (!km_addr_is_unspecified(&node->dns4))
 		addrs[n++] = node->dns4;
 	if (!km_addr_is_unspecified(&node->dns6))
 		addrs[n++] = node->dns6;
+	if (!km_addr_is_unspecified(tunnel))
+		addrs[n++] = *tunnel;
 	if (!n) {
-		km_error("--dns-interface %s needs the address to put there: give --dns-resolver",
-			 ifname);
+		km_error("--dns-interface %s needs the address to put there: give --dns-resolver "
+			 "or --tunnel-address", ifname);
 		return -1;
 	}
 	if (km_dns_link_up(ifname, addrs, n, err, sizeof(err)) != 0) {
 		km_error("%s", err);
 		return -1;
 	}
-	km_info("DNS: %s holds %s%s%s for the node DNS proxy", ifname, km_addr_format(&addrs[0], text),
-		n > 1 ? " and " : "", n > 1 ? km_addr_format(&addrs[1], text6) : "");
+	for (size_t i = 0; i < n; i++)
+		km_addr_format(&addrs[i], text[i]);
+	km_info("%s holds %s%s%s%s%s (the node DNS proxy's and the tunnel's link-local addresses)",
+		ifname, text[0], n > 1 ? ", " : "", n > 1 ? text[1] : "", n > 2 ? ", " : "",
+		n > 2 ? text[2] : "");
 	return 0;
 }
 
@@ -170,7 +189,8 @@ int main(int argc, char **argv)
 	const char *level = NULL;
 	int monitoring = 1, authz = 1;
 	const char *metrics_dir = "/run/kmesh/metrics", *cni_metrics = "/run/kmesh/cni/metrics.prom";
-	const char *cni_state = "/run/kmesh/cni", *dns_interface = "";
+	const char *cni_state = "/run/kmesh/cni", *dns_interface = "", *tunnel_cgroup = "";
+	struct km_addr tunnel_address = { 0 };
 	uint64_t metrics_interval = 15, report_interval = 5;
 	enum km_log_level bpf_level = KM_LOG_ERROR;
 	uint64_t max_manage = 16384, max_frontend = 262144, max_service = 65536,
@@ -234,7 +254,16 @@ int main(int argc, char **argv)
 		{ "dns-interface", KM_OPT_STRING, &dns_interface, "NAME",
 		  "put the --dns-resolver addresses on this dummy interface (made if missing), so the "
 		  "xDS agent's DNS proxy listens where this node's pods reach and the network does "
-		  "not, e.g. a link-local 169.254.20.53 (default: none)", "KMESH_DNS_INTERFACE" },
+		  "not, e.g. a link-local 169.254.20.53, and --tunnel-address (default: none)",
+		  "KMESH_DNS_INTERFACE" },
+		{ "tunnel-address", KM_OPT_FUNC, &tunnel_address, "ADDR",
+		  "the tunnel's outbound listener (HBONE outbound): an IPv4 link-local address put on "
+		  "--dns-interface, e.g. 169.254.20.15 (default: none)", "KMESH_TUNNEL_ADDRESS", 0, 0,
+		  parse_tunnel_address },
+		{ "tunnel-cgroup", KM_OPT_STRING, &tunnel_cgroup, "PATH",
+		  "the cgroup-v2 directory kmesh-tunnel runs in: its getsockopt program there tells the "
+		  "tunnel where each connection it accepts for HBONE was for (default: none; HBONE "
+		  "outbound then refuses every connection)", "KMESH_TUNNEL_CGROUP" },
 		{ "max-frame", KM_OPT_UINT, &max_frame, "BYTES", "largest message accepted",
 		  "KMESH_MAX_FRAME", 4096, KM_FRAME_MAX_LIMIT },
 		{ "max-connections", KM_OPT_UINT, &max_conns, "N",
@@ -303,8 +332,13 @@ int main(int argc, char **argv)
 	if (rc)
 		return rc > 0 ? 0 : 2;
 
-	if (*dns_interface && start_dns_link(dns_interface, &node) != 0)
+	if (!*dns_interface && !km_addr_is_unspecified(&tunnel_address)) {
+		km_error("--tunnel-address needs --dns-interface, the interface to put it on");
+		return 2;
+	}
+	if (*dns_interface && start_dns_link(dns_interface, &node, &tunnel_address) != 0)
 		return 1;
+	dcfg.tunnel_cgroup_path = tunnel_cgroup;
 	dcfg.bpffs_dir = bpffs_dir;
 	dcfg.cgroup_path = cgroup;
 	dcfg.sizes.manage = (uint32_t)max_manage;

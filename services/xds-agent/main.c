@@ -359,6 +359,7 @@ int main(int argc, char **argv)
 	const char *p2c = "none";
 	const char *metrics_address = "0.0.0.0:15020", *metrics_dir = "/run/kmesh/metrics";
 	const char *dns_address = "", *dns_upstream = NULL, *dns_domain = "cluster.local";
+	const char *tunnel_address = "";
 	const char *hostname_server = NULL;
 	uint64_t dns_ttl = 30, tunnel_uid = (uint64_t)(uid_t)-1;
 	const char *access_log_format = "text", *plaintext_identity = "address";
@@ -461,6 +462,10 @@ int main(int argc, char **argv)
 		{ "waypoint-data-port", KM_OPT_UINT, &waypoint_data_port, "PORT",
 		  "port dialled on waypoint pods, where they read the original-destination TLV",
 		  "KMESH_WAYPOINT_DATA_PORT", 1, 65535 },
+		{ "tunnel-address", KM_OPT_STRING, &tunnel_address, "IP",
+		  "HBONE outbound: send connections to workloads reached over HBONE (tunnel_protocol "
+		  "HBONE, on another node) to the tunnel's outbound listener at IP, port 15001 (the "
+		  "map writer's --tunnel-address; empty: off, the default)", "KMESH_TUNNEL_ADDRESS" },
 		{ "dns-address", KM_OPT_STRING, &dns_address, "IP:PORT",
 		  "serve DNS (UDP and TCP) here: the mesh's service hostnames answered from the model, "
 		  "the rest forwarded upstream; point the map writer's --dns-resolver/--dns-port at it "
@@ -525,6 +530,18 @@ int main(int argc, char **argv)
 	a.policies.authz = &a.authz;
 	km_model_set_local_node(&a.model, node.node_name);
 	km_model_set_waypoint_data_port(&a.model, (uint16_t)waypoint_data_port);
+	if (*tunnel_address) {
+		struct km_addr ta;
+
+		if (km_addr_parse(tunnel_address, &ta) != 0 || !km_addr_is_v4(&ta) ||
+		    km_addr_is_unspecified(&ta)) {
+			km_error("--tunnel-address '%s' is not an IPv4 address", tunnel_address);
+			return 2;
+		}
+		km_model_set_tunnel(&a.model, &ta);
+		km_info("HBONE outbound: workloads reached over HBONE go through the tunnel at %s:%d",
+			tunnel_address, KM_TUNNEL_OUTBOUND_PORT);
+	}
 	if (km_model_set_p2c(&a.model, p2c) != 0) {
 		fprintf(stderr, "%s: --p2c-services '%s' is not all, none or a list of "
 			"namespace/hostname\n", argv[0], p2c);

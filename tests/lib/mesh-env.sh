@@ -72,6 +72,19 @@ km_in_pod() {
 	sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$KM_CGROUP" ip netns exec "$ns" "$@"
 }
 
+# km_tunnel_cgroup_make: a cgroup beside the pods' for the tunnel (the map writer's
+# --tunnel-cgroup puts the tunnel's getsockopt program there); sets KM_TUNNEL_CGROUP.
+km_tunnel_cgroup_make() {
+	KM_TUNNEL_CGROUP=$KM_CGROUP-tunnel
+	mkdir "$KM_TUNNEL_CGROUP"
+}
+
+# km_in_tunnel_cgroup CMD...: run CMD in the tunnel's cgroup and the node's network namespace.
+km_in_tunnel_cgroup() {
+	sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$KM_TUNNEL_CGROUP" \
+		nsenter --net="/run/netns/$KM_NODE" "$@"
+}
+
 # km_backend_start NAME PORT: a backend pod answering with its name.
 km_backend_start() {
 	km_in_pod "$1" "$KM_PY" "$KM_ROOT/tests/lib/backend.py" "$1" "${@:2}" &
@@ -357,10 +370,11 @@ km_env_cleanup() {
 		[ -n "$ns" ] && ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
 		[ -n "$ns" ] && ip netns del "$ns" 2>/dev/null
 	done
-	if [ -n "${KM_CGROUP:-}" ] && [ -d "$KM_CGROUP" ]; then
-		xargs -r kill -KILL <"$KM_CGROUP/cgroup.procs" 2>/dev/null
-		for _ in $(seq 1 50); do rmdir "$KM_CGROUP" 2>/dev/null && break; sleep 0.05; done
-	fi
+	for cg in "${KM_CGROUP:-}" "${KM_TUNNEL_CGROUP:-}"; do
+		[ -n "$cg" ] && [ -d "$cg" ] || continue
+		xargs -r kill -KILL <"$cg/cgroup.procs" 2>/dev/null
+		for _ in $(seq 1 50); do rmdir "$cg" 2>/dev/null && break; sleep 0.05; done
+	done
 	if [ -n "${KM_DIR:-}" ]; then
 		umount "$KM_DIR/bpffs" 2>/dev/null
 		[ -n "$KM_OWN_CG2_MOUNT" ] && umount "$KM_OWN_CG2_MOUNT" 2>/dev/null

@@ -200,6 +200,82 @@ static void test_port_overrides_follow_the_service(void **state)
 	assert_int_equal(st.port_overrides, 0);
 }
 
+/* HBONE outbound: a workload reached over HBONE from here has the tunnel's listener as its
+ * waypoint (data port 15001) and pod-IP frontend rows; one on this node, a NONE one, one with
+ * a waypoint of its own, and any with the tunnel off: none of that. */
+static struct km_workload_res *hbone_wl(const char *uid, const char *ip, const char *node)
+{
+	struct km_workload_res *w = wl(uid, ip, KM_WORKLOAD_HEALTHY, 0);
+
+	w->tunnel_hbone = 1;
+	w->where->node = strdup(node);
+	return w;
+}
+
+static const struct km_op *backend_op(const struct fx *f, uint32_t id)
+{
+	for (size_t i = 0; i < f->l.n; i++)
+		if (f->l.ops[i].table == KM_OP_BACKEND && f->l.ops[i].be.id == id)
+			return &f->l.ops[i];
+	return NULL;
+}
+
+static size_t fe_ops(const struct fx *f)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < f->l.n; i++)
+		n += f->l.ops[i].table == KM_OP_FRONTEND && !f->l.ops[i].del;
+	return n;
+}
+
+static void test_tunneled_workloads(void **state)
+{
+	struct fx *f = *state;
+	struct km_addr tunnel;
+	const struct km_op *o;
+	struct km_workload_res *none = wl("none", "10.0.0.3", KM_WORKLOAD_HEALTHY, 0);
+	char buf[KM_ADDR_STRLEN];
+
+	km_addr_parse("169.254.20.15", &tunnel);
+	km_model_set_local_node(&f->m, "node-1");
+	km_model_set_tunnel(&f->m, &tunnel);
+	km_model_upsert_workload(&f->m, hbone_wl("far", "10.0.0.1", "node-2"));
+	km_model_upsert_workload(&f->m, hbone_wl("near", "10.0.0.2", "node-1"));
+	km_model_upsert_workload(&f->m, none);
+	km_model_upsert_workload(&f->m, with_wp(hbone_wl("wp", "10.0.0.4", "node-2")));
+	km_model_flush(&f->m);
+	o = backend_op(f, km_model_id_of(&f->m, "far"));
+	assert_non_null(o);
+	assert_true(o->be.waypoint.has_addr);
+	assert_string_equal(km_addr_format(&o->be.waypoint.addr, buf), "169.254.20.15");
+	assert_int_equal(o->be.waypoint.port, KM_TUNNEL_OUTBOUND_PORT);
+	assert_int_equal(o->be.waypoint.data_port, KM_TUNNEL_OUTBOUND_PORT);
+	assert_int_equal(backend_op(f, km_model_id_of(&f->m, "near"))->be.waypoint.port, 0);
+	assert_int_equal(backend_op(f, km_model_id_of(&f->m, "none"))->be.waypoint.port, 0);
+	assert_string_equal(km_addr_format(&backend_op(f, km_model_id_of(&f->m, "wp"))->be.waypoint.addr,
+					   buf), "10.99.0.1");
+	assert_int_equal(fe_ops(f), 2); /* far's pod IP, and wp's (its own waypoint) */
+	km_oplist_clear(&f->l);
+
+	/* far moves to this node: straight to it, and its pod-IP row goes */
+	km_model_upsert_workload(&f->m, hbone_wl("far", "10.0.0.1", "node-1"));
+	km_model_flush(&f->m);
+	assert_int_equal(backend_op(f, km_model_id_of(&f->m, "far"))->be.waypoint.port, 0);
+	assert_int_equal(fe_ops(f), 0);
+}
+
+static void test_tunnel_off_tunnels_nothing(void **state)
+{
+	struct fx *f = *state;
+
+	km_model_set_local_node(&f->m, "node-1");
+	km_model_upsert_workload(&f->m, hbone_wl("far", "10.0.0.1", "node-2"));
+	km_model_flush(&f->m);
+	assert_int_equal(backend_op(f, km_model_id_of(&f->m, "far"))->be.waypoint.port, 0);
+	assert_int_equal(fe_ops(f), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -208,6 +284,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_waypoint_pointing_at_itself_is_ignored, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_port_override_order, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_port_overrides_follow_the_service, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_tunneled_workloads, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_tunnel_off_tunnels_nothing, fx_setup, fx_teardown),
 	};
 
 	return cmocka_run_group_tests_name("model_waypoint", tests, NULL, NULL);

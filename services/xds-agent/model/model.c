@@ -202,10 +202,16 @@ static void member_remove(struct km_model *m, struct km_model_svc *s, struct km_
  * then holds VIPs and waypointed pods, not every pod, and a connect() to any other address misses
  * in a small table. None for host-network workloads either (they share the node's IP, so the IP
  * does not name them). */
-static size_t frontend_addrs(const struct km_workload_res *r, const struct km_addr **addrs)
+/* A workload's pod-IP frontends: where connect() to its address must be looked at (a waypoint
+ * or the tunnel in the way). */
+static size_t frontend_addrs(const struct km_model *m, const struct km_workload_res *r,
+			     const struct km_addr **addrs)
 {
 	*addrs = r ? r->addrs : NULL;
-	return r && !r->host_network && km_wl_waypoint(r)->kind != KM_WAYPOINT_NONE ? r->n_addrs : 0;
+	return r && !r->host_network &&
+			       (km_wl_waypoint(r)->kind != KM_WAYPOINT_NONE || mdl_wl_tunneled(m, r))
+		       ? r->n_addrs
+		       : 0;
 }
 
 int mdl_addr_in(const struct km_addr *list, size_t n, const struct km_addr *a)
@@ -317,7 +323,7 @@ struct km_model_wl *mdl_put_entry(struct km_model *m, struct km_workload_res *re
 		return old ? w : NULL;
 	}
 	had_backend = w->backend_written;
-	n_old_fe = had_backend ? frontend_addrs(old, &old_fe) : 0;
+	n_old_fe = had_backend ? frontend_addrs(m, old, &old_fe) : 0;
 	w->res = res;
 	mdl_register_workload_waypoint(m, w, old);
 	mdl_backend_row(m, w, &row);
@@ -334,7 +340,7 @@ struct km_model_wl *mdl_put_entry(struct km_model *m, struct km_workload_res *re
 	 * rewritten after the memberships below */
 	inline_changed = mdl_inline4(&row) != w->inline4;
 	w->inline4 = mdl_inline4(&row);
-	n_new_fe = w->backend_written ? frontend_addrs(res, &new_fe) : 0;
+	n_new_fe = w->backend_written ? frontend_addrs(m, res, &new_fe) : 0;
 
 	/* 2. Pod-IP frontends that went away. */
 	for (size_t i = 0; i < n_old_fe; i++)
@@ -398,7 +404,7 @@ void mdl_remove_entry(struct km_model *m, struct km_model_wl *w)
 	size_t n_fe;
 
 	mdl_index_workload(m, w, w->res, NULL);
-	n_fe = w->backend_written ? frontend_addrs(w->res, &fe) : 0;
+	n_fe = w->backend_written ? frontend_addrs(m, w->res, &fe) : 0;
 	for (size_t i = 0; i < n_fe; i++)
 		mdl_emit_workload_frontend(m, w, &fe[i], 1);
 	for (size_t i = 0; i < w->res->n_services; i++) {
@@ -472,7 +478,7 @@ void km_model_replay(struct km_model *m)
 
 		if (!(w = mdl_wl_at(m, j)))
 			continue;
-		n = w->backend_written ? frontend_addrs(w->res, &fe) : 0;
+		n = w->backend_written ? frontend_addrs(m, w->res, &fe) : 0;
 		for (size_t i = 0; i < n; i++)
 			mdl_emit_workload_frontend(m, w, &fe[i], 0);
 	}
@@ -516,6 +522,13 @@ void km_model_set_local_node(struct km_model *m, const char *node)
 void km_model_set_waypoint_data_port(struct km_model *m, uint16_t port)
 {
 	m->waypoint_data_port = port;
+}
+
+void km_model_set_tunnel(struct km_model *m, const struct km_addr *addr)
+{
+	m->tunnel_on = addr != NULL;
+	if (addr)
+		m->tunnel_addr = *addr;
 }
 
 static void p2c_clear(struct km_model *m)

@@ -56,6 +56,10 @@ struct km_model {
 	struct km_oplist *out;
 	struct km_authz *authz;      /* optional: workloads' identities go to the policy compiler */
 	uint16_t waypoint_data_port; /* port dialled on waypoint pods (0 = their HBONE port) */
+	/* HBONE outbound (kmesh_maps.h): the tunnel's listener, given as the waypoint of every
+	 * workload reached over HBONE from here (tunnel_on 0: none is) */
+	struct km_addr tunnel_addr;
+	int tunnel_on;
 	int p2c_all;                 /* every service by power of two choices ... */
 	char **p2c_names;            /* ... or these (service names, namespace/hostname) */
 	size_t n_p2c_names;
@@ -85,6 +89,10 @@ void km_model_set_authz(struct km_model *m, struct km_authz *authz);
 void km_model_set_local_node(struct km_model *m, const char *node);
 /* The port waypoint pods are dialled on (Kmesh's waypoints read the TLV on 15019). */
 void km_model_set_waypoint_data_port(struct km_model *m, uint16_t port);
+/* HBONE outbound: connections to a workload whose tunnel_protocol is HBONE, not on this node and
+ * without a waypoint of its own go to the tunnel at addr (its KM_TUNNEL_OUTBOUND_PORT). NULL:
+ * none (the default). Set before the first workload. */
+void km_model_set_tunnel(struct km_model *m, const struct km_addr *addr);
 /* Which services pick endpoints by power of two choices on live connections: "none", "all", or
  * a comma-separated list of namespace/hostname. Returns -1 (model unchanged) on a bad list. */
 int km_model_set_p2c(struct km_model *m, const char *spec);

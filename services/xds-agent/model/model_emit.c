@@ -45,6 +45,22 @@ void mdl_service_waypoint(struct km_model *m, const struct km_model_svc *s, stru
 			memset(out, 0, sizeof(*out));
 }
 
+/* Reached over HBONE from here, through the tunnel (kmesh_maps.h, HBONE outbound): HBONE, not
+ * on this node (a pod here is reached by the kernel), with an address of the tunnel's family. A
+ * workload with a waypoint of its own goes to the waypoint instead. */
+int mdl_wl_tunneled(const struct km_model *m, const struct km_workload_res *r)
+{
+	if (!m->tunnel_on || !r->tunnel_hbone || r->host_network ||
+	    km_wl_waypoint(r)->kind != KM_WAYPOINT_NONE)
+		return 0;
+	if (m->local.node && r->where && r->where->node && strcmp(m->local.node, r->where->node) == 0)
+		return 0;
+	for (size_t i = 0; i < r->n_addrs; i++)
+		if (km_addr_is_v4(&r->addrs[i]))
+			return 1;
+	return 0;
+}
+
 /* ---- op emitters --------------------------------------------------------------------------- */
 
 static struct km_op *add(struct km_model *m, enum km_op_table table, int del, int now)
@@ -139,6 +155,11 @@ void mdl_backend_row(struct km_model *m, const struct km_model_wl *w, struct km_
 		}
 	}
 	mdl_resolve_waypoint(m, km_wl_waypoint(r), &op->be.waypoint);
+	if (!op->be.waypoint.port && mdl_wl_tunneled(m, r)) {
+		op->be.waypoint.addr = m->tunnel_addr;
+		op->be.waypoint.has_addr = 1;
+		op->be.waypoint.port = op->be.waypoint.data_port = KM_TUNNEL_OUTBOUND_PORT;
+	}
 	op->be.weight = km_wl_capacity(r) ? km_wl_capacity(r) : 1;
 }
 

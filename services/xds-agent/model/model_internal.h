@@ -254,6 +254,8 @@ void mdl_emit_new_endpoint(struct km_model *m, const struct km_model_svc *s, uin
 void mdl_emit_override(struct km_model *m, const struct km_model_svc *s, const struct override *o,
 		   int del);
 void mdl_backend_row(struct km_model *m, const struct km_model_wl *w, struct km_op *op);
+/* Reached through the tunnel over HBONE from this node (km_model_set_tunnel): 1 or 0. */
+int mdl_wl_tunneled(const struct km_model *m, const struct km_workload_res *r);
 /* The IPv4 address (network order) a backend's endpoint rows carry, from its backend row: its
  * IPv4 address when it has one and no waypoint of its own (a connection may go straight to it),
  * else 0 (BPF reads km_backend). */
