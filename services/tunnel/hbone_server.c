@@ -8,54 +8,47 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include "services/tunnel/h2_relay.h"
 #include "shared/h2_frames.h"
 #include "shared/log.h"
 
 struct hb_stream {
+	struct km_h2_relay relay; /* the bytes to and from the application (h2_relay.h); relay.up
+				   * is its socket (NULL until given); relay.relaying: 200 sent */
 	struct km_hbone_conn *h;
 	struct hb_stream *next;
 	int32_t id;
 	char method[16];
 	char authority[80];
 	struct sockaddr_storage to;
-	uv_tcp_t *up;         /* the application's side (heap; NULL until given) */
 	uv_connect_t connect;
 	int asking;           /* a socket is being asked for */
 	int authorized;       /* the policies allowed it (then a socket, the 200, bytes) */
-	int connected;        /* 200 sent, bytes flow */
-	int h2_closed;        /* nghttp2 closed the stream */
-	int up_eof;           /* the application half-closed: END_STREAM once buf is sent */
-	int up_reading;
-	int down_eof;         /* the client's END_STREAM: shut the application's side down */
-	int shutdown_sent;
-	size_t buf_off, buf_len; /* the application's bytes not yet framed: buf[buf_off..buf_len) */
-	uint8_t *buf;
-	size_t writing;       /* the client's bytes being written to the application (gathered
-			       * in pend, then in libuv's queue) */
-	struct hb_write *pend; /* gathered this loop turn, written at its end (one write, not one
-				* per DATA frame) */
 	uint8_t *early;       /* the client's bytes before the application answered (kept, their
 			       * window not given back, up to KM_HBONE_STREAM_BUF) */
 	size_t early_len;
-	uv_shutdown_t shutdown_req;
 	char *baggage;        /* the request's header (NULL: none, or longer than allowed) */
 	char *dst_baggage;    /* for the 200 */
 	uint64_t cookie;      /* the application's socket, for the reports */
-	uint64_t to_app, from_app;
-};
-
-struct hb_write {
-	uv_write_t req;
-	struct hb_stream *st;
-	size_t len, cap;
-	uint8_t bytes[];
 };
 
 static void flush(struct km_hbone_conn *h);
 static void maybe_done(struct km_hbone_conn *h);
-static int write_up(struct hb_stream *st, const uint8_t *data, size_t len);
-static void write_pending(struct hb_stream *st);
-static void shut_up_if_done(struct hb_stream *st);
+static void stream_free_if_done(struct hb_stream *st);
+
+static void relay_flush(struct km_h2_relay *r)
+{
+	flush(((struct hb_stream *)r)->h);
+}
+
+static void relay_released(struct km_h2_relay *r)
+{
+	stream_free_if_done((struct hb_stream *)r);
+}
+
+/* writes gathered per loop turn when the connection has a turn queue (hb_ops_gather) */
+static const struct km_h2_relay_ops hb_ops = { relay_flush, relay_released, 0 };
+static const struct km_h2_relay_ops hb_ops_gather = { relay_flush, relay_released, 1 };
 
 /* ---- streams ----------------------------------------------------------------------------- */
 
@@ -69,8 +62,8 @@ static struct hb_stream *stream_of(struct km_hbone_conn *h, int32_t id)
 
 static void report(struct hb_stream *st, enum km_hbone_report_kind kind)
 {
-	struct km_hbone_report r = { kind, &st->to, st->cookie, st->to_app, st->from_app,
-				     st->baggage };
+	struct km_hbone_report r = { kind, &st->to, st->cookie, st->relay.to_up,
+				     st->relay.from_up, st->baggage };
 
 	if (st->h->ops.report)
 		st->h->ops.report(st->h, &r);
@@ -80,7 +73,7 @@ static void stream_free_if_done(struct hb_stream *st)
 {
 	struct km_hbone_conn *h = st->h;
 
-	if (!st->h2_closed || st->up || st->asking || st->writing)
+	if (!st->relay.h2_closed || km_h2_relay_busy(&st->relay) || st->asking)
 		return;
 	for (struct hb_stream **pp = &h->streams; *pp; pp = &(*pp)->next)
 		if (*pp == st) {
@@ -88,37 +81,14 @@ static void stream_free_if_done(struct hb_stream *st)
 			break;
 		}
 	h->n_streams--;
-	if (st->connected)
+	if (st->relay.relaying)
 		report(st, KM_HBONE_CLOSED);
-	free(st->pend);
-	free(st->buf);
+	km_h2_relay_free(&st->relay);
 	free(st->early);
 	free(st->baggage);
 	free(st->dst_baggage);
 	free(st);
 	maybe_done(h);
-}
-
-static void up_closed(uv_handle_t *handle)
-{
-	struct hb_stream *st = handle->data;
-
-	free(handle);
-	if (st) {
-		st->up = NULL;
-		stream_free_if_done(st);
-	}
-}
-
-/* Close the application's side (reset: RST instead of FIN). */
-static void up_close(struct hb_stream *st, int reset)
-{
-	if (!st->up || uv_is_closing((uv_handle_t *)st->up))
-		return;
-	if (reset)
-		uv_tcp_close_reset(st->up, up_closed);
-	else
-		uv_close((uv_handle_t *)st->up, up_closed);
 }
 
 /* The response's headers (baggage: NULL or "" for none). */
@@ -148,68 +118,10 @@ static void refuse(struct hb_stream *st, const char *status, const char *why)
 	km_debug("HBONE from %s: stream %d to %s refused %s: %s", h->principal, st->id,
 		 st->authority, status, why);
 	respond(h, st->id, status, NULL, NULL);
-	up_close(st, 1);
+	km_h2_relay_close_up(&st->relay, 1);
 }
 
 /* ---- the application's side -------------------------------------------------------------- */
-
-static void up_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *b)
-{
-	struct hb_stream *st = handle->data;
-
-	(void)suggested;
-	if (!st->buf)
-		st->buf = malloc(KM_HBONE_STREAM_BUF);
-	if (st->buf_off) { /* what is left to the front: a copy per read, not per frame */
-		memmove(st->buf, st->buf + st->buf_off, st->buf_len - st->buf_off);
-		st->buf_len -= st->buf_off;
-		st->buf_off = 0;
-	}
-	b->base = st->buf ? (char *)st->buf + st->buf_len : NULL;
-	b->len = st->buf ? KM_HBONE_STREAM_BUF - st->buf_len : 0;
-}
-
-/* libuv reports the end when the socket hung up during a read that returned bytes, also when the
- * hang-up was a reset that arrived behind them (the reset's error is still on the socket then):
- * the error if there is one, else the end. */
-static ssize_t pending_error(uv_stream_t *s)
-{
-	uv_os_fd_t fd;
-	int err = 0;
-	socklen_t len = sizeof(err);
-
-	if (uv_fileno((uv_handle_t *)s, &fd) != 0 ||
-	    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || !err)
-		return UV_EOF;
-	return -err;
-}
-
-static void up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
-{
-	struct hb_stream *st = s->data;
-
-	(void)b;
-	if (n > 0) {
-		st->buf_len += (size_t)n;
-		st->from_app += (uint64_t)n;
-		if (st->buf_len >= KM_HBONE_STREAM_BUF) { /* full: until it is framed */
-			uv_read_stop(s);
-			st->up_reading = 0;
-		}
-		nghttp2_session_resume_data(st->h->session, st->id);
-	} else if (n == UV_EOF && (n = pending_error(s)) == UV_EOF) {
-		st->up_eof = 1;
-		uv_read_stop(s);
-		st->up_reading = 0;
-		nghttp2_session_resume_data(st->h->session, st->id);
-	} else if (n < 0) { /* reset, or failed: the client's stream is reset */
-		nghttp2_submit_rst_stream(st->h->session, NGHTTP2_FLAG_NONE, st->id,
-					  n == UV_ECONNRESET ? NGHTTP2_CONNECT_ERROR
-							     : NGHTTP2_INTERNAL_ERROR);
-		up_close(st, 1);
-	}
-	flush(st->h);
-}
 
 /* DATA frames as large as the client takes and the windows allow, up to a stream's buffer (ztunnel
  * takes 1 MiB): fewer frames than nghttp2's 16 KiB default. */
@@ -224,42 +136,13 @@ static ssize_t frame_length(nghttp2_session *session, uint8_t type, int32_t id, 
 				  KM_HBONE_STREAM_BUF);
 }
 
-/* What the application sent, framed as DATA (END_STREAM after its FIN). */
-static ssize_t provide(nghttp2_session *session, int32_t id, uint8_t *out, size_t len,
-		       uint32_t *flags, nghttp2_data_source *src, void *user)
-{
-	struct hb_stream *st = src->ptr;
-	size_t held = st->buf_len - st->buf_off, n = held < len ? held : len;
-
-	(void)session;
-	(void)id;
-	(void)user;
-	if (n) {
-		memcpy(out, st->buf + st->buf_off, n);
-		st->buf_off += n;
-		if (st->buf_off == st->buf_len)
-			st->buf_off = st->buf_len = 0;
-		if (st->up && !st->up_reading && !st->up_eof &&
-		    !uv_is_closing((uv_handle_t *)st->up) && held - n < KM_HBONE_STREAM_BUF / 2 &&
-		    uv_read_start((uv_stream_t *)st->up, up_alloc, up_read) == 0)
-			st->up_reading = 1;
-	}
-	if (st->up_eof && st->buf_len == st->buf_off)
-		*flags |= NGHTTP2_DATA_FLAG_EOF;
-	else if (!n)
-		return NGHTTP2_ERR_DEFERRED;
-	return (ssize_t)n;
-}
-
 static void on_up_connected(uv_connect_t *req, int status)
 {
 	struct hb_stream *st = req->data;
-	nghttp2_data_provider dp = { .source.ptr = st, .read_callback = provide };
-	uv_os_fd_t fd;
-	socklen_t cl = sizeof(st->cookie);
+	nghttp2_data_provider dp;
 
-	if (st->h2_closed || st->h->closing || !st->authorized) {
-		up_close(st, 1);
+	if (st->relay.h2_closed || st->h->closing || !st->authorized) {
+		km_h2_relay_close_up(&st->relay, 1);
 		return;
 	}
 	if (status < 0) {
@@ -267,25 +150,20 @@ static void on_up_connected(uv_connect_t *req, int status)
 		flush(st->h);
 		return;
 	}
-	st->connected = 1;
-	uv_tcp_nodelay(st->up, 1);
-	if (uv_fileno((uv_handle_t *)st->up, &fd) == 0 &&
-	    getsockopt(fd, SOL_SOCKET, SO_COOKIE, &st->cookie, &cl) != 0)
-		st->cookie = 0;
+	uv_tcp_nodelay(st->relay.up, 1);
+	st->cookie = km_h2_relay_cookie(&st->relay);
+	km_h2_relay_provider(&st->relay, &dp);
 	respond(st->h, st->id, "200", st->dst_baggage, &dp);
 	free(st->dst_baggage);
 	st->dst_baggage = NULL;
-	report(st, KM_HBONE_OPENED);
 	if (st->early_len) { /* what the client sent before the 200, in order, first */
-		if (write_up(st, st->early, st->early_len) != 0)
-			nghttp2_session_consume(st->h->session, st->id, st->early_len);
+		km_h2_relay_data(&st->relay, st->early, st->early_len);
 		free(st->early);
 		st->early = NULL;
 		st->early_len = 0;
 	}
-	shut_up_if_done(st);
-	if (uv_read_start((uv_stream_t *)st->up, up_alloc, up_read) == 0)
-		st->up_reading = 1;
+	km_h2_relay_start(&st->relay);
+	report(st, KM_HBONE_OPENED);
 	flush(st->h);
 }
 
@@ -356,17 +234,16 @@ static void got_socket(void *arg, uv_tcp_t *tcp, const char *why)
 
 	st->asking = 0;
 	if (!tcp) {
-		if (!st->h2_closed && !st->h->closing) {
+		if (!st->relay.h2_closed && !st->h->closing) {
 			refuse(st, "503", why);
 			flush(st->h);
 		}
 		stream_free_if_done(st);
 		return;
 	}
-	st->up = tcp;
-	tcp->data = st;
-	if (st->h2_closed || st->h->closing || !st->authorized) {
-		up_close(st, 1);
+	km_h2_relay_set_up(&st->relay, tcp);
+	if (st->relay.h2_closed || st->h->closing || !st->authorized) {
+		km_h2_relay_close_up(&st->relay, 1);
 		return;
 	}
 	st->connect.data = st;
@@ -448,7 +325,7 @@ static void authorized(void *arg, int allowed, const char *why, const char *dst_
 	struct km_hbone_conn *h = st->h;
 
 	st->asking = 0;
-	if (st->h2_closed || h->closing) {
+	if (st->relay.h2_closed || h->closing) {
 		stream_free_if_done(st);
 		return;
 	}
@@ -518,6 +395,8 @@ static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame
 		return 0;
 	if (!(st = calloc(1, sizeof(*st))))
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	km_h2_relay_init(&st->relay, h->turns ? &hb_ops_gather : &hb_ops, &h->session,
+			 frame->hd.stream_id);
 	st->h = h;
 	st->id = frame->hd.stream_id;
 	st->next = h->streams;
@@ -558,90 +437,9 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
 		return 0;
 	if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
 		request(st);
-	if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) {
-		st->down_eof = 1;
-		shut_up_if_done(st);
-	}
+	if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)
+		km_h2_relay_peer_eof(&st->relay);
 	return 0;
-}
-
-static void up_written(uv_write_t *req, int status)
-{
-	struct hb_write *w = (struct hb_write *)req;
-	struct hb_stream *st = w->st;
-	struct km_hbone_conn *h = st->h;
-
-	st->writing -= w->len;
-	if (status == 0)
-		st->to_app += w->len;
-	if (status == 0 && !st->h2_closed && h->session) /* the window back once the bytes are out */
-		nghttp2_session_consume(h->session, st->id, w->len);
-	free(w);
-	shut_up_if_done(st);
-	flush(h);
-	stream_free_if_done(st);
-}
-
-/* The client's END_STREAM, once everything before it is written: the application's side is
- * shut down for writing (a half-close). */
-static void shut_up_if_done(struct hb_stream *st)
-{
-	if (st->down_eof && st->connected && !st->writing && st->up && !st->shutdown_sent &&
-	    !uv_is_closing((uv_handle_t *)st->up) &&
-	    uv_shutdown(&st->shutdown_req, (uv_stream_t *)st->up, NULL) == 0)
-		st->shutdown_sent = 1;
-}
-
-/* Write the client's bytes to the application; their window is given back once written. The
- * bytes of one loop turn's DATA frames are gathered and written at its end (write_pending): a
- * client's 16 KiB frames cost one write a turn, not one each. At most the stream's window is
- * ever held (nothing is given back before it is written). */
-static int write_up(struct hb_stream *st, const uint8_t *data, size_t len)
-{
-	struct hb_write *w = st->pend;
-
-	if (!w || w->len + len > w->cap) {
-		size_t have = w ? w->len : 0, cap = have + len < (64u << 10) ? (64u << 10)
-								 : 2 * (have + len);
-		struct hb_write *n = realloc(w, sizeof(*n) + cap);
-
-		if (!n)
-			return -1;
-		if (!w)
-			n->len = 0;
-		n->st = st;
-		n->cap = cap;
-		w = st->pend = n;
-	}
-	memcpy(w->bytes + w->len, data, len);
-	w->len += len;
-	st->writing += len;
-	if (st->h->turns)
-		flush(st->h); /* the turn's end writes it */
-	else
-		write_pending(st); /* no turns (a test's connection): at once */
-	return 0;
-}
-
-/* A stream's gathered bytes to libuv, or dropped (their window given back) when the application's
- * side is gone. */
-static void write_pending(struct hb_stream *st)
-{
-	struct hb_write *w = st->pend;
-	uv_buf_t b;
-
-	if (!w)
-		return;
-	st->pend = NULL;
-	b = uv_buf_init((char *)w->bytes, (unsigned)w->len);
-	if (st->up && !uv_is_closing((uv_handle_t *)st->up) &&
-	    uv_write(&w->req, (uv_stream_t *)st->up, &b, 1, up_written) == 0)
-		return;
-	st->writing -= w->len;
-	if (!st->h2_closed && st->h->session)
-		nghttp2_session_consume(st->h->session, st->id, w->len);
-	free(w);
-	stream_free_if_done(st);
 }
 
 static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t id, const uint8_t *data,
@@ -651,7 +449,7 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t id, co
 	struct hb_stream *st = stream_of(h, id);
 
 	(void)flags;
-	if (st && !st->connected && !st->h2_closed) { /* before the 200: kept for the application */
+	if (st && !st->relay.relaying && !st->relay.h2_closed) { /* before the 200: kept */
 		uint8_t *n = st->early_len + len <= KM_HBONE_STREAM_BUF
 				     ? realloc(st->early, st->early_len + len) : NULL;
 
@@ -665,12 +463,11 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t id, co
 		st->early_len += len;
 		return 0;
 	}
-	if (!st || !st->up || uv_is_closing((uv_handle_t *)st->up)) {
+	if (!st) {
 		nghttp2_session_consume(session, id, len); /* nobody to give it to */
 		return 0;
 	}
-	if (write_up(st, data, len) != 0)
-		nghttp2_session_consume(session, id, len);
+	km_h2_relay_data(&st->relay, data, len); /* (given back at once if it cannot be kept) */
 	return 0;
 }
 
@@ -681,10 +478,7 @@ static int on_stream_close(nghttp2_session *session, int32_t id, uint32_t code, 
 	(void)session;
 	if (!st)
 		return 0;
-	st->h2_closed = 1;
-	/* a reset by the client (or ours) resets the application's side; a clean end has closed
-	 * both ways already */
-	up_close(st, code != NGHTTP2_NO_ERROR || !st->up_eof || !st->down_eof);
+	km_h2_relay_stream_closed(&st->relay, code);
 	stream_free_if_done(st);
 	return 0;
 }
@@ -702,7 +496,7 @@ static void flush_now(struct km_hbone_conn *h)
 		return;
 	for (struct hb_stream *st = h->streams, *next; st; st = next) {
 		next = st->next; /* write_pending may free st (never h: it is not closing) */
-		write_pending(st);
+		km_h2_relay_write_pending(&st->relay);
 	}
 	if (h->closing)
 		return;
@@ -825,14 +619,14 @@ void km_hbone_conn_drained(struct km_hbone_conn *h)
 void km_hbone_conn_progress(struct km_hbone_conn *h)
 {
 	for (struct hb_stream *st = h->streams; st; st = st->next)
-		if (st->connected && !st->h2_closed)
+		if (st->relay.relaying && !st->relay.h2_closed)
 			report(st, KM_HBONE_PROGRESS);
 }
 
 void km_hbone_conn_each_authorized(struct km_hbone_conn *h, km_hbone_stream_cb cb, void *arg)
 {
 	for (struct hb_stream *st = h->streams; st; st = st->next)
-		if (st->authorized && !st->h2_closed)
+		if (st->authorized && !st->relay.h2_closed)
 			cb(arg, st->id, &st->to);
 }
 
@@ -842,13 +636,13 @@ int km_hbone_conn_deny(struct km_hbone_conn *h, int32_t id, const char *why)
 
 	while (st && st->id != id)
 		st = st->next;
-	if (!st || !st->authorized || st->h2_closed || h->closing)
+	if (!st || !st->authorized || st->relay.h2_closed || h->closing)
 		return 0;
 	km_info("HBONE from %s: stream %d to %s closed: the policies deny it now (%s)", h->principal,
 		id, st->authority, why);
 	st->authorized = 0; /* a socket or a connection still on its way is closed on arrival */
 	nghttp2_submit_rst_stream(h->session, NGHTTP2_FLAG_NONE, id, NGHTTP2_CONNECT_ERROR);
-	up_close(st, 1); /* the application sees a reset, as the kernel's re-check gives it */
+	km_h2_relay_close_up(&st->relay, 1); /* a reset, as the kernel's re-check gives it */
 	flush(h);
 	return 1;
 }
@@ -891,13 +685,7 @@ void km_hbone_conn_close(struct km_hbone_conn *h)
 	km_turn_queue_remove(&h->flush_turn);
 	for (struct hb_stream *st = h->streams, *next; st; st = next) {
 		next = st->next;
-		st->h2_closed = 1;
-		if (st->pend) { /* gathered, never to be written */
-			st->writing -= st->pend->len;
-			free(st->pend);
-			st->pend = NULL;
-		}
-		up_close(st, 1);
+		km_h2_relay_abort(&st->relay);
 	}
 	if (h->session) {
 		nghttp2_session_del(h->session);

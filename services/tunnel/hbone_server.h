@@ -25,11 +25,12 @@
 #include <sys/socket.h>
 #include <uv.h>
 
+#include "services/tunnel/h2_relay.h"
 #include "services/tunnel/turn_queue.h"
 #include "shared/tls/tls_stream.h"
 
 #define KM_HBONE_MAX_STREAMS 200
-#define KM_HBONE_STREAM_BUF (256u << 10)
+#define KM_HBONE_STREAM_BUF KM_H2_RELAY_BUF
 #define KM_HBONE_CONN_UNSENT (1u << 20)
 #define KM_HBONE_CORK_MAX (256u << 10) /* sealed bytes gathered for one write to the client */
 #define KM_HBONE_BAGGAGE_MAX 1024 /* a longer request `baggage` header is not kept */
