@@ -408,7 +408,9 @@ FUZZ_LIB_SRCS := $(sort $(wildcard services/xds-agent/authz/*.c services/xds-age
 		   ipc/frame.c ipc/message.c ipc/pb_wire.c ipc/batch_wire.c $(GEN)/kmesh_ipc.pb-c.c \
 		   $(WIRE_SRCS) $(addprefix shared/,addr.c atomic_file.c base64.c errbuf.c grow.c log.c) \
 		   services/xds-agent/telemetry/baggage.c \
-		   services/tunnel/hbone_server.c services/tunnel/h2_relay.c services/tunnel/turn_queue.c shared/tls/tls_stream.c)
+		   services/tunnel/hbone_server.c services/tunnel/h2_relay.c services/tunnel/turn_queue.c shared/tls/tls_stream.c \
+		   services/tunnel/hbone_client.c services/tunnel/client_tls.c services/tunnel/server_tls.c \
+		   services/tunnel/tls_openssl.c)
 $(B)/fuzz-obj/libfuzz.a: $(call fuzzo,$(FUZZ_LIB_SRCS))
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^

@@ -38,6 +38,8 @@ json_t *km_tunnel_dump(const struct km_tunnel *t)
 	json_object_set_new(d, "ca", json_string(t->ca_address ? t->ca_address : ""));
 	json_object_set_new(d, "certs", km_certs_dump(&t->certs));
 	json_object_set_new(d, "pods", pods);
+	if (t->outbound_on)
+		json_object_set_new(d, "tunnels", km_outbound_dump(&t->outbound));
 	return d;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "services/tunnel/client_tls.h"
 #include "services/tunnel/server_tls.h"
 #include "shared/backoff.h"
 #include "shared/log.h"
@@ -180,6 +181,8 @@ static void on_call_done(struct km_ca_call *call, int ok, const char *why)
 		km_workload_cert_free(&e->cert);
 		km_server_tls_ctx_free(e->server_ctx); /* new sessions take the new certificate */
 		e->server_ctx = NULL;
+		km_client_tls_ctx_free(e->client_ctx);
+		e->client_ctx = NULL;
 		km_ca_call_take(call, &e->cert);
 		e->has_cert = 1;
 		e->fetches++;
@@ -300,6 +303,8 @@ static void drop_at(struct km_certs *c, size_t i)
 	km_workload_cert_free(&e->cert); /* the key is wiped now, whatever is still closing */
 	km_server_tls_ctx_free(e->server_ctx);
 	e->server_ctx = NULL;
+	km_client_tls_ctx_free(e->client_ctx);
+	e->client_ctx = NULL;
 	e->has_cert = 0;
 	c->stats.dropped++;
 	if (e->call)
@@ -332,6 +337,22 @@ void *km_certs_server_ctx(struct km_certs *c, const char *identity, char *why, s
 	if (!e->server_ctx)
 		e->server_ctx = km_server_tls_ctx(&e->cert, why, whylen);
 	return e->server_ctx;
+}
+
+void *km_certs_client_ctx(struct km_certs *c, const char *identity, char *why, size_t whylen)
+{
+	int hit;
+	size_t i = find(c, identity, &hit);
+	struct km_cert *e = hit ? c->by_id[i] : NULL;
+
+	if (!e || !e->has_cert || e->cert.not_after <= (int64_t)time(NULL)) {
+		snprintf(why, whylen, "no certificate in date for %.300s (%s)", identity,
+			 e ? km_cert_state_name(km_cert_state(e, (int64_t)time(NULL))) : "no pod");
+		return NULL;
+	}
+	if (!e->client_ctx)
+		e->client_ctx = km_client_tls_ctx(&e->cert, why, whylen);
+	return e->client_ctx;
 }
 
 const struct km_workload_cert *km_certs_get(const struct km_certs *c, const char *identity)

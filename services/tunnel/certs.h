@@ -53,7 +53,8 @@ struct km_cert {
 	uint64_t backoff_ms;
 	uint64_t fetches, failures;   /* calls that brought a certificate, and that did not */
 	char last_error[256];
-	void *server_ctx;             /* WOLFSSL_CTX serving HBONE with cert (km_certs_server_ctx) */
+	void *server_ctx;             /* SSL_CTX serving HBONE with cert (km_certs_server_ctx) */
+	void *client_ctx;             /* SSL_CTX presenting it to HBONE servers (outbound) */
 	int dropped;                  /* the last pod left: closing */
 	int handles;                  /* open: the timer, and the call while in flight */
 	struct km_certs *owner;
@@ -86,6 +87,9 @@ void km_certs_drop(struct km_certs *c, const char *identity);
  * certificate (a renewal makes a new one; sessions keep the one they began with). NULL when no
  * certificate in date is held. The context is the entry's: a session takes its own reference. */
 void *km_certs_server_ctx(struct km_certs *c, const char *identity, char *why, size_t whylen);
+/* The same for HBONE outbound: a TLS 1.3 client context presenting the identity's certificate,
+ * verifying servers against the mesh root (client_tls.h). */
+void *km_certs_client_ctx(struct km_certs *c, const char *identity, char *why, size_t whylen);
 /* The identity's certificate if one is held and in date, else NULL. */
 const struct km_workload_cert *km_certs_get(const struct km_certs *c, const char *identity);
 enum km_cert_state km_cert_state(const struct km_cert *e, int64_t now);

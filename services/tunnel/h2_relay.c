@@ -52,12 +52,18 @@ static void up_closed(uv_handle_t *handle)
 	}
 }
 
+void km_tcp_close_reset(uv_tcp_t *tcp, uv_close_cb cb)
+{
+	if (uv_tcp_close_reset(tcp, cb) != 0)
+		uv_close((uv_handle_t *)tcp, cb);
+}
+
 void km_h2_relay_close_up(struct km_h2_relay *r, int reset)
 {
 	if (!up_open(r))
 		return;
 	if (reset)
-		uv_tcp_close_reset(r->up, up_closed);
+		km_tcp_close_reset(r->up, up_closed);
 	else
 		uv_close((uv_handle_t *)r->up, up_closed);
 }

@@ -53,6 +53,9 @@ struct km_h2_relay {
 	uint64_t to_up, from_up; /* bytes written to the socket, read from it */
 };
 
+/* Close a TCP handle with a reset (RST, not FIN); a plain close when the reset cannot be set (a
+ * socket never connected). */
+void km_tcp_close_reset(uv_tcp_t *tcp, uv_close_cb cb);
 /* Zero r and set what it needs; up (may be NULL, given later with km_h2_relay_set_up). */
 void km_h2_relay_init(struct km_h2_relay *r, const struct km_h2_relay_ops *ops, void **session,
 		      int32_t id);

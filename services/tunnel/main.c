@@ -58,6 +58,8 @@ static void on_shutdown(void *arg, int signum)
 	km_sm_stopping(&m->sm);
 	if (m->t.inbound_on)
 		km_inbound_stop(&m->t.inbound);
+	if (m->t.outbound_on)
+		km_outbound_stop(&m->t.outbound);
 	km_certs_stop(&m->t.certs, NULL); /* every key wiped now */
 	uv_close((uv_handle_t *)&m->tick, NULL);
 	km_ipc_server_stop(&m->t.srv, NULL);
@@ -88,6 +90,8 @@ int main(int argc, char **argv)
 	const char *mw_socket = "/run/kmesh/map-writer.sock";
 	const char *xds_socket = "/run/kmesh/xds-agent/admin.sock";
 	int inbound = 0;
+	const char *outbound_address = "";
+	uint64_t outbound_connect_ms = KM_OUTBOUND_CONNECT_MS, outbound_idle_ms = KM_OUTBOUND_IDLE_MS;
 	uint64_t handshake_ms = KM_INBOUND_HANDSHAKE_MS, ping_ms = KM_INBOUND_PING_MS;
 	uint64_t report_s = KM_INBOUND_REPORT_MS / 1000;
 	uint64_t ttl_s = 86400, timeout_s = 30, inflight = 8;
@@ -131,6 +135,17 @@ int main(int argc, char **argv)
 		  "serve HBONE (mutual TLS, HTTP/2 CONNECT) on each enrolled pod's port 15008, with "
 		  "sockets the map writer makes inside the pods (default off)", "KMESH_HBONE_INBOUND",
 		  0, 0, km_option_on_off },
+		{ "hbone-outbound-address", KM_OPT_STRING, &outbound_address, "IP",
+		  "HBONE outbound: listen on IP:15001 for the connections the kernel sends here to "
+		  "leave over HBONE (the map writer's --tunnel-address; this process must run in its "
+		  "--tunnel-cgroup) (default: off)", "KMESH_HBONE_OUTBOUND_ADDRESS" },
+		{ "hbone-outbound-connect-timeout-ms", KM_OPT_UINT, &outbound_connect_ms, "MS",
+		  "HBONE outbound: a connection to a server (TCP and TLS) not made this long fails, "
+		  "and its streams' applications are reset (default 10000)",
+		  "KMESH_HBONE_OUTBOUND_CONNECT_TIMEOUT_MS", 100, 600000 },
+		{ "hbone-outbound-idle-ms", KM_OPT_UINT, &outbound_idle_ms, "MS",
+		  "HBONE outbound: a pooled connection without a stream this long is closed (default "
+		  "60000)", "KMESH_HBONE_OUTBOUND_IDLE_MS", 100, 3600000 },
 		{ "hbone-handshake-timeout-ms", KM_OPT_UINT, &handshake_ms, "MS",
 		  "an HBONE client that has not finished its TLS handshake this long after connecting "
 		  "is cut off", "KMESH_HBONE_HANDSHAKE_TIMEOUT_MS", 100, 600000 },
@@ -217,7 +232,7 @@ int main(int argc, char **argv)
 
 		/* peers (capped by the server), CA connections; HBONE: its connections (16,384) and a
 		 * socket to the application per stream */
-		km_fd_limit_raise(inbound ? 65536 : 2048);
+		km_fd_limit_raise(inbound || *outbound_address ? 65536 : 2048);
 		if (km_signals_init(m.t.loop, &m.signals, on_shutdown, &m) != 0 ||
 		    km_ipc_server_start(&m.t.srv, m.t.loop, &scfg, &ops, &m.t) != 0 ||
 		    uv_timer_init(m.t.loop, &m.tick) != 0)
@@ -234,6 +249,14 @@ int main(int argc, char **argv)
 		m.t.inbound.app_from_caller = app_from_caller;
 		m.t.inbound.authz_cache.max = (size_t)decision_cache;
 		m.t.pods.on_pod = on_pod;
+	}
+	if (*outbound_address) {
+		if (km_outbound_start(&m.t.outbound, m.t.loop, &m.t.certs, &m.t.pods,
+				      outbound_address, xds_socket) != 0)
+			return 1;
+		m.t.outbound_on = 1;
+		m.t.outbound.connect_ms = (unsigned)outbound_connect_ms;
+		m.t.outbound.idle_ms = (unsigned)outbound_idle_ms;
 	}
 	km_prom_file_init(&m.t.metrics, metrics_dir, "tunnel");
 	m.tick.data = &m;

@@ -88,6 +88,41 @@ static void inbound(const struct km_inbound *ib, struct km_prom *p)
 		       ib->reports.lost);
 }
 
+/* HBONE outbound: connections taken, relayed and reset by reason; the pool. */
+static void outbound(const struct km_outbound *ob, struct km_prom *p)
+{
+	const struct km_outbound_stats *s = &ob->stats;
+
+	km_prom_metric(p, "kmesh_tunnel_outbound_connections_total", "counter",
+		       "application connections the kernel handed to the tunnel for HBONE",
+		       s->accepted);
+	km_prom_metric(p, "kmesh_tunnel_outbound_relayed_total", "counter",
+		       "... relayed over HBONE (the server answered 200)", s->relayed);
+	km_prom_family(p, "kmesh_tunnel_outbound_refused_total", "counter",
+		       "... reset instead, by reason: no_origin (the kernel had no record of where "
+		       "it was for), unknown_source (not from a pod enrolled here), no_certificate, "
+		       "no_destination (no workload there, or the xDS agent away), full, connect "
+		       "(the HBONE connection failed: TCP, TLS, the server's identity), status_400, "
+		       "status_401 (the destination's policies deny us), status_503, status_other, "
+		       "reset (by the server before an answer)");
+	for (int r = 0; r < KM_OB_REFUSALS; r++) {
+		char labels[48];
+
+		snprintf(labels, sizeof(labels), "reason=\"%s\"", km_outbound_refusal_names[r]);
+		km_prom_sample(p, "kmesh_tunnel_outbound_refused_total", labels, s->refused[r]);
+	}
+	km_prom_metric(p, "kmesh_tunnel_outbound_pool_connections", "gauge",
+		       "HBONE connections in the outbound pool", ob->n_pool);
+	km_prom_metric(p, "kmesh_tunnel_outbound_streams", "gauge",
+		       "HBONE streams open on them", km_outbound_streams(ob));
+	km_prom_family(p, "kmesh_tunnel_outbound_pool_connections_total", "counter",
+		       "HBONE connections the pool opened, and those that failed");
+	km_prom_sample(p, "kmesh_tunnel_outbound_pool_connections_total", "result=\"opened\"",
+		       s->conns_opened);
+	km_prom_sample(p, "kmesh_tunnel_outbound_pool_connections_total", "result=\"failed\"",
+		       s->conns_failed);
+}
+
 static void render(const struct km_tunnel *t, struct km_prom *p)
 {
 	uint64_t by_state[KM_CERT_EXPIRED + 1] = { 0 };
@@ -134,6 +169,8 @@ static void render(const struct km_tunnel *t, struct km_prom *p)
 		       t->feeds_refused);
 	if (t->inbound_on)
 		inbound(&t->inbound, p);
+	if (t->outbound_on)
+		outbound(&t->outbound, p);
 }
 
 void km_tunnel_metrics_write(struct km_tunnel *t)

@@ -61,6 +61,16 @@ const struct km_tunnel_pod *km_tunnel_pods_find(const struct km_tunnel_pods *p, 
 	return hit ? &p->pods[i] : NULL;
 }
 
+const struct km_tunnel_pod *km_tunnel_pods_at(const struct km_tunnel_pods *p,
+					       const struct km_addr *a)
+{
+	for (size_t i = 0; i < p->n; i++)
+		for (size_t k = 0; k < p->pods[i].n_addrs; k++)
+			if (!memcmp(&p->pods[i].addrs[k], a, sizeof(*a)))
+				return &p->pods[i];
+	return NULL;
+}
+
 size_t km_tunnel_pods_of(const struct km_tunnel_pods *p, const char *identity)
 {
 	int hit;

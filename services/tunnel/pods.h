@@ -56,6 +56,10 @@ size_t km_tunnel_pods_apply(struct km_tunnel_pods *p, const Kmesh__Ipc__TunnelPo
 			    size_t whylen);
 /* The pod with this uid, or NULL. */
 const struct km_tunnel_pod *km_tunnel_pods_find(const struct km_tunnel_pods *p, const char *uid);
+/* The pod with this address, or NULL (a scan: a node holds a few hundred pods at most; HBONE
+ * outbound asks once per connection). */
+const struct km_tunnel_pod *km_tunnel_pods_at(const struct km_tunnel_pods *p,
+					       const struct km_addr *a);
 /* How many pods hold this identity (0: none). */
 size_t km_tunnel_pods_of(const struct km_tunnel_pods *p, const char *identity);
 

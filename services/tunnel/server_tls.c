@@ -24,10 +24,9 @@ static int select_h2(SSL *ssl, const unsigned char **out, unsigned char *outlen,
 	return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
-/* The chain (PEM: leaf first, the mesh root last) into ctx: the leaf and the rest as its chain,
- * the last one also as the only root clients are verified against. Returns 0, or -1. */
-static int use_chain(SSL_CTX *ctx, const char *chain, size_t len)
+int km_tls_use_chain(void *ctx_, const char *chain, size_t len)
 {
+	SSL_CTX *ctx = ctx_;
 	BIO *b = BIO_new_mem_buf(chain, (int)len);
 	X509 *x, *last = NULL;
 	int n = 0, rc = -1;
@@ -72,7 +71,7 @@ void *km_server_tls_ctx(const struct km_workload_cert *w, char *why, size_t whyl
 	if (SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) != 1 ||
 	    SSL_CTX_set_ciphersuites(ctx, KM_HBONE_CIPHERS) != 1) {
 		snprintf(why, whylen, "TLS: cannot set TLS 1.3 and the suites %s", KM_HBONE_CIPHERS);
-	} else if (use_chain(ctx, w->chain, w->chain_len) != 0) {
+	} else if (km_tls_use_chain(ctx, w->chain, w->chain_len) != 0) {
 		snprintf(why, whylen, "TLS: the certificate chain of %s is not usable (a leaf, and "
 			 "the mesh root last)", w->identity);
 	} else if (!(key = d2i_PrivateKey(EVP_PKEY_EC, NULL, &p, (long)w->key.key_der_len)) ||

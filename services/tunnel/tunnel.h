@@ -11,6 +11,7 @@
 #include "ipc/server.h"
 #include "services/tunnel/certs.h"
 #include "services/tunnel/inbound.h"
+#include "services/tunnel/outbound.h"
 #include "services/tunnel/pods.h"
 #include "shared/prom_file.h"
 
@@ -20,6 +21,8 @@ struct km_tunnel {
 	struct km_certs certs;
 	struct km_inbound inbound; /* HBONE on the pods' 15008 (--hbone-inbound) */
 	int inbound_on;
+	struct km_outbound outbound; /* HBONE out of the pods (--hbone-outbound-address) */
+	int outbound_on;
 	struct km_ipc_server srv;
 	struct km_prom_file metrics;
 	uint64_t feeds;        /* TunnelPods messages taken */

@@ -10,6 +10,7 @@
 
 #include "kmesh_maps.h"
 #include "shared/addr.h"
+#include "services/xds-agent/authz/authz_eval.h"
 #include "services/xds-agent/authz/authz_query.h"
 #include "services/xds-agent/sources/inject.h"
 #include "services/xds-agent/telemetry/baggage.h"
@@ -285,6 +286,57 @@ static void authorize(struct km_agent_state *st, struct km_ipc_session *s, const
 			   baggage, st->policies->generation, km_tunnel_notices_workload_gen(st->model));
 }
 
+/* The workload at an address, for an HBONE connection the tunnel opens to it: the identity its
+ * certificate must carry, and its baggage. */
+static void destination(struct km_agent_state *st, struct km_ipc_session *s, const km_envelope *env)
+{
+	km_envelope out = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__Reply reply = KMESH__IPC__REPLY__INIT;
+	Kmesh__Ipc__DestinationReply dr = KMESH__IPC__DESTINATION_REPLY__INIT;
+	const struct km_workload_res *w;
+	struct km_authz_peer peer;
+	struct km_addr a;
+	char id[600], *ids[1] = { id }, baggage[KM_BAGGAGE_MAX], src_baggage[KM_BAGGAGE_MAX];
+	const struct km_workload_res *src_w;
+	struct km_addr src;
+
+	if (km_addr_from_bytes(env->destination->address.data, env->destination->address.len,
+			       &a) != 0) {
+		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__BAD_REQUEST,
+			     "the address must be 4 or 16 bytes", 0);
+		return;
+	}
+	if (!(w = km_model_workload_at(st->model, &a))) {
+		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__NOT_FOUND,
+			     "no workload has this address", 0);
+		return;
+	}
+	km_authz_peer_of(w, &peer);
+	snprintf(id, sizeof(id), "spiffe://");
+	km_authz_principal(&peer, id + 9, sizeof(id) - 9);
+	if (km_baggage_format(w->who, w->where, baggage, sizeof(baggage)) < 0)
+		baggage[0] = '\0';
+	src_baggage[0] = '\0';
+	if (km_addr_from_bytes(env->destination->source.data, env->destination->source.len,
+			       &src) == 0 && (src_w = km_model_workload_at(st->model, &src)) &&
+	    km_baggage_format(src_w->who, src_w->where, src_baggage, sizeof(src_baggage)) < 0)
+		src_baggage[0] = '\0';
+	dr.source_baggage = src_baggage;
+	dr.n_identities = 1;
+	dr.identities = ids;
+	dr.baggage = baggage;
+	dr.workload_generation = km_tunnel_notices_workload_gen(st->model);
+	dr.hbone = w->tunnel_hbone;
+	reply.code = KMESH__IPC__CODE__OK;
+	reply.message = "";
+	reply.body_case = KMESH__IPC__REPLY__BODY_DESTINATION;
+	reply.destination = &dr;
+	out.request_id = env->request_id;
+	out.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
+	out.reply = &reply;
+	km_msg_send(&s->conn, &out);
+}
+
 /* The generations only, and with notify the session told of each change from now on
  * (tunnel_notices.h); its workload generation is 0 when it will not be told (then it polls). */
 static void policy_generation(struct km_agent_state *st, struct km_ipc_session *s,
@@ -503,6 +555,10 @@ void km_agent_admin_request(void *arg, struct km_ipc_session *s, const km_envelo
 		policy_generation(st, s, env);
 		return;
 	}
+	if (env->body_case == KMESH__IPC__ENVELOPE__BODY_DESTINATION) {
+		destination(st, s, env);
+		return;
+	}
 	if (env->body_case == KMESH__IPC__ENVELOPE__BODY_CONN_EVENTS &&
 	    s->role == KMESH__IPC__ROLE__ROLE_TUNNEL) {
 		tunnel_events(st, s, env);
@@ -510,7 +566,8 @@ void km_agent_admin_request(void *arg, struct km_ipc_session *s, const km_envelo
 	}
 	if (s->role != KMESH__IPC__ROLE__ROLE_ADMIN) {
 		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__PERMISSION_DENIED,
-			     "the role tunnel may only ask Authorize and send its streams' reports", 0);
+			     "the role tunnel may only ask Authorize, PolicyGeneration and Destination and send its "
+			     "streams' reports", 0);
 		return;
 	}
 	if (env->body_case == KMESH__IPC__ENVELOPE__BODY_AGENT_DUMP) {

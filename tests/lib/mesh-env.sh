@@ -299,7 +299,9 @@ km_istiod_start() {
 	mkdir -p "$KM_DIR/py"
 	protoc --proto_path="$KM_ROOT/proto" --python_out="$KM_DIR/py" "$KM_ROOT"/proto/*.proto
 	KM_ISTIOD_CTL=$KM_DIR/istiod.ctl
-	PYTHONPATH=$KM_DIR/py "$KM_PY" "$KM_ROOT/tests/lib/fake_istiod.py" --control "$KM_ISTIOD_CTL" \
+	# KM_ISTIOD_NETNS=node: in the node's network namespace (for a tunnel that runs there)
+	${KM_ISTIOD_NETNS:+ip netns exec "$KM_NODE"} \
+	env PYTHONPATH=$KM_DIR/py "$KM_PY" "$KM_ROOT/tests/lib/fake_istiod.py" --control "$KM_ISTIOD_CTL" \
 		--port-file "$KM_DIR/istiod.port" --cert "$KM_DIR/pki/istiod.pem" \
 		--key "$KM_DIR/pki/istiod.key" "$@" >>"$KM_DIR/istiod.log" 2>&1 &
 	KM_PIDS+=($!)

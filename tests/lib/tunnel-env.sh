@@ -6,7 +6,10 @@
 # (outside the mesh); pod_add makes one. km_tunnel_env_setup PREFIX sets it all up; the helpers
 # below act on it (TUNNEL: the tunnel's pid; S1, C1: the pods' addresses once added).
 # KM_TUNNEL_CERT_TTL (10 s), KM_TUNNEL_LOG_LEVEL (debug), KM_TUNNEL_PING_MS (the tunnel's 10 s) and
-# KM_TUNNEL_REPORT_S (1 s: open streams' bytes) change how the tunnel runs.
+# KM_TUNNEL_REPORT_S (1 s: open streams' bytes) change how the tunnel runs. KM_TUNNEL_OUTBOUND=ADDR
+# turns HBONE outbound on: the map writer puts ADDR on its interface and the tunnel's getsockopt
+# program on the tunnel's cgroup, the agent sends HBONE workloads of other nodes there, and the
+# tunnel (and the fake istiod) run in the node's network namespace, the tunnel in its cgroup.
 
 km_tunnel_env_setup() {
 	km_env_setup "$1" >/dev/null
@@ -28,18 +31,24 @@ km_tunnel_env_setup() {
 	          "mesh/s1": {"serviceAccount": "server"}, "plain/b1": {"serviceAccount": "client"}}}
 	JSON
 	km_kube_api_start "$KM_DIR/kube.json" token-1
+	local routes= # a default route (to the tunnel's link-local address) only when it is used
+	[ -n "${KM_TUNNEL_OUTBOUND:-}" ] && routes='"routes": [{"dst": "0.0.0.0/0"}],'
 	cat >"$CONFLIST" <<-JSON
 	{"cniVersion": "1.0.0", "name": "kmtest",
 	 "plugins": [{"type": "bridge", "bridge": "cni0", "isGateway": true,
 	              "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.125.0.0/24"}]],
+	                       $routes
 	                       "dataDir": "$CNI/ipam"}}]}
 	JSON
+	[ -n "${KM_TUNNEL_OUTBOUND:-}" ] && KM_ISTIOD_NETNS=node && km_tunnel_cgroup_make
 	km_istiod_start --ca-cert "$KM_DIR/pki/ca.pem" --ca-key "$KM_DIR/pki/ca.key"
 	km_istiod send '{"cmd": "ca", "tokens": {"node-token": "'$NODE_ID'"}, "cluster": "test-cluster",
 		"trusted": ["'$NODE_ID'"], "allowed": ["'$CLIENT_ID'", "'$SERVER_ID'"]}' >/dev/null
-	km_map_writer_start || exit 1
-	echo '{"resources": []}' | km_write_config
-	km_agent_start # the policies the tunnel asks about (role tunnel on its admin socket)
+	km_map_writer_start ${KM_TUNNEL_OUTBOUND:+--tunnel-cgroup "$KM_TUNNEL_CGROUP" \
+		--dns-interface "kmt$$" --tunnel-address "$KM_TUNNEL_OUTBOUND"} || exit 1
+	[ -s "$KM_CONFIG" ] || echo '{"resources": []}' | km_write_config
+	# the policies the tunnel asks about (role tunnel on its admin socket)
+	km_agent_start --node-name node-1 ${KM_TUNNEL_OUTBOUND:+--tunnel-address "$KM_TUNNEL_OUTBOUND"}
 
 	TSOCK=$KM_DIR/tunnel/tunnel.sock
 	mkdir -p "$KM_DIR/tunnel"
@@ -63,13 +72,14 @@ km_tunnel_env_setup() {
 CTL() { "$KM_ROOT/build/bin/kmeshctl" --tunnel-socket "$TSOCK" "$@"; }
 
 tunnel_start() {
-	"$KM_BIN/kmesh-tunnel" --socket "$TSOCK" --ca-address "127.0.0.1:$KM_ISTIOD_PORT" \
+	${KM_TUNNEL_OUTBOUND:+km_in_tunnel_cgroup} "$KM_BIN/kmesh-tunnel" --socket "$TSOCK" --ca-address "127.0.0.1:$KM_ISTIOD_PORT" \
 		--ca-root-file "$KM_DIR/pki/ca.pem" --ca-server-name istiod.istio-system.svc \
 		--ca-token-file "$KM_DIR/token" --cluster-id test-cluster --cert-ttl "${KM_TUNNEL_CERT_TTL:-10}" \
 		--hbone-inbound on --map-writer-socket "$KM_SOCKET" --xds-socket "$KM_DIR/run/xds-agent.sock" \
 		--hbone-handshake-timeout-ms 1000 ${KM_TUNNEL_PING_MS:+--hbone-ping-ms "$KM_TUNNEL_PING_MS"} \
 		--conn-report-interval "${KM_TUNNEL_REPORT_S:-1}" \
 		--metrics-dir "$KM_DIR/metrics" --log-level "${KM_TUNNEL_LOG_LEVEL:-debug}" ${KM_TUNNEL_ARGS:-} \
+		${KM_TUNNEL_OUTBOUND:+--hbone-outbound-address "$KM_TUNNEL_OUTBOUND"} \
 		>>"$KM_DIR/tunnel.log" 2>&1 &
 	TUNNEL=$!
 	KM_PIDS+=($TUNNEL)

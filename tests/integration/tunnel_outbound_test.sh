@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# tunnel_outbound_test.sh — HBONE outbound end to end (issue 49, items 1 to 3): an enrolled pod
+# (mesh/c1, set up by the real CNI chain, its certificate from the fake istiod's CA) connects to
+# workloads the xDS agent says are reached over HBONE on another node; the kernel hands each
+# connection to the tunnel, which opens HBONE with c1's certificate to an independent server
+# (tests/lib/hbone_server.py: python3-h2 and ssl, answering as a ztunnel does) in a network
+# namespace of its own ("node 2"). Checked:
+#   - by pod IP and through a service's VIP: the server sees c1's SPIFFE id in its client
+#     certificate, a CONNECT to podIP:targetPort, `forwarded: for="<c1>:<port>"`, a W3C
+#     traceparent and c1's baggage; the bytes flow both ways, half-close each way;
+#   - streams of one source identity to one destination share one TLS connection (the pool);
+#   - 401 and 503 answers, a server with another identity, one without h2, one that stalls: the
+#     application's connection is reset (never hangs), each counted by reason;
+#   - a NONE workload is not tunneled; a connection from outside the pods is refused.
+set -uo pipefail
+source "$(dirname "$0")/../lib/mesh-env.sh"
+source "$(dirname "$0")/../lib/check.sh"
+source "$(dirname "$0")/../lib/tunnel-env.sh"
+
+trap 'km_env_cleanup' EXIT
+export KM_TUNNEL_OUTBOUND=169.254.20.15
+KM_TUNNEL_ARGS="--hbone-outbound-connect-timeout-ms 1500"
+km_tunnel_env_setup kmo$$
+pod_add c1 mesh
+C1=$(ip_of c1)
+check "mesh/client's certificate, for c1's connections out" \
+	wait_cert "$CLIENT_ID" 'c and c["state"] == "valid"'
+
+# "node 2": a namespace routed from the node, holding the HBONE servers' addresses
+R=$KM_PREFIX-remote
+ip netns add "$R"
+KM_PODS+=("$R")
+ip -n "$R" link set lo up
+ip link add "kmr$$" netns "$KM_NODE" type veth peer name eth0 netns "$R"
+ip -n "$KM_NODE" addr add 10.126.0.1/24 dev "kmr$$"
+ip -n "$KM_NODE" link set "kmr$$" up
+ip -n "$R" link set eth0 up
+for i in 50 51 52 53 54 55; do ip -n "$R" addr add "10.126.0.$i/24" dev eth0; done
+ip -n "$R" route add default via 10.126.0.1
+REMOTE_ID=spiffe://$TD/ns/remote/sa/server
+client_cert remote "$REMOTE_ID"
+client_cert impostor "spiffe://$TD/ns/remote/sa/other"
+server() { # server ADDR NAME CERT [options]
+	ip netns exec "$R" "$KM_PY" "$KM_ROOT/tests/lib/hbone_server.py" "$1" --name "$2" \
+		--cert "$KM_DIR/pki/$3.pem" --key "$KM_DIR/pki/$3.key" --ca "$KM_DIR/pki/ca.pem" \
+		--log "$KM_DIR/hbone-$2.log" "${@:4}" >>"$KM_DIR/hbone-servers.out" 2>&1 &
+	KM_PIDS+=($!)
+}
+server 10.126.0.50 r1 remote
+server 10.126.0.51 denies remote --status 401
+server 10.126.0.52 impostor impostor
+server 10.126.0.53 noalpn remote --no-alpn
+server 10.126.0.54 stalls remote --stall
+server 10.126.0.55 busy remote --status 503
+for _ in $(seq 1 50); do [ "$(grep -c listening "$KM_DIR/hbone-servers.out")" = 6 ] && break; sleep 0.1; done
+
+wl() { # wl NAME ADDR [extra JSON]: a remote workload reached over HBONE
+	echo ' {"workload": {"uid": "Kubernetes//Pod/remote/'$1'", "name": "'$1'", "namespace": "remote",
+	   "serviceAccount": "server", "node": "node-2", "tunnelProtocol": "HBONE", "addresses": ["'$2'"]'${3:-}'}},'
+}
+cat <<JSON | km_write_config
+{"resources": [
+ {"service": {"name": "far", "namespace": "remote", "hostname": "far.remote", "addresses": [{"address": "10.96.9.1"}],
+   "ports": [{"servicePort": 80, "targetPort": 8080}]}},
+$(wl r1 10.126.0.50 ', "services": {"remote/far.remote": {"ports": [{"servicePort": 80, "targetPort": 8443}]}}')
+$(wl denies 10.126.0.51)
+$(wl impostor 10.126.0.52)
+$(wl noalpn 10.126.0.53)
+$(wl stalls 10.126.0.54)
+$(wl busy 10.126.0.55)
+ {"workload": {"uid": "Kubernetes//Pod/remote/plain", "name": "plain", "namespace": "remote",
+   "node": "node-2", "addresses": ["10.126.0.56"]}},
+ {"workload": {"uid": "Kubernetes//Pod/mesh/c1", "name": "c1", "namespace": "mesh", "serviceAccount": "client",
+   "workloadName": "client-wl", "canonicalName": "client", "canonicalRevision": "v1", "node": "node-1",
+   "addresses": ["$C1"]}}
+]}
+JSON
+check "the agent's rows are in (8 workloads)" km_wait_rows backend "^backend" 8
+last() { tail -n 1 "$KM_DIR/hbone-$1.log" 2>/dev/null; }
+field() { last "$1" | "$KM_PY" -c 'import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1]))' "$2"; }
+holds() { # holds SERVER EXPR: EXPR is true of the server's last stream (d)
+	last "$1" | "$KM_PY" -c 'import json, re, sys; d = json.load(sys.stdin); sys.exit(not eval("(" + sys.argv[1] + ")"))' "$2"
+}
+
+out=$(km_connect c1 10.126.0.50 8080 --send "hello over hbone" --half-close)
+check "c1 to an HBONE workload on another node, by pod IP: through the tunnel, its bytes both ways ($out)" \
+	eval '[ "$out" = "1 r1 10.126.0.50:8080
+HELLO OVER HBONE" ] || [ "$out" = "1 r1 10.126.0.50:8080" ]'
+check "... the server saw c1's SPIFFE id in its client certificate ($(field r1 'd["uris"]'))" \
+	eval '[ "$(field r1 "d[\"uris\"]")" = "['"'"'$CLIENT_ID'"'"']" ]'
+check "... a CONNECT to podIP:port, with forwarded for c1's address and a W3C traceparent ($(field r1 'd["headers"]'))" \
+	holds r1 'd["headers"][":method"] == "CONNECT" and d["headers"][":authority"] == "10.126.0.50:8080" and
+	          re.fullmatch("for=\"'$C1':[0-9]+\"", d["headers"]["forwarded"]) and
+	          re.fullmatch("00-[0-9a-f]{32}-[0-9a-f]{16}-00", d["headers"]["traceparent"])'
+check "... and c1's baggage, as the agent knows it ($(field r1 'd["headers"].get("baggage")'))" \
+	holds r1 '"k8s.namespace.name=mesh" in d["headers"]["baggage"] and "client-wl" in d["headers"]["baggage"]'
+check "... the application's half-close reached the server as END_STREAM, after its bytes" \
+	holds r1 'd["read"] == "hello over hbone\n" and d["ended"] == "end_stream"'
+
+out=$(km_connect c1 10.96.9.1 80)
+check "through the service's VIP: a CONNECT to the picked workload's address and target port ($out)" \
+	eval '[ "$out" = "1 r1 10.126.0.50:8443" ]'
+check "... the two streams shared one TLS connection (the pool)" \
+	eval '[ "$(tail -n 2 "$KM_DIR/hbone-r1.log" | "$KM_PY" -c "import json, sys; print(len({json.loads(l)[\"conn\"] for l in sys.stdin}))")" = 1 ]'
+check "kmeshctl dump tunnels: the pooled connection, its identities, 2 streams so far" \
+	eval 'CTL -o json dump certs | "$KM_PY" -c "import json, sys
+t = json.load(sys.stdin)[\"tunnels\"]
+sys.exit(not [x for x in t if x[\"peer\"] == \"10.126.0.50:15008\" and x[\"source\"] == \"$CLIENT_ID\" and
+              x[\"destination\"] == \"$REMOTE_ID\" and x[\"streamsTotal\"] == 2])"'
+
+refused() { metric "kmesh_tunnel_outbound_refused_total{reason=\"$1\"}"; }
+out=$(km_connect c1 10.126.0.51 8080)
+check "a 401 answer (the destination's policies deny c1): the connection is reset ($out)" \
+	eval '[ "$out" = "1 error:ECONNRESET" ]'
+out=$(km_connect c1 10.126.0.55 8080)
+check "a 503 answer: reset ($out)" eval '[ "$out" = "1 error:ECONNRESET" ]'
+out=$(km_connect c1 10.126.0.52 8080)
+check "a server whose certificate names another identity: reset, nothing sent to it ($out)" \
+	eval '[ "$out" = "1 error:ECONNRESET" ] && ! [ -s "$KM_DIR/hbone-impostor.log" ]'
+out=$(km_connect c1 10.126.0.53 8080)
+check "a server that does not speak h2: reset ($out)" eval '[ "$out" = "1 error:ECONNRESET" ]'
+t0=$(date +%s%N)
+out=$(km_connect c1 10.126.0.54 8080 --timeout 5)
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "a server that stalls its handshake: reset after the connect timeout, not hung ($out in $ms ms)" \
+	eval '[ "$out" = "1 error:ECONNRESET" ] && [ $ms -lt 4000 ]'
+sleep 1.2 # the metrics file
+check "... each counted by reason (401, 503, connect x3): $(grep outbound_refused "$KM_DIR/metrics/tunnel.prom" | grep -v ' 0$' | tr '\n' ' ')" \
+	eval '[ "$(refused status_401)" = 1 ] && [ "$(refused status_503)" = 1 ] && [ "$(refused connect)" = 3 ] &&
+	      [ "$(metric kmesh_tunnel_outbound_relayed_total)" = 2 ]'
+
+out=$(km_connect c1 10.126.0.56 8080 --timeout 0.5)
+check "a NONE workload on another node: not through the tunnel (straight to it: nothing there) ($out)" \
+	eval '[ "$out" = "1 error:ECONNREFUSED" ] || [ "$out" = "1 error:TIMEOUT" ]'
+out=$(ip netns exec "$R" "$KM_PY" "$KM_ROOT/tests/lib/client.py" "$KM_TUNNEL_OUTBOUND" 15001 --timeout 2 2>&1)
+check "a connection to the tunnel's listener from outside the pods: reset ($out)" \
+	eval '[ "$out" = "1 error:ECONNRESET" ] || [ "$out" = "1 error:ENETUNREACH" ] || [ "$out" = "1 error:TIMEOUT" ]'
+
+[ $KM_FAIL = 0 ] || { km_dump_logs tunnel map-writer xds-agent; cat "$KM_DIR"/hbone-*.log "$KM_DIR/hbone-servers.out"; }
+km_check_summary tunnel_outbound
