@@ -58,8 +58,9 @@ wl() { # wl NAME ADDR [extra JSON]: a remote workload reached over HBONE
 	echo ' {"workload": {"uid": "Kubernetes//Pod/remote/'$1'", "name": "'$1'", "namespace": "remote",
 	   "serviceAccount": "server", "node": "node-2", "tunnelProtocol": "HBONE", "addresses": ["'$2'"]'${3:-}'}},'
 }
+mesh_config() { # mesh_config [EXTRA JSON RESOURCES,]: the workloads above, and EXTRA
 cat <<JSON | km_write_config
-{"resources": [
+{"resources": [${1:-}
  {"service": {"name": "far", "namespace": "remote", "hostname": "far.remote", "addresses": [{"address": "10.96.9.1"}],
    "ports": [{"servicePort": 80, "targetPort": 8080}]}},
 $(wl r1 10.126.0.50 ', "services": {"remote/far.remote": {"ports": [{"servicePort": 80, "targetPort": 8443}]}}')
@@ -75,6 +76,8 @@ $(wl busy 10.126.0.55)
    "addresses": ["$C1"]}}
 ]}
 JSON
+}
+mesh_config
 check "the agent's rows are in (8 workloads)" km_wait_rows backend "^backend" 8
 last() { tail -n 1 "$KM_DIR/hbone-$1.log" 2>/dev/null; }
 field() { last "$1" | "$KM_PY" -c 'import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1]))' "$2"; }
@@ -135,6 +138,39 @@ check "a NONE workload on another node: not through the tunnel (straight to it: 
 out=$(ip netns exec "$R" "$KM_PY" "$KM_ROOT/tests/lib/client.py" "$KM_TUNNEL_OUTBOUND" 15001 --timeout 2 2>&1)
 check "a connection to the tunnel's listener from outside the pods: reset ($out)" \
 	eval '[ "$out" = "1 error:ECONNRESET" ] || [ "$out" = "1 error:ENETUNREACH" ] || [ "$out" = "1 error:TIMEOUT" ]'
+
+# Our own inbound as the server: s1, a pod enrolled here whose 15008 this tunnel serves, named by
+# xDS as an HBONE workload of another node, so c1's connections to it take the whole road: the
+# kernel, the tunnel's outbound with c1's certificate, its inbound with s1's (each checking the
+# other's identity), s1's policies decided with c1's principal, s1's application.
+pod_add s1 mesh
+S1=$(ip_of s1)
+km_backend_start s1 8080
+km_wait_listen s1 8080
+for _ in $(seq 1 50); do grep -q "HBONE: listening on pod mesh/s1" "$KM_DIR/tunnel.log" && break; sleep 0.1; done
+wait_cert "$SERVER_ID" 'c and c["state"] == "valid"'
+mesh_config ' {"workload": {"uid": "Kubernetes//Pod/mesh/s1", "name": "s1", "namespace": "mesh",
+   "serviceAccount": "server", "node": "node-2", "tunnelProtocol": "HBONE", "addresses": ["'$S1'"]}},'
+check "the agent holds s1 as an HBONE workload of node 2" km_wait_rows backend "^backend" 9
+relayed0=$(metric kmesh_tunnel_outbound_relayed_total)
+inbound0=$(metric 'kmesh_tunnel_hbone_streams_total{result="all"}')
+out=$(km_connect c1 "$S1" 8080)
+sleep 1.2 # the metrics file
+check "c1 to s1 through both halves of this tunnel: HBONE out with c1's identity, in with s1's ($out; relayed out $relayed0 -> $(metric kmesh_tunnel_outbound_relayed_total), in $inbound0 -> $(metric 'kmesh_tunnel_hbone_streams_total{result="all"}'))" \
+	eval '[ "$out" = "1 s1" ] && [ "$(metric kmesh_tunnel_outbound_relayed_total)" = $((relayed0 + 1)) ] &&
+	      [ "$(metric "kmesh_tunnel_hbone_streams_total{result=\"all\"}")" = $((inbound0 + 1)) ]'
+inject() { "$KM_ROOT/build/bin/kmeshctl" --xds-socket "$KM_DIR/run/xds-agent.sock" inject xds-agent - >/dev/null <<<"$1"; }
+inject '{"resources": [{"authorization": {"name": "istio_converted_static_strict", "namespace": "istio-system",
+  "scope": "GLOBAL", "action": "DENY", "rules": [{"clauses": [{"matches": [{"notPrincipals": [{"presence": {}}]}]}]}]}},
+ {"authorization": {"name": "only-client", "namespace": "mesh", "scope": "NAMESPACE", "action": "ALLOW",
+  "rules": [{"clauses": [{"matches": [{"principals": [{"exact": "cluster.local/ns/mesh/sa/client"}],
+  "destinationPorts": [8080]}]}]}]}}]}'
+check "STRICT and an ALLOW by principal: the agent holds both" km_wait_agent 'd["authz"]["policies"] == 2' 10
+out=$(km_connect c1 "$S1" 8080)
+check "... c1 over HBONE: allowed by its principal ($out)" eval '[ "$out" = "1 s1" ]'
+out=$(km_connect c1 "$S1" 9090)
+check "... c1 to a port the policy does not allow: s1's tunnel answers 401, c1's connection is reset ($out)" \
+	eval '[ "$out" = "1 error:ECONNRESET" ]'
 
 [ $KM_FAIL = 0 ] || { km_dump_logs tunnel map-writer xds-agent; cat "$KM_DIR"/hbone-*.log "$KM_DIR/hbone-servers.out"; }
 km_check_summary tunnel_outbound
