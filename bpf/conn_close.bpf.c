@@ -36,8 +36,8 @@ static __always_inline __u8 km_release_direction(struct bpf_sock *sk)
 		st->flags &= ~KM_SOCK_F_COUNTED;
 		km_conn_count_add(st->backend_id, -1);
 	}
-	if (!km_monitoring() || !km_netns_managed(sk))
-		return 0;
+	if (!km_monitoring() || !km_netns_managed(sk) || (st && (st->flags & KM_SOCK_F_VIA_TUNNEL)))
+		return 0; /* (the tunnel reports connections it carries over HBONE) */
 	return st && (st->flags & KM_SOCK_F_INBOUND) ? KM_CONN_INBOUND : KM_CONN_OUTBOUND;
 }
 

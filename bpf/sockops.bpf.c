@@ -67,7 +67,8 @@ static __always_inline void km_on_established(struct bpf_sock_ops *skops)
 	if (!sk)
 		return;
 	st = bpf_sk_storage_get(&km_sock, sk, 0, 0);
-	km_monitor_open(skops, st, KM_CONN_OUTBOUND);
+	if (!st || !(st->flags & KM_SOCK_F_VIA_TUNNEL)) /* the tunnel reports those (mutual TLS) */
+		km_monitor_open(skops, st, KM_CONN_OUTBOUND);
 	if (!st)
 		return;
 	/* uncounted by conn_close.bpf.c when the application lets the socket go: no state

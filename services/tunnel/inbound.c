@@ -533,8 +533,13 @@ static void report(struct km_hbone_conn *h, const struct km_hbone_report *r)
 					  [KM_HBONE_PROGRESS] = KM_CONN_PROGRESS,
 					  [KM_HBONE_CLOSED] = KM_CONN_CLOSE };
 
-	km_stream_reports_add(&c->ib->reports, kinds[r->kind], &h->peer, r->to, r->cookie,
-			      r->to_app, r->from_app, h->principal, r->baggage);
+	const struct km_stream_report rep = {
+		.kind = kinds[r->kind], .direction = KM_CONN_INBOUND, .client = &h->peer,
+		.server = r->to, .cookie = r->cookie, .client_bytes = r->to_app,
+		.server_bytes = r->from_app, .principal = h->principal, .baggage = r->baggage,
+	};
+
+	km_stream_reports_add(&c->ib->reports, &rep);
 }
 
 static void conn_closed(struct km_hbone_conn *h)

@@ -40,6 +40,14 @@ struct ob_pool {
 	uint64_t bytes_out, bytes_in;
 };
 
+/* A stream's addresses and identity, for its reports. */
+struct ob_stream {
+	struct sockaddr_storage app, server, orig;
+	uint64_t cookie;
+	char principal[KM_TUNNEL_ID_MAX]; /* the source's, without "spiffe://" */
+	int opened;
+};
+
 /* A connection waiting for the agent's answer about its destination. */
 struct ob_pending {
 	struct km_outbound *ob;
@@ -92,14 +100,29 @@ static void host_port(const struct km_addr *a, uint16_t port_nbo, char *out, siz
 
 /* ---- the pool ---------------------------------------------------------------------------- */
 
+static void report(struct km_outbound *ob, struct ob_stream *os, unsigned kind,
+		   uint64_t sent, uint64_t received)
+{
+	const struct km_stream_report rep = {
+		.kind = kind, .direction = KM_CONN_OUTBOUND, .client = &os->app,
+		.server = &os->server, .orig = &os->orig, .cookie = os->cookie,
+		.client_bytes = sent, .server_bytes = received, .principal = os->principal,
+	};
+
+	if (ob->xds_on)
+		km_stream_reports_add(&ob->reports, &rep);
+}
+
 static void pool_answer(struct km_hbone_client *c, void *arg, int status)
 {
 	struct ob_pool *p = c->data;
+	struct ob_stream *os = arg;
 
-	(void)arg;
-	if (status == 200)
+	if (status == 200) {
 		p->ob->stats.relayed++;
-	else
+		os->opened = 1;
+		report(p->ob, os, KM_CONN_OPEN, 0, 0);
+	} else
 		p->ob->stats.refused[status == 400   ? KM_OB_STATUS_400
 				     : status == 401 ? KM_OB_STATUS_401
 				     : status == 503 ? KM_OB_STATUS_503
@@ -115,6 +138,9 @@ static void pool_stream_end(struct km_hbone_client *c, const struct km_hbone_str
 	if (!e->status || e->status != 200)
 		km_debug("HBONE outbound: a stream to %s ended: %s", c->ids[0],
 			 e->why ? e->why : "no answer");
+	if (((struct ob_stream *)e->arg)->opened)
+		report(p->ob, e->arg, KM_CONN_CLOSE, e->to_peer, e->from_peer);
+	free(e->arg);
 	p->bytes_out += e->to_peer;
 	p->bytes_in += e->from_peer;
 	p->ob->stats.bytes_out += e->to_peer;
@@ -208,6 +234,18 @@ static void traceparent(char out[56])
 	strcpy(o, "-00");
 }
 
+static uint64_t app_cookie(uv_tcp_t *app)
+{
+	uv_os_fd_t fd;
+	uint64_t cookie = 0;
+	socklen_t cl = sizeof(cookie);
+
+	if (uv_fileno((uv_handle_t *)app, &fd) != 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_COOKIE, &cookie, &cl) != 0)
+		return 0;
+	return cookie;
+}
+
 static void got_destination(struct km_peer_link *l, void *arg, const Kmesh__Ipc__Reply *reply)
 {
 	struct ob_pending *pd = arg;
@@ -217,6 +255,7 @@ static void got_destination(struct km_peer_link *l, void *arg, const Kmesh__Ipc_
 	struct km_hbone_request rq;
 	char authority[64], forwarded[80], peer[64], trace[56], why[400];
 	struct ob_pool *p;
+	struct ob_stream *os;
 	void *ctx;
 	struct km_addr src;
 	uint16_t src_port;
@@ -256,8 +295,21 @@ static void got_destination(struct km_peer_link *l, void *arg, const Kmesh__Ipc_
 	rq.baggage = d->source_baggage;
 	rq.forwarded = forwarded;
 	rq.traceparent = trace;
-	if (km_hbone_client_open(&p->c, pd->app, &rq, NULL) != 0) /* (app is reset) */
+	if (!(os = calloc(1, sizeof(*os)))) {
+		refuse(ob, pd->app, KM_OB_FULL, "out of memory");
+		free(pd);
+		return;
+	}
+	os->app = pd->peer;
+	sockaddr_of(&pd->origin.via_addr, pd->origin.via_port, &os->server);
+	sockaddr_of(&pd->origin.orig_addr, pd->origin.orig_port, &os->orig);
+	os->cookie = app_cookie(pd->app);
+	snprintf(os->principal, sizeof(os->principal), "%s",
+		 strncmp(pd->src_id, "spiffe://", 9) ? pd->src_id : pd->src_id + 9);
+	if (km_hbone_client_open(&p->c, pd->app, &rq, os) != 0) { /* (app is reset) */
 		ob->stats.refused[KM_OB_CONNECT]++;
+		free(os);
+	}
 	free(pd);
 }
 
@@ -378,6 +430,7 @@ int km_outbound_start(struct km_outbound *ob, uv_loop_t *loop, struct km_certs *
 		if (km_peer_link_start(&ob->xds, loop, &cfg) != 0)
 			return -1;
 		ob->xds_on = 1;
+		km_stream_reports_start(&ob->reports, loop, &ob->xds);
 	} else {
 		km_warn("HBONE outbound without --xds-socket: no destination can be checked; every "
 			"connection is reset");
@@ -397,8 +450,11 @@ void km_outbound_stop(struct km_outbound *ob)
 		km_hbone_client_close(&p->c);
 	}
 	km_turn_queue_close(&ob->turns);
-	if (ob->xds_on) /* waiting connections are answered with none: reset */
-		km_peer_link_stop(&ob->xds, NULL);
+	if (ob->xds_on) { /* the closes above, if the agent can take them */
+		km_stream_reports_flush(&ob->reports);
+		km_stream_reports_stop(&ob->reports);
+		km_peer_link_stop(&ob->xds, NULL); /* waiting connections: answered none, reset */
+	}
 	ob->xds_on = 0;
 }
 

@@ -12,7 +12,9 @@
  *   - then a CONNECT to podIP:targetPort on a pooled connection to podIP:15008 (hbone_client.h),
  *     pooled by (source identity, destination identity, destination address) with at most
  *     KM_HBONE_CLIENT_MAX_STREAMS streams each, as ztunnel pools; idle ones close after idle_ms.
- * Any answer but 200, and any failure, resets the application's connection; each is counted by
+ * Each relayed stream is reported to the agent at its 200 and its end (stream_reports.h) for
+ * Istio's metrics with reporter "source" and mutual_tls; the kernel reports none of these
+ * connections. Any answer but 200, and any failure, resets the application's connection; each is counted by
  * reason (km_outbound_stats). Bounded: at most KM_OUTBOUND_MAX_PENDING connections waiting for
  * the agent's answer, KM_OUTBOUND_MAX_CONNS pooled connections. */
 #ifndef KM_TUNNEL_OUTBOUND_H
@@ -25,6 +27,7 @@
 #include "ipc/peer_link.h"
 #include "services/tunnel/certs.h"
 #include "services/tunnel/pods.h"
+#include "services/tunnel/stream_reports.h"
 #include "services/tunnel/turn_queue.h"
 
 #define KM_OUTBOUND_MAX_PENDING 4096
@@ -65,6 +68,7 @@ struct km_outbound {
 	int listening;
 	struct km_peer_link xds;
 	int xds_on;
+	struct km_stream_reports reports; /* each relayed stream, to the agent (reporter source) */
 	struct km_turn_queue turns;
 	struct ob_pool *pool; /* the pooled connections */
 	unsigned n_pool;

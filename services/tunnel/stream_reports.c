@@ -11,7 +11,7 @@
 
 struct sr_report {
 	Kmesh__Ipc__ConnEvent e;
-	uint8_t src[16], dst[16];
+	uint8_t src[16], dst[16], orig[16];
 	char *principal, *baggage; /* owned */
 };
 
@@ -49,13 +49,10 @@ static char *dup_or_null(const char *s)
 	return s && *s ? strdup(s) : NULL;
 }
 
-void km_stream_reports_add(struct km_stream_reports *r, unsigned kind,
-			   const struct sockaddr_storage *client, const struct sockaddr_storage *app,
-			   uint64_t cookie, uint64_t to_app, uint64_t from_app,
-			   const char *principal, const char *baggage)
+void km_stream_reports_add(struct km_stream_reports *r, const struct km_stream_report *rep)
 {
 	struct sr_report *p;
-	uint16_t sport = 0, dport = 0;
+	uint16_t sport = 0, dport = 0, oport = 0;
 
 	if (!r->link || r->stopping)
 		return;
@@ -79,19 +76,22 @@ void km_stream_reports_add(struct km_stream_reports *r, unsigned kind,
 	p = &r->q[r->n];
 	memset(p, 0, sizeof(*p));
 	kmesh__ipc__conn_event__init(&p->e);
-	p->e.kind = kind;
-	p->e.direction = KM_CONN_INBOUND;
-	p->e.src.len = km_sockaddr_to_bytes(client, p->src, &sport);
-	p->e.dst.len = km_sockaddr_to_bytes(app, p->dst, &dport);
+	p->e.kind = rep->kind;
+	p->e.direction = rep->direction;
+	p->e.src.len = km_sockaddr_to_bytes(rep->client, p->src, &sport);
+	p->e.dst.len = km_sockaddr_to_bytes(rep->server, p->dst, &dport);
+	p->e.orig_dst.len = rep->orig ? km_sockaddr_to_bytes(rep->orig, p->orig, &oport) : 0;
 	p->e.sport = sport;
 	p->e.dport = dport;
-	p->e.cookie = cookie;
+	p->e.orig_dport = oport;
+	p->e.cookie = rep->cookie;
 	p->e.mono_ns = mono_ns();
-	/* the pod is the server: it received the client's bytes and sent the application's */
-	p->e.received_bytes = to_app;
-	p->e.sent_bytes = from_app;
-	p->principal = dup_or_null(principal);
-	p->baggage = dup_or_null(baggage); /* a close's too: its access log line names the source */
+	/* the counters are the pod's: a server receives the client's bytes, a client sends them */
+	p->e.received_bytes = rep->direction == KM_CONN_INBOUND ? rep->client_bytes : rep->server_bytes;
+	p->e.sent_bytes = rep->direction == KM_CONN_INBOUND ? rep->server_bytes : rep->client_bytes;
+	p->principal = dup_or_null(rep->principal);
+	/* a close's too: its access log line names the source */
+	p->baggage = dup_or_null(rep->baggage);
 	r->n++;
 	if (r->n >= KM_REPORTS_BATCH)
 		km_stream_reports_flush(r);
@@ -118,6 +118,7 @@ void km_stream_reports_flush(struct km_stream_reports *r)
 
 			p->e.src.data = p->src;
 			p->e.dst.data = p->dst;
+			p->e.orig_dst.data = p->orig;
 			p->e.principal = p->principal ? p->principal : "";
 			p->e.baggage = p->baggage ? p->baggage : "";
 			ev[i] = &p->e;

@@ -35,12 +35,21 @@ struct km_stream_reports {
 /* Start (link NULL: every report is dropped, uncounted: there is no agent to count them). */
 void km_stream_reports_start(struct km_stream_reports *r, uv_loop_t *loop,
 			     struct km_peer_link *link);
-/* One stream opened, still open (its bytes so far) or closed (KM_CONN_OPEN, KM_CONN_PROGRESS,
- * KM_CONN_CLOSE); the cookie pairs them. */
-void km_stream_reports_add(struct km_stream_reports *r, unsigned kind,
-			   const struct sockaddr_storage *client, const struct sockaddr_storage *app,
-			   uint64_t cookie, uint64_t to_app, uint64_t from_app,
-			   const char *principal, const char *baggage);
+/* One stream's report. */
+struct km_stream_report {
+	unsigned kind;      /* KM_CONN_OPEN, KM_CONN_PROGRESS or KM_CONN_CLOSE */
+	unsigned direction; /* KM_CONN_INBOUND (the pod is the server: HBONE inbound) or
+			     * KM_CONN_OUTBOUND (the pod is the client: HBONE outbound) */
+	const struct sockaddr_storage *client, *server;
+	const struct sockaddr_storage *orig; /* outbound: what the application asked (NULL: none) */
+	uint64_t cookie;    /* pairs the reports of one stream */
+	uint64_t client_bytes, server_bytes; /* sent so far by each */
+	const char *principal; /* the client's, "<td>/ns/<ns>/sa/<sa>" */
+	const char *baggage;   /* the request's, or NULL */
+};
+
+/* One stream opened, still open (its bytes so far) or closed. */
+void km_stream_reports_add(struct km_stream_reports *r, const struct km_stream_report *rep);
 /* Send what waits, if the link is up. */
 void km_stream_reports_flush(struct km_stream_reports *r);
 /* Drop what waits, close the timer. */

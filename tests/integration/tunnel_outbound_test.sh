@@ -56,7 +56,8 @@ for _ in $(seq 1 50); do [ "$(grep -c listening "$KM_DIR/hbone-servers.out")" = 
 
 wl() { # wl NAME ADDR [extra JSON]: a remote workload reached over HBONE
 	echo ' {"workload": {"uid": "Kubernetes//Pod/remote/'$1'", "name": "'$1'", "namespace": "remote",
-	   "serviceAccount": "server", "node": "node-2", "tunnelProtocol": "HBONE", "addresses": ["'$2'"]'${3:-}'}},'
+	   "serviceAccount": "server", "workloadName": "'$1'-wl", "node": "node-2", "tunnelProtocol": "HBONE",
+	   "addresses": ["'$2'"]'${3:-}'}},'
 }
 mesh_config() { # mesh_config [EXTRA JSON RESOURCES,]: the workloads above, and EXTRA
 cat <<JSON | km_write_config
@@ -110,6 +111,20 @@ check "kmeshctl dump tunnels: the pooled connection, its identities, 2 streams s
 t = json.load(sys.stdin)[\"tunnels\"]
 sys.exit(not [x for x in t if x[\"peer\"] == \"10.126.0.50:15008\" and x[\"source\"] == \"$CLIENT_ID\" and
               x[\"destination\"] == \"$REMOTE_ID\" and x[\"streamsTotal\"] == 2])"'
+
+# Istio's metrics: the tunnel reports these connections (reporter source, mutual TLS); the
+# kernel, which saw only a connection to the tunnel, none of them
+series() { # series FILTER: the sum of istio_tcp_connections_closed_total samples matching FILTER
+	local page
+	page=$(km_metrics) || return 1
+	grep '^istio_tcp_connections_closed_total{' <<<"$page" | grep -- "$1" | awk '{s += $NF} END {print s + 0}'
+}
+R1_SRC='reporter="source",source_workload="client-wl"'
+check "istio_tcp_*: c1's two streams to r1, reporter source, mutual_tls, with the VIP's service ($(series "$R1_SRC.*destination_workload=\"r1-wl\""))" \
+	eventually eval '[ "$(series "$R1_SRC.*destination_service=\"far.remote\".*destination_workload=\"r1-wl\".*connection_security_policy=\"mutual_tls\"")" -ge 1 ] &&
+	                 [ "$(series "$R1_SRC.*destination_workload=\"r1-wl\".*connection_security_policy=\"mutual_tls\"")" = 2 ]'
+check "... and none counted by the kernel as plaintext (connection_security_policy unknown)" \
+	eval '[ "$(series "$R1_SRC.*connection_security_policy=\"unknown\"")" = 0 ]'
 
 refused() { metric "kmesh_tunnel_outbound_refused_total{reason=\"$1\"}"; }
 out=$(km_connect c1 10.126.0.51 8080)
