@@ -369,9 +369,14 @@ static void on_connection(uv_stream_t *server, int status)
 		free(pd);
 		return;
 	}
-	if (ob->n_pending >= KM_OUTBOUND_MAX_PENDING || !ob->xds_on) {
-		refuse(ob, app, ob->xds_on ? KM_OB_FULL : KM_OB_NO_DESTINATION,
-		       ob->xds_on ? "too many connections wait for the xDS agent" : "no --xds-socket");
+	if (!ob->xds_on || !ob->xds.up) { /* never held until it comes: reset now */
+		refuse(ob, app, KM_OB_NO_DESTINATION,
+		       ob->xds_on ? "the xDS agent is not connected" : "no --xds-socket");
+		free(pd);
+		return;
+	}
+	if (ob->n_pending >= KM_OUTBOUND_MAX_PENDING) {
+		refuse(ob, app, KM_OB_FULL, "too many connections wait for the xDS agent");
 		free(pd);
 		return;
 	}

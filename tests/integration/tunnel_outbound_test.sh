@@ -187,5 +187,56 @@ out=$(km_connect c1 "$S1" 9090)
 check "... c1 to a port the policy does not allow: s1's tunnel answers 401, c1's connection is reset ($out)" \
 	eval '[ "$out" = "1 error:ECONNRESET" ]'
 
+# Chaos (item 5): the tunnel killed under traffic, to a destination of the kernel's path (c2, a
+# pod of this node outside xDS) and to a tunneled one (r1). The first never notices; the second
+# fails fast while the tunnel is away (nothing listens: ECONNREFUSED at once, never a hang) and
+# works again once it is back (the CNI agent names the pods again, the certificate comes back).
+pod_add c2 mesh
+C2=$(ip_of c2)
+km_backend_start c2 8080
+km_wait_listen c2 8080
+steady() { # steady NAME HOST PORT RATE: new connections from c1 until steady_stop NAME
+	km_in_pod c1 "$KM_PY" "$KM_ROOT/tests/lib/steady_client.py" "$2" "$3" --rate "$4" \
+		--out "$KM_DIR/steady-$1.out" >/dev/null 2>&1 &
+}
+steady_stop() { # steady_stop NAME: prints "ok N failed M ..."
+	pkill -TERM -f "steady_client.py .*--out $KM_DIR/steady-$1.out"
+	for _ in $(seq 1 50); do [ -s "$KM_DIR/steady-$1.out" ] && break; sleep 0.1; done
+	cat "$KM_DIR/steady-$1.out"
+}
+steady kernel "$C2" 8080 200
+steady tunneled 10.126.0.50 8080 50
+sleep 1
+kill -KILL "$TUNNEL"
+wait "$TUNNEL" 2>/dev/null
+t0=$(date +%s%N)
+out=$(km_connect c1 10.126.0.50 8080 --timeout 5)
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "the tunnel killed: a tunneled connection fails at once ($out in $ms ms), never hangs" \
+	eval '[ "$out" = "1 error:ECONNREFUSED" ] && [ $ms -lt 1000 ]'
+sleep 1
+tunnel_start
+for _ in $(seq 1 50); do grep -q "HBONE outbound: listening" <(tail -n 50 "$KM_DIR/tunnel.log") && break; sleep 0.1; done
+wait_cert "$CLIENT_ID" 'c and c["state"] == "valid"' 100
+ok_after() { [ "$(km_connect c1 10.126.0.50 8080)" = "1 r1 10.126.0.50:8080" ]; }
+check "... and back: tunneled connections work again" eventually ok_after
+sleep 1
+K=$(steady_stop kernel)
+T=$(steady_stop tunneled)
+check "the kernel's path never noticed: no connection to c2 failed ($K)" \
+	eval 'read -r _ ok _ failed _ <<<"$K"; [ "$ok" -gt 100 ] && [ "$failed" = 0 ]'
+check "the tunneled ones failed only while it was away, and worked before and after ($T)" \
+	eval 'read -r _ ok _ failed _ <<<"$T"; [ "$ok" -gt 50 ] && [ "$failed" -gt 0 ] && ! grep -q TIMEOUT <<<"$T"'
+
+# the xDS agent away: the destination cannot be checked, so tunneled connections are reset at
+# once (never let through unchecked, never hung); back: they work again
+kill -TERM "$KM_AGENT_PID"
+wait "$KM_AGENT_PID" 2>/dev/null
+out=$(km_connect c1 10.126.0.50 8080 --timeout 5)
+check "the xDS agent away: a tunneled connection is reset at once ($out)" \
+	eval '[ "$out" = "1 error:ECONNRESET" ]'
+km_agent_start --node-name node-1 --tunnel-address "$KM_TUNNEL_OUTBOUND"
+check "... and back: it works again" eventually ok_after
+
 [ $KM_FAIL = 0 ] || { km_dump_logs tunnel map-writer xds-agent; cat "$KM_DIR"/hbone-*.log "$KM_DIR/hbone-servers.out"; }
 km_check_summary tunnel_outbound

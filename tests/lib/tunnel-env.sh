@@ -72,7 +72,10 @@ km_tunnel_env_setup() {
 CTL() { "$KM_ROOT/build/bin/kmeshctl" --tunnel-socket "$TSOCK" "$@"; }
 
 tunnel_start() {
-	${KM_TUNNEL_OUTBOUND:+km_in_tunnel_cgroup} "$KM_BIN/kmesh-tunnel" --socket "$TSOCK" --ca-address "127.0.0.1:$KM_ISTIOD_PORT" \
+	local in_cgroup=() # HBONE outbound: in its cgroup and the node's netns, as one process (TUNNEL)
+	[ -n "${KM_TUNNEL_OUTBOUND:-}" ] && in_cgroup=(sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"'
+		"$KM_TUNNEL_CGROUP" nsenter --net="/run/netns/$KM_NODE")
+	${in_cgroup[@]+"${in_cgroup[@]}"} "$KM_BIN/kmesh-tunnel" --socket "$TSOCK" --ca-address "127.0.0.1:$KM_ISTIOD_PORT" \
 		--ca-root-file "$KM_DIR/pki/ca.pem" --ca-server-name istiod.istio-system.svc \
 		--ca-token-file "$KM_DIR/token" --cluster-id test-cluster --cert-ttl "${KM_TUNNEL_CERT_TTL:-10}" \
 		--hbone-inbound on --map-writer-socket "$KM_SOCKET" --xds-socket "$KM_DIR/run/xds-agent.sock" \
