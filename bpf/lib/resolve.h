@@ -207,8 +207,15 @@ static __noinline int km_resolve(const struct km_addr *dst, __u16 port_nbo, int 
 	sv = bpf_map_lookup_elem(&km_service, &sk);
 	if (!sv)
 		return KM_RESOLVE_KEEP;
-	if (sv->waypoint.port)
-		return km_to_waypoint(&sv->waypoint, want_v6, out);
+	if (sv->waypoint.port) {
+		int rc = km_to_waypoint(&sv->waypoint, want_v6, out);
+
+		if (out->via == KM_VIA_TUNNEL) { /* the waypoint is asked for the VIP:port itself */
+			__builtin_memcpy(&out->to.addr, dst, sizeof(out->to.addr));
+			out->to.port = port_nbo;
+		}
+		return rc;
+	}
 	if (sv->lb_mode == KM_LB_PASSTHROUGH)
 		return KM_RESOLVE_KEEP; /* the original destination, by definition */
 	bk.backend_id = km_pick_backend(sk.service_id, sv, &addr4);

@@ -257,7 +257,7 @@ static void got_destination(struct km_peer_link *l, void *arg, const Kmesh__Ipc_
 	struct ob_pool *p;
 	struct ob_stream *os;
 	void *ctx;
-	struct km_addr src;
+	struct km_addr src, dial;
 	uint16_t src_port;
 	uint8_t raw[16];
 	size_t n;
@@ -278,7 +278,11 @@ static void got_destination(struct km_peer_link *l, void *arg, const Kmesh__Ipc_
 		free(pd);
 		return;
 	}
-	sockaddr_of(&pd->origin.via_addr, htons(ob->hbone_port), &server);
+	if (d->dial.len && km_addr_from_bytes(d->dial.data, d->dial.len, &dial) == 0 &&
+	    d->dial_port && d->dial_port <= 65535) /* a waypoint's pod */
+		sockaddr_of(&dial, htons((uint16_t)d->dial_port), &server);
+	else
+		sockaddr_of(&pd->origin.via_addr, htons(ob->hbone_port), &server);
 	p = pool_get(ob, pd->src_id, ctx, d->identities[0], &server);
 	if (!p) {
 		refuse(ob, pd->app, KM_OB_FULL, "no pooled connection could be had");

@@ -14,6 +14,7 @@
 #include "services/xds-agent/authz/authz_query.h"
 #include "services/xds-agent/sources/inject.h"
 #include "services/xds-agent/telemetry/baggage.h"
+#include "services/xds-agent/tunnel_route.h"
 #include "shared/log.h"
 
 struct dump_ctx {
@@ -286,8 +287,9 @@ static void authorize(struct km_agent_state *st, struct km_ipc_session *s, const
 			   baggage, st->policies->generation, km_tunnel_notices_workload_gen(st->model));
 }
 
-/* The workload at an address, for an HBONE connection the tunnel opens to it: the identity its
- * certificate must carry, and its baggage. */
+/* Where the tunnel takes an HBONE connection to an address (tunnel_route.h): the server (the
+ * workload, or its waypoint's pod), the identity its certificate must carry, and the baggage of
+ * the destination and of the source. */
 static void destination(struct km_agent_state *st, struct km_ipc_session *s, const km_envelope *env)
 {
 	km_envelope out = KMESH__IPC__ENVELOPE__INIT;
@@ -299,6 +301,9 @@ static void destination(struct km_agent_state *st, struct km_ipc_session *s, con
 	char id[600], *ids[1] = { id }, baggage[KM_BAGGAGE_MAX], src_baggage[KM_BAGGAGE_MAX];
 	const struct km_workload_res *src_w;
 	struct km_addr src;
+	struct km_tunnel_route route;
+	const char *not_found = "";
+	uint8_t dial[16];
 
 	if (km_addr_from_bytes(env->destination->address.data, env->destination->address.len,
 			       &a) != 0) {
@@ -306,10 +311,15 @@ static void destination(struct km_agent_state *st, struct km_ipc_session *s, con
 			     "the address must be 4 or 16 bytes", 0);
 		return;
 	}
-	if (!(w = km_model_workload_at(st->model, &a))) {
-		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__NOT_FOUND,
-			     "no workload has this address", 0);
+	if (km_tunnel_route(st->model, &a, &route, &not_found) != 0) {
+		km_msg_reply(&s->conn, env->request_id, KMESH__IPC__CODE__NOT_FOUND, not_found, 0);
 		return;
+	}
+	w = route.server;
+	if (route.waypoint) {
+		dr.dial.len = km_addr_to_bytes(&route.dial, dial);
+		dr.dial.data = dial;
+		dr.dial_port = route.dial_port;
 	}
 	km_authz_peer_of(w, &peer);
 	snprintf(id, sizeof(id), "spiffe://");

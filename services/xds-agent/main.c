@@ -359,7 +359,7 @@ int main(int argc, char **argv)
 	const char *p2c = "none";
 	const char *metrics_address = "0.0.0.0:15020", *metrics_dir = "/run/kmesh/metrics";
 	const char *dns_address = "", *dns_upstream = NULL, *dns_domain = "cluster.local";
-	const char *tunnel_address = "";
+	const char *tunnel_address = "", *waypoint_protocol = "";
 	const char *hostname_server = NULL;
 	uint64_t dns_ttl = 30, tunnel_uid = (uint64_t)(uid_t)-1;
 	const char *access_log_format = "text", *plaintext_identity = "address";
@@ -466,6 +466,11 @@ int main(int argc, char **argv)
 		  "HBONE outbound: send connections to workloads reached over HBONE (tunnel_protocol "
 		  "HBONE, on another node) to the tunnel's outbound listener at IP, port 15001 (the "
 		  "map writer's --tunnel-address; empty: off, the default)", "KMESH_TUNNEL_ADDRESS" },
+		{ "waypoint-protocol", KM_OPT_STRING, &waypoint_protocol, "hbone|tlv",
+		  "how connections reach waypoints: hbone (mutual TLS and CONNECT to their 15008, as "
+		  "ztunnel: any Istio waypoint; through the tunnel, so needs --tunnel-address) or tlv "
+		  "(Kmesh's waypoint image, plaintext on --waypoint-data-port); default hbone with "
+		  "--tunnel-address, else tlv", "KMESH_WAYPOINT_PROTOCOL" },
 		{ "dns-address", KM_OPT_STRING, &dns_address, "IP:PORT",
 		  "serve DNS (UDP and TCP) here: the mesh's service hostnames answered from the model, "
 		  "the rest forwarded upstream; point the map writer's --dns-resolver/--dns-port at it "
@@ -530,6 +535,14 @@ int main(int argc, char **argv)
 	a.policies.authz = &a.authz;
 	km_model_set_local_node(&a.model, node.node_name);
 	km_model_set_waypoint_data_port(&a.model, (uint16_t)waypoint_data_port);
+	if (*waypoint_protocol && strcmp(waypoint_protocol, "hbone") && strcmp(waypoint_protocol, "tlv")) {
+		km_error("--waypoint-protocol '%s' is not hbone or tlv", waypoint_protocol);
+		return 2;
+	}
+	if (!strcmp(waypoint_protocol, "hbone") && !*tunnel_address) {
+		km_error("--waypoint-protocol hbone needs the tunnel: give --tunnel-address");
+		return 2;
+	}
 	if (*tunnel_address) {
 		struct km_addr ta;
 
@@ -539,8 +552,10 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		km_model_set_tunnel(&a.model, &ta);
-		km_info("HBONE outbound: workloads reached over HBONE go through the tunnel at %s:%d",
-			tunnel_address, KM_TUNNEL_OUTBOUND_PORT);
+		km_model_set_waypoint_hbone(&a.model, strcmp(waypoint_protocol, "tlv") != 0);
+		km_info("HBONE outbound: workloads reached over HBONE%s go through the tunnel at %s:%d",
+			strcmp(waypoint_protocol, "tlv") ? ", and waypoints," : "", tunnel_address,
+			KM_TUNNEL_OUTBOUND_PORT);
 	}
 	if (km_model_set_p2c(&a.model, p2c) != 0) {
 		fprintf(stderr, "%s: --p2c-services '%s' is not all, none or a list of "

@@ -5,8 +5,10 @@
 #   - a workload with tunnel_protocol HBONE on another node: by pod IP and through its service's
 #     VIP, sent to the tunnel's address (the map writer's --dns-interface holds it), which reads
 #     the original destination and the picked workload's address and target port;
-#   - a NONE workload, an HBONE one on this node, an HBONE one with its own waypoint, an address
-#     outside the mesh: not sent to the tunnel;
+#   - a workload with a waypoint of its own: to the tunnel too (waypoints over HBONE, the default
+#     with the tunnel), or to the waypoint itself with --waypoint-protocol tlv;
+#   - a NONE workload, an HBONE one on this node, an address outside the mesh: not sent to the
+#     tunnel;
 #   - the record is read once; a connection not sent by connect() (a pod dialling the listener
 #     itself) has none; a process outside the tunnel's cgroup gets no answer;
 #   - with the agent's --tunnel-address unset nothing is tunneled.
@@ -59,14 +61,14 @@ out=$(km_connect client 10.124.0.51 8080 --timeout 0.5)
 check "a NONE workload: not to the tunnel ($out)" eval '[ "$out" = "1 error:TIMEOUT" ]'
 out=$(km_connect client "$KM_SUBNET.20" 8080)
 check "an HBONE workload on this node: straight to it ($out)" eval '[ "$out" = "1 local" ]'
-out=$(km_connect client 10.124.0.52 8080 --timeout 0.5)
-check "an HBONE workload with a waypoint of its own: to the waypoint, not the tunnel ($out)" \
-	eval '[ "$out" = "1 error:TIMEOUT" ]'
+out=$(km_connect client 10.124.0.52 8080)
+check "a workload with a waypoint of its own: over HBONE through the tunnel, which asks the agent for the waypoint ($out)" \
+	eval '[ "$out" = "1 orig 10.124.0.52:8080 via 10.124.0.52:8080; again: error ENOPROTOOPT" ]'
 out=$(km_connect client $TADDR 15001)
 check "a pod dialling the tunnel's listener itself: no record ($out)" \
 	eval '[ "$out" = "1 error ENOPROTOOPT; again: error ENOPROTOOPT" ]'
-check "the stand-in saw the pod's own address as the peer of each" \
-	eval '[ "$(grep -c "^$KM_SUBNET.10:" "$KM_DIR/origin.out")" = 3 ]'
+check "the stand-in saw the pod's own address as the peer of each (4)" \
+	eval '[ "$(grep -c "^$KM_SUBNET.10:" "$KM_DIR/origin.out")" = 4 ]'
 
 # outside the tunnel's cgroup, the same listener learns nothing
 pkill -f "origin_listener.py $TADDR"
@@ -77,6 +79,18 @@ for _ in $(seq 1 40); do grep -q listening "$KM_DIR/origin2.out" && break; sleep
 out=$(km_connect client 10.124.0.50 8080)
 check "a listener outside the tunnel's cgroup gets no answer ($out)" \
 	eval '[ "$out" = "1 error ENOPROTOOPT" ]'
+
+# --waypoint-protocol tlv: waypoints as before (Kmesh's TLV on 15019), HBONE workloads still tunneled
+kill -TERM "$KM_AGENT_PID"
+wait "$KM_AGENT_PID" 2>/dev/null
+km_agent_start --tunnel-address $TADDR --node-name node-1 --waypoint-protocol tlv
+sleep 0.5
+for _ in $(seq 1 20); do
+	out=$(km_connect client 10.124.0.52 8080 --timeout 0.5)
+	[ "$out" = "1 error:TIMEOUT" ] && break
+done
+check "--waypoint-protocol tlv: to the waypoint itself, not the tunnel ($out)" \
+	eval '[ "$out" = "1 error:TIMEOUT" ]'
 
 # the agent without --tunnel-address: nothing is tunneled
 kill -TERM "$KM_AGENT_PID"

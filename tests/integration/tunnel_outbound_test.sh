@@ -52,7 +52,11 @@ server 10.126.0.52 impostor impostor
 server 10.126.0.53 noalpn remote --no-alpn
 server 10.126.0.54 stalls remote --stall
 server 10.126.0.55 busy remote --status 503
-for _ in $(seq 1 50); do [ "$(grep -c listening "$KM_DIR/hbone-servers.out")" = 6 ] && break; sleep 0.1; done
+WAYPOINT_ID=spiffe://$TD/ns/remote/sa/waypoint
+client_cert waypoint "$WAYPOINT_ID"
+ip -n "$R" addr add 10.126.0.57/24 dev eth0
+server 10.126.0.57 waypoint waypoint # a stock waypoint's pod, as far as HBONE goes
+for _ in $(seq 1 50); do [ "$(grep -c listening "$KM_DIR/hbone-servers.out")" = 7 ] && break; sleep 0.1; done
 
 wl() { # wl NAME ADDR [extra JSON]: a remote workload reached over HBONE
 	echo ' {"workload": {"uid": "Kubernetes//Pod/remote/'$1'", "name": "'$1'", "namespace": "remote",
@@ -70,6 +74,16 @@ $(wl impostor 10.126.0.52)
 $(wl noalpn 10.126.0.53)
 $(wl stalls 10.126.0.54)
 $(wl busy 10.126.0.55)
+ {"service": {"name": "waypoint", "namespace": "remote", "hostname": "waypoint.remote",
+   "addresses": [{"address": "10.96.9.3"}], "ports": [{"servicePort": 15008, "targetPort": 15008}]}},
+ {"workload": {"uid": "Kubernetes//Pod/remote/waypoint-1", "name": "waypoint-1", "namespace": "remote",
+   "serviceAccount": "waypoint", "node": "node-2", "tunnelProtocol": "HBONE", "addresses": ["10.126.0.57"],
+   "services": {"remote/waypoint.remote": {"ports": [{"servicePort": 15008, "targetPort": 15008}]}}}},
+ {"service": {"name": "behind", "namespace": "remote", "hostname": "behind.remote", "addresses": [{"address": "10.96.9.2"}],
+   "ports": [{"servicePort": 80, "targetPort": 8080}],
+   "waypoint": {"hostname": {"namespace": "remote", "hostname": "waypoint.remote"}, "hboneMtlsPort": 15008}}},
+$(wl r3 10.126.0.58 ', "services": {"remote/behind.remote": {"ports": [{"servicePort": 80, "targetPort": 8080}]}}')
+$(wl r4 10.126.0.59 ', "waypoint": {"address": {"address": "10.126.0.57"}, "hboneMtlsPort": 15008}')
  {"workload": {"uid": "Kubernetes//Pod/remote/plain", "name": "plain", "namespace": "remote",
    "node": "node-2", "addresses": ["10.126.0.56"]}},
  {"workload": {"uid": "Kubernetes//Pod/mesh/c1", "name": "c1", "namespace": "mesh", "serviceAccount": "client",
@@ -79,7 +93,7 @@ $(wl busy 10.126.0.55)
 JSON
 }
 mesh_config
-check "the agent's rows are in (8 workloads)" km_wait_rows backend "^backend" 8
+check "the agent's rows are in (11 workloads)" km_wait_rows backend "^backend" 11
 last() { tail -n 1 "$KM_DIR/hbone-$1.log" 2>/dev/null; }
 field() { last "$1" | "$KM_PY" -c 'import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1]))' "$2"; }
 holds() { # holds SERVER EXPR: EXPR is true of the server's last stream (d)
@@ -126,6 +140,22 @@ check "istio_tcp_*: c1's two streams to r1, reporter source, mutual_tls, with th
 check "... and none counted by the kernel as plaintext (connection_security_policy unknown)" \
 	eval '[ "$(series "$R1_SRC.*connection_security_policy=\"unknown\"")" = 0 ]'
 
+# Waypoints over HBONE (the default with the tunnel), as ztunnel reaches a stock Istio waypoint:
+# to one of its pods' 15008, with the original VIP:port (or podIP:port) as the CONNECT target and
+# the waypoint's identity checked
+out=$(km_connect c1 10.96.9.2 80)
+check "a service with a waypoint: to the waypoint's pod over HBONE, CONNECT to the VIP:port asked ($out)" \
+	eval '[ "$out" = "1 waypoint 10.96.9.2:80" ]'
+check "... the waypoint saw c1's SPIFFE id ($(field waypoint 'd["uris"]'))" \
+	holds waypoint 'd["uris"] == ["'$CLIENT_ID'"]'
+out=$(km_connect c1 10.126.0.59 9000)
+check "a workload with a waypoint of its own: to the waypoint, CONNECT to podIP:port ($out)" \
+	eval '[ "$out" = "1 waypoint 10.126.0.59:9000" ]'
+check "the pool keeps the waypoint's connection apart from r1's (by destination identity)" \
+	eval 'CTL -o json dump certs | "$KM_PY" -c "import json, sys
+t = json.load(sys.stdin)[\"tunnels\"]
+sys.exit(not [x for x in t if x[\"peer\"] == \"10.126.0.57:15008\" and x[\"destination\"] == \"$WAYPOINT_ID\" and x[\"streamsTotal\"] == 2])"'
+
 refused() { metric "kmesh_tunnel_outbound_refused_total{reason=\"$1\"}"; }
 out=$(km_connect c1 10.126.0.51 8080)
 check "a 401 answer (the destination's policies deny c1): the connection is reset ($out)" \
@@ -145,7 +175,7 @@ check "a server that stalls its handshake: reset after the connect timeout, not 
 sleep 1.2 # the metrics file
 check "... each counted by reason (401, 503, connect x3): $(grep outbound_refused "$KM_DIR/metrics/tunnel.prom" | grep -v ' 0$' | tr '\n' ' ')" \
 	eval '[ "$(refused status_401)" = 1 ] && [ "$(refused status_503)" = 1 ] && [ "$(refused connect)" = 3 ] &&
-	      [ "$(metric kmesh_tunnel_outbound_relayed_total)" = 2 ]'
+	      [ "$(metric kmesh_tunnel_outbound_relayed_total)" = 4 ]'
 
 out=$(km_connect c1 10.126.0.56 8080 --timeout 0.5)
 check "a NONE workload on another node: not through the tunnel (straight to it: nothing there) ($out)" \
@@ -166,7 +196,7 @@ for _ in $(seq 1 50); do grep -q "HBONE: listening on pod mesh/s1" "$KM_DIR/tunn
 wait_cert "$SERVER_ID" 'c and c["state"] == "valid"'
 mesh_config ' {"workload": {"uid": "Kubernetes//Pod/mesh/s1", "name": "s1", "namespace": "mesh",
    "serviceAccount": "server", "node": "node-2", "tunnelProtocol": "HBONE", "addresses": ["'$S1'"]}},'
-check "the agent holds s1 as an HBONE workload of node 2" km_wait_rows backend "^backend" 9
+check "the agent holds s1 as an HBONE workload of node 2" km_wait_rows backend "^backend" 12
 relayed0=$(metric kmesh_tunnel_outbound_relayed_total)
 inbound0=$(metric 'kmesh_tunnel_hbone_streams_total{result="all"}')
 out=$(km_connect c1 "$S1" 8080)

@@ -265,6 +265,48 @@ static void test_tunneled_workloads(void **state)
 	assert_int_equal(fe_ops(f), 0);
 }
 
+/* Waypoints over HBONE: a resolved waypoint is reached through the tunnel's listener (which
+ * asks the agent for the waypoint's pod); a pending one stays pending (refused); with tlv, the
+ * waypoint itself on its data port. */
+static void test_waypoints_through_the_tunnel(void **state)
+{
+	struct fx *f = *state;
+	struct km_addr tunnel;
+	struct km_service_res *s = svc(SVC, "10.96.0.1", 80, 0);
+	struct km_service_res *pending = svc("ns/pending", "10.96.0.2", 80, 0);
+	char buf[KM_ADDR_STRLEN];
+
+	km_addr_parse("169.254.20.15", &tunnel);
+	km_model_set_tunnel(&f->m, &tunnel);
+	km_model_set_waypoint_hbone(&f->m, 1);
+	s->waypoint = (struct km_waypoint){ .kind = KM_WAYPOINT_HOSTNAME, .service = strdup("ns/wp"),
+					    .hbone_port = 15008 };
+	pending->waypoint = (struct km_waypoint){ .kind = KM_WAYPOINT_HOSTNAME,
+						  .service = strdup("ns/none"), .hbone_port = 15008 };
+	km_model_upsert_service(&f->m, svc("ns/wp", "10.96.9.9", 15008, 0));
+	km_model_upsert_service(&f->m, s);
+	km_model_upsert_service(&f->m, pending);
+	km_model_upsert_workload(&f->m, with_wp(wl("w1", "10.0.0.1", KM_WORKLOAD_HEALTHY, 0)));
+	km_model_flush(&f->m);
+	for (size_t i = 0; i < f->l.n; i++) {
+		const struct km_op *o = &f->l.ops[i];
+		const struct km_op_waypoint *wp = o->table == KM_OP_SERVICE ? &o->svc.waypoint
+						  : o->table == KM_OP_BACKEND ? &o->be.waypoint
+									      : NULL;
+
+		if (!wp || (o->table == KM_OP_SERVICE && o->svc.id == km_model_id_of(&f->m, "ns/wp")))
+			continue;
+		if (o->table == KM_OP_SERVICE && o->svc.id == km_model_id_of(&f->m, "ns/pending")) {
+			assert_int_equal(wp->port, 15008); /* pending: port, no address */
+			assert_false(wp->has_addr);
+			continue;
+		}
+		assert_string_equal(km_addr_format(&wp->addr, buf), "169.254.20.15");
+		assert_int_equal(wp->port, KM_TUNNEL_OUTBOUND_PORT);
+		assert_int_equal(wp->data_port, KM_TUNNEL_OUTBOUND_PORT);
+	}
+}
+
 static void test_tunnel_off_tunnels_nothing(void **state)
 {
 	struct fx *f = *state;
@@ -286,6 +328,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_port_overrides_follow_the_service, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_tunneled_workloads, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_tunnel_off_tunnels_nothing, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_waypoints_through_the_tunnel, fx_setup, fx_teardown),
 	};
 
 	return cmocka_run_group_tests_name("model_waypoint", tests, NULL, NULL);

@@ -524,6 +524,11 @@ void km_model_set_waypoint_data_port(struct km_model *m, uint16_t port)
 	m->waypoint_data_port = port;
 }
 
+void km_model_set_waypoint_hbone(struct km_model *m, int on)
+{
+	m->waypoint_hbone = on;
+}
+
 void km_model_set_tunnel(struct km_model *m, const struct km_addr *addr)
 {
 	m->tunnel_on = addr != NULL;

@@ -60,6 +60,7 @@ struct km_model {
 	 * workload reached over HBONE from here (tunnel_on 0: none is) */
 	struct km_addr tunnel_addr;
 	int tunnel_on;
+	int waypoint_hbone; /* with the tunnel: waypoints are reached over HBONE through it too */
 	int p2c_all;                 /* every service by power of two choices ... */
 	char **p2c_names;            /* ... or these (service names, namespace/hostname) */
 	size_t n_p2c_names;
@@ -93,6 +94,9 @@ void km_model_set_waypoint_data_port(struct km_model *m, uint16_t port);
  * without a waypoint of its own go to the tunnel at addr (its KM_TUNNEL_OUTBOUND_PORT). NULL:
  * none (the default). Set before the first workload. */
 void km_model_set_tunnel(struct km_model *m, const struct km_addr *addr);
+/* With the tunnel: reach waypoints over HBONE through it (1), or with Kmesh's TLV on their
+ * waypoint_data_port (0, the only way without the tunnel). */
+void km_model_set_waypoint_hbone(struct km_model *m, int on);
 /* Which services pick endpoints by power of two choices on live connections: "none", "all", or
  * a comma-separated list of namespace/hostname. Returns -1 (model unchanged) on a bad list. */
 int km_model_set_p2c(struct km_model *m, const char *spec);

@@ -31,6 +31,16 @@ void mdl_resolve_waypoint(struct km_model *m, const struct km_waypoint *wp, stru
 	}
 }
 
+/* A resolved waypoint reached over HBONE: through the tunnel's listener, which asks where the
+ * waypoint's pods are (tunnel_route.h). Pending stays pending (refused, never around it). */
+static void via_tunnel(const struct km_model *m, struct km_op_waypoint *out)
+{
+	if (!m->tunnel_on || !m->waypoint_hbone || !out->port || !out->has_addr)
+		return;
+	out->addr = m->tunnel_addr;
+	out->port = out->data_port = KM_TUNNEL_OUTBOUND_PORT;
+}
+
 /* A service never sends its own traffic through itself (a waypoint service named as its own
  * waypoint would loop): such a waypoint is ignored. */
 void mdl_service_waypoint(struct km_model *m, const struct km_model_svc *s, struct km_op_waypoint *out)
@@ -43,6 +53,7 @@ void mdl_service_waypoint(struct km_model *m, const struct km_model_svc *s, stru
 	for (size_t i = 0; out->has_addr && i < r->n_vips; i++)
 		if (memcmp(&r->vips[i], &out->addr, sizeof(out->addr)) == 0)
 			memset(out, 0, sizeof(*out));
+	via_tunnel(m, out);
 }
 
 /* Reached over HBONE from here, through the tunnel (kmesh_maps.h, HBONE outbound): HBONE, not
@@ -155,6 +166,7 @@ void mdl_backend_row(struct km_model *m, const struct km_model_wl *w, struct km_
 		}
 	}
 	mdl_resolve_waypoint(m, km_wl_waypoint(r), &op->be.waypoint);
+	via_tunnel(m, &op->be.waypoint);
 	if (!op->be.waypoint.port && mdl_wl_tunneled(m, r)) {
 		op->be.waypoint.addr = m->tunnel_addr;
 		op->be.waypoint.has_addr = 1;
