@@ -20,6 +20,7 @@
 #include "kmesh_maps.h"
 #include "services/map-writer/migrate.h"
 #include "services/map-writer/probe.h"
+#include "services/map-writer/tunnel_cgroup.h"
 #include "shared/log.h"
 
 #ifndef BPF_FS_MAGIC
@@ -419,6 +420,9 @@ static int open_tunnel_cgroup(struct km_dataplane *dp, const char *path)
 	char pin[640];
 
 	dp->tunnel_cgroup_fd = -1;
+	dp->tunnel_auto = path && !strcmp(path, "auto"); /* a link of an earlier start is kept */
+	if (dp->tunnel_auto)
+		return 0;
 	if (!path || !*path) {
 		snprintf(pin, sizeof(pin), "%s/tunnel_origin", dp->links_dir);
 		unlink(pin);
@@ -437,6 +441,46 @@ static int open_tunnel_cgroup(struct km_dataplane *dp, const char *path)
 		km_error("--tunnel-cgroup %s is not a cgroup-v2 directory", path);
 		return -ENOTDIR;
 	}
+	return 0;
+}
+
+int km_dataplane_tunnel_cgroup(struct km_dataplane *dp, uint64_t id, char *err, size_t errlen)
+{
+	struct bpf_link **link = &dp->links[KM_HOOK_TUNNEL_ORIGIN];
+	struct bpf_link_info info;
+	__u32 len = sizeof(info);
+	int fd, rc;
+
+	if (!dp->tunnel_auto) {
+		if (dp->tunnel_cgroup_fd >= 0)
+			return 0; /* --tunnel-cgroup PATH: the operator's word */
+		snprintf(err, errlen, "the map writer has no --tunnel-cgroup: HBONE outbound cannot "
+			 "learn where connections were for");
+		return -1;
+	}
+	memset(&info, 0, sizeof(info));
+	if (*link && bpf_obj_get_info_by_fd(bpf_link__fd(*link), &info, &len) == 0 &&
+	    info.cgroup.cgroup_id == id)
+		return 0; /* there already */
+	fd = km_cgroup_open_by_id(dp->cgroup_path, id);
+	if (fd < 0) {
+		snprintf(err, errlen, "no cgroup-v2 directory with id %llu on the filesystem of %s",
+			 (unsigned long long)id, dp->cgroup_path);
+		return -1;
+	}
+	if (*link) { /* the tunnel moved (a new container): the program follows it */
+		bpf_link__unpin(*link);
+		bpf_link__destroy(*link);
+		*link = NULL;
+	}
+	rc = attach_link(dp, dp->skel->progs.km_tunnel_origin_get, fd, "tunnel_origin", link);
+	close(fd);
+	if (rc) {
+		snprintf(err, errlen, "cannot attach the tunnel's getsockopt program: %s",
+			 strerror(-rc));
+		return -1;
+	}
+	km_info("the tunnel's getsockopt program is on its cgroup (id %llu)", (unsigned long long)id);
 	return 0;
 }
 
@@ -466,8 +510,13 @@ static int attach_all(struct km_dataplane *dp)
 
 	for (int i = 0; i < KM_HOOK_COUNT; i++) {
 		int fd = i == KM_HOOK_TUNNEL_ORIGIN ? dp->tunnel_cgroup_fd : dp->cgroup_fd;
+		char pin[640];
 
-		if (fd >= 0 && (err = attach_link(dp, hooks[i].prog, fd, hooks[i].name, &dp->links[i])))
+		/* auto: the tunnel's cgroup comes with its link; an earlier start's link is adopted */
+		snprintf(pin, sizeof(pin), "%s/%s", dp->links_dir, hooks[i].name);
+		if (fd < 0 && !(i == KM_HOOK_TUNNEL_ORIGIN && dp->tunnel_auto && !access(pin, F_OK)))
+			continue;
+		if ((err = attach_link(dp, hooks[i].prog, fd, hooks[i].name, &dp->links[i])))
 			return err;
 	}
 	if (bpf_prog_attach(bpf_program__fd(dp->skel->progs.km_waypoint_tlv),
@@ -567,6 +616,7 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	memset(dp, 0, sizeof(*dp));
 	dp->lock_fd = dp->cgroup_fd = dp->tunnel_cgroup_fd = -1;
 	dp->sizes = cfg->sizes;
+	snprintf(dp->cgroup_path, sizeof(dp->cgroup_path), "%s", cfg->cgroup_path);
 	libbpf_set_print(libbpf_print);
 	snprintf(dp->dir, sizeof(dp->dir), "%s", cfg->bpffs_dir);
 	snprintf(dp->maps_dir, sizeof(dp->maps_dir), "%s/maps", cfg->bpffs_dir);

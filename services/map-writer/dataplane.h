@@ -71,6 +71,8 @@ struct km_dataplane {
 	int lock_fd; /* flock on the pin directory: one map writer per directory */
 	int cgroup_fd;
 	int tunnel_cgroup_fd; /* -1: none */
+	int tunnel_auto;      /* --tunnel-cgroup auto: the tunnel names its cgroup (TunnelCgroup) */
+	char cgroup_path[512];
 	/* map fds, owned by skel */
 	int fd_hbone; /* km_hbone: pods whose 15008 the tunnel serves */
 	int fd_manage, fd_pod_netns, fd_ipsec_peer, fd_ipsec_cidr, fd_frontend, fd_service, fd_endpoint, fd_backend, fd_port_override;
@@ -120,6 +122,10 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 /* detach != 0: unpin and detach the links, unpin the maps and remove the directories (uninstall).
  * detach == 0: leave everything pinned and attached, so traffic keeps flowing. */
 void km_dataplane_close(struct km_dataplane *dp, int detach);
+
+/* --tunnel-cgroup auto: the tunnel runs in the cgroup with this id; its getsockopt program is
+ * attached there (moved from where it was). Returns 0, or -1 with err filled. */
+int km_dataplane_tunnel_cgroup(struct km_dataplane *dp, uint64_t id, char *err, size_t errlen);
 
 /* The number of km_slot slots for this many km_endpoint rows. */
 uint32_t km_slot_count(uint32_t endpoints);

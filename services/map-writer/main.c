@@ -261,9 +261,10 @@ int main(int argc, char **argv)
 		  "--dns-interface, e.g. 169.254.20.15 (default: none)", "KMESH_TUNNEL_ADDRESS", 0, 0,
 		  parse_tunnel_address },
 		{ "tunnel-cgroup", KM_OPT_STRING, &tunnel_cgroup, "PATH",
-		  "the cgroup-v2 directory kmesh-tunnel runs in: its getsockopt program there tells the "
-		  "tunnel where each connection it accepts for HBONE was for (default: none; HBONE "
-		  "outbound then refuses every connection)", "KMESH_TUNNEL_CGROUP" },
+		  "the cgroup-v2 directory kmesh-tunnel runs in, or auto (the tunnel names it when it "
+		  "connects): its getsockopt program there tells the tunnel where each connection it "
+		  "accepts for HBONE was for (default: none; HBONE outbound then resets every "
+		  "connection)", "KMESH_TUNNEL_CGROUP" },
 		{ "max-frame", KM_OPT_UINT, &max_frame, "BYTES", "largest message accepted",
 		  "KMESH_MAX_FRAME", 4096, KM_FRAME_MAX_LIMIT },
 		{ "max-connections", KM_OPT_UINT, &max_conns, "N",

@@ -156,6 +156,7 @@ static int role_may(const struct km_ipc_session *s, Kmesh__Ipc__Envelope__BodyCa
 	case KMESH__IPC__ENVELOPE__BODY_SUBSCRIBE:
 		return s->role == KMESH__IPC__ROLE__ROLE_ADMIN || s->role == KMESH__IPC__ROLE__ROLE_XDS;
 	case KMESH__IPC__ENVELOPE__BODY_POD_SOCKETS:
+	case KMESH__IPC__ENVELOPE__BODY_TUNNEL_CGROUP:
 		return s->role == KMESH__IPC__ROLE__ROLE_TUNNEL;
 	default:
 		return 1;
@@ -235,7 +236,7 @@ static Kmesh__Ipc__Code ipsec_dataplane(struct km_mw_requests *w, const Kmesh__I
 
 static const char *const kind_labels[KM_MW_KINDS] = {
 	"other", "batch", "sync", "enroll", "unenroll", "enroll_query", "dump", "set_log_level",
-	"ipsec_dataplane", "set_config", "subscribe", "pod_sockets",
+	"ipsec_dataplane", "set_config", "subscribe", "pod_sockets", "tunnel_cgroup",
 };
 
 const char *km_mw_role_label(size_t role)
@@ -275,6 +276,7 @@ static size_t kind_of(Kmesh__Ipc__Envelope__BodyCase body)
 	case KMESH__IPC__ENVELOPE__BODY_SET_CONFIG: return 9;
 	case KMESH__IPC__ENVELOPE__BODY_SUBSCRIBE: return 10;
 	case KMESH__IPC__ENVELOPE__BODY_POD_SOCKETS: return 11;
+	case KMESH__IPC__ENVELOPE__BODY_TUNNEL_CGROUP: return 12;
 	default: return 0;
 	}
 }
@@ -443,6 +445,11 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 	case KMESH__IPC__ENVELOPE__BODY_POD_SOCKETS: /* answered with the sockets attached */
 		count(w, s, env, km_mw_pod_sockets(t, s, env));
 		return;
+	case KMESH__IPC__ENVELOPE__BODY_TUNNEL_CGROUP:
+		if (km_dataplane_tunnel_cgroup(w->dp, env->tunnel_cgroup->cgroup_id, err,
+					       sizeof(err)) != 0)
+			code = KMESH__IPC__CODE__NOT_FOUND;
+		break;
 	case KMESH__IPC__ENVELOPE__BODY_SUBSCRIBE:
 		if (env->subscribe->conn_events &&
 		    km_mw_events_subscribe(w->events, s, err, sizeof(err)) != 0)

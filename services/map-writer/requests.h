@@ -15,7 +15,7 @@
 
 /* Requests counted by the asker's role, the request and the result (metrics_file.h). */
 #define KM_MW_ROLES 6  /* Kmesh__Ipc__Role */
-#define KM_MW_KINDS 12 /* km_mw_kind_label */
+#define KM_MW_KINDS 13 /* km_mw_kind_label */
 #define KM_MW_CODES 9  /* Kmesh__Ipc__Code */
 
 struct km_authz_lookup;

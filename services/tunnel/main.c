@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 		{ "hbone-outbound-address", KM_OPT_STRING, &outbound_address, "IP",
 		  "HBONE outbound: listen on IP:15001 for the connections the kernel sends here to "
 		  "leave over HBONE (the map writer's --tunnel-address; this process must run in its "
-		  "--tunnel-cgroup) (default: off)", "KMESH_HBONE_OUTBOUND_ADDRESS" },
+		  "--tunnel-cgroup) (default: off)", "KMESH_TUNNEL_ADDRESS" },
 		{ "hbone-outbound-connect-timeout-ms", KM_OPT_UINT, &outbound_connect_ms, "MS",
 		  "HBONE outbound: a connection to a server (TCP and TLS) not made this long fails, "
 		  "and its streams' applications are reset (default 10000)",
@@ -252,7 +252,7 @@ int main(int argc, char **argv)
 	}
 	if (*outbound_address) {
 		if (km_outbound_start(&m.t.outbound, m.t.loop, &m.t.certs, &m.t.pods,
-				      outbound_address, xds_socket) != 0)
+				      outbound_address, xds_socket, mw_socket) != 0)
 			return 1;
 		m.t.outbound_on = 1;
 		m.t.outbound.connect_ms = (unsigned)outbound_connect_ms;

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 
 #include "kmesh_maps.h"
@@ -399,10 +401,69 @@ static void on_connection(uv_stream_t *server, int status)
 	ob->n_pending++;
 }
 
+/* ---- this process's cgroup, for the map writer --------------------------------------------- */
+
+uint64_t km_own_cgroup_id(void)
+{
+	char line[4096], path[4096], mnt[PATH_MAX] = "";
+	struct stat st;
+	FILE *f;
+
+	path[0] = '\0';
+	if (!(f = fopen("/proc/self/cgroup", "re")))
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "0::", 3)) {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(path, sizeof(path), "%s", line + 3);
+		}
+	fclose(f);
+	if (!path[0] || !(f = fopen("/proc/self/mountinfo", "re")))
+		return 0;
+	while (!mnt[0] && fgets(line, sizeof(line), f)) { /* the first cgroup2 mount */
+		char *sep = strstr(line, " - ");
+
+		if (sep && !strncmp(sep, " - cgroup2 ", 11) &&
+		    sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
+			mnt[0] = '\0';
+	}
+	fclose(f);
+	if (!mnt[0] || strlen(mnt) + strlen(path) + 1 >= sizeof(line))
+		return 0;
+	strcpy(line, mnt); /* (lengths checked above) */
+	if (strcmp(path, "/"))
+		strcat(line, path);
+	return stat(line, &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+static void cgroup_told(struct km_peer_link *l, void *arg, const Kmesh__Ipc__Reply *reply)
+{
+	(void)l;
+	(void)arg;
+	if (reply && reply->code != KMESH__IPC__CODE__OK)
+		km_warn("HBONE outbound: the map writer cannot put its program on this process's "
+			"cgroup: %s", reply->message);
+}
+
+static void mw_up(struct km_peer_link *l)
+{
+	struct km_outbound *ob = l->data;
+	Kmesh__Ipc__TunnelCgroup q = KMESH__IPC__TUNNEL_CGROUP__INIT;
+	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
+
+	if (!ob->cgroup_id)
+		return;
+	q.cgroup_id = ob->cgroup_id;
+	env.body_case = KMESH__IPC__ENVELOPE__BODY_TUNNEL_CGROUP;
+	env.tunnel_cgroup = &q;
+	km_peer_link_send(l, &env, cgroup_told, NULL);
+}
+
 /* ---- start, stop, dump ------------------------------------------------------------------- */
 
 int km_outbound_start(struct km_outbound *ob, uv_loop_t *loop, struct km_certs *certs,
-		      struct km_tunnel_pods *pods, const char *address, const char *xds_socket)
+		      struct km_tunnel_pods *pods, const char *address, const char *xds_socket,
+		      const char *mw_socket)
 {
 	struct sockaddr_in sa;
 	int rc;
@@ -444,7 +505,23 @@ int km_outbound_start(struct km_outbound *ob, uv_loop_t *loop, struct km_certs *
 		km_warn("HBONE outbound without --xds-socket: no destination can be checked; every "
 			"connection is reset");
 	}
-	km_info("HBONE outbound: listening on %s:%d", address, KM_TUNNEL_OUTBOUND_PORT);
+	ob->cgroup_id = km_own_cgroup_id();
+	if (!ob->cgroup_id)
+		km_warn("HBONE outbound: cannot read this process's cgroup (/proc/self/cgroup and a "
+			"cgroup2 mount): the map writer must be given it (--tunnel-cgroup PATH)");
+	if (mw_socket && *mw_socket) {
+		const struct km_peer_link_config cfg = {
+			.path = mw_socket, .role = KMESH__IPC__ROLE__ROLE_TUNNEL,
+			.process = "kmesh-tunnel", .peer = "the map writer", .on_up = mw_up,
+		};
+
+		ob->mw.data = ob;
+		if (km_peer_link_start(&ob->mw, loop, &cfg) != 0)
+			return -1;
+		ob->mw_on = 1;
+	}
+	km_info("HBONE outbound: listening on %s:%d (cgroup id %llu)", address,
+		KM_TUNNEL_OUTBOUND_PORT, (unsigned long long)ob->cgroup_id);
 	return 0;
 }
 
@@ -465,6 +542,9 @@ void km_outbound_stop(struct km_outbound *ob)
 		km_peer_link_stop(&ob->xds, NULL); /* waiting connections: answered none, reset */
 	}
 	ob->xds_on = 0;
+	if (ob->mw_on)
+		km_peer_link_stop(&ob->mw, NULL);
+	ob->mw_on = 0;
 }
 
 unsigned km_outbound_streams(const struct km_outbound *ob)

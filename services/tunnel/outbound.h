@@ -68,6 +68,9 @@ struct km_outbound {
 	int listening;
 	struct km_peer_link xds;
 	int xds_on;
+	struct km_peer_link mw; /* the map writer: where this process's cgroup is (TunnelCgroup) */
+	int mw_on;
+	uint64_t cgroup_id;     /* this process's cgroup (0: unknown) */
 	struct km_stream_reports reports; /* each relayed stream, to the agent (reporter source) */
 	struct km_turn_queue turns;
 	struct ob_pool *pool; /* the pooled connections */
@@ -81,10 +84,14 @@ struct km_outbound {
 
 extern const char *const km_outbound_refusal_names[KM_OB_REFUSALS];
 
-/* Listen on address:KM_TUNNEL_OUTBOUND_PORT (an IPv4 address) and ask the agent at xds_socket.
+/* Listen on address:KM_TUNNEL_OUTBOUND_PORT (an IPv4 address), ask the agent at xds_socket, and
+ * tell the map writer at mw_socket (may be NULL) this process's cgroup at each link up.
  * Returns 0, or -1 (logged). */
 int km_outbound_start(struct km_outbound *ob, uv_loop_t *loop, struct km_certs *certs,
-		      struct km_tunnel_pods *pods, const char *address, const char *xds_socket);
+		      struct km_tunnel_pods *pods, const char *address, const char *xds_socket,
+		      const char *mw_socket);
+/* The id of the calling process's cgroup (the inode of its cgroup-v2 directory), or 0. */
+uint64_t km_own_cgroup_id(void);
 void km_outbound_stop(struct km_outbound *ob);
 /* The pool, as kmeshctl dump tunnels shows it: each connection's peer, identities, streams, age
  * and bytes (a new reference). */

@@ -82,6 +82,13 @@ if ipsec:
           and f"--tunnel-uid={ts['runAsUser']}" in by_name["xds-agent"]["args"]
           and targs["xds-socket"] == "/run/kmesh-xds/admin.sock"
           and mounts_of("tunnel")["/run/kmesh"].get("readOnly") is True)
+    margs, xargs = by_name["map-writer"]["args"], by_name["xds-agent"]["args"]
+    check("HBONE outbound: the tunnel listens on the address the map writer puts on its interface "
+          "and the agent sends to; the map writer takes the tunnel's cgroup from it (auto)",
+          targs["hbone-outbound-address"] == "169.254.20.15"
+          and "--tunnel-address=169.254.20.15" in margs and "--tunnel-cgroup=auto" in margs
+          and any(a.startswith("--dns-interface=") for a in margs)
+          and "--tunnel-address=169.254.20.15" in xargs)
     check("the tunnel's liveness: kmeshctl ready tunnel on its socket",
           by_name["tunnel"]["livenessProbe"]["exec"]["command"]
           == ["kmeshctl", "--tunnel-socket=/run/kmesh-tunnel/tunnel.sock", "ready", "tunnel"])
@@ -89,7 +96,8 @@ else:
     check("no tunnel by default, and the CNI agent neither feeds one nor advertises HBONE",
           "tunnel" not in by_name and not any(a.startswith(("--tunnel-socket", "--hbone"))
                                               for a in by_name["cni-installer"]["args"])
-          and not any(a.startswith("--allow=tunnel") for a in by_name["map-writer"]["args"]))
+          and not any(a.startswith(("--allow=tunnel", "--tunnel-")) for a in by_name["map-writer"]["args"])
+          and not any(a.startswith("--tunnel-address") for a in by_name["xds-agent"]["args"]))
 daemons = [n for n in ("map-writer", "xds-agent", "ipsec-agent", "tunnel", "cni-installer") if n in by_name]
 check(f"logAsJson: --log-format=json on every daemon ({mode} values: {'on' if mode == 'all' else 'off'})",
       all(("--log-format=json" in by_name[n]["args"]) == (mode == "all") for n in daemons)

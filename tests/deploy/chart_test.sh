@@ -108,6 +108,12 @@ check "... which lets only kmesh.net/redirection change, and with features.hbone
 	      grep -q "k in \[.kmesh.net/redirection., .ambient.istio.io/redirection.\]"'
 check "features.hbone.advertise without the tunnel is refused (pods would be sent to a 15008 nobody serves)" \
 	refused features.hbone.advertise=true -- "features.hbone.advertise needs tunnel.enabled"
+check "features.hbone.outbound without the tunnel is refused (nobody would carry those connections)" \
+	refused features.hbone.outbound.enabled=true -- "features.hbone.outbound.enabled needs tunnel.enabled"
+check "features.hbone.waypointProtocol hbone without outbound is refused" \
+	refused tunnel.enabled=true,features.hbone.waypointProtocol=hbone -- "waypointProtocol hbone needs"
+check "features.hbone.waypointProtocol other than hbone or tlv is refused, naming the key" \
+	refused features.hbone.waypointProtocol=udp -- "waypointProtocol"
 check "features.authz.plaintextIdentity other than address or none is refused, naming the key" \
 	refused features.authz.plaintextIdentity=maybe -- "plaintextIdentity"
 check "the tunnel as the xDS agent's uid is refused (it holds workload keys)" \

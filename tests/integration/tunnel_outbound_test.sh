@@ -25,6 +25,10 @@ pod_add c1 mesh
 C1=$(ip_of c1)
 check "mesh/client's certificate, for c1's connections out" \
 	wait_cert "$CLIENT_ID" 'c and c["state"] == "valid"'
+link_cgroup() { bpftool -j link show pinned "$KM_DIR/bpffs/kmesh/links/tunnel_origin" 2>/dev/null |
+	"$KM_PY" -c 'import json, sys; print(json.load(sys.stdin)["cgroup_id"])'; }
+check "--tunnel-cgroup auto: the map writer put the getsockopt program on the cgroup the tunnel named, its own ($(link_cgroup) = $(stat -c %i "$KM_TUNNEL_CGROUP"))" \
+	eval '[ "$(link_cgroup)" = "$(stat -c %i "$KM_TUNNEL_CGROUP")" ]'
 
 # "node 2": a namespace routed from the node, holding the HBONE servers' addresses
 R=$KM_PREFIX-remote

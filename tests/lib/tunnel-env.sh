@@ -8,7 +8,7 @@
 # KM_TUNNEL_CERT_TTL (10 s), KM_TUNNEL_LOG_LEVEL (debug), KM_TUNNEL_PING_MS (the tunnel's 10 s) and
 # KM_TUNNEL_REPORT_S (1 s: open streams' bytes) change how the tunnel runs. KM_TUNNEL_OUTBOUND=ADDR
 # turns HBONE outbound on: the map writer puts ADDR on its interface and the tunnel's getsockopt
-# program on the tunnel's cgroup, the agent sends HBONE workloads of other nodes there, and the
+# program on the tunnel's cgroup (--tunnel-cgroup auto: the tunnel names it), the agent sends HBONE workloads of other nodes there, and the
 # tunnel (and the fake istiod) run in the node's network namespace, the tunnel in its cgroup.
 
 km_tunnel_env_setup() {
@@ -44,7 +44,7 @@ km_tunnel_env_setup() {
 	km_istiod_start --ca-cert "$KM_DIR/pki/ca.pem" --ca-key "$KM_DIR/pki/ca.key"
 	km_istiod send '{"cmd": "ca", "tokens": {"node-token": "'$NODE_ID'"}, "cluster": "test-cluster",
 		"trusted": ["'$NODE_ID'"], "allowed": ["'$CLIENT_ID'", "'$SERVER_ID'"]}' >/dev/null
-	km_map_writer_start ${KM_TUNNEL_OUTBOUND:+--tunnel-cgroup "$KM_TUNNEL_CGROUP" \
+	km_map_writer_start ${KM_TUNNEL_OUTBOUND:+--tunnel-cgroup auto \
 		--dns-interface "kmt$$" --tunnel-address "$KM_TUNNEL_OUTBOUND"} || exit 1
 	[ -s "$KM_CONFIG" ] || echo '{"resources": []}' | km_write_config
 	# the policies the tunnel asks about (role tunnel on its admin socket)

@@ -1,0 +1,90 @@
+/* tunnel_cgroup.c — see tunnel_cgroup.h. */
+#include "services/map-writer/tunnel_cgroup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define WALK_DEPTH 32 /* cgroup trees are a dozen deep at most (kubepods/burstable/pod/ctr) */
+
+/* The mount point of the cgroup2 filesystem holding path (the longest one that is a prefix of
+ * its real path) into out. Returns 0, or -1. */
+static int cgroup2_root(const char *path, char *out, size_t len)
+{
+	char real[PATH_MAX], line[4096];
+	size_t best = 0;
+	FILE *f;
+
+	if (!realpath(path, real) || !(f = fopen("/proc/self/mountinfo", "re")))
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char mnt[PATH_MAX], *sep = strstr(line, " - ");
+		size_t n;
+
+		/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS... - FSTYPE SOURCE SUPEROPTIONS" */
+		if (!sep || strncmp(sep, " - cgroup2 ", 11) ||
+		    sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
+			continue;
+		n = strlen(mnt);
+		if (n > best && !strncmp(real, mnt, n) && (real[n] == '/' || real[n] == '\0' ||
+							    n == 1)) {
+			best = n;
+			snprintf(out, len, "%s", mnt);
+		}
+	}
+	fclose(f);
+	return best ? 0 : -1;
+}
+
+/* Depth-first under dirfd (a cgroup directory) for a directory with inode id. Returns an fd of
+ * it, or -ENOENT. */
+static int find(int dirfd, uint64_t id, int depth)
+{
+	DIR *d;
+	struct dirent *e;
+	int found = -ENOENT;
+
+	if (depth > WALK_DEPTH || !(d = fdopendir(dirfd))) {
+		close(dirfd);
+		return -ENOENT;
+	}
+	while (found < 0 && (e = readdir(d))) {
+		struct stat st;
+		int fd;
+
+		if (e->d_type != DT_DIR || !strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		fd = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) == 0 && (uint64_t)st.st_ino == id) {
+			found = fd;
+			break;
+		}
+		found = find(fd, id, depth + 1); /* closes fd unless it is the one */
+	}
+	closedir(d); /* closes dirfd */
+	return found;
+}
+
+int km_cgroup_open_by_id(const char *within, uint64_t id)
+{
+	char root[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	if (cgroup2_root(within, root, sizeof(root)) != 0)
+		return -ENOENT;
+	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) == 0 && (uint64_t)st.st_ino == id)
+		return fd; /* the root itself */
+	return find(fd, id, 0);
+}
