@@ -323,7 +323,8 @@ void km_certs_drop(struct km_certs *c, const char *identity)
 	drop_at(c, i);
 }
 
-void *km_certs_server_ctx(struct km_certs *c, const char *identity, char *why, size_t whylen)
+/* The identity's entry if it holds a certificate in date, else NULL with why. */
+static struct km_cert *in_date(struct km_certs *c, const char *identity, char *why, size_t whylen)
 {
 	int hit;
 	size_t i = find(c, identity, &hit);
@@ -334,25 +335,25 @@ void *km_certs_server_ctx(struct km_certs *c, const char *identity, char *why, s
 			 e ? km_cert_state_name(km_cert_state(e, (int64_t)time(NULL))) : "no pod");
 		return NULL;
 	}
-	if (!e->server_ctx)
+	return e;
+}
+
+void *km_certs_server_ctx(struct km_certs *c, const char *identity, char *why, size_t whylen)
+{
+	struct km_cert *e = in_date(c, identity, why, whylen);
+
+	if (e && !e->server_ctx)
 		e->server_ctx = km_server_tls_ctx(&e->cert, why, whylen);
-	return e->server_ctx;
+	return e ? e->server_ctx : NULL;
 }
 
 void *km_certs_client_ctx(struct km_certs *c, const char *identity, char *why, size_t whylen)
 {
-	int hit;
-	size_t i = find(c, identity, &hit);
-	struct km_cert *e = hit ? c->by_id[i] : NULL;
+	struct km_cert *e = in_date(c, identity, why, whylen);
 
-	if (!e || !e->has_cert || e->cert.not_after <= (int64_t)time(NULL)) {
-		snprintf(why, whylen, "no certificate in date for %.300s (%s)", identity,
-			 e ? km_cert_state_name(km_cert_state(e, (int64_t)time(NULL))) : "no pod");
-		return NULL;
-	}
-	if (!e->client_ctx)
+	if (e && !e->client_ctx)
 		e->client_ctx = km_client_tls_ctx(&e->cert, why, whylen);
-	return e->client_ctx;
+	return e ? e->client_ctx : NULL;
 }
 
 const struct km_workload_cert *km_certs_get(const struct km_certs *c, const char *identity)

@@ -12,35 +12,15 @@
 
 void *km_client_tls_ctx(const struct km_workload_cert *w, char *why, size_t whylen)
 {
-	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-	const unsigned char *p = w->key.key_der;
-	EVP_PKEY *key = NULL;
+	SSL_CTX *ctx = km_tls_ctx_of(w, 0, why, whylen);
 
-	if (!ctx) {
-		snprintf(why, whylen, "TLS: cannot create a client context");
-		return NULL;
-	}
-	if (SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) != 1 ||
-	    SSL_CTX_set_ciphersuites(ctx, KM_HBONE_CIPHERS) != 1) {
-		snprintf(why, whylen, "TLS: cannot set TLS 1.3 and the suites %s", KM_HBONE_CIPHERS);
-	} else if (km_tls_use_chain(ctx, w->chain, w->chain_len) != 0) {
-		snprintf(why, whylen, "TLS: the certificate chain of %s is not usable (a leaf, and "
-			 "the mesh root last)", w->identity);
-	} else if (!(key = d2i_PrivateKey(EVP_PKEY_EC, NULL, &p, (long)w->key.key_der_len)) ||
-		   SSL_CTX_use_PrivateKey(ctx, key) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
-		snprintf(why, whylen, "TLS: the key of %s is not usable", w->identity);
-	} else {
-		EVP_PKEY_free(key);
+	if (ctx) {
 		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL); /* the chain to the mesh root */
 		SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
 		SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
 		SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
-		return ctx;
 	}
-	EVP_PKEY_free(key);
-	ERR_clear_error();
-	SSL_CTX_free(ctx);
-	return NULL;
+	return ctx;
 }
 
 void km_client_tls_ctx_free(void *ctx)

@@ -7,6 +7,9 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include "shared/h2_frames.h"
+#include "shared/tls/tls_stream.h"
+
 struct km_h2_relay_write {
 	uv_write_t req;
 	struct km_h2_relay *r;
@@ -50,6 +53,44 @@ static void up_closed(uv_handle_t *handle)
 		r->up = NULL;
 		r->ops->released(r);
 	}
+}
+
+ssize_t km_h2_relay_frame_length(nghttp2_session *session, uint8_t type, int32_t id, int32_t session_window,
+				 int32_t stream_window, uint32_t remote_max_frame, void *user)
+{
+	(void)session;
+	(void)type;
+	(void)id;
+	(void)user;
+	return km_h2_frame_length(session_window, stream_window, remote_max_frame, KM_H2_RELAY_BUF);
+}
+
+int km_h2_send(void *session, struct km_tls_stream *tls, size_t max_unsent, size_t cork_max)
+{
+	size_t held = 0;
+	int broken = 0;
+
+	km_tls_stream_cork(tls);
+	while (tls->unwritten + held < max_unsent) {
+		const uint8_t *p;
+		ssize_t n = nghttp2_session_mem_send(session, &p);
+
+		if (n <= 0) {
+			broken = n < 0;
+			break;
+		}
+		if (km_tls_stream_write(tls, p, (size_t)n) != 0)
+			break; /* the TLS stream said why: its error callback closes */
+		held += (size_t)n;
+		if (held >= cork_max) {
+			if (km_tls_stream_uncork(tls) != 0)
+				break;
+			held = 0;
+			km_tls_stream_cork(tls);
+		}
+	}
+	km_tls_stream_uncork(tls);
+	return broken ? -1 : 0;
 }
 
 void km_tcp_close_reset(uv_tcp_t *tcp, uv_close_cb cb)

@@ -20,6 +20,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <nghttp2/nghttp2.h>
 #include <uv.h>
 
 #define KM_H2_RELAY_BUF (256u << 10)
@@ -52,6 +54,20 @@ struct km_h2_relay {
 	uv_shutdown_t shutdown_req;
 	uint64_t to_up, from_up; /* bytes written to the socket, read from it */
 };
+
+struct km_tls_stream;
+
+/* Frame what an HTTP/2 session (nghttp2) has and write it through tls, corked into writes of
+ * at most cork_max bytes, while less than max_unsent bytes wait in the TLS stream. Returns -1
+ * when nghttp2 failed to frame (the caller closes), 0 otherwise (a failure of the TLS stream is
+ * its own to report). Both HBONE halves' connections write this way. */
+int km_h2_send(void *session, struct km_tls_stream *tls, size_t max_unsent, size_t cork_max);
+
+/* nghttp2's data_source_read_length_callback for relayed streams: DATA frames as large as the
+ * peer takes and the windows allow, up to a stream's buffer (ztunnel sends 1 MiB frames); the
+ * session's user data is not read. */
+ssize_t km_h2_relay_frame_length(nghttp2_session *session, uint8_t type, int32_t id, int32_t session_window,
+				 int32_t stream_window, uint32_t remote_max_frame, void *user);
 
 /* Close a TCP handle with a reset (RST, not FIN); a plain close when the reset cannot be set (a
  * socket never connected). */

@@ -10,7 +10,6 @@
 #include "services/tunnel/client_tls.h"
 #include "services/tunnel/h2_relay.h"
 #include "services/tunnel/tls_openssl.h"
-#include "shared/h2_frames.h"
 #include "shared/log.h"
 
 #define HC_CORK_MAX (256u << 10)   /* sealed bytes gathered for one write to the server */
@@ -174,25 +173,13 @@ static int on_stream_close(nghttp2_session *session, int32_t id, uint32_t code, 
 	return 0;
 }
 
-/* DATA frames as large as the server takes and the windows allow, up to a stream's buffer. */
-static ssize_t frame_length(nghttp2_session *session, uint8_t type, int32_t id, int32_t session_window,
-			    int32_t stream_window, uint32_t remote_max_frame, void *user)
-{
-	(void)session;
-	(void)type;
-	(void)id;
-	(void)user;
-	return km_h2_frame_length(session_window, stream_window, remote_max_frame, KM_H2_RELAY_BUF);
-}
-
 /* ---- writing ----------------------------------------------------------------------------- */
 
 /* Frame what nghttp2 has and write it, gathered; nothing before the server is checked (the
  * session's first frames wait in it). */
 static void flush_now(struct km_hbone_client *c)
 {
-	size_t held = 0;
-	int broken = 0;
+	int broken;
 
 	km_turn_queue_remove(&c->flush_turn);
 	if (!c->session || c->closing || c->flushing)
@@ -204,26 +191,7 @@ static void flush_now(struct km_hbone_client *c)
 	if (c->closing || !c->ready)
 		return;
 	c->flushing = 1;
-	km_tls_stream_cork(&c->tls);
-	while (c->tls.unwritten + held < HC_CONN_UNSENT) {
-		const uint8_t *p;
-		ssize_t n = nghttp2_session_mem_send(c->session, &p);
-
-		if (n <= 0) {
-			broken = n < 0;
-			break;
-		}
-		if (km_tls_stream_write(&c->tls, p, (size_t)n) != 0)
-			break; /* the TLS stream said why: its error callback closes */
-		held += (size_t)n;
-		if (held >= HC_CORK_MAX) {
-			if (km_tls_stream_uncork(&c->tls) != 0)
-				break;
-			held = 0;
-			km_tls_stream_cork(&c->tls);
-		}
-	}
-	km_tls_stream_uncork(&c->tls);
+	broken = km_h2_send(c->session, &c->tls, HC_CONN_UNSENT, HC_CORK_MAX) != 0;
 	c->flushing = 0;
 	if (broken) {
 		snprintf(c->error, sizeof(c->error), "HTTP/2 framing failed");
@@ -369,7 +337,8 @@ static int session_new(struct km_hbone_client *c)
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
-	nghttp2_session_callbacks_set_data_source_read_length_callback(cbs, frame_length);
+	nghttp2_session_callbacks_set_data_source_read_length_callback(cbs,
+								      km_h2_relay_frame_length);
 	if (nghttp2_option_new(&opt) != 0) {
 		nghttp2_session_callbacks_del(cbs);
 		return -1;

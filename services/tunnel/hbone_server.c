@@ -9,7 +9,6 @@
 #include <nghttp2/nghttp2.h>
 
 #include "services/tunnel/h2_relay.h"
-#include "shared/h2_frames.h"
 #include "shared/log.h"
 
 struct hb_stream {
@@ -122,19 +121,6 @@ static void refuse(struct hb_stream *st, const char *status, const char *why)
 }
 
 /* ---- the application's side -------------------------------------------------------------- */
-
-/* DATA frames as large as the client takes and the windows allow, up to a stream's buffer (ztunnel
- * takes 1 MiB): fewer frames than nghttp2's 16 KiB default. */
-static ssize_t frame_length(nghttp2_session *session, uint8_t type, int32_t id, int32_t session_window,
-			    int32_t stream_window, uint32_t remote_max_frame, void *user)
-{
-	(void)session;
-	(void)type;
-	(void)id;
-	(void)user;
-	return km_h2_frame_length(session_window, stream_window, remote_max_frame,
-				  KM_HBONE_STREAM_BUF);
-}
 
 static void on_up_connected(uv_connect_t *req, int status)
 {
@@ -488,8 +474,7 @@ static int on_stream_close(nghttp2_session *session, int32_t id, uint32_t code, 
 /* Frame what nghttp2 has and write it, gathered: at most KM_HBONE_CORK_MAX bytes a write. */
 static void flush_now(struct km_hbone_conn *h)
 {
-	size_t held = 0;
-	int broken = 0;
+	int broken;
 
 	km_turn_queue_remove(&h->flush_turn);
 	if (!h->session || h->closing || h->flushing)
@@ -501,26 +486,7 @@ static void flush_now(struct km_hbone_conn *h)
 	if (h->closing)
 		return;
 	h->flushing = 1;
-	km_tls_stream_cork(&h->tls);
-	while (h->tls.unwritten + held < KM_HBONE_CONN_UNSENT) {
-		const uint8_t *p;
-		ssize_t n = nghttp2_session_mem_send(h->session, &p);
-
-		if (n <= 0) {
-			broken = n < 0;
-			break;
-		}
-		if (km_tls_stream_write(&h->tls, p, (size_t)n) != 0)
-			break; /* the TLS stream said why; its owner closes */
-		held += (size_t)n;
-		if (held >= KM_HBONE_CORK_MAX) {
-			if (km_tls_stream_uncork(&h->tls) != 0)
-				break;
-			held = 0;
-			km_tls_stream_cork(&h->tls);
-		}
-	}
-	km_tls_stream_uncork(&h->tls);
+	broken = km_h2_send(h->session, &h->tls, KM_HBONE_CONN_UNSENT, KM_HBONE_CORK_MAX) != 0;
 	h->flushing = 0;
 	if (broken)
 		km_hbone_conn_close(h);
@@ -573,7 +539,8 @@ int km_hbone_conn_start(struct km_hbone_conn *h)
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
-	nghttp2_session_callbacks_set_data_source_read_length_callback(cbs, frame_length);
+	nghttp2_session_callbacks_set_data_source_read_length_callback(cbs,
+								      km_h2_relay_frame_length);
 	if (nghttp2_option_new(&opt) != 0) {
 		nghttp2_session_callbacks_del(cbs);
 		return -1;

@@ -24,9 +24,10 @@ static int select_h2(SSL *ssl, const unsigned char **out, unsigned char *outlen,
 	return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
-int km_tls_use_chain(void *ctx_, const char *chain, size_t len)
+/* The chain (PEM: leaf first, the mesh root last) into ctx: the leaf and the rest as its chain,
+ * the last one also as the only root peers are verified against. Returns 0, or -1. */
+static int use_chain(SSL_CTX *ctx, const char *chain, size_t len)
 {
-	SSL_CTX *ctx = ctx_;
 	BIO *b = BIO_new_mem_buf(chain, (int)len);
 	X509 *x, *last = NULL;
 	int n = 0, rc = -1;
@@ -58,20 +59,20 @@ out:
 	return rc;
 }
 
-void *km_server_tls_ctx(const struct km_workload_cert *w, char *why, size_t whylen)
+void *km_tls_ctx_of(const struct km_workload_cert *w, int server, char *why, size_t whylen)
 {
-	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+	SSL_CTX *ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
 	const unsigned char *p = w->key.key_der;
 	EVP_PKEY *key = NULL;
 
 	if (!ctx) {
-		snprintf(why, whylen, "TLS: cannot create a server context");
+		snprintf(why, whylen, "TLS: cannot create a context");
 		return NULL;
 	}
 	if (SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) != 1 ||
 	    SSL_CTX_set_ciphersuites(ctx, KM_HBONE_CIPHERS) != 1) {
 		snprintf(why, whylen, "TLS: cannot set TLS 1.3 and the suites %s", KM_HBONE_CIPHERS);
-	} else if (km_tls_use_chain(ctx, w->chain, w->chain_len) != 0) {
+	} else if (use_chain(ctx, w->chain, w->chain_len) != 0) {
 		snprintf(why, whylen, "TLS: the certificate chain of %s is not usable (a leaf, and "
 			 "the mesh root last)", w->identity);
 	} else if (!(key = d2i_PrivateKey(EVP_PKEY_EC, NULL, &p, (long)w->key.key_der_len)) ||
@@ -79,6 +80,19 @@ void *km_server_tls_ctx(const struct km_workload_cert *w, char *why, size_t whyl
 		snprintf(why, whylen, "TLS: the key of %s is not usable", w->identity);
 	} else {
 		EVP_PKEY_free(key);
+		return ctx;
+	}
+	EVP_PKEY_free(key);
+	ERR_clear_error();
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+void *km_server_tls_ctx(const struct km_workload_cert *w, char *why, size_t whylen)
+{
+	SSL_CTX *ctx = km_tls_ctx_of(w, 1, why, whylen);
+
+	if (ctx) {
 		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
 		SSL_CTX_set_alpn_select_cb(ctx, select_h2, NULL);
 		/* as ztunnel: no resumption. Our order of the suites, not the client's: a ztunnel
@@ -89,12 +103,8 @@ void *km_server_tls_ctx(const struct km_workload_cert *w, char *why, size_t whyl
 		SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
 		/* an idle connection gives its read and write buffers back (~34 KB each) */
 		SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
-		return ctx;
 	}
-	EVP_PKEY_free(key);
-	ERR_clear_error();
-	SSL_CTX_free(ctx);
-	return NULL;
+	return ctx;
 }
 
 void km_server_tls_ctx_free(void *ctx)

@@ -15,10 +15,10 @@
  * AES-GCM ones. */
 #define KM_HBONE_CIPHERS "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
 
-/* The workload's chain (PEM: leaf first, the mesh root last) into an SSL_CTX: the leaf and the
- * rest as its chain, the last one also as the only root peers are verified against. Returns 0,
- * or -1. (The HBONE client's contexts, client_tls.c, too.) */
-int km_tls_use_chain(void *ssl_ctx, const char *chain, size_t len);
+/* An SSL_CTX (server or client) with w's chain and key, TLS 1.3 only with KM_HBONE_CIPHERS, the
+ * chain's last certificate as the only root peers are verified against; or NULL with why. The
+ * server's and the client's (client_tls.c) contexts start from it. */
+void *km_tls_ctx_of(const struct km_workload_cert *w, int server, char *why, size_t whylen);
 
 /* An OpenSSL SSL_CTX for w (sessions of it: km_tls_openssl), or NULL with why. Free with km_server_tls_ctx_free (sessions made from it
  * keep it alive until they are freed). */
