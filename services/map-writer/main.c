@@ -132,7 +132,7 @@ static int start_dns_link(const char *ifname, const struct km_node_config *node,
 			  const struct km_addr *tunnel)
 {
 	struct km_addr addrs[3];
-	size_t n = 0;
+	size_t n = 0, dns;
 	char err[256], text[3][KM_ADDR_STRLEN];
 
 	if (!km_addr_is_unspecified(&node->dns4))
@@ -152,9 +152,12 @@ static int start_dns_link(const char *ifname, const struct km_node_config *node,
 	}
 	for (size_t i = 0; i < n; i++)
 		km_addr_format(&addrs[i], text[i]);
-	km_info("%s holds %s%s%s%s%s (the node DNS proxy's and the tunnel's link-local addresses)",
-		ifname, text[0], n > 1 ? ", " : "", n > 1 ? text[1] : "", n > 2 ? ", " : "",
-		n > 2 ? text[2] : "");
+	dns = n - !km_addr_is_unspecified(tunnel);
+	if (dns)
+		km_info("DNS: %s holds %s%s%s for the node DNS proxy", ifname, text[0],
+			dns > 1 ? " and " : "", dns > 1 ? text[1] : "");
+	if (dns < n)
+		km_info("HBONE outbound: %s holds %s for the tunnel's listener", ifname, text[dns]);
 	return 0;
 }
 

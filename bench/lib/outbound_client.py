@@ -1,0 +1,103 @@
+#!/usr/bin/python3
+"""The application client of bench/hbone_outbound.sh: plain TCP from a pod, as an application
+connects, either straight to HOST:PORT (the kernel decides: to the pod, or through the tunnel's
+HBONE) or through an HTTP/1.1 CONNECT proxy (--proxy PHOST:PPORT, nghttpx as the HBONE client).
+Against bench/lib/hbone_app.py:
+  setup N     N connections one after the other to the "answer" port (9002): each timed from
+              before connect() to the application's "ok" read; prints "p50_us p99_us"
+  download    one connection to the "source" port (9001) read to its end; prints "MB/s bytes"
+  upload MB   one connection to the "sink" port (9000): an 8-byte length, MB MiB, the answer;
+              prints "MB/s bytes"
+"""
+import argparse
+import socket
+import struct
+import time
+
+
+def connect(a, port):
+    if not a.proxy:
+        return socket.create_connection((a.host, port))
+    ph, pp = a.proxy.rsplit(":", 1)
+    s = socket.create_connection((ph, int(pp)))
+    target = "%s:%d" % (a.host, port)
+    s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target, target)).encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        d = s.recv(4096)
+        if not d:
+            raise OSError("the proxy closed")
+        head += d
+    if not head.split(b"\r\n", 1)[0].split()[1] == b"200":
+        raise OSError("the proxy answered " + head.split(b"\r\n", 1)[0].decode())
+    rest = head.split(b"\r\n\r\n", 1)[1]
+    if rest:
+        raise OSError("bytes after the proxy's answer")
+    return s
+
+
+def setup(a):
+    times = []
+    for _ in range(a.n):
+        t0 = time.perf_counter()
+        s = connect(a, 9002)
+        got = b""
+        while not got.endswith(b"\n"):
+            d = s.recv(64)
+            if not d:
+                break
+            got += d
+        times.append((time.perf_counter() - t0) * 1e6)
+        s.close()
+        if got != b"ok\n":
+            raise SystemExit("unexpected answer %r" % got)
+    times.sort()
+    print("%.0f %.0f" % (times[len(times) // 2], times[min(len(times) - 1, len(times) * 99 // 100)]))
+
+
+def download(a):
+    s = connect(a, 9001)
+    buf = bytearray(1 << 20)
+    n, t0 = 0, time.perf_counter()
+    while True:
+        k = s.recv_into(buf)
+        if not k:
+            break
+        n += k
+    dt = time.perf_counter() - t0
+    print("%.1f %d" % (n / dt / 1e6, n))
+
+
+def upload(a):
+    total = a.mb << 20
+    chunk = bytes(1 << 20)
+    s = connect(a, 9000)
+    t0 = time.perf_counter()
+    s.sendall(struct.pack(">Q", total))
+    for _ in range(a.mb):
+        s.sendall(chunk)
+    got = b""
+    while True:
+        d = s.recv(64)
+        if not d:
+            break
+        got += d
+    dt = time.perf_counter() - t0
+    if int(got.strip() or b"0") != total:
+        raise SystemExit("the sink answered %r" % got)
+    print("%.1f %d" % (total / dt / 1e6, total))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["setup", "download", "upload"])
+    ap.add_argument("host")
+    ap.add_argument("--proxy")
+    ap.add_argument("--n", type=int, default=500)
+    ap.add_argument("--mb", type=int, default=256)
+    a = ap.parse_args()
+    {"setup": setup, "download": download, "upload": upload}[a.mode](a)
+
+
+if __name__ == "__main__":
+    main()
