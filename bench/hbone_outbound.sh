@@ -19,13 +19,14 @@ cd "$(dirname "$0")/.."
 source tests/lib/mesh-env.sh
 source tests/lib/check.sh
 source tests/lib/tunnel-env.sh
-SETUP_CONNS=${SETUP_CONNS:-500}
+SETUP_CONNS=${SETUP_CONNS:-150}
 BULK_MB=${BULK_MB:-256}
 ROUNDS=${ROUNDS:-3}
 command -v nghttpx >/dev/null || { echo "hbone_outbound.sh: nghttpx missing (mk/deps.sh installs nghttp2-proxy)" >&2; exit 1; }
 NX_PIDFILE=
 cleanup() {
 	[ -n "$NX_PIDFILE" ] && [ -s "$NX_PIDFILE" ] && kill "$(cat "$NX_PIDFILE")" 2>/dev/null
+	pkill -f "nghttpx --conf=/dev/null --http2-proxy --frontend=10.125.0.1,3128" 2>/dev/null
 	km_env_cleanup
 }
 trap cleanup EXIT
@@ -53,18 +54,31 @@ mesh() { # mesh NODE PROTOCOL: s1 as a workload of NODE with tunnel_protocol PRO
 }
 NX_PIDFILE=$KM_DIR/nghttpx.pid
 # an HTTP/2 proxy on the node (where the tunnel listens), its backend s1's HBONE port: h2 over
-# TLS 1.3 with c1's certificate (nghttpx checks no SPIFFE id: --insecure, as it knows none)
-ip netns exec "$KM_NODE" nghttpx --conf=/dev/null --http2-proxy --frontend="10.125.0.1,3128;no-tls" \
-	--backend="$S1,15008;;proto=h2;tls" --client-private-key-file="$KM_DIR/pki/meshclient.key" \
-	--client-cert-file="$KM_DIR/pki/meshclient.pem" --insecure --tls-min-proto-version=TLSv1.3 \
-	--workers=1 --backend-http2-window-size=4194304 \
-	--backend-http2-connection-window-size=16777216 --log-level=WARN \
-	--errorlog-file="$KM_DIR/nghttpx.log" --daemon --pid-file="$NX_PIDFILE"
-for _ in $(seq 1 50); do [ -s "$NX_PIDFILE" ] && break; sleep 0.1; done
-sleep 0.5
-NX=$(pgrep -P "$(cat "$NX_PIDFILE")" | head -1) # the worker
+# TLS 1.3 with c1's certificate (nghttpx checks no SPIFFE id: --insecure, as it knows none).
+# Started for each round: nghttpx leaves most CONNECT streams of its HTTP/1 clients half-open
+# (it never ends its side after the server's END_STREAM; the server keeps the stream, as it
+# must for a half-close), so a backend connection fills its 200 streams within a few hundred.
+nx_start() {
+	rm -f "$NX_PIDFILE"
+	ip netns exec "$KM_NODE" nghttpx --conf=/dev/null --http2-proxy --frontend="10.125.0.1,3128;no-tls" \
+		--backend="$S1,15008;;proto=h2;tls" --client-private-key-file="$KM_DIR/pki/meshclient.key" \
+		--client-cert-file="$KM_DIR/pki/meshclient.pem" --insecure --tls-min-proto-version=TLSv1.3 \
+		--workers=1 --backend-http2-window-size=4194304 \
+		--backend-http2-connection-window-size=16777216 --log-level=WARN \
+		--errorlog-file="$KM_DIR/nghttpx.log" --daemon --pid-file="$NX_PIDFILE"
+	for _ in $(seq 1 50); do [ -s "$NX_PIDFILE" ] && break; sleep 0.1; done
+	sleep 0.3
+	NX=$(pgrep -P "$(cat "$NX_PIDFILE")" | head -1) # the worker
+	taskset -pc 1 "$NX" >/dev/null
+}
+nx_stop() {
+	local m
+	m=$(cat "$NX_PIDFILE")
+	kill "$m"
+	for _ in $(seq 1 50); do kill -0 "$m" 2>/dev/null || break; sleep 0.1; done
+	rm -f "$NX_PIDFILE"
+}
 taskset -pc 1 "$TUNNEL" >/dev/null
-taskset -pc 1 "$NX" >/dev/null
 
 cpu_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo $t; }
 TCK=$(getconf CLK_TCK)
@@ -79,6 +93,7 @@ declare -A p50 p99 down downcpu up upcpu
 for r in $(seq 1 "$ROUNDS"); do
 	for way in plain tunnel nghttpx; do
 		if [ $way = plain ]; then mesh node-1 NONE; else mesh node-2 HBONE; fi
+		[ $way = nghttpx ] && nx_start
 		procs=("$TUNNEL")
 		[ $way = nghttpx ] && procs+=("$NX")
 		run $way setup --n 1 >/dev/null # the pool warm
@@ -96,6 +111,7 @@ for r in $(seq 1 "$ROUNDS"); do
 		c1=$(cpu_ticks "${procs[@]}")
 		up[$way]+="$mbps "
 		upcpu[$way]+="$(awk -v c=$((c1 - c0)) -v b="$n" -v t="$TCK" 'BEGIN {printf "%.2f", c / t / (b / 1e9)}') "
+		[ $way = nghttpx ] && nx_stop
 	done
 done
 m() { median <<<"${1}"; }
