@@ -124,8 +124,9 @@ check "through the service's VIP: a CONNECT to the picked workload's address and
 	eval '[ "$out" = "1 r1 10.126.0.50:8443" ]'
 check "... the two streams shared one TLS connection (the pool)" \
 	eval '[ "$(tail -n 2 "$KM_DIR/hbone-r1.log" | "$KM_PY" -c "import json, sys; print(len({json.loads(l)[\"conn\"] for l in sys.stdin}))")" = 1 ]'
-check "kmeshctl dump tunnels: the pooled connection, its identities, 2 streams so far" \
-	eval 'CTL -o json dump certs | "$KM_PY" -c "import json, sys
+check "kmeshctl dump tunnels: the pooled connection, its identities, 2 streams so far ($(CTL dump tunnels | tr '\n' ';'))" \
+	eval 'CTL dump tunnels | grep -q "10.126.0.50:15008 .*$CLIENT_ID .*$REMOTE_ID .*ready" &&
+	      CTL -o json dump tunnels | "$KM_PY" -c "import json, sys
 t = json.load(sys.stdin)[\"tunnels\"]
 sys.exit(not [x for x in t if x[\"peer\"] == \"10.126.0.50:15008\" and x[\"source\"] == \"$CLIENT_ID\" and
               x[\"destination\"] == \"$REMOTE_ID\" and x[\"streamsTotal\"] == 2])"'

@@ -1,4 +1,4 @@
-/* cmd_dump.c — `kmeshctl dump tables|xds|policies|ipsec|certs`: the map writer's BPF tables (rows
+/* cmd_dump.c — `kmeshctl dump tables|xds|policies|ipsec|certs|tunnels`: the map writer's BPF tables (rows
  * turned to JSON from their protobuf descriptors), and the agents' own dumps. Tables print one
  * section per table; the agents' dumps print their lists as tables, and whole as JSON or YAML. */
 #include "tools/kmeshctl/commands.h"
@@ -11,14 +11,16 @@
 
 static const char usage[] =
 	"usage: kmeshctl dump tables [--table NAME] [--max-rows N (default 100000)]\n"
-	"       kmeshctl dump xds | policies | ipsec | certs\n"
+	"       kmeshctl dump xds | policies | ipsec | certs | tunnels\n"
 	"  tables:   the map writer's BPF tables, a section each (NAME: manage, frontend, service,\n"
 	"            endpoint, backend, port_override, authz_stats, ipsec_peer, ipsec_cidr)\n"
 	"  xds:      the xDS agent's services and workloads, and its istiod connection (json/yaml)\n"
 	"  policies: the compiled authorization policies, with what each allowed and denied\n"
 	"  ipsec:    the IPsec agent's keys and peers\n"
 	"  certs:    the tunnel's workload certificates (identity, state, serial, validity, next\n"
-	"            renewal; never a key) and the enrolled pods they are for\n";
+	"            renewal; never a key) and the enrolled pods they are for\n"
+	"  tunnels:  the tunnel's pool of HBONE connections out (peer, source and destination\n"
+	"            identities, state, streams open and in all, age, bytes of ended streams)\n";
 
 static const char *const tables[] = { "", "manage", "frontend", "service", "endpoint", "backend",
 				      "port_override", "authz_stats", "ipsec_peer", "ipsec_cidr" };
@@ -218,6 +220,7 @@ int km_cmd_dump(const struct km_ctl *ctl, int argc, char **argv)
 	static const char *const policies[] = { "compiled", "", "compiled", NULL };
 	static const char *const ipsec[] = { "keys", "", "keys", "peers", "", "peers", NULL };
 	static const char *const certs[] = { "certificates", "", "certs", "pods", "", "pods", NULL };
+	static const char *const tunnels[] = { "tunnels", "", "tunnels", NULL };
 
 	if (km_cmd_wants_help(argc, argv, usage))
 		return 0;
@@ -235,6 +238,8 @@ int km_cmd_dump(const struct km_ctl *ctl, int argc, char **argv)
 		return dump_agent(ctl, KM_PROC_IPSEC_AGENT, NULL, ipsec);
 	if (argc == 1 && !strcmp(argv[0], "certs"))
 		return dump_agent(ctl, KM_PROC_TUNNEL, NULL, certs);
+	if (argc == 1 && !strcmp(argv[0], "tunnels"))
+		return dump_agent(ctl, KM_PROC_TUNNEL, NULL, tunnels);
 	fputs(usage, stderr);
 	return 2;
 }

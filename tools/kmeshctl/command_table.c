@@ -40,7 +40,8 @@ static const struct km_flag_spec log_flags[] = {
 		    "bpf:error" },
 	{ NULL },
 };
-static const char *const dump_words[] = { "tables", "xds", "policies", "ipsec", "certs", NULL };
+static const char *const dump_words[] = { "tables", "xds", "policies", "ipsec", "certs", "tunnels",
+					   NULL };
 static const struct km_flag_spec dump_flags[] = {
 	{ "table", 0, "manage frontend service endpoint backend port_override authz_stats "
 		      "ipsec_peer ipsec_cidr" },
