@@ -140,6 +140,7 @@ static void pool_stream_end(struct km_hbone_client *c, const struct km_hbone_str
 	if (!e->status || e->status != 200)
 		km_debug("HBONE outbound: a stream to %s ended: %s", c->ids[0],
 			 e->why ? e->why : "no answer");
+	p->ob->n_streams--;
 	if (((struct ob_stream *)e->arg)->opened)
 		report(p->ob, e->arg, KM_CONN_CLOSE, e->to_peer, e->from_peer);
 	free(e->arg);
@@ -315,6 +316,8 @@ static void got_destination(struct km_peer_link *l, void *arg, const Kmesh__Ipc_
 	if (km_hbone_client_open(&p->c, pd->app, &rq, os) != 0) { /* (app is reset) */
 		ob->stats.refused[KM_OB_CONNECT]++;
 		free(os);
+	} else {
+		ob->n_streams++;
 	}
 	free(pd);
 }
@@ -381,8 +384,9 @@ static void on_connection(uv_stream_t *server, int status)
 		free(pd);
 		return;
 	}
-	if (ob->n_pending >= KM_OUTBOUND_MAX_PENDING) {
-		refuse(ob, app, KM_OB_FULL, "too many connections wait for the xDS agent");
+	if (ob->n_pending >= KM_OUTBOUND_MAX_PENDING ||
+	    ob->n_pending + ob->n_streams >= KM_OUTBOUND_MAX_STREAMS) {
+		refuse(ob, app, KM_OB_FULL, "too many connections wait for the xDS agent or are relayed");
 		free(pd);
 		return;
 	}
@@ -549,11 +553,7 @@ void km_outbound_stop(struct km_outbound *ob)
 
 unsigned km_outbound_streams(const struct km_outbound *ob)
 {
-	unsigned n = 0;
-
-	for (const struct ob_pool *p = ob->pool; p; p = p->next)
-		n += p->c.n_streams;
-	return n;
+	return ob->n_streams;
 }
 
 json_t *km_outbound_dump(const struct km_outbound *ob)

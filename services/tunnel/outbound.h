@@ -16,7 +16,8 @@
  * Istio's metrics with reporter "source" and mutual_tls; the kernel reports none of these
  * connections. Any answer but 200, and any failure, resets the application's connection; each is counted by
  * reason (km_outbound_stats). Bounded: at most KM_OUTBOUND_MAX_PENDING connections waiting for
- * the agent's answer, KM_OUTBOUND_MAX_CONNS pooled connections. */
+ * the agent's answer, KM_OUTBOUND_MAX_STREAMS relayed (or being opened) at once,
+ * KM_OUTBOUND_MAX_CONNS pooled connections. */
 #ifndef KM_TUNNEL_OUTBOUND_H
 #define KM_TUNNEL_OUTBOUND_H
 
@@ -32,6 +33,8 @@
 
 #define KM_OUTBOUND_MAX_PENDING 4096
 #define KM_OUTBOUND_MAX_CONNS 4096
+#define KM_OUTBOUND_MAX_STREAMS 16384 /* application connections relayed at once, all pooled
+				       * connections together (as inbound's 16,384 connections) */
 #define KM_OUTBOUND_CONNECT_MS 10000
 #define KM_OUTBOUND_IDLE_MS 60000
 
@@ -76,6 +79,7 @@ struct km_outbound {
 	struct ob_pool *pool; /* the pooled connections */
 	unsigned n_pool;
 	unsigned n_pending;
+	unsigned n_streams; /* streams open on the pool (km_outbound_streams) */
 	unsigned connect_ms, idle_ms;
 	uint16_t hbone_port; /* the servers' (15008) */
 	struct km_outbound_stats stats;
