@@ -255,6 +255,13 @@ struct km_sock_state {
  *   - the getsockopt program answers on the tunnel's accepted sockets of that port only, and
  *     deletes the row it read (an LRU drops rows nobody read). */
 #define KM_TUNNEL_OUTBOUND_PORT 15001
+/* The tunnel reference's `port` says whether the kernel may still keep the connection: a
+ * workload reached over HBONE whose address is a pod of a node this one exchanges IPsec with
+ * (km_ipsec_cidr: a node of this data plane, the wire between the two already protected, the
+ * identities known from addresses) stays on the kernel path when the agent writes
+ * KM_TUNNEL_UNLESS_IPSEC there (--hbone-over-ipsec kernel, the default); a waypoint, and every
+ * workload under --hbone-over-ipsec hbone, has KM_TUNNEL_OUTBOUND_PORT: always the tunnel. */
+#define KM_TUNNEL_UNLESS_IPSEC 15002
 #define KM_SO_TUNNEL_ORIGIN 0x4b4d /* an option no kernel level SOL_IP knows ("KM") */
 #define KM_TUNNEL_ORIGIN_MAX 65536 /* connections accepted by the tunnel, not yet read */
 struct km_addr_port {

@@ -8,6 +8,7 @@
 #include "maps.h"
 #include "addr.h"
 #include "lb.h"
+#include "ipsec.h"
 
 #define KM_IPPROTO_TCP 6
 
@@ -100,6 +101,15 @@ static __noinline int km_to_waypoint(const struct km_waypoint_ref *wp, int want_
 	return KM_RESOLVE_REWRITE;
 }
 
+/* A workload the tunnel would take that the kernel keeps instead: a pod of a node this one
+ * exchanges IPsec with, where the agent's rule allows it (kmesh_maps.h, KM_TUNNEL_UNLESS_IPSEC).
+ * Only connections bound for the tunnel pay the lookup. */
+static __always_inline int km_tunnel_spared(const struct km_waypoint_ref *wp,
+					    const struct km_addr *dst)
+{
+	return wp->port == bpf_htons(KM_TUNNEL_UNLESS_IPSEC) && km_ipsec_remote_pod(dst);
+}
+
 /* A connection to a pod IP: only a workload-level waypoint (or the tunnel) changes where it
  * goes; through the tunnel, to the address and port asked. */
 static __always_inline int km_resolve_workload(__u32 backend_id, const struct km_addr *dst,
@@ -109,7 +119,7 @@ static __always_inline int km_resolve_workload(__u32 backend_id, const struct km
 	struct km_backend_value *bv = bpf_map_lookup_elem(&km_backend, &bk);
 	int rc;
 
-	if (!bv || !bv->waypoint.port)
+	if (!bv || !bv->waypoint.port || km_tunnel_spared(&bv->waypoint, dst))
 		return KM_RESOLVE_KEEP;
 	rc = km_to_waypoint(&bv->waypoint, want_v6, out);
 	if (out->via == KM_VIA_TUNNEL) {
@@ -141,20 +151,28 @@ static __always_inline int km_service_target(const struct km_frontend_value *fv,
 }
 
 /* A service's backend with a waypoint of its own: through it; or through the tunnel, which
- * must then reach the backend's address at the service's target port on it. */
+ * must then reach the backend's address at the service's target port on it; or, a backend the
+ * kernel keeps (km_tunnel_spared), straight to it. */
 static __always_inline int km_via_backend_waypoint(const struct km_frontend_value *fv,
 						   __u32 backend_id,
 						   const struct km_backend_value *bv,
-						   __u16 port_nbo, int want_v6,
+						   __u16 port_nbo, int want_v6, int p2c,
 						   struct km_target *out)
 {
-	const struct km_addr *pick;
+	const struct km_addr *pick = km_backend_addr(bv, want_v6, 1);
 	struct km_target t;
-	int rc = km_to_waypoint(&bv->waypoint, want_v6, out);
+	int rc;
 
+	if (pick && km_tunnel_spared(&bv->waypoint, pick)) {
+		pick = km_backend_addr(bv, want_v6, 0);
+		if (!pick)
+			return KM_RESOLVE_KEEP;
+		__builtin_memcpy(&out->addr, pick, sizeof(out->addr));
+		return km_service_target(fv, fv->upstream_id, backend_id, port_nbo, p2c, out);
+	}
+	rc = km_to_waypoint(&bv->waypoint, want_v6, out);
 	if (rc != KM_RESOLVE_REWRITE || out->via != KM_VIA_TUNNEL)
 		return rc;
-	pick = km_backend_addr(bv, want_v6, 1);
 	if (!pick)
 		return KM_RESOLVE_KEEP;
 	km_service_target(fv, fv->upstream_id, backend_id, port_nbo, 0, &t);
@@ -231,7 +249,7 @@ static __noinline int km_resolve(const struct km_addr *dst, __u16 port_nbo, int 
 			return KM_RESOLVE_KEEP;
 		if (bv->waypoint.port)
 			return km_via_backend_waypoint(fv, bk.backend_id, bv, port_nbo, want_v6,
-						       out);
+						       sv->flags & KM_SVC_F_P2C, out);
 		pick = km_backend_addr(bv, want_v6, 0);
 		if (!pick)
 			return KM_RESOLVE_KEEP;

@@ -359,7 +359,7 @@ int main(int argc, char **argv)
 	const char *p2c = "none";
 	const char *metrics_address = "0.0.0.0:15020", *metrics_dir = "/run/kmesh/metrics";
 	const char *dns_address = "", *dns_upstream = NULL, *dns_domain = "cluster.local";
-	const char *tunnel_address = "", *waypoint_protocol = "";
+	const char *tunnel_address = "", *waypoint_protocol = "", *hbone_over_ipsec = "kernel";
 	const char *hostname_server = NULL;
 	uint64_t dns_ttl = 30, tunnel_uid = (uint64_t)(uid_t)-1;
 	const char *access_log_format = "text", *plaintext_identity = "address";
@@ -471,6 +471,12 @@ int main(int argc, char **argv)
 		  "ztunnel: any Istio waypoint; through the tunnel, so needs --tunnel-address) or tlv "
 		  "(Kmesh's waypoint image, plaintext on --waypoint-data-port); default hbone with "
 		  "--tunnel-address, else tlv", "KMESH_WAYPOINT_PROTOCOL" },
+		{ "hbone-over-ipsec", KM_OPT_STRING, &hbone_over_ipsec, "kernel|hbone",
+		  "with --tunnel-address, how a pod of a node this one exchanges IPsec with (a node of "
+		  "this data plane) is reached when xDS says HBONE: kernel (the default: the kernel "
+		  "path, which IPsec already protects; identities from addresses) or hbone (the tunnel "
+		  "anyway: each pod's certificate, over IPsec). Without IPsec to a node, HBONE always",
+		  "KMESH_HBONE_OVER_IPSEC" },
 		{ "dns-address", KM_OPT_STRING, &dns_address, "IP:PORT",
 		  "serve DNS (UDP and TCP) here: the mesh's service hostnames answered from the model, "
 		  "the rest forwarded upstream; point the map writer's --dns-resolver/--dns-port at it "
@@ -543,6 +549,10 @@ int main(int argc, char **argv)
 		km_error("--waypoint-protocol hbone needs the tunnel: give --tunnel-address");
 		return 2;
 	}
+	if (strcmp(hbone_over_ipsec, "kernel") && strcmp(hbone_over_ipsec, "hbone")) {
+		km_error("--hbone-over-ipsec '%s' is not kernel or hbone", hbone_over_ipsec);
+		return 2;
+	}
 	if (*tunnel_address) {
 		struct km_addr ta;
 
@@ -553,9 +563,12 @@ int main(int argc, char **argv)
 		}
 		km_model_set_tunnel(&a.model, &ta);
 		km_model_set_waypoint_hbone(&a.model, strcmp(waypoint_protocol, "tlv") != 0);
-		km_info("HBONE outbound: workloads reached over HBONE%s go through the tunnel at %s:%d",
+		km_model_set_hbone_over_ipsec(&a.model, !strcmp(hbone_over_ipsec, "hbone"));
+		km_info("HBONE outbound: workloads reached over HBONE%s go through the tunnel at %s:%d; "
+			"pods of nodes this one exchanges IPsec with: %s",
 			strcmp(waypoint_protocol, "tlv") ? ", and waypoints," : "", tunnel_address,
-			KM_TUNNEL_OUTBOUND_PORT);
+			KM_TUNNEL_OUTBOUND_PORT,
+			strcmp(hbone_over_ipsec, "hbone") ? "the kernel path" : "the tunnel too");
 	}
 	if (km_model_set_p2c(&a.model, p2c) != 0) {
 		fprintf(stderr, "%s: --p2c-services '%s' is not all, none or a list of "

@@ -110,6 +110,12 @@ check "features.hbone.advertise without the tunnel is refused (pods would be sen
 	refused features.hbone.advertise=true -- "features.hbone.advertise needs tunnel.enabled"
 check "features.hbone.outbound without the tunnel is refused (nobody would carry those connections)" \
 	refused features.hbone.outbound.enabled=true -- "features.hbone.outbound.enabled needs tunnel.enabled"
+check "features.hbone.outbound.overIpsec reaches the xDS agent (kernel by default; hbone when set)" \
+	eval 'render --set tunnel.enabled=true,features.hbone.outbound.enabled=true | grep -q -- "--hbone-over-ipsec=kernel" &&
+	      render --set tunnel.enabled=true,features.hbone.outbound.enabled=true,features.hbone.outbound.overIpsec=hbone |
+	      grep -q -- "--hbone-over-ipsec=hbone"'
+check "features.hbone.outbound.overIpsec other than kernel or hbone is refused, naming the key" \
+	refused features.hbone.outbound.overIpsec=maybe -- "overIpsec"
 check "features.hbone.waypointProtocol hbone without outbound is refused" \
 	refused tunnel.enabled=true,features.hbone.waypointProtocol=hbone -- "waypointProtocol hbone needs"
 check "features.hbone.waypointProtocol other than hbone or tlv is refused, naming the key" \

@@ -11,7 +11,9 @@
 #   - streams of one source identity to one destination share one TLS connection (the pool);
 #   - 401 and 503 answers, a server with another identity, one without h2, one that stalls: the
 #     application's connection is reset (never hangs), each counted by reason;
-#   - a NONE workload is not tunneled; a connection from outside the pods is refused.
+#   - a NONE workload is not tunneled; a connection from outside the pods is refused;
+#   - chaos: the tunnel killed under traffic, the agent away.
+# Our own inbound as the server, two nodes of this data plane: tunnel_nodes_test.sh.
 set -uo pipefail
 source "$(dirname "$0")/../lib/mesh-env.sh"
 source "$(dirname "$0")/../lib/check.sh"
@@ -193,39 +195,6 @@ out=$(ip netns exec "$R" "$KM_PY" "$KM_ROOT/tests/lib/client.py" "$KM_TUNNEL_OUT
 sleep 1.2 # the metrics file
 check "a connection to the tunnel's listener from outside the pods (no record of the kernel's): reset, counted no_origin ($out; $no_origin0 -> $(refused no_origin))" \
 	eval '[ "$out" = "1 error:ECONNRESET" ] && [ "$(refused no_origin)" = $((no_origin0 + 1)) ]'
-
-# Our own inbound as the server: s1, a pod enrolled here whose 15008 this tunnel serves, named by
-# xDS as an HBONE workload of another node, so c1's connections to it take the whole road: the
-# kernel, the tunnel's outbound with c1's certificate, its inbound with s1's (each checking the
-# other's identity), s1's policies decided with c1's principal, s1's application.
-pod_add s1 mesh
-S1=$(ip_of s1)
-km_backend_start s1 8080
-km_wait_listen s1 8080
-for _ in $(seq 1 50); do grep -q "HBONE: listening on pod mesh/s1" "$KM_DIR/tunnel.log" && break; sleep 0.1; done
-wait_cert "$SERVER_ID" 'c and c["state"] == "valid"'
-mesh_config ' {"workload": {"uid": "Kubernetes//Pod/mesh/s1", "name": "s1", "namespace": "mesh",
-   "serviceAccount": "server", "node": "node-2", "tunnelProtocol": "HBONE", "addresses": ["'$S1'"]}},'
-check "the agent holds s1 as an HBONE workload of node 2" km_wait_rows backend "^backend" 12
-relayed0=$(metric kmesh_tunnel_outbound_relayed_total)
-inbound0=$(metric 'kmesh_tunnel_hbone_streams_total{result="all"}')
-out=$(km_connect c1 "$S1" 8080)
-sleep 1.2 # the metrics file
-check "c1 to s1 through both halves of this tunnel: HBONE out with c1's identity, in with s1's ($out; relayed out $relayed0 -> $(metric kmesh_tunnel_outbound_relayed_total), in $inbound0 -> $(metric 'kmesh_tunnel_hbone_streams_total{result="all"}'))" \
-	eval '[ "$out" = "1 s1" ] && [ "$(metric kmesh_tunnel_outbound_relayed_total)" = $((relayed0 + 1)) ] &&
-	      [ "$(metric "kmesh_tunnel_hbone_streams_total{result=\"all\"}")" = $((inbound0 + 1)) ]'
-inject() { "$KM_ROOT/build/bin/kmeshctl" --xds-socket "$KM_DIR/run/xds-agent.sock" inject xds-agent - >/dev/null <<<"$1"; }
-inject '{"resources": [{"authorization": {"name": "istio_converted_static_strict", "namespace": "istio-system",
-  "scope": "GLOBAL", "action": "DENY", "rules": [{"clauses": [{"matches": [{"notPrincipals": [{"presence": {}}]}]}]}]}},
- {"authorization": {"name": "only-client", "namespace": "mesh", "scope": "NAMESPACE", "action": "ALLOW",
-  "rules": [{"clauses": [{"matches": [{"principals": [{"exact": "cluster.local/ns/mesh/sa/client"}],
-  "destinationPorts": [8080]}]}]}]}}]}'
-check "STRICT and an ALLOW by principal: the agent holds both" km_wait_agent 'd["authz"]["policies"] == 2' 10
-out=$(km_connect c1 "$S1" 8080)
-check "... c1 over HBONE: allowed by its principal ($out)" eval '[ "$out" = "1 s1" ]'
-out=$(km_connect c1 "$S1" 9090)
-check "... c1 to a port the policy does not allow: s1's tunnel answers 401, c1's connection is reset ($out)" \
-	eval '[ "$out" = "1 error:ECONNRESET" ]'
 
 # Chaos (item 5): the tunnel killed under traffic, to a destination of the kernel's path (c2, a
 # pod of this node outside xDS) and to a tunneled one (r1). The first never notices; the second

@@ -347,7 +347,15 @@ km_dump_logs() { # km_dump_logs NAME...: the last lines of $KM_DIR/NAME.log, for
 }
 
 km_env_cleanup() {
-	local pid ns
+	km_env_stop
+	wait 2>/dev/null
+	km_env_remove
+}
+
+# km_env_stop: the first half of km_env_cleanup, which kills this environment's processes and
+# waits for none (several environments in one test stop all before the one wait).
+km_env_stop() {
+	local pid
 	set +e
 	[ -n "${KM_AGENT_PID:-}" ] && kill -TERM "$KM_AGENT_PID" 2>/dev/null
 	[ -n "${KM_MW_PID:-}" ] && kill -TERM "$KM_MW_PID" 2>/dev/null
@@ -367,7 +375,12 @@ km_env_cleanup() {
 	done
 	# a steady client a failed check left running would keep the wait below from returning
 	[ -n "${KM_STEADY_OUT:-}" ] && pkill -KILL -f "steady_client.py .*--out $KM_STEADY_OUT" 2>/dev/null
-	wait 2>/dev/null
+}
+
+# km_env_remove: the second half: the namespaces, cgroups, bpffs and run directory.
+km_env_remove() {
+	local ns cg
+	set +e
 	for ns in "${KM_PODS[@]}" "${KM_NODE:-}"; do
 		[ -n "$ns" ] && ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
 		[ -n "$ns" ] && ip netns del "$ns" 2>/dev/null

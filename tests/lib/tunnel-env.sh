@@ -10,10 +10,19 @@
 # turns HBONE outbound on: the map writer puts ADDR on its interface and the tunnel's getsockopt
 # program on the tunnel's cgroup (--tunnel-cgroup auto: the tunnel names it), the agent sends HBONE workloads of other nodes there, and the
 # tunnel (and the fake istiod) run in the node's network namespace, the tunnel in its cgroup.
+# Several nodes in one test: KM_NODE_NAME (node-1), KM_POD_SUBNET (10.125.0: its pods' /24) and
+# KM_PKI_FROM (a directory whose CA this node shares; default a CA of its own) before the setup,
+# and km_node_switch to move between them (below).
 
 km_tunnel_env_setup() {
 	km_env_setup "$1" >/dev/null
-	km_make_pki
+	KM_NODE_NAME=${KM_NODE_NAME:-node-1}
+	KM_POD_SUBNET=${KM_POD_SUBNET:-10.125.0}
+	if [ -n "${KM_PKI_FROM:-}" ]; then
+		cp -a "$KM_PKI_FROM" "$KM_DIR/pki"
+	else
+		km_make_pki
+	fi
 	CNI=$KM_DIR/cni
 	CONFLIST=$CNI/net.d/10-kmtest.conflist
 	mkdir -p "$CNI/bin" "$CNI/net.d" "$CNI/sa" "$CNI/cache" "$KM_DIR/metrics"
@@ -28,7 +37,8 @@ km_tunnel_env_setup() {
 	cat >"$KM_DIR/kube.json" <<-'JSON'
 	{"namespaces": {"mesh": {"labels": {"istio.io/dataplane-mode": "Kmesh"}}, "plain": {}},
 	 "pods": {"mesh/c1": {"serviceAccount": "client"}, "mesh/c2": {"serviceAccount": "client"},
-	          "mesh/s1": {"serviceAccount": "server"}, "plain/b1": {"serviceAccount": "client"}}}
+	          "mesh/s1": {"serviceAccount": "server"}, "mesh/s2": {"serviceAccount": "server"},
+	          "plain/b1": {"serviceAccount": "client"}}}
 	JSON
 	km_kube_api_start "$KM_DIR/kube.json" token-1
 	local routes= # a default route (to the tunnel's link-local address) only when it is used
@@ -36,7 +46,7 @@ km_tunnel_env_setup() {
 	cat >"$CONFLIST" <<-JSON
 	{"cniVersion": "1.0.0", "name": "kmtest",
 	 "plugins": [{"type": "bridge", "bridge": "cni0", "isGateway": true,
-	              "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.125.0.0/24"}]],
+	              "ipam": {"type": "host-local", "ranges": [[{"subnet": "$KM_POD_SUBNET.0/24"}]],
 	                       $routes
 	                       "dataDir": "$CNI/ipam"}}]}
 	JSON
@@ -48,7 +58,8 @@ km_tunnel_env_setup() {
 		--dns-interface "kmt$$" --tunnel-address "$KM_TUNNEL_OUTBOUND"} || exit 1
 	[ -s "$KM_CONFIG" ] || echo '{"resources": []}' | km_write_config
 	# the policies the tunnel asks about (role tunnel on its admin socket)
-	km_agent_start --node-name node-1 ${KM_TUNNEL_OUTBOUND:+--tunnel-address "$KM_TUNNEL_OUTBOUND"}
+	km_agent_start --node-name "$KM_NODE_NAME" ${KM_TUNNEL_OUTBOUND:+--tunnel-address "$KM_TUNNEL_OUTBOUND"} \
+		${KM_AGENT_ARGS:-}
 
 	TSOCK=$KM_DIR/tunnel/tunnel.sock
 	mkdir -p "$KM_DIR/tunnel"
@@ -58,7 +69,7 @@ km_tunnel_env_setup() {
 	ip netns exec "$KM_NODE" env KUBERNETES_SERVICE_HOST=127.0.0.1 \
 		KUBERNETES_SERVICE_PORT="$KM_KUBE_PORT" KMESH_SERVICE_ACCOUNT_DIR="$CNI/sa" \
 		"$KM_BIN/kmesh-cni-agent" install --cni-bin-dir "$CNI/bin" --cni-conf-dir "$CNI/net.d" \
-		--plugin-binary "$KM_BIN/kmesh-cni" --node-name node-1 --map-writer-socket "$KM_SOCKET" \
+		--plugin-binary "$KM_BIN/kmesh-cni" --node-name "$KM_NODE_NAME" --map-writer-socket "$KM_SOCKET" \
 		--state-dir "$CNI/state" --reconcile-ms 200 --tunnel-socket "$TSOCK" --hbone on \
 		--log-level debug >>"$KM_DIR/installer.log" 2>&1 &
 	KM_PIDS+=($!)
@@ -70,6 +81,34 @@ km_tunnel_env_setup() {
 }
 
 CTL() { "$KM_ROOT/build/bin/kmeshctl" --tunnel-socket "$TSOCK" "$@"; }
+
+# Several nodes in one test, each a whole environment (its namespaces, cgroups, bpffs, processes,
+# certificates): km_node_switch NAME keeps the current node's variables and makes NAME's current
+# (a NAME not seen yet starts with none: set it up next); km_nodes_cleanup removes them all.
+KM_NODE_VARS="KM_PREFIX KM_DIR KM_PIDS KM_PODS KM_OWN_CG2_MOUNT KM_CGROUP KM_NODE KM_SOCKET
+	KM_CONFIG KM_MW_PID KM_AGENT_SOCKET KM_AGENT_PID KM_KUBE_PORT KM_ISTIOD_CTL KM_ISTIOD_PORT
+	KM_ISTIOD_NETNS KM_TUNNEL_CGROUP KM_STEADY_OUT KM_NODE_NAME KM_POD_SUBNET KM_AGENT_ARGS CNI
+	CONFLIST TSOCK TUNNEL AGENT_SOCK"
+declare -A KM_NODE_STATE=()
+KM_CUR_NODE=
+km_node_switch() {
+	local v
+	if [ -n "$KM_CUR_NODE" ]; then
+		KM_NODE_STATE[$KM_CUR_NODE]=$(for v in $KM_NODE_VARS; do declare -p "$v" 2>/dev/null; done |
+			sed -e 's/^declare -- /declare -g /' -e 's/^declare -\([a-zA-Z]*\) /declare -g\1 /')
+	fi
+	for v in $KM_NODE_VARS; do unset "$v"; done
+	KM_CUR_NODE=$1
+	eval "${KM_NODE_STATE[$1]:-}"
+}
+km_nodes_cleanup() {
+	local n cur=$KM_CUR_NODE
+	[ -n "$cur" ] || { km_env_cleanup; return; }
+	km_node_switch "$cur" # (saves the current one's latest)
+	for n in "${!KM_NODE_STATE[@]}"; do km_node_switch "$n"; km_env_stop; done
+	wait 2>/dev/null
+	for n in "${!KM_NODE_STATE[@]}"; do km_node_switch "$n"; km_env_remove; done
+}
 
 tunnel_start() {
 	local in_cgroup=() # HBONE outbound: in its cgroup and the node's netns, as one process (TUNNEL)

@@ -249,7 +249,8 @@ static void test_tunneled_workloads(void **state)
 	assert_non_null(o);
 	assert_true(o->be.waypoint.has_addr);
 	assert_string_equal(km_addr_format(&o->be.waypoint.addr, buf), "169.254.20.15");
-	assert_int_equal(o->be.waypoint.port, KM_TUNNEL_OUTBOUND_PORT);
+	/* the kernel may keep it if IPsec reaches its node (--hbone-over-ipsec kernel) */
+	assert_int_equal(o->be.waypoint.port, KM_TUNNEL_UNLESS_IPSEC);
 	assert_int_equal(o->be.waypoint.data_port, KM_TUNNEL_OUTBOUND_PORT);
 	assert_int_equal(backend_op(f, km_model_id_of(&f->m, "near"))->be.waypoint.port, 0);
 	assert_int_equal(backend_op(f, km_model_id_of(&f->m, "none"))->be.waypoint.port, 0);
@@ -263,6 +264,26 @@ static void test_tunneled_workloads(void **state)
 	km_model_flush(&f->m);
 	assert_int_equal(backend_op(f, km_model_id_of(&f->m, "far"))->be.waypoint.port, 0);
 	assert_int_equal(fe_ops(f), 0);
+}
+
+/* --hbone-over-ipsec hbone: a workload reached over HBONE is tunneled whatever protects the
+ * wire (the kernel never keeps it) */
+static void test_hbone_over_ipsec(void **state)
+{
+	struct fx *f = *state;
+	struct km_addr tunnel;
+	const struct km_op *o;
+
+	km_addr_parse("169.254.20.15", &tunnel);
+	km_model_set_local_node(&f->m, "node-1");
+	km_model_set_tunnel(&f->m, &tunnel);
+	km_model_set_hbone_over_ipsec(&f->m, 1);
+	km_model_upsert_workload(&f->m, hbone_wl("far", "10.0.0.1", "node-2"));
+	km_model_flush(&f->m);
+	o = backend_op(f, km_model_id_of(&f->m, "far"));
+	assert_non_null(o);
+	assert_int_equal(o->be.waypoint.port, KM_TUNNEL_OUTBOUND_PORT);
+	assert_int_equal(o->be.waypoint.data_port, KM_TUNNEL_OUTBOUND_PORT);
 }
 
 /* Waypoints over HBONE: a resolved waypoint is reached through the tunnel's listener (which
@@ -328,6 +349,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_port_overrides_follow_the_service, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_tunneled_workloads, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_tunnel_off_tunnels_nothing, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_hbone_over_ipsec, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_waypoints_through_the_tunnel, fx_setup, fx_teardown),
 	};
 

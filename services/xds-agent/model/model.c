@@ -529,6 +529,11 @@ void km_model_set_waypoint_hbone(struct km_model *m, int on)
 	m->waypoint_hbone = on;
 }
 
+void km_model_set_hbone_over_ipsec(struct km_model *m, int on)
+{
+	m->hbone_over_ipsec = on;
+}
+
 void km_model_set_tunnel(struct km_model *m, const struct km_addr *addr)
 {
 	m->tunnel_on = addr != NULL;

@@ -61,6 +61,8 @@ struct km_model {
 	struct km_addr tunnel_addr;
 	int tunnel_on;
 	int waypoint_hbone; /* with the tunnel: waypoints are reached over HBONE through it too */
+	int hbone_over_ipsec; /* 1: a workload of a node this one exchanges IPsec with is tunneled
+			       * too; 0: the kernel keeps it (KM_TUNNEL_UNLESS_IPSEC) */
 	int p2c_all;                 /* every service by power of two choices ... */
 	char **p2c_names;            /* ... or these (service names, namespace/hostname) */
 	size_t n_p2c_names;
@@ -97,6 +99,11 @@ void km_model_set_tunnel(struct km_model *m, const struct km_addr *addr);
 /* With the tunnel: reach waypoints over HBONE through it (1), or with Kmesh's TLV on their
  * waypoint_data_port (0, the only way without the tunnel). */
 void km_model_set_waypoint_hbone(struct km_model *m, int on);
+/* With the tunnel: a workload reached over HBONE on a node this one exchanges IPsec with (a node
+ * of this data plane; the kernel knows them by their pod CIDRs) goes through the tunnel too (1),
+ * or stays on the kernel path, which IPsec protects (0, the default). Set before the first
+ * workload. */
+void km_model_set_hbone_over_ipsec(struct km_model *m, int on);
 /* Which services pick endpoints by power of two choices on live connections: "none", "all", or
  * a comma-separated list of namespace/hostname. Returns -1 (model unchanged) on a bad list. */
 int km_model_set_p2c(struct km_model *m, const char *spec);

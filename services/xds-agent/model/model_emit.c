@@ -170,7 +170,9 @@ void mdl_backend_row(struct km_model *m, const struct km_model_wl *w, struct km_
 	if (!op->be.waypoint.port && mdl_wl_tunneled(m, r)) {
 		op->be.waypoint.addr = m->tunnel_addr;
 		op->be.waypoint.has_addr = 1;
-		op->be.waypoint.port = op->be.waypoint.data_port = KM_TUNNEL_OUTBOUND_PORT;
+		op->be.waypoint.data_port = KM_TUNNEL_OUTBOUND_PORT;
+		op->be.waypoint.port = m->hbone_over_ipsec ? KM_TUNNEL_OUTBOUND_PORT
+							   : KM_TUNNEL_UNLESS_IPSEC;
 	}
 	op->be.weight = km_wl_capacity(r) ? km_wl_capacity(r) : 1;
 }
