@@ -39,6 +39,7 @@ int km_msg_reply_fds(struct km_conn *c, uint64_t request_id, const int *fds, siz
 	reply.code = KMESH__IPC__CODE__OK;
 	reply.message = "";
 	reply.applied = (uint32_t)n;
+	reply.sockets = (uint32_t)n;
 	env.request_id = request_id;
 	env.body_case = KMESH__IPC__ENVELOPE__BODY_REPLY;
 	env.reply = &reply;

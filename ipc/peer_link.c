@@ -48,10 +48,12 @@ static void free_socket(uv_handle_t *h)
 	free(h);
 }
 
-/* Sockets a reply's callback did not take: closed. An fd of another kind ends the link. */
+/* Sockets a reply's callback did not take (sockets_left of them): closed; the descriptors a
+ * later frame brought stay for it. An fd of another kind ends the link. */
 static int drain_sockets(struct km_peer_link *l)
 {
-	while (l->cfg.receiving && uv_pipe_pending_count(&l->conn.pipe) > 0) {
+	for (; l->sockets_left && l->cfg.receiving && uv_pipe_pending_count(&l->conn.pipe) > 0;
+	     l->sockets_left--) {
 		uv_tcp_t *tcp;
 
 		if (uv_pipe_pending_type(&l->conn.pipe) != UV_TCP || !(tcp = malloc(sizeof(*tcp))))
@@ -63,6 +65,7 @@ static int drain_sockets(struct km_peer_link *l)
 		}
 		uv_close((uv_handle_t *)tcp, free_socket);
 	}
+	l->sockets_left = 0;
 	return 0;
 }
 
@@ -163,6 +166,7 @@ static void on_frame(struct km_conn *c, const uint8_t *payload, size_t len)
 	} else if (!l->head || l->head == l->sent_end || env->request_id != l->head->id) {
 		disconnect(l, "a reply nobody waited for");
 	} else {
+		l->sockets_left = env->reply->sockets;
 		finish_head(l, env->reply);
 		if (drain_sockets(l) != 0)
 			disconnect(l, "it sent a descriptor that is not a TCP socket");
@@ -268,7 +272,13 @@ int km_peer_link_send(struct km_peer_link *l, const km_envelope *env, km_peer_re
 
 int km_peer_link_take_socket(struct km_peer_link *l, uv_tcp_t *tcp)
 {
-	return km_conn_take_socket(&l->conn, tcp);
+	int err;
+
+	if (!l->sockets_left)
+		return UV_EAGAIN;
+	if ((err = km_conn_take_socket(&l->conn, tcp)) == 0)
+		l->sockets_left--;
+	return err;
 }
 
 static void timer_closed(uv_handle_t *h)

@@ -51,6 +51,7 @@ struct km_peer_link {
 	struct km_peer_request *head, *tail; /* sent first, waiting after */
 	struct km_peer_request *sent_end;    /* the first not yet sent */
 	size_t queued;
+	uint32_t sockets_left; /* of the reply being handled: attached and not taken yet */
 	uint64_t connects, refused; /* counters */
 	void (*on_stopped)(struct km_peer_link *l);
 	void *data; /* owner's */
@@ -61,8 +62,9 @@ int km_peer_link_start(struct km_peer_link *l, uv_loop_t *loop, const struct km_
 /* Queue env (packed now; its request id is the link's). Returns 0, or -1 when the queue is full
  * or the link stops (cb is not called then). */
 int km_peer_link_send(struct km_peer_link *l, const km_envelope *env, km_peer_reply_cb cb, void *arg);
-/* In a reply callback: the next socket the peer attached, into tcp (uv_tcp_init'ed). Returns 0,
- * or UV_EAGAIN when none is left. */
+/* In a reply callback: the next socket the peer attached to that reply (Reply.sockets), into tcp
+ * (uv_tcp_init'ed). Returns 0, or UV_EAGAIN when none of its own is left (a later frame's
+ * sockets, already received, are never handed out here). */
 int km_peer_link_take_socket(struct km_peer_link *l, uv_tcp_t *tcp);
 /* Answer every request with none, close; on_stopped (may be NULL) once all is closed. */
 void km_peer_link_stop(struct km_peer_link *l, void (*on_stopped)(struct km_peer_link *l));

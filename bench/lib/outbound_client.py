@@ -8,8 +8,15 @@ Against bench/lib/hbone_app.py:
   download    one connection to the "source" port (9001) read to its end; prints "MB/s bytes"
   upload MB   one connection to the "sink" port (9000): an 8-byte length, MB MiB, the answer;
               prints "MB/s bytes"
+  rate        --conc K connections at a time to the "answer" port (9002), each replaced once its
+              "ok" is read, for --seconds S (straight only: no proxy); prints "conns/s failed"
+  hold        --n N connections to the "hold" port (9003), opened --conc at a time; prints
+              "ready N" once all are open, then holds them until killed
 """
 import argparse
+import errno
+import selectors
+import signal
 import socket
 import struct
 import time
@@ -84,15 +91,65 @@ def upload(a):
     print("%.1f %d" % (total / dt / 1e6, total))
 
 
+def rate(a):
+    """Non-blocking, one thread: the client's own cost per connection stays small."""
+    sel = selectors.DefaultSelector()
+    done = failed = 0
+    end = time.perf_counter() + a.seconds
+
+    def start():
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setblocking(False)
+        rc = s.connect_ex((a.host, 9002))
+        if rc not in (0, errno.EINPROGRESS):
+            s.close()
+            return False
+        sel.register(s, selectors.EVENT_READ, bytearray())
+        return True
+
+    for _ in range(a.conc):
+        start()
+    while time.perf_counter() < end:
+        for key, _ in sel.select(timeout=1):
+            s, got = key.fileobj, key.data
+            try:
+                d = s.recv(64)
+            except OSError:
+                d = None
+            if d:
+                got += d
+                if not got.endswith(b"\n"):
+                    continue
+            sel.unregister(s)
+            s.close()
+            if got == b"ok\n":
+                done += 1
+            else:
+                failed += 1
+            start()
+    print("%.0f %d" % (done / a.seconds, failed))
+
+
+def hold(a):
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM, signal.SIGINT])
+    socks = []
+    for _ in range(a.n):
+        socks.append(socket.create_connection((a.host, 9003), timeout=10))
+    print("ready %d" % len(socks), flush=True)
+    signal.sigwait([signal.SIGTERM, signal.SIGINT])
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["setup", "download", "upload"])
+    ap.add_argument("mode", choices=["setup", "download", "upload", "rate", "hold"])
     ap.add_argument("host")
     ap.add_argument("--proxy")
     ap.add_argument("--n", type=int, default=500)
     ap.add_argument("--mb", type=int, default=256)
+    ap.add_argument("--conc", type=int, default=32)
+    ap.add_argument("--seconds", type=float, default=5)
     a = ap.parse_args()
-    {"setup": setup, "download": download, "upload": upload}[a.mode](a)
+    {"setup": setup, "download": download, "upload": upload, "rate": rate, "hold": hold}[a.mode](a)
 
 
 if __name__ == "__main__":

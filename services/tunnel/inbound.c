@@ -45,6 +45,10 @@ struct ib_ask { /* a socket asked for a stream */
 	struct km_inbound *ib;
 	km_hbone_socket_cb cb;
 	void *arg;
+	uint64_t cookie; /* the pod's netns */
+	int family;
+	unsigned tries;      /* asked again so far */
+	struct ib_ask *next; /* in the ask-again queue */
 };
 
 static void free_handle(uv_handle_t *h)
@@ -230,12 +234,73 @@ static void refill(struct km_inbound *ib, struct ib_pod *p, int fam)
 	ib->stats.sockets_asked++;
 }
 
+static int send_ask(struct ib_ask *a);
+static void on_ask_again(uv_timer_t *t);
+
+/* The map writer makes a pod's sockets faster than a burst of replies, each with its socket,
+ * fits our socket's buffer; the reply it could not send says so (RESOURCE_EXHAUSTED, "ask
+ * again"): the ask waits in a queue, sent again on the next tick, never a 503 for that alone. */
+static int ask_later(struct ib_ask *a, const Kmesh__Ipc__Reply *reply)
+{
+	struct km_inbound *ib = a->ib;
+
+	if (!reply || reply->code != KMESH__IPC__CODE__RESOURCE_EXHAUSTED || ib->stopping ||
+	    a->tries >= KM_INBOUND_ASK_AGAIN_TRIES)
+		return -1;
+	a->tries++;
+	a->next = NULL;
+	if (ib->again_tail)
+		ib->again_tail->next = a;
+	else
+		ib->again_head = a;
+	ib->again_tail = a;
+	ib->stats.sockets_asked_again++;
+	if (!uv_is_active((uv_handle_t *)&ib->ask_again))
+		uv_timer_start(&ib->ask_again, on_ask_again, KM_INBOUND_ASK_AGAIN_MS, 0);
+	return 0;
+}
+
+/* Take the queue whole (asks failing again join a new one) and send each again. */
+static void on_ask_again(uv_timer_t *t)
+{
+	struct km_inbound *ib = t->data;
+	struct ib_ask *a = ib->again_head;
+
+	ib->again_head = ib->again_tail = NULL;
+	while (a) {
+		struct ib_ask *next = a->next;
+
+		if (send_ask(a) != 0) {
+			ib->stats.sockets_failed++;
+			a->cb(a->arg, NULL, "the map writer is away");
+			free(a);
+		}
+		a = next;
+	}
+}
+
+/* Every ask still waiting, answered without a socket (the tunnel stops). */
+static void asks_fail(struct km_inbound *ib)
+{
+	while (ib->again_head) {
+		struct ib_ask *a = ib->again_head;
+
+		ib->again_head = a->next;
+		a->cb(a->arg, NULL, "the tunnel is stopping");
+		free(a);
+	}
+	ib->again_tail = NULL;
+}
+
 static void got_socket(struct km_peer_link *l, void *arg, const Kmesh__Ipc__Reply *reply)
 {
 	struct ib_ask *a = arg;
-	uv_tcp_t *tcp = malloc(sizeof(*tcp));
+	uv_tcp_t *tcp;
 
 	(void)l;
+	if (ask_later(a, reply) == 0)
+		return;
+	tcp = malloc(sizeof(*tcp));
 	if (tcp)
 		uv_tcp_init(a->ib->loop, tcp);
 	if (!tcp || !reply || reply->code != KMESH__IPC__CODE__OK ||
@@ -255,8 +320,6 @@ static void got_socket(struct km_peer_link *l, void *arg, const Kmesh__Ipc__Repl
 static int get_socket(struct km_hbone_conn *h, int family, km_hbone_socket_cb cb, void *arg)
 {
 	struct ib_conn *c = (struct ib_conn *)h;
-	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
-	Kmesh__Ipc__PodSockets ps = KMESH__IPC__POD_SOCKETS__INIT;
 	struct ib_pod *p = pod_by_cookie(c->ib, c->cookie);
 	int fam = family == 6;
 	struct ib_ask *a;
@@ -273,18 +336,27 @@ static int get_socket(struct km_hbone_conn *h, int family, km_hbone_socket_cb cb
 		refill(c->ib, p, fam);
 	if (!(a = malloc(sizeof(*a))))
 		return -1;
-	*a = (struct ib_ask){ c->ib, cb, arg };
-	ps.netns_cookie = c->cookie;
-	ps.connect = 1;
-	ps.family = (uint32_t)family;
-	env.body_case = KMESH__IPC__ENVELOPE__BODY_POD_SOCKETS;
-	env.pod_sockets = &ps;
+	*a = (struct ib_ask){ .ib = c->ib, .cb = cb, .arg = arg, .cookie = c->cookie,
+			      .family = family };
 	c->ib->stats.sockets_asked++;
-	if (km_peer_link_send(&c->ib->mw, &env, got_socket, a) != 0) {
+	if (send_ask(a) != 0) {
 		free(a);
 		return -1;
 	}
 	return 0;
+}
+
+static int send_ask(struct ib_ask *a)
+{
+	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
+	Kmesh__Ipc__PodSockets ps = KMESH__IPC__POD_SOCKETS__INIT;
+
+	ps.netns_cookie = a->cookie;
+	ps.connect = 1;
+	ps.family = (uint32_t)a->family;
+	env.body_case = KMESH__IPC__ENVELOPE__BODY_POD_SOCKETS;
+	env.pod_sockets = &ps;
+	return km_peer_link_send(&a->ib->mw, &env, got_socket, a);
 }
 
 /* ---- authorization ----------------------------------------------------------------------- */
@@ -718,6 +790,8 @@ int km_inbound_start(struct km_inbound *ib, uv_loop_t *loop, struct km_certs *ce
 	ib->authz_cache.max = KM_AUTHZ_CACHE_MAX;
 	uv_timer_init(loop, &ib->sweep);
 	ib->sweep.data = ib;
+	uv_timer_init(loop, &ib->ask_again);
+	ib->ask_again.data = ib;
 	km_turn_queue_init(&ib->turns, loop);
 	uv_timer_start(&ib->sweep, on_sweep, 250, 250);
 	if (mw_socket && *mw_socket) {
@@ -756,6 +830,8 @@ void km_inbound_stop(struct km_inbound *ib)
 {
 	ib->stopping = 1;
 	uv_close((uv_handle_t *)&ib->sweep, NULL);
+	uv_close((uv_handle_t *)&ib->ask_again, NULL);
+	asks_fail(ib);
 	for (struct ib_conn *c = ib->conns, *next; c; c = next) {
 		next = c->next;
 		km_hbone_conn_close(&c->h);

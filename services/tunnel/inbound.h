@@ -34,6 +34,9 @@
 #define KM_SOCKET_POOL_LOW 4
 /* Open streams asked again at once after a policy change (the agent link queues 4096). */
 #define KM_INBOUND_RECHECK_INFLIGHT 1024
+#define KM_INBOUND_ASK_AGAIN_MS 5     /* a socket the map writer could not send now: asked again */
+#define KM_INBOUND_ASK_AGAIN_TRIES 200 /* ... this many times at most (a second), then 503 */
+struct ib_ask;
 
 struct ib_pod;
 struct ib_conn;
@@ -41,7 +44,7 @@ struct ib_conn;
 struct km_inbound_stats {
 	uint64_t accepted, refused_full, no_certificate, handshake_failed, handshake_timeouts,
 		 client_refused, streams, refused_400, refused_401, refused_503, sockets_asked,
-		 sockets_failed, sockets_pooled, ping_timeouts;
+		 sockets_failed, sockets_pooled, sockets_asked_again, ping_timeouts;
 	uint64_t app_sources[2]; /* connections to applications: from the caller's address, not */
 	uint64_t streams_rechecked, streams_policy_closed; /* asked again after a policy change */
 	uint64_t decisions_asked; /* streams the agent was asked for (the others: authz_cache) */
@@ -59,6 +62,10 @@ struct km_inbound {
 	struct ib_conn *conns;
 	unsigned n_conns, listeners;
 	uv_timer_t sweep;
+	/* sockets the map writer could not send at once (its reply to us was full): asked again
+	 * after KM_INBOUND_ASK_AGAIN_MS, at most KM_INBOUND_ASK_AGAIN_TRIES times each */
+	uv_timer_t ask_again;
+	struct ib_ask *again_head, *again_tail;
 	struct km_turn_queue turns; /* the connections' writes, once per loop turn */
 	unsigned handshake_ms;
 	unsigned ping_ms;

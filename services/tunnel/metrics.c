@@ -50,9 +50,12 @@ static void inbound(const struct km_inbound *ib, struct km_prom *p)
 	km_prom_family(p, "kmesh_tunnel_app_sockets_total", "counter",
 		       "sockets to reach applications, made inside pods by the map writer: asked "
 		       "(requests: a pod's pool refilled, or a stream that found it empty), pooled "
-		       "(streams given one from the pool at once), failed (requests refused)");
+		       "(streams given one from the pool at once), asked_again (the map writer could "
+		       "not send it at once: asked again shortly), failed (requests refused)");
 	km_prom_sample(p, "kmesh_tunnel_app_sockets_total", "result=\"asked\"", s->sockets_asked);
 	km_prom_sample(p, "kmesh_tunnel_app_sockets_total", "result=\"pooled\"", s->sockets_pooled);
+	km_prom_sample(p, "kmesh_tunnel_app_sockets_total", "result=\"asked_again\"",
+		       s->sockets_asked_again);
 	km_prom_sample(p, "kmesh_tunnel_app_sockets_total", "result=\"failed\"", s->sockets_failed);
 	km_prom_family(p, "kmesh_tunnel_hbone_rechecks_total", "counter",
 		       "open HBONE streams asked again after the xDS agent's policies changed, and "

@@ -35,6 +35,19 @@ out=$(hbone meshclient "$S1:8080" --streams 1000 --concurrent 100 --timeout 60)
 check "1,000 CONNECT streams on one TLS connection, 100 at once as ztunnel pools: each 200 with the application's bytes ($(grep -c "status 200 read 's1" <<<"$out") of 1000)" \
 	eval '[ "$(grep -c "status 200 read '"'"'s1\\\\n'"'"'" <<<"$out")" = 1000 ] && [ "$(wc -l <<<"$out")" = 1000 ]'
 
+# a burst: 8 clients of 200 streams each at once (1,600 new streams to one pod, as a pooled
+# ztunnel or tunnel opens them); the pod's sockets come from the map writer faster than one
+# message each can be read: a socket it could not send now is asked again, never a 503
+burst=()
+for i in $(seq 1 8); do
+	hbone meshclient "$S1:8080" --streams 200 --concurrent 200 --timeout 60 >"$KM_DIR/burst$i.out" &
+	burst+=($!)
+done
+wait "${burst[@]}"
+ok=$(cat "$KM_DIR"/burst*.out | grep -c "status 200 read 's1")
+check "a burst of 1,600 new streams (8 connections of 200 at once): every one 200 with the application's bytes ($ok; $(cat "$KM_DIR"/burst*.out | grep -v "status 200" | sort | uniq -c | head -3 | tr '\n' ' ')$(grep -o "refused 503: .*" "$KM_DIR/tunnel.log" | sort | uniq -c | head -3 | tr '\n' ' '))" \
+	eval '[ "$ok" = 1600 ]'
+
 # ---- the certificate renewed under open streams ---------------------------------------------------
 SERIAL=$(serial_of "$SERVER_ID")
 hbone meshclient "$S1:7070" --send held --hold 8 --streams 5 >"$KM_DIR/held.out" &

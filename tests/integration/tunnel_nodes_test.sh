@@ -27,17 +27,8 @@ km_node_switch 2
 KM_NODE_NAME=node-2 KM_POD_SUBNET=10.127.0 KM_PKI_FROM=$PKI km_tunnel_env_setup kmn2$$
 N2_NS=$KM_NODE
 
-# the network between the two nodes: a veth, each node routing the other's pod CIDR over it
 km_node_switch 1
-ip link add "kmn$$" netns "$KM_NODE" type veth peer name "kmn$$" netns "$N2_NS"
-ip -n "$KM_NODE" addr add 10.124.9.1/30 dev "kmn$$"
-ip -n "$N2_NS" addr add 10.124.9.2/30 dev "kmn$$"
-ip -n "$KM_NODE" link set "kmn$$" up
-ip -n "$N2_NS" link set "kmn$$" up
-ip -n "$KM_NODE" route add 10.127.0.0/24 via 10.124.9.2
-ip -n "$N2_NS" route add 10.125.0.0/24 via 10.124.9.1
-ip netns exec "$KM_NODE" sysctl -qw net.ipv4.ip_forward=1
-ip netns exec "$N2_NS" sysctl -qw net.ipv4.ip_forward=1
+km_nodes_link "$KM_NODE" 10.125.0.0/24 "$N2_NS" 10.127.0.0/24
 
 pod_up() { # pod_up NAME SERVER: an enrolled pod with a backend answering its name on 8080 and
 	# 9090, once this node's tunnel serves its 15008 (SERVER: 1) and its identity's certificate

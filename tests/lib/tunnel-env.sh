@@ -95,11 +95,24 @@ km_node_switch() {
 	local v
 	if [ -n "$KM_CUR_NODE" ]; then
 		KM_NODE_STATE[$KM_CUR_NODE]=$(for v in $KM_NODE_VARS; do declare -p "$v" 2>/dev/null; done |
-			sed -e 's/^declare -- /declare -g /' -e 's/^declare -\([a-zA-Z]*\) /declare -g\1 /')
+			sed -e 's/^declare -\(-\|[a-zA-Z]*\) /declare -g\1 /' -e 's/^declare -g- /declare -g /')
 	fi
 	for v in $KM_NODE_VARS; do unset "$v"; done
 	KM_CUR_NODE=$1
 	eval "${KM_NODE_STATE[$1]:-}"
+}
+# km_nodes_link NS1 CIDR1 NS2 CIDR2: the network between two nodes' namespaces, a veth (10.124.9.1
+# and .2), each routing the other's pod CIDR over it.
+km_nodes_link() {
+	ip link add "kmn$$" netns "$1" type veth peer name "kmn$$" netns "$3"
+	ip -n "$1" addr add 10.124.9.1/30 dev "kmn$$"
+	ip -n "$3" addr add 10.124.9.2/30 dev "kmn$$"
+	ip -n "$1" link set "kmn$$" up
+	ip -n "$3" link set "kmn$$" up
+	ip -n "$1" route add "$4" via 10.124.9.2
+	ip -n "$3" route add "$2" via 10.124.9.1
+	ip netns exec "$1" sysctl -qw net.ipv4.ip_forward=1
+	ip netns exec "$3" sysctl -qw net.ipv4.ip_forward=1
 }
 km_nodes_cleanup() {
 	local n cur=$KM_CUR_NODE
