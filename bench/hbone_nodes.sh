@@ -174,8 +174,9 @@ done
 sleep 1
 h1=$(rss_kb "$T1") h2=$(rss_kb "$T2")
 [ "${open:-0}" -ge "$HOLD" ] || { echo "only ${open:-0} of $HOLD streams opened:" >&2; cat "$KM_DIR/hold.out" >&2
-	grep -v "certificate\|istiod" "$KM_DIR/tunnel.log" | tail -n 20 >&2; grep refused "$KM_DIR/metrics/tunnel.prom" >&2; km_node_switch 2;
-	grep -o "refused 503: .*" "$KM_DIR/tunnel.log" | sort | uniq -c >&2; km_node_switch 1; }
+	grep -v "certificate\|istiod" "$KM_DIR/tunnel.log" | tail -n 20 >&2 || true
+	grep 'refused_total{.*} [1-9]' "$KM_DIR/metrics/tunnel.prom" >&2 || true; km_node_switch 2;
+	grep -o "refused 503: .*" "$KM_DIR/tunnel.log" | sort | uniq -c >&2 || true; km_node_switch 1; }
 pkill -TERM -f "outbound_client.py hold" || true
 wait "$HC" 2>/dev/null || true
 km_node_switch 1

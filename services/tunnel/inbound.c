@@ -234,49 +234,45 @@ static void refill(struct km_inbound *ib, struct ib_pod *p, int fam)
 	ib->stats.sockets_asked++;
 }
 
+/* Asks for a stream's socket go to the map writer at most KM_INBOUND_ASKS_INFLIGHT at a time:
+ * each reply carries a socket, and a burst of them would not fit our socket's buffer (the map
+ * writer would make sockets it cannot send, and answer "ask again"). The others wait in a
+ * queue, in order, sent as replies come; one the map writer still could not send
+ * (RESOURCE_EXHAUSTED) goes back to the queue's end and is sent again after
+ * KM_INBOUND_ASK_AGAIN_MS, at most KM_INBOUND_ASK_AGAIN_TRIES times, before its stream gets a
+ * 503. The queue holds at most one ask per open stream. */
 static int send_ask(struct ib_ask *a);
-static void on_ask_again(uv_timer_t *t);
 
-/* The map writer makes a pod's sockets faster than a burst of replies, each with its socket,
- * fits our socket's buffer; the reply it could not send says so (RESOURCE_EXHAUSTED, "ask
- * again"): the ask waits in a queue, sent again on the next tick, never a 503 for that alone. */
-static int ask_later(struct ib_ask *a, const Kmesh__Ipc__Reply *reply)
+static void queue_ask(struct km_inbound *ib, struct ib_ask *a)
 {
-	struct km_inbound *ib = a->ib;
-
-	if (!reply || reply->code != KMESH__IPC__CODE__RESOURCE_EXHAUSTED || ib->stopping ||
-	    a->tries >= KM_INBOUND_ASK_AGAIN_TRIES)
-		return -1;
-	a->tries++;
 	a->next = NULL;
 	if (ib->again_tail)
 		ib->again_tail->next = a;
 	else
 		ib->again_head = a;
 	ib->again_tail = a;
-	ib->stats.sockets_asked_again++;
-	if (!uv_is_active((uv_handle_t *)&ib->ask_again))
-		uv_timer_start(&ib->ask_again, on_ask_again, KM_INBOUND_ASK_AGAIN_MS, 0);
-	return 0;
 }
 
-/* Take the queue whole (asks failing again join a new one) and send each again. */
-static void on_ask_again(uv_timer_t *t)
+/* Send queued asks while the window has room. */
+static void pump(struct km_inbound *ib)
 {
-	struct km_inbound *ib = t->data;
-	struct ib_ask *a = ib->again_head;
+	while (!ib->stopping && ib->asks_inflight < KM_INBOUND_ASKS_INFLIGHT && ib->again_head) {
+		struct ib_ask *a = ib->again_head;
 
-	ib->again_head = ib->again_tail = NULL;
-	while (a) {
-		struct ib_ask *next = a->next;
-
+		ib->again_head = a->next;
+		if (!ib->again_head)
+			ib->again_tail = NULL;
 		if (send_ask(a) != 0) {
 			ib->stats.sockets_failed++;
 			a->cb(a->arg, NULL, "the map writer is away");
 			free(a);
 		}
-		a = next;
 	}
+}
+
+static void on_ask_again(uv_timer_t *t)
+{
+	pump(t->data);
 }
 
 /* Every ask still waiting, answered without a socket (the tunnel stops). */
@@ -295,17 +291,26 @@ static void asks_fail(struct km_inbound *ib)
 static void got_socket(struct km_peer_link *l, void *arg, const Kmesh__Ipc__Reply *reply)
 {
 	struct ib_ask *a = arg;
+	struct km_inbound *ib = a->ib;
 	uv_tcp_t *tcp;
 
 	(void)l;
-	if (ask_later(a, reply) == 0)
+	ib->asks_inflight--;
+	if (reply && reply->code == KMESH__IPC__CODE__RESOURCE_EXHAUSTED && !ib->stopping &&
+	    a->tries < KM_INBOUND_ASK_AGAIN_TRIES) {
+		a->tries++;
+		ib->stats.sockets_asked_again++;
+		queue_ask(ib, a);
+		if (!uv_is_active((uv_handle_t *)&ib->ask_again))
+			uv_timer_start(&ib->ask_again, on_ask_again, KM_INBOUND_ASK_AGAIN_MS, 0);
 		return;
+	}
 	tcp = malloc(sizeof(*tcp));
 	if (tcp)
-		uv_tcp_init(a->ib->loop, tcp);
+		uv_tcp_init(ib->loop, tcp);
 	if (!tcp || !reply || reply->code != KMESH__IPC__CODE__OK ||
-	    km_peer_link_take_socket(&a->ib->mw, tcp) != 0) {
-		a->ib->stats.sockets_failed++;
+	    km_peer_link_take_socket(&ib->mw, tcp) != 0) {
+		ib->stats.sockets_failed++;
 		if (tcp)
 			uv_close((uv_handle_t *)tcp, free_handle);
 		a->cb(a->arg, NULL, reply ? reply->message : "the map writer did not answer");
@@ -313,6 +318,7 @@ static void got_socket(struct km_peer_link *l, void *arg, const Kmesh__Ipc__Repl
 		a->cb(a->arg, tcp, NULL);
 	}
 	free(a);
+	pump(ib);
 }
 
 /* A socket inside the stream's pod: from its pool at once, else asked of the map writer (the
@@ -339,6 +345,10 @@ static int get_socket(struct km_hbone_conn *h, int family, km_hbone_socket_cb cb
 	*a = (struct ib_ask){ .ib = c->ib, .cb = cb, .arg = arg, .cookie = c->cookie,
 			      .family = family };
 	c->ib->stats.sockets_asked++;
+	if (c->ib->asks_inflight >= KM_INBOUND_ASKS_INFLIGHT || c->ib->again_head) {
+		queue_ask(c->ib, a); /* its turn comes with the replies (never a callback from here) */
+		return 0;
+	}
 	if (send_ask(a) != 0) {
 		free(a);
 		return -1;
@@ -356,7 +366,10 @@ static int send_ask(struct ib_ask *a)
 	ps.family = (uint32_t)a->family;
 	env.body_case = KMESH__IPC__ENVELOPE__BODY_POD_SOCKETS;
 	env.pod_sockets = &ps;
-	return km_peer_link_send(&a->ib->mw, &env, got_socket, a);
+	if (km_peer_link_send(&a->ib->mw, &env, got_socket, a) != 0)
+		return -1;
+	a->ib->asks_inflight++;
+	return 0;
 }
 
 /* ---- authorization ----------------------------------------------------------------------- */

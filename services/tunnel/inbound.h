@@ -34,6 +34,7 @@
 #define KM_SOCKET_POOL_LOW 4
 /* Open streams asked again at once after a policy change (the agent link queues 4096). */
 #define KM_INBOUND_RECHECK_INFLIGHT 1024
+#define KM_INBOUND_ASKS_INFLIGHT 64   /* streams' sockets asked of the map writer at once */
 #define KM_INBOUND_ASK_AGAIN_MS 5     /* a socket the map writer could not send now: asked again */
 #define KM_INBOUND_ASK_AGAIN_TRIES 200 /* ... this many times at most (a second), then 503 */
 struct ib_ask;
@@ -62,10 +63,11 @@ struct km_inbound {
 	struct ib_conn *conns;
 	unsigned n_conns, listeners;
 	uv_timer_t sweep;
-	/* sockets the map writer could not send at once (its reply to us was full): asked again
-	 * after KM_INBOUND_ASK_AGAIN_MS, at most KM_INBOUND_ASK_AGAIN_TRIES times each */
+	/* streams' socket asks: KM_INBOUND_ASKS_INFLIGHT at most at the map writer, the others
+	 * queued in order (and those it could not send at once, again after ask_again) */
 	uv_timer_t ask_again;
 	struct ib_ask *again_head, *again_tail;
+	unsigned asks_inflight;
 	struct km_turn_queue turns; /* the connections' writes, once per loop turn */
 	unsigned handshake_ms;
 	unsigned ping_ms;
