@@ -281,6 +281,12 @@ int km_peer_link_take_socket(struct km_peer_link *l, uv_tcp_t *tcp)
 	return err;
 }
 
+void km_peer_link_reply_sockets(struct km_peer_link *l, uint32_t n)
+{
+	if (!l->sockets_left)
+		l->sockets_left = n;
+}
+
 static void timer_closed(uv_handle_t *h)
 {
 	handle_closed(h->data);

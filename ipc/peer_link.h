@@ -66,6 +66,9 @@ int km_peer_link_send(struct km_peer_link *l, const km_envelope *env, km_peer_re
  * (uv_tcp_init'ed). Returns 0, or UV_EAGAIN when none of its own is left (a later frame's
  * sockets, already received, are never handed out here). */
 int km_peer_link_take_socket(struct km_peer_link *l, uv_tcp_t *tcp);
+/* In a reply callback that knows its reply carries sockets, for a peer older than
+ * Reply.sockets (0 there; it counted them in `applied`): let n of them be taken. */
+void km_peer_link_reply_sockets(struct km_peer_link *l, uint32_t n);
 /* Answer every request with none, close; on_stopped (may be NULL) once all is closed. */
 void km_peer_link_stop(struct km_peer_link *l, void (*on_stopped)(struct km_peer_link *l));
 

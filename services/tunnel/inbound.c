@@ -51,6 +51,14 @@ struct ib_ask { /* a socket asked for a stream */
 	struct ib_ask *next; /* in the ask-again queue */
 };
 
+/* A reply to PodSockets: its sockets, counted in `applied` by a map writer older than
+ * Reply.sockets (an upgrade under way), may be taken too. */
+static void pod_sockets_reply(struct km_peer_link *l, const Kmesh__Ipc__Reply *reply)
+{
+	if (reply && reply->code == KMESH__IPC__CODE__OK && !reply->sockets)
+		km_peer_link_reply_sockets(l, reply->applied);
+}
+
 static void free_handle(uv_handle_t *h)
 {
 	free(h);
@@ -66,7 +74,7 @@ static void got_listener(struct km_peer_link *l, void *arg, const Kmesh__Ipc__Re
 	struct ib_pod *p = arg;
 	uv_tcp_t *tcp = malloc(sizeof(*tcp));
 
-	(void)l;
+	pod_sockets_reply(l, reply);
 	p->asking = 0;
 	if (p->gone || p->ib->stopping || !tcp) { /* its sockets, if any, are closed by the link */
 		free(tcp);
@@ -191,7 +199,7 @@ static void got_refill(struct km_peer_link *l, void *arg, const Kmesh__Ipc__Repl
 	struct ib_refill *r = arg;
 	struct ib_pod *p = r->ib->stopping ? NULL : pod_by_cookie(r->ib, r->cookie);
 
-	(void)l;
+	pod_sockets_reply(l, reply);
 	if (p)
 		p->refilling[r->fam] = 0;
 	while (p && reply && reply->code == KMESH__IPC__CODE__OK &&
@@ -294,7 +302,7 @@ static void got_socket(struct km_peer_link *l, void *arg, const Kmesh__Ipc__Repl
 	struct km_inbound *ib = a->ib;
 	uv_tcp_t *tcp;
 
-	(void)l;
+	pod_sockets_reply(l, reply);
 	ib->asks_inflight--;
 	if (reply && reply->code == KMESH__IPC__CODE__RESOURCE_EXHAUSTED && !ib->stopping &&
 	    a->tries < KM_INBOUND_ASK_AGAIN_TRIES) {
