@@ -123,7 +123,7 @@ connect 2 >/dev/null
 check "one line per open and close, on each side: 4 open, 4 close" \
 	eval 'for _ in $(seq 1 30); do [ "$(log_lines close)" = 4 ] && break; sleep 0.1; done; [ "$(log_lines open)" = 4 ] && [ "$(log_lines close)" = 4 ]'
 check "an outbound close line names both ends and counts the bytes" \
-	eval 'grep -E "^accesslog: [0-9T:.-]+Z close outbound src=$S.10:[0-9]+ src.workload=client src.namespace=t dst=$S.21:8080 dst.service=web.t dst.workload=b1 dst.namespace=t sent_bytes=6 received_bytes=3 retransmissions=0 srtt=[0-9]+us duration=[0-9.]+ms$" "$KM_DIR/xds-agent.log" | grep -q .'
+	eval 'grep -E "^accesslog: [0-9T:.-]+Z close outbound src=$S.10:[0-9]+ src.workload=client src.namespace=t dst=$S.21:8080 dst.service=web.t dst.workload=b1 dst.namespace=t sent_bytes=6 received_bytes=3 retransmissions=0 srtt=[0-9]+us duration=[0-9.]+ms route=kernel route.why=no_hbone$" "$KM_DIR/xds-agent.log" | grep -q .'
 check "accesslog --format json" eval 'ctl -o json accesslog enable --format json | "$KM_PY" -c "import json,sys; d=json.load(sys.stdin); sys.exit(d[0][\"format\"] != \"json\")"'
 connect 1 >/dev/null
 check "JSON lines parse, with the same facts" \

@@ -257,6 +257,17 @@ static void test_tunneled_workloads(void **state)
 	assert_string_equal(km_addr_format(&backend_op(f, km_model_id_of(&f->m, "wp"))->be.waypoint.addr,
 					   buf), "10.99.0.1");
 	assert_int_equal(fe_ops(f), 2); /* far's pod IP, and wp's (its own waypoint) */
+	/* the access log's why: tunneled, or kept by the kernel (far: only by the IPsec rule) */
+	assert_string_equal(km_model_route_why(&f->m, km_model_find_workload(&f->m, "far"), NULL, 1),
+			    "hbone_workload");
+	assert_string_equal(km_model_route_why(&f->m, km_model_find_workload(&f->m, "far"), NULL, 0),
+			    "ipsec");
+	assert_string_equal(km_model_route_why(&f->m, km_model_find_workload(&f->m, "near"), NULL, 0),
+			    "same_node");
+	assert_string_equal(km_model_route_why(&f->m, none, NULL, 0), "no_hbone");
+	assert_string_equal(km_model_route_why(&f->m, km_model_find_workload(&f->m, "wp"), NULL, 1),
+			    "waypoint");
+	assert_string_equal(km_model_route_why(&f->m, NULL, NULL, 0), "outside_mesh");
 	km_oplist_clear(&f->l);
 
 	/* far moves to this node: straight to it, and its pod-IP row goes */
@@ -337,6 +348,8 @@ static void test_tunnel_off_tunnels_nothing(void **state)
 	km_model_flush(&f->m);
 	assert_int_equal(backend_op(f, km_model_id_of(&f->m, "far"))->be.waypoint.port, 0);
 	assert_int_equal(fe_ops(f), 0);
+	assert_string_equal(km_model_route_why(&f->m, km_model_find_workload(&f->m, "far"), NULL, 0),
+			    "tunnel_off");
 }
 
 int main(void)

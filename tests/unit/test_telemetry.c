@@ -184,7 +184,8 @@ static void test_labels_and_counts(void **state)
 	fflush(f.out);
 	assert_non_null(strstr(f.log, " close outbound src=10.0.0.1:40000 src.workload=c src.namespace=t "
 				      "dst=10.0.0.2:8080 dst.service=web.t dst.workload=s dst.namespace=u "
-				      "sent_bytes=5 received_bytes=7 retransmissions=0 srtt=0us duration=2.500ms\n"));
+				      "sent_bytes=5 received_bytes=7 retransmissions=0 srtt=0us duration=2.500ms "
+				      "route=kernel route.why=no_hbone\n"));
 	assert_non_null(strstr(f.log, " open inbound src=10.9.9.9:40000 src.workload=unknown"));
 
 	/* JSON lines; a close whose open this agent never saw still counts, by its own labels */
@@ -197,6 +198,8 @@ static void test_labels_and_counts(void **state)
 	assert_non_null(strstr(f.log, "{\"time\":\"")); /* one compact object per line */
 	assert_non_null(strstr(f.log, "\"dst_service\":\"api.t\""));
 	assert_non_null(strstr(f.log, "\"sent_bytes\":11"));
+	assert_non_null(strstr(f.log, "\"route\":\"kernel\"")); /* inbound: no route_why */
+	assert_null(strstr(f.log, "\"route_why\""));
 	assert_null(strstr(f.log, "duration_ms")); /* no open: no duration */
 	unload(&f);
 }

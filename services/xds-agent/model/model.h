@@ -104,6 +104,14 @@ void km_model_set_waypoint_hbone(struct km_model *m, int on);
  * or stays on the kernel path, which IPsec protects (0, the default). Set before the first
  * workload. */
 void km_model_set_hbone_over_ipsec(struct km_model *m, int on);
+/* Why a connection from this node to workload w (NULL: none known at its address), through
+ * service svc (NULL: by pod IP), took its road, for the access log: tunneled (HBONE through the
+ * tunnel): "waypoint" or "hbone_workload"; else the kernel's path, because: "outside_mesh",
+ * "same_node", "no_hbone" (its tunnel_protocol is NONE), "tunnel_off", "host_network",
+ * "waypoint_tlv", "no_ipv4" (the tunnel's family), or "ipsec" (a pod of a node this one
+ * exchanges IPsec with, --hbone-over-ipsec kernel). */
+const char *km_model_route_why(const struct km_model *m, const struct km_workload_res *w,
+			       const struct km_service_res *svc, int tunneled);
 /* Which services pick endpoints by power of two choices on live connections: "none", "all", or
  * a comma-separated list of namespace/hostname. Returns -1 (model unchanged) on a bad list. */
 int km_model_set_p2c(struct km_model *m, const char *spec);

@@ -72,6 +72,32 @@ int mdl_wl_tunneled(const struct km_model *m, const struct km_workload_res *r)
 	return 0;
 }
 
+const char *km_model_route_why(const struct km_model *m, const struct km_workload_res *w,
+			       const struct km_service_res *svc, int tunneled)
+{
+	int waypoint = (svc && svc->waypoint.kind != KM_WAYPOINT_NONE) ||
+		       (w && km_wl_waypoint(w)->kind != KM_WAYPOINT_NONE);
+	int v4 = 0;
+
+	if (tunneled)
+		return waypoint ? "waypoint" : "hbone_workload";
+	if (waypoint)
+		return "waypoint_tlv";
+	if (!w)
+		return "outside_mesh";
+	if (m->local.node && w->where && w->where->node && strcmp(m->local.node, w->where->node) == 0)
+		return "same_node";
+	if (!w->tunnel_hbone)
+		return "no_hbone";
+	if (!m->tunnel_on)
+		return "tunnel_off";
+	if (w->host_network)
+		return "host_network";
+	for (size_t i = 0; i < w->n_addrs; i++)
+		v4 |= km_addr_is_v4(&w->addrs[i]);
+	return v4 ? "ipsec" : "no_ipv4";
+}
+
 /* ---- op emitters --------------------------------------------------------------------------- */
 
 static struct km_op *add(struct km_model *m, enum km_op_table table, int del, int now)

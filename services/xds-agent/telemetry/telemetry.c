@@ -50,6 +50,7 @@ struct names {
 	struct source from;
 	struct km_baggage baggage; /* the HBONE client's, when its workload is not known */
 	int mtls;                  /* an HBONE stream: the client's principal is verified */
+	const char *route_why;     /* outbound: why this road (km_model_route_why); inbound NULL */
 };
 
 /* The server workload's service for this port: the one whose target port it is, else its first
@@ -125,6 +126,7 @@ static void source_of_hbone(const Kmesh__Ipc__ConnEvent *e, struct names *n)
 
 static void resolve(const struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e, struct names *n)
 {
+	const struct km_service_res *asked = NULL; /* the VIP the application connected to */
 	struct km_addr orig;
 
 	memset(n, 0, sizeof(*n));
@@ -133,10 +135,12 @@ static void resolve(const struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e
 	n->src = km_model_workload_at(t->model, &n->src_addr);
 	n->dst = km_model_workload_at(t->model, &n->dst_addr);
 	if (e->orig_dst.len && km_addr_from_bytes(e->orig_dst.data, e->orig_dst.len, &orig) == 0)
-		n->svc = km_model_service_at(t->model, &orig);
+		asked = n->svc = km_model_service_at(t->model, &orig);
 	if (!n->svc)
 		n->svc = service_of(t->model, n->dst, e->dport);
 	n->mtls = e->principal && *e->principal;
+	if (e->direction != KM_CONN_INBOUND)
+		n->route_why = km_model_route_why(t->model, n->dst, asked, n->mtls);
 	if (n->mtls)
 		source_of_hbone(e, n);
 	else
@@ -266,6 +270,11 @@ static void access_log(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e,
 				      or_unknown(n->dst ? n->dst->who->namespace : NULL));
 		char *text;
 
+		if (o) {
+			json_object_set_new(o, "route", json_string(n->mtls ? "hbone" : "kernel"));
+			if (n->route_why)
+				json_object_set_new(o, "route_why", json_string(n->route_why));
+		}
 		if (o && n->mtls) {
 			json_object_set_new(o, "src_identity", json_string(n->from.principal));
 			json_object_set_new(o, "dst_identity", json_string(or_unknown(dst_id)));
@@ -303,6 +312,10 @@ static void access_log(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e,
 			if (duration_ns >= 0)
 				fprintf(t->out, " duration=%.3fms", (double)duration_ns / 1e6);
 		}
+		/* last, after the fields older parsers know: the road, and why (outbound) */
+		fprintf(t->out, " route=%s", n->mtls ? "hbone" : "kernel");
+		if (n->route_why)
+			fprintf(t->out, " route.why=%s", n->route_why);
 		fputc('\n', t->out);
 	}
 	fflush(t->out);
