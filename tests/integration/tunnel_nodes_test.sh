@@ -84,6 +84,13 @@ for n in 1 2; do
 		eval 'wait_cert "$CLIENT_ID" "c and c[\"state\"] == \"valid\"" && wait_cert "$SERVER_ID" "c and c[\"state\"] == \"valid\""'
 done
 
+km_node_switch 1 # node 1's access log: the road of each connection, and why
+"$KM_ROOT/build/bin/kmeshctl" --xds-socket "$KM_DIR/run/xds-agent.sock" accesslog enable >/dev/null
+logged() { # logged DST ROUTE: node 1's agent logged c1's outbound close to DST with ROUTE
+	km_node_switch 1
+	grep -qE "^accesslog: .* close outbound src=$C1:[0-9]+ .*dst=$1 .* $2\$" "$KM_DIR/xds-agent.log"
+}
+
 streams() { # streams: this node's tunnel's "relayed out, streams in" so far
 	sleep 1.2 # the metrics file
 	echo "$(metric kmesh_tunnel_outbound_relayed_total) $(metric 'kmesh_tunnel_hbone_streams_total{result="all"}')"
@@ -102,6 +109,8 @@ out=$(km_connect c1 10.96.7.1 80)
 counts
 check "... and through s2's service VIP ($out; node 1 out $N1)" \
 	eval '[ "$out" = "1 s2" ] && [ "${N1%% *}" = $((${N1_0%% *} + 2)) ]'
+check "... node 1's access log: tunneled, and why (route=hbone route.why=hbone_workload)" \
+	eventually logged "$S2:8080" "route=hbone route.why=hbone_workload"
 km_node_switch 1
 out=$(km_connect c1 "$S2" 9090)
 check "... to a port s2's policy allows no one: node 2's tunnel answers 401, c1's connection is reset ($out)" \
@@ -143,6 +152,8 @@ check "... through s2's service VIP too ($out; node 1 $N1_0 -> $N1)" \
 km_node_switch 1
 out=$(km_connect c1 "$S1" 8080)
 check "... and a pod of this node is unchanged ($out)" eval '[ "$out" = "1 s1" ]'
+check "... node 1's access log: the kernel's path, because IPsec protects the pair (route=kernel route.why=ipsec), and same_node for s1" \
+	eval 'eventually logged "$S2:8080" "route=kernel route.why=ipsec" && eventually logged "$S1:8080" "route=kernel route.why=same_node"'
 
 kill -TERM "$KM_AGENT_PID"
 wait "$KM_AGENT_PID" 2>/dev/null
