@@ -92,6 +92,7 @@ int main(int argc, char **argv)
 	int inbound = 0;
 	const char *outbound_address = "";
 	uint64_t outbound_connect_ms = KM_OUTBOUND_CONNECT_MS, outbound_idle_ms = KM_OUTBOUND_IDLE_MS;
+	uint64_t outbound_cert_wait_ms = KM_OUTBOUND_CERT_WAIT_MS;
 	uint64_t handshake_ms = KM_INBOUND_HANDSHAKE_MS, ping_ms = KM_INBOUND_PING_MS;
 	uint64_t report_s = KM_INBOUND_REPORT_MS / 1000;
 	uint64_t ttl_s = 86400, timeout_s = 30, inflight = 8;
@@ -146,6 +147,10 @@ int main(int argc, char **argv)
 		{ "hbone-outbound-idle-ms", KM_OPT_UINT, &outbound_idle_ms, "MS",
 		  "HBONE outbound: a pooled connection without a stream this long is closed (default "
 		  "60000)", "KMESH_HBONE_OUTBOUND_IDLE_MS", 100, 3600000 },
+		{ "hbone-outbound-cert-wait-ms", KM_OPT_UINT, &outbound_cert_wait_ms, "MS",
+		  "HBONE outbound: a pod that connects before its identity's certificate came from "
+		  "the CA waits for it this long at most, then is reset (0: reset at once; default "
+		  "5000)", "KMESH_HBONE_OUTBOUND_CERT_WAIT_MS", 0, 60000 },
 		{ "hbone-handshake-timeout-ms", KM_OPT_UINT, &handshake_ms, "MS",
 		  "an HBONE client that has not finished its TLS handshake this long after connecting "
 		  "is cut off", "KMESH_HBONE_HANDSHAKE_TIMEOUT_MS", 100, 600000 },
@@ -257,6 +262,7 @@ int main(int argc, char **argv)
 		m.t.outbound_on = 1;
 		m.t.outbound.connect_ms = (unsigned)outbound_connect_ms;
 		m.t.outbound.idle_ms = (unsigned)outbound_idle_ms;
+		m.t.outbound.cert_wait_ms = (unsigned)outbound_cert_wait_ms;
 	}
 	km_prom_file_init(&m.t.metrics, metrics_dir, "tunnel");
 	m.tick.data = &m;

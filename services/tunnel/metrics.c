@@ -101,6 +101,9 @@ static void outbound(const struct km_outbound *ob, struct km_prom *p)
 		       s->accepted);
 	km_prom_metric(p, "kmesh_tunnel_outbound_relayed_total", "counter",
 		       "... relayed over HBONE (the server answered 200)", s->relayed);
+	km_prom_metric(p, "kmesh_tunnel_outbound_cert_waits_total", "counter",
+		       "... that waited for their pod's certificate (--hbone-outbound-cert-wait-ms)",
+		       s->cert_waits);
 	km_prom_family(p, "kmesh_tunnel_outbound_refused_total", "counter",
 		       "... reset instead, by reason: no_origin (the kernel had no record of where "
 		       "it was for), unknown_source (not from a pod enrolled here), no_certificate, "

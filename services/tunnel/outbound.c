@@ -57,6 +57,8 @@ struct ob_pending {
 	struct km_tunnel_origin origin;
 	struct sockaddr_storage peer;
 	char src_id[KM_TUNNEL_ID_MAX];
+	uint64_t cert_deadline;  /* waiting for the certificate: until (uv_now) */
+	struct ob_pending *next; /* in cert_head's list */
 };
 
 static void free_handle(uv_handle_t *h)
@@ -322,18 +324,108 @@ static void got_destination(struct km_peer_link *l, void *arg, const Kmesh__Ipc_
 	free(pd);
 }
 
+/* Ask the agent where pd goes (got_destination); reset it when that cannot be asked now. */
+static void ask_destination(struct ob_pending *pd)
+{
+	struct km_outbound *ob = pd->ob;
+	Kmesh__Ipc__Destination q = KMESH__IPC__DESTINATION__INIT;
+	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
+	uint8_t dst_raw[16], src_raw[16];
+
+	if (!ob->xds_on || !ob->xds.up) { /* never held until it comes: reset now */
+		refuse(ob, pd->app, KM_OB_NO_DESTINATION,
+		       ob->xds_on ? "the xDS agent is not connected" : "no --xds-socket");
+		free(pd);
+		return;
+	}
+	if (ob->n_pending >= KM_OUTBOUND_MAX_PENDING ||
+	    ob->n_pending + ob->n_streams >= KM_OUTBOUND_MAX_STREAMS) {
+		refuse(ob, pd->app, KM_OB_FULL,
+		       "too many connections wait for the xDS agent or are relayed");
+		free(pd);
+		return;
+	}
+	uv_tcp_nodelay(pd->app, 1);
+	q.address.len = km_addr_to_bytes(&pd->origin.via_addr, dst_raw);
+	q.address.data = dst_raw;
+	q.source.len = km_sockaddr_to_bytes(&pd->peer, src_raw, NULL);
+	q.source.data = src_raw;
+	env.body_case = KMESH__IPC__ENVELOPE__BODY_DESTINATION;
+	env.destination = &q;
+	if (km_peer_link_send(&ob->xds, &env, got_destination, pd) != 0) {
+		refuse(ob, pd->app, KM_OB_NO_DESTINATION, "the xDS agent's queue is full");
+		free(pd);
+		return;
+	}
+	ob->n_pending++;
+}
+
+/* ---- connections waiting for their pod's certificate --------------------------------------
+ * The certificate of a pod's identity is asked of the CA when the pod is enrolled; a pod that
+ * connects before it came waits for it, at most cert_wait_ms (then reset, no_certificate), and
+ * an identity with none asked yet (its pod's account changed) is asked now. Bounded with the
+ * connections waiting for the agent (KM_OUTBOUND_MAX_PENDING). */
+static void on_cert_tick(uv_timer_t *t)
+{
+	struct km_outbound *ob = t->data;
+	struct ob_pending **at = &ob->cert_head, *pd;
+	uint64_t now = uv_now(ob->loop);
+	char why[400];
+
+	ob->cert_tail = NULL;
+	while ((pd = *at)) {
+		int ready = !ob->stopping && km_certs_client_ctx(ob->certs, pd->src_id, why,
+								 sizeof(why)) != NULL;
+
+		if (!ready && !ob->stopping && now < pd->cert_deadline) {
+			ob->cert_tail = pd;
+			at = &pd->next;
+			continue;
+		}
+		*at = pd->next;
+		ob->n_pending--;
+		if (ready) {
+			ask_destination(pd);
+		} else {
+			refuse(ob, pd->app, KM_OB_NO_CERTIFICATE, ob->stopping ? "stopping" : why);
+			free(pd);
+		}
+	}
+	if (!ob->cert_head)
+		uv_timer_stop(&ob->cert_timer);
+}
+
+static int cert_wait(struct km_outbound *ob, struct ob_pending *pd)
+{
+	if (!ob->cert_wait_ms || ob->stopping || ob->n_pending >= KM_OUTBOUND_MAX_PENDING)
+		return -1;
+	if (km_certs_want(ob->certs, pd->src_id) != 0) /* (nothing if it is asked already) */
+		return -1;
+	pd->cert_deadline = uv_now(ob->loop) + ob->cert_wait_ms;
+	pd->next = NULL;
+	if (ob->cert_tail)
+		ob->cert_tail->next = pd;
+	else
+		ob->cert_head = pd;
+	ob->cert_tail = pd;
+	ob->n_pending++;
+	ob->stats.cert_waits++;
+	if (!uv_is_active((uv_handle_t *)&ob->cert_timer))
+		uv_timer_start(&ob->cert_timer, on_cert_tick, KM_OUTBOUND_CERT_TICK_MS,
+			       KM_OUTBOUND_CERT_TICK_MS);
+	return 0;
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
 	struct km_outbound *ob = server->data;
-	Kmesh__Ipc__Destination q = KMESH__IPC__DESTINATION__INIT;
-	km_envelope env = KMESH__IPC__ENVELOPE__INIT;
 	const struct km_tunnel_pod *pod;
 	struct ob_pending *pd;
 	struct km_addr src;
 	uv_tcp_t *app;
 	uv_os_fd_t fd;
 	socklen_t olen;
-	uint8_t dst_raw[16], src_raw[16];
+	uint8_t src_raw[16];
 	int plen = sizeof(struct sockaddr_storage);
 	char text[KM_ADDR_STRLEN], why[400];
 	size_t n;
@@ -374,35 +466,13 @@ static void on_connection(uv_stream_t *server, int status)
 	}
 	snprintf(pd->src_id, sizeof(pd->src_id), "%s", pod->identity);
 	if (!km_certs_client_ctx(ob->certs, pd->src_id, why, sizeof(why))) {
-		refuse(ob, app, KM_OB_NO_CERTIFICATE, why);
-		free(pd);
+		if (cert_wait(ob, pd) != 0) {
+			refuse(ob, app, KM_OB_NO_CERTIFICATE, why);
+			free(pd);
+		}
 		return;
 	}
-	if (!ob->xds_on || !ob->xds.up) { /* never held until it comes: reset now */
-		refuse(ob, app, KM_OB_NO_DESTINATION,
-		       ob->xds_on ? "the xDS agent is not connected" : "no --xds-socket");
-		free(pd);
-		return;
-	}
-	if (ob->n_pending >= KM_OUTBOUND_MAX_PENDING ||
-	    ob->n_pending + ob->n_streams >= KM_OUTBOUND_MAX_STREAMS) {
-		refuse(ob, app, KM_OB_FULL, "too many connections wait for the xDS agent or are relayed");
-		free(pd);
-		return;
-	}
-	uv_tcp_nodelay(app, 1);
-	q.address.len = km_addr_to_bytes(&pd->origin.via_addr, dst_raw);
-	q.address.data = dst_raw;
-	q.source.len = n;
-	q.source.data = src_raw;
-	env.body_case = KMESH__IPC__ENVELOPE__BODY_DESTINATION;
-	env.destination = &q;
-	if (km_peer_link_send(&ob->xds, &env, got_destination, pd) != 0) {
-		refuse(ob, app, KM_OB_NO_DESTINATION, "the xDS agent's queue is full");
-		free(pd);
-		return;
-	}
-	ob->n_pending++;
+	ask_destination(pd);
 }
 
 /* ---- this process's cgroup, for the map writer --------------------------------------------- */
@@ -478,6 +548,9 @@ int km_outbound_start(struct km_outbound *ob, uv_loop_t *loop, struct km_certs *
 	ob->pods = pods;
 	ob->connect_ms = KM_OUTBOUND_CONNECT_MS;
 	ob->idle_ms = KM_OUTBOUND_IDLE_MS;
+	ob->cert_wait_ms = KM_OUTBOUND_CERT_WAIT_MS;
+	uv_timer_init(loop, &ob->cert_timer);
+	ob->cert_timer.data = ob;
 	ob->hbone_port = KM_HBONE_PORT;
 	if (uv_ip4_addr(address, KM_TUNNEL_OUTBOUND_PORT, &sa) != 0) {
 		km_error("--hbone-outbound-address '%s' is not an IPv4 address", address);
@@ -532,6 +605,8 @@ int km_outbound_start(struct km_outbound *ob, uv_loop_t *loop, struct km_certs *
 void km_outbound_stop(struct km_outbound *ob)
 {
 	ob->stopping = 1;
+	on_cert_tick(&ob->cert_timer); /* the waiting ones: reset */
+	uv_close((uv_handle_t *)&ob->cert_timer, NULL);
 	if (ob->listening)
 		uv_close((uv_handle_t *)&ob->listener, NULL);
 	ob->listening = 0;

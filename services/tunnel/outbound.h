@@ -37,6 +37,9 @@
 				       * connections together (as inbound's 16,384 connections) */
 #define KM_OUTBOUND_CONNECT_MS 10000
 #define KM_OUTBOUND_IDLE_MS 60000
+#define KM_OUTBOUND_CERT_WAIT_MS 5000 /* a connection whose pod's certificate is still being
+				       * fetched waits this long at most (0: not at all) */
+#define KM_OUTBOUND_CERT_TICK_MS 20   /* how often the waiting ones look again */
 
 /* Why a connection was reset instead of relayed (kmesh_tunnel_outbound_refused_total{reason}). */
 enum km_outbound_refusal {
@@ -58,6 +61,7 @@ struct km_outbound_stats {
 	uint64_t accepted, relayed, refused[KM_OB_REFUSALS];
 	uint64_t conns_opened, conns_failed;
 	uint64_t bytes_out, bytes_in; /* the applications' bytes sent and received, ended streams */
+	uint64_t cert_waits;          /* connections that waited for their pod's certificate */
 };
 
 struct ob_pool;
@@ -80,7 +84,10 @@ struct km_outbound {
 	unsigned n_pool;
 	unsigned n_pending;
 	unsigned n_streams; /* streams open on the pool (km_outbound_streams) */
-	unsigned connect_ms, idle_ms;
+	/* connections waiting for their pod's certificate (counted in n_pending), oldest first */
+	struct ob_pending *cert_head, *cert_tail;
+	uv_timer_t cert_timer;
+	unsigned connect_ms, idle_ms, cert_wait_ms;
 	uint16_t hbone_port; /* the servers' (15008) */
 	struct km_outbound_stats stats;
 	int stopping;

@@ -21,7 +21,7 @@ source "$(dirname "$0")/../lib/tunnel-env.sh"
 
 trap 'km_env_cleanup' EXIT
 export KM_TUNNEL_OUTBOUND=169.254.20.15
-KM_TUNNEL_ARGS="--hbone-outbound-connect-timeout-ms 1500"
+KM_TUNNEL_ARGS="--hbone-outbound-connect-timeout-ms 1500 --hbone-outbound-cert-wait-ms 2500"
 km_tunnel_env_setup kmo$$
 pod_add c1 mesh
 C1=$(ip_of c1)
@@ -195,6 +195,37 @@ out=$(ip netns exec "$R" "$KM_PY" "$KM_ROOT/tests/lib/client.py" "$KM_TUNNEL_OUT
 sleep 1.2 # the metrics file
 check "a connection to the tunnel's listener from outside the pods (no record of the kernel's): reset, counted no_origin ($out; $no_origin0 -> $(refused no_origin))" \
 	eval '[ "$out" = "1 error:ECONNRESET" ] && [ "$(refused no_origin)" = $((no_origin0 + 1)) ]'
+
+# A pod that connects before its identity's certificate came (the CA slow): it waits for it,
+# at most --hbone-outbound-cert-wait-ms (2.5 s here), then is reset, never held longer
+LATE_ID=spiffe://$TD/ns/mesh/sa/late
+LATER_ID=spiffe://$TD/ns/mesh/sa/later
+km_istiod send '{"cmd": "ca", "allowed": ["'$CLIENT_ID'", "'$SERVER_ID'", "'$LATE_ID'", "'$LATER_ID'"],
+	"delay_ms": 1200}' >/dev/null
+asked() { for _ in $(seq 1 50); do grep -q "certificate for $1: asking" "$KM_DIR/tunnel.log" && return 0; sleep 0.1; done; return 1; }
+pod_add c3 mesh
+asked "$LATE_ID"
+waits0=$(metric kmesh_tunnel_outbound_cert_waits_total)
+t0=$(date +%s%N)
+out=$(km_connect c3 10.126.0.50 8080 --timeout 5)
+ms=$((($(date +%s%N) - t0) / 1000000))
+sleep 1.2 # the metrics file
+check "a pod whose certificate is still coming (the CA answers in 1.2 s): its first connection waits for it and goes through ($out in $ms ms; waits $waits0 -> $(metric kmesh_tunnel_outbound_cert_waits_total))" \
+	eval '[ "$out" = "1 r1 10.126.0.50:8080" ] && [ $ms -ge 500 ] &&
+	      [ "$(metric kmesh_tunnel_outbound_cert_waits_total)" = $((waits0 + 1)) ]'
+check "... with its own identity ($(field r1 'd["uris"]'))" holds r1 'd["uris"] == ["'$LATE_ID'"]'
+km_istiod send '{"cmd": "ca", "delay_ms": 6000}' >/dev/null
+nocert0=$(refused no_certificate)
+pod_add c4 mesh
+asked "$LATER_ID"
+t0=$(date +%s%N)
+out=$(km_connect c4 10.126.0.50 8080 --timeout 8)
+ms=$((($(date +%s%N) - t0) / 1000000))
+sleep 1.2 # the metrics file
+check "... one that does not come in time (6 s): reset after the 2.5 s wait, not held ($out in $ms ms; no_certificate $nocert0 -> $(refused no_certificate))" \
+	eval '[ "$out" = "1 error:ECONNRESET" ] && [ $ms -ge 2000 ] && [ $ms -lt 4500 ] &&
+	      [ "$(refused no_certificate)" = $((nocert0 + 1)) ]'
+km_istiod send '{"cmd": "ca", "delay_ms": 0}' >/dev/null
 
 # Chaos (item 5): the tunnel killed under traffic, to a destination of the kernel's path (c2, a
 # pod of this node outside xDS) and to a tunneled one (r1). The first never notices; the second

@@ -13,9 +13,11 @@ what istiod's CA does that a client can see (../reference/hbone.md §3):
 
 Misbehaviours a test can ask for: a leaf naming another identity (`wrong_san`), a leaf carrying
 another key than the request's (`wrong_key`), every call failing with a status (`fail`: e.g.
-"UNAVAILABLE", null to stop). Every call is recorded (headers, the CSR's names)."""
+"UNAVAILABLE", null to stop), every answer late (`delay_ms`). Every call is recorded (headers, the CSR's names)."""
 import datetime
 import threading
+
+import time
 
 import grpc
 from cryptography import x509
@@ -43,12 +45,13 @@ class CA:
         self.wrong_san = None
         self.wrong_key = False
         self.fail = None
+        self.delay_ms = 0       # every answer this late (a CA under load)
         self.calls = []
 
     def configure(self, cmd):
         with self.lock:
             for k in ("tokens", "cluster", "max_ttl", "default_ttl", "wrong_san", "wrong_key",
-                      "fail"):
+                      "fail", "delay_ms"):
                 if k in cmd:
                     setattr(self, k, cmd[k])
             if "trusted" in cmd:
@@ -82,6 +85,9 @@ class CA:
             cluster, trusted, allowed = self.cluster, set(self.trusted), set(self.allowed)
             max_ttl, default_ttl = self.max_ttl, self.default_ttl
             wrong_san, wrong_key, fail = self.wrong_san, self.wrong_key, self.fail
+            delay_ms = self.delay_ms
+        if delay_ms:
+            time.sleep(delay_ms / 1000)
         if fail:
             self._abort(context, record, grpc.StatusCode[fail], "the test's CA fails: %s" % fail)
         if caller is None:

@@ -25,7 +25,7 @@ A test drives it over a Unix socket, one JSON command per line, one JSON answer 
   {"cmd": "end-stream", "code": 0, "message": ""}     end every open stream with that status
   {"cmd": "ca", "tokens": {TOKEN: ID}, "cluster": C, "trusted": [ID], "allowed": [ID],
    "max_ttl": S, "wrong_san": ID|null, "wrong_key": B,
-   "fail": STATUS|null}                                the CA's rules (fake_ca.py; --ca-cert)
+   "fail": STATUS|null, "delay_ms": N}                the CA's rules (fake_ca.py; --ca-cert)
   {"cmd": "ca-state"}                                  the CreateCertificate calls seen
   {"cmd": "state"}                                     streams, headers and requests seen
                                                        (a request's initial_resource_versions

@@ -38,6 +38,7 @@ km_tunnel_env_setup() {
 	{"namespaces": {"mesh": {"labels": {"istio.io/dataplane-mode": "Kmesh"}}, "plain": {}},
 	 "pods": {"mesh/c1": {"serviceAccount": "client"}, "mesh/c2": {"serviceAccount": "client"},
 	          "mesh/s1": {"serviceAccount": "server"}, "mesh/s2": {"serviceAccount": "server"},
+	          "mesh/c3": {"serviceAccount": "late"}, "mesh/c4": {"serviceAccount": "later"},
 	          "plain/b1": {"serviceAccount": "client"}}}
 	JSON
 	km_kube_api_start "$KM_DIR/kube.json" token-1
