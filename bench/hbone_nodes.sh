@@ -87,12 +87,8 @@ taskset -pc 0 "$T1" >/dev/null
 taskset -pc 1 "$T2" >/dev/null
 taskset -pc 1 "$NX2" >/dev/null
 ipsec_row() { # ipsec_row update|delete: node 2's pod CIDR in node 1's km_ipsec_cidr, or not
-	local v=()
-	[ "$1" = update ] && v=(value hex 01 00 00 00 00 00 00 00)
 	km_node_switch 1
-	bpftool map "$1" pinned "$KM_DIR/bpffs/kmesh/maps/km_ipsec_cidr" \
-		key hex 78 00 00 00 00 00 00 00 00 00 00 00 00 00 ff ff 0a 7f 00 00 ${v[@]+"${v[@]}"} \
-		2>/dev/null || [ "$1" = delete ] # (none to delete: fine)
+	km_ipsec_cidr_row "$1" 10.127.0.0/24 2>/dev/null || [ "$1" = delete ] # (none to delete: fine)
 }
 # node 1's nghttpx, started each round (it leaves the CONNECT streams of its HTTP/1 clients
 # half-open: bench/hbone_outbound.sh)

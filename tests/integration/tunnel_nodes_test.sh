@@ -131,9 +131,7 @@ check "plaintext to s2 from node 2 itself (no principal): STRICT denies it ($out
 # The rule between two of our nodes: node 1 now exchanges IPsec with node 2 (the row the IPsec
 # agent writes for node 2's pod CIDR; XFRM itself is not part of this test)
 km_node_switch 1
-CIDR_KEY="78 00 00 00 00 00 00 00 00 00 00 00 00 00 ff ff 0a 7f 00 00"
-bpftool map update pinned "$KM_DIR/bpffs/kmesh/maps/km_ipsec_cidr" key hex $CIDR_KEY \
-	value hex 01 00 00 00 00 00 00 00
+km_ipsec_cidr_row update 10.127.0.0/24
 counts
 N1_0=$N1 N2_0=$N2
 km_node_switch 1

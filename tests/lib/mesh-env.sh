@@ -168,6 +168,18 @@ km_hbone_row() {
 		value hex 01 00 00 00 00 00 00 00
 }
 
+# km_ipsec_cidr_row update|delete A.B.C.D/LEN: the row the IPsec agent writes in km_ipsec_cidr for
+# a peer node's pod CIDR (kmesh_maps.h: v4-mapped, prefix 96 + LEN; peer id 1), written directly:
+# for tests of what the kernel does with it where XFRM cannot run.
+km_ipsec_cidr_row() {
+	local a b c d len v=()
+	IFS=./ read -r a b c d len <<<"$2"
+	[ "$1" = update ] && v=(value hex 01 00 00 00 00 00 00 00)
+	bpftool map "$1" pinned "$KM_DIR/bpffs/kmesh/maps/km_ipsec_cidr" key hex \
+		$(printf '%02x' $((96 + len))) 00 00 00 00 00 00 00 00 00 00 00 00 00 ff ff \
+		$(printf '%02x %02x %02x %02x' "$a" "$b" "$c" "$d") ${v[@]+"${v[@]}"}
+}
+
 # The agent runs as uid/gid 65534 with empty capability sets (see km_agent_caps).
 km_agent_run() { # km_agent_run LOG ARGS...: an unprivileged agent in the background; its admin
 	local log=$1 # socket is LOG with .sock for .log, in a directory uid 65534 may write
