@@ -12,7 +12,7 @@
 #   - 401 and 503 answers, a server with another identity, one without h2, one that stalls: the
 #     application's connection is reset (never hangs), each counted by reason;
 #   - a NONE workload is not tunneled; a connection from outside the pods is refused;
-#   - chaos: the tunnel killed under traffic, the agent away.
+#   - chaos: the tunnel killed under traffic, the agent away, the map writer restarted.
 # Our own inbound as the server, two nodes of this data plane: tunnel_nodes_test.sh.
 set -uo pipefail
 source "$(dirname "$0")/../lib/mesh-env.sh"
@@ -196,37 +196,6 @@ sleep 1.2 # the metrics file
 check "a connection to the tunnel's listener from outside the pods (no record of the kernel's): reset, counted no_origin ($out; $no_origin0 -> $(refused no_origin))" \
 	eval '[ "$out" = "1 error:ECONNRESET" ] && [ "$(refused no_origin)" = $((no_origin0 + 1)) ]'
 
-# A pod that connects before its identity's certificate came (the CA slow): it waits for it,
-# at most --hbone-outbound-cert-wait-ms (2.5 s here), then is reset, never held longer
-LATE_ID=spiffe://$TD/ns/mesh/sa/late
-LATER_ID=spiffe://$TD/ns/mesh/sa/later
-km_istiod send '{"cmd": "ca", "allowed": ["'$CLIENT_ID'", "'$SERVER_ID'", "'$LATE_ID'", "'$LATER_ID'"],
-	"delay_ms": 1200}' >/dev/null
-asked() { for _ in $(seq 1 50); do grep -q "certificate for $1: asking" "$KM_DIR/tunnel.log" && return 0; sleep 0.1; done; return 1; }
-pod_add c3 mesh
-asked "$LATE_ID"
-waits0=$(metric kmesh_tunnel_outbound_cert_waits_total)
-t0=$(date +%s%N)
-out=$(km_connect c3 10.126.0.50 8080 --timeout 5)
-ms=$((($(date +%s%N) - t0) / 1000000))
-sleep 1.2 # the metrics file
-check "a pod whose certificate is still coming (the CA answers in 1.2 s): its first connection waits for it and goes through ($out in $ms ms; waits $waits0 -> $(metric kmesh_tunnel_outbound_cert_waits_total))" \
-	eval '[ "$out" = "1 r1 10.126.0.50:8080" ] && [ $ms -ge 500 ] &&
-	      [ "$(metric kmesh_tunnel_outbound_cert_waits_total)" = $((waits0 + 1)) ]'
-check "... with its own identity ($(field r1 'd["uris"]'))" holds r1 'd["uris"] == ["'$LATE_ID'"]'
-km_istiod send '{"cmd": "ca", "delay_ms": 6000}' >/dev/null
-nocert0=$(refused no_certificate)
-pod_add c4 mesh
-asked "$LATER_ID"
-t0=$(date +%s%N)
-out=$(km_connect c4 10.126.0.50 8080 --timeout 8)
-ms=$((($(date +%s%N) - t0) / 1000000))
-sleep 1.2 # the metrics file
-check "... one that does not come in time (6 s): reset after the 2.5 s wait, not held ($out in $ms ms; no_certificate $nocert0 -> $(refused no_certificate))" \
-	eval '[ "$out" = "1 error:ECONNRESET" ] && [ $ms -ge 2000 ] && [ $ms -lt 4500 ] &&
-	      [ "$(refused no_certificate)" = $((nocert0 + 1)) ]'
-km_istiod send '{"cmd": "ca", "delay_ms": 0}' >/dev/null
-
 # Chaos (item 5): the tunnel killed under traffic, to a destination of the kernel's path (c2, a
 # pod of this node outside xDS) and to a tunneled one (r1). The first never notices; the second
 # fails fast while the tunnel is away (nothing listens: ECONNREFUSED at once, never a hang) and
@@ -277,6 +246,45 @@ check "the xDS agent away: a tunneled connection is reset at once ($out)" \
 	eval '[ "$out" = "1 error:ECONNRESET" ]'
 km_agent_start --node-name node-1 --tunnel-address "$KM_TUNNEL_OUTBOUND"
 check "... and back: it works again" eventually ok_after
+
+# the map writer killed and started again (the last of the three; SIGKILL: --detach-on-exit, which
+# the tests' map writers run with, would uninstall): it adopts its pinned tables and programs, the
+# agent syncs, the tunnel names its cgroup again
+kill -KILL "$KM_MW_PID"
+wait "$KM_MW_PID" 2>/dev/null
+km_map_writer_start --tunnel-cgroup auto --dns-interface "kmt$$" --tunnel-address "$KM_TUNNEL_OUTBOUND"
+check "the map writer restarted: tunneled connections work again" eventually ok_after
+
+# A pod that connects before its identity's certificate came (the CA slow): it waits for it,
+# at most --hbone-outbound-cert-wait-ms (2.5 s here), then is reset, never held longer
+LATE_ID=spiffe://$TD/ns/mesh/sa/late
+LATER_ID=spiffe://$TD/ns/mesh/sa/later
+km_istiod send '{"cmd": "ca", "allowed": ["'$CLIENT_ID'", "'$SERVER_ID'", "'$LATE_ID'", "'$LATER_ID'"],
+	"delay_ms": 1200}' >/dev/null
+asked() { for _ in $(seq 1 50); do grep -q "certificate for $1: asking" "$KM_DIR/tunnel.log" && return 0; sleep 0.1; done; return 1; }
+pod_add c3 mesh
+asked "$LATE_ID"
+waits0=$(metric kmesh_tunnel_outbound_cert_waits_total)
+t0=$(date +%s%N)
+out=$(km_connect c3 10.126.0.50 8080 --timeout 5)
+ms=$((($(date +%s%N) - t0) / 1000000))
+sleep 1.2 # the metrics file
+check "a pod whose certificate is still coming (the CA answers in 1.2 s): its first connection waits for it and goes through ($out in $ms ms; waits $waits0 -> $(metric kmesh_tunnel_outbound_cert_waits_total))" \
+	eval '[ "$out" = "1 r1 10.126.0.50:8080" ] && [ $ms -ge 500 ] &&
+	      [ "$(metric kmesh_tunnel_outbound_cert_waits_total)" = $((waits0 + 1)) ]'
+check "... with its own identity ($(field r1 'd["uris"]'))" holds r1 'd["uris"] == ["'$LATE_ID'"]'
+km_istiod send '{"cmd": "ca", "delay_ms": 6000}' >/dev/null
+nocert0=$(refused no_certificate)
+pod_add c4 mesh
+asked "$LATER_ID"
+t0=$(date +%s%N)
+out=$(km_connect c4 10.126.0.50 8080 --timeout 8)
+ms=$((($(date +%s%N) - t0) / 1000000))
+sleep 1.2 # the metrics file
+check "... one that does not come in time (6 s): reset after the 2.5 s wait, not held ($out in $ms ms; no_certificate $nocert0 -> $(refused no_certificate))" \
+	eval '[ "$out" = "1 error:ECONNRESET" ] && [ $ms -ge 2000 ] && [ $ms -lt 4500 ] &&
+	      [ "$(refused no_certificate)" = $((nocert0 + 1)) ]'
+km_istiod send '{"cmd": "ca", "delay_ms": 0}' >/dev/null
 
 [ $KM_FAIL = 0 ] || { km_dump_logs tunnel map-writer xds-agent; cat "$KM_DIR"/hbone-*.log "$KM_DIR/hbone-servers.out"; }
 km_check_summary tunnel_outbound

@@ -264,7 +264,8 @@ static void test_tunneled_workloads(void **state)
 			    "ipsec");
 	assert_string_equal(km_model_route_why(&f->m, km_model_find_workload(&f->m, "near"), NULL, 0),
 			    "same_node");
-	assert_string_equal(km_model_route_why(&f->m, none, NULL, 0), "no_hbone");
+	assert_string_equal(km_model_route_why(&f->m, km_model_find_workload(&f->m, "none"), NULL, 0),
+			    "no_hbone");
 	assert_string_equal(km_model_route_why(&f->m, km_model_find_workload(&f->m, "wp"), NULL, 1),
 			    "waypoint");
 	assert_string_equal(km_model_route_why(&f->m, NULL, NULL, 0), "outside_mesh");

@@ -279,7 +279,7 @@ static void test_hbone_streams(void **state)
 				      "src.namespace=far dst=10.0.0.2:8080 dst.service=web.t "
 				      "dst.workload=s dst.namespace=u "
 				      "src.identity=\"spiffe://cluster.local/ns/far/sa/x\" "
-				      "dst.identity=\"unknown\"\n"));
+				      "dst.identity=\"unknown\" route=hbone\n"));
 	assert_null(strstr(f.log, "src=10.0.0.1:40000 src.workload=c src.namespace=t dst=10.0.0.2:7070 "
 				  "dst.service=web.t dst.workload=s dst.namespace=u src.identity"));
 
