@@ -31,6 +31,26 @@ static void free_handle(uv_handle_t *h)
 	free(h);
 }
 
+int km_hbone_client_tick(struct km_hbone_client *c, uint64_t now_ms, uint64_t ping_ms)
+{
+	if (!c->ready || !c->session || c->closing || !ping_ms)
+		return 0;
+	if (c->ping_sent_ms) {
+		if (now_ms - c->ping_sent_ms < 2 * ping_ms)
+			return 0;
+		snprintf(c->error, sizeof(c->error), "no answer to a PING in %llu ms: gone",
+			 (unsigned long long)(2 * ping_ms));
+		km_hbone_client_close(c);
+		return 1;
+	}
+	if (now_ms - c->last_recv_ms >= ping_ms &&
+	    nghttp2_submit_ping(c->session, NGHTTP2_FLAG_NONE, NULL) == 0) {
+		c->ping_sent_ms = now_ms ? now_ms : 1;
+		flush(c);
+	}
+	return 0;
+}
+
 static void maybe_done(struct km_hbone_client *c);
 static void stream_free_if_done(struct hc_stream *st);
 
@@ -134,6 +154,8 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
 	struct hc_stream *st = stream_of(user, frame->hd.stream_id);
 
 	(void)session;
+	if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK))
+		((struct km_hbone_client *)user)->ping_sent_ms = 0; /* our PING answered */
 	if (!st)
 		return 0;
 	if (frame->hd.type == NGHTTP2_HEADERS && !st->answered && st->status >= 200)
@@ -242,6 +264,7 @@ static void tls_ready(struct km_tls_stream *s)
 		return;
 	}
 	c->ready = 1;
+	c->last_recv_ms = uv_now(c->loop);
 	uv_timer_stop(&c->timer);
 	if (c->ops.on_ready)
 		c->ops.on_ready(c);
@@ -259,6 +282,7 @@ void km_hbone_client_data(struct km_hbone_client *c, const uint8_t *data, size_t
 
 	if (!c->session || c->closing)
 		return;
+	c->last_recv_ms = uv_now(c->loop);
 	n = nghttp2_session_mem_recv(c->session, data, len);
 	if (n < 0) {
 		snprintf(c->error, sizeof(c->error), "HTTP/2: %s", nghttp2_strerror((int)n));

@@ -75,6 +75,7 @@ struct km_hbone_client {
 	unsigned n_streams;
 	uint64_t streams_total;
 	uint64_t opened_ms;
+	uint64_t last_recv_ms, ping_sent_ms; /* keepalive (km_hbone_client_tick) */
 	int ready, failed, closing, tcp_closed, timer_closed, flushing, tls_started;
 	struct km_turn_queue *turns; /* may be NULL: written at once */
 	struct km_turn_item flush_turn;
@@ -98,6 +99,10 @@ int km_hbone_client_open(struct km_hbone_client *c, uv_tcp_t *app,
 void km_hbone_client_data(struct km_hbone_client *c, const uint8_t *data, size_t len);
 /* May another stream go on this connection? */
 int km_hbone_client_has_room(const struct km_hbone_client *c);
+/* Keepalive, as ztunnel keeps its pooled connections: a PING once the server has been silent
+ * ping_ms, and the connection closed (its streams reset) when that PING is not answered within
+ * twice that. Call it every so often (a fraction of ping_ms). Returns 1 when it closed c. */
+int km_hbone_client_tick(struct km_hbone_client *c, uint64_t now_ms, uint64_t ping_ms);
 /* Close everything (the streams' applications reset); then on_closed. */
 void km_hbone_client_close(struct km_hbone_client *c);
 

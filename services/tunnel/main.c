@@ -159,8 +159,9 @@ int main(int argc, char **argv)
 		  "move while long streams live (0: at their end only; as the map writer's flag)",
 		  "KMESH_CONN_REPORT_INTERVAL", 0, 3600 },
 		{ "hbone-ping-ms", KM_OPT_UINT, &ping_ms, "MS",
-		  "an HBONE client silent this long is sent an HTTP/2 PING, and cut off when it has "
-		  "not answered it in twice as long (ztunnel: 10 s)", "KMESH_HBONE_PING_MS", 100,
+		  "an HBONE client (or, outbound, a pooled server) silent this long is sent an "
+		  "HTTP/2 PING, and cut off when it has not answered it in twice as long (ztunnel: "
+		  "10 s)", "KMESH_HBONE_PING_MS", 100,
 		  600000 },
 		{ "hbone-app-source", KM_OPT_FUNC, &app_from_caller, "caller|pod",
 		  "the source address an application sees on an HBONE stream's connection: caller "
@@ -263,6 +264,7 @@ int main(int argc, char **argv)
 		m.t.outbound.connect_ms = (unsigned)outbound_connect_ms;
 		m.t.outbound.idle_ms = (unsigned)outbound_idle_ms;
 		m.t.outbound.cert_wait_ms = (unsigned)outbound_cert_wait_ms;
+		m.t.outbound.ping_ms = (unsigned)ping_ms;
 	}
 	km_prom_file_init(&m.t.metrics, metrics_dir, "tunnel");
 	m.tick.data = &m;

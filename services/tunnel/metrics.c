@@ -122,11 +122,14 @@ static void outbound(const struct km_outbound *ob, struct km_prom *p)
 	km_prom_metric(p, "kmesh_tunnel_outbound_streams", "gauge",
 		       "HBONE streams open on them", km_outbound_streams(ob));
 	km_prom_family(p, "kmesh_tunnel_outbound_pool_connections_total", "counter",
-		       "HBONE connections the pool opened, and those that failed");
+		       "HBONE connections the pool opened, those that failed, and those closed when "
+		       "a PING went unanswered (ping: the server gone)");
 	km_prom_sample(p, "kmesh_tunnel_outbound_pool_connections_total", "result=\"opened\"",
 		       s->conns_opened);
 	km_prom_sample(p, "kmesh_tunnel_outbound_pool_connections_total", "result=\"failed\"",
 		       s->conns_failed);
+	km_prom_sample(p, "kmesh_tunnel_outbound_pool_connections_total", "result=\"ping\"",
+		       s->conns_ping);
 }
 
 static void render(const struct km_tunnel *t, struct km_prom *p)

@@ -416,6 +416,18 @@ static int cert_wait(struct km_outbound *ob, struct ob_pending *pd)
 	return 0;
 }
 
+/* The pool's keepalive (km_hbone_client_tick): a server gone without a word is found before a
+ * stream is sent to it. */
+static void on_ping_tick(uv_timer_t *t)
+{
+	struct km_outbound *ob = t->data;
+	uint64_t now = uv_now(ob->loop);
+
+	for (struct ob_pool *p = ob->pool; p; p = p->next)
+		if (km_hbone_client_tick(&p->c, now, ob->ping_ms))
+			ob->stats.conns_ping++;
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
 	struct km_outbound *ob = server->data;
@@ -549,8 +561,13 @@ int km_outbound_start(struct km_outbound *ob, uv_loop_t *loop, struct km_certs *
 	ob->connect_ms = KM_OUTBOUND_CONNECT_MS;
 	ob->idle_ms = KM_OUTBOUND_IDLE_MS;
 	ob->cert_wait_ms = KM_OUTBOUND_CERT_WAIT_MS;
+	ob->ping_ms = KM_OUTBOUND_PING_MS;
 	uv_timer_init(loop, &ob->cert_timer);
 	ob->cert_timer.data = ob;
+	uv_timer_init(loop, &ob->ping_timer);
+	ob->ping_timer.data = ob;
+	uv_timer_start(&ob->ping_timer, on_ping_tick, KM_OUTBOUND_PING_TICK_MS,
+		       KM_OUTBOUND_PING_TICK_MS);
 	ob->hbone_port = KM_HBONE_PORT;
 	if (uv_ip4_addr(address, KM_TUNNEL_OUTBOUND_PORT, &sa) != 0) {
 		km_error("--hbone-outbound-address '%s' is not an IPv4 address", address);
@@ -607,6 +624,7 @@ void km_outbound_stop(struct km_outbound *ob)
 	ob->stopping = 1;
 	on_cert_tick(&ob->cert_timer); /* the waiting ones: reset */
 	uv_close((uv_handle_t *)&ob->cert_timer, NULL);
+	uv_close((uv_handle_t *)&ob->ping_timer, NULL);
 	if (ob->listening)
 		uv_close((uv_handle_t *)&ob->listener, NULL);
 	ob->listening = 0;

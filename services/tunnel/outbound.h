@@ -40,6 +40,8 @@
 #define KM_OUTBOUND_CERT_WAIT_MS 5000 /* a connection whose pod's certificate is still being
 				       * fetched waits this long at most (0: not at all) */
 #define KM_OUTBOUND_CERT_TICK_MS 20   /* how often the waiting ones look again */
+#define KM_OUTBOUND_PING_MS 10000     /* a pooled server silent this long gets a PING (ztunnel) */
+#define KM_OUTBOUND_PING_TICK_MS 250  /* how often the pool's keepalive looks */
 
 /* Why a connection was reset instead of relayed (kmesh_tunnel_outbound_refused_total{reason}). */
 enum km_outbound_refusal {
@@ -62,6 +64,7 @@ struct km_outbound_stats {
 	uint64_t conns_opened, conns_failed;
 	uint64_t bytes_out, bytes_in; /* the applications' bytes sent and received, ended streams */
 	uint64_t cert_waits;          /* connections that waited for their pod's certificate */
+	uint64_t conns_ping;          /* pooled connections closed: a PING unanswered */
 };
 
 struct ob_pool;
@@ -87,7 +90,8 @@ struct km_outbound {
 	/* connections waiting for their pod's certificate (counted in n_pending), oldest first */
 	struct ob_pending *cert_head, *cert_tail;
 	uv_timer_t cert_timer;
-	unsigned connect_ms, idle_ms, cert_wait_ms;
+	uv_timer_t ping_timer; /* the pool's keepalive, every KM_OUTBOUND_PING_TICK_MS */
+	unsigned connect_ms, idle_ms, cert_wait_ms, ping_ms;
 	uint16_t hbone_port; /* the servers' (15008) */
 	struct km_outbound_stats stats;
 	int stopping;

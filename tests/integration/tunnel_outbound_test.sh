@@ -22,6 +22,7 @@ source "$(dirname "$0")/../lib/tunnel-env.sh"
 trap 'km_env_cleanup' EXIT
 export KM_TUNNEL_OUTBOUND=169.254.20.15
 KM_TUNNEL_ARGS="--hbone-outbound-connect-timeout-ms 1500 --hbone-outbound-cert-wait-ms 2500"
+KM_TUNNEL_PING_MS=500
 km_tunnel_env_setup kmo$$
 pod_add c1 mesh
 C1=$(ip_of c1)
@@ -46,11 +47,13 @@ ip -n "$R" route add default via 10.126.0.1
 REMOTE_ID=spiffe://$TD/ns/remote/sa/server
 client_cert remote "$REMOTE_ID"
 client_cert impostor "spiffe://$TD/ns/remote/sa/other"
+declare -A SERVER_PID=()
 server() { # server ADDR NAME CERT [options]
 	ip netns exec "$R" "$KM_PY" "$KM_ROOT/tests/lib/hbone_server.py" "$1" --name "$2" \
 		--cert "$KM_DIR/pki/$3.pem" --key "$KM_DIR/pki/$3.key" --ca "$KM_DIR/pki/ca.pem" \
 		--log "$KM_DIR/hbone-$2.log" "${@:4}" >>"$KM_DIR/hbone-servers.out" 2>&1 &
 	KM_PIDS+=($!)
+	SERVER_PID[$2]=$!
 }
 server 10.126.0.50 r1 remote
 server 10.126.0.51 denies remote --status 401
@@ -184,6 +187,21 @@ check "... each counted by reason (401, 503, connect x3): $(grep outbound_refuse
 	eval '[ "$(refused status_401)" = 1 ] && [ "$(refused status_503)" = 1 ] && [ "$(refused connect)" = 3 ] &&
 	      [ "$(metric kmesh_tunnel_outbound_relayed_total)" = 4 ]'
 
+# keepalive (--hbone-ping-ms 500 here; ztunnel's 10 s): the 503 server's pooled connection, idle,
+# its server stopped (gone without a FIN): PINGed, and closed once the PING goes unanswered;
+# r1's, whose server answers its PINGs, stays
+ping0=$(metric 'kmesh_tunnel_outbound_pool_connections_total{result="ping"}')
+kill -STOP "${SERVER_PID[busy]}"
+gone() {
+	sleep 0.2
+	! CTL dump tunnels | grep -q "10.126.0.55:15008" &&
+		[ "$(metric 'kmesh_tunnel_outbound_pool_connections_total{result="ping"}')" = $((ping0 + 1)) ]
+}
+check "keepalive: a pooled server gone silent is PINGed, and its connection closed when the PING goes unanswered" \
+	eventually gone
+check "... an idle one whose server answers stays ($(CTL dump tunnels | grep -c "10.126.0.50:15008") to r1)" \
+	eval 'CTL dump tunnels | grep -q "10.126.0.50:15008"'
+kill -CONT "${SERVER_PID[busy]}"
 check "... and no stream is left counted open once they all ended (the bound of 16,384 counts these)" \
 	eventually eval '[ "$(metric kmesh_tunnel_outbound_streams)" = 0 ]'
 
