@@ -2,7 +2,10 @@
 # hbone_load_test.sh — the tunnel under HBONE load (issue 48's tests; the node of
 # tests/lib/tunnel-env.sh, an independent python3-h2 client sending as a ztunnel):
 #   - 1,000 CONNECT streams on one TLS connection, at most 100 open at once (ztunnel's pool per
-#     connection), each answered with the application's bytes;
+#     connection), each answered with the application's bytes; then a burst of 1,600 new streams
+#     at once (8 connections of 200): every one 200 (it found two faults in the sockets the map
+#     writer hands the tunnel: "ask again" answered 503, and a reply's drain closing the next
+#     reply's socket);
 #   - the destination's certificate renewed (10 s TTL) while streams are open: they carry on to
 #     their end, and a new connection gets the new certificate;
 #   - keepalive: an idle client that answers the tunnel's PINGs stays, one that answers nothing
