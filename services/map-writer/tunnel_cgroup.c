@@ -11,36 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "shared/cgroup2.h"
+
 #define WALK_DEPTH 32 /* cgroup trees are a dozen deep at most (kubepods/burstable/pod/ctr) */
-
-/* The mount point of the cgroup2 filesystem holding path (the longest one that is a prefix of
- * its real path) into out. Returns 0, or -1. */
-static int cgroup2_root(const char *path, char *out, size_t len)
-{
-	char real[PATH_MAX], line[4096];
-	size_t best = 0;
-	FILE *f;
-
-	if (!realpath(path, real) || !(f = fopen("/proc/self/mountinfo", "re")))
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		char mnt[PATH_MAX], *sep = strstr(line, " - ");
-		size_t n;
-
-		/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS... - FSTYPE SOURCE SUPEROPTIONS" */
-		if (!sep || strncmp(sep, " - cgroup2 ", 11) ||
-		    sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
-			continue;
-		n = strlen(mnt);
-		if (n > best && !strncmp(real, mnt, n) && (real[n] == '/' || real[n] == '\0' ||
-							    n == 1)) {
-			best = n;
-			snprintf(out, len, "%s", mnt);
-		}
-	}
-	fclose(f);
-	return best ? 0 : -1;
-}
 
 /* Depth-first under dirfd (a cgroup directory) for a directory with inode id. Returns an fd of
  * it, or -ENOENT. */
@@ -79,7 +52,7 @@ int km_cgroup_open_by_id(const char *within, uint64_t id)
 	struct stat st;
 	int fd;
 
-	if (cgroup2_root(within, root, sizeof(root)) != 0)
+	if (km_cgroup2_mount(within, root, sizeof(root)) != 0)
 		return -ENOENT;
 	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)

@@ -6,9 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <limits.h>
 #include <sys/random.h>
-#include <sys/stat.h>
 #include <sys/socket.h>
 
 #include "kmesh_maps.h"
@@ -16,6 +14,7 @@
 #include "services/tunnel/h2_relay.h"
 #include "services/tunnel/hbone_client.h"
 #include "shared/addr.h"
+#include "shared/cgroup2.h"
 #include "shared/log.h"
 
 const char *const km_outbound_refusal_names[KM_OB_REFUSALS] = {
@@ -489,39 +488,6 @@ static void on_connection(uv_stream_t *server, int status)
 
 /* ---- this process's cgroup, for the map writer --------------------------------------------- */
 
-uint64_t km_own_cgroup_id(void)
-{
-	char line[4096], path[4096], mnt[PATH_MAX] = "";
-	struct stat st;
-	FILE *f;
-
-	path[0] = '\0';
-	if (!(f = fopen("/proc/self/cgroup", "re")))
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "0::", 3)) {
-			line[strcspn(line, "\n")] = '\0';
-			snprintf(path, sizeof(path), "%s", line + 3);
-		}
-	fclose(f);
-	if (!path[0] || !(f = fopen("/proc/self/mountinfo", "re")))
-		return 0;
-	while (!mnt[0] && fgets(line, sizeof(line), f)) { /* the first cgroup2 mount */
-		char *sep = strstr(line, " - ");
-
-		if (sep && !strncmp(sep, " - cgroup2 ", 11) &&
-		    sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
-			mnt[0] = '\0';
-	}
-	fclose(f);
-	if (!mnt[0] || strlen(mnt) + strlen(path) + 1 >= sizeof(line))
-		return 0;
-	strcpy(line, mnt); /* (lengths checked above) */
-	if (strcmp(path, "/"))
-		strcat(line, path);
-	return stat(line, &st) == 0 ? (uint64_t)st.st_ino : 0;
-}
-
 static void cgroup_told(struct km_peer_link *l, void *arg, const Kmesh__Ipc__Reply *reply)
 {
 	(void)l;
@@ -599,7 +565,7 @@ int km_outbound_start(struct km_outbound *ob, uv_loop_t *loop, struct km_certs *
 		km_warn("HBONE outbound without --xds-socket: no destination can be checked; every "
 			"connection is reset");
 	}
-	ob->cgroup_id = km_own_cgroup_id();
+	ob->cgroup_id = km_cgroup2_self_id();
 	if (!ob->cgroup_id)
 		km_warn("HBONE outbound: cannot read this process's cgroup (/proc/self/cgroup and a "
 			"cgroup2 mount): the map writer must be given it (--tunnel-cgroup PATH)");

@@ -105,8 +105,6 @@ extern const char *const km_outbound_refusal_names[KM_OB_REFUSALS];
 int km_outbound_start(struct km_outbound *ob, uv_loop_t *loop, struct km_certs *certs,
 		      struct km_tunnel_pods *pods, const char *address, const char *xds_socket,
 		      const char *mw_socket);
-/* The id of the calling process's cgroup (the inode of its cgroup-v2 directory), or 0. */
-uint64_t km_own_cgroup_id(void);
 void km_outbound_stop(struct km_outbound *ob);
 /* The pool, as kmeshctl dump tunnels shows it: each connection's peer, identities, streams, age
  * and bytes (a new reference). */
