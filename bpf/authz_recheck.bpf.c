@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* authz_recheck.bpf.c — closes the open connections that the current authorization policies
  * deny. A TCP socket iterator, run by the map writer inside one enrolled pod's network namespace
- * after policies change: every connection the pod accepted (KM_SOCK_F_INBOUND, marked by
- * sockops.bpf.c) is decided again exactly as its SYN was (bpf/lib/authz.h), and a denied one is
+ * after policies change: every connection the pod accepted (a socket with its listener's accept
+ * backlog: lib/conn_events.h, km_conn_direction) is decided again exactly as its SYN was (bpf/lib/authz.h), and a denied one is
  * destroyed with bpf_sock_destroy (both ends see a reset). One km_authz_closed record per closed
  * socket goes to the iterator's output, for the map writer's log. */
 #include "vmlinux.h"
@@ -45,7 +45,6 @@ int km_authz_recheck(struct bpf_iter__tcp *ctx)
 	struct km_authz_conn c = { .recheck = 1 };
 	struct km_authz_closed rec = {};
 	struct km_authz_result r;
-	struct km_sock_state *st;
 	struct tcp_sock *tp;
 
 	if (!skc || (km_config_flags() & KM_CFG_F_AUTHZ_OFF))
@@ -57,9 +56,8 @@ int km_authz_recheck(struct bpf_iter__tcp *ctx)
 	tp = bpf_skc_to_tcp_sock(skc); /* full sockets only: not request (or time-wait) ones */
 	if (!tp)
 		return 0;
-	st = bpf_sk_storage_get(&km_sock, tp, 0, 0);
-	if (!st || !(st->flags & KM_SOCK_F_INBOUND))
-		return 0;
+	if (!tp->inet_conn.icsk_inet.sk.sk_max_ack_backlog)
+		return 0; /* made by the pod (connect()), not accepted */
 	if (tp->inet_conn.icsk_inet.sk.sk_rx_dst_ifindex == KM_LOOPBACK_IFINDEX)
 		return 0; /* the pod talking to itself: its SYN was not decided either */
 	if (conn_of(skc, &c) != 0)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* conn_close.bpf.c — cgroup/sock_release: uncounts a connection the power-of-two-choices pick
- * counted (sockops counted it at establishment), and while monitoring is on, reports the close of
+ * counted (connect() counted it: lib/sock_state.h), and while monitoring is on, reports the close of
  * an enrolled pod's TCP connection with its byte counters (lib/conn_events.h). One run per socket
  * the application closes, instead of sockops state callbacks on every TCP state change.
  *
@@ -22,10 +22,9 @@
 /* weak: on a kernel without it the map writer loads the compat program instead */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 
-/* Uncounts a P2C-counted connection, and gives the direction of a monitored TCP socket of an
- * enrolled pod, or 0: not one to report. Only an accepted connection has a record that says so
- * (sockops marks it inbound). */
-static __always_inline __u8 km_release_direction(struct bpf_sock *sk)
+/* Uncounts a P2C-counted connection; says whether this is a TCP socket of an enrolled pod whose
+ * close monitoring reports. */
+static __always_inline int km_release_reported(struct bpf_sock *sk)
 {
 	struct km_sock_state *st;
 
@@ -36,9 +35,8 @@ static __always_inline __u8 km_release_direction(struct bpf_sock *sk)
 		st->flags &= ~KM_SOCK_F_COUNTED;
 		km_conn_count_add(st->backend_id, -1);
 	}
-	if (!km_monitoring() || !km_netns_managed(sk) || (st && (st->flags & KM_SOCK_F_VIA_TUNNEL)))
-		return 0; /* (the tunnel reports connections it carries over HBONE) */
-	return st && (st->flags & KM_SOCK_F_INBOUND) ? KM_CONN_INBOUND : KM_CONN_OUTBOUND;
+	/* (the tunnel reports connections it carries over HBONE) */
+	return km_monitoring() && km_netns_managed(sk) && !(st && (st->flags & KM_SOCK_F_VIA_TUNNEL));
 }
 
 SEC("cgroup/sock_release")
@@ -46,16 +44,15 @@ int km_sock_release(struct bpf_sock *sk)
 {
 	__u32 state = sk->state; /* first: a ctx field read after the branches below would be
 				  * read through a moved ctx pointer, which the verifier refuses */
-	__u8 direction = km_release_direction(sk);
 	struct km_tcp_counters c;
 	const struct tcp_sock *tp;
 
-	if (!direction)
+	if (!km_release_reported(sk))
 		return KM_SOCK_RELEASE_OK;
 	tp = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
 	KM_TCP_COUNTERS(tp, &c, KM_READ_PLAIN, KM_READ_INTO_PLAIN);
-	if (km_conn_was_open(state, &c, direction))
-		km_conn_close(sk, state, &c, direction);
+	if (km_conn_was_open(state, &c, km_conn_direction(&c)))
+		km_conn_close(sk, state, &c, km_conn_direction(&c));
 	return KM_SOCK_RELEASE_OK;
 }
 
@@ -63,15 +60,14 @@ SEC("cgroup/sock_release")
 int km_sock_release_compat(struct bpf_sock *sk)
 {
 	__u32 state = sk->state; /* first, as above */
-	__u8 direction = km_release_direction(sk);
 	struct km_tcp_counters c;
 	const struct tcp_sock *tp = (const void *)sk;
 
-	if (!direction)
+	if (!km_release_reported(sk))
 		return KM_SOCK_RELEASE_OK;
 	KM_TCP_COUNTERS(tp, &c, BPF_CORE_READ, BPF_CORE_READ_INTO);
-	if (km_conn_was_open(state, &c, direction))
-		km_conn_close(sk, state, &c, direction);
+	if (km_conn_was_open(state, &c, km_conn_direction(&c)))
+		km_conn_close(sk, state, &c, km_conn_direction(&c));
 	return KM_SOCK_RELEASE_OK;
 }
 

@@ -38,8 +38,8 @@ int km_conn_progress(struct bpf_iter__tcp *ctx)
 	st = bpf_sk_storage_get(&km_sock, tp, 0, 0);
 	if (st && (st->flags & KM_SOCK_F_VIA_TUNNEL))
 		return 0; /* the tunnel reports it */
-	direction = st && (st->flags & KM_SOCK_F_INBOUND) ? KM_CONN_INBOUND : KM_CONN_OUTBOUND;
 	KM_TCP_COUNTERS(tp, &c, KM_READ_PLAIN, KM_READ_INTO_PLAIN);
+	direction = km_conn_direction(&c);
 	if (!km_conn_was_open(state, &c, direction))
 		return 0;
 	km_conn_counted(&rec, bpf_get_socket_cookie(tp), state, &c, direction);

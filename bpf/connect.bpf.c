@@ -78,18 +78,20 @@ static __always_inline enum km_verdict km_connect_decide(struct bpf_sock_addr *c
 	 * largest cost of this program): the TLV for a waypoint, the count for a P2C service. A
 	 * waypoint must get the original destination: without a record it could not, so such a
 	 * connection fails rather than reaching the waypoint without it. Monitoring needs none:
-	 * a ring-buffer record names the original destination, which sockops' open then carries. */
+	 * a ring-buffer record names the original destination, which the map writer joins to the
+	 * connection's first report. (The tunnel reports what it carries itself.) */
 	if (t->via == KM_VIA_TUNNEL) {
 		km_tunnel_record(ctx->sk, dst, port, &t->to);
-	} else if (t->via || t->backend_id) {
-		if (km_sock_record(ctx->sk, dst, port, t->via ? KM_SOCK_F_VIA_WAYPOINT : 0,
-				   t->backend_id) != 0 && t->via) {
-			km_count_refusal(KM_REFUSED_WAYPOINT);
-			return KM_REFUSE;
-		}
-	} else if (km_monitoring()) {
-		km_conn_dial(ctx, dst, port);
+		return KM_REWRITE;
 	}
+	if ((t->via || t->backend_id) &&
+	    km_sock_record(ctx->sk, dst, port, t->via ? KM_SOCK_F_VIA_WAYPOINT : 0, t->backend_id) != 0 &&
+	    t->via) {
+		km_count_refusal(KM_REFUSED_WAYPOINT);
+		return KM_REFUSE;
+	}
+	if (km_monitoring())
+		km_conn_dial(ctx, dst, port);
 	return KM_REWRITE;
 }
 

@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* sockops.bpf.c — per-connection bookkeeping of sockets that connect.bpf.c rewrote: live
- * connection counts per backend (established .. released), for the power-of-two-choices pick, and
- * the hand-over of waypoint sockets to the sk_msg program that prepends the TLV. (The count goes
- * down in conn_close.bpf.c, when the application releases the socket.) Also marks the
- * connections an enrolled pod accepts, which authz_recheck.bpf.c re-decides on policy changes,
- * and, while monitoring is on, reports enrolled pods' connections as they are established
- * (lib/conn_events.h). */
+/* sockops.bpf.c — what only an established connection can be given: the hand-over of a waypoint
+ * socket to the sk_msg program that prepends the TLV (a sockhash takes established sockets
+ * only), the tunnel's record of a connection it carries (keyed by the client's port, picked after
+ * connect()), and, while the access log wants them, reports of enrolled pods' connections as
+ * they are established (lib/conn_events.h). The kernel runs a sockops program five times per
+ * active open and four per accept once it is attached, whatever it does: so the map writer
+ * attaches it only while one of those jobs exists (docs/map-writer.md, "Programs on demand").
+ * Connection counts (connect.bpf.c, conn_close.bpf.c) and the direction of a connection
+ * (lib/conn_events.h) need none of it. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 
 #include "lib/maps.h"
 #include "lib/config.h"
-#include "lib/conn_count.h"
 #include "lib/conn_events.h"
 #include "lib/manage.h"
 #include "lib/addr.h"
@@ -19,12 +20,13 @@
 #define KM_SOCKOPS_OK 1
 
 /* Monitoring: report an enrolled pod's new connection. Its close is reported by
- * conn_close.bpf.c when the application lets the socket go: no state callbacks, no storage. */
-static __always_inline void km_monitor_open(struct bpf_sock_ops *skops,
-					    const struct km_sock_state *st, __u8 direction)
+ * conn_close.bpf.c when the application lets the socket go: no state callbacks, no storage.
+ * Without this report (sockops detached) the agent counts a connection opened when it first
+ * hears of it: its open connections' report or its close. */
+static __always_inline void km_monitor_open(struct bpf_sock_ops *skops, __u8 direction)
 {
 	if (km_monitoring() && km_netns_managed(skops))
-		km_conn_open(skops, st, direction);
+		km_conn_open(skops, direction);
 }
 
 /* A connection connect() sent to the tunnel is established: its record, under the address and
@@ -68,15 +70,9 @@ static __always_inline void km_on_established(struct bpf_sock_ops *skops)
 		return;
 	st = bpf_sk_storage_get(&km_sock, sk, 0, 0);
 	if (!st || !(st->flags & KM_SOCK_F_VIA_TUNNEL)) /* the tunnel reports those (mutual TLS) */
-		km_monitor_open(skops, st, KM_CONN_OUTBOUND);
+		km_monitor_open(skops, KM_CONN_OUTBOUND);
 	if (!st)
 		return;
-	/* uncounted by conn_close.bpf.c when the application lets the socket go: no state
-	 * callbacks */
-	if (st->backend_id && !(st->flags & KM_SOCK_F_COUNTED)) {
-		km_conn_count_add(st->backend_id, 1);
-		st->flags |= KM_SOCK_F_COUNTED;
-	}
 	if (st->flags & KM_SOCK_F_VIA_TUNNEL)
 		km_tunnel_hand_over(skops);
 	if ((st->flags & KM_SOCK_F_VIA_WAYPOINT) && !(st->flags & KM_SOCK_F_TLV_SENT)) {
@@ -86,21 +82,12 @@ static __always_inline void km_on_established(struct bpf_sock_ops *skops)
 	}
 }
 
-/* A connection an enrolled pod accepted: remember its direction, which the socket itself does not
- * say, so a later policy change can find and close it if it becomes denied, and its close is
- * reported as inbound. */
+/* A connection an enrolled pod accepted: its open report. (Its direction needs no record: the
+ * socket keeps its listener's backlog, lib/conn_events.h.) */
 static __always_inline void km_on_passive_established(struct bpf_sock_ops *skops)
 {
-	struct bpf_sock *sk = skops->sk;
-	struct km_sock_state *st;
-
-	if (!sk || !km_netns_managed(skops))
-		return;
-	st = bpf_sk_storage_get(&km_sock, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	if (st)
-		st->flags |= KM_SOCK_F_INBOUND;
-	if (km_monitoring())
-		km_conn_open(skops, NULL, KM_CONN_INBOUND);
+	if (km_monitoring() && km_netns_managed(skops))
+		km_conn_open(skops, KM_CONN_INBOUND);
 }
 
 SEC("sockops")

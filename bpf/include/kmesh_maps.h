@@ -223,13 +223,14 @@ struct km_port_override_value {
 	__u16 pad;
 };
 
-/* km_sock: socket storage of a socket in an enrolled pod: one whose destination was rewritten,
- * or one the pod accepted (KM_SOCK_F_INBOUND, so authorization can re-check it later). */
+/* km_sock: socket storage of a socket in an enrolled pod whose destination was rewritten and
+ * that something reads later (a waypoint's TLV, a P2C count, the tunnel, a DNS reply): accepted
+ * sockets and plain connections have none. */
 #define KM_SOCK_F_VIA_WAYPOINT 0x1 /* sent to a waypoint: the TLV goes first */
 #define KM_SOCK_F_TLV_SENT 0x2     /* the TLV was prepended (exactly once) */
 #define KM_SOCK_F_COUNTED 0x4      /* counted in km_conn_count[backend_id] until it closes */
 #define KM_SOCK_F_DNS 0x8          /* DNS sent to the node-local resolver: replies get orig_addr */
-#define KM_SOCK_F_INBOUND 0x10     /* accepted by an enrolled pod: subject to its authz policies */
+/* 0x10 was KM_SOCK_F_INBOUND (accepted: sockops marked it; the socket says so itself now) */
 /* 0x20 was KM_SOCK_F_MONITORED (layouts <= 3 kept monitoring state per socket): not reused */
 #define KM_SOCK_F_VIA_TUNNEL 0x40  /* sent to the tunnel's outbound listener: km_sock_tunnel says
 				    * where the tunnel must take it (HBONE) */

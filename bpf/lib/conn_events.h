@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* conn_events.h — connection reports for metrics and the access log, without storage per
  * connection: connect4/6 report where a rewritten connection was meant to go (a km_conn_dial,
- * keyed by the socket cookie), sockops reports its establishment (KM_CONN_OPEN, the 4-tuple),
- * and cgroup/sock_release its close with the TCP counters (KM_CONN_CLOSE). The map writer joins
- * a dial to its open by cookie. One record each in the km_conn_events ring buffer, or a counted
+ * keyed by the socket cookie), sockops its establishment while it is attached (KM_CONN_OPEN, the
+ * 4-tuple; only while the access log wants opens), and cgroup/sock_release its close with the
+ * TCP counters (KM_CONN_CLOSE). The map writer joins a dial to the connection's first report
+ * by cookie. One record each in the km_conn_events ring buffer, or a counted
  * drop when the reader is behind. Only while monitoring is on, and only enrolled pods'
  * sockets. */
 #ifndef KM_BPF_CONN_EVENTS_H
@@ -65,8 +66,7 @@ static __always_inline void km_conn_submit(void *e)
 				      KM_CONN_EVENTS_BYTES / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 }
 
-/* Where the application asked a rewritten connection to go: connect4/6 (cookie from ctx), or
- * sockops for a socket that kept it in its own record (a waypoint's or a P2C pick's). */
+/* Where the application asked a rewritten connection to go: connect4/6, cookie from ctx. */
 static __always_inline void km_conn_dial(void *ctx, const struct km_addr *orig, __u16 orig_port_nbo)
 {
 	struct km_conn_dial *d = km_conn_reserve(sizeof(*d));
@@ -81,8 +81,7 @@ static __always_inline void km_conn_dial(void *ctx, const struct km_addr *orig, 
 }
 
 /* sockops, at establishment: the connection as connected. */
-static __always_inline void km_conn_open(struct bpf_sock_ops *skops, const struct km_sock_state *st,
-					 __u8 direction)
+static __always_inline void km_conn_open(struct bpf_sock_ops *skops, __u8 direction)
 {
 	struct km_addr local, remote;
 	struct km_conn_open *o;
@@ -106,8 +105,6 @@ static __always_inline void km_conn_open(struct bpf_sock_ops *skops, const struc
 	if (km_addr_is_loopback(&local) || km_addr_is_loopback(&remote) ||
 	    km_sockops_mark(skops) == KM_TUNNEL_APP_MARK)
 		return; /* the pod's own traffic, or the tunnel's: see km_conn_was_open */
-	if (st && st->orig_port && direction == KM_CONN_OUTBOUND)
-		km_conn_dial(skops, &st->orig_addr, st->orig_port);
 	if (!(o = km_conn_reserve(sizeof(*o))))
 		return;
 	o->cookie = bpf_get_socket_cookie(skops);
@@ -141,7 +138,18 @@ struct km_tcp_counters {
 	struct km_addr local, remote;
 	__u16 family, lport, rport; /* ports in host byte order */
 	__u32 mark;
+	__u32 accept_backlog; /* the listener's, on a socket the pod accepted (km_conn_direction) */
 };
+
+/* Did the pod accept this connection or make it? An accepted socket starts as a copy of its
+ * listener and keeps the listener's accept backlog (sk_max_ack_backlog), which a socket that
+ * connect()ed never has: the direction without a record per socket, so accepting costs no
+ * program. (A listener made with listen(fd, 0) has no backlog: its connections read as
+ * outbound.) */
+static __always_inline __u8 km_conn_direction(const struct km_tcp_counters *c)
+{
+	return c->accept_backlog ? KM_CONN_INBOUND : KM_CONN_OUTBOUND;
+}
 
 /* READ and READ_INTO for a socket pointer the program may load from directly (a BTF pointer). */
 #define KM_READ_PLAIN(p, f) ((p)->f)
@@ -163,6 +171,7 @@ struct km_tcp_counters {
 		(c)->skc_flags = READ(tp, inet_conn.icsk_inet.sk.__sk_common.skc_flags);           \
 		(c)->family = READ(tp, inet_conn.icsk_inet.sk.__sk_common.skc_family);             \
 		(c)->mark = READ(tp, inet_conn.icsk_inet.sk.sk_mark);                              \
+		(c)->accept_backlog = READ(tp, inet_conn.icsk_inet.sk.sk_max_ack_backlog);         \
 		if ((c)->family == KM_AF_INET) {                                                   \
 			km_addr_from_v4(&(c)->local,                                               \
 					READ(tp, inet_conn.icsk_inet.sk.__sk_common.skc_rcv_saddr)); \

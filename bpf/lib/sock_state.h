@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* sock_state.h — the per-socket record (km_sock socket storage): the original destination and
- * what was done to the socket, for sockops (connection counts), sk_msg (the waypoint TLV) and
- * recvmsg (DNS reply source). */
+ * what was done to the socket, for sock_release (connection counts), sockops and sk_msg (the
+ * waypoint TLV, the tunnel's hand-over) and recvmsg (DNS reply source). */
 #ifndef KM_BPF_SOCK_STATE_H
 #define KM_BPF_SOCK_STATE_H
 
 #include "maps.h"
+#include "conn_count.h"
 
 /* Record where the application wanted to go. Returns 0, or -1 when no storage could be had. */
 static __always_inline int km_sock_record(struct bpf_sock *sk, const struct km_addr *orig,
@@ -20,10 +21,20 @@ static __always_inline int km_sock_record(struct bpf_sock *sk, const struct km_a
 		return -1;
 	__builtin_memcpy(&st->orig_addr, orig, sizeof(st->orig_addr));
 	st->orig_port = orig_port;
-	/* a socket still counted (connect() again after a failure) stays counted until it closes */
+	/* The backend's live connections count this one from its connect() until the application
+	 * lets the socket go (conn_close.bpf.c): a connection being made is load too, and counting
+	 * here needs no program at establishment. A socket connecting again after a failure moves
+	 * its count to the new pick. */
+	if ((st->flags & KM_SOCK_F_COUNTED) && st->backend_id != backend_id) {
+		km_conn_count_add(st->backend_id, -1);
+		st->flags &= ~KM_SOCK_F_COUNTED;
+	}
 	st->flags = flags | (st->flags & KM_SOCK_F_COUNTED);
-	if (!(st->flags & KM_SOCK_F_COUNTED))
-		st->backend_id = backend_id;
+	st->backend_id = backend_id;
+	if (backend_id && !(st->flags & KM_SOCK_F_COUNTED)) {
+		km_conn_count_add(backend_id, 1);
+		st->flags |= KM_SOCK_F_COUNTED;
+	}
 	return 0;
 }
 

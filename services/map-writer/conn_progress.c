@@ -33,6 +33,8 @@ static void pass_done(uv_work_t *req, int status)
 
 	p->busy = 0;
 	if (status == UV_ECANCELED || p->closing) {
+		if (!p->closing)
+			km_mw_events_pass_end(p->events);
 		if (uv_is_closing((uv_handle_t *)&p->timer)) { /* its close callback left them */
 			free(p->recs);
 			p->recs = NULL;
@@ -46,6 +48,7 @@ static void pass_done(uv_work_t *req, int status)
 	km_mw_events_read(p->events);
 	for (size_t i = 0; i < p->n; i++)
 		km_mw_events_progress(p->events, &p->recs[i]);
+	km_mw_events_pass_end(p->events);
 	km_mw_events_flush(p->events);
 	p->reported += p->n;
 	if (p->pass_skipped)
@@ -71,8 +74,10 @@ static void on_timer(uv_timer_t *t)
 	p->n = 0;
 	p->pass_skipped = 0;
 	p->work.data = p;
+	km_mw_events_pass_begin(p->events); /* before the pass reads a socket */
 	if (uv_queue_work(p->loop, &p->work, run_pass, pass_done) != 0) {
 		km_warn("connection reports: cannot queue the pass over open connections");
+		km_mw_events_pass_end(p->events);
 		return;
 	}
 	p->busy = 1;

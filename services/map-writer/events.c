@@ -99,12 +99,30 @@ static struct km_mw_event_slot *next_slot(struct km_mw_events *ev, uint32_t kind
 	return slot;
 }
 
-/* A report with the byte counters: a close, or an open connection's counters so far. */
+/* An outbound connection's original destination, from its dial, into its first report. Taken
+ * even with nobody to tell: the entry is done with. */
+static void join_dial(struct km_mw_events *ev, struct km_mw_event_slot *slot, uint8_t direction,
+		      uint64_t cookie)
+{
+	struct km_addr orig;
+	uint16_t port;
+
+	if (direction == KM_CONN_OUTBOUND && km_dial_cache_take(&ev->dials_pending, cookie, &orig, &port) &&
+	    slot) {
+		set_bytes(&slot->msg.orig_dst, slot->orig, &orig);
+		slot->msg.orig_dport = port;
+	}
+}
+
+/* A report with the byte counters: a close, or an open connection's counters so far. Without an
+ * open report (sockops is attached only while something needs it: docs/map-writer.md) the first
+ * of these carries the dial. */
 static void add_counted(struct km_mw_events *ev, uint32_t kind, const struct km_conn_close *c)
 {
 	struct km_mw_event_slot *slot = next_slot(ev, kind, c->direction, c->cookie, c->ts_ns, &c->src,
 						  &c->dst, c->sport, c->dport);
 
+	join_dial(ev, slot, c->direction, c->cookie);
 	if (slot) {
 		slot->msg.sent_bytes = c->sent_bytes;
 		slot->msg.received_bytes = c->received_bytes;
@@ -129,19 +147,16 @@ static int on_conn_event(void *ctx, void *data, size_t size)
 	}
 	if (size == sizeof(struct km_conn_open)) {
 		const struct km_conn_open *o = data;
-		struct km_addr orig;
-		uint16_t port;
 
 		slot = next_slot(ev, KM_CONN_OPEN, o->direction, o->cookie, o->ts_ns, &o->src, &o->dst,
 				 o->sport, o->dport);
-		/* taken even with nobody to tell: the entry is done with */
-		if (o->direction == KM_CONN_OUTBOUND &&
-		    km_dial_cache_take(&ev->dials_pending, o->cookie, &orig, &port) && slot) {
-			set_bytes(&slot->msg.orig_dst, slot->orig, &orig);
-			slot->msg.orig_dport = port;
-		}
+		join_dial(ev, slot, o->direction, o->cookie);
 	} else if (size == sizeof(struct km_conn_close)) {
-		add_counted(ev, KM_CONN_CLOSE, data);
+		const struct km_conn_close *c = data;
+
+		if (ev->in_pass)
+			km_cookie_set_add(&ev->closed_in_pass, c->cookie);
+		add_counted(ev, KM_CONN_CLOSE, c);
 		return 0;
 	} else {
 		return 0; /* not a record this build knows */
@@ -151,9 +166,27 @@ static int on_conn_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+void km_mw_events_pass_begin(struct km_mw_events *ev)
+{
+	km_cookie_set_clear(&ev->closed_in_pass);
+	ev->in_pass = 1;
+}
+
 void km_mw_events_progress(struct km_mw_events *ev, const struct km_conn_close *c)
 {
+	/* read before it closed, and its close already sent: a report after the close would make
+	 * a subscriber count a connection that is gone (it counts one opened at its first report) */
+	if (km_cookie_set_may_have(&ev->closed_in_pass, c->cookie)) {
+		ev->progress_after_close++;
+		return;
+	}
 	add_counted(ev, KM_CONN_PROGRESS, c);
+}
+
+void km_mw_events_pass_end(struct km_mw_events *ev)
+{
+	ev->in_pass = 0;
+	km_cookie_set_clear(&ev->closed_in_pass);
 }
 
 void km_mw_events_flush(struct km_mw_events *ev)
@@ -211,7 +244,8 @@ int km_mw_events_start(struct km_mw_events *ev, uv_loop_t *loop, struct km_ipc_s
 	ev->srv = srv;
 	ev->fd_drops = fd_drops;
 	ev->batch = calloc(KM_EVENTS_BATCH, sizeof(*ev->batch));
-	if (!ev->batch || km_dial_cache_init(&ev->dials_pending) != 0) {
+	if (!ev->batch || km_dial_cache_init(&ev->dials_pending) != 0 ||
+	    km_cookie_set_init(&ev->closed_in_pass, KM_EVENTS_CLOSED_IN_PASS) != 0) {
 		km_mw_events_stop(ev);
 		return -ENOMEM;
 	}
@@ -301,4 +335,5 @@ void km_mw_events_stop(struct km_mw_events *ev)
 	free(ev->batch);
 	ev->batch = NULL;
 	km_dial_cache_free(&ev->dials_pending);
+	km_cookie_set_free(&ev->closed_in_pass);
 }

@@ -18,11 +18,15 @@
 
 #include "ipc/server.h"
 #include "kmesh_maps.h"
+#include "services/map-writer/cookie_set.h"
 #include "services/map-writer/dial_cache.h"
 
 #define KM_EVENTS_BATCH 256
 #define KM_EVENTS_QUEUE_MAX (4u << 20)
 #define KM_EVENTS_MAX_SUBSCRIBERS 8
+/* closes read during one pass over open connections that are remembered (past half of it, that
+ * pass's reports are dropped: their connections are counted at close or by the next pass) */
+#define KM_EVENTS_CLOSED_IN_PASS 65536
 
 struct ring_buffer;
 struct km_mw_event_slot;
@@ -42,7 +46,10 @@ struct km_mw_events {
 	size_t n_subs;
 	struct km_mw_event_slot *batch; /* KM_EVENTS_BATCH */
 	size_t n_batch;
-	struct km_dial_cache dials_pending; /* original destinations until their open is read */
+	struct km_dial_cache dials_pending; /* original destinations until their first report */
+	struct km_cookie_set closed_in_pass; /* closes read while a pass is under way */
+	int in_pass;
+	uint64_t progress_after_close; /* a pass's reports of connections closed meanwhile: dropped */
 	uint64_t dials;                     /* connect-time reports read (joined, not streamed) */
 	uint64_t conn_reports, log_records; /* read */
 	uint64_t lost_slow;                 /* reports some subscriber did not get */
@@ -58,9 +65,14 @@ int km_mw_events_subscribe(struct km_mw_events *ev, struct km_ipc_session *s, ch
 size_t km_mw_events_subscribers(struct km_mw_events *ev);
 /* Read the ring buffers now and send what they held. */
 void km_mw_events_read(struct km_mw_events *ev);
-/* Queue an open connection's counters so far (conn_progress.c) as a KM_CONN_PROGRESS report;
- * km_mw_events_flush sends what is queued. */
+/* A pass over open connections (conn_progress.c) starts: closes read from now are remembered until
+ * km_mw_events_pass_end, so that km_mw_events_progress never sends a connection's counters after
+ * its close. */
+void km_mw_events_pass_begin(struct km_mw_events *ev);
+/* Queue an open connection's counters so far as a KM_CONN_PROGRESS report (dropped when its close
+ * was read since the pass began); km_mw_events_flush sends what is queued. */
 void km_mw_events_progress(struct km_mw_events *ev, const struct km_conn_close *c);
+void km_mw_events_pass_end(struct km_mw_events *ev);
 void km_mw_events_flush(struct km_mw_events *ev);
 /* Reports lost so far: the programs' (ring buffer full) plus slow subscribers'. */
 void km_mw_events_lost(const struct km_mw_events *ev, uint64_t *conn, uint64_t *log);

@@ -251,6 +251,10 @@ static void render(struct km_mw_metrics *m, struct km_prom *p)
 	counter(p, "kmesh_conn_progress_skipped_total",
 		"open connections a pass left out (past its bound; reported at close)",
 		rq->progress->skipped);
+	counter(p, "kmesh_conn_progress_after_close_total",
+		"a pass's reports of connections whose close was read meanwhile (not sent: the close "
+		"counted them)",
+		rq->events->progress_after_close);
 	gauge(p, "kmesh_monitoring_enabled", "1 while connections are reported",
 	      !!(rq->dp->node.flags & KM_CFG_F_MONITORING));
 	gauge(p, "kmesh_authz_enabled", "1 while authorization is enforced",

@@ -357,8 +357,8 @@ static uint64_t web_bytes(struct fixture *f, const char *family)
 }
 
 /* An open connection's reports move the byte counters while it lives; its close adds only the
- * rest; a report never takes a counter back; a report of a connection not known open is left to
- * its close. */
+ * rest; a report never takes a counter back; a connection first heard of by a report or its close
+ * is counted opened once, then. */
 static void test_progress(void **state)
 {
 	struct fixture f;
@@ -385,19 +385,34 @@ static void test_progress(void **state)
 	ev_init(&v[0], KM_CONN_CLOSE, KM_CONN_OUTBOUND, "10.0.0.1", "10.0.0.2", 8080, NULL, 0, 1);
 	v[0].e.sent_bytes = 12;
 	v[0].e.received_bytes = 5;
-	/* and a report of a connection never seen open */
-	ev_init(&v[1], KM_CONN_PROGRESS, KM_CONN_OUTBOUND, "10.0.0.1", "10.0.0.2", 8080, NULL, 0, 7);
-	v[1].e.sent_bytes = 1000;
-	deliver(&f, v, 2);
-	assert_int_equal(web_bytes(&f, "istio_tcp_received_bytes_total"), 12);
-	assert_int_equal(web_bytes(&f, "istio_tcp_sent_bytes_total"), 5);
-	assert_int_equal(f.t.progress_unmatched, 1);
-	/* a report after the close (the pass read the socket before it closed) counts nothing */
-	ev_init(&v[0], KM_CONN_PROGRESS, KM_CONN_OUTBOUND, "10.0.0.1", "10.0.0.2", 8080, NULL, 0, 1);
-	v[0].e.sent_bytes = 12;
 	deliver(&f, v, 1);
 	assert_int_equal(web_bytes(&f, "istio_tcp_received_bytes_total"), 12);
-	assert_int_equal(f.t.progress_unmatched, 2);
+	assert_int_equal(web_bytes(&f, "istio_tcp_sent_bytes_total"), 5);
+	assert_int_equal(f.t.n_open, 0);
+	/* a connection first heard of by its report (no open report: sockops detached) is counted
+	 * opened then, with its bytes so far, and its close adds only the rest, opening nothing */
+	ev_init(&v[0], KM_CONN_PROGRESS, KM_CONN_OUTBOUND, "10.0.0.1", "10.0.0.2", 8080, "10.96.0.1", 80, 7);
+	v[0].e.sent_bytes = 1000;
+	deliver(&f, v, 1);
+	assert_int_equal(web_bytes(&f, "istio_tcp_received_bytes_total"), 1012);
+	assert_int_equal(web_bytes(&f, "istio_tcp_connections_opened_total"), 2);
+	assert_int_equal(f.t.progress_unmatched, 1);
+	assert_int_equal(f.t.n_open, 1);
+	ev_init(&v[0], KM_CONN_CLOSE, KM_CONN_OUTBOUND, "10.0.0.1", "10.0.0.2", 8080, NULL, 0, 7);
+	v[0].e.sent_bytes = 1500;
+	deliver(&f, v, 1);
+	assert_int_equal(web_bytes(&f, "istio_tcp_received_bytes_total"), 1512);
+	assert_int_equal(web_bytes(&f, "istio_tcp_connections_opened_total"), 2);
+	assert_int_equal(web_bytes(&f, "istio_tcp_connections_closed_total"), 2);
+	assert_int_equal(f.t.n_open, 0);
+	/* one first heard of at its close: opened and closed, all its bytes */
+	ev_init(&v[0], KM_CONN_CLOSE, KM_CONN_OUTBOUND, "10.0.0.1", "10.0.0.2", 8080, "10.96.0.1", 80, 9);
+	v[0].e.sent_bytes = 100;
+	deliver(&f, v, 1);
+	assert_int_equal(web_bytes(&f, "istio_tcp_received_bytes_total"), 1612);
+	assert_int_equal(web_bytes(&f, "istio_tcp_connections_opened_total"), 3);
+	assert_int_equal(web_bytes(&f, "istio_tcp_connections_closed_total"), 3);
+	assert_int_equal(f.t.closes_unmatched, 1);
 	unload(&f);
 }
 

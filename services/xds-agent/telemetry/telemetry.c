@@ -322,17 +322,17 @@ static void access_log(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e,
 	t->log_lines++;
 }
 
-static void on_open(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e,
-		    enum km_conn_origin origin)
+/* Count a connection opened and track it for its progress and close. mono_ns: when it opened,
+ * 0 when unknown (first heard of by a later report: no duration). Returns its entry, or NULL. */
+static struct tm_open *track_open(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e,
+				  const struct names *n, enum km_conn_origin origin, uint64_t mono_ns)
 {
 	char labels[LABELS_MAX];
-	struct names n;
 	struct tm_series *s = NULL;
 	struct tm_open *o;
 
-	resolve(t, e, &n);
-	if (labels_of(e, &n, labels, sizeof(labels)) >= 0)
-		s = series_get(t, labels, &n);
+	if (labels_of(e, n, labels, sizeof(labels)) >= 0)
+		s = series_get(t, labels, n);
 	else
 		t->series_dropped++;
 	if (s)
@@ -360,7 +360,7 @@ static void on_open(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e,
 		}
 	}
 	if (o) {
-		o->mono_ns = e->mono_ns;
+		o->mono_ns = mono_ns;
 		o->req_counted = o->resp_counted = 0;
 		if (o->series)
 			o->series->refs--;
@@ -368,6 +368,16 @@ static void on_open(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e,
 		if (s)
 			s->refs++;
 	}
+	return o;
+}
+
+static void on_open(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e,
+		    enum km_conn_origin origin)
+{
+	struct names n;
+
+	resolve(t, e, &n);
+	track_open(t, e, &n, origin, e->mono_ns);
 	if (t->access_log)
 		access_log(t, e, &n, -1);
 }
@@ -390,17 +400,23 @@ static uint64_t grown(uint64_t now, uint64_t *counted)
 }
 
 /* An open connection's counters so far: the series gets what moved since its last report. A
- * connection not known open (opened before the subscription, or its open lost) is left to its
- * close, which then counts all of it. */
-static void on_progress(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e)
+ * connection first heard of here (no open report: the map writer reports opens only while the
+ * access log wants them; or it opened before this agent subscribed) is counted opened now. (The
+ * map writer never sends a connection's report after its close.) */
+static void on_progress(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e,
+			enum km_conn_origin origin)
 {
 	struct tm_open *o;
 	uint64_t req, resp, d_req, d_resp;
 
 	HASH_FIND(hh, t->open, &e->cookie, sizeof(e->cookie), o);
 	if (!o) {
+		struct names n;
+
 		t->progress_unmatched++;
-		return;
+		resolve(t, e, &n);
+		if (!(o = track_open(t, e, &n, origin, 0)))
+			return;
 	}
 	t->progress++;
 	request_response(e, &req, &resp);
@@ -428,17 +444,22 @@ static void on_close(struct km_telemetry *t, const Kmesh__Ipc__ConnEvent *e)
 		s = o->series;
 		if (s)
 			s->refs--;
-		duration = (int64_t)(e->mono_ns - o->mono_ns);
+		if (o->mono_ns)
+			duration = (int64_t)(e->mono_ns - o->mono_ns);
 		HASH_DEL(t->open, o);
 		free(o);
 		t->n_open--;
 	} else {
 		char labels[LABELS_MAX];
 
-		/* opened before this agent subscribed, or its open was lost */
+		/* first heard of at its close (no open report: see on_progress): opened and closed */
 		t->closes_unmatched++;
 		if (labels_of(e, &n, labels, sizeof(labels)) >= 0)
 			s = series_get(t, labels, &n);
+		else
+			t->series_dropped++;
+		if (s)
+			s->opened++;
 	}
 	request_response(e, &req, &resp);
 	if (s) {
@@ -470,7 +491,7 @@ void km_telemetry_events(struct km_telemetry *t, const Kmesh__Ipc__ConnEvents *b
 		else if (e->kind == KM_CONN_CLOSE)
 			on_close(t, e);
 		else if (e->kind == KM_CONN_PROGRESS)
-			on_progress(t, e);
+			on_progress(t, e, origin);
 	}
 }
 
@@ -513,10 +534,10 @@ void km_telemetry_render(const struct km_telemetry *t, struct km_prom *p)
 	km_prom_metric(p, "kmesh_telemetry_progress_reports_total", "counter",
 		       "open connections' byte counters received and counted", t->progress);
 	km_prom_metric(p, "kmesh_telemetry_progress_unmatched_total", "counter",
-		       "open connections' reports of connections not known open (left to their close)",
+		       "open connections first heard of by their open connections' report (counted opened then)",
 		       t->progress_unmatched);
 	km_prom_metric(p, "kmesh_telemetry_closes_unmatched_total", "counter",
-		       "closes whose open was not seen (opened before the subscription, or lost)",
+		       "connections first heard of at their close (counted opened then)",
 		       t->closes_unmatched);
 	km_prom_metric(p, "kmesh_access_log_lines_total", "counter", "access log lines written",
 		       t->log_lines);
