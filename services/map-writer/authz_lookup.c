@@ -188,6 +188,23 @@ int km_authz_lookup_init(struct km_authz_lookup *l, int prog_fd, const char *lin
 	return 0;
 }
 
+uint64_t km_authz_lookup_pods_without(const struct km_authz_lookup *l)
+{
+	struct km_manage_key key, next;
+	struct km_manage_value v;
+	const void *prev = NULL;
+	uint64_t n = 0;
+
+	while (bpf_map_get_next_key(l->fd_manage, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(l->fd_manage, &key, &v) == 0 &&
+		    !(v.flags & KM_MANAGE_F_AUTHZ_LOOKUP))
+			n++;
+	}
+	return n;
+}
+
 uint64_t km_authz_lookup_count(const struct km_authz_lookup *l)
 {
 	DIR *d = opendir(l->dir);

@@ -35,6 +35,9 @@ uint32_t km_authz_lookup_attach(struct km_authz_lookup *l, uint64_t netns_cookie
 /* The pod is unenrolled (or its enrollment failed): its link goes. */
 void km_authz_lookup_detach(struct km_authz_lookup *l, uint64_t netns_cookie);
 /* Pods with a link now. */
+/* Enrolled pods whose SYNs no sk_lookup program decides (km_manage rows without
+ * KM_MANAGE_F_AUTHZ_LOOKUP): a walk of km_manage. */
+uint64_t km_authz_lookup_pods_without(const struct km_authz_lookup *l);
 uint64_t km_authz_lookup_count(const struct km_authz_lookup *l);
 /* On a shutdown that detaches everything: every link goes, and the directory. */
 void km_authz_lookup_remove_all(struct km_authz_lookup *l);

@@ -484,40 +484,104 @@ int km_dataplane_tunnel_cgroup(struct km_dataplane *dp, uint64_t id, char *err, 
 	return 0;
 }
 
+/* A hook's program and the name of its pinned link. */
+static struct bpf_program *hook_prog(const struct km_dataplane *dp, int hook, const char **name)
+{
+	static const char *const names[KM_HOOK_COUNT] = {
+		[KM_HOOK_CONNECT4] = "connect4", [KM_HOOK_CONNECT6] = "connect6",
+		[KM_HOOK_SENDMSG4] = "sendmsg4", [KM_HOOK_SENDMSG6] = "sendmsg6",
+		[KM_HOOK_RECVMSG4] = "recvmsg4", [KM_HOOK_RECVMSG6] = "recvmsg6",
+		[KM_HOOK_SOCKOPS] = "sockops",   [KM_HOOK_AUTHZ_INGRESS] = "authz_ingress",
+		[KM_HOOK_SOCK_RELEASE] = "sock_release", [KM_HOOK_TUNNEL_ORIGIN] = "tunnel_origin",
+	};
+	struct bpf_program *progs[KM_HOOK_COUNT] = {
+		[KM_HOOK_CONNECT4] = dp->skel->progs.km_connect4,
+		[KM_HOOK_CONNECT6] = dp->skel->progs.km_connect6,
+		[KM_HOOK_SENDMSG4] = dp->skel->progs.km_sendmsg4,
+		[KM_HOOK_SENDMSG6] = dp->skel->progs.km_sendmsg6,
+		[KM_HOOK_RECVMSG4] = dp->skel->progs.km_recvmsg4,
+		[KM_HOOK_RECVMSG6] = dp->skel->progs.km_recvmsg6,
+		[KM_HOOK_SOCKOPS] = dp->skel->progs.km_sockops,
+		[KM_HOOK_AUTHZ_INGRESS] = dp->skel->progs.km_authz_ingress,
+		[KM_HOOK_SOCK_RELEASE] = dp->rdonly_cast ? dp->skel->progs.km_sock_release
+							 : dp->skel->progs.km_sock_release_compat,
+		[KM_HOOK_TUNNEL_ORIGIN] = dp->skel->progs.km_tunnel_origin_get,
+	};
+
+	*name = names[hook];
+	return progs[hook];
+}
+
+static int on_demand(int hook)
+{
+	return hook == KM_HOOK_SOCKOPS || hook == KM_HOOK_AUTHZ_INGRESS;
+}
+
+static const char *demand_names(unsigned d, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s%s", d & KM_DEMAND_ADOPTED ? " adopted" : "",
+		 d & KM_DEMAND_OPENS ? " open-reports" : "", d & KM_DEMAND_WAYPOINTS ? " waypoints" : "",
+		 d & KM_DEMAND_NO_LOOKUP ? " pods-without-sk_lookup" : "");
+	return buf;
+}
+
+int km_dataplane_demand(struct km_dataplane *dp, enum km_dp_hook hook, unsigned reason, int on)
+{
+	unsigned want = on ? dp->demand[hook] | reason : dp->demand[hook] & ~reason;
+	struct bpf_link **link = &dp->links[hook];
+	const char *name;
+	struct bpf_program *prog = hook_prog(dp, hook, &name);
+	char why[96];
+	int err;
+
+	if (!on_demand(hook) || dp->cgroup_fd < 0)
+		return -EINVAL;
+	if (want && !*link) {
+		if ((err = attach_link(dp, prog, dp->cgroup_fd, name, link)))
+			return err;
+		dp->demand_attaches++;
+		km_info("%s attached: needed by%s", name, demand_names(want, why, sizeof(why)));
+	} else if (!want && *link) {
+		bpf_link__unpin(*link);
+		bpf_link__destroy(*link);
+		*link = NULL;
+		dp->demand_detaches++;
+		km_info("%s detached: nothing needs it (connections no longer pay for it)", name);
+	}
+	dp->demand[hook] = want;
+	return 0;
+}
+
+int km_dataplane_attached(const struct km_dataplane *dp, enum km_dp_hook hook)
+{
+	return dp->links[hook] != NULL;
+}
+
 /* Every cgroup hook as a pinned link, and the TLV program on the sockhash. The sk_msg program is
  * attached to the map itself (bpf_link for sockmaps needs kernel 6.13 and a newer libbpf); a
- * second attach replaces the program in place, the map and its sockets stay. */
+ * second attach replaces the program in place, the map and its sockets stay. The hooks on
+ * demand are attached here only when an earlier start left their link pinned (it was needed
+ * then; the first sync says whether it still is). */
 static int attach_all(struct km_dataplane *dp)
 {
-	struct {
-		struct bpf_program *prog;
-		const char *name;
-	} hooks[KM_HOOK_COUNT] = {
-		[KM_HOOK_CONNECT4] = { dp->skel->progs.km_connect4, "connect4" },
-		[KM_HOOK_CONNECT6] = { dp->skel->progs.km_connect6, "connect6" },
-		[KM_HOOK_SENDMSG4] = { dp->skel->progs.km_sendmsg4, "sendmsg4" },
-		[KM_HOOK_SENDMSG6] = { dp->skel->progs.km_sendmsg6, "sendmsg6" },
-		[KM_HOOK_RECVMSG4] = { dp->skel->progs.km_recvmsg4, "recvmsg4" },
-		[KM_HOOK_RECVMSG6] = { dp->skel->progs.km_recvmsg6, "recvmsg6" },
-		[KM_HOOK_SOCKOPS] = { dp->skel->progs.km_sockops, "sockops" },
-		[KM_HOOK_AUTHZ_INGRESS] = { dp->skel->progs.km_authz_ingress, "authz_ingress" },
-		[KM_HOOK_SOCK_RELEASE] = { dp->rdonly_cast ? dp->skel->progs.km_sock_release
-							   : dp->skel->progs.km_sock_release_compat,
-					   "sock_release" },
-		[KM_HOOK_TUNNEL_ORIGIN] = { dp->skel->progs.km_tunnel_origin_get, "tunnel_origin" },
-	};
 	int err;
 
 	for (int i = 0; i < KM_HOOK_COUNT; i++) {
 		int fd = i == KM_HOOK_TUNNEL_ORIGIN ? dp->tunnel_cgroup_fd : dp->cgroup_fd;
+		const char *name;
+		struct bpf_program *prog = hook_prog(dp, i, &name);
 		char pin[640];
 
 		/* auto: the tunnel's cgroup comes with its link; an earlier start's link is adopted */
-		snprintf(pin, sizeof(pin), "%s/%s", dp->links_dir, hooks[i].name);
+		snprintf(pin, sizeof(pin), "%s/%s", dp->links_dir, name);
 		if (fd < 0 && !(i == KM_HOOK_TUNNEL_ORIGIN && dp->tunnel_auto && !access(pin, F_OK)))
 			continue;
-		if ((err = attach_link(dp, hooks[i].prog, fd, hooks[i].name, &dp->links[i])))
+		if (on_demand(i) && access(pin, F_OK) != 0)
+			continue;
+		if ((err = attach_link(dp, prog, fd, name, &dp->links[i])))
 			return err;
+		if (on_demand(i))
+			dp->demand[i] = KM_DEMAND_ADOPTED;
 	}
 	if (bpf_prog_attach(bpf_program__fd(dp->skel->progs.km_waypoint_tlv),
 			    bpf_map__fd(dp->skel->maps.km_sockhash), BPF_SK_MSG_VERDICT, 0) != 0) {

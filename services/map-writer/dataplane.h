@@ -60,9 +60,19 @@ enum km_dp_hook {
 	KM_HOOK_COUNT
 };
 
+/* Programs on demand: the kernel runs a cgroup program on every socket event of its kind once it
+ * is attached, whatever the program then does (sockops five times per active open, cgroup_skb on
+ * every packet), so these hooks are attached only while some reason needs them. */
+#define KM_DEMAND_ADOPTED 0x1  /* pinned by an earlier start: kept until the first sync ends */
+#define KM_DEMAND_OPENS 0x2    /* sockops: a subscriber wants open reports (the access log) */
+#define KM_DEMAND_WAYPOINTS 0x4 /* sockops: rows send connections to a waypoint or the tunnel */
+#define KM_DEMAND_NO_LOOKUP 0x8 /* authz_ingress: an enrolled pod has no sk_lookup program */
+
 struct km_dataplane {
 	struct kmesh *skel;
 	struct bpf_link *links[KM_HOOK_COUNT];
+	unsigned demand[KM_HOOK_COUNT]; /* KM_DEMAND_* of the hooks on demand */
+	uint64_t demand_attaches, demand_detaches;
 	struct bpf_link *recheck_link; /* the authz re-check iterator; NULL: kernel lacks it */
 	struct bpf_link *progress_link; /* open connections' counters (conn_progress.bpf.c); NULL:
 					 * not loaded */
@@ -121,6 +131,14 @@ int km_dataplane_set_flags(struct km_dataplane *dp, uint16_t flags);
 int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config *cfg);
 /* detach != 0: unpin and detach the links, unpin the maps and remove the directories (uninstall).
  * detach == 0: leave everything pinned and attached, so traffic keeps flowing. */
+/* Set (on) or clear a reason for an on-demand hook (KM_HOOK_SOCKOPS, KM_HOOK_AUTHZ_INGRESS): the
+ * hook is attached, before this returns, when its first reason comes, and detached when its last
+ * goes. Returns 0, or a negative errno when it could not be attached (logged; the reason is not
+ * recorded). */
+int km_dataplane_demand(struct km_dataplane *dp, enum km_dp_hook hook, unsigned reason, int on);
+/* Is the hook attached? */
+int km_dataplane_attached(const struct km_dataplane *dp, enum km_dp_hook hook);
+
 void km_dataplane_close(struct km_dataplane *dp, int detach);
 
 /* --tunnel-cgroup auto: the tunnel runs in the cgroup with this id; its getsockopt program is

@@ -275,21 +275,34 @@ int km_mw_events_start(struct km_mw_events *ev, uv_loop_t *loop, struct km_ipc_s
 	return 0;
 }
 
-int km_mw_events_subscribe(struct km_mw_events *ev, struct km_ipc_session *s, char *err,
+int km_mw_events_subscribe(struct km_mw_events *ev, struct km_ipc_session *s, int opens, char *err,
 			   size_t errlen)
 {
 	km_mw_events_subscribers(ev); /* forget closed sessions first */
 	for (size_t i = 0; i < ev->n_subs; i++)
-		if (ev->subs[i].serial == s->serial)
+		if (ev->subs[i].serial == s->serial) {
+			ev->subs[i].opens = !!opens;
 			return 0;
+		}
 	if (ev->n_subs == KM_EVENTS_MAX_SUBSCRIBERS) {
 		snprintf(err, errlen, "already %d subscribers", KM_EVENTS_MAX_SUBSCRIBERS);
 		return -1;
 	}
 	ev->subs[ev->n_subs].serial = s->serial;
 	ev->subs[ev->n_subs].lost = 0;
+	ev->subs[ev->n_subs].opens = !!opens;
 	ev->n_subs++;
-	km_info("pid %d (%s) subscribed to connection reports", (int)s->pid, s->process);
+	km_info("pid %d (%s) subscribed to connection reports%s", (int)s->pid, s->process,
+		opens ? ", with open reports" : "");
+	return 0;
+}
+
+int km_mw_events_opens_wanted(struct km_mw_events *ev, uint64_t except_serial)
+{
+	km_mw_events_subscribers(ev);
+	for (size_t i = 0; i < ev->n_subs; i++)
+		if (ev->subs[i].opens && ev->subs[i].serial != except_serial)
+			return 1;
 	return 0;
 }
 

@@ -42,6 +42,7 @@ struct km_mw_events {
 	struct {
 		uint64_t serial; /* the session */
 		uint64_t lost;   /* reports it has not been told about yet */
+		int opens;       /* it wants open reports (Subscribe.opens) */
 	} subs[KM_EVENTS_MAX_SUBSCRIBERS];
 	size_t n_subs;
 	struct km_mw_event_slot *batch; /* KM_EVENTS_BATCH */
@@ -58,9 +59,12 @@ struct km_mw_events {
 /* Start reading (fds owned by the dataplane). Returns 0, or a negative errno (logged). */
 int km_mw_events_start(struct km_mw_events *ev, uv_loop_t *loop, struct km_ipc_server *srv,
 		       int fd_conn_events, int fd_bpf_log, int fd_drops);
-/* This session gets the connection reports from now on. Returns 0, or -1 with err filled. */
-int km_mw_events_subscribe(struct km_mw_events *ev, struct km_ipc_session *s, char *err,
+/* This session gets the connection reports from now on, with open reports if it asks (a session
+ * subscribed already only changes that). Returns 0, or -1 with err filled. */
+int km_mw_events_subscribe(struct km_mw_events *ev, struct km_ipc_session *s, int opens, char *err,
 			   size_t errlen);
+/* Does a connected subscriber (other than except_serial, one that is leaving) want open reports? */
+int km_mw_events_opens_wanted(struct km_mw_events *ev, uint64_t except_serial);
 /* Subscribers still connected. */
 size_t km_mw_events_subscribers(struct km_mw_events *ev);
 /* Read the ring buffers now and send what they held. */

@@ -255,6 +255,14 @@ static void render(struct km_mw_metrics *m, struct km_prom *p)
 		"a pass's reports of connections whose close was read meanwhile (not sent: the close "
 		"counted them)",
 		rq->events->progress_after_close);
+	km_prom_family(p, "kmesh_bpf_program_attached", "gauge",
+		       "1 while a program attached only on demand is on the connections' path "
+		       "(sockops: waypoints, the tunnel, open reports; authz_ingress: pods without "
+		       "sk_lookup)");
+	km_prom_sample(p, "kmesh_bpf_program_attached", "program=\"sockops\"",
+		       km_dataplane_attached(rq->dp, KM_HOOK_SOCKOPS));
+	km_prom_sample(p, "kmesh_bpf_program_attached", "program=\"authz_ingress\"",
+		       km_dataplane_attached(rq->dp, KM_HOOK_AUTHZ_INGRESS));
 	gauge(p, "kmesh_monitoring_enabled", "1 while connections are reported",
 	      !!(rq->dp->node.flags & KM_CFG_F_MONITORING));
 	gauge(p, "kmesh_authz_enabled", "1 while authorization is enforced",

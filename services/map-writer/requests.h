@@ -32,6 +32,7 @@ struct km_mw_requests {
 	const struct km_conn_progress *progress; /* open connections' reports (metrics) */
 	struct km_dump_queue *dumps; /* table dumps off the loop; NULL: read on the loop (tests) */
 	uint64_t counts[KM_MW_ROLES][KM_MW_KINDS][KM_MW_CODES];
+	int sync_waypoints; /* a row with a waypoint was written since the sync began */
 };
 
 /* Label values of the counts' indexes. */
@@ -51,7 +52,10 @@ int km_mw_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gid);
 #define KM_MW_FRAME_IPSEC (1u << 20)
 #define KM_MW_FRAME_SMALL (64u << 10)
 size_t km_mw_frame_limit(void *arg, Kmesh__Ipc__Role role);
-/* A peer left: a sync it began ends without a sweep. */
+/* At start, once enrolled pods' sk_lookup links are known: authz_ingress attached only if one
+ * has none (docs/map-writer.md, "Programs on demand"). */
+void km_mw_demand_start(struct km_mw_requests *w);
+/* A peer left: a sync it began ends without a sweep; its wish for open reports goes. */
 void km_mw_session_closed(void *arg, struct km_ipc_session *s);
 void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope *env);
 /* An enrollment, as a CNI peer's request does it (also the pending ones, cni_pending.h). */

@@ -542,11 +542,15 @@ static void set_config(struct km_agent_state *st, struct km_ipc_session *s, cons
 		return;
 	}
 	if (c->access_log || format != t->format) {
+		int was = t->access_log;
+
 		if (c->access_log)
 			t->access_log = c->access_log == KMESH__IPC__TOGGLE__TOGGLE_ON;
 		t->format = format;
 		km_info("pid %d set the access log %s (%s)", (int)s->pid, t->access_log ? "on" : "off",
 			km_access_log_format_name(t->format));
+		if (was != t->access_log && st->on_access_log)
+			st->on_access_log(st->arg);
 	}
 	out.access_log = t->access_log;
 	out.access_log_format = (char *)km_access_log_format_name(t->format);

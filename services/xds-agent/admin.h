@@ -35,6 +35,8 @@ struct km_agent_state {
 	void (*on_injected)(void *arg);
 	void *arg;
 	struct km_telemetry *telemetry; /* the access log's switch (SetConfig) */
+	/* After the access log was switched: ask the map writer for open reports, or not. */
+	void (*on_access_log)(void *arg);
 	const struct km_authz_metrics *authz_metrics; /* decision counters for /metrics (may be NULL) */
 	const struct km_dns_server *dns; /* the DNS proxy, for /metrics (NULL: off) */
 	const struct km_hostname_resolver *hostnames; /* workloads named by hostname (may be NULL) */

@@ -131,17 +131,28 @@ static void on_subscribed(void *arg, const Kmesh__Ipc__Reply *r)
 			"%s: %s", km_msg_code_name(r->code), r->message);
 }
 
-/* The map writer's connection reports, for metrics and the access log. */
+/* The map writer's connection reports, for metrics and the access log: with open reports only
+ * while the access log is on (they cost a program on every connection's path). Sent again when
+ * the access log is switched. */
 static void subscribe(struct agent *a)
 {
 	km_envelope req = KMESH__IPC__ENVELOPE__INIT;
 	Kmesh__Ipc__Subscribe sub = KMESH__IPC__SUBSCRIBE__INIT;
 
 	sub.conn_events = 1;
+	sub.opens = a->telemetry.access_log;
 	req.body_case = KMESH__IPC__ENVELOPE__BODY_SUBSCRIBE;
 	req.subscribe = &sub;
 	if (km_writer_link_query(&a->link, &req, on_subscribed, a) != 0)
 		km_warn("cannot subscribe to connection reports");
+}
+
+static void on_access_log(void *arg)
+{
+	struct agent *a = arg;
+
+	if (km_writer_link_ready(&a->link))
+		subscribe(a);
 }
 
 static void on_ready(void *arg)
@@ -630,6 +641,7 @@ int main(int argc, char **argv)
 	a.state.on_injected = on_injected;
 	a.state.arg = &a;
 	a.state.telemetry = &a.telemetry;
+	a.state.on_access_log = on_access_log;
 	a.state.tunnel_uid = (uid_t)tunnel_uid;
 	km_authz_metrics_init(&a.azm, &a.link, &a.authz, &a.model);
 	a.state.authz_metrics = &a.azm;

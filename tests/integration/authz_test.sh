@@ -83,6 +83,8 @@ km_agent_start_xds --network net-a
 "$KM_TESTCTL" enroll --socket "$KM_SOCKET" --netns "$(km_netns_path srv2)" --tell-path no >/dev/null
 lookup_pins() { ls "$KM_DIR/bpffs/kmesh/links/lookup" 2>/dev/null | wc -l; }
 check "one lookup link, for the pod enrolled with its namespace's path" test "$(lookup_pins)" = 1
+check "... and authz_ingress (on every packet's path) attached, for the pod without one" \
+	test -e "$KM_DIR/bpffs/kmesh/links/authz_ingress"
 check "... and the metrics say so (1 pod, no attach failure)" \
 	eval 'for _ in $(seq 1 30); do km_metrics_has "^kmesh_authz_lookup_pods 1$" && break; sleep 0.1; done; km_metrics_has "^kmesh_authz_lookup_pods 1$" && km_metrics_has "^kmesh_authz_lookup_attach_failures_total 0$"'
 identities_are() { # identities_are N: the agent holds N identities (waits 3 s at most)
@@ -232,6 +234,11 @@ check "... and it still refuses" refused_fast cdev 8080
 "$KM_TESTCTL" unenroll --socket "$KM_SOCKET" --netns "$(km_netns_path srv)" >/dev/null
 check "unenrolled: the pod's link is gone, and nothing decides its connections" \
 	eval '[ "$(lookup_pins)" = 0 ] && [ "$(reach cdev 8080)" = srv ]'
+check "authz_ingress still attached while srv2 (no sk_lookup) is enrolled" \
+	test -e "$KM_DIR/bpffs/kmesh/links/authz_ingress"
+"$KM_TESTCTL" unenroll --socket "$KM_SOCKET" --netns "$(km_netns_path srv2)" >/dev/null
+check "... and detached once the last such pod is unenrolled: no program on the pods' packets" \
+	eval '[ ! -e "$KM_DIR/bpffs/kmesh/links/authz_ingress" ] && grep -q "authz_ingress detached" "$KM_DIR/map-writer.log"'
 
 kill "$KM_MW_PID" && wait "$KM_MW_PID" 2>/dev/null
 check "with the map writer gone the agent's dump still answers, saying why counters are missing" \

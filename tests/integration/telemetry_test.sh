@@ -118,7 +118,18 @@ check "no report was lost" eval 'km_metrics_has "^kmesh_telemetry_reports_lost_t
 check "other paths: 404" eval '[ "$(curl -s -o /dev/null -w "%{http_code}" "http://127.0.0.1:$(sed -n "s/.*(port \([0-9]*\)).*/\1/p" "$KM_DIR/xds-agent.log" | tail -n 1)/nope")" = 404 ]'
 
 check "the access log is off by default" eval '[ "$(grep -c "^accesslog:" "$KM_DIR/xds-agent.log")" = 0 ]'
+# sockops runs five times per connection once attached: only while something needs it (here, the
+# access log's open reports); the counts above were made without it
+sockops_on() { # sockops_on 1|0: attached (its pinned link there) or not, and the metric says so
+	local pinned=0
+	[ -e "$KM_DIR/bpffs/kmesh/links/sockops" ] && pinned=1
+	[ "$pinned" = "$1" ] && km_metrics_has "^kmesh_bpf_program_attached{program=\"sockops\"} $1$"
+}
+check "no sockops program while nothing needs it (metrics counted without it), nor authz_ingress" \
+	eval 'sockops_on 0 && km_metrics_has "^kmesh_bpf_program_attached{program=\"authz_ingress\"} 0$"'
 check "accesslog enable, as a table" eval 'ctl accesslog enable | grep -q "^xds-agent *enabled *text"'
+check "... and the map writer attaches sockops for its open reports" \
+	eval 'for _ in $(seq 1 40); do sockops_on 1 && break; sleep 0.1; done; sockops_on 1 && grep -q "sockops attached: needed by open-reports" "$KM_DIR/map-writer.log"'
 connect 2 >/dev/null
 check "one line per open and close, on each side: 4 open, 4 close" \
 	eval 'for _ in $(seq 1 30); do [ "$(log_lines close)" = 4 ] && break; sleep 0.1; done; [ "$(log_lines open)" = 4 ] && [ "$(log_lines close)" = 4 ]'
@@ -133,6 +144,8 @@ lines = [json.loads(l) for l in sys.stdin]
 c = [l for l in lines if l[\"event\"] == \"close\" and l[\"direction\"] == \"inbound\"][0]
 sys.exit(not (len(lines) == 4 and c[\"dst_service\"] == \"web.t\" and c[\"src_workload\"] == \"client\" and c[\"sent_bytes\"] == 3 and c[\"received_bytes\"] == 6 and c[\"duration_ms\"] >= 0))"'
 ctl accesslog disable >/dev/null
+check "accesslog disable: sockops detached again" \
+	eval 'for _ in $(seq 1 40); do sockops_on 0 && break; sleep 0.1; done; sockops_on 0'
 before=$(wc -l <"$KM_DIR/xds-agent.log")
 connect 1 >/dev/null
 sleep 0.3
