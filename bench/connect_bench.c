@@ -2,7 +2,10 @@
  * from a cgroup with the kmesh programs attached (BPF picks one of the service's endpoints)
  * against direct connects to those same endpoint addresses from a sibling cgroup with no program
  * attached, interleaved in rounds in one process. Then, with the kernel's BPF run-time
- * statistics on, the programs' own time per connect.
+ * statistics on, the time of every program that runs for the client's connection (whichever
+ * are attached: connect4, sockops when something needs it, sock_release, authz_ingress on the
+ * SYN-ACK when a pod needs it), summed per connect beside the floor, with monitoring on (the
+ * default) and, given --config-map (km_config's pin), off.
  *
  * It runs in the test's network namespace (--netns), where every endpoint address is local
  * (a "local" route over lo) and one listener answers them all; it moves itself between the two
@@ -40,6 +43,8 @@
 
 #include "bench/lib/bench_util.h"
 #include "bench/ref/ref_connect.h"
+#include "kmesh_maps.h"
+#include "ref_accept.skel.h"
 #include "ref_connect.skel.h"
 
 #define SERVER_PORT 8080
@@ -48,6 +53,7 @@
 
 struct opts {
 	const char *netns, *mesh_cgroup, *plain_cgroup, *ref_cgroup, *links_dir, *vip, *kind;
+	const char *config_map; /* km_config's pin: the run time with monitoring off too (NULL: not) */
 	unsigned vip_port, endpoints, rounds, per_round, stats_connects, services, outside_percent;
 	int cpu; /* the client's CPU; -1 = the last one */
 	struct in_addr first_endpoint;
@@ -144,6 +150,32 @@ static struct ref_connect *ref_load(const struct opts *o, const struct sockaddr_
 	return r;
 }
 
+/* The floor of monitoring: the reference close report on the reference cgroup, its ring read
+ * (and dropped) by this process as the map writer reads the shipped one. */
+static int drop_record(void *ctx, void *data, size_t size)
+{
+	(void)ctx;
+	(void)data;
+	(void)size;
+	return 0;
+}
+
+static struct ref_accept *ref_close_load(const char *cgroup, struct ring_buffer **ring)
+{
+	struct ref_accept *r = ref_accept__open_and_load();
+	int cg;
+
+	if (!r)
+		bench_die("loading the reference close report");
+	if ((cg = open(cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    !bpf_program__attach_cgroup(r->progs.km_ref_release, cg))
+		bench_die("attaching the reference close report");
+	close(cg);
+	if (!(*ring = ring_buffer__new(bpf_map__fd(r->maps.km_ref_closes), drop_record, NULL, NULL)))
+		bench_die("reading the reference ring");
+	return r;
+}
+
 /* ---- figures -------------------------------------------------------------------------------- */
 
 static void usage(FILE *f)
@@ -153,11 +185,14 @@ static void usage(FILE *f)
 		"                     --links-dir DIR --vip ADDR --endpoints N --first-endpoint ADDR\n"
 		"                     [--vip-port P] [--rounds R] [--per-round M] [--stats-connects K]\n"
 		"                     [--cpu N] [--services S] [--outside-percent P] [--kind KIND]\n"
+		"                     [--config-map PATH]\n"
 		"connect() through a VIP with the kmesh programs vs. direct with none, and the reference\n"
 		"program (the floor) in the same run; prints markdown. --cpu: the client's CPU (default\n"
 		"the last one). --services: the endpoints split over S services (VIPs from --vip on),\n"
 		"drawn by Zipf popularity; --outside-percent: connects to addresses outside the mesh;\n"
-		"--kind: plain, weighted, p2c or waypoint (the service's load balancing, as set up).\n");
+		"--kind: plain, weighted, p2c or waypoint (the service's load balancing, as set up).\n"
+		"--config-map: km_config's pin; the programs' run time is measured with monitoring off\n"
+		"too (switched off and back, as kmeshctl monitoring does).\n");
 }
 
 static void parse(int argc, char **argv, struct opts *o)
@@ -171,7 +206,8 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "stats-connects", 1, 0, 's' }, { "help", 0, 0, 'h' },
 		{ "ref-cgroup", 1, 0, 'R' },	 { "cpu", 1, 0, 'C' },
 		{ "services", 1, 0, 'S' },	 { "outside-percent", 1, 0, 'O' },
-		{ "kind", 1, 0, 'K' },		 { 0 },
+		{ "kind", 1, 0, 'K' },		 { "config-map", 1, 0, 'M' },
+		{ 0 },
 	};
 	const char *first = NULL;
 	int c;
@@ -196,6 +232,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'S': o->services = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'O': o->outside_percent = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'K': o->kind = optarg; break;
+		case 'M': o->config_map = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
@@ -279,15 +316,57 @@ static void listen_on(uint16_t port)
 }
 
 #define VARIANTS 3 /* direct from the plain cgroup, the VIP from the mesh and the reference ones */
-#define PROGS 4    /* connect4, sockops and sock_release on the path, then the reference program */
-#define REF (PROGS - 1)
+#define PROGS 6 /* the shipped programs a client's connection can meet, then the references */
+#define REF 4       /* ref_connect4: the floor */
+#define REF_CLOSE 5 /* ref_release: the least a close report can be (the floor of monitoring) */
+static const char *const progs[PROGS] = { "connect4", "sockops", "sock_release", "authz_ingress",
+					  "ref_connect4", "ref_release" };
 
-static struct bench_prog_stats link_stats(const char *links_dir, const char *name)
+/* A shipped program's counters, by its pinned link; zeros (and *attached 0) when it is not
+ * attached: the map writer attaches some only while something needs them. */
+static struct bench_prog_stats link_stats(const char *links_dir, const char *name, int *attached)
 {
 	char path[512];
 
 	snprintf(path, sizeof(path), "%s/%s", links_dir, name);
+	if (access(path, F_OK) != 0) {
+		*attached = 0;
+		return (struct bench_prog_stats){ 0, 0 };
+	}
+	*attached = 1;
 	return bench_link_prog_stats(path);
+}
+
+/* One measurement: run time and runs per program over n connects to one kind of destination. */
+struct prog_costs {
+	uint64_t run_ns[PROGS], runs[PROGS];
+	int attached[PROGS];
+	uint64_t failed;
+};
+
+/* km_config's monitoring flag off and back, as `kmeshctl monitoring disable` writes it. */
+static void set_monitoring(const char *config_map, int on)
+{
+	struct km_config_value cfg;
+	__u32 key = 0;
+	int fd = bpf_obj_get(config_map);
+
+	if (fd < 0 || bpf_map_lookup_elem(fd, &key, &cfg) != 0)
+		bench_die(config_map);
+	cfg.flags = (__u16)(on ? cfg.flags | KM_CFG_F_MONITORING : cfg.flags & ~KM_CFG_F_MONITORING);
+	if (bpf_map_update_elem(fd, &key, &cfg, BPF_EXIST) != 0)
+		bench_die("writing km_config");
+	close(fd);
+}
+
+static struct bench_prog_stats prog_stats(struct ref_connect *ref, struct ref_accept *ref_close,
+					  const char *links_dir, int p, int *attached)
+{
+	if (p == REF)
+		return bench_fd_prog_stats(bpf_program__fd(ref->progs.km_ref_connect4));
+	if (p == REF_CLOSE)
+		return bench_fd_prog_stats(bpf_program__fd(ref_close->progs.km_ref_release));
+	return link_stats(links_dir, progs[p], attached);
 }
 
 int main(int argc, char **argv)
@@ -296,11 +375,11 @@ int main(int argc, char **argv)
 	struct sockaddr_in vip = { .sin_family = AF_INET };
 	size_t total;
 	uint64_t *lat[VARIANTS], *closes[VARIANTS], *round_med[VARIANTS], failed[VARIANTS] = { 0 };
-	struct bench_prog_stats before[PROGS], after[PROGS];
-	/* [destination: VIP, pod IP][program: the shipped ones on the path, then the reference] */
-	uint64_t run_ns[2][PROGS], runs[2][PROGS], stats_failed = 0;
-	static const char *const progs[PROGS] = { "connect4", "sockops", "sock_release",
-						  "ref_connect4" };
+	/* [monitoring on, off][destination: VIP, pod IP] */
+	struct prog_costs costs[2][2];
+	struct ref_accept *ref_close;
+	struct ring_buffer *ref_ring;
+	uint64_t stats_failed = 0;
 	static const char *const variant_names[VARIANTS] = {
 		"direct, no program (baseline)", "through the VIP, programs attached",
 		"reference program (the floor), via the VIP"
@@ -320,6 +399,7 @@ int main(int argc, char **argv)
 	cg[1] = bench_open_procs(o.mesh_cgroup);
 	cg[2] = bench_open_procs(o.ref_cgroup);
 	ref = ref_load(&o, &vip);
+	ref_close = ref_close_load(o.ref_cgroup, &ref_ring);
 	if ((nsfd = open(o.netns, O_RDONLY | O_CLOEXEC)) < 0 || setns(nsfd, CLONE_NEWNET) != 0)
 		bench_die(o.netns);
 	close(nsfd);
@@ -357,6 +437,7 @@ int main(int argc, char **argv)
 					crow[i] = cns;
 				}
 			}
+			ring_buffer__consume(ref_ring);
 			if (r) {
 				uint64_t *copy = malloc(o.per_round * sizeof(uint64_t));
 
@@ -378,30 +459,42 @@ int main(int argc, char **argv)
 
 	/* the programs' own time: run-time statistics on for separate runs of connects to the VIP
 	 * (s = 0) and to endpoint addresses directly (s = 1), from the mesh cgroup (the shipped
-	 * programs), then from the reference cgroup (the floor) */
+	 * programs), then from the reference cgroup (the floor); with monitoring on (m = 0), then
+	 * off (m = 1) when km_config is given */
 	if ((stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME)) < 0)
 		bench_die("BPF_ENABLE_STATS");
-	for (int s = 0; s < 2; s++) {
-		for (int c = 1; c <= 2; c++) {
-			int p0 = c == 1 ? 0 : REF, p1 = c == 1 ? REF - 1 : REF;
+	memset(costs, 0, sizeof(costs));
+	for (int m = 0; m < (o.config_map ? 2 : 1); m++) {
+		if (m == 1)
+			set_monitoring(o.config_map, 0);
+		for (int s = 0; s < 2; s++) {
+			struct prog_costs *pc = &costs[m][s];
 
-			bench_join_cgroup(cg[c]);
-			for (int p = p0; p <= p1; p++)
-				before[p] = p == REF ? bench_fd_prog_stats(bpf_program__fd(ref->progs.km_ref_connect4))
-						   : link_stats(o.links_dir, progs[p]);
-			for (unsigned i = 0; i < o.stats_connects; i++) {
-				struct sockaddr_in dst = destination(&o, &vip, s);
+			for (int c = 1; c <= 2; c++) {
+				int p0 = c == 1 ? 0 : REF, p1 = c == 1 ? REF - 1 : REF_CLOSE;
+				struct bench_prog_stats before[PROGS], after[PROGS];
 
-				if (!timed_connect(&dst))
-					stats_failed++;
+				bench_join_cgroup(cg[c]);
+				for (int p = p0; p <= p1; p++)
+					before[p] = prog_stats(ref, ref_close, o.links_dir, p, &pc->attached[p]);
+				for (unsigned i = 0; i < o.stats_connects; i++) {
+					struct sockaddr_in dst = destination(&o, &vip, s);
+
+					if (!timed_connect(&dst))
+						pc->failed++;
+					if (i % 1000 == 999)
+						ring_buffer__consume(ref_ring);
+				}
+				for (int p = p0; p <= p1; p++) {
+					after[p] = prog_stats(ref, ref_close, o.links_dir, p, &pc->attached[p]);
+					pc->run_ns[p] = after[p].run_ns - before[p].run_ns;
+					pc->runs[p] = after[p].runs - before[p].runs;
+				}
 			}
-			for (int p = p0; p <= p1; p++) {
-				after[p] = p == REF ? bench_fd_prog_stats(bpf_program__fd(ref->progs.km_ref_connect4))
-						  : link_stats(o.links_dir, progs[p]);
-				run_ns[s][p] = after[p].run_ns - before[p].run_ns;
-				runs[s][p] = after[p].runs - before[p].runs;
-			}
+			stats_failed += pc->failed;
 		}
+		if (m == 1)
+			set_monitoring(o.config_map, 1);
 	}
 	close(stats_fd);
 	bench_join_cgroup(cg[0]);
@@ -426,10 +519,11 @@ int main(int argc, char **argv)
 	       "one listener answers. Rounds of %u connects alternate between the VIP from the\n"
 	       "enrolled cgroup (programs attached: the BPF pick rewrites the destination), the\n"
 	       "endpoint addresses directly, picked at random, from a sibling cgroup with no program\n"
-	       "(the baseline), and the VIP from a sibling cgroup with only the reference program\n"
+	       "(the baseline), and the VIP from a sibling cgroup with only the reference programs\n"
 	       "(`bench/ref/ref_connect.bpf.c`: a VIP hash, one random slot of an array of the same\n"
-	       "endpoints, the rewrite: the floor). The client is pinned to one CPU. Only the\n"
-	       "connect() call is timed; each connection is then reset.\n\n",
+	       "endpoints, the rewrite: the floor; and `ref_release`, the least a close report can be).\n"
+	       "The client is pinned to one CPU. Only the connect() call is timed; each connection is\n"
+	       "then reset.\n\n",
 	       o.endpoints, o.rounds, o.per_round,
 	       o.services > 1 ? "Service VIPs from" : "One service VIP", o.vip, o.vip_port, o.endpoints,
 	       o.per_round);
@@ -451,39 +545,77 @@ int main(int argc, char **argv)
 		       bench_pct(lat[v], total, 0.99) / 1e3, round_med[v][0] / 1e3,
 		       round_med[v][o.rounds - 1] / 1e3,
 		       (double)bench_pct(lat[v], total, 0.5) / (double)bench_pct(lat[0], total, 0.5));
+	printf("\nconnect() p50 ratio through the VIP minus the floor's: %+.3f (goal, issue 50: <= +0.03).\n",
+	       ((double)bench_pct(lat[1], total, 0.5) - (double)bench_pct(lat[2], total, 0.5)) /
+		       (double)bench_pct(lat[0], total, 0.5));
 	printf("\nThe close() that resets each of those connections, timed too (sock_release reports the\n"
-	       "close of a monitored connection):\n\n");
+	       "close of a monitored connection; the floor's, ref_release):\n\n");
 	printf("| close() of a connection made | p50 (us) | p90 (us) | p99 (us) | ratio (p50) |\n");
 	printf("|---|---|---|---|---|\n");
 	for (int v = 0; v < VARIANTS; v++)
 		printf("| %s | %.2f | %.2f | %.2f | %.3f |\n",
 		       v == 0 ? "directly, no program (baseline)" : v == 1 ? "via the VIP, programs attached"
-								 : "via the VIP, reference program only",
+								 : "via the VIP, reference programs only",
 		       bench_pct(closes[v], total, 0.5) / 1e3, bench_pct(closes[v], total, 0.9) / 1e3,
 		       bench_pct(closes[v], total, 0.99) / 1e3,
 		       (double)bench_pct(closes[v], total, 0.5) / (double)bench_pct(closes[0], total, 0.5));
 	printf("\nBPF run time per connect (`BPF_ENABLE_STATS`, %u more connects of each kind from\n"
 	       "the enrolled cgroup, and as many from the reference one%s; the statistics add their\n"
-	       "own clock reads to every run):\n\n",
+	       "own clock reads to every run). Every shipped program that ran for the client's\n"
+	       "connection is listed (connect4; sockops only while something needs it: waypoints, the\n"
+	       "tunnel, the access log's open reports; sock_release; authz_ingress on the SYN-ACK only\n"
+	       "while a pod lacks its sk_lookup program); monitoring on, the default:\n\n",
 	       o.stats_connects, stats_failed ? ", some failed" : "");
 	printf("| connect to | program | ns per connect | runs per connect | ns per run |\n"
 	       "|---|---|---|---|---|\n");
 	for (int s = 0; s < 2; s++)
-		for (int p = 0; p < PROGS; p++)
+		for (int p = 0; p < PROGS; p++) {
+			const struct prog_costs *pc = &costs[0][s];
+
+			if (p < REF && !pc->attached[p])
+				continue;
 			printf("| %s | `%s`%s | %.0f | %.2f | %.0f |\n",
 			       s ? "an endpoint address (pod IP)" : "the VIP", progs[p],
-			       p == REF ? " (the floor)" : "", (double)run_ns[s][p] / o.stats_connects,
-			       (double)runs[s][p] / o.stats_connects,
-			       runs[s][p] ? (double)run_ns[s][p] / (double)runs[s][p] : 0.0);
-	for (int s = 0; s < 2; s++)
-		printf("\n%s: the shipped programs take %.1fx the floor's time per connect.",
+			       p == REF ? " (the floor)" : p == REF_CLOSE ? " (a close report's floor)" : "",
+			       (double)pc->run_ns[p] / o.stats_connects,
+			       (double)pc->runs[p] / o.stats_connects,
+			       pc->runs[p] ? (double)pc->run_ns[p] / (double)pc->runs[p] : 0.0);
+		}
+	printf("\nEvery program together, beside the floor (`ref_connect4`) and, with monitoring on, the\n"
+	       "floor of a close report too (`ref_release`, bench/ref/ref_accept.bpf.c: the 4-tuple,\n"
+	       "the cookie and two byte counters into a ring, no enrollment check, no direction):\n\n");
+	printf("| connect to | monitoring | every program, ns per connect | the floor, ns | ratio | the floor with a close report, ns | ratio |\n"
+	       "|---|---|---|---|---|---|---|\n");
+	for (int m = 0; m < (o.config_map ? 2 : 1); m++)
+		for (int s = 0; s < 2; s++) {
+			const struct prog_costs *pc = &costs[m][s];
+			uint64_t sum = 0, floor = pc->run_ns[REF], floor_close = floor + pc->run_ns[REF_CLOSE];
+
+			for (int p = 0; p < REF; p++)
+				sum += pc->run_ns[p];
+			printf("| %s | %s | %.0f | %.0f | %.2f |", s ? "a pod IP" : "the VIP", m ? "off" : "on",
+			       (double)sum / o.stats_connects, (double)floor / o.stats_connects,
+			       floor ? (double)sum / (double)floor : 0.0);
+			if (m)
+				printf(" - | - |\n");
+			else
+				printf(" %.0f | %.2f |\n", (double)floor_close / o.stats_connects,
+				       floor_close ? (double)sum / (double)floor_close : 0.0);
+		}
+	for (int s = 0; s < 2; s++) {
+		uint64_t sum = 0;
+
+		for (int p = 0; p < REF; p++)
+			sum += costs[0][s].run_ns[p];
+		printf("\n%s: every program on the path takes %.2fx the floor's time per connect.",
 		       s ? "To a pod IP" : "Through the VIP",
-		       run_ns[s][REF] ? (double)(run_ns[s][0] + run_ns[s][1] + run_ns[s][2]) /
-						(double)run_ns[s][REF]
-				      : 0.0);
+		       costs[0][s].run_ns[REF] ? (double)sum / (double)costs[0][s].run_ns[REF] : 0.0);
+	}
 	printf("\n\n");
-	printf("Goals (issue 24): median through the VIP <= 1.05x the direct median, and close() too;\n"
-	       "connect4 at most 0.25 us per VIP connect and 0.12 us per other connect.\n");
+	printf("Goals (issue 50): every program together <= 2.0x the floor through the VIP, <= 1.5x to a\n"
+	       "pod IP; the pinned connect() p50 ratio within +0.03 of the floor's.\n");
+	ring_buffer__free(ref_ring);
+	ref_accept__destroy(ref_close);
 	ref_connect__destroy(ref);
 	return 0;
 }

@@ -353,7 +353,16 @@ $(B)/bench/ref/ref_connect.bpf.o: bench/ref/ref_connect.bpf.c bench/ref/ref_conn
 $(GEN)/ref_connect.skel.h: $(B)/bench/ref/ref_connect.bpf.o
 	$(BPFTOOL) gen skeleton $< name ref_connect > $@
 
-$(call obj,bench/connect_bench.c): $(GEN)/ref_connect.skel.h
+# the reference sk_lookup and close report (floors of the passive side and of monitoring)
+$(B)/bench/ref/ref_accept.bpf.o: bench/ref/ref_accept.bpf.c bench/ref/ref_accept.h $(GEN)/vmlinux.h
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -Ibench/ref -c $< -o $@
+
+$(GEN)/ref_accept.skel.h: $(B)/bench/ref/ref_accept.bpf.o
+	$(BPFTOOL) gen skeleton $< name ref_accept > $@
+
+$(call obj,bench/connect_bench.c): $(GEN)/ref_connect.skel.h $(GEN)/ref_accept.skel.h
+$(call obj,bench/passive_bench.c): $(GEN)/ref_accept.skel.h
 $(B)/bench/connect_bench: $(call obj,bench/connect_bench.c bench/lib/bench_util.c)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS) -lpthread

@@ -95,5 +95,6 @@ connect_run() {
 	build/bench/connect_bench --netns "$(km_netns_path client)" --mesh-cgroup "$KM_CGROUP" \
 		--plain-cgroup "$plain" --ref-cgroup "$ref" --links-dir "$KM_DIR/bpffs/kmesh/links" --vip 10.96.0.1 \
 		--endpoints "$ENDPOINTS" --first-endpoint 10.64.0.0 --rounds "$ROUNDS" --per-round "$PER_ROUND" \
-		--services "$SERVICES" --outside-percent "$OUTSIDE_PERCENT" --kind "$SERVICE_KIND"
+		--services "$SERVICES" --outside-percent "$OUTSIDE_PERCENT" --kind "$SERVICE_KIND" \
+		--config-map "$KM_DIR/bpffs/kmesh/maps/km_config"
 }

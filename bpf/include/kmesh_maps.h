@@ -303,10 +303,14 @@ struct km_config_value {
 	__u16 flags;         /* KM_CFG_F_* and the BPF log level (padding, always 0, before) */
 };
 /* km_config_value.flags; 0 (and no row) means monitoring off, authz on, BPF log level error. */
-#define KM_CFG_F_MONITORING 0x1 /* sockops reports enrolled pods' connections (km_conn_events) */
+#define KM_CFG_F_MONITORING 0x1 /* enrolled pods' connections are reported (km_conn_events) */
 #define KM_CFG_F_AUTHZ_OFF 0x2  /* authorization is not enforced: every SYN passes */
 #define KM_CFG_LOG_SHIFT 2      /* bits 2-3: the BPF log level (km_bpf_log) */
 #define KM_CFG_LOG_MASK 0xc
+/* A close report carries the kernel's time (bpf_ktime_get_ns): set by the map writer while a
+ * subscriber wants open reports (the access log's durations); otherwise the reader stamps it when
+ * it reads the ring, at most KM_CONN_EVENTS_POLL_MS later, and the close pays no clock read. */
+#define KM_CFG_F_CONN_TIMES 0x10
 enum km_bpf_log_level {
 	KM_BPF_LOG_ERROR = 0,
 	KM_BPF_LOG_WARN = 1,

@@ -47,44 +47,39 @@ static __always_inline int km_monitoring(void)
 	return km_config_flags() & KM_CFG_F_MONITORING;
 }
 
-/* Room for a record of this size, or NULL (a drop is counted) when the ring is full. */
-static __always_inline void *km_conn_reserve(__u64 size)
+/* One record into the ring (built on the stack: one helper call, bpf_ringbuf_output, where
+ * reserve and submit are two), without waking the reader: waking it costs an interrupt each time
+ * (a VM exit in a VM), and the map writer reads every KM_CONN_EVENTS_POLL_MS anyway. One record
+ * in 64 (by its socket cookie, which counts up) also looks at the fill and wakes the reader past
+ * a quarter. A full ring counts a drop. */
+static __always_inline void km_conn_emit(void *e, __u64 size, __u64 cookie)
 {
-	void *r = bpf_ringbuf_reserve(&km_conn_events, size, 0);
+	__u64 flags = BPF_RB_NO_WAKEUP;
 
-	if (!r)
+	if (!(cookie & 63) &&
+	    bpf_ringbuf_query(&km_conn_events, BPF_RB_AVAIL_DATA) > KM_CONN_EVENTS_BYTES / 4)
+		flags = BPF_RB_FORCE_WAKEUP;
+	if (bpf_ringbuf_output(&km_conn_events, e, size, flags) != 0)
 		km_count_drop(0);
-	return r;
-}
-
-/* No wakeup per report: waking the reader costs an interrupt each time (a VM exit in a VM). The
- * map writer reads every KM_CONN_EVENTS_POLL_MS anyway; it is woken only when the ring fills past
- * a quarter. */
-static __always_inline void km_conn_submit(void *e)
-{
-	bpf_ringbuf_submit(e, bpf_ringbuf_query(&km_conn_events, BPF_RB_AVAIL_DATA) >
-				      KM_CONN_EVENTS_BYTES / 4 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 }
 
 /* Where the application asked a rewritten connection to go: connect4/6, cookie from ctx. */
 static __always_inline void km_conn_dial(void *ctx, const struct km_addr *orig, __u16 orig_port_nbo)
 {
-	struct km_conn_dial *d = km_conn_reserve(sizeof(*d));
+	struct km_conn_dial d;
 
-	if (!d)
-		return;
-	d->cookie = bpf_get_socket_cookie(ctx);
-	d->orig_dst = *orig;
-	d->orig_dport = bpf_ntohs(orig_port_nbo);
-	d->pad[0] = d->pad[1] = d->pad[2] = 0;
-	km_conn_submit(d);
+	d.cookie = bpf_get_socket_cookie(ctx);
+	d.orig_dst = *orig;
+	d.orig_dport = bpf_ntohs(orig_port_nbo);
+	d.pad[0] = d.pad[1] = d.pad[2] = 0;
+	km_conn_emit(&d, sizeof(d), d.cookie);
 }
 
 /* sockops, at establishment: the connection as connected. */
 static __always_inline void km_conn_open(struct bpf_sock_ops *skops, __u8 direction)
 {
 	struct km_addr local, remote;
-	struct km_conn_open *o;
+	struct km_conn_open rec, *o = &rec;
 	__u16 lport, rport;
 
 	lport = (__u16)KM_CTX32(skops, struct bpf_sock_ops, local_port);
@@ -105,8 +100,6 @@ static __always_inline void km_conn_open(struct bpf_sock_ops *skops, __u8 direct
 	if (km_addr_is_loopback(&local) || km_addr_is_loopback(&remote) ||
 	    km_sockops_mark(skops) == KM_TUNNEL_APP_MARK)
 		return; /* the pod's own traffic, or the tunnel's: see km_conn_was_open */
-	if (!(o = km_conn_reserve(sizeof(*o))))
-		return;
 	o->cookie = bpf_get_socket_cookie(skops);
 	o->ts_ns = bpf_ktime_get_ns();
 	if (direction == KM_CONN_OUTBOUND) {
@@ -122,7 +115,7 @@ static __always_inline void km_conn_open(struct bpf_sock_ops *skops, __u8 direct
 	}
 	o->direction = direction;
 	o->pad[0] = o->pad[1] = o->pad[2] = 0;
-	km_conn_submit(o);
+	km_conn_emit(o, sizeof(*o), o->cookie);
 }
 
 static __always_inline __u64 km_less(__u64 v, __u64 n)
@@ -217,7 +210,7 @@ static __always_inline void km_conn_counted(struct km_conn_close *e, __u64 cooki
 	__u32 unsent = c->write_seq - c->snd_nxt;
 
 	e->cookie = cookie;
-	e->ts_ns = bpf_ktime_get_ns();
+	e->ts_ns = (km_config_flags() & KM_CFG_F_CONN_TIMES) ? bpf_ktime_get_ns() : 0;
 	if (direction == KM_CONN_OUTBOUND) {
 		e->src = c->local;
 		e->sport = c->lport;
@@ -241,12 +234,10 @@ static __always_inline void km_conn_counted(struct km_conn_close *e, __u64 cooki
 static __always_inline void km_conn_close(struct bpf_sock *sk, __u32 state,
 					  const struct km_tcp_counters *c, __u8 direction)
 {
-	struct km_conn_close *e = km_conn_reserve(sizeof(*e));
+	struct km_conn_close e;
 
-	if (!e)
-		return;
-	km_conn_counted(e, bpf_get_socket_cookie(sk), state, c, direction);
-	km_conn_submit(e);
+	km_conn_counted(&e, bpf_get_socket_cookie(sk), state, c, direction);
+	km_conn_emit(&e, sizeof(e), e.cookie);
 }
 
 #endif

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -114,13 +115,24 @@ static void join_dial(struct km_mw_events *ev, struct km_mw_event_slot *slot, ui
 	}
 }
 
+/* CLOCK_MONOTONIC, as bpf_ktime_get_ns: the time of a report the kernel did not stamp
+ * (KM_CFG_F_CONN_TIMES off), read at most KM_CONN_EVENTS_POLL_MS after it was made. */
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* A report with the byte counters: a close, or an open connection's counters so far. Without an
  * open report (sockops is attached only while something needs it: docs/map-writer.md) the first
  * of these carries the dial. */
 static void add_counted(struct km_mw_events *ev, uint32_t kind, const struct km_conn_close *c)
 {
-	struct km_mw_event_slot *slot = next_slot(ev, kind, c->direction, c->cookie, c->ts_ns, &c->src,
-						  &c->dst, c->sport, c->dport);
+	struct km_mw_event_slot *slot = next_slot(ev, kind, c->direction, c->cookie,
+						  c->ts_ns ? c->ts_ns : now_ns(), &c->src, &c->dst,
+						  c->sport, c->dport);
 
 	join_dial(ev, slot, c->direction, c->cookie);
 	if (slot) {

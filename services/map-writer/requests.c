@@ -25,10 +25,15 @@ static void opens_demand(struct km_mw_requests *w, uint64_t except_serial)
 {
 	int want = (w->dp->node.flags & KM_CFG_F_MONITORING) &&
 		   km_mw_events_opens_wanted(w->events, except_serial);
+	uint16_t flags = (uint16_t)(want ? w->dp->node.flags | KM_CFG_F_CONN_TIMES
+					 : w->dp->node.flags & ~KM_CFG_F_CONN_TIMES);
 
 	if (km_dataplane_demand(w->dp, KM_HOOK_SOCKOPS, KM_DEMAND_OPENS, want) != 0)
 		km_warn("the access log's open reports and durations are missing until sockops can "
 			"be attached");
+	/* durations need the kernel's time at close too: the clock read only while they do */
+	if (flags != w->dp->node.flags)
+		km_dataplane_set_flags(w->dp, flags);
 }
 
 /* Does this batch send connections to a waypoint or the tunnel (a service or backend row with a
