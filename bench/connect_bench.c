@@ -344,8 +344,9 @@ struct prog_costs {
 	uint64_t failed;
 };
 
-/* km_config's monitoring flag off and back, as `kmeshctl monitoring disable` writes it. */
-static void set_monitoring(const char *config_map, int on)
+/* km_config's flags: read, and written (monitoring off for a pass, then back as they were), as
+ * `kmeshctl monitoring disable` writes them. */
+static __u16 config_flags(const char *config_map, int write, __u16 flags)
 {
 	struct km_config_value cfg;
 	__u32 key = 0;
@@ -353,10 +354,13 @@ static void set_monitoring(const char *config_map, int on)
 
 	if (fd < 0 || bpf_map_lookup_elem(fd, &key, &cfg) != 0)
 		bench_die(config_map);
-	cfg.flags = (__u16)(on ? cfg.flags | KM_CFG_F_MONITORING : cfg.flags & ~KM_CFG_F_MONITORING);
-	if (bpf_map_update_elem(fd, &key, &cfg, BPF_EXIST) != 0)
-		bench_die("writing km_config");
+	if (write) {
+		cfg.flags = flags;
+		if (bpf_map_update_elem(fd, &key, &cfg, BPF_EXIST) != 0)
+			bench_die("writing km_config");
+	}
 	close(fd);
+	return cfg.flags;
 }
 
 static struct bench_prog_stats prog_stats(struct ref_connect *ref, struct ref_accept *ref_close,
@@ -380,6 +384,7 @@ int main(int argc, char **argv)
 	struct ref_accept *ref_close;
 	struct ring_buffer *ref_ring;
 	uint64_t stats_failed = 0;
+	int monitoring = 1; /* as the first pass found it (--config-map tells; else assumed on) */
 	static const char *const variant_names[VARIANTS] = {
 		"direct, no program (baseline)", "through the VIP, programs attached",
 		"reference program (the floor), via the VIP"
@@ -464,9 +469,16 @@ int main(int argc, char **argv)
 	if ((stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME)) < 0)
 		bench_die("BPF_ENABLE_STATS");
 	memset(costs, 0, sizeof(costs));
+	/* the second pass only when monitoring is on (the mesh's default): it measures it off */
+	if (o.config_map && !(config_flags(o.config_map, 0, 0) & KM_CFG_F_MONITORING)) {
+		o.config_map = NULL;
+		monitoring = 0;
+	}
 	for (int m = 0; m < (o.config_map ? 2 : 1); m++) {
+		__u16 flags = m == 1 ? config_flags(o.config_map, 0, 0) : 0;
+
 		if (m == 1)
-			set_monitoring(o.config_map, 0);
+			config_flags(o.config_map, 1, (__u16)(flags & ~KM_CFG_F_MONITORING));
 		for (int s = 0; s < 2; s++) {
 			struct prog_costs *pc = &costs[m][s];
 
@@ -494,7 +506,7 @@ int main(int argc, char **argv)
 			stats_failed += pc->failed;
 		}
 		if (m == 1)
-			set_monitoring(o.config_map, 1);
+			config_flags(o.config_map, 1, flags);
 	}
 	close(stats_fd);
 	bench_join_cgroup(cg[0]);
@@ -564,8 +576,9 @@ int main(int argc, char **argv)
 	       "own clock reads to every run). Every shipped program that ran for the client's\n"
 	       "connection is listed (connect4; sockops only while something needs it: waypoints, the\n"
 	       "tunnel, the access log's open reports; sock_release; authz_ingress on the SYN-ACK only\n"
-	       "while a pod lacks its sk_lookup program); monitoring on, the default:\n\n",
-	       o.stats_connects, stats_failed ? ", some failed" : "");
+	       "while a pod lacks its sk_lookup program); monitoring %s:\n\n",
+	       o.stats_connects, stats_failed ? ", some failed" : "",
+	       monitoring ? "on, the default" : "off");
 	printf("| connect to | program | ns per connect | runs per connect | ns per run |\n"
 	       "|---|---|---|---|---|\n");
 	for (int s = 0; s < 2; s++)
@@ -593,10 +606,11 @@ int main(int argc, char **argv)
 
 			for (int p = 0; p < REF; p++)
 				sum += pc->run_ns[p];
-			printf("| %s | %s | %.0f | %.0f | %.2f |", s ? "a pod IP" : "the VIP", m ? "off" : "on",
+			printf("| %s | %s | %.0f | %.0f | %.2f |", s ? "a pod IP" : "the VIP",
+			       m || !monitoring ? "off" : "on",
 			       (double)sum / o.stats_connects, (double)floor / o.stats_connects,
 			       floor ? (double)sum / (double)floor : 0.0);
-			if (m)
+			if (m || !monitoring)
 				printf(" - | - |\n");
 			else
 				printf(" %.0f | %.2f |\n", (double)floor_close / o.stats_connects,

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # passive.sh — what the data plane adds to an enrolled pod's side of the connections it accepts
 # (bench/passive_bench.c): connect() and bulk throughput from a client pod to a server in an
-# enrolled pod, against a server in a pod that is not enrolled, measured in the same run, and
-# each program's time per connection and cgroup_skb's per packet. One ALLOW policy applies to
+# enrolled pod, against a server in a pod that is not enrolled and one with the floors (reference
+# programs), measured in the same run, and every program's time per connection and per packet. One ALLOW policy applies to
 # the enrolled server and matches. ROUNDS, PER_ROUND, BULK_MB override. HBONE=on: the server's
 # address is in km_hbone, as when the tunnel serves its 15008 (the only thing the tunnel changes
 # in the kernel; bench/tunnel_kernel.sh compares). Prints markdown. Needs root.
@@ -15,15 +15,19 @@ BULK_MB=${BULK_MB:-256}
 HBONE=${HBONE:-off}
 cleanup() {
 	[ -n "${plain:-}" ] && rmdir "$plain" 2>/dev/null
+	[ -n "${ref:-}" ] && rmdir "$ref" 2>/dev/null
 	km_env_cleanup
 }
 trap cleanup EXIT
 km_env_setup kmv$$ >/dev/null
 plain=$(dirname "$KM_CGROUP")/$KM_PREFIX-plain # a sibling: no kmesh program applies there
 mkdir "$plain"
+ref=$(dirname "$KM_CGROUP")/$KM_PREFIX-ref # a sibling with only the reference programs (floors)
+mkdir "$ref"
 km_pod_add client "$KM_SUBNET.10"
 km_pod_add srv "$KM_SUBNET.20"
 km_pod_add plain "$KM_SUBNET.30"
+km_pod_add ref "$KM_SUBNET.40"
 cat <<JSON | km_write_config
 {"resources": [
  {"workload": {"uid": "Kubernetes//Pod/c/client", "name": "client", "namespace": "c",
@@ -46,5 +50,7 @@ done
 build/bench/passive_bench --client-netns "$(km_netns_path client)" \
 	--mesh-netns "$(km_netns_path srv)" --mesh-cgroup "$KM_CGROUP" --mesh-ip "$KM_SUBNET.20" \
 	--plain-netns "$(km_netns_path plain)" --plain-cgroup "$plain" --plain-ip "$KM_SUBNET.30" \
+	--ref-netns "$(km_netns_path ref)" --ref-cgroup "$ref" --ref-ip "$KM_SUBNET.40" \
+	--client-ip "$KM_SUBNET.10" \
 	--links-dir "$KM_DIR/bpffs/kmesh/links" --rounds "$ROUNDS" --per-round "$PER_ROUND" \
 	--bulk-mb "$BULK_MB"

@@ -22,37 +22,47 @@
 /* weak: on a kernel without it the map writer loads the compat program instead */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 
-/* Uncounts a P2C-counted connection; says whether this is a TCP socket of an enrolled pod whose
- * close monitoring reports. */
-static __always_inline int km_release_reported(struct bpf_sock *sk)
+/* A socket the pod made (connect()) may have a record: a P2C-counted connection is uncounted.
+ * Returns 1 when the tunnel reports this connection (it carries it over HBONE), not us. An
+ * accepted socket never has one (connect() made none): its record is not looked for. */
+static __always_inline int km_release_record(struct bpf_sock *sk)
 {
-	struct km_sock_state *st;
+	struct km_sock_state *st = bpf_sk_storage_get(&km_sock, sk, 0, 0);
 
-	if (sk->protocol != IPPROTO_TCP)
+	if (!st)
 		return 0;
-	st = bpf_sk_storage_get(&km_sock, sk, 0, 0);
-	if (st && (st->flags & KM_SOCK_F_COUNTED)) {
+	if (st->flags & KM_SOCK_F_COUNTED) {
 		st->flags &= ~KM_SOCK_F_COUNTED;
 		km_conn_count_add(st->backend_id, -1);
 	}
-	/* (the tunnel reports connections it carries over HBONE) */
-	return km_monitoring() && km_netns_managed(sk) && !(st && (st->flags & KM_SOCK_F_VIA_TUNNEL));
+	return !!(st->flags & KM_SOCK_F_VIA_TUNNEL);
 }
+
+/* The program's body, for a socket pointer read with READ / READ_INTO (conn_events.h). */
+#define KM_SOCK_RELEASE(sk, state, tp, READ, READ_INTO)                                            \
+	do {                                                                                       \
+		struct km_tcp_counters c;                                                          \
+                                                                                                   \
+		if (!READ(tp, inet_conn.icsk_inet.sk.sk_max_ack_backlog) && km_release_record(sk)) \
+			return KM_SOCK_RELEASE_OK;                                                 \
+		if (!km_monitoring() || !km_netns_managed(sk))                                     \
+			return KM_SOCK_RELEASE_OK;                                                 \
+		KM_TCP_COUNTERS(tp, &c, READ, READ_INTO);                                          \
+		if (km_conn_was_open(state, &c, km_conn_direction(&c)))                            \
+			km_conn_close(sk, state, &c, km_conn_direction(&c));                       \
+	} while (0)
 
 SEC("cgroup/sock_release")
 int km_sock_release(struct bpf_sock *sk)
 {
 	__u32 state = sk->state; /* first: a ctx field read after the branches below would be
 				  * read through a moved ctx pointer, which the verifier refuses */
-	struct km_tcp_counters c;
 	const struct tcp_sock *tp;
 
-	if (!km_release_reported(sk))
+	if (sk->protocol != IPPROTO_TCP)
 		return KM_SOCK_RELEASE_OK;
 	tp = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
-	KM_TCP_COUNTERS(tp, &c, KM_READ_PLAIN, KM_READ_INTO_PLAIN);
-	if (km_conn_was_open(state, &c, km_conn_direction(&c)))
-		km_conn_close(sk, state, &c, km_conn_direction(&c));
+	KM_SOCK_RELEASE(sk, state, tp, KM_READ_PLAIN, KM_READ_INTO_PLAIN);
 	return KM_SOCK_RELEASE_OK;
 }
 
@@ -60,14 +70,11 @@ SEC("cgroup/sock_release")
 int km_sock_release_compat(struct bpf_sock *sk)
 {
 	__u32 state = sk->state; /* first, as above */
-	struct km_tcp_counters c;
 	const struct tcp_sock *tp = (const void *)sk;
 
-	if (!km_release_reported(sk))
+	if (sk->protocol != IPPROTO_TCP)
 		return KM_SOCK_RELEASE_OK;
-	KM_TCP_COUNTERS(tp, &c, BPF_CORE_READ, BPF_CORE_READ_INTO);
-	if (km_conn_was_open(state, &c, km_conn_direction(&c)))
-		km_conn_close(sk, state, &c, km_conn_direction(&c));
+	KM_SOCK_RELEASE(sk, state, tp, BPF_CORE_READ, BPF_CORE_READ_INTO);
 	return KM_SOCK_RELEASE_OK;
 }
 

@@ -19,13 +19,15 @@
 
 #define KM_SOCKOPS_OK 1
 
-/* Monitoring: report an enrolled pod's new connection. Its close is reported by
- * conn_close.bpf.c when the application lets the socket go: no state callbacks, no storage.
- * Without this report (sockops detached) the agent counts a connection opened when it first
- * hears of it: its open connections' report or its close. */
+/* Monitoring, while a subscriber wants opens (KM_CFG_F_OPEN_REPORTS): report an enrolled pod's
+ * new connection. Its close is reported by conn_close.bpf.c when the application lets the socket
+ * go: no state callbacks, no storage. Without this report the agent counts a connection opened
+ * when it first hears of it: its open connections' report or its close. */
 static __always_inline void km_monitor_open(struct bpf_sock_ops *skops, __u8 direction)
 {
-	if (km_monitoring() && km_netns_managed(skops))
+	if ((km_config_flags() & (KM_CFG_F_MONITORING | KM_CFG_F_OPEN_REPORTS)) ==
+		    (KM_CFG_F_MONITORING | KM_CFG_F_OPEN_REPORTS) &&
+	    km_netns_managed(skops))
 		km_conn_open(skops, direction);
 }
 
@@ -86,8 +88,7 @@ static __always_inline void km_on_established(struct bpf_sock_ops *skops)
  * socket keeps its listener's backlog, lib/conn_events.h.) */
 static __always_inline void km_on_passive_established(struct bpf_sock_ops *skops)
 {
-	if (km_monitoring() && km_netns_managed(skops))
-		km_conn_open(skops, KM_CONN_INBOUND);
+	km_monitor_open(skops, KM_CONN_INBOUND);
 }
 
 SEC("sockops")

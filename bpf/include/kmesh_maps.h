@@ -307,10 +307,11 @@ struct km_config_value {
 #define KM_CFG_F_AUTHZ_OFF 0x2  /* authorization is not enforced: every SYN passes */
 #define KM_CFG_LOG_SHIFT 2      /* bits 2-3: the BPF log level (km_bpf_log) */
 #define KM_CFG_LOG_MASK 0xc
-/* A close report carries the kernel's time (bpf_ktime_get_ns): set by the map writer while a
- * subscriber wants open reports (the access log's durations); otherwise the reader stamps it when
- * it reads the ring, at most KM_CONN_EVENTS_POLL_MS later, and the close pays no clock read. */
-#define KM_CFG_F_CONN_TIMES 0x10
+/* A subscriber wants open reports (the access log: its open lines and durations), set by the map
+ * writer: sockops (attached for them) reports establishments, and a close carries the kernel's
+ * time (bpf_ktime_get_ns). Otherwise no open is reported and the reader stamps a close when it
+ * reads the ring, at most KM_CONN_EVENTS_POLL_MS later: the close pays no clock read. */
+#define KM_CFG_F_OPEN_REPORTS 0x10
 enum km_bpf_log_level {
 	KM_BPF_LOG_ERROR = 0,
 	KM_BPF_LOG_WARN = 1,

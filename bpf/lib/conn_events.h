@@ -210,7 +210,7 @@ static __always_inline void km_conn_counted(struct km_conn_close *e, __u64 cooki
 	__u32 unsent = c->write_seq - c->snd_nxt;
 
 	e->cookie = cookie;
-	e->ts_ns = (km_config_flags() & KM_CFG_F_CONN_TIMES) ? bpf_ktime_get_ns() : 0;
+	e->ts_ns = (km_config_flags() & KM_CFG_F_OPEN_REPORTS) ? bpf_ktime_get_ns() : 0;
 	if (direction == KM_CONN_OUTBOUND) {
 		e->src = c->local;
 		e->sport = c->lport;

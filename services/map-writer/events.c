@@ -116,7 +116,7 @@ static void join_dial(struct km_mw_events *ev, struct km_mw_event_slot *slot, ui
 }
 
 /* CLOCK_MONOTONIC, as bpf_ktime_get_ns: the time of a report the kernel did not stamp
- * (KM_CFG_F_CONN_TIMES off), read at most KM_CONN_EVENTS_POLL_MS after it was made. */
+ * (KM_CFG_F_OPEN_REPORTS off), read at most KM_CONN_EVENTS_POLL_MS after it was made. */
 static uint64_t now_ns(void)
 {
 	struct timespec ts;

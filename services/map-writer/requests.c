@@ -25,8 +25,8 @@ static void opens_demand(struct km_mw_requests *w, uint64_t except_serial)
 {
 	int want = (w->dp->node.flags & KM_CFG_F_MONITORING) &&
 		   km_mw_events_opens_wanted(w->events, except_serial);
-	uint16_t flags = (uint16_t)(want ? w->dp->node.flags | KM_CFG_F_CONN_TIMES
-					 : w->dp->node.flags & ~KM_CFG_F_CONN_TIMES);
+	uint16_t flags = (uint16_t)(want ? w->dp->node.flags | KM_CFG_F_OPEN_REPORTS
+					 : w->dp->node.flags & ~KM_CFG_F_OPEN_REPORTS);
 
 	if (km_dataplane_demand(w->dp, KM_HOOK_SOCKOPS, KM_DEMAND_OPENS, want) != 0)
 		km_warn("the access log's open reports and durations are missing until sockops can "
