@@ -62,8 +62,8 @@ static void ingress_demand(struct km_mw_requests *w)
 
 void km_mw_demand_start(struct km_mw_requests *w)
 {
+	ingress_demand(w); /* first: an adopted link a pod still needs is never off for an instant */
 	km_dataplane_demand(w->dp, KM_HOOK_AUTHZ_INGRESS, KM_DEMAND_ADOPTED, 0);
-	ingress_demand(w);
 }
 
 void km_mw_session_closed(void *arg, struct km_ipc_session *s)

@@ -99,8 +99,12 @@ waypointed() { # waypointed NAME: a workload on b3's address with a workload way
 	  "addresses": ["'$KM_SUBNET.23'"], "services": {"demo/web.demo.svc.cluster.local": {}},
 	  "waypoint": {"address": {"address": "'$KM_SUBNET.99'"}, "hboneMtlsPort": 15008}}}'
 }
+sockops_pinned() { [ -e "$KM_DIR/bpffs/kmesh/links/sockops" ]; }
+check "no sockops program while no row names a waypoint (nothing needs it)" eval '! sockops_pinned'
 set_state "$SVC" "$(pod b1)" "$(pod b2)" "$(waypointed b3)"
 check "a workload with its own waypoint has a pod-IP frontend row" wait_holder_named "$KM_SUBNET.23"
+check "... and sockops was attached before that row (the waypoint's TLV needs it)" \
+	eval 'sockops_pinned && grep -q "sockops attached: needed by waypoints" "$KM_DIR/map-writer.log"'
 set_state "$SVC" "$(pod b1)" "$(pod b2)" "$(waypointed b3-new)"
 check "b3's IP taken over by b3-new in one response: the frontend row names b3-new" \
 	wait_holder_named "$KM_SUBNET.23"
@@ -219,6 +223,13 @@ check "... and without TLS, the HTTP/2 setup times out the same way ($(accepts s
 check "connections that istiod answers never hit the bound (streams outlive its 2 s)" \
 	eval '! grep -q "did not complete within" "$KM_DIR/xds-agent.log"'
 check "the handshake timeout is in --help" says "--xds-handshake-timeout SECONDS" "$KM_BIN/kmesh-xds-agent" --help
+
+# --- the waypoint went long ago: the next full sync (a restarted agent) takes sockops off the path
+kill "$KM_AGENT_PID"
+wait "$KM_AGENT_PID" 2>/dev/null
+km_agent_start_xds --xds-handshake-timeout 2
+check "a full sync naming no waypoint detaches sockops" \
+	eval 'for _ in $(seq 1 100); do ! sockops_pinned && break; sleep 0.1; done; ! sockops_pinned && grep -q "sockops detached" "$KM_DIR/map-writer.log"'
 
 [ $KM_FAIL -eq 0 ] || km_dump_logs map-writer xds-agent istiod
 [ -n "${KM_SHOW_LOGS:-}" ] && km_dump_logs map-writer xds-agent istiod
