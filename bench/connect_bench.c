@@ -152,14 +152,6 @@ static struct ref_connect *ref_load(const struct opts *o, const struct sockaddr_
 
 /* The floor of monitoring: the reference close report on the reference cgroup, its ring read
  * (and dropped) by this process as the map writer reads the shipped one. */
-static int drop_record(void *ctx, void *data, size_t size)
-{
-	(void)ctx;
-	(void)data;
-	(void)size;
-	return 0;
-}
-
 static struct ref_accept *ref_close_load(const char *cgroup, struct ring_buffer **ring)
 {
 	struct ref_accept *r = ref_accept__open_and_load();
@@ -171,7 +163,7 @@ static struct ref_accept *ref_close_load(const char *cgroup, struct ring_buffer 
 	    !bpf_program__attach_cgroup(r->progs.km_ref_release, cg))
 		bench_die("attaching the reference close report");
 	close(cg);
-	if (!(*ring = ring_buffer__new(bpf_map__fd(r->maps.km_ref_closes), drop_record, NULL, NULL)))
+	if (!(*ring = ring_buffer__new(bpf_map__fd(r->maps.km_ref_closes), bench_ring_drop, NULL, NULL)))
 		bench_die("reading the reference ring");
 	return r;
 }

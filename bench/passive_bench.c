@@ -183,13 +183,6 @@ static void read_stats(const struct opts *o, const struct ref_accept *ref, struc
 	attached[REF_LOOKUP] = attached[REF_CLOSE] = 1;
 }
 
-static int drop_record(void *ctx, void *data, size_t size)
-{
-	(void)ctx;
-	(void)data;
-	(void)size;
-	return 0;
-}
 
 /* The floors on the third server: the lookup in its namespace (allowing the client's address),
  * the close report on its cgroup, whose ring this process reads (and drops) as the map writer
@@ -213,7 +206,7 @@ static struct ref_accept *ref_load(const struct opts *o, struct ring_buffer **ri
 	    !bpf_program__attach_cgroup(r->progs.km_ref_release, fd))
 		bench_die("attaching the reference close report");
 	close(fd);
-	if (!(*ring = ring_buffer__new(bpf_map__fd(r->maps.km_ref_closes), drop_record, NULL, NULL)))
+	if (!(*ring = ring_buffer__new(bpf_map__fd(r->maps.km_ref_closes), bench_ring_drop, NULL, NULL)))
 		bench_die("reading the reference ring");
 	return r;
 }

@@ -102,3 +102,11 @@ struct bench_prog_stats bench_link_prog_stats(const char *path)
 	close(lfd);
 	return s;
 }
+
+int bench_ring_drop(void *ctx, void *data, size_t size)
+{
+	(void)ctx;
+	(void)data;
+	(void)size;
+	return 0;
+}

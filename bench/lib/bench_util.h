@@ -28,5 +28,8 @@ struct bench_prog_stats {
 /* The program of the link pinned at path, or of a program fd. */
 struct bench_prog_stats bench_link_prog_stats(const char *path);
 struct bench_prog_stats bench_fd_prog_stats(int prog_fd);
+/* A ring-buffer callback that drops the record: a reference program's ring read as the map writer
+ * reads the shipped one (libbpf's ring_buffer_sample_fn). */
+int bench_ring_drop(void *ctx, void *data, size_t size);
 
 #endif
