@@ -42,6 +42,7 @@
 #include <bpf/libbpf.h>
 
 #include "bench/lib/bench_util.h"
+#include "bench/lib/ref_close.h"
 #include "bench/ref/ref_connect.h"
 #include "kmesh_maps.h"
 #include "ref_accept.skel.h"
@@ -155,16 +156,10 @@ static struct ref_connect *ref_load(const struct opts *o, const struct sockaddr_
 static struct ref_accept *ref_close_load(const char *cgroup, struct ring_buffer **ring)
 {
 	struct ref_accept *r = ref_accept__open_and_load();
-	int cg;
 
 	if (!r)
 		bench_die("loading the reference close report");
-	if ((cg = open(cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-	    !bpf_program__attach_cgroup(r->progs.km_ref_release, cg))
-		bench_die("attaching the reference close report");
-	close(cg);
-	if (!(*ring = ring_buffer__new(bpf_map__fd(r->maps.km_ref_closes), bench_ring_drop, NULL, NULL)))
-		bench_die("reading the reference ring");
+	*ring = bench_ref_close_attach(r, cgroup);
 	return r;
 }
 

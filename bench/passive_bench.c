@@ -33,6 +33,7 @@
 #include <bpf/libbpf.h>
 
 #include "bench/lib/bench_util.h"
+#include "bench/lib/ref_close.h"
 #include "bench/ref/ref_accept.h"
 #include "ref_accept.skel.h"
 
@@ -183,7 +184,6 @@ static void read_stats(const struct opts *o, const struct ref_accept *ref, struc
 	attached[REF_LOOKUP] = attached[REF_CLOSE] = 1;
 }
 
-
 /* The floors on the third server: the lookup in its namespace (allowing the client's address),
  * the close report on its cgroup, whose ring this process reads (and drops) as the map writer
  * reads the shipped one. */
@@ -202,12 +202,7 @@ static struct ref_accept *ref_load(const struct opts *o, struct ring_buffer **ri
 	    !bpf_program__attach_netns(r->progs.km_ref_lookup, fd))
 		bench_die("attaching the reference sk_lookup program");
 	close(fd);
-	if ((fd = open(o->ref_cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-	    !bpf_program__attach_cgroup(r->progs.km_ref_release, fd))
-		bench_die("attaching the reference close report");
-	close(fd);
-	if (!(*ring = ring_buffer__new(bpf_map__fd(r->maps.km_ref_closes), bench_ring_drop, NULL, NULL)))
-		bench_die("reading the reference ring");
+	*ring = bench_ref_close_attach(r, o->ref_cgroup);
 	return r;
 }
 

@@ -362,12 +362,12 @@ $(GEN)/ref_accept.skel.h: $(B)/bench/ref/ref_accept.bpf.o
 	$(BPFTOOL) gen skeleton $< name ref_accept > $@
 
 $(call obj,bench/connect_bench.c): $(GEN)/ref_connect.skel.h $(GEN)/ref_accept.skel.h
-$(call obj,bench/passive_bench.c): $(GEN)/ref_accept.skel.h
-$(B)/bench/connect_bench: $(call obj,bench/connect_bench.c bench/lib/bench_util.c)
+$(call obj,bench/passive_bench.c bench/lib/ref_close.c): $(GEN)/ref_accept.skel.h
+$(B)/bench/connect_bench: $(call obj,bench/connect_bench.c bench/lib/bench_util.c bench/lib/ref_close.c)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS) -lpthread
 
-$(B)/bench/passive_bench: $(call obj,bench/passive_bench.c bench/lib/bench_util.c)
+$(B)/bench/passive_bench: $(call obj,bench/passive_bench.c bench/lib/bench_util.c bench/lib/ref_close.c)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ $(MW_LIBS)
 
