@@ -13,6 +13,7 @@
 #include "lib/addr.h"
 #include "lib/authz.h"
 #include "lib/config.h"
+#include "lib/mesh_cgroup.h"
 
 #define KM_AF_INET 2
 #define KM_AF_INET6 10
@@ -58,6 +59,8 @@ int km_authz_recheck(struct bpf_iter__tcp *ctx)
 		return 0;
 	if (!tp->inet_conn.icsk_inet.sk.sk_max_ack_backlog)
 		return 0; /* made by the pod (connect()), not accepted */
+	if (!km_sock_in_mesh_cgroup((const struct sock *)tp))
+		return 0; /* not a socket of the pod's processes (the tunnel's, on its HBONE port) */
 	if (tp->inet_conn.icsk_inet.sk.sk_rx_dst_ifindex == KM_LOOPBACK_IFINDEX)
 		return 0; /* the pod talking to itself: its SYN was not decided either */
 	if (conn_of(skc, &c) != 0)

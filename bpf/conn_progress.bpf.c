@@ -3,7 +3,8 @@
  * move while long connections live, not only when they close. A TCP socket iterator the map
  * writer runs in each enrolled pod's network namespace every --conn-report-interval while
  * monitoring is on: one km_conn_close record (the counters so far, read exactly as the close
- * reads them: lib/conn_events.h) per connection the pod still holds, to the iterator's output.
+ * reads them: lib/conn_events.h) per connection the pod's processes still hold (sockets of the
+ * cgroup the programs are attached to: lib/mesh_cgroup.h), to the iterator's output.
  * Nothing runs on the connections' path: the cost is the pass, off the data path. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -13,6 +14,7 @@
 #include "lib/maps.h"
 #include "lib/config.h"
 #include "lib/conn_events.h"
+#include "lib/mesh_cgroup.h"
 
 SEC("iter/tcp")
 int km_conn_progress(struct bpf_iter__tcp *ctx)
@@ -38,6 +40,10 @@ int km_conn_progress(struct bpf_iter__tcp *ctx)
 	st = bpf_sk_storage_get(&km_sock, tp, 0, 0);
 	if (st && (st->flags & KM_SOCK_F_VIA_TUNNEL))
 		return 0; /* the tunnel reports it */
+	/* only what sock_release will report the close of: a socket of the pod's own processes
+	 * (a connection first heard of here counts opened: one never closed would stay open) */
+	if (!km_sock_in_mesh_cgroup((const struct sock *)tp))
+		return 0;
 	KM_TCP_COUNTERS(tp, &c, KM_READ_PLAIN, KM_READ_INTO_PLAIN);
 	direction = km_conn_direction(&c);
 	if (!km_conn_was_open(state, &c, direction))

@@ -294,6 +294,18 @@ struct km_sockhash_key {
 	__u64 cookie;
 };
 
+/* km_mesh_cgroup: one row (key 0), written by the map writer at start: the cgroup its programs are
+ * attached to (--cgroup), by id (the inode of its cgroup-v2 directory) and depth below the
+ * cgroup-v2 root. The periodic iterators walk every socket of an enrolled pod's network
+ * namespace; this tells them the ones those programs see: a socket of a process outside that
+ * cgroup (the tunnel's HBONE connections into the pod, made on sockets the map writer gives it)
+ * has no close report and is not the pod's own. id 0: unknown, every socket counts. */
+struct km_mesh_cgroup_value {
+	__u64 id;
+	__u32 level;
+	__u32 pad;
+};
+
 /* km_config: one row (key 0) of node settings, written by the map writer from its flags at
  * start and changed at run time by kmeshctl (monitoring, authz, BPF log level). */
 struct km_config_value {

@@ -71,6 +71,7 @@ KM_DECLARE_HASH(km_authz_denials, struct km_authz_denials_key, struct km_authz_d
 KM_DECLARE_HASH(km_authz_index, struct km_authz_index_key, struct km_authz_index_value);
 KM_DECLARE_HASH(km_ipsec_peer, struct km_ipsec_peer_key, struct km_ipsec_peer_value);
 KM_DECLARE_ONE_ROW(km_config, struct km_config_value);
+KM_DECLARE_ONE_ROW(km_mesh_cgroup, struct km_mesh_cgroup_value);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_BLOOM_FILTER);

@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -21,6 +23,7 @@
 #include "services/map-writer/migrate.h"
 #include "services/map-writer/probe.h"
 #include "services/map-writer/tunnel_cgroup.h"
+#include "shared/cgroup2.h"
 #include "shared/log.h"
 
 #ifndef BPF_FS_MAGIC
@@ -631,6 +634,34 @@ int km_dataplane_set_flags(struct km_dataplane *dp, uint16_t flags)
 	return write_node_config(dp, &node);
 }
 
+/* km_mesh_cgroup: the attach cgroup's id and depth below the cgroup-v2 root, for the iterators
+ * (bpf/lib/mesh_cgroup.h). Not known (logged): the row stays 0 and every socket of an enrolled
+ * pod's namespace counts, as before it existed. */
+static void write_mesh_cgroup(struct km_dataplane *dp)
+{
+	struct km_mesh_cgroup_value v = { 0 };
+	char real[PATH_MAX], mount[PATH_MAX];
+	struct stat st;
+	__u32 key = 0;
+
+	if (fstat(dp->cgroup_fd, &st) == 0 && realpath(dp->cgroup_path, real) &&
+	    km_cgroup2_mount(real, mount, sizeof(mount)) == 0) {
+		size_t n = strlen(mount) == 1 ? 0 : strlen(mount); /* a mount on / */
+
+		v.id = (__u64)st.st_ino;
+		for (const char *p = real + n; *p; p++) /* one level per component below the root */
+			if (*p == '/' && p[1] && p[1] != '/')
+				v.level++;
+		if (real[n] != '/' && real[n] != '\0')
+			v.id = 0; /* not under that mount after all */
+	}
+	if (!v.id)
+		km_warn("cannot tell the cgroup %s's id and depth: the open connections' reports count "
+			"every socket of a pod's namespace, also other processes' there", dp->cgroup_path);
+	if (bpf_map_update_elem(bpf_map__fd(dp->skel->maps.km_mesh_cgroup), &key, &v, BPF_ANY) != 0)
+		km_warn("cannot write km_mesh_cgroup: %s", strerror(errno));
+}
+
 /* km_meta: this build's layout, written once every map in the pins has it. */
 static int write_layout(struct km_dataplane *dp)
 {
@@ -808,7 +839,7 @@ int km_dataplane_open(struct km_dataplane *dp, const struct km_dataplane_config 
 	dp->sizes.authz_cidrs = bpf_map__max_entries(dp->skel->maps.km_authz_cidr);
 
 	if ((err = migrate_entries(dp)) || (err = fill_frontend_filter(dp)) ||
-	    (err = write_node_config(dp, &cfg->node)) ||
+	    (err = write_node_config(dp, &cfg->node)) || (write_mesh_cgroup(dp), 0) ||
 	    (err = attach_all(dp)) || (err = repin_migrated(dp)) || (err = write_layout(dp)))
 		return err;
 	km_info("data plane ready: %s (maps %s, links %s), attached to %s", dp->dir,

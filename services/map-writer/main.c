@@ -24,6 +24,7 @@
 #include "services/map-writer/ipsec_tc.h"
 #include "ipc/server.h"
 #include "services/map-writer/requests.h"
+#include "services/map-writer/demand.h"
 #include "services/map-writer/tables.h"
 #include "shared/addr.h"
 #include "shared/fd_limit.h"
@@ -405,7 +406,7 @@ int main(int argc, char **argv)
 	w.requests.progress = &w.progress;
 	km_dump_queue_init(&w.dumps, w.loop, &w.tables, &w.server);
 	w.requests.dumps = &w.dumps;
-	km_mw_demand_start(&w.requests); /* authz_ingress only for pods without sk_lookup */
+	km_demand_start(&w.dp, &w.lookup); /* authz_ingress only for pods without sk_lookup */
 	km_ipsec_tc_init(&w.ipsec_tc, w.dp.fd_ipsec_encrypt, w.dp.fd_ipsec_decrypt, w.dp.fd_manage);
 	km_authz_recheck_init(&w.recheck, w.loop,
 			      w.dp.recheck_link ? bpf_link__fd(w.dp.recheck_link) : -1, w.dp.fd_manage,

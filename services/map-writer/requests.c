@@ -4,6 +4,7 @@
 #include "services/map-writer/requests.h"
 
 #include "services/map-writer/authz_lookup.h"
+#include "services/map-writer/demand.h"
 #include "services/map-writer/pod_sockets.h"
 
 #include <stdio.h>
@@ -19,58 +20,11 @@ int km_mw_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gid)
 	return km_access_allowed(w->access, role, uid, gid);
 }
 
-/* sockops reports opens only while monitoring is on and a subscriber wants them (the access log):
- * otherwise it is not on the connections' path for that (KM_DEMAND_OPENS). */
-static void opens_demand(struct km_mw_requests *w, uint64_t except_serial)
-{
-	int want = (w->dp->node.flags & KM_CFG_F_MONITORING) &&
-		   km_mw_events_opens_wanted(w->events, except_serial);
-	uint16_t flags = (uint16_t)(want ? w->dp->node.flags | KM_CFG_F_OPEN_REPORTS
-					 : w->dp->node.flags & ~KM_CFG_F_OPEN_REPORTS);
-
-	if (km_dataplane_demand(w->dp, KM_HOOK_SOCKOPS, KM_DEMAND_OPENS, want) != 0)
-		km_warn("the access log's open reports and durations are missing until sockops can "
-			"be attached");
-	/* durations need the kernel's time at close too: the clock read only while they do */
-	if (flags != w->dp->node.flags)
-		km_dataplane_set_flags(w->dp, flags);
-}
-
-/* Does this batch send connections to a waypoint or the tunnel (a service or backend row with a
- * waypoint)? Those need sockops, attached before their rows are. */
-static int batch_names_waypoint(const Kmesh__Ipc__TableBatch *b)
-{
-	for (size_t i = 0; i < b->n_ops; i++) {
-		const Kmesh__Ipc__TableOp *op = b->ops[i];
-
-		if (op->kind != KMESH__IPC__TABLE_OP__KIND__UPSERT)
-			continue;
-		if ((op->row_case == KMESH__IPC__TABLE_OP__ROW_SERVICE && op->service->waypoint_port) ||
-		    (op->row_case == KMESH__IPC__TABLE_OP__ROW_BACKEND && op->backend->waypoint_port))
-			return 1;
-	}
-	return 0;
-}
-
-/* authz_ingress is on every packet's path: attached only while an enrolled pod has no sk_lookup
- * program to decide its SYNs (KM_DEMAND_NO_LOOKUP). */
-static void ingress_demand(struct km_mw_requests *w)
-{
-	km_dataplane_demand(w->dp, KM_HOOK_AUTHZ_INGRESS, KM_DEMAND_NO_LOOKUP,
-			    km_authz_lookup_pods_without(w->lookup) > 0);
-}
-
-void km_mw_demand_start(struct km_mw_requests *w)
-{
-	ingress_demand(w); /* first: an adopted link a pod still needs is never off for an instant */
-	km_dataplane_demand(w->dp, KM_HOOK_AUTHZ_INGRESS, KM_DEMAND_ADOPTED, 0);
-}
-
 void km_mw_session_closed(void *arg, struct km_ipc_session *s)
 {
 	struct km_mw_requests *w = arg;
 
-	opens_demand(w, s->serial);
+	km_demand_opens(w->dp, w->events, s->serial); /* its wish for open reports goes with it */
 	if (!w->tables->sync_active || w->tables->sync_owner != s->serial)
 		return;
 	/* its rows stay as they are (some rewritten, none swept); the next agent syncs again */
@@ -239,14 +193,14 @@ Kmesh__Ipc__Code km_mw_enroll(struct km_mw_requests *w, const Kmesh__Ipc__Enroll
 	/* the link first, then the row that says the pod has it; without one, authz_ingress decides
 	 * its SYNs: attached before the row */
 	flags = km_authz_lookup_attach(w->lookup, e->netns_cookie, e->netns_path, e->pod);
-	if (!flags && km_dataplane_demand(w->dp, KM_HOOK_AUTHZ_INGRESS, KM_DEMAND_NO_LOOKUP, 1) != 0) {
+	if (!flags && km_demand_pod_without_lookup(w->dp) != 0) {
 		snprintf(err, errlen, "no sk_lookup program for the pod, and authz_ingress cannot be "
 			 "attached: its connections would not be authorized");
 		return KMESH__IPC__CODE__INTERNAL;
 	}
 	code = km_tables_enroll(w->tables, e, flags, err, errlen);
 	if (code != KMESH__IPC__CODE__OK)
-		ingress_demand(w);
+		km_demand_ingress(w->dp, w->lookup);
 	if (code != KMESH__IPC__CODE__OK && flags &&
 	    km_tables_enrolled(w->tables, e->netns_cookie, why, sizeof(why)) != KMESH__IPC__CODE__OK)
 		km_authz_lookup_detach(w->lookup, e->netns_cookie); /* not enrolled: no link either */
@@ -392,7 +346,7 @@ static Kmesh__Ipc__Code set_config(struct km_mw_requests *w, struct km_ipc_sessi
 		/* authz back on: open connections it now denies are closed, as after a policy change */
 		if ((old & KM_CFG_F_AUTHZ_OFF) && !(flags & KM_CFG_F_AUTHZ_OFF))
 			km_authz_recheck_request(w->recheck);
-		opens_demand(w, 0);
+		km_demand_opens(w->dp, w->events, 0);
 	}
 	st.monitoring = !!(flags & KM_CFG_F_MONITORING);
 	st.authz = !(flags & KM_CFG_F_AUTHZ_OFF);
@@ -411,6 +365,7 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 	uint64_t authz_changes = t->authz_changes;
 	Kmesh__Ipc__Code code = KMESH__IPC__CODE__OK;
 	uint32_t applied = 0;
+	int named = 0; /* the batch names a waypoint */
 	char err[512] = "", pod[300];
 
 	if (!role_may(s, env->body_case)) {
@@ -427,16 +382,14 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 			code = KMESH__IPC__CODE__PERMISSION_DENIED;
 			break;
 		}
-		if (batch_names_waypoint(env->batch)) {
-			if (t->sync_active)
-				w->sync_waypoints = 1;
-			if (km_dataplane_demand(w->dp, KM_HOOK_SOCKOPS, KM_DEMAND_WAYPOINTS, 1) != 0) {
-				code = KMESH__IPC__CODE__INTERNAL;
-				snprintf(err, sizeof(err), "connections to a waypoint need sockops, which "
-					 "cannot be attached (see the map writer's log)");
-				break;
-			}
+		if (km_demand_batch(w->dp, env->batch, &named) != 0) {
+			code = KMESH__IPC__CODE__INTERNAL;
+			snprintf(err, sizeof(err), "connections to a waypoint need sockops, which cannot "
+				 "be attached (see the map writer's log)");
+			break;
 		}
+		if (named && t->sync_active)
+			w->sync_waypoints = 1;
 		code = km_tables_apply_batch(t, env->batch, &applied, err, sizeof(err));
 		if (code != KMESH__IPC__CODE__OK)
 			km_warn("batch from pid %d: applied %u of %zu ops, %s: %s", (int)s->pid, applied,
@@ -459,7 +412,7 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 		if (code == KMESH__IPC__CODE__OK) {
 			km_authz_lookup_detach(w->lookup, env->unenroll->netns_cookie);
 			km_mw_pod_sockets_forget(t, env->unenroll->netns_cookie);
-			ingress_demand(w);
+			km_demand_ingress(w->dp, w->lookup);
 		}
 		if (code == KMESH__IPC__CODE__OK && w->ipsec_tc->enabled)
 			km_ipsec_tc_pod_gone(w->ipsec_tc, ifindex);
@@ -494,11 +447,8 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 			code = km_tables_sync_end(t, &applied, err, sizeof(err));
 			if (code != KMESH__IPC__CODE__OK)
 				km_warn("sync end from pid %d: %s", (int)s->pid, err);
-			else if (!w->sync_waypoints) /* the agent's whole state names none */
-				km_dataplane_demand(w->dp, KM_HOOK_SOCKOPS,
-						    KM_DEMAND_WAYPOINTS | KM_DEMAND_ADOPTED, 0);
-			else
-				km_dataplane_demand(w->dp, KM_HOOK_SOCKOPS, KM_DEMAND_ADOPTED, 0);
+			else /* the agent's whole state: does it name a waypoint? */
+				km_demand_sync_end(w->dp, w->sync_waypoints);
 			km_authz_recheck_release(w->recheck); /* the agent's state is whole again */
 		} else {
 			code = KMESH__IPC__CODE__BAD_REQUEST;
@@ -528,7 +478,7 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 		if (env->subscribe->conn_events &&
 		    km_mw_events_subscribe(w->events, s, env->subscribe->opens, err, sizeof(err)) != 0)
 			code = KMESH__IPC__CODE__INTERNAL;
-		opens_demand(w, 0);
+		km_demand_opens(w->dp, w->events, 0);
 		break;
 	default:
 		code = KMESH__IPC__CODE__BAD_REQUEST;

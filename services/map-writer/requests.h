@@ -52,9 +52,6 @@ int km_mw_allowed(void *arg, Kmesh__Ipc__Role role, uid_t uid, gid_t gid);
 #define KM_MW_FRAME_IPSEC (1u << 20)
 #define KM_MW_FRAME_SMALL (64u << 10)
 size_t km_mw_frame_limit(void *arg, Kmesh__Ipc__Role role);
-/* At start, once enrolled pods' sk_lookup links are known: authz_ingress attached only if one
- * has none (docs/map-writer.md, "Programs on demand"). */
-void km_mw_demand_start(struct km_mw_requests *w);
 /* A peer left: a sync it began ends without a sweep; its wish for open reports goes. */
 void km_mw_session_closed(void *arg, struct km_ipc_session *s);
 void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope *env);
