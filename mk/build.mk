@@ -249,7 +249,7 @@ next-map-writer:
 
 # what the integration tests run besides the daemons: the next layout's map writer, the benches
 INTEGRATION_TOOLS := next-map-writer $(addprefix $(B)/bench/,connect_bench authz_bench decode_bench \
-	table_ops_bench cni_add_bench)
+	table_ops_bench cni_add_bench passive_bench)
 integration: all $(INTEGRATION_TOOLS)
 	@bash tests/integration/run.sh
 
