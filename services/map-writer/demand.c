@@ -48,10 +48,18 @@ void km_demand_sync_end(struct km_dataplane *dp, int named_waypoint)
 			    named_waypoint ? KM_DEMAND_ADOPTED : KM_DEMAND_WAYPOINTS | KM_DEMAND_ADOPTED, 0);
 }
 
-void km_demand_ingress(struct km_dataplane *dp, const struct km_authz_lookup *l)
+static void ingress_by_count(struct km_dataplane *dp, const struct km_authz_lookup *l)
 {
 	km_dataplane_demand(dp, KM_HOOK_AUTHZ_INGRESS, KM_DEMAND_NO_LOOKUP,
 			    km_authz_lookup_pods_without(l) > 0);
+}
+
+void km_demand_ingress_pod_gone(struct km_dataplane *dp, const struct km_authz_lookup *l)
+{
+	/* a pod leaving can only take the need away: with nothing attached there is nothing to
+	 * recount (the walk of km_manage is a bpf() call per pod, kept off the common unenroll) */
+	if (km_dataplane_attached(dp, KM_HOOK_AUTHZ_INGRESS))
+		ingress_by_count(dp, l);
 }
 
 int km_demand_pod_without_lookup(struct km_dataplane *dp)
@@ -61,6 +69,6 @@ int km_demand_pod_without_lookup(struct km_dataplane *dp)
 
 void km_demand_start(struct km_dataplane *dp, const struct km_authz_lookup *l)
 {
-	km_demand_ingress(dp, l); /* first: an adopted link a pod still needs is never off */
+	ingress_by_count(dp, l); /* first: an adopted link a pod still needs is never off */
 	km_dataplane_demand(dp, KM_HOOK_AUTHZ_INGRESS, KM_DEMAND_ADOPTED, 0);
 }

@@ -23,8 +23,9 @@ int km_demand_batch(struct km_dataplane *dp, const Kmesh__Ipc__TableBatch *b, in
  * goes either way. */
 void km_demand_sync_end(struct km_dataplane *dp, int named_waypoint);
 /* authz_ingress while an enrolled pod has no sk_lookup program. Before a pod without one is
- * enrolled: km_demand_pod_without_lookup (0, or a negative errno). */
-void km_demand_ingress(struct km_dataplane *dp, const struct km_authz_lookup *l);
+ * enrolled: km_demand_pod_without_lookup (0, or a negative errno); after a pod left (or its
+ * enrollment failed): km_demand_ingress_pod_gone, which recounts only while it is attached. */
+void km_demand_ingress_pod_gone(struct km_dataplane *dp, const struct km_authz_lookup *l);
 int km_demand_pod_without_lookup(struct km_dataplane *dp);
 /* At start, once the pods' sk_lookup links are known. */
 void km_demand_start(struct km_dataplane *dp, const struct km_authz_lookup *l);

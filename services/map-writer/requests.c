@@ -200,7 +200,7 @@ Kmesh__Ipc__Code km_mw_enroll(struct km_mw_requests *w, const Kmesh__Ipc__Enroll
 	}
 	code = km_tables_enroll(w->tables, e, flags, err, errlen);
 	if (code != KMESH__IPC__CODE__OK)
-		km_demand_ingress(w->dp, w->lookup);
+		km_demand_ingress_pod_gone(w->dp, w->lookup);
 	if (code != KMESH__IPC__CODE__OK && flags &&
 	    km_tables_enrolled(w->tables, e->netns_cookie, why, sizeof(why)) != KMESH__IPC__CODE__OK)
 		km_authz_lookup_detach(w->lookup, e->netns_cookie); /* not enrolled: no link either */
@@ -412,7 +412,7 @@ void km_mw_handle_request(void *arg, struct km_ipc_session *s, const km_envelope
 		if (code == KMESH__IPC__CODE__OK) {
 			km_authz_lookup_detach(w->lookup, env->unenroll->netns_cookie);
 			km_mw_pod_sockets_forget(t, env->unenroll->netns_cookie);
-			km_demand_ingress(w->dp, w->lookup);
+			km_demand_ingress_pod_gone(w->dp, w->lookup);
 		}
 		if (code == KMESH__IPC__CODE__OK && w->ipsec_tc->enabled)
 			km_ipsec_tc_pod_gone(w->ipsec_tc, ifindex);
