@@ -7,7 +7,12 @@
 #include <bpf/libbpf.h>
 
 #include "bench/lib/bench_util.h"
+#include "bench/ref/ref_accept.h"
+#include "kmesh_maps.h"
 #include "ref_accept.skel.h"
+
+/* the floor writes as many bytes per close as the shipped report */
+_Static_assert(sizeof(struct km_ref_close) == sizeof(struct km_conn_close), "close record size");
 
 struct ring_buffer *bench_ref_close_attach(struct ref_accept *r, const char *cgroup)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* ref_accept.h — the record of the reference close report (ref_accept.bpf.c), as BPF and the
- * benchmarks see it: the size of the shipped one (struct km_conn_close), the fields any close
+ * benchmarks see it: the size of the shipped one (struct km_conn_close, checked in bench/lib/ref_close.c), the fields any close
  * report needs. */
 #ifndef KM_BENCH_REF_ACCEPT_H
 #define KM_BENCH_REF_ACCEPT_H
@@ -15,7 +15,7 @@ struct km_ref_close {
 	__u16 sport, dport;
 	__u32 pad;
 	__u64 bytes_acked, bytes_received;
-	__u8 rest[56]; /* to the shipped record's 96 bytes */
+	__u8 rest[40]; /* to the shipped record's 80 bytes (struct km_conn_close) */
 };
 
 /* The allowed sources' capacity (IPv4 addresses, network byte order). */
